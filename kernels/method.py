@@ -1,0 +1,64 @@
+"""What a dispatchable projection method is: a name, the families it serves, its tuning space, a shape guard,
+and a lazily imported implementation (so plans can be read and validated without torch)."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable
+
+
+class PlanError(ValueError):
+    """A plan or a method configuration that cannot be used; the message names the file, family, M or field."""
+
+
+# A guard returns None when (family, M, N, K, config) is supported, else a short reason.
+Guard = Callable[[str, int, int, int, dict], "str | None"]
+
+
+@lru_cache(maxsize=None)
+def _load_impl(impl: str) -> Any:
+    module_name, _, attr = impl.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One way to compute y[M,N] = x[M,K] @ w[N,K]^T for some families.
+
+    `impl` is "package.module:attr"; attr has `prepare(weight, family, config) -> state` (weights only, never
+    activations) and `run(state, x) -> y`. `params` lists each config key's allowed values; `configs` is the
+    tuning space (configs[0] is the default).
+    """
+
+    name: str
+    families: tuple[str, ...]
+    impl: str
+    description: str
+    params: dict[str, tuple] = field(default_factory=dict)
+    configs: tuple[dict, ...] = ({},)
+    guard: Guard | None = None
+
+    def check_config(self, config: dict) -> str | None:
+        """None if `config` has exactly this method's keys with allowed values, else the reason."""
+        missing = sorted(set(self.params) - set(config))
+        extra = sorted(set(config) - set(self.params))
+        if missing or extra:
+            return f"method {self.name!r}: config keys missing {missing} / unknown {extra}"
+        for key, value in config.items():
+            if value not in self.params[key]:
+                return f"method {self.name!r}: {key}={value!r} not in {list(self.params[key])}"
+        return None
+
+    def supports(self, family: str, M: int, N: int, K: int, config: dict | None = None) -> str | None:
+        if family not in self.families:
+            return f"method {self.name!r} does not serve family {family!r}"
+        if self.guard is None:
+            return None
+        return self.guard(family, M, N, K, dict(self.configs[0] if config is None else config))
+
+    def prepare(self, weight, family: str, config: dict):
+        return _load_impl(self.impl).prepare(weight, family, config)
+
+    def run(self, state, x):
+        return _load_impl(self.impl).run(state, x)

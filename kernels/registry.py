@@ -1,0 +1,22 @@
+"""The one place where methods are registered: dense BF16 methods and router methods, by name."""
+from __future__ import annotations
+
+from kernels.method import Method, PlanError
+from kernels.methods_dense import DENSE_METHODS
+from kernels.methods_router import ROUTER_METHODS
+
+METHODS: dict[str, Method] = {m.name: m for m in (*DENSE_METHODS, *ROUTER_METHODS)}
+assert len(METHODS) == len(DENSE_METHODS) + len(ROUTER_METHODS), "duplicate method name"
+
+
+def get_method(name: str) -> Method:
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise PlanError(f"unknown method {name!r}; known: {sorted(METHODS)}") from None
+
+
+def validate_config(name: str, config: dict) -> None:
+    reason = get_method(name).check_config(config)
+    if reason:
+        raise PlanError(reason)
