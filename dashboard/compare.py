@@ -1,0 +1,187 @@
+"""Compare 2..N timing series (candidates of one run, or of different runs) shape by shape.
+
+A *series* is one candidate's per-shape timings: a tidy DataFrame with columns
+`series, load, family, M, N, K, median_us, samples_us, pair_group` (samples_us may be None for published
+tables; `pair_group` names the run — samples of two series from the same run are paired by index, because
+the profiler times them in alternating rounds).
+
+Ratios are speedups of a series over the reference: reference_us / series_us (> 1: the series is faster).
+
+Verdict from the bootstrap CI of the median ratio (percentile bootstrap, 95%, seeded):
+  CI entirely above 1 + eps → FAST; entirely below 1 - eps → SLOW;
+  CI inside [1 - eps, 1 + eps] → SAME; otherwise (CI straddles a band edge) → AMBIGUOUS.
+Without samples (a published table) there is no CI and the verdict is NO SAMPLES.
+
+EPS_DEFAULT = 0.01: a 1% band. The profiler stops a shape at a ratio RSE of 0.5% (issue 3), so its 95% CI
+half-width is about 1%; differences smaller than that are not resolvable, and the write-up's official
+repeats (036 check 1.3020 vs scored 1.3012) differ by 0.06%, well inside it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+EPS_DEFAULT = 0.01
+N_BOOT = 1000
+SHAPE_KEY = ["load", "family", "M", "N", "K"]
+VERDICTS = ("FAST", "SLOW", "SAME", "AMBIGUOUS", "NO SAMPLES")
+
+
+def verdict(ci_low: float, ci_high: float, eps: float = EPS_DEFAULT) -> str:
+    """FAST / SLOW / SAME / AMBIGUOUS from a ratio CI (see module docstring); NO SAMPLES if the CI is NaN."""
+    if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
+        return "NO SAMPLES"
+    if ci_low > 1 + eps:
+        return "FAST"
+    if ci_high < 1 - eps:
+        return "SLOW"
+    if ci_low >= 1 - eps and ci_high <= 1 + eps:
+        return "SAME"
+    return "AMBIGUOUS"
+
+
+def _boot_medians(ref: np.ndarray, oth: np.ndarray, paired: bool, rng: np.random.Generator, n_boot: int):
+    """Bootstrap replicates [n_boot] of (median ref, median other); paired draws share indices."""
+    i_ref = rng.integers(0, len(ref), (n_boot, len(ref)))
+    i_oth = i_ref if paired else rng.integers(0, len(oth), (n_boot, len(oth)))
+    return np.median(ref[i_ref], axis=1), np.median(oth[i_oth], axis=1)
+
+
+@dataclass
+class Comparison:
+    """Result of `compare`: per-shape rows, per-load and overall rows, and the intersection note."""
+
+    reference: str
+    eps: float
+    shapes: pd.DataFrame
+    loads: pd.DataFrame
+    overall: pd.DataFrame
+    dropped: pd.DataFrame = field(default_factory=pd.DataFrame)
+    note: str = ""
+
+
+def _intersection(df: pd.DataFrame, names: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    keys = df.groupby("series")[SHAPE_KEY].apply(lambda g: set(map(tuple, g.to_numpy())))
+    common = set.intersection(*(keys[n] for n in names))
+    in_common = df[SHAPE_KEY].apply(tuple, axis=1).isin(common)
+    dropped = df.loc[~in_common, ["series", *SHAPE_KEY]].reset_index(drop=True)
+    note = ""
+    if len(dropped):
+        sizes = ", ".join(f"{n}: {len(keys[n])}" for n in names)
+        note = (f"The series cover different shape sets ({sizes}); compared on their intersection of "
+                f"{len(common)} shapes, {len(dropped)} rows left out.")
+    return df[in_common], dropped, note
+
+
+def _series_arrays(g: pd.DataFrame) -> dict:
+    out = {}
+    for row in g.itertuples(index=False):
+        s = row.samples_us
+        arr = np.asarray(s, dtype=float) if s is not None and len(s) else np.array([row.median_us], float)
+        out[tuple(getattr(row, k) for k in SHAPE_KEY)] = (arr, s is not None and len(s) > 0, row.pair_group)
+    return out
+
+
+def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: float = EPS_DEFAULT,
+            n_boot: int = N_BOOT, seed: int = 0) -> Comparison:
+    """Compare every series in `df` against `reference` on the shapes all of them have.
+
+    `weights`: family → scoring weight (the workload's; 62 for every family) used for load sums.
+    Per-load ratio = Σ w·ref_us / Σ w·series_us over the load's shapes; overall = geometric mean of the load
+    ratios (only loads covered by the intersection). CIs come from the same bootstrap replicates.
+    """
+    names = list(dict.fromkeys(df["series"]))
+    if reference not in names:
+        raise ValueError(f"reference series {reference!r} is not among {names}")
+    if len(names) < 2:
+        raise ValueError("compare needs at least two series")
+    weights = weights or {}
+    common, dropped, note = _intersection(df, names)
+    rng = np.random.default_rng(seed)
+    ref = _series_arrays(common[common["series"] == reference])
+    shape_rows, load_rows, overall_rows = [], [], []
+    for name in names:
+        if name == reference:
+            continue
+        oth = _series_arrays(common[common["series"] == name])
+        boot = {}
+        for key, (r_arr, r_has, r_grp) in ref.items():
+            o_arr, o_has, o_grp = oth[key]
+            has = r_has and o_has
+            paired = has and r_grp == o_grp and len(r_arr) == len(o_arr)
+            ref_med, oth_med = float(np.median(r_arr)), float(np.median(o_arr))
+            if has:
+                br, bo = _boot_medians(r_arr, o_arr, paired, rng, n_boot)
+                lo, hi = np.quantile(br / bo, [0.025, 0.975])
+            else:
+                br, bo = np.full(n_boot, ref_med), np.full(n_boot, oth_med)
+                lo = hi = np.nan
+            boot[key] = (br, bo, has, ref_med, oth_med)
+            shape_rows.append({"series": name, **dict(zip(SHAPE_KEY, key)), "reference_us": ref_med,
+                               "series_us": oth_med, "delta_us": oth_med - ref_med, "ratio": ref_med / oth_med,
+                               "ci_low": lo, "ci_high": hi, "paired": paired, "verdict": verdict(lo, hi, eps)})
+        load_rows += _load_rows(name, boot, weights, eps)
+        overall_rows.append(_overall_row(name, boot, weights, eps))
+    return Comparison(reference, eps, pd.DataFrame(shape_rows), pd.DataFrame(load_rows),
+                      pd.DataFrame(overall_rows), dropped, note)
+
+
+def _load_sums(boot: dict, keys: list, weights: dict):
+    """Weighted sums of reference and series over `keys`: point values and bootstrap replicates."""
+    w = np.array([weights.get(k[1], 1.0) for k in keys], float)
+    br = np.stack([boot[k][0] for k in keys])  # [shapes, n_boot]
+    bo = np.stack([boot[k][1] for k in keys])
+    pr = float(w @ np.array([boot[k][3] for k in keys]))
+    po = float(w @ np.array([boot[k][4] for k in keys]))
+    return pr, po, (w[:, None] * br).sum(0), (w[:, None] * bo).sum(0)
+
+
+def _load_rows(name: str, boot: dict, weights: dict, eps: float) -> list[dict]:
+    rows = []
+    for load in dict.fromkeys(k[0] for k in boot):
+        keys = [k for k in boot if k[0] == load]
+        pr, po, sr, so = _load_sums(boot, keys, weights)
+        has = all(boot[k][2] for k in keys)
+        lo, hi = np.quantile(sr / so, [0.025, 0.975]) if has else (np.nan, np.nan)
+        rows.append({"series": name, "load": load, "n_shapes": len(keys), "reference_us": pr, "series_us": po,
+                     "ratio": pr / po, "ci_low": lo, "ci_high": hi, "delta_pct": (po / pr - 1) * 100,
+                     "verdict": verdict(lo, hi, eps)})
+    return rows
+
+
+def _overall_row(name: str, boot: dict, weights: dict, eps: float) -> dict:
+    loads = list(dict.fromkeys(k[0] for k in boot))
+    logs, point = [], []
+    for load in loads:
+        pr, po, sr, so = _load_sums(boot, [k for k in boot if k[0] == load], weights)
+        logs.append(np.log(sr / so))
+        point.append(np.log(pr / po))
+    geo = np.exp(np.mean(logs, axis=0))
+    has = all(v[2] for v in boot.values())
+    lo, hi = np.quantile(geo, [0.025, 0.975]) if has else (np.nan, np.nan)
+    return {"series": name, "n_loads": len(loads), "score": float(np.exp(np.mean(point))), "ci_low": lo,
+            "ci_high": hi, "verdict": verdict(lo, hi, eps)}
+
+
+def series_from_results(results: pd.DataFrame, candidate: str, name: str, pair_group: str) -> pd.DataFrame:
+    """One candidate's rows of a run's `results` (records as in the run file) as a compare series."""
+    g = results[results["candidate"] == candidate]
+    if g.empty:
+        raise ValueError(f"candidate {candidate!r} has no results in run {pair_group!r}")
+    out = g[SHAPE_KEY + ["median_us"]].copy()
+    out["samples_us"] = g["samples_us"].tolist() if "samples_us" in g else None
+    out.insert(0, "series", name)
+    out["pair_group"] = pair_group
+    return out.reset_index(drop=True)
+
+
+def series_from_table(table: pd.DataFrame, column: str, name: str, pair_group: str) -> pd.DataFrame:
+    """A published per-shape table column (e.g. official baseline_us / candidate_us) as a series, no samples."""
+    out = table[SHAPE_KEY].copy()
+    out["median_us"] = table[column].astype(float).to_numpy()
+    out["samples_us"] = None
+    out.insert(0, "series", name)
+    out["pair_group"] = pair_group
+    return out.reset_index(drop=True)
