@@ -1,0 +1,269 @@
+"""Plotly figure builders: pure functions from DataFrames / numbers to `go.Figure`.
+
+They compute nothing that matters (no scores, floors or ratios — callers pass what `dashboard/` computed);
+they only lay numbers out. Every title carries its provenance: measured, derived or published.
+Column conventions are named in each docstring.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+FAMILY_COLORS = {"qkv_gate": "#4c78a8", "o": "#f58518", "pooler": "#54a24b", "unpooler": "#b279a2",
+                 "router": "#e45756"}
+SERIES_COLORS = ["#7f7f7f", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+VERDICT_COLORS = {"FAST": "#2ca02c", "SLOW": "#d62728", "SAME": "#7f7f7f", "AMBIGUOUS": "#ff7f0e",
+                  "NO SAMPLES": "#bcbd22"}
+DATASHEET_TBPS = 4.8  # H200 datasheet HBM3e bandwidth, drawn dashed for reference only
+LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=60, b=50), hovermode="closest")
+
+
+def _title(text: str, source: str) -> dict:
+    return dict(text=f"{text}<br><sup>{source}</sup>")
+
+
+def _color(i: int) -> str:
+    return SERIES_COLORS[i % len(SERIES_COLORS)]
+
+
+def load_time_bars(df: pd.DataFrame, series: dict[str, str], source: str, load_order=None) -> go.Figure:
+    """Where the time went: per load, one stacked bar per series, stacked by family (µs, lower is better).
+
+    `df` columns: load, family, and one µs column per series; `series` maps legend name → column.
+    """
+    loads = load_order or list(dict.fromkeys(df["load"]))
+    fig = go.Figure()
+    for fam in dict.fromkeys(df["family"]):
+        sub = df[df["family"] == fam].set_index("load")
+        x0, x1, y = [], [], []
+        for load in loads:
+            for name, col in series.items():
+                x0.append(load)
+                x1.append(name)
+                y.append(float(sub[col].get(load, np.nan)) if load in sub.index else np.nan)
+        fig.add_bar(x=[x0, x1], y=y, name=fam, marker_color=FAMILY_COLORS.get(fam),
+                    hovertemplate="%{x}<br>" + fam + ": %{y:.3f} µs<extra></extra>")
+    fig.update_layout(barmode="stack", title=_title("Time per load, stacked by family (µs, lower is better)",
+                                                    source), yaxis_title="µs", legend_title="family", **LAYOUT)
+    return fig
+
+
+def family_bars(df: pd.DataFrame, load: str, series: dict[str, str], source: str) -> go.Figure:
+    """One load: grouped bars of each family's time per series. Columns as in `load_time_bars`."""
+    sub = df[df["load"] == load]
+    fig = go.Figure()
+    for i, (name, col) in enumerate(series.items()):
+        fig.add_bar(x=sub["family"], y=sub[col], name=name, marker_color=_color(i),
+                    hovertemplate="%{x}: %{y:.3f} µs<extra>" + name + "</extra>")
+    fig.update_layout(barmode="group", title=_title(f"{load}: time per family (µs)", source),
+                      yaxis_title="µs", **LAYOUT)
+    return fig
+
+
+def share_bars(shares: pd.DataFrame, source: str) -> go.Figure:
+    """Time shares: columns load, family, share (0..1) — 100%-stacked horizontal bars per load."""
+    fig = go.Figure()
+    for fam in dict.fromkeys(shares["family"]):
+        sub = shares[shares["family"] == fam]
+        fig.add_bar(y=sub["load"], x=sub["share"] * 100, name=fam, orientation="h",
+                    marker_color=FAMILY_COLORS.get(fam), hovertemplate="%{y} " + fam + ": %{x:.1f}%<extra></extra>")
+    fig.update_layout(barmode="stack", title=_title("Share of each load's time per family (%)", source),
+                      xaxis_title="% of the load's time", yaxis_autorange="reversed", **LAYOUT)
+    return fig
+
+
+def ratio_bars(df: pd.DataFrame, source: str, target: float | None = None) -> go.Figure:
+    """Per-load (or per-shape) speedup ratios. Columns: label, ratio, optional ci_low / ci_high."""
+    err = None
+    if {"ci_low", "ci_high"} <= set(df.columns) and df["ci_low"].notna().any():
+        err = dict(type="data", symmetric=False, array=df["ci_high"] - df["ratio"],
+                   arrayminus=df["ratio"] - df["ci_low"])
+    fig = go.Figure(go.Bar(x=df["label"], y=df["ratio"], error_y=err, marker_color="#1f77b4",
+                           text=[f"{r:.4f}×" for r in df["ratio"]], textposition="outside",
+                           hovertemplate="%{x}: %{y:.4f}×<extra></extra>"))
+    fig.add_hline(y=1.0, line_color="black", line_width=1)
+    if target:
+        fig.add_hline(y=target, line_dash="dot", line_color="#d62728", annotation_text=f"target {target:.4f}×")
+    fig.update_layout(title=_title("Speedup ratio (baseline ÷ candidate; > 1 is faster)", source),
+                      yaxis_title="ratio ×", **LAYOUT)
+    return fig
+
+
+def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | None, source: str,
+             datasheet_tbps: float = DATASHEET_TBPS) -> go.Figure:
+    """Log–log roofline: arithmetic intensity (FLOP/byte) vs achieved TFLOP/s.
+
+    `points` columns: shape (key), candidate, intensity, tflops, median_us, floor_us, bound.
+    `memory_tbps`: the run's measured best probe bandwidth; `compute_tflops`: its measured compute peak.
+    """
+    lo, hi = 0.1, 1e4
+    if len(points):
+        lo = min(lo, float(points["intensity"].min()) / 2)
+        hi = max(hi, float(points["intensity"].max()) * 2)
+    xs = np.geomspace(lo, hi, 200)
+    fig = go.Figure()
+    roof = xs * memory_tbps
+    if compute_tflops:
+        roof = np.minimum(roof, compute_tflops)
+    fig.add_scatter(x=xs, y=roof, mode="lines", name=f"measured roof ({memory_tbps:.2f} TB/s probe)",
+                    line=dict(color="black"))
+    ds = xs * datasheet_tbps
+    if compute_tflops:
+        ds = np.minimum(ds, compute_tflops)
+    fig.add_scatter(x=xs, y=ds, mode="lines", name=f"datasheet {datasheet_tbps} TB/s (reference)",
+                    line=dict(color="gray", dash="dash"))
+    for i, (cand, sub) in enumerate(points.groupby("candidate", sort=False)):
+        fig.add_scatter(x=sub["intensity"], y=sub["tflops"], mode="markers", name=str(cand),
+                        marker=dict(size=9, color=_color(i + 1)),
+                        customdata=sub[["shape", "median_us", "floor_us", "bound"]].to_numpy(),
+                        hovertemplate="%{customdata[0]}<br>intensity %{x:.2f} FLOP/B<br>%{y:.2f} TFLOP/s"
+                                      "<br>%{customdata[1]:.3f} µs (floor %{customdata[2]:.3f} µs, "
+                                      "%{customdata[3]}-bound)<extra>" + str(cand) + "</extra>")
+    fig.update_layout(title=_title("Roofline: intensity vs achieved throughput", source),
+                      xaxis=dict(type="log", title="arithmetic intensity (FLOP / byte)"),
+                      yaxis=dict(type="log", title="achieved TFLOP/s"), **LAYOUT)
+    return fig
+
+
+def time_vs_floor(df: pd.DataFrame, source: str) -> go.Figure:
+    """Per shape: time of each candidate (bars) and the floor (black tick). Columns: shape, candidate,
+    median_us, floor_us."""
+    fig = go.Figure()
+    for i, (cand, sub) in enumerate(df.groupby("candidate", sort=False)):
+        fig.add_bar(x=sub["shape"], y=sub["median_us"], name=str(cand), marker_color=_color(i + 1),
+                    hovertemplate="%{x}: %{y:.3f} µs<extra>" + str(cand) + "</extra>")
+    floors = df.drop_duplicates("shape")
+    fig.add_scatter(x=floors["shape"], y=floors["floor_us"], mode="markers", name="floor (derived)",
+                    marker=dict(symbol="line-ew", size=22, line=dict(width=3, color="black")),
+                    hovertemplate="%{x} floor: %{y:.3f} µs<extra></extra>")
+    fig.update_layout(barmode="group", title=_title("Time vs floor per shape (µs)", source), yaxis_title="µs",
+                      xaxis_tickangle=-45, **LAYOUT)
+    return fig
+
+
+def probe_curve(probes: pd.DataFrame | None, seed: pd.DataFrame | None, source: str) -> go.Figure:
+    """HBM read probes: bytes → µs (left) and bytes → TB/s (right), log x.
+
+    `probes` columns: bytes, us, tbps, design (a run's); `seed` columns: label, bytes, us (the write-up's).
+    """
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("time (µs)", "bandwidth (TB/s)"))
+    sets = []
+    if probes is not None and len(probes):
+        sets.append(("run probes (measured)", probes.sort_values("bytes"), "lines+markers", "#1f77b4", "circle"))
+    if seed is not None and len(seed):
+        sets.append(("write-up probes (published)", seed.sort_values("bytes"), "markers", "#d62728", "diamond"))
+    for name, d, mode, color, sym in sets:
+        tbps = d["tbps"] if "tbps" in d else d["bytes"] / d["us"] / 1e6
+        for col, y, unit in ((1, d["us"], "µs"), (2, tbps, "TB/s")):
+            fig.add_scatter(x=d["bytes"], y=y, mode=mode, name=name, legendgroup=name, showlegend=col == 1,
+                            marker=dict(color=color, symbol=sym, size=9), line=dict(color=color), row=1, col=col,
+                            hovertemplate="%{x:.3s} B: %{y:.3f} " + unit + "<extra>" + name + "</extra>")
+    fig.update_xaxes(type="log", title="bytes read")
+    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_layout(title=_title("HBM read probe curve", source), **LAYOUT)
+    return fig
+
+
+def line_figure(x, y, title: str, xlabel: str, ylabel: str, source: str, marker: tuple | None = None,
+                hlines: dict | None = None, log_x: bool = False) -> go.Figure:
+    """A plain curve (calculators: what-if score, Amdahl), an optional highlighted point and labelled
+    horizontal reference lines {label: y}."""
+    fig = go.Figure(go.Scatter(x=list(x), y=list(y), mode="lines", name=ylabel, line=dict(color="#1f77b4")))
+    if marker is not None:
+        fig.add_scatter(x=[marker[0]], y=[marker[1]], mode="markers+text", name="selected",
+                        text=[f"{marker[1]:.4f}"], textposition="top center",
+                        marker=dict(size=12, color="#d62728"))
+    for label, yv in (hlines or {}).items():
+        fig.add_hline(y=yv, line_dash="dot", annotation_text=label)
+    fig.update_layout(title=_title(title, source), xaxis_title=xlabel, yaxis_title=ylabel, showlegend=False,
+                      **LAYOUT)
+    if log_x:
+        fig.update_xaxes(type="log")
+    return fig
+
+
+def ledger_figure(ledger: pd.DataFrame, source: str = "published (write-up ledger)") -> go.Figure:
+    """Candidate history: checks (blue dots) vs scored (red diamonds) vs other kinds, with CI bars.
+
+    Columns: candidate, kind, score, ci_low, ci_high, status, note. Rows without a score are skipped
+    (a caller shows them in a table)."""
+    styles = {"check": ("#1f77b4", "circle"), "scored": ("#d62728", "diamond")}
+    fig = go.Figure()
+    d = ledger[ledger["score"].notna()]
+    for kind, sub in d.groupby("kind", sort=False):
+        color, sym = styles.get(kind, ("#7f7f7f", "square"))
+        err = None
+        if sub["ci_low"].notna().any():
+            err = dict(type="data", symmetric=False, array=(sub["ci_high"] - sub["score"]).fillna(0),
+                       arrayminus=(sub["score"] - sub["ci_low"]).fillna(0))
+        fig.add_scatter(x=sub["candidate"].astype(str), y=sub["score"], mode="markers", name=str(kind),
+                        error_y=err, marker=dict(color=color, symbol=sym, size=10),
+                        customdata=sub[["note"]].fillna("").to_numpy(),
+                        hovertemplate="%{x}: %{y:.4f}×<br>%{customdata[0]}<extra>" + str(kind) + "</extra>")
+    fig.add_hline(y=1.0, line_color="black", line_width=1)
+    fig.update_layout(title=_title("Candidate history (score per evaluation)", source),
+                      xaxis=dict(type="category", title="candidate", categoryorder="category ascending"),
+                      yaxis_title="score ×", **LAYOUT)
+    return fig
+
+
+def compare_figure(shapes: pd.DataFrame, eps: float, source: str) -> go.Figure:
+    """Difference chart: per shape, each series' ratio vs the reference with CI, coloured by verdict.
+
+    Columns (dashboard.compare shapes frame): series, load, family, ratio, ci_low, ci_high, verdict."""
+    fig = go.Figure()
+    labels = shapes["load"] + "/" + shapes["family"]
+    for verdict_name, color in VERDICT_COLORS.items():
+        for series, sub in shapes[shapes["verdict"] == verdict_name].groupby("series", sort=False):
+            x = labels[sub.index]
+            err = dict(type="data", symmetric=False, array=(sub["ci_high"] - sub["ratio"]).fillna(0),
+                       arrayminus=(sub["ratio"] - sub["ci_low"]).fillna(0))
+            fig.add_scatter(x=x, y=sub["ratio"], mode="markers",
+                            error_y=err, name=f"{series}: {verdict_name}", marker=dict(color=color, size=9),
+                            hovertemplate="%{x}: %{y:.4f}×<extra>" + f"{series} {verdict_name}" + "</extra>")
+    fig.add_hrect(y0=1 - eps, y1=1 + eps, fillcolor="gray", opacity=0.15, line_width=0,
+                  annotation_text=f"SAME band ±{eps:.1%}")
+    fig.add_hline(y=1.0, line_color="black", line_width=1)
+    fig.update_layout(title=_title("Ratio vs reference per shape (reference ÷ series; > 1 faster)", source),
+                      yaxis_title="ratio ×", xaxis_tickangle=-45, **LAYOUT)
+    return fig
+
+
+def dispatch_figure(regions: pd.DataFrame, shapes: pd.DataFrame | None, source: str,
+                    selected_M: int | None = None) -> go.Figure:
+    """A plan's M-regions per family as horizontal spans on a log M axis, official shapes as markers.
+
+    `regions` columns: family, M_lo, M_hi, method; `shapes` columns: family, M, load."""
+    methods = list(dict.fromkeys(regions["method"]))
+    palette = {m: SERIES_COLORS[(i + 1) % len(SERIES_COLORS)] for i, m in enumerate(methods)}
+    fig = go.Figure()
+    shown = set()
+    for r in regions.itertuples(index=False):
+        lo, hi = r.M_lo - 0.45, r.M_hi + 0.45  # half-integers so a one-M region stays visible on log x
+        fig.add_bar(y=[r.family], x=[hi - lo], base=[lo], orientation="h", name=r.method,
+                    marker_color=palette[r.method], legendgroup=r.method, showlegend=r.method not in shown,
+                    hovertemplate=f"{r.family} M {r.M_lo}–{r.M_hi}: {r.method}<extra></extra>")
+        shown.add(r.method)
+    if shapes is not None and len(shapes):
+        fig.add_scatter(y=shapes["family"], x=shapes["M"], mode="markers", name="official shapes",
+                        marker=dict(symbol="x", size=10, color="black"), text=shapes["load"],
+                        hovertemplate="%{text}: %{y} M=%{x}<extra></extra>")
+    if selected_M:
+        fig.add_vline(x=selected_M, line_dash="dot", line_color="#d62728", annotation_text=f"M={selected_M}")
+    fig.update_layout(barmode="overlay", title=_title("Dispatch regions by M", source),
+                      xaxis=dict(type="log", title="M (token rows)", range=[np.log10(0.5), np.log10(300)]),
+                      yaxis=dict(autorange="reversed"), **LAYOUT)
+    return fig
+
+
+def telemetry_figure(telemetry: pd.DataFrame, source: str = "measured (NVML telemetry)") -> go.Figure:
+    """SM clock, power and temperature over the run. Columns: t_s, sm_mhz, power_w, temp_c."""
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("SM clock (MHz)", "power (W)", "temperature (°C)"))
+    for i, col in enumerate(("sm_mhz", "power_w", "temp_c"), start=1):
+        if col in telemetry:
+            fig.add_scatter(x=telemetry["t_s"], y=telemetry[col], mode="lines", name=col, row=1, col=i)
+    fig.update_xaxes(title="s")
+    fig.update_layout(title=_title("Telemetry during the run", source), showlegend=False, **LAYOUT)
+    return fig
