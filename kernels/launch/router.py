@@ -1,0 +1,182 @@
+"""Launchers for the router methods (kernels/triton/router.py): FP32 weights [N,K], BF16 x [M,K], FP32 y [M,N].
+
+prepare() only transforms weights: the hi/lo split (H = bf16(W), L = bf16(W - fp32(H))), the interleaved
+[2N,K] layout (row 2n = H[n], row 2n+1 = L[n]) and the stacked [H; L] layout. run() never syncs with the host
+and allocates only through torch, so every call can be captured in a CUDA graph and replayed with new inputs.
+"""
+from __future__ import annotations
+
+from kernels.launch import check_input, impl
+
+SUM_BLOCK = 1024       # elements per program of the split-K sum kernel
+ZERO_BLOCK = 1024      # elements per program of the PDL zero-fill kernel
+
+
+# ---------------------------------------------------------------- weight layouts (prepare-time, pure torch)
+
+def split_hilo(w32):
+    """(H, L) with H = bf16(W) and L = bf16(W - fp32(H)); H + L reproduces W to about 2^-16 relative."""
+    import torch
+
+    if w32.dtype != torch.float32:
+        raise ValueError(f"router: weight must be float32, got {w32.dtype}")
+    hi = w32.to(torch.bfloat16)
+    lo = (w32 - hi.to(torch.float32)).to(torch.bfloat16)
+    return hi.contiguous(), lo.contiguous()
+
+
+def interleave_rows(hi, lo):
+    """[2N,K] with row 2n = hi[n] and row 2n+1 = lo[n] (a lossless permutation of the stacked rows)."""
+    import torch
+
+    return torch.stack((hi, lo), dim=1).reshape(2 * hi.shape[0], hi.shape[1]).contiguous()
+
+
+def stack_rows(hi, lo):
+    """[2N,K] = [hi; lo]: one library product gives both contributions."""
+    import torch
+
+    return torch.cat((hi, lo), dim=0).contiguous()
+
+
+def _check_weight(weight, what: str):
+    import torch
+
+    if weight.dtype != torch.float32 or weight.dim() != 2 or weight.stride(1) != 1:
+        raise ValueError(f"{what}: weight must be a row-major float32 [N, K], got {weight.dtype} "
+                         f"{tuple(weight.shape)}")
+    return weight.shape
+
+
+def _check_x(state: dict, x, what: str) -> int:
+    import torch
+
+    return check_input(x, state["K"], torch.bfloat16, what)
+
+
+def _dot_meta(cfg: dict) -> dict:
+    return dict(BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], SPLIT=cfg["SPLIT"],
+                num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+
+
+# ---------------------------------------------------------------- router_gemv_fp32 (M = 1, direct FP32)
+
+def prepare_gemv_fp32(weight, family: str, config: dict) -> dict:
+    N, K = _check_weight(weight, "router_gemv_fp32")
+    return {"w": weight.contiguous(), "N": N, "K": K, "config": dict(config)}
+
+
+def run_gemv_fp32(state: dict, x):
+    import torch
+    import triton
+
+    from kernels.triton.router import router_gemv_fp32_kernel
+
+    w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
+    M = _check_x(state, x, "router_gemv_fp32")
+    if M != 1:
+        raise ValueError(f"router_gemv_fp32 serves M=1 only, got M={M}")
+    y = torch.empty((1, N), dtype=torch.float32, device=x.device)
+    router_gemv_fp32_kernel[(triton.cdiv(N, cfg["BN"]),)](
+        x, w, y, N, w.stride(0), K=K, BN=cfg["BN"], BK=cfg["BK"], CACHE=cfg["cache"],
+        num_warps=cfg["num_warps"])
+    return y
+
+
+# ---------------------------------------------------------------- router_hilo_splitk (partials + sum kernel)
+
+def prepare_hilo_splitk(weight, family: str, config: dict) -> dict:
+    N, K = _check_weight(weight, "router_hilo_splitk")
+    hi, lo = split_hilo(weight)
+    return {"hi": hi, "lo": lo, "N": N, "K": K, "config": dict(config)}
+
+
+def run_hilo_splitk(state: dict, x):
+    import torch
+    import triton
+
+    from kernels.triton.router import router_hilo_splitk_kernel, splitk_sum_kernel
+
+    hi, lo, N, K, cfg = state["hi"], state["lo"], state["N"], state["K"], state["config"]
+    M = _check_x(state, x, "router_hilo_splitk")
+    y = torch.empty((M, N), dtype=torch.float32, device=x.device)
+    split = cfg["SPLIT"]
+    # Every partial is written by its owner before the sum reads it, so the scratch needs no zero-fill.
+    part = y if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)
+    grid = (triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]), split)
+    router_hilo_splitk_kernel[grid](x, hi, lo, part, M, N, K, x.stride(0), hi.stride(0), **_dot_meta(cfg))
+    if split > 1:
+        splitk_sum_kernel[(triton.cdiv(M * N, SUM_BLOCK),)](part, y, M * N, SPLIT=split, BLOCK=SUM_BLOCK,
+                                                            num_warps=4)
+    return y
+
+
+# ---------------------------------------------------------------- router_hilo_atomic (+ the PDL variant)
+
+def prepare_hilo_atomic(weight, family: str, config: dict) -> dict:
+    N, K = _check_weight(weight, "router_hilo_atomic")
+    hi, lo = split_hilo(weight)
+    return {"w2": interleave_rows(hi, lo), "N": N, "K": K, "config": dict(config)}
+
+
+def run_hilo_atomic(state: dict, x):
+    import torch
+    import triton
+
+    from kernels.triton.router import router_hilo_atomic_kernel
+
+    w2, N, K, cfg = state["w2"], state["N"], state["K"], state["config"]
+    M = _check_x(state, x, "router_hilo_atomic")
+    # The atomic adds accumulate into y, so its zero-fill is part of every call (and of its timing).
+    y = torch.zeros((M, N), dtype=torch.float32, device=x.device)
+    grid = (triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]), cfg["SPLIT"])
+    router_hilo_atomic_kernel[grid](x, w2, y, M, N, K, x.stride(0), w2.stride(0), y.stride(0),
+                                    USE_PDL=False, **_dot_meta(cfg))
+    return y
+
+
+def run_hilo_atomic_pdl(state: dict, x):
+    import torch
+    import triton
+
+    from kernels.triton.router import router_hilo_atomic_kernel, zero_fill_pdl_kernel
+
+    w2, N, K, cfg = state["w2"], state["N"], state["K"], state["config"]
+    M = _check_x(state, x, "router_hilo_atomic_pdl")
+    y = torch.empty((M, N), dtype=torch.float32, device=x.device)
+    # Producer: a Triton zero-fill that calls griddepcontrol.launch_dependents first. It is launched normally
+    # (stream order keeps it after whatever wrote x and last used y's memory).
+    zero_fill_pdl_kernel[(triton.cdiv(M * N, ZERO_BLOCK),)](y, M * N, BLOCK=ZERO_BLOCK, num_warps=4)
+    # Consumer: launched with programmatic stream serialization, so its loads and products may start before
+    # the zero-fill finishes; it runs griddepcontrol.wait before its atomic adds. Without overlap it is simply
+    # an ordinary stream-ordered launch, and the wait returns at once.
+    grid = (triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]), cfg["SPLIT"])
+    router_hilo_atomic_kernel[grid](x, w2, y, M, N, K, x.stride(0), w2.stride(0), y.stride(0),
+                                    USE_PDL=True, launch_pdl=True, **_dot_meta(cfg))
+    return y
+
+
+# ---------------------------------------------------------------- router_hilo_packed_mm (one library call)
+
+def prepare_hilo_packed_mm(weight, family: str, config: dict) -> dict:
+    N, K = _check_weight(weight, "router_hilo_packed_mm")
+    hi, lo = split_hilo(weight)
+    w2 = stack_rows(hi, lo)
+    return {"w2t": w2.t(), "N": N, "K": K, "config": dict(config)}
+
+
+def run_hilo_packed_mm(state: dict, x):
+    import torch
+
+    N = state["N"]
+    _check_x(state, x, "router_hilo_packed_mm")
+    # One cuBLAS product with BF16 operands and an FP32 output (FP32 accumulate): [M, 2N] = x @ [H; L]^T.
+    both = torch.mm(x, state["w2t"], out_dtype=torch.float32)
+    return both[:, :N] + both[:, N:]
+
+
+ROUTER_GEMV_FP32 = impl(prepare_gemv_fp32, run_gemv_fp32)
+ROUTER_HILO_SPLITK = impl(prepare_hilo_splitk, run_hilo_splitk)
+ROUTER_HILO_ATOMIC = impl(prepare_hilo_atomic, run_hilo_atomic)
+ROUTER_HILO_ATOMIC_PDL = impl(prepare_hilo_atomic, run_hilo_atomic_pdl)
+ROUTER_HILO_PACKED_MM = impl(prepare_hilo_packed_mm, run_hilo_packed_mm)

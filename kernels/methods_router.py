@@ -1,0 +1,144 @@
+"""Router methods (FP32 weights, FP32 output) and the wide one-token o-projection GEMV: Method records + guards.
+
+Torch-free: implementations live in kernels/launch/router.py and kernels/launch/gemv_wide.py (jit code in
+kernels/triton/router.py and kernels/triton/gemv_wide.py) and are imported on first use.
+
+Numerics: `router_gemv_fp32` reads the FP32 weight directly. The `router_hilo_*` methods use the write-up's
+permitted scheme, W ~ H + L with H = bf16(W), L = bf16(W - fp32(H)), BF16 products accumulated in FP32
+(H + L reproduces W to ~2^-17 relative, far inside the router's 1e-4 rel-L2 and 1e-3 sparse-probe bounds).
+"""
+from __future__ import annotations
+
+from kernels.method import Method
+
+ROUTER = ("router",)
+SMEM_BYTES = 227 * 1024      # H200 (sm_90) opt-in shared memory per block
+GEMV_MAX_ELEMS_PER_THREAD = 64  # fp32 accumulator values per thread before the wide GEMVs start to spill
+
+
+def _cfgs(keys, rows):
+    return tuple(dict(zip(keys, row)) for row in rows)
+
+
+# ------------------------------------------------------------------------------------------------ guards
+
+def _gemv_fp32_guard(family, M, N, K, config):
+    if M != 1:
+        return "router_gemv_fp32 serves M=1 only"
+    if K % config["BK"]:
+        return f"router_gemv_fp32 needs K % BK == 0 (K={K}, BK={config['BK']})"
+    if config["BN"] * config["BK"] > GEMV_MAX_ELEMS_PER_THREAD * 32 * config["num_warps"]:
+        return "router_gemv_fp32: BN*BK accumulator too large for the warps (would spill)"
+    return None
+
+
+def _tile_guard(weight_rows_per_tile):
+    """Guard for the hi/lo tensor-core methods: K slices must tile exactly; pipelined tiles must fit in smem."""
+    def guard(family, M, N, K, config):
+        if M < 1:
+            return "M must be >= 1"
+        if K % (config["BK"] * config["SPLIT"]):
+            return f"needs K % (BK*SPLIT) == 0 (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})"
+        stage = (config["BM"] + weight_rows_per_tile * config["BN"]) * config["BK"] * 2   # bf16 tiles
+        if stage * config["num_stages"] > SMEM_BYTES:
+            return f"{stage * config['num_stages']} B of pipelined tiles exceed {SMEM_BYTES} B shared memory"
+        return None
+    return guard
+
+
+def _gemv_wide_guard(family, M, N, K, config):
+    if M != 1:
+        return "gemv_wide serves M=1 only"
+    if N % config["BN"] or K % config["BK"]:
+        return f"gemv_wide needs N % BN == 0 and K % BK == 0 (N={N}, K={K})"
+    if K > 8192:
+        return "gemv_wide unrolls K: K <= 8192"
+    if config["BN"] * config["BK"] > GEMV_MAX_ELEMS_PER_THREAD * 32 * config["num_warps"]:
+        return "gemv_wide: BN*BK accumulator too large for the warps (would spill)"
+    return None
+
+
+# ------------------------------------------------------------------------------------------------ configs
+
+GEMV_FP32_KEYS = ("BN", "BK", "num_warps", "cache")
+GEMV_FP32_CONFIGS = _cfgs(GEMV_FP32_KEYS, [
+    (1, 8192, 16, ".cg"),   # default: one row (32 KB) per program, 16 warps, L2-only loads (036's one-token style)
+    (1, 8192, 16, ""),
+    (1, 4096, 8, ".cg"),
+    (2, 4096, 16, ".cg"),
+    (1, 2048, 4, ".cg"),
+])
+
+TILE_KEYS = ("BM", "BN", "BK", "SPLIT", "num_warps", "num_stages")
+TILE_PARAMS = {"BM": (16, 32, 64, 128), "BN": (16, 32, 64, 128), "BK": (32, 64, 128, 256),
+               "SPLIT": (1, 2, 4, 8, 16, 32, 64), "num_warps": (4, 8), "num_stages": (2, 3, 4, 5)}
+
+# grid = ceil(M/BM) x (256/BN) x SPLIT; small-M rows want >= ~128 programs, large-M rows bigger token tiles.
+HILO_SPLITK_CONFIGS = _cfgs(TILE_KEYS, [
+    (16, 64, 64, 16, 4, 3),    # default: the seed's 002 small-M setting (BK=64, SPLIT=16)
+    (16, 32, 128, 16, 4, 3),
+    (16, 64, 64, 32, 4, 3),
+    (32, 64, 64, 16, 4, 3),
+    (64, 64, 64, 8, 4, 3),
+    (64, 64, 128, 4, 8, 3),
+    (128, 64, 64, 4, 8, 3),
+])
+
+HILO_ATOMIC_CONFIGS = _cfgs(TILE_KEYS, [
+    (16, 64, 64, 16, 4, 3),    # default (hi/lo interleaved: the weight tile is 2*BN rows)
+    (16, 32, 128, 16, 4, 3),
+    (16, 32, 64, 32, 4, 3),
+    (16, 64, 128, 32, 4, 3),
+    (32, 64, 64, 16, 4, 3),
+    (64, 64, 64, 8, 4, 3),
+    (64, 64, 128, 8, 8, 3),
+    (128, 64, 64, 4, 8, 3),
+])
+
+HILO_ATOMIC_PDL_CONFIGS = HILO_ATOMIC_CONFIGS[:1] + HILO_ATOMIC_CONFIGS[2:4] + HILO_ATOMIC_CONFIGS[4:7]
+
+GEMV_WIDE_KEYS = ("BN", "BK", "num_warps", "cache")
+GEMV_WIDE_CONFIGS = _cfgs(GEMV_WIDE_KEYS, [
+    (8, 1024, 4, ".cg"),    # default: 8 rows x 1024 bf16 = 16 KB per program, 1024 programs at N=8192
+    (8, 1024, 4, ""),
+    (4, 1024, 4, ".cg"),
+    (16, 1024, 8, ".cg"),
+    (16, 1024, 4, ".cg"),
+    (32, 1024, 8, ".cg"),
+    (4, 1024, 2, ".cg"),
+])
+
+
+ROUTER_METHODS: tuple[Method, ...] = (
+    Method(
+        name="router_gemv_fp32", families=ROUTER, impl="kernels.launch.router:ROUTER_GEMV_FP32",
+        description="one-token GEMV reading the FP32 router weight directly (BN rows per program, K unrolled)",
+        params={"BN": (1, 2, 4), "BK": (1024, 2048, 4096, 8192), "num_warps": (4, 8, 16),
+                "cache": ("", ".cg")},
+        configs=GEMV_FP32_CONFIGS, guard=_gemv_fp32_guard),
+    Method(
+        name="router_hilo_splitk", families=ROUTER, impl="kernels.launch.router:ROUTER_HILO_SPLITK",
+        description="hi/lo BF16 split-K: FP32 partials per K slice + a sum kernel (seed 002)",
+        params=TILE_PARAMS, configs=HILO_SPLITK_CONFIGS, guard=_tile_guard(2)),
+    Method(
+        name="router_hilo_atomic", families=ROUTER, impl="kernels.launch.router:ROUTER_HILO_ATOMIC",
+        description="hi/lo rows interleaved, split-K with FP32 atomic adds into a zero-filled output (seed 030)",
+        params=TILE_PARAMS, configs=HILO_ATOMIC_CONFIGS, guard=_tile_guard(2)),
+    Method(
+        name="router_hilo_atomic_pdl", families=ROUTER, impl="kernels.launch.router:ROUTER_HILO_ATOMIC_PDL",
+        description="router_hilo_atomic after a Triton zero-fill, with programmatic dependent launch "
+                    "(the GEMM's loads and products overlap the fill; gdc_wait before the atomics; seed 039)",
+        params=TILE_PARAMS, configs=HILO_ATOMIC_PDL_CONFIGS, guard=_tile_guard(2)),
+    Method(
+        name="router_hilo_packed_mm", families=ROUTER, impl="kernels.launch.router:ROUTER_HILO_PACKED_MM",
+        description="one cuBLAS product x @ [H; L]^T with FP32 output (torch.mm out_dtype), then y = left + right "
+                    "(seed 009)",
+        params={}, configs=({},), guard=None),
+    Method(
+        name="gemv_wide", families=("o",), impl="kernels.launch.gemv_wide:GEMV_WIDE",
+        description="one-token GEMV for short rows: BN whole rows per program held in registers, K unrolled "
+                    "(o-projection M=1)",
+        params={"BN": (2, 4, 8, 16, 32), "BK": (256, 512, 1024), "num_warps": (2, 4, 8),
+                "cache": ("", ".cg")},
+        configs=GEMV_WIDE_CONFIGS, guard=_gemv_wide_guard),
+)

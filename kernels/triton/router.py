@@ -1,0 +1,128 @@
+"""@triton.jit kernels for the router (N=256, K=8192, FP32 weights, FP32 output).
+
+Two numeric routes (launchers in kernels/launch/router.py):
+- direct FP32: one-token GEMV over the FP32 weight (`router_gemv_fp32_kernel`);
+- hi/lo BF16 (the write-up's permitted scheme): W ~ H + L with H = bf16(W), L = bf16(W - fp32(H)), products on
+  the tensor cores with FP32 accumulation. Split-K with FP32 partials + a sum kernel (`router_hilo_splitk_kernel`,
+  `splitk_sum_kernel`), or atomic adds into a zero-filled FP32 output with interleaved hi/lo rows
+  (`router_hilo_atomic_kernel`, optionally behind programmatic dependent launch after `zero_fill_pdl_kernel`).
+
+M is a runtime argument that Triton does not specialise on (do_not_specialize), so one compile of a config
+serves every token count.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def router_gemv_fp32_kernel(x_ptr, w_ptr, y_ptr, N, stride_wn,
+                            K: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, CACHE: tl.constexpr):
+    """y[1,N] = x[1,K] @ w[N,K]^T with x bf16, w fp32, y fp32; BN rows per program, K unrolled in BK steps."""
+    rows = tl.program_id(0) * BN + tl.arange(0, BN)
+    cols = tl.arange(0, BK)
+    row_ok = rows < N
+    acc = tl.zeros((BN, BK), dtype=tl.float32)
+    # K is a compile-time constant and the loop is unrolled, so every weight load of the program can be
+    # issued before the first multiply: up to BN*K*4 bytes in flight per program (the whole point at M=1).
+    for k0 in tl.static_range(0, K, BK):
+        w_ptrs = w_ptr + rows[:, None] * stride_wn + (k0 + cols)[None, :]
+        # Each weight byte is read once: ".cg" keeps it out of L1 (the seed's 036 one-token choice);
+        # "" keeps the default modifier with an evict_first hint.
+        if CACHE == "":
+            w = tl.load(w_ptrs, mask=row_ok[:, None], other=0.0, eviction_policy="evict_first")
+        else:
+            w = tl.load(w_ptrs, mask=row_ok[:, None], other=0.0, cache_modifier=CACHE)
+        # The 16 KB input row is re-read by every program: ask L2 to keep it.
+        x = tl.load(x_ptr + k0 + cols, eviction_policy="evict_last")
+        acc += w.to(tl.float32) * x.to(tl.float32)[None, :]
+    tl.store(y_ptr + rows, tl.sum(acc, axis=1), mask=row_ok)
+
+
+@triton.jit(do_not_specialize=["M"])
+def router_hilo_splitk_kernel(x_ptr, hi_ptr, lo_ptr, part_ptr, M, N, K,
+                              stride_xm, stride_wn,
+                              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr):
+    """part[s,M,N] = x[M,Ks] @ (hi[N,Ks] + lo[N,Ks])^T over split s's contiguous K slice Ks (FP32 accumulate)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_s = tl.program_id(2)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    m_ok = rm < M
+    n_ok = rn < N
+    # Split-K: the router has only N/BN output tiles per token tile, far fewer than 132 SMs at small M, so K is
+    # cut into SPLIT contiguous slices to expose SPLIT times more programs (the seed's 002 used 16 at small M).
+    k_per_split = K // SPLIT
+    k0 = pid_s * k_per_split
+    x_ptrs = x_ptr + rm[:, None] * stride_xm + (k0 + rk)[None, :]
+    w_off = rn[None, :] * stride_wn + (k0 + rk)[:, None]          # [BK, BN] view of w^T
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(0, k_per_split, BK):
+        x = tl.load(x_ptrs, mask=m_ok[:, None], other=0.0)
+        hi = tl.load(hi_ptr + w_off, mask=n_ok[None, :], other=0.0)
+        lo = tl.load(lo_ptr + w_off, mask=n_ok[None, :], other=0.0)
+        acc = tl.dot(x, hi, acc)        # FP32 accumulator: x*hi and x*lo summed in FP32
+        acc = tl.dot(x, lo, acc)
+        x_ptrs += BK
+        w_off += BK
+    p_ptrs = part_ptr + pid_s * M * N + rm[:, None] * N + rn[None, :]
+    tl.store(p_ptrs, acc, mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit(do_not_specialize=["MN"])
+def splitk_sum_kernel(part_ptr, y_ptr, MN, SPLIT: tl.constexpr, BLOCK: tl.constexpr):
+    """y[MN] = sum_s part[s, MN] in FP32 (the split-K combine; y is the contiguous [M,N] output)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < MN
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in tl.static_range(SPLIT):
+        acc += tl.load(part_ptr + s * MN + offs, mask=ok, other=0.0)
+    tl.store(y_ptr + offs, acc, mask=ok)
+
+
+@triton.jit(do_not_specialize=["M"])
+def router_hilo_atomic_kernel(x_ptr, w2_ptr, y_ptr, M, N, K,
+                              stride_xm, stride_wn, stride_ym,
+                              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr,
+                              USE_PDL: tl.constexpr):
+    """y[M,N] += x[M,Ks] @ (w2[2n,Ks] + w2[2n+1,Ks])^T per split; w2 = hi/lo rows interleaved [2N,K]; FP32 atomics."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_s = tl.program_id(2)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)                 # logical outputs
+    r2 = pid_n * (2 * BN) + tl.arange(0, 2 * BN)       # interleaved weight rows: 2n = hi[n], 2n+1 = lo[n]
+    rk = tl.arange(0, BK)
+    m_ok = rm < M
+    r2_ok = r2 < 2 * N
+    k_per_split = K // SPLIT
+    k0 = pid_s * k_per_split
+    x_ptrs = x_ptr + rm[:, None] * stride_xm + (k0 + rk)[None, :]
+    w_off = r2[None, :] * stride_wn + (k0 + rk)[:, None]           # [BK, 2BN] view of w2^T
+    acc = tl.zeros((BM, 2 * BN), dtype=tl.float32)
+    # Nothing before the atomics reads y, so with PDL all of this overlaps the zero-fill kernel.
+    for _ in range(0, k_per_split, BK):
+        x = tl.load(x_ptrs, mask=m_ok[:, None], other=0.0)
+        w = tl.load(w2_ptr + w_off, mask=r2_ok[None, :], other=0.0)
+        acc = tl.dot(x, w, acc)
+        x_ptrs += BK
+        w_off += BK
+    # Columns 2j and 2j+1 of the accumulator are output j's hi and lo contributions: add each pair in FP32.
+    pair = tl.sum(tl.reshape(acc, (BM, BN, 2)), axis=2)
+    if USE_PDL:
+        # The zero-fill (the preceding grid) must be complete and visible before any add lands in y.
+        tl.extra.cuda.gdc_wait()
+    y_ptrs = y_ptr + rm[:, None] * stride_ym + rn[None, :]
+    # relaxed: the adds only need atomicity; ordering with the zero-fill comes from stream order / gdc_wait.
+    tl.atomic_add(y_ptrs, pair, mask=m_ok[:, None] & (rn < N)[None, :], sem="relaxed")
+
+
+@triton.jit(do_not_specialize=["NUMEL"])
+def zero_fill_pdl_kernel(y_ptr, NUMEL, BLOCK: tl.constexpr):
+    """y[NUMEL] = 0 (fp32), first letting the next PDL-launched grid start (griddepcontrol.launch_dependents)."""
+    # Signal first: the dependent router GEMM only needs y at its gdc_wait, which waits for this whole grid
+    # to finish and its stores to be visible, so letting it launch now is safe.
+    tl.extra.cuda.gdc_launch_dependents()
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32), mask=offs < NUMEL)
