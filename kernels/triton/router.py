@@ -8,7 +8,8 @@ Two numeric routes (launchers in kernels/launch/router.py):
   (`router_hilo_atomic_kernel`, optionally behind programmatic dependent launch after `zero_fill_pdl_kernel`).
 
 M is a runtime argument that Triton does not specialise on (do_not_specialize), so one compile of a config
-serves every token count.
+serves every token count. K is a compile-time constant (the router has one K): the trip count of each split's
+loop is then known to the compiler (and the Triton interpreter can run the loops).
 """
 import triton
 import triton.language as tl
@@ -39,9 +40,9 @@ def router_gemv_fp32_kernel(x_ptr, w_ptr, y_ptr, N, stride_wn,
 
 
 @triton.jit(do_not_specialize=["M"])
-def router_hilo_splitk_kernel(x_ptr, hi_ptr, lo_ptr, part_ptr, M, N, K,
+def router_hilo_splitk_kernel(x_ptr, hi_ptr, lo_ptr, part_ptr, M, N,
                               stride_xm, stride_wn,
-                              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr):
+                              K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr):
     """part[s,M,N] = x[M,Ks] @ (hi[N,Ks] + lo[N,Ks])^T over split s's contiguous K slice Ks (FP32 accumulate)."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -53,7 +54,7 @@ def router_hilo_splitk_kernel(x_ptr, hi_ptr, lo_ptr, part_ptr, M, N, K,
     n_ok = rn < N
     # Split-K: the router has only N/BN output tiles per token tile, far fewer than 132 SMs at small M, so K is
     # cut into SPLIT contiguous slices to expose SPLIT times more programs (the seed's 002 used 16 at small M).
-    k_per_split = K // SPLIT
+    k_per_split: tl.constexpr = K // SPLIT
     k0 = pid_s * k_per_split
     x_ptrs = x_ptr + rm[:, None] * stride_xm + (k0 + rk)[None, :]
     w_off = rn[None, :] * stride_wn + (k0 + rk)[:, None]          # [BK, BN] view of w^T
@@ -82,9 +83,9 @@ def splitk_sum_kernel(part_ptr, y_ptr, MN, SPLIT: tl.constexpr, BLOCK: tl.conste
 
 
 @triton.jit(do_not_specialize=["M"])
-def router_hilo_atomic_kernel(x_ptr, w2_ptr, y_ptr, M, N, K,
+def router_hilo_atomic_kernel(x_ptr, w2_ptr, y_ptr, M, N,
                               stride_xm, stride_wn, stride_ym,
-                              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr,
+                              K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT: tl.constexpr,
                               USE_PDL: tl.constexpr):
     """y[M,N] += x[M,Ks] @ (w2[2n,Ks] + w2[2n+1,Ks])^T per split; w2 = hi/lo rows interleaved [2N,K]; FP32 atomics."""
     pid_m = tl.program_id(0)
@@ -96,7 +97,7 @@ def router_hilo_atomic_kernel(x_ptr, w2_ptr, y_ptr, M, N, K,
     rk = tl.arange(0, BK)
     m_ok = rm < M
     r2_ok = r2 < 2 * N
-    k_per_split = K // SPLIT
+    k_per_split: tl.constexpr = K // SPLIT
     k0 = pid_s * k_per_split
     x_ptrs = x_ptr + rm[:, None] * stride_xm + (k0 + rk)[None, :]
     w_off = r2[None, :] * stride_wn + (k0 + rk)[:, None]           # [BK, 2BN] view of w2^T

@@ -1,0 +1,39 @@
+"""Launchers: check shapes/dtypes/strides, allocate (or take `out=`), build the grid, launch.
+
+Each module exposes one object per method with `prepare(weight, family, config) -> state` and
+`run(state, x) -> y`, named in kernels/methods_dense.py's `impl` strings.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+
+def impl(prepare, run) -> SimpleNamespace:
+    """The (prepare, run) pair a Method's `impl` string points at."""
+    return SimpleNamespace(prepare=prepare, run=run)
+
+
+def check_input(x, K: int, dtype, what: str) -> int:
+    """Validate a [M, K] activation with unit stride along K; returns M."""
+    if x.dim() != 2 or x.shape[1] != K:
+        raise ValueError(f"{what}: x must be [M, {K}], got {tuple(x.shape)}")
+    if x.dtype != dtype:
+        raise ValueError(f"{what}: x must be {dtype}, got {x.dtype}")
+    if x.stride(1) != 1:
+        raise ValueError(f"{what}: x must be contiguous along K (stride {x.stride()})")
+    return x.shape[0]
+
+
+def check_out(out, M: int, N: int, dtype, device, what: str):
+    """Allocate y[M, N] or check the caller's `out`."""
+    import torch
+
+    if out is None:
+        return torch.empty((M, N), dtype=dtype, device=device)
+    if tuple(out.shape) != (M, N) or out.dtype != dtype:
+        raise ValueError(f"{what}: out must be [{M}, {N}] {dtype}, got {tuple(out.shape)} {out.dtype}")
+    return out
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())

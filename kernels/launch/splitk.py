@@ -1,0 +1,87 @@
+"""Launchers for kernels/triton/splitk.py: `splitk` (partials + reduce kernel) and `splitk_fused` (last block reduces)."""
+from __future__ import annotations
+
+from kernels.launch import check_input, check_out, impl
+
+MAX_M = 32  # the guard in kernels/methods_dense.py; sizes the fused variant's tile counters
+REDUCE_BLOCK = 1024
+
+
+def prepare(weight, family: str, config: dict) -> dict:
+    import torch
+
+    # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (FACTS 7).
+    if weight.dtype not in (torch.bfloat16, torch.float32) or weight.dim() != 2 or weight.stride(1) != 1:
+        raise ValueError(f"splitk: weight must be a row-major bf16/fp32 [N, K], got {weight.dtype} {tuple(weight.shape)}")
+    N, K = weight.shape
+    return {"w": weight, "N": N, "K": K, "config": dict(config)}
+
+
+def prepare_fused(weight, family: str, config: dict) -> dict:
+    import torch
+    import triton
+
+    state = prepare(weight, family, config)
+    tiles = triton.cdiv(MAX_M, config["BM"]) * triton.cdiv(state["N"], config["BN"])
+    # One arrival counter per output tile; zero now, and the kernel's last arriver puts it back to zero.
+    state["counters"] = torch.zeros(tiles, dtype=torch.int32, device=weight.device)
+    return state
+
+
+def _grid(M: int, N: int, cfg: dict):
+    import triton
+
+    return (triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]), cfg["SPLIT"])
+
+
+def _check(state: dict, x, what: str) -> int:
+    M = check_input(x, state["K"], state["w"].dtype, what)
+    if not 1 <= M <= MAX_M:
+        raise ValueError(f"{what} serves 1 <= M <= {MAX_M}, got M={M}")
+    return M
+
+
+def run(state: dict, x, out=None):
+    import torch
+    import triton
+
+    from kernels.triton.splitk import splitk_partial_kernel, splitk_reduce_kernel
+
+    w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
+    M = _check(state, x, "splitk")
+    y = check_out(out, M, N, w.dtype, x.device, "splitk")
+    meta = dict(BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], SPLIT=cfg["SPLIT"],
+                num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    if cfg["SPLIT"] == 1:
+        splitk_partial_kernel[_grid(M, N, cfg)](x, w, y, M, N, K, x.stride(0), w.stride(0),
+                                                0, y.stride(0), y.stride(1), **meta)
+        return y
+    partials = torch.empty((cfg["SPLIT"], M, N), dtype=torch.float32, device=x.device)
+    splitk_partial_kernel[_grid(M, N, cfg)](x, w, partials, M, N, K, x.stride(0), w.stride(0),
+                                            partials.stride(0), partials.stride(1), 1, **meta)
+    splitk_reduce_kernel[(triton.cdiv(M * N, REDUCE_BLOCK),)](
+        partials, y, M, N, partials.stride(0), y.stride(0), y.stride(1),
+        SPLIT=cfg["SPLIT"], BLOCK=REDUCE_BLOCK, num_warps=4)
+    return y
+
+
+def run_fused(state: dict, x, out=None):
+    import torch
+
+    from kernels.triton.splitk import splitk_fused_kernel
+
+    w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
+    M = _check(state, x, "splitk_fused")
+    y = check_out(out, M, N, w.dtype, x.device, "splitk_fused")
+    split = cfg["SPLIT"]
+    partials = torch.empty((split if split > 1 else 1, M, N), dtype=torch.float32, device=x.device)
+    splitk_fused_kernel[_grid(M, N, cfg)](
+        x, w, partials, y, state["counters"], M, N, K, x.stride(0), w.stride(0),
+        partials.stride(0), partials.stride(1), y.stride(0), y.stride(1),
+        BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"], SPLIT=split,
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    return y
+
+
+SPLITK = impl(prepare, run)
+SPLITK_FUSED = impl(prepare_fused, run_fused)
