@@ -1,0 +1,1 @@
+"""What the numbers mean: pure functions over pandas/numpy (never torch, never streamlit)."""

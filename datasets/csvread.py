@@ -1,0 +1,80 @@
+"""Strict CSV reading: every cell is parsed by its column's type and a bad cell names file, row and field.
+
+The csv module (not pandas.read_csv) is used on purpose: it keeps the raw strings and the exact row numbers
+that the error messages need, and it never guesses a dtype.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from datasets.errors import DatasetError
+
+
+def parse_int(text: str) -> int:
+    value = int(text)  # int("1.5") raises, so a fractional M/N/K is rejected, not rounded
+    return value
+
+
+def parse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("not finite")
+    return value
+
+
+def parse_optional_float(text: str) -> float:
+    return math.nan if text.strip() == "" else parse_float(text)
+
+
+def parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return lowered == "true"
+
+
+def parse_str(text: str) -> str:
+    if text.strip() == "":
+        raise ValueError("empty")
+    return text
+
+
+def parse_optional_str(text: str) -> str:
+    return text
+
+
+PARSER_NAMES = {parse_int: "an integer", parse_float: "a number", parse_optional_float: "a number or empty",
+                parse_bool: "true/false", parse_str: "a non-empty string", parse_optional_str: "a string"}
+
+
+def read_typed_csv(path: str | Path, columns: dict[str, Callable[[str], object]]) -> pd.DataFrame:
+    """Read `path`, require every column in `columns` and parse each cell; extra columns are kept as text."""
+    path = Path(path)
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        for name in columns:
+            if name not in header:
+                raise DatasetError(path, name, f"column missing from the header (found {header})", row=1)
+        rows = []
+        for row_number, raw in enumerate(reader, start=1):
+            parsed = {}
+            for name in header:
+                text = raw.get(name)
+                if text is None:
+                    raise DatasetError(path, name, "row has fewer cells than the header", row=row_number)
+                parser = columns.get(name, parse_optional_str)
+                try:
+                    parsed[name] = parser(text)
+                except ValueError:
+                    raise DatasetError(path, name, f"expected {PARSER_NAMES[parser]}, got {text!r}",
+                                       row=row_number) from None
+            if None in raw:  # DictReader files surplus cells under the key None
+                raise DatasetError(path, header[-1], "row has more cells than the header", row=row_number)
+            rows.append(parsed)
+    return pd.DataFrame(rows, columns=header)
