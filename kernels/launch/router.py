@@ -104,7 +104,7 @@ def run_hilo_splitk(state: dict, x):
     # Every partial is written by its owner before the sum reads it, so the scratch needs no zero-fill.
     part = y if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)
     grid = (triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]), split)
-    router_hilo_splitk_kernel[grid](x, hi, lo, part, M, N, K, x.stride(0), hi.stride(0), **_dot_meta(cfg))
+    router_hilo_splitk_kernel[grid](x, hi, lo, part, M, N, x.stride(0), hi.stride(0), K=K, **_dot_meta(cfg))
     if split > 1:
         splitk_sum_kernel[(triton.cdiv(M * N, SUM_BLOCK),)](part, y, M * N, SPLIT=split, BLOCK=SUM_BLOCK,
                                                             num_warps=4)
@@ -130,8 +130,8 @@ def run_hilo_atomic(state: dict, x):
     # The atomic adds accumulate into y, so its zero-fill is part of every call (and of its timing).
     y = torch.zeros((M, N), dtype=torch.float32, device=x.device)
     grid = (triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]), cfg["SPLIT"])
-    router_hilo_atomic_kernel[grid](x, w2, y, M, N, K, x.stride(0), w2.stride(0), y.stride(0),
-                                    USE_PDL=False, **_dot_meta(cfg))
+    router_hilo_atomic_kernel[grid](x, w2, y, M, N, x.stride(0), w2.stride(0), y.stride(0),
+                                    K=K, USE_PDL=False, **_dot_meta(cfg))
     return y
 
 
@@ -151,8 +151,8 @@ def run_hilo_atomic_pdl(state: dict, x):
     # the zero-fill finishes; it runs griddepcontrol.wait before its atomic adds. Without overlap it is simply
     # an ordinary stream-ordered launch, and the wait returns at once.
     grid = (triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]), cfg["SPLIT"])
-    router_hilo_atomic_kernel[grid](x, w2, y, M, N, K, x.stride(0), w2.stride(0), y.stride(0),
-                                    USE_PDL=True, launch_pdl=True, **_dot_meta(cfg))
+    router_hilo_atomic_kernel[grid](x, w2, y, M, N, x.stride(0), w2.stride(0), y.stride(0),
+                                    K=K, USE_PDL=True, launch_pdl=True, **_dot_meta(cfg))
     return y
 
 

@@ -23,7 +23,7 @@ def gemv_wide_kernel(x_ptr, w_ptr, y_ptr, stride_wn,
         else:
             w = tl.load(w_ptrs, cache_modifier=CACHE)
         # The 2 KB input row is read by every program: keep it (evict_last).
-        x = tl.load(x_ptr + k0 + cols, eviction_policy="evict_last")
-        acc += w.to(tl.float32) * x.to(tl.float32)[None, :]
+        x = tl.load(x_ptr + (k0 + cols)[None, :], eviction_policy="evict_last")   # [1, BK]: same layout as w
+        acc += w.to(tl.float32) * x.to(tl.float32)
     y = tl.sum(acc, axis=1)
     tl.store(y_ptr + rows, y.to(y_ptr.dtype.element_ty))

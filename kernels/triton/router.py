@@ -34,8 +34,8 @@ def router_gemv_fp32_kernel(x_ptr, w_ptr, y_ptr, N, stride_wn,
         else:
             w = tl.load(w_ptrs, mask=row_ok[:, None], other=0.0, cache_modifier=CACHE)
         # The 16 KB input row is re-read by every program: ask L2 to keep it.
-        x = tl.load(x_ptr + k0 + cols, eviction_policy="evict_last")
-        acc += w.to(tl.float32) * x.to(tl.float32)[None, :]
+        x = tl.load(x_ptr + (k0 + cols)[None, :], eviction_policy="evict_last")   # [1, BK]: same layout as w
+        acc += w.to(tl.float32) * x.to(tl.float32)
     tl.store(y_ptr + rows, tl.sum(acc, axis=1), mask=row_ok)
 
 
