@@ -110,3 +110,26 @@ def score_long(times: pd.DataFrame, baseline: str, candidate: str, workload) -> 
         sides[role] = merged["median_us"].to_numpy()
     frame = scored.assign(**sides)
     return score_wide(frame, workload.load_order, baseline=baseline, candidate=candidate)
+
+
+def complete_loads(times: pd.DataFrame, baseline: str, candidate: str, workload) -> pd.DataFrame:
+    """Per-load ratios for the loads where both candidates have every shape (a partial run's usable part).
+
+    No overall score: the geometric mean needs all six loads.
+    """
+    rows = []
+    for load in workload.load_order:
+        try:
+            part = score_long(times[times["load"] == load], baseline, candidate, _one_load(workload, load))
+        except ScoringError:
+            continue
+        rows.append(part.loads.iloc[0].to_dict())
+    return pd.DataFrame(rows, columns=["load", "baseline_sum_us", "candidate_sum_us", "ratio"])
+
+
+class _one_load:
+    """A workload view restricted to one load (just the attributes score_long reads)."""
+
+    def __init__(self, workload, load: str):
+        self.shapes = workload.shapes[workload.shapes["load"] == load]
+        self.load_order = [load]

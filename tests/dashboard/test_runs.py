@@ -1,0 +1,109 @@
+"""Run file → DataFrames, floors/SOL per shape, scores per pair, run listing (synthetic fixtures)."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dashboard import runs, scoring
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+COMPLETE = FIXTURES / "2000-01-01_synthetic_synthetic-complete.json"
+PARTIAL = FIXTURES / "2000-01-02_synthetic_synthetic-partial.json"
+
+
+@pytest.fixture(scope="module")
+def data():
+    return runs.load_run_data(COMPLETE)
+
+
+def test_frames(data):
+    assert data.status == "complete" and data.label == "synthetic-complete"
+    assert len(data.results) == 61 and len(data.pairs) == 30 and len(data.probes) == 3
+    assert data.candidates() == ["baseline", "fast"]
+    assert "decode 1/qkv_gate" in set(data.results["shape"])
+    assert "nearby/o/M9" in set(data.results["shape"])
+    env = dict(zip(data.environment["key"], data.environment["value"]))
+    assert env["gpu"] == "SYNTHETIC (not measured)" and env["settings.mode"] == "cold"
+
+
+def test_probe_curve(data):
+    curve = runs.probe_curve(data)
+    assert curve.us(1 << 24) == pytest.approx((1 << 24) / 4e6)   # 4 TB/s line
+    assert curve.tbps_max_point == pytest.approx(4.0)
+
+
+def test_shape_table_floors_and_sol(data):
+    table = runs.shape_table(data)
+    row = table[(table["shape"] == "decode 16/pooler") & (table["candidate"] == "fast")].iloc[0]
+    nbytes = 4096 * 8192 * 2 + 16 * 8192 * 2 + 16 * 4096 * 2
+    assert row["bytes"] == nbytes
+    assert row["memory_floor_us"] == pytest.approx(nbytes / 4e6)                   # above the probes: 4 TB/s
+    assert row["compute_floor_us"] == pytest.approx(2 * 16 * 4096 * 8192 / 800e12 * 1e6)
+    assert row["bound"] == "memory"
+    assert row["sol"] == pytest.approx(nbytes / 4e6 / 8.0)
+    big = table[(table["shape"] == "verify 32/qkv_gate") & (table["candidate"] == "fast")].iloc[0]
+    assert big["floor_us"] == max(big["memory_floor_us"], big["compute_floor_us"])
+
+
+def test_run_score(data):
+    assert runs.candidate_pairs(data) == [("baseline", "fast")]
+    b = runs.run_score(data, "baseline", "fast")
+    assert b.load_ratios()["decode 1"] == pytest.approx(2.0)
+    assert b.score == pytest.approx(2 ** (1 / 6))
+    assert b.equiv_candidate_us == pytest.approx(62 * 5 * 8.0)
+
+
+def test_partial_run_cannot_be_scored_but_loads_can():
+    data = runs.load_run_data(PARTIAL)
+    assert data.status == "partial"
+    with pytest.raises(scoring.ScoringError, match="no time for 25 scored shape"):
+        runs.run_score(data, "baseline", "fast")
+    from datasets import load_workload
+
+    loads = scoring.complete_loads(data.results, "baseline", "fast", load_workload())
+    assert list(loads["load"]) == ["decode 1"] and loads["ratio"].iloc[0] == pytest.approx(2.0)
+
+
+def test_pairs_fall_back_to_candidates(tmp_path):
+    run = json.loads(COMPLETE.read_text())
+    run["pairs"] = []
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(run))
+    assert runs.candidate_pairs(runs.load_run_data(path)) == [("baseline", "fast")]
+
+
+def test_no_probes_no_peak(tmp_path):
+    run = json.loads(COMPLETE.read_text())
+    run["probes"], run["compute_peak_tflops"] = [], None
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(run))
+    data = runs.load_run_data(path)
+    assert runs.probe_curve(data) is None
+    table = runs.shape_table(data)
+    assert table["floor_us"].isna().all() and set(table["bound"]) == {"unknown"}
+
+
+def test_list_runs_sorted_by_date(tmp_path):
+    for name in ("2026-12-01_nvidia-h200_b.json", "2026-11-30_nvidia-h200_z.json", "notes.json",
+                 "2026-11-30_nvidia-h200_a.json"):
+        shutil.copy(COMPLETE, tmp_path / name)
+    (tmp_path / "README.md").write_text("not a run")
+    names = [p.name for p in runs.list_runs(tmp_path)]
+    assert names == ["2026-11-30_nvidia-h200_a.json", "2026-11-30_nvidia-h200_z.json",
+                     "2026-12-01_nvidia-h200_b.json", "notes.json"]
+    assert runs.list_runs(tmp_path / "missing") == []
+    assert runs.parse_run_name("2026-11-30_nvidia-h200_seed_036.json") == {
+        "date": "2026-11-30", "gpu": "nvidia-h200", "label": "seed_036"}
+    assert runs.parse_run_name("notes.json") is None
+
+
+def test_committed_runs_are_valid():
+    # Whatever measured runs are committed must load (synthetic files must never be there).
+    paths = runs.list_runs()
+    if not paths:
+        pytest.skip("no measured runs committed in datasets/runs yet")
+    for path in paths:
+        data = runs.load_run_data(path)
+        assert "synthetic" not in data.label.lower(), path.name
+        assert "SYNTHETIC" not in str(data.run["environment"].get("gpu", "")), path.name

@@ -1,0 +1,165 @@
+"""Run-file schema: validation names file + JSON path; atomic, never-overwriting writes; incremental writer."""
+import copy
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from profiler import runfile
+from profiler.runfile import RunFileError, RunWriter, load_run, new_run, run_filename, write_run_atomic
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+COMPLETE = FIXTURES / "2000-01-01_synthetic_synthetic-complete.json"
+
+
+@pytest.fixture()
+def run():
+    return json.loads(COMPLETE.read_text())
+
+
+def _write(tmp_path, run, name="r.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(run))
+    return path
+
+
+def _load_error(tmp_path, run) -> str:
+    with pytest.raises(RunFileError) as info:
+        load_run(_write(tmp_path, run))
+    assert isinstance(info.value, ValueError)
+    return str(info.value)
+
+
+def test_fixture_loads(run):
+    loaded = load_run(COMPLETE)
+    assert loaded == run
+    assert loaded["schema_version"] == runfile.SCHEMA_VERSION == 1
+    assert loaded["label"].startswith("synthetic")
+
+
+def test_bad_number_names_the_json_path(tmp_path, run):
+    run["results"][3]["median_us"] = "abc"
+    assert _load_error(tmp_path, run) == "r.json: results[3].median_us: expected number, got 'abc'"
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda r: r.pop("results"), "r.json: results: missing"),
+    (lambda r: r.__setitem__("schema_version", 2), "r.json: schema_version: expected 1, got 2"),
+    (lambda r: r.__setitem__("status", "done"), "r.json: status: expected one of ('complete', 'partial')"),
+    (lambda r: r.__setitem__("label", "a b/c"), "r.json: label: expected letters"),
+    (lambda r: r["results"][0].pop("candidate"), "r.json: results[0].candidate: missing"),
+    (lambda r: r["results"][1].__setitem__("M", 1.5), "r.json: results[1].M: expected integer, got 1.5"),
+    (lambda r: r["results"][1].__setitem__("M", True), "r.json: results[1].M: expected integer, got True"),
+    (lambda r: r["results"][2].__setitem__("median_us", -1.0),
+     "r.json: results[2].median_us: expected positive number, got -1.0"),
+    (lambda r: r["results"][0].__setitem__("correct", "yes"), "r.json: results[0].correct: expected boolean"),
+    (lambda r: r["results"][0].__setitem__("samples_us", [1.0, "x"]),
+     "r.json: results[0].samples_us: expected list of numbers"),
+    (lambda r: r["results"][0].__setitem__("flags", "slow"), "r.json: results[0].flags: expected list of strings"),
+    (lambda r: r["pairs"][0].__setitem__("ratio_median", None), "r.json: pairs[0].ratio_median: expected number"),
+    (lambda r: r["probes"][1].__setitem__("bytes", "4 MB"), "r.json: probes[1].bytes: expected integer"),
+    (lambda r: r["environment"].__setitem__("sm_count", "132"), "r.json: environment.sm_count: expected integer"),
+    (lambda r: r.__setitem__("environment", []), "r.json: environment: expected object, got []"),
+    (lambda r: r.__setitem__("compute_probe", {"M": 8192}), "r.json: compute_probe.N: missing"),
+])
+def test_schema_errors(tmp_path, run, mutate, expected):
+    mutate(run)
+    assert _load_error(tmp_path, run).startswith(expected)
+
+
+def test_pairs_must_reference_results(tmp_path, run):
+    run["pairs"][0]["candidate"] = "ghost"
+    msg = _load_error(tmp_path, run)
+    assert msg.startswith("r.json: pairs[0].candidate: no result for 'ghost' at decode 1/qkv_gate M=1")
+
+
+def test_duplicate_results_rejected(tmp_path, run):
+    run["results"].append(copy.deepcopy(run["results"][0]))
+    msg = _load_error(tmp_path, run)
+    assert f"results[{len(run['results']) - 1}]: duplicate result for candidate 'baseline'" in msg
+
+
+def test_invalid_json_and_nan(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(RunFileError, match="bad.json: not valid JSON"):
+        load_run(bad)
+    nan = tmp_path / "nan.json"
+    nan.write_text('{"schema_version": NaN}')
+    with pytest.raises(RunFileError, match="nan.json: not valid JSON: NaN is not allowed"):
+        load_run(nan)
+    with pytest.raises(RunFileError, match="missing.json: cannot read"):
+        load_run(tmp_path / "missing.json")
+
+
+def test_write_atomic_and_refuse_overwrite(tmp_path, run):
+    path = tmp_path / "sub" / "run.json"
+    write_run_atomic(run, path)
+    assert load_run(path) == run
+    with pytest.raises(RunFileError, match="run.json: refusing to overwrite an existing run file"):
+        write_run_atomic(run, path)
+    run["label"] = "changed"
+    write_run_atomic(run, path, overwrite=True)
+    assert load_run(path)["label"] == "changed"
+    assert [p.name for p in path.parent.iterdir()] == ["run.json"]  # no temp files left behind
+
+
+def test_write_validates_first(tmp_path, run):
+    run["results"][0]["median_us"] = float("nan")
+    with pytest.raises(RunFileError, match=r"x.json: results\[0\].median_us: expected number, got nan"):
+        write_run_atomic(run, tmp_path / "x.json")
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_new_run_skeleton():
+    run = new_run("baseline-a", {"gpu": "NVIDIA H200"}, created_utc="2026-11-30T14:03:00Z")
+    assert run["status"] == "partial" and run["results"] == [] and run["pairs"] == []
+    assert run["schema_version"] == 1 and run["environment"] == {"gpu": "NVIDIA H200"}
+    assert new_run("x", {})["created_utc"].endswith("Z")
+    with pytest.raises(RunFileError, match="label"):
+        new_run("bad label", {})
+
+
+def test_run_filename():
+    assert run_filename("2026-11-30", "NVIDIA H200", "baseline-a") == "2026-11-30_nvidia-h200_baseline-a.json"
+    assert run_filename(dt.date(2026, 1, 2), "NVIDIA H200 NVL", "x") == "2026-01-02_nvidia-h200-nvl_x.json"
+    assert run_filename("2026-11-30T14:03:00Z", "H200", "x") == "2026-11-30_h200_x.json"
+    with pytest.raises(RunFileError, match="YYYY-MM-DD"):
+        run_filename("30/11/2026", "H200", "x")
+    with pytest.raises(RunFileError, match="label"):
+        run_filename("2026-11-30", "H200", "a/b")
+
+
+def test_run_writer_flushes_partial_then_completes(tmp_path, run):
+    path = tmp_path / "2026-11-30_nvidia-h200_a.json"
+    writer = RunWriter(path)
+    assert not path.exists()
+    progress = {**run, "results": [], "pairs": []}
+    for i, result in enumerate(run["results"][:3], start=1):
+        progress["results"].append(result)
+        writer.flush(progress)
+        on_disk = load_run(path)
+        assert on_disk["status"] == "partial" and len(on_disk["results"]) == i
+    writer.finalize(run)
+    final = load_run(path)
+    assert final["status"] == "complete" and len(final["results"]) == len(run["results"])
+    with pytest.raises(RunFileError, match="already finalized"):
+        writer.flush(run)
+    with pytest.raises(RunFileError, match="refusing to overwrite"):
+        RunWriter(path)
+
+
+def test_run_writer_refuses_a_file_created_meanwhile(tmp_path, run):
+    path = tmp_path / "r.json"
+    writer = RunWriter(path)
+    path.write_text("{}")  # someone else took the name before the first flush
+    with pytest.raises(RunFileError, match="refusing to overwrite"):
+        writer.flush(run)
+    assert path.read_text() == "{}"
+
+
+def test_runfile_does_not_mutate_its_input(tmp_path, run):
+    before = copy.deepcopy(run)
+    RunWriter(tmp_path / "r.json").finalize(run)
+    assert run == before
