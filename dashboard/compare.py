@@ -185,3 +185,10 @@ def series_from_table(table: pd.DataFrame, column: str, name: str, pair_group: s
     out.insert(0, "series", name)
     out["pair_group"] = pair_group
     return out.reset_index(drop=True)
+
+
+def compare_candidates(results: pd.DataFrame, reference: str, others: list[str], run_name: str,
+                       weights: dict | None = None, eps: float = EPS_DEFAULT) -> Comparison:
+    """Candidates of one run against its `reference` (paired by round), e.g. for the score's CI."""
+    frames = [series_from_results(results, name, name, run_name) for name in [reference, *others]]
+    return compare(pd.concat(frames, ignore_index=True), reference, weights, eps)

@@ -267,3 +267,15 @@ def telemetry_figure(telemetry: pd.DataFrame, source: str = "measured (NVML tele
     fig.update_xaxes(title="s")
     fig.update_layout(title=_title("Telemetry during the run", source), showlegend=False, **LAYOUT)
     return fig
+
+
+def samples_figure(samples: dict[str, list[float]], floor_us: float | None, title: str, source: str) -> go.Figure:
+    """Distribution of each candidate's timing samples at one shape (box + points), floor as a dotted line."""
+    fig = go.Figure()
+    for i, (name, values) in enumerate(samples.items()):
+        fig.add_box(y=values, name=name, boxpoints="all", jitter=0.4, pointpos=0, marker_color=_color(i),
+                    hovertemplate="%{y:.3f} µs<extra>" + name + "</extra>")
+    if floor_us is not None and np.isfinite(floor_us):
+        fig.add_hline(y=floor_us, line_dash="dot", annotation_text=f"floor {floor_us:.3f} µs (derived)")
+    fig.update_layout(title=_title(title, source), yaxis_title="µs", showlegend=False, **LAYOUT)
+    return fig

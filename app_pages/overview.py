@@ -1,0 +1,82 @@
+"""Overview: the score, per-load ratios, time saved, score-equivalent time, SOL, gap to a target, environment."""
+import pandas as pd
+import streamlit as st
+
+from app_pages import common
+from dashboard import compare, figures, planner, views
+
+st.title("Overview")
+v = common.view()
+common.caption_source(v)
+with st.expander("Upload a run file or a per-shape CSV"):
+    common.upload_widget("upload_overview")
+bd = common.require_breakdown(v)
+weights = {f: d["weight"] for f, d in common.workload().families.items()}
+
+ci = None
+if v.kind == "run":
+    cmp = compare.compare_candidates(v.data.results, v.baseline, [v.candidate], v.label, weights)
+    ci = cmp.overall.iloc[0]
+tag = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"
+c = st.columns(4)
+c[0].metric(f"Score ({tag} times; derived)", f"{bd.score:.4f}×",
+            help=f"{v.candidate} vs {v.baseline}: geometric mean of the six load ratios")
+if ci is not None and pd.notna(ci["ci_low"]):
+    c[0].caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} ({ci['verdict']})")
+c[1].metric("Aggregate time saved (derived)", f"{bd.time_saved:.2%}")
+c[2].metric(f"Score-equivalent time, {v.baseline}", f"{bd.equiv_baseline_us:,.1f} µs")
+c[3].metric(f"Score-equivalent time, {v.candidate}", f"{bd.equiv_candidate_us:,.1f} µs")
+
+st.subheader("Per load")
+target = st.number_input("Target score", min_value=1.0, max_value=3.0, value=1.32, step=0.005, format="%.4f",
+                         key="target")
+wide = v.wide()
+sol = views.load_sol(wide, weights)
+loads = bd.loads.merge(sol, on="load", how="left")
+factor = planner.single_load_factor(bd.score, target)
+loads["ratio_if_alone_reaches_target"] = loads["ratio"] * factor
+if ci is not None:
+    loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
+st.dataframe(loads, hide_index=True, width="stretch", column_config={
+    "baseline_sum_us": st.column_config.NumberColumn("Σw·baseline µs", format="%.2f"),
+    "candidate_sum_us": st.column_config.NumberColumn("Σw·candidate µs", format="%.2f"),
+    "ratio": st.column_config.NumberColumn("ratio ×", format="%.4f"),
+    "floor_sum_us": st.column_config.NumberColumn("Σw·floor µs (derived)", format="%.2f"),
+    "sol_baseline": st.column_config.NumberColumn("SOL baseline", format="percent"),
+    "sol_candidate": st.column_config.NumberColumn("SOL candidate", format="percent"),
+    "ratio_if_alone_reaches_target": st.column_config.NumberColumn("ratio this load alone would need",
+                                                                   format="%.4f"),
+    "ci_low": st.column_config.NumberColumn("CI low", format="%.4f"),
+    "ci_high": st.column_config.NumberColumn("CI high", format="%.4f")})
+floors_from = ("the run's measured probe curve and compute peak" if v.kind == "run" else
+               "the write-up's four published probes and its quoted 989 TFLOP/s")
+st.caption(f"Ratios and sums: derived from {tag} times. SOL = Σ floor ÷ Σ time, floors from {floors_from}.")
+fig_df = bd.loads.assign(label=bd.loads["load"])
+if ci is not None:
+    fig_df = fig_df.merge(cmp.loads[["load", "ci_low", "ci_high"]], on="load", how="left")
+st.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
+
+st.subheader(f"Gap to {target:.4f}×")
+if bd.score >= target:
+    st.success(f"{bd.score:.4f}× already meets the target {target:.4f}×.")
+else:
+    g = st.columns(3)
+    g[0].metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(bd.score, target):.3%}")
+    g[1].metric("Aggregate speed factor needed", f"{planner.required_speed_factor(bd.score, target):.5f}×")
+    g[2].metric("…or one load alone by", f"{factor:.4f}×")
+    st.caption("Per load: the last table column is the ratio that load alone would need (others unchanged). "
+               "The Planner page shows it per shape.")
+
+if v.kind == "run":
+    st.subheader("Environment (measured)")
+    env = v.run["environment"]
+    clocks = env.get("clocks", {})
+    e = st.columns(4)
+    e[0].metric("GPU", env.get("gpu", "?"))
+    e[1].metric("SM clock start → end", f"{clocks.get('sm_mhz_start', '?')} → {clocks.get('sm_mhz_end', '?')} MHz")
+    e[2].metric("Replay overhead", f"{env.get('replay_overhead_us', float('nan')):.2f} µs")
+    flagged = int(v.data.results["flags"].map(len).gt(0).sum())
+    e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}")
+    thr = env.get("throttle_reasons") or []
+    (st.warning if thr else st.caption)(f"Throttle reasons: {', '.join(thr) if thr else 'none recorded'}")
+    st.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")

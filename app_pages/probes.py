@@ -1,0 +1,29 @@
+"""Probes: the run's HBM read-probe curve (bytes → µs and TB/s) with the write-up's four probes overlaid."""
+import pandas as pd
+import streamlit as st
+
+from app_pages import common
+from dashboard import figures
+
+st.title("Probes — HBM read curve")
+v = common.view()
+seed = common.seed_probes()
+probes = pd.DataFrame(v.run.get("probes", [])) if v.run else pd.DataFrame()
+if v.kind != "run":
+    st.info("The published table has no probe curve of its own; showing the write-up's four probes "
+            "(**published**). Pick a run in the sidebar to see its **measured** curve.")
+elif probes.empty:
+    st.warning(f"{v.label} holds no probes (run `python -m profiler probe` on the GPU host).")
+show_seed = st.toggle("Overlay the write-up's four probes (published)", value=True)
+st.plotly_chart(figures.probe_curve(probes if len(probes) else None, seed if show_seed else None,
+                                    "measured run probes vs published write-up probes"), width="stretch")
+if len(probes):
+    st.subheader("Run probes (measured)")
+    cols = [c for c in ("bytes", "us", "tbps", "design", "kind", "for_shape") if c in probes]
+    st.dataframe(probes[cols], hide_index=True, width="stretch", column_config={
+        "bytes": st.column_config.NumberColumn("bytes", format="%d"),
+        "us": st.column_config.NumberColumn("µs", format="%.3f"),
+        "tbps": st.column_config.NumberColumn("TB/s", format="%.3f")})
+    common.download_csv(probes[cols], "probes.csv")
+st.subheader("Write-up probes (published)")
+st.dataframe(seed, hide_index=True, width="stretch")

@@ -1,0 +1,35 @@
+"""Reports: export a whole-run or a per-shape report as standalone HTML (interactive, offline), Markdown, CSV, JSON.
+
+Same exports headless: `python -m dashboard report RUN.json --out DIR`.
+"""
+import streamlit as st
+
+from app_pages import common
+from dashboard import report
+
+st.title("Reports")
+v = common.view()
+common.caption_source(v)
+st.markdown("Headless: `python -m dashboard report RUN.json --out DIR [--baseline B --candidate C] "
+            "[--shape 'decode 1/router']`")
+scope = st.radio("Scope", ["Whole run", "One shape"], horizontal=True, key="rep_scope")
+shape = None
+if scope == "One shape":
+    keys = list(dict.fromkeys(v.data.results["shape"]))
+    shape = st.selectbox("Shape", keys, key="rep_shape")
+try:
+    rep = report.build(v.data, v.baseline, v.candidate, common.workload(), common.official(), source=v.source,
+                       shape=shape)
+except common.BAD_INPUT as exc:
+    st.error(f"Cannot build the report: {exc}")
+    st.stop()
+st.markdown(f"**{rep.title}**")
+stem = rep.stem
+c = st.columns(4)
+c[0].download_button("HTML (interactive, offline)", rep.html(), file_name=f"{stem}.html", mime="text/html",
+                     key="rep_html")
+c[1].download_button("Markdown", rep.markdown(), file_name=f"{stem}.md", mime="text/markdown", key="rep_md")
+c[2].download_button("CSV", rep.csv(), file_name=f"{stem}.csv", mime="text/csv", key="rep_csv")
+c[3].download_button("JSON", rep.json(), file_name=f"{stem}.json", mime="application/json", key="rep_json")
+with st.expander("Preview (Markdown)", expanded=True):
+    st.markdown(rep.markdown())

@@ -1,0 +1,27 @@
+"""Roofline: intensity vs achieved throughput under the measured memory and compute roofs; time vs floor."""
+import streamlit as st
+
+from app_pages import common
+from dashboard import figures, runs, views
+
+st.title("Roofline")
+v = common.view()
+table = v.shape_table()
+curve = runs.probe_curve(v.data)
+peak = v.data.run.get("compute_peak_tflops")
+if curve is None:
+    st.warning(f"{v.label} has no probe curve: no memory roof can be drawn. Showing the points only.")
+tbps = curve.tbps_max_point if curve is not None else float("nan")
+src = ("measured roofs (run probes, compute probe)" if v.kind == "run"
+       else "published times; roofs from the write-up's probes and its quoted 989 TFLOP/s")
+common.caption_source(v, f"Roofs: {src}. Points: achieved = 2MNK ÷ time (derived).")
+cands = st.multiselect("Candidates", v.data.candidates(), default=[v.baseline, v.candidate], key="roof_cands")
+pts = views.roofline_points(table, cands)
+st.plotly_chart(figures.roofline(pts, tbps, peak, src), width="stretch")
+st.plotly_chart(figures.time_vs_floor(pts, src), width="stretch")
+cols = ["shape", "candidate", "median_us", "floor_us", "bound", "sol", "tflops"]
+st.dataframe(pts[cols], hide_index=True, width="stretch", column_config={
+    "median_us": st.column_config.NumberColumn("µs", format="%.3f"),
+    "floor_us": st.column_config.NumberColumn("floor µs (derived)", format="%.3f"),
+    "sol": st.column_config.NumberColumn("SOL", format="percent"),
+    "tflops": st.column_config.NumberColumn("TFLOP/s (derived)", format="%.2f")})
