@@ -103,8 +103,8 @@ GEMV_WIDE_CONFIGS = _cfgs(GEMV_WIDE_KEYS, [
     (8, 1024, 4, ""),
     (4, 1024, 4, ".cg"),
     (16, 1024, 8, ".cg"),
-    (16, 1024, 4, ".cg"),
-    (32, 1024, 8, ".cg"),
+    (16, 512, 4, ".cg"),    # 16 rows x 512 per step: 64 accumulator values per thread
+    (32, 512, 8, ".cg"),
     (4, 1024, 2, ".cg"),
 ])
 

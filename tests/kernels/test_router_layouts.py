@@ -1,0 +1,109 @@
+"""Router prepare() layouts and the router / gemv_wide Method records (CPU, no kernels run)."""
+import pytest
+
+from kernels.registry import METHODS
+
+ROUTER_NAMES = ("router_gemv_fp32", "router_hilo_splitk", "router_hilo_atomic", "router_hilo_atomic_pdl",
+                "router_hilo_packed_mm")
+RN, RK = 256, 8192
+
+
+def test_router_methods_registered_and_configs_valid():
+    for name in (*ROUTER_NAMES, "gemv_wide"):
+        m = METHODS[name]
+        assert m.configs, name
+        for cfg in m.configs:
+            assert m.check_config(cfg) is None, (name, cfg)
+        assert len(m.configs) <= 10, f"{name}: keep the tuning space small (compile time)"
+    assert all(METHODS[n].families == ("router",) for n in ROUTER_NAMES)
+    assert METHODS["gemv_wide"].families == ("o",)
+
+
+@pytest.mark.parametrize("M", [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 128, 129, 255, 256])
+def test_hilo_guards_admit_every_router_m(M):
+    for name in ROUTER_NAMES[1:]:
+        m = METHODS[name]
+        for cfg in m.configs:
+            assert m.supports("router", M, RN, RK, cfg) is None, (name, cfg, M)
+
+
+def test_m1_only_guards():
+    g, w = METHODS["router_gemv_fp32"], METHODS["gemv_wide"]
+    for cfg in g.configs:
+        assert g.supports("router", 1, RN, RK, cfg) is None
+        assert "M=1" in g.supports("router", 2, RN, RK, cfg)
+    for cfg in w.configs:
+        assert w.supports("o", 1, 8192, 1024, cfg) is None
+        assert w.supports("o", 8, 8192, 1024, cfg) is not None
+    assert "family" in w.supports("router", 1, RN, RK, w.configs[0])
+
+
+def test_tile_guard_rejects_bad_split_and_smem():
+    m = METHODS["router_hilo_atomic"]
+    bad_split = dict(m.configs[0], SPLIT=64, BK=256)          # 64*256 = 16384 does not divide 8192
+    assert "K %" in m.supports("router", 8, RN, RK, bad_split)
+    big = dict(m.configs[0], BM=128, BN=128, BK=256, SPLIT=1, num_stages=5)
+    assert "shared memory" in m.supports("router", 8, RN, RK, big)
+
+
+def _w32(N=64, K=512, seed=0):
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(N, K, generator=g) * K ** -0.5
+    w[0, :8] = torch.tensor([1.00390625, -3.0e-3, 1e-30, 0.0, 65504.0, -1.0, 2.0 ** -20, 7.0])
+    return w
+
+
+def test_hilo_split_recombines():
+    torch = pytest.importorskip("torch")
+    from kernels.launch.router import split_hilo
+
+    w = _w32()
+    hi, lo = split_hilo(w)
+    assert hi.dtype == lo.dtype == torch.bfloat16 and hi.shape == lo.shape == w.shape
+    recon = hi.double() + lo.double()
+    rel = ((recon - w.double()).abs() / w.double().abs().clamp_min(1e-300))
+    normal = w.abs() > 1e-30                     # skip values in BF16's subnormal range
+    assert float(rel[normal].max()) <= 2.0 ** -16
+    assert float(recon[0, 0]) == 1.00390625      # the write-up's tie example: H = 1.0, L = 2^-8 exactly
+    assert float(hi[0, 0]) == 1.0
+    # Whole-matrix error is far inside the router's 1e-4 rel-L2 tolerance.
+    assert float((recon - w.double()).norm() / w.double().norm()) < 1e-5
+
+
+def test_hilo_split_rejects_non_fp32():
+    torch = pytest.importorskip("torch")
+    from kernels.launch.router import split_hilo
+
+    with pytest.raises(ValueError, match="float32"):
+        split_hilo(_w32().to(torch.bfloat16))
+
+
+def test_interleave_is_lossless_permutation():
+    torch = pytest.importorskip("torch")
+    from kernels.launch.router import interleave_rows, split_hilo, stack_rows
+
+    hi, lo = split_hilo(_w32())
+    w2 = interleave_rows(hi, lo)
+    assert w2.shape == (2 * hi.shape[0], hi.shape[1]) and w2.is_contiguous()
+    assert torch.equal(w2[0::2], hi) and torch.equal(w2[1::2], lo)
+    st = stack_rows(hi, lo)
+    n = hi.shape[0]
+    perm = torch.arange(2 * n).view(2, n).t().reshape(-1)        # stacked row index of each interleaved row
+    assert torch.equal(st[perm], w2)
+    # Bits are moved, never changed.
+    assert torch.equal(w2.view(torch.int16).sort(dim=0).values.sum(), st.view(torch.int16).sort(dim=0).values.sum())
+
+
+def test_prepare_states_never_see_activations():
+    pytest.importorskip("torch")
+    from kernels.launch import router as R
+
+    w = _w32()
+    for prep in (R.prepare_gemv_fp32, R.prepare_hilo_splitk, R.prepare_hilo_atomic, R.prepare_hilo_packed_mm):
+        state = prep(w, "router", {})
+        assert state["N"] == w.shape[0] and state["K"] == w.shape[1]
+    st = R.prepare_hilo_packed_mm(w, "router", {})
+    hi, lo = R.split_hilo(w)
+    assert st["w2t"].shape == (w.shape[1], 2 * w.shape[0])
+    assert (st["w2t"].t()[: w.shape[0]] == hi).all() and (st["w2t"].t()[w.shape[0]:] == lo).all()
