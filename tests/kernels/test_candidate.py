@@ -1,0 +1,100 @@
+"""The candidate protocol: plan specs, a user's module (good and bad), dispatch by M (CPU)."""
+import pytest
+
+from kernels.candidate import CandidateError, MethodCandidate, ModuleCandidate, PlanCandidate, load_candidate
+from kernels.method import PlanError
+from kernels.plans import PLANS_DIR
+
+torch = pytest.importorskip("torch")
+
+GOOD = '''
+import torch.nn.functional as F
+NAME = "mine"
+def prepare(weight):
+    return {"w": weight}
+def run(state, family, x):
+    w = state["w"]
+    return F.linear(x.to(w.dtype), w)
+def describe(family, M):
+    return f"F.linear {family} M={M}"
+'''
+
+
+def _ref(x, w):
+    return x.double() @ w.double().t()
+
+
+def _rel(y, ref):
+    return float((y.double() - ref).norm() / ref.norm())
+
+
+def test_load_candidate_specs(tmp_path):
+    assert isinstance(load_candidate("baseline"), PlanCandidate)
+    assert load_candidate(str(PLANS_DIR / "seed036.json")).name == "seed036"
+    mod = tmp_path / "mine.py"
+    mod.write_text(GOOD)
+    cand = load_candidate(str(mod))
+    assert isinstance(cand, ModuleCandidate) and cand.name == "mine"
+    assert cand.describe("o", 3) == "F.linear o M=3"
+    with pytest.raises(PlanError):
+        load_candidate("no_such_plan")
+
+
+def test_module_candidate_runs(tmp_path):
+    mod = tmp_path / "mine.py"
+    mod.write_text(GOOD)
+    cand = ModuleCandidate(mod)
+    w = torch.randn(32, 64).bfloat16()
+    x = torch.randn(3, 64).bfloat16()
+    y = cand.run(cand.prepare("o", w), "o", x)
+    assert y.shape == (3, 32) and _rel(y, _ref(x, w)) < 1e-2
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("def prepare(weight):\n    return weight\n", "['run']"),
+    ("run = 3\n", "['prepare', 'run']"),
+    ("def prepare(a, b, c):\n    pass\ndef run(state, family, x):\n    pass\n", "prepare(weight)"),
+    ("def prepare(weight):\n    pass\ndef run(state):\n    pass\n", "run(state, family, x)"),
+    ("raise RuntimeError('boom')\n", "importing the module failed: RuntimeError: boom"),
+])
+def test_bad_modules_are_named(tmp_path, text, needle):
+    mod = tmp_path / "bad.py"
+    mod.write_text(text)
+    with pytest.raises(CandidateError) as info:
+        ModuleCandidate(mod)
+    assert "bad.py" in str(info.value) and needle in str(info.value)
+
+
+def test_missing_module_file(tmp_path):
+    with pytest.raises(CandidateError, match="no such module"):
+        load_candidate(str(tmp_path / "absent.py"))
+
+
+def test_baseline_plan_candidate_on_cpu_all_families():
+    cand = load_candidate("baseline")
+    for family, N, K, wdt in (("o", 64, 128, torch.bfloat16), ("router", 16, 256, torch.float32)):
+        w = (torch.randn(N, K) * K ** -0.5).to(wdt)
+        state = cand.prepare(family, w)
+        for M in (1, 3, 8):
+            x = torch.randn(M, K).bfloat16()
+            y = cand.run(state, family, x)
+            assert y.dtype == wdt and y.shape == (M, N)
+            assert _rel(y, _ref(x, w)) < (1e-4 if family == "router" else 1e-2)
+        assert cand.describe(family, 5) == "torch_linear"
+
+
+def test_plan_candidate_dispatches_by_m_and_prepares_each_method_once():
+    cand = load_candidate("seed036")
+    w = (torch.randn(2304, 8192) * 8192 ** -0.5).bfloat16()
+    state = cand.prepare("qkv_gate", w)
+    assert sorted(m for m, _ in state["states"]) == ["gemv", "mm_swapped", "splitk"]
+    x = torch.randn(128, 8192).bfloat16()  # M=128 -> mm_swapped (torch only, runs on CPU)
+    y = cand.run(state, "qkv_gate", x)
+    assert _rel(y, _ref(x, w)) < 1e-2
+    assert cand.describe("qkv_gate", 1).startswith("gemv")
+
+
+def test_method_candidate_validates_config():
+    assert MethodCandidate("gemv").name == "gemv BN=1 num_warps=16 cache=.cg"
+    with pytest.raises(PlanError):
+        MethodCandidate("gemv", {"BN": 5, "num_warps": 4, "cache": ""})

@@ -1,0 +1,71 @@
+"""prepare() layouts on CPU tensors: packing (lossless, invertible, tile-contiguous), transposed weights,
+the swapped-product identity and its M % 8 fallback."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernels.launch.mm_orient import MM_SWAPPED, MM_WT  # noqa: E402
+from kernels.launch.packed import pack, prepare as packed_prepare, unpack  # noqa: E402
+
+
+def _w(N, K, dtype=torch.bfloat16, seed=0):
+    return torch.randn(N, K, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+@pytest.mark.parametrize("BN,BK", [(32, 512), (64, 256), (32, 128)])
+def test_pack_is_lossless_and_invertible(BN, BK):
+    w = _w(128, 1024)
+    wp = pack(w, BN, BK)
+    assert wp.shape == (128 // BN, 1024 // BK, BN, BK) and wp.is_contiguous()
+    assert torch.equal(unpack(wp), w)                                   # invertible, bit-exact
+    assert torch.equal(wp.flatten().sort().values, w.flatten().sort().values)  # a pure permutation
+
+
+def test_each_tile_is_contiguous_and_in_place():
+    w = _w(96, 1536)
+    BN, BK = 32, 512
+    flat = pack(w, BN, BK).flatten()
+    kt = 1536 // BK
+    for n in range(96 // BN):
+        for k in range(kt):
+            start = (n * kt + k) * BN * BK
+            assert torch.equal(flat[start:start + BN * BK].view(BN, BK), w[n * BN:(n + 1) * BN, k * BK:(k + 1) * BK])
+
+
+def test_pack_rejects_ragged_shapes():
+    with pytest.raises(ValueError, match="divide"):
+        pack(_w(100, 1024), 32, 512)
+
+
+def test_packed_prepare_keeps_bf16_values():
+    w = _w(64, 1024)
+    state = packed_prepare(w, "pooler", {"BM": 16, "BN": 32, "BK": 512, "SPLIT": 2, "num_warps": 4, "num_stages": 3})
+    assert state["wp"].dtype == torch.bfloat16 and torch.equal(unpack(state["wp"]), w)
+
+
+def test_mm_wt_prepares_contiguous_transpose():
+    w = _w(48, 64)
+    state = MM_WT.prepare(w, "o", {})
+    assert state["wT"].shape == (64, 48) and state["wT"].is_contiguous() and torch.equal(state["wT"], w.t())
+    x = _w(5, 64, seed=1)
+    assert torch.allclose(MM_WT.run(state, x).double(), x.double() @ w.double().t(), rtol=2e-2, atol=2e-2)
+
+
+def test_swapped_product_identity_exact_in_fp64():
+    x = torch.randn(16, 64, dtype=torch.float64)
+    w = torch.randn(40, 64, dtype=torch.float64)
+    assert torch.allclose(torch.mm(w, x.t()).t(), x @ w.t(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("M,path", [(8, "swapped"), (16, "swapped"), (256, "swapped"),
+                                    (1, "fallback"), (3, "fallback"), (17, "fallback"), (255, "fallback")])
+def test_mm_swapped_paths_and_values(M, path):
+    w, x = _w(40, 64), _w(M, 64, seed=2)
+    state = MM_SWAPPED.prepare(w, "o", {})
+    y = MM_SWAPPED.run(state, x)
+    assert state["last_path"] == path
+    assert y.shape == (M, 40) and y.dtype == torch.bfloat16
+    if path == "swapped":
+        assert y.stride() == (1, M)  # the [N, M] result seen through .T: non-contiguous on purpose
+    ref = x.double() @ w.double().t()
+    assert float((y.double() - ref).norm() / ref.norm()) < 1e-2
