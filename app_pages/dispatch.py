@@ -12,10 +12,17 @@ st.title("Dispatch")
 st.caption("Plans are data files (kernels/plans/*.json). Methods are what the plan **says** runs, not a measurement.")
 names = list_plans()
 c1, c2 = st.columns([1, 2])
-choice = c1.selectbox("Plan", names + ["(upload a plan JSON)"], index=names.index("seed036") if "seed036" in names
-                      else 0, key="dispatch_plan")
+UPLOAD, PATH = "(upload a plan JSON)", "(a plan file path)"
+choice = c1.selectbox("Plan", names + [UPLOAD, PATH], index=names.index("seed036") if "seed036" in names else 0,
+                      key="dispatch_plan")
 try:
-    if choice == "(upload a plan JSON)":
+    if choice == PATH:
+        path = c2.text_input("Plan file path", key="dispatch_path")
+        if not path:
+            st.info("Type the path of a plan JSON file.")
+            st.stop()
+        plan = load_plan(path, common.workload())
+    elif choice == UPLOAD:
         up = c2.file_uploader("Plan JSON", type=["json"], key="dispatch_upload")
         if up is None:
             st.info("Upload a plan file to inspect it.")

@@ -25,11 +25,12 @@ except common.BAD_INPUT as exc:
     st.stop()
 st.markdown(f"**{rep.title}**")
 stem = rep.stem
+st.caption("Files are generated when you click (the HTML embeds plotly.js, ~5 MB, so it opens offline).")
 c = st.columns(4)
-c[0].download_button("HTML (interactive, offline)", rep.html(), file_name=f"{stem}.html", mime="text/html",
+c[0].download_button("HTML (interactive, offline)", rep.html, file_name=f"{stem}.html", mime="text/html",
                      key="rep_html")
-c[1].download_button("Markdown", rep.markdown(), file_name=f"{stem}.md", mime="text/markdown", key="rep_md")
-c[2].download_button("CSV", rep.csv(), file_name=f"{stem}.csv", mime="text/csv", key="rep_csv")
-c[3].download_button("JSON", rep.json(), file_name=f"{stem}.json", mime="application/json", key="rep_json")
+c[1].download_button("Markdown", rep.markdown, file_name=f"{stem}.md", mime="text/markdown", key="rep_md")
+c[2].download_button("CSV", rep.csv, file_name=f"{stem}.csv", mime="text/csv", key="rep_csv")
+c[3].download_button("JSON", rep.json, file_name=f"{stem}.json", mime="application/json", key="rep_json")
 with st.expander("Preview (Markdown)", expanded=True):
     st.markdown(rep.markdown())

@@ -46,20 +46,37 @@ mode = c3.selectbox("Mode", ["cold", "stream"], key="run_mode")
 label = st.text_input("Run label (letters, digits, . _ -)", "app-run", key="run_label")
 cmd = "python -m profiler run " + " ".join(f"--plan {shlex.quote(p)}" for p in chosen) + \
     f" --shapes {shapes} --mode {mode} --label {shlex.quote(label)}"
+st.caption("The first plan is the baseline of every pair. Equivalent CLI:")
 st.code(cmd, language="bash")
-if st.button("Run now", type="primary", disabled=len(chosen) < 2, key="run_go"):
-    from profiler import sweep  # lazy: imports torch and the kernels
+if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
+    import datetime as dt
+    from pathlib import Path
 
+    import torch  # lazy: only this page, only with CUDA
+
+    from datasets import RUNS_DIR
+    from kernels.candidate import load_candidate
+    from profiler.runfile import run_filename
+    from profiler.sweep import SweepSettings, run_sweep, select_shapes
+
+    out = Path(RUNS_DIR) / run_filename(dt.date.today(), torch.cuda.get_device_name(), label)
     bar = st.progress(0.0, text="starting")
+    log = st.empty()
 
-    def progress(done: int, total: int, text: str = "") -> None:
-        bar.progress(min(done / max(total, 1), 1.0), text=f"{done}/{total} {text}")
+    def progress(stage: str, i: int, n: int) -> None:
+        bar.progress(min(i / max(n, 1), 1.0), text=f"{stage}: {i}/{n}")
 
     try:
-        path = sweep.run_from_app(plans=chosen, shapes=shapes, mode=mode, label=label, progress=progress)
-    except Exception as exc:  # the sweep's own errors are user-facing here; show them without a traceback
+        if out.exists():
+            raise FileExistsError(f"{out.name} exists; runs are never overwritten — pick another label")
+        candidates = [load_candidate(p) for p in chosen]
+        settings = SweepSettings(mode=mode, shapes=shapes, command=cmd)
+        run = run_sweep(candidates, select_shapes(shapes), out, label=label, settings=settings, progress=progress,
+                        log=lambda m: log.text(m))
+    except Exception as exc:  # plan, candidate, file and CUDA errors are user-facing here: no traceback
         st.error(f"Run failed: {type(exc).__name__}: {exc}")
         st.stop()
     bar.progress(1.0, text="done")
-    st.success(f"Saved {path}. Pick it in the sidebar on any page.")
-    st.session_state.setdefault("uploaded_runs", []).append(str(path))
+    st.success(f"Saved {out} (status {run.get('status', 'complete')}). It is now in the sidebar source list.")
+    if str(out) not in st.session_state.setdefault("uploaded_runs", []):
+        st.session_state["uploaded_runs"].append(str(out))

@@ -1,0 +1,53 @@
+"""AppTest helpers: open a page of app.py with the app's synthetic run fixtures on the source list."""
+import os
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "app"
+PAGES = ["overview", "where_time_goes", "shapes", "compare", "roofline", "probes", "planner", "dispatch", "ledger",
+         "run", "reports"]
+SOURCE_PAGES = ["overview", "where_time_goes", "shapes", "roofline", "probes", "planner", "reports"]
+RUN_A = "run: synthetic_a.json"
+
+
+@pytest.fixture
+def extra_runs(monkeypatch):
+    """Put fixture runs on the source list (as $PROJLAB_EXTRA_RUNS, read at every rerun)."""
+    def use(*names):
+        monkeypatch.setenv("PROJLAB_EXTRA_RUNS", os.pathsep.join(str(FIXTURES / n) for n in names))
+    use("synthetic_a.json", "synthetic_b.json", "synthetic_decode_only.json")
+    return use
+
+
+def _open_page(page: str, source: str | None = None, timeout: float = 60) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    at.switch_page(f"app_pages/{page}.py")
+    at.run()
+    if source is not None:
+        at.sidebar.selectbox(key="source").set_value(source).run()
+    return at
+
+
+def _text_of(at: AppTest) -> str:
+    """Everything a reader sees as text: markdown, captions, metrics, alerts, table cells."""
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [f"{m.label} {m.value}" for m in at.metric]
+    parts += [a.value for kind in ("error", "warning", "info", "success") for a in at.get(kind)]
+    for df in at.dataframe:
+        parts.append(df.value.to_string())
+    return "\n".join(map(str, parts))
+
+
+class _Helpers:
+    """Handed to tests as the `app` fixture (importlib mode: tests cannot import conftest directly)."""
+    FIXTURES, PAGES, ROOT, RUN_A, SOURCE_PAGES = FIXTURES, PAGES, ROOT, RUN_A, SOURCE_PAGES
+    open_page = staticmethod(_open_page)
+    text_of = staticmethod(_text_of)
+
+
+@pytest.fixture
+def app(extra_runs):
+    return _Helpers

@@ -1,0 +1,191 @@
+"""Every page renders (published table and a synthetic run), shows its key numbers, reacts to widgets, and turns
+bad input into an st.error that names the problem — never a traceback."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from dashboard import runs
+
+PAGES = ["overview", "where_time_goes", "shapes", "compare", "roofline", "probes", "planner", "dispatch", "ledger",
+         "run", "reports"]
+SOURCE_PAGES = ["overview", "where_time_goes", "shapes", "roofline", "probes", "planner", "reports"]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_on_the_published_table(app, page):
+    at = app.open_page(page)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.title, f"{page} shows no title"
+
+
+@pytest.mark.parametrize("page", SOURCE_PAGES)
+def test_every_source_page_renders_on_a_run(app, page):
+    at = app.open_page(page, app.RUN_A)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_overview_shows_the_official_score_labelled_published(app):
+    at = app.open_page("overview")
+    score = next(m for m in at.metric if m.label.startswith("Score"))
+    assert score.value == "1.3012×"
+    assert "published" in score.label
+    assert "23.15%" in app.text_of(at)
+
+
+def test_overview_shows_the_run_score_and_its_ci(app):
+    expected = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_a.json"), "baseline", "seed036").score
+    at = app.open_page("overview", app.RUN_A)
+    score = next(m for m in at.metric if m.label.startswith("Score"))
+    assert score.value == f"{expected:.4f}×"
+    assert "measured" in score.label
+    text = app.text_of(at)
+    assert "95% bootstrap CI" in text
+    assert "SYNTHETIC" in text  # the environment block names the GPU the run claims
+
+
+def test_overview_target_changes_the_gap(app):
+    at = app.open_page("overview")
+    gap = lambda: next(m.value for m in at.metric if m.label.startswith("Aggregate time to remove"))
+    assert gap() == "1.424%"  # 1 - 1.301203/1.32
+    at.number_input(key="target").set_value(1.35).run()
+    assert gap() != "1.424%"
+
+
+def test_partial_shape_set_is_explained_not_crashed(app):
+    at = app.open_page("overview", "run: synthetic_decode_only.json")
+    assert not at.exception
+    assert any("cannot score" in w.value and "no time for 15" in w.value for w in at.warning)
+
+
+def test_shapes_filters_and_columns(app):
+    at = app.open_page("shapes")
+    assert "30 of 30 shapes shown" in app.text_of(at)
+    at.multiselect(key="shapes_loads").set_value(["decode 1"]).run()
+    assert "5 of 30 shapes shown" in app.text_of(at)
+    df = at.dataframe[0].value
+    assert {"bytes", "flops", "floor_us", "bound", "ratio", "sol_candidate", "official_036_us", "method"} <= set(df)
+
+
+def test_planner_what_if_moves_the_score(app):
+    at = app.open_page("planner")
+    new = lambda: next(m.value for m in at.metric if m.label.startswith("New score"))
+    before = new()
+    at.slider(key="agg_ratio").set_value(2.5).run()
+    assert new() != before
+    at.number_input(key="tile_M").set_value(16).run()
+    assert next(m.value for m in at.metric if m.label.startswith("Blocks")) == "128"  # pooler 16x32 tiles
+
+
+def test_where_time_goes_load_picker(app):
+    at = app.open_page("where_time_goes")
+    at.selectbox(key="wtg_load").set_value("verify 32").run()
+    assert not at.exception
+    assert set(at.dataframe[0].value["load"]) == {"verify 32"}
+
+
+def test_compare_two_runs_with_intersection_note(app):
+    at = app.open_page("compare")
+    at.multiselect(key="cmp_series").set_value([f"{app.RUN_A} · baseline", f"{app.RUN_A} · seed036",
+                                                "run: synthetic_decode_only.json · seed036"]).run()
+    assert not at.exception
+    assert any("intersection of 15 shapes" in w.value for w in at.warning)
+    verdicts = set(at.dataframe[2].value["verdict"])
+    assert verdicts <= {"FAST", "SLOW", "SAME", "AMBIGUOUS", "NO SAMPLES"} and verdicts
+
+
+def test_compare_published_table_has_no_samples(app):
+    at = app.open_page("compare")
+    at.multiselect(key="cmp_series").set_value(["Official 036 table (published) · baseline",
+                                                "Official 036 table (published) · 036"]).run()
+    overall = at.dataframe[0].value
+    assert round(float(overall["score"].iloc[0]), 4) == 1.3012
+    assert overall["verdict"].iloc[0] == "NO SAMPLES"
+
+
+def test_dispatch_slider_changes_the_methods(app):
+    at = app.open_page("dispatch")
+    at.selectbox(key="dispatch_plan").set_value("seed036").run()
+    at.slider(key="dispatch_M").set_value(1).run()
+    m1 = at.dataframe[0].value.set_index("family")["method"].to_dict()
+    at.slider(key="dispatch_M").set_value(128).run()
+    m128 = at.dataframe[0].value.set_index("family")["method"].to_dict()
+    assert m1 != m128
+
+
+def test_ledger_filter(app):
+    at = app.open_page("ledger")
+    total = len(at.dataframe[0].value)
+    at.multiselect[0].set_value(["scored"]).run()
+    assert 0 < len(at.dataframe[0].value) < total
+    assert "1.3234" in app.text_of(at) or "1.32343" in app.text_of(at)
+
+
+def test_run_page_without_cuda_gives_the_cli(app):
+    at = app.open_page("run")
+    assert not at.exception
+    assert any("python -m profiler run --plan baseline --plan best --shapes official" in c.value for c in at.code)
+
+
+def test_reports_offers_all_formats(app):
+    at = app.open_page("reports", app.RUN_A)
+    labels = [b.label for b in at.get("download_button")]
+    assert labels == ["HTML (interactive, offline)", "Markdown", "CSV", "JSON"]
+    at.radio(key="rep_scope").set_value("One shape").run()
+    at.selectbox(key="rep_shape").set_value("decode 1/router").run()
+    assert not at.exception
+    assert "decode 1/router" in app.text_of(at)
+
+
+# --- bad input ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, words", [("corrupt.json", "not valid JSON"),
+                                         ("bad_schema_version.json", "schema_version"),
+                                         ("missing.json", "cannot read")])
+def test_bad_run_file_is_an_error_naming_it(app, extra_runs, name, words):
+    extra_runs(name)
+    at = app.open_page("overview", f"run: {name}")
+    assert not at.exception
+    assert any(name in e.value and words in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_bad_uploaded_csv_is_an_error_naming_the_field(app):
+    at = app.open_page("overview")
+    at.session_state["uploaded_tables"] = [str(app.FIXTURES / "bad_columns.csv")]
+    at.run()
+    at.sidebar.selectbox(key="source").set_value("upload: bad_columns.csv").run()
+    assert not at.exception
+    assert any("bad_columns.csv" in e.value and "baseline_us" in e.value for e in at.error), \
+        [e.value for e in at.error]
+
+
+def test_plan_with_unknown_method_is_an_error(app):
+    at = app.open_page("dispatch")
+    at.selectbox(key="dispatch_plan").set_value("(a plan file path)").run()
+    at.text_input(key="dispatch_path").set_value(str(app.FIXTURES / "plan_unknown_method.json")).run()
+    assert not at.exception
+    assert any("unknown method 'warp_drive'" in e.value for e in at.error), [e.value for e in at.error]
+
+
+# --- no torch at start-up ------------------------------------------------------------------------------------------
+def test_no_page_but_run_imports_torch(app):
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(app.ROOT)!r})
+        os.environ["PROJLAB_EXTRA_RUNS"] = {str(app.FIXTURES / 'synthetic_a.json')!r}
+        from streamlit.testing.v1 import AppTest
+        for page in {[p for p in PAGES if p != 'run']!r}:
+            for source in (None, "run: synthetic_a.json"):
+                at = AppTest.from_file({str(app.ROOT / 'app.py')!r}, default_timeout=60)
+                at.switch_page(f"app_pages/{{page}}.py")
+                at.run()
+                if source and at.sidebar.selectbox:
+                    at.sidebar.selectbox(key="source").set_value(source).run()
+                assert not at.exception, (page, [e.value for e in at.exception])
+        print("TORCH" if "torch" in sys.modules else "NO-TORCH")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "NO-TORCH"
