@@ -1,0 +1,156 @@
+"""profiler/tune.py on CPU: the robustness rule, range building, candidates, a whole tune_point with a fake
+timer (real correctness checks through torch_linear on CPU), and the plan it writes validates."""
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from kernels.method import Method
+from kernels.registry import METHODS
+from profiler import tune
+
+ROUTER_SPEC = {"N": 256, "K": 8192, "x_dtype": "bfloat16", "w_dtype": "float32", "y_dtype": "float32",
+               "rel_l2_tol": 1e-4}
+
+
+def _t(name, med, cfg=None):
+    return tune.Timed(name, cfg or {}, np.full(8, float(med)))
+
+
+def test_robust_rule_keeps_winner_within_noise():
+    w, r = _t("a", 10.0), _t("b", 10.1)
+    choice, why = tune.robust_choice(w, r, {7: (10.1, 10.0), 9: (10.0, 10.3)})   # 1% slower at M=7: noise
+    assert choice is w and "within" in why
+
+
+def test_robust_rule_takes_runner_up_when_winner_breaks_next_door():
+    w, r = _t("a", 10.0), _t("b", 10.2)
+    choice, why = tune.robust_choice(w, r, {7: (13.0, 10.1), 9: (10.0, 10.3)})
+    assert choice is r and "summed" in why
+
+
+def test_robust_rule_winner_keeps_lower_sum():
+    w, r = _t("a", 8.0), _t("b", 11.0)
+    choice, _ = tune.robust_choice(w, r, {7: (10.5, 10.0), 9: (8.0, 11.0)})  # 5% worse at 7, far better total
+    assert choice is w
+
+
+def test_robust_rule_correctness_failure_and_no_neighbours():
+    w, r = _t("a", 8.0), _t("b", 11.0)
+    assert tune.robust_choice(w, r, {2: (None, 11.0)})[0] is r
+    assert tune.robust_choice(w, r, {})[0] is w
+    assert tune.robust_choice(w, r, {2: (8.0, None)})[0] is w
+
+
+def test_build_ranges_midpoints_and_guards():
+    gemv = ("router_gemv_fp32", dict(METHODS["router_gemv_fp32"].configs[0]))
+    atom = ("router_hilo_atomic", dict(METHODS["router_hilo_atomic"].configs[0]))
+    split = ("router_hilo_splitk", dict(METHODS["router_hilo_splitk"].configs[0]))
+    packed = ("router_hilo_packed_mm", {})
+    winners = {1: gemv, 8: atom, 16: atom, 32: split, 128: packed, 256: packed}
+    entries = tune.build_ranges("router", winners, ROUTER_SPEC, METHODS)
+    got = [(e["M"], e["method"]) for e in entries]
+    # M=2..4 are nearest to 1, but gemv serves M=1 only: they go to M=8's winner. Midpoints: 24, 80, 192.
+    assert got == [([1, 1], "router_gemv_fp32"), ([2, 24], "router_hilo_atomic"),
+                   ([25, 80], "router_hilo_splitk"), ([81, 256], "router_hilo_packed_mm")]
+
+
+def test_build_ranges_falls_back_to_baseline():
+    gemv = ("router_gemv_fp32", dict(METHODS["router_gemv_fp32"].configs[0]))
+    entries = tune.build_ranges("router", {1: gemv, 8: gemv}, ROUTER_SPEC, METHODS)   # fake: gemv "won" at 8
+    assert [(e["M"], e["method"]) for e in entries] == [([1, 1], "router_gemv_fp32"), ([2, 8], "torch_linear")]
+
+
+def test_candidates_baseline_first_and_guarded():
+    c = tune.candidates(METHODS, "router", 1, 256, 8192)
+    assert c[0] == ("torch_linear", {})
+    names = {n for n, _ in c}
+    assert {"router_gemv_fp32", "router_hilo_atomic_pdl", "router_hilo_packed_mm"} <= names
+    assert "router_gemv_fp32" not in {n for n, _ in tune.candidates(METHODS, "router", 2, 256, 8192)}
+    only = tune.candidates(METHODS, "router", 8, 256, 8192, only=["router_hilo_splitk"])
+    assert {n for n, _ in only} == {"torch_linear", "router_hilo_splitk"}
+
+
+@dataclass(frozen=True)
+class _LossyMethod(Method):
+    """Runs the baseline on BF16-rounded weights: fails the router's sparse probe (and rel-L2)."""
+
+    def prepare(self, weight, family, config):
+        import torch
+
+        return weight.to(torch.bfloat16).to(torch.float32)
+
+    def run(self, state, x):
+        return x.float() @ state.T
+
+
+def _fake_methods():
+    base = METHODS["torch_linear"]
+    fast = Method("fake_fast", ("router",), base.impl, "baseline under another name",
+                  params={"v": (1, 2)}, configs=({"v": 1}, {"v": 2}))
+    lossy = _LossyMethod("fake_lossy", ("router",), base.impl, "bf16 weights")
+    return {"torch_linear": base, "fake_fast": fast, "fake_lossy": lossy}
+
+
+class _FakeSweep(tune.Sweep):
+    """Times from a table instead of a GPU: {(method, v or None, M): us}."""
+
+    def __init__(self, table, **kw):
+        super().__init__(_fake_methods(), timer=None, device="cpu", log=lambda *a: None, **kw)
+        self.table = table
+        self._M = None
+
+    def time(self, family, M, N, K, spec, cands, x, rounds, stage):
+        rng = np.random.default_rng(M)
+        return [tune.Timed(n, c, self.table[(n, c.get("v"), M)] * (1 + 0.001 * rng.standard_normal(rounds)),
+                           stage) for n, c in cands]
+
+
+def _point(M):
+    return tune.Point("router", M, 256, 8192, "decode 16", ROUTER_SPEC)
+
+
+def test_tune_point_rejects_lossy_and_applies_neighbour_rule():
+    pytest.importorskip("torch")
+    table = {}
+    for M in (15, 16, 17):
+        table[("torch_linear", None, M)] = 15.0
+        table[("fake_lossy", None, M)] = 1.0          # fastest but wrong: must never be timed
+        table[("fake_fast", 1, M)] = 9.9 if M == 16 else 14.0   # wins only at exactly M=16
+        table[("fake_fast", 2, M)] = 10.0
+    sw = _FakeSweep(table, final_rounds=8, screen_rounds=4)
+    d = sw.tune_point(_point(16))
+    assert "fake_lossy" in d.rejected and any("sparse" in r or "rel-L2" in r for r in d.rejected["fake_lossy"])
+    assert (d.method, d.config) == ("fake_fast", {"v": 2}), d.rule       # the robust one
+    assert d.baseline_us == pytest.approx(15.0, rel=0.01)
+    assert set(d.neighbours) == {"15", "17"}
+    loads = {r["load"] for r in sw.results}
+    assert loads == {"decode 16", "nearby"} and all(r["correct"] for r in sw.results)
+    assert sw.pairs and sw.pairs[0]["ratio_median"] == pytest.approx(1.5, rel=0.01)
+
+
+def test_make_plan_validates_with_real_methods():
+    from datasets import load_workload
+    from kernels.plans import load_plan, plan_from_dict
+
+    wl = load_workload()
+    base = {"families": {k: [dict(e) for e in v] for k, v in
+                         __import__("json").loads(open(load_plan("baseline").path).read())["families"].items()}}
+    atom = METHODS["router_hilo_atomic"].configs[0]
+    ds = [tune.Decision("router", 1, "router_gemv_fp32", dict(METHODS["router_gemv_fp32"].configs[0]), 3.9, 10.5)]
+    ds += [tune.Decision("router", M, "router_hilo_atomic", dict(atom), 5.0, 15.0) for M in (8, 16, 32, 128)]
+    ds += [tune.Decision("router", 256, "router_hilo_packed_mm", {}, 8.0, 17.0)]
+    plan = tune.make_plan(ds, METHODS, wl, base, "NVIDIA H200", "datasets/runs/x_tune.json", "test")
+    p = plan_from_dict(plan, "best.json", wl)
+    assert p.select("router", 1)[0] == "router_gemv_fp32"
+    assert p.select("router", 3)[0] == "router_hilo_atomic"
+    assert p.select("router", 200)[0] == "router_hilo_packed_mm"
+    assert p.select("o", 1)[0] == "torch_linear" and p.tuned_from == "datasets/runs/x_tune.json"
+
+
+def test_cli_arguments():
+    a = tune.parse_args(["--shapes", "official", "--families", "router", "o", "--budget-s", "100",
+                         "--out-plan", "/tmp/p.json"])
+    assert a.families == ["router", "o"] and a.budget_s == 100 and a.out_plan == "/tmp/p.json"
+    with pytest.raises(SystemExit):
+        tune.parse_args(["--shapes", "everything"])
