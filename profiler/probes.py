@@ -43,12 +43,13 @@ def _kernels():
         tl.store(out_ptr + pid, tl.sum(v, axis=0))
 
     @triton.jit
-    def read_persistent(ptr, out_ptr, n, n_blocks, BLOCK: tl.constexpr):
-        """out[pid] = sum of blocks pid, pid + grid, ...; a fixed grid of programs looping over the data."""
+    def read_persistent(ptr, out_ptr, n, n_prog, n_iters, BLOCK: tl.constexpr):
+        """out[pid] = sum of blocks pid, pid + n_prog, ...; a fixed grid of programs looping over the data
+        (n_iters = cdiv(n_blocks, n_prog); blocks past the end are masked off)."""
         pid = tl.program_id(0)
         acc = tl.zeros([BLOCK], dtype=tl.float32)
-        for b in range(pid, n_blocks, tl.num_programs(0)):
-            offs = b * BLOCK + tl.arange(0, BLOCK)
+        for i in range(0, n_iters):
+            offs = (pid + i * n_prog) * BLOCK + tl.arange(0, BLOCK)
             acc += tl.load(ptr + offs, mask=offs < n, other=0.0)
         tl.store(out_ptr + pid, tl.sum(acc, axis=0))
 
@@ -72,8 +73,9 @@ def read_fns(buf_f32, nbytes: int, sm_count: int) -> dict[str, Callable[[], None
         else:
             grid = min(n_blocks, PERSISTENT_PROGRAMS_PER_SM * sm_count)
             out = torch.empty(grid, device=buf_f32.device, dtype=torch.float32)
-            fns[name] = (lambda out=out, block=block, warps=warps, nb=n_blocks, grid=grid:
-                         read_persistent[(grid,)](data, out, n, nb, BLOCK=block, num_warps=warps))
+            iters = math.ceil(n_blocks / grid)
+            fns[name] = (lambda out=out, block=block, warps=warps, grid=grid, iters=iters:
+                         read_persistent[(grid,)](data, out, n, grid, iters, BLOCK=block, num_warps=warps))
     rows = max(1, nbytes // (2 * MV_COLS))
     mat = buf_f32.view(torch.bfloat16)[: rows * MV_COLS].view(rows, MV_COLS)
     vec = buf_f32.view(torch.bfloat16)[-MV_COLS:]

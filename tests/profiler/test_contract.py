@@ -1,0 +1,121 @@
+"""Contract rules on CPU: generation, reference, each check rule, the lifecycle on a correct candidate."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from profiler import contract as C  # noqa: E402
+from profiler import wrong  # noqa: E402
+
+CONTRACT = C.default_contract()
+BF16 = dict(load="test", family="qkv_gate", M=16, N=64, K=256, x_dtype="bfloat16", w_dtype="bfloat16",
+            y_dtype="bfloat16", rel_l2_tol=0.01)
+ROUTER = dict(load="test", family="router", M=16, N=32, K=512, x_dtype="bfloat16", w_dtype="float32",
+              y_dtype="float32", rel_l2_tol=1e-4)
+
+
+@pytest.mark.parametrize("M, expected", [(1, 0), (7, 0), (8, 1), (16, 2), (256, 32)])
+def test_sparse_rows_count(M, expected):
+    x, rows = C.make_input(M, 64, 0, "cpu", contract=CONTRACT)
+    assert len(rows) == expected
+    for r in rows:
+        nz = torch.nonzero(x[r]).flatten()
+        assert nz.numel() == 1
+        v = abs(float(x[r, nz[0]]))
+        assert v == 2.0 ** round(torch.log2(torch.tensor(v)).item())  # a power of two
+    assert x.dtype == torch.bfloat16 and not bool((x == 0).all())
+
+
+def test_inputs_differ_by_seed_and_repeat_with_seed():
+    a, _ = C.make_input(4, 32, 1, "cpu", contract=CONTRACT)
+    b, _ = C.make_input(4, 32, 2, "cpu", contract=CONTRACT)
+    a2, _ = C.make_input(4, 32, 1, "cpu", contract=CONTRACT)
+    assert not torch.equal(a, b) and torch.equal(a, a2)
+
+
+def test_weight_dtype_follows_family():
+    assert C.make_weight("router", 8, 16, 0, "cpu").dtype == torch.float32
+    assert C.make_weight("o", 8, 16, 0, "cpu").dtype == torch.bfloat16
+
+
+def test_reference_is_fp64_rounded_to_output_dtype():
+    x = torch.randn(3, 40).bfloat16()
+    w = torch.randn(5, 40).bfloat16()
+    ref = C.reference(x, w, "bfloat16")
+    assert ref.dtype == torch.float64
+    assert torch.equal(ref, ref.bfloat16().double())
+
+
+def _ref(M=16, N=32, K=64, y="bfloat16"):
+    x = torch.randn(M, K).bfloat16()
+    w = (torch.randn(N, K) / 8).bfloat16()
+    return x, w, C.reference(x, w, y)
+
+
+def test_check_output_accepts_exact_and_rejects_each_rule():
+    x, w, ref = _ref()
+    ok = C.check_output(ref.bfloat16(), ref, 0.01, expect_shape=(16, 32), expect_dtype="bfloat16", contract=CONTRACT)
+    assert ok.ok and ok.rel_l2 == 0.0
+    # whole-output rel-L2
+    noisy = (ref * 1.02).bfloat16()
+    c = C.check_output(noisy, ref, 0.01, contract=CONTRACT)
+    assert not c.ok and any("rel-L2" in r for r in c.reasons)
+    # one bad row hidden inside a fine average: the row bound catches it
+    x, w, ref256 = _ref(M=256)
+    y = ref256.clone()
+    y[3] *= 1.08  # 8% on one row of 256: rel-L2 ~0.5% < 1%, row 8% > 5 x 1%
+    c = C.check_output(y, ref256, 0.01, contract=CONTRACT)
+    assert not c.ok and c.rel_l2 < 0.01 and "row 3" in c.reasons[0], c.reasons
+    # NaN / Inf
+    y = ref.clone().bfloat16()
+    y[2, 5] = float("inf")
+    c = C.check_output(y, ref, 0.01, contract=CONTRACT)
+    assert not c.ok and "non-finite" in c.reasons[0] and "[2]" in c.reasons[0]
+    # dtype and shape
+    assert "dtype" in C.check_output(ref.float(), ref, 0.01, expect_dtype="bfloat16", contract=CONTRACT).reasons[0]
+    assert "transposed" in C.check_output(ref.T, ref, 0.01, expect_shape=(16, 32), contract=CONTRACT).reasons[0]
+    assert "not a tensor" in C.check_output(None, ref, 0.01, contract=CONTRACT).reasons[0]
+
+
+def test_sparse_probe_row_bound_is_tighter_than_row_bound():
+    x, w, ref = _ref()
+    y = ref.clone()
+    y[8] *= 1.004  # 0.4% on one row: under 5% row bound and under rel-L2 1%, over the sparse 0.1%
+    assert C.check_output(y, ref, 0.01, contract=CONTRACT).ok
+    c = C.check_output(y, ref, 0.01, sparse_rows=[8], contract=CONTRACT)
+    assert not c.ok and "sparse probe" in c.reasons[0] and c.sparse_rel == pytest.approx(0.004, rel=1e-3)
+
+
+def test_small_rows_use_mean_fraction_denominator():
+    x, w, ref = _ref()
+    ref = ref.clone()
+    ref[0] = 1e-9  # a legitimately tiny row: its absolute error is judged against 0.1 x mean row norm
+    y = ref.clone()
+    y[0] += 1e-4
+    c = C.check_output(y, ref, 0.01, contract=CONTRACT)
+    assert c.ok, c.reasons
+
+
+@pytest.mark.parametrize("shape", [BF16, ROUTER, dict(ROUTER, M=1)])
+def test_control_passes_lifecycle(shape):
+    c = C.check_candidate(wrong.TorchLinear(), shape, "cpu", contract=CONTRACT, baseline_rel_l2=None)
+    assert c.ok, c.reasons
+    base = c.rel_l2
+    c2 = C.check_candidate(wrong.TorchLinear(), shape, "cpu", contract=CONTRACT, baseline_rel_l2=base)
+    assert c2.vs_baseline == pytest.approx(1.0)
+    d = c2.to_dict()
+    assert set(d) == {"rel_l2", "max_row_rel", "sparse_rel", "vs_baseline", "reasons"}
+
+
+def test_prepare_and_run_exceptions_are_verdicts():
+    class Boom(wrong.TorchLinear):
+        def run(self, state, family, x):
+            raise RuntimeError("kaput")
+
+    class BadPrep(wrong.TorchLinear):
+        def prepare(self, family, weight):
+            raise KeyError("nope")
+
+    c = C.check_candidate(Boom(), BF16, "cpu", contract=CONTRACT)
+    assert not c.ok and "run raised RuntimeError: kaput" in c.reasons[0]
+    c = C.check_candidate(BadPrep(), BF16, "cpu", contract=CONTRACT)
+    assert not c.ok and "prepare raised KeyError" in c.reasons[0]

@@ -1,0 +1,146 @@
+"""GPU checks of timing, probes and the sweep (skipped without CUDA). Kept short: device time is scarce."""
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from profiler import probes, wrong  # noqa: E402
+from profiler.runfile import load_run  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def timer():
+    from profiler.timing import ColdTimer
+
+    return ColdTimer("cuda")
+
+
+def test_overhead_calibrated_and_flush_big_enough(timer):
+    lo, hi = timer.overhead_ci_us
+    print(f"overhead {timer.overhead_us:.3f} us CI [{lo:.3f}, {hi:.3f}] flush {timer.flush_bytes} L2 {timer.l2_bytes}")
+    assert 0.5 < timer.overhead_us < 10.0  # FACTS 2: ~3.3 us queued behind work, ~14 us if not
+    assert lo <= timer.overhead_us <= hi
+    assert timer.flush_bytes >= 2 * timer.l2_bytes
+
+
+def test_sample_shape_and_alternation(timer):
+    a = torch.zeros(1, device="cuda")
+    g1 = timer.capture(lambda: a.add_(1))
+    g2 = timer.capture(lambda: a.mul_(1))
+    s = timer.sample([g1, g2], 10)
+    assert s.shape == (10, 2) and np.isfinite(s).all()
+    assert abs(float(np.median(s))) < 3.0  # a trivial graph minus the overhead is ~0
+
+
+def test_flush_makes_l2_cold(timer):
+    from profiler.timing import StreamTimer
+
+    buf = torch.rand(16 * 2**20 // 4, device="cuda")  # 16 MiB: fits in the 60 MB L2
+    cold = float(np.median(timer.sample([timer.capture(lambda: torch.sum(buf))], 40)))
+    hot_timer = StreamTimer("cuda")
+    hot = float(np.median(hot_timer.sample([hot_timer.capture([lambda: torch.sum(buf)] * 8)], 40)))
+    print(f"16 MiB sum: cold {cold:.2f} us, hot (L2) {hot:.2f} us")
+    assert cold > 1.1 * hot
+
+
+def test_every_read_design_reads_the_whole_prefix(timer):
+    buf = torch.rand(3_000_000, device="cuda")
+    nbytes = 4 * 2_500_003
+    fns = probes.read_fns(buf, nbytes, timer.sm_count)
+    want = float(buf[: nbytes // 4].double().sum())
+    for name, f in fns.items():
+        f()
+        if name == "torch_mv":
+            continue
+        got = float(f.__defaults__[0].double().sum())
+        assert math.isclose(got, want, rel_tol=1e-4), (name, got, want)
+
+
+def test_read_probes_reasonable(timer):
+    recs = probes.run_read_probes(timer, [(8388608, "8.4 MB"), (67108864, "67 MB")], n_rounds=16)
+    for r in recs:
+        print(r)
+        assert 1.0 < r["tbps"] < 6.0  # H200 HBM3e datasheet 4.8 TB/s
+        assert len(r["designs_us"]) == len(probes.READ_DESIGNS) + 1
+        assert r["us"] <= r["designs_us"]["torch_mv"] + 1e-3
+
+
+def test_measure_shape_pairs_identical_candidates(timer):
+    from profiler.timing import measure_shape
+
+    w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    fn = lambda: torch.nn.functional.linear(x, w)  # noqa: E731
+    ms = measure_shape([fn, fn], timer, max_seconds=1.5)
+    r = ms.samples_us[:, 0] / ms.samples_us[:, 1]
+    print(f"stopped by {ms.stopped_by} after {len(r)} pairs; ratio median {np.median(r):.4f} rse {ms.ratio_rse}")
+    assert len(r) >= 30 and 0.97 < np.median(r) < 1.03
+
+
+def test_stream_timer_divides_by_calls():
+    from profiler.timing import StreamTimer
+
+    st = StreamTimer("cuda")
+    w = [torch.randn(1024, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(4)]
+    x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    h = st.capture([(lambda w=w_: torch.nn.functional.linear(x, w)) for w_ in w] * 3)
+    assert h.calls == 12
+    s = st.sample([h], 10)
+    assert (s > 0).all() and np.median(s) < 50
+
+
+def _small_shapes():
+    from profiler.sweep import select_shapes
+
+    return [s for s in select_shapes("official") if (s["load"], s["family"]) in
+            {("decode 1", "o"), ("verify 1", "router")}]
+
+
+def test_sweep_end_to_end(tmp_path):
+    from profiler.sweep import SweepSettings, run_sweep
+
+    out = tmp_path / "run.json"
+    cands = [wrong.TorchLinear(), wrong.TorchLinear(), wrong.NaNRow()]
+    run = run_sweep(cands, _small_shapes(), out, label="t", settings=SweepSettings(max_seconds_per_shape=1.0))
+    disk = load_run(out)
+    assert disk["status"] == "complete" and len(disk["results"]) == 6 and len(disk["pairs"]) == 4
+    assert disk["probes"] and disk["compute_peak_tflops"] > 100
+    by = {(r["family"], r["candidate"]): r for r in disk["results"]}
+    assert by[("o", "nan_row")]["correct"] is False and "incorrect" in by[("o", "nan_row")]["flags"]
+    assert by[("o", "torch_linear_control")]["correct"] is True
+    for p in disk["pairs"]:
+        if p["candidate"] == "torch_linear_control#2":
+            print(p["family"], p["ratio_median"], p["ratio_ci_low"], p["ratio_ci_high"])
+            assert 0.95 < p["ratio_median"] < 1.05
+    assert run["environment"]["replay_overhead_us"] > 0
+
+
+def test_interrupt_keeps_partial(tmp_path):
+    from profiler.sweep import SweepSettings, run_sweep
+
+    out = tmp_path / "partial.json"
+
+    def progress(stage, i, n):
+        if stage == "shapes" and i == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep([wrong.TorchLinear()], _small_shapes(), out, label="p",
+                  settings=SweepSettings(probes=False, max_seconds_per_shape=0.5), progress=progress)
+    disk = load_run(out)
+    assert disk["status"] == "partial" and len(disk["results"]) == 1
+
+
+def test_stream_mode_sweep(tmp_path):
+    from profiler.sweep import SweepSettings, run_sweep
+
+    out = tmp_path / "stream.json"
+    run_sweep([wrong.TorchLinear(), wrong.TorchLinear()], _small_shapes()[:1], out, label="s",
+              settings=SweepSettings(mode="stream", probes=False, max_seconds_per_shape=0.5))
+    disk = load_run(out)
+    assert disk["environment"]["settings"]["mode"] == "stream" and len(disk["results"]) == 2
+    assert all(r["median_us"] > 0.5 for r in disk["results"])
