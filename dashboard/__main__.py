@@ -35,7 +35,7 @@ def summarize_run(path: Path, baseline: str | None, candidate: str | None) -> st
     if not pairs:
         raise CliError(f"{path.name}: needs results for two candidates to score (found {data.candidates()})")
     blocks = [f"{path.name}: run file, label {data.label!r}, status {data.status}, "
-              f"gpu {data.run['environment'].get('gpu', '?')}"]
+              f"gpu {data.run['environment'].get('gpu') or '?'}"]
     shown = 0
     for base, cand in pairs:
         try:

@@ -74,10 +74,16 @@ def load_run_data(path) -> RunData:
 
 
 def probe_curve(data: RunData) -> roofline.ProbeCurve | None:
-    """The run's memory-floor curve from its read probes, or None when it has none."""
-    if data.probes.empty:
+    """The run's memory-floor curve from its read probes (kind 'read' or unset), or None when it has none.
+
+    Weight streaming is a read, so other probe kinds (writes, copies) would mislabel the floor.
+    """
+    probes = data.probes
+    if not probes.empty and "kind" in probes:
+        probes = probes[probes["kind"].isna() | (probes["kind"] == "read")]
+    if probes.empty:
         return None
-    return roofline.ProbeCurve.from_frame(data.probes)
+    return roofline.ProbeCurve.from_frame(probes)
 
 
 def shape_table(data: RunData, workload: Workload | None = None) -> pd.DataFrame:

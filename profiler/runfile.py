@@ -79,7 +79,8 @@ COMPUTE_PROBE = [("M", "positive integer", True), ("N", "positive integer", True
                  ("us", "positive number", True)]
 
 
-def _check_record(record, fields, where: str, fail) -> None:
+def _check_record(record, fields, where: str, fail, null_ok: bool = False) -> None:
+    """Check required keys and types; with null_ok an optional key may also be null (value unknown)."""
     if not isinstance(record, dict):
         fail(where, f"expected object, got {type(record).__name__}")
     for key, kind, required in fields:
@@ -87,6 +88,8 @@ def _check_record(record, fields, where: str, fail) -> None:
         if key not in record:
             if required:
                 fail(path, "missing")
+            continue
+        if null_ok and not required and record[key] is None:
             continue
         if not _KINDS[kind](record[key]):
             # Name the basic type first ("expected number, got 'abc'"), the sign second.
@@ -107,7 +110,8 @@ def validate_run(run, source: str = "<run>") -> None:
         fail("status", f"expected one of {STATUSES}, got {run['status']!r}")
     if not LABEL_RE.match(run["label"]):
         fail("label", f"expected letters, digits, '.', '_' or '-', got {run['label']!r}")
-    _check_record(run["environment"], ENVIRONMENT, "environment", fail)
+    # Environment facts can be unknown on a given machine (no NVML, no git): null is allowed there.
+    _check_record(run["environment"], ENVIRONMENT, "environment", fail, null_ok=True)
     if run.get("compute_probe") is not None:
         _check_record(run["compute_probe"], COMPUTE_PROBE, "compute_probe", fail)
     for name, fields in (("probes", PROBE), ("telemetry", TELEMETRY)):

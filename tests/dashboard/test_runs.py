@@ -73,6 +73,15 @@ def test_pairs_fall_back_to_candidates(tmp_path):
     assert runs.candidate_pairs(runs.load_run_data(path)) == [("baseline", "fast")]
 
 
+def test_only_read_probes_make_the_curve(tmp_path):
+    run = json.loads(COMPLETE.read_text())
+    run["probes"].append({"bytes": 1 << 24, "us": 0.5, "kind": "write"})  # would lower the floor if used
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(run))
+    curve = runs.probe_curve(runs.load_run_data(path))
+    assert curve.us(1 << 24) == pytest.approx((1 << 24) / 4e6)
+
+
 def test_no_probes_no_peak(tmp_path):
     run = json.loads(COMPLETE.read_text())
     run["probes"], run["compute_peak_tflops"] = [], None

@@ -68,6 +68,11 @@ def test_schema_errors(tmp_path, run, mutate, expected):
     assert _load_error(tmp_path, run).startswith(expected)
 
 
+def test_unknown_environment_facts_may_be_null(tmp_path, run):
+    run["environment"].update({"gpu": None, "sm_count": None, "git_dirty": None})
+    assert load_run(_write(tmp_path, run))["environment"]["gpu"] is None
+
+
 def test_pairs_must_reference_results(tmp_path, run):
     run["pairs"][0]["candidate"] = "ghost"
     msg = _load_error(tmp_path, run)
