@@ -5,18 +5,19 @@ multipage mode). Nothing here imports torch; only the Run page does, lazily, whe
 """
 import streamlit as st
 
-st.set_page_config(page_title="projlab — H200 projection roofline lab", page_icon="📈", layout="wide")
+st.set_page_config(page_title="projlab — H200 projection roofline lab", page_icon=":material/speed:", layout="wide")
 
 
 def _page(file: str, title: str, icon: str, default: bool = False) -> st.Page:
-    return st.Page(f"app_pages/{file}.py", title=title, icon=icon, url_path=file, default=default)
+    return st.Page(f"app_pages/{file}.py", title=title, icon=f":material/{icon}:", url_path=file, default=default)
 
 
 pg = st.navigation({
-    "Results": [_page("overview", "Overview", "🏁", default=True), _page("where_time_goes", "Where time goes", "⏱️"),
-                _page("shapes", "Shapes", "🔢"), _page("compare", "Compare", "⚖️")],
-    "Hardware": [_page("roofline", "Roofline", "📐"), _page("probes", "Probes", "📡")],
-    "Plans": [_page("planner", "Planner", "🧮"), _page("dispatch", "Dispatch", "🔀"), _page("ledger", "Ledger", "📜")],
-    "Measure": [_page("run", "Run", "▶️"), _page("reports", "Reports", "📄")],
+    "Results": [_page("overview", "Overview", "flag", default=True), _page("where_time_goes", "Where time goes", "timer"),
+                _page("shapes", "Shapes", "table_chart"), _page("compare", "Compare", "compare_arrows")],
+    "Hardware": [_page("roofline", "Roofline", "show_chart"), _page("probes", "Probes", "sensors")],
+    "Plans": [_page("planner", "Planner", "calculate"), _page("dispatch", "Dispatch", "alt_route"),
+              _page("ledger", "Ledger", "history")],
+    "Measure": [_page("run", "Run", "play_arrow"), _page("reports", "Reports", "description")],
 })
 pg.run()
