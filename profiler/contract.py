@@ -281,6 +281,7 @@ def _graph_checks(candidate, state, family, M, K, w_ref, seed, device, tol, x_dt
     except Exception as exc:
         reasons.append(f"CUDA graph capture failed: {_err(exc)}")
         return None
+    handle.keep = x_static  # the graph reads this memory on every replay (timing reuses the graph)
     y_static = handle.output
     prev_ref = reference(x_static, w_ref, y_dtype)  # the capture-time input's answer
     if not isinstance(y_static, torch.Tensor):
@@ -294,8 +295,12 @@ def _graph_checks(candidate, state, family, M, K, w_ref, seed, device, tol, x_dt
         # first: a graph that captured no work then still holds the capture-time answer -> named STALE.
         if j > 0 and y_static.is_floating_point():
             y_static.fill_(float("nan"))
-        handle.replay()
-        torch.cuda.synchronize(device)
+        try:
+            handle.replay()
+            torch.cuda.synchronize(device)
+        except Exception as exc:
+            reasons.append(f"graph replay {j + 1} raised {_err(exc)}")
+            return None
         what = "repeat replay, same input" if j == 2 else "replay with a new input"
         c = check_output(y_static, ref, tol, sparse_rows=rows, where=f"graph {what} ({j + 1})", **kw)
         checks.append(c)

@@ -250,13 +250,16 @@ def run_sweep(candidates: Sequence, shapes: Sequence[dict], out_path, *, label: 
     settings = settings or SweepSettings()
     t_start = time.perf_counter()
     device = torch.device(device)
-    if device.index is None:
+    if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
+    # The FP32 router baseline must run true FP32 (issue 4); a candidate must not be able to flip this for
+    # the others, so it is pinned here and recorded.
+    torch.backends.cuda.matmul.allow_tf32 = False
     names = unique_names(candidates)
     settings.candidates = names
     writer = RunWriter(out_path)  # refuses an existing file before any GPU work
-    props = torch.cuda.get_device_properties(device)
-    telem = Telemetry(device.index, getattr(props, "pci_bus_id", None))
+    pci = getattr(torch.cuda.get_device_properties(device), "pci_bus_id", None) if device.type == "cuda" else None
+    telem = Telemetry(device.index or 0, pci)
     env = environment(device, telem)
     cold = ColdTimer(device, flush_bytes=settings.flush_bytes)
     timer = cold if settings.mode == "cold" else StreamTimer(device)
@@ -264,7 +267,7 @@ def run_sweep(candidates: Sequence, shapes: Sequence[dict], out_path, *, label: 
     env["replay_overhead_ci_us"] = [float(v) for v in timer.overhead_ci_us]
     if timer is not cold:
         env["probe_replay_overhead_us"] = cold.overhead_us
-    env["settings"] = asdict(settings) | {"flush_bytes": cold.flush_bytes,
+    env["settings"] = asdict(settings) | {"flush_bytes": cold.flush_bytes, "allow_tf32": False,
                                           "min_clock_fraction": MIN_CLOCK_FRACTION}
     log(f"replay overhead {timer.overhead_us:.2f} us (95% CI {timer.overhead_ci_us[0]:.2f}-"
         f"{timer.overhead_ci_us[1]:.2f}); flush reads {cold.flush_bytes / 1e6:.0f} MB (L2 {cold.l2_bytes / 1e6:.1f} MB)")
@@ -303,6 +306,7 @@ def run_sweep(candidates: Sequence, shapes: Sequence[dict], out_path, *, label: 
         env["wall_seconds"] = round(time.perf_counter() - t_start, 2)
         env.setdefault("clocks", {})["sm_mhz_end"] = telem.sm_mhz()
         writer.finalize(run)
+        run["status"] = "complete"
     except KeyboardInterrupt:
         run["environment"]["wall_seconds"] = round(time.perf_counter() - t_start, 2)
         run["interrupted"] = True

@@ -152,4 +152,5 @@ def environment(device, telemetry: Telemetry | None = None) -> dict:
     env.update(git_info())
     if telemetry is not None:
         env.update({k: v for k, v in telemetry.snapshot().items() if not (k == "driver" and v is None)})
-    return env
+    # The run-file schema types optional fields strictly: an unknown value is omitted, never null.
+    return {k: v for k, v in env.items() if v is not None}

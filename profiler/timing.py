@@ -60,6 +60,7 @@ class GraphHandle:
     output: Any
     calls: int = 1
     keep: Any = None  # tensors the graph reads (static inputs, copies): kept alive with the graph
+    fn: Any = None    # the captured callable; its closure holds the graph's inputs, so it must outlive it
 
     def replay(self) -> None:
         self.graph.replay()
@@ -81,7 +82,7 @@ def capture_graph(fn: Callable[[], Any], device, warmup_calls: int = 3, calls: i
     with torch.cuda.graph(graph):
         out = fn()
     torch.cuda.synchronize(device)
-    return GraphHandle(graph, out, calls)
+    return GraphHandle(graph, out, calls, fn=fn)
 
 
 @dataclass
