@@ -95,7 +95,7 @@ def run_data(path) -> drun.RunData:
 def run_paths() -> list[Path]:
     """Committed runs, then any named in $PROJLAB_EXTRA_RUNS (files or folders, os.pathsep-separated), then
     uploads of this session."""
-    paths = sorted(RUNS_DIR.glob("*.json")) if RUNS_DIR.is_dir() else []
+    paths = drun.list_runs(RUNS_DIR)
     for item in filter(None, os.environ.get("PROJLAB_EXTRA_RUNS", "").split(os.pathsep)):
         p = Path(item)
         paths += sorted(p.glob("*.json")) if p.is_dir() else [p]

@@ -82,4 +82,8 @@ if v.kind == "run":
     e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}")
     thr = env.get("throttle_reasons") or []
     (st.warning if thr else st.caption)(f"Throttle reasons: {', '.join(thr) if thr else 'none recorded'}")
-    st.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")
+    telemetry = pd.DataFrame(v.run.get("telemetry", []))
+    if len(telemetry) > 1:
+        st.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
+    with st.expander("All environment fields"):
+        st.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")

@@ -1,7 +1,9 @@
 """Run: profile plans live on a CUDA GPU (progress bar, new run file), or say exactly how to do it elsewhere.
 
-This is the only page that may import torch, and only inside `_cuda()` / when the sweep starts.
+This is the only page that may import torch, and only once "Run now" is pressed: the GPU check below asks the
+NVIDIA driver directly (libcuda through ctypes), which takes milliseconds instead of torch's ~1.5 s import.
 """
+import ctypes
 import importlib.util
 import shlex
 
@@ -13,14 +15,19 @@ CLI = "python -m profiler run --plan baseline --plan best --shapes official"
 
 
 def _cuda() -> tuple[bool, str]:
-    """(available, why not). Imports torch lazily: the rest of the app never does."""
+    """(available, device name or why not), from the driver API; torch is only looked up, not imported."""
     if importlib.util.find_spec("torch") is None:
         return False, "PyTorch is not installed in this environment."
-    import torch
-
-    if not torch.cuda.is_available():
-        return False, f"PyTorch {torch.__version__} sees no CUDA GPU on this machine."
-    return True, torch.cuda.get_device_name(0)
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False, "There is no NVIDIA driver (libcuda.so.1) on this machine."
+    count, dev, name = ctypes.c_int(0), ctypes.c_int(0), ctypes.create_string_buffer(256)
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return False, "The NVIDIA driver reports no usable GPU."
+    cuda.cuDeviceGet(ctypes.byref(dev), 0)
+    cuda.cuDeviceGetName(name, len(name), dev)
+    return True, name.value.decode(errors="replace")
 
 
 st.title("Run — profile kernels live")
@@ -59,7 +66,6 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
     from profiler.runfile import run_filename
     from profiler.sweep import SweepSettings, run_sweep, select_shapes
 
-    out = Path(RUNS_DIR) / run_filename(dt.date.today(), torch.cuda.get_device_name(), label)
     bar = st.progress(0.0, text="starting")
     log = st.empty()
 
@@ -67,6 +73,9 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
         bar.progress(min(i / max(n, 1), 1.0), text=f"{stage}: {i}/{n}")
 
     try:
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"PyTorch {torch.__version__} was built without CUDA; install a CUDA build")
+        out = Path(RUNS_DIR) / run_filename(dt.date.today(), torch.cuda.get_device_name(), label)
         if out.exists():
             raise FileExistsError(f"{out.name} exists; runs are never overwritten — pick another label")
         candidates = [load_candidate(p) for p in chosen]
@@ -77,6 +86,16 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
         st.error(f"Run failed: {type(exc).__name__}: {exc}")
         st.stop()
     bar.progress(1.0, text="done")
-    st.success(f"Saved {out} (status {run.get('status', 'complete')}). It is now in the sidebar source list.")
-    if str(out) not in st.session_state.setdefault("uploaded_runs", []):
-        st.session_state["uploaded_runs"].append(str(out))
+    st.success(f"Saved {out} (status {run.get('status', 'complete')}); the other pages now open on it.")
+    st.session_state["_keep_source"] = f"run: {out.name}"  # common.sticky_select picks this up
+    from dashboard import runs, scoring
+
+    data = runs.load_run_data(out)
+    for base, cand in runs.candidate_pairs(data):
+        try:
+            bd = runs.run_score(data, base, cand, common.workload())
+        except scoring.ScoringError as exc:
+            st.warning(f"{cand} vs {base}: not scored: {exc}")
+            continue
+        st.metric(f"{cand} vs {base} — score (measured times; derived)", f"{bd.score:.4f}×")
+        st.dataframe(bd.loads, hide_index=True, width="stretch")

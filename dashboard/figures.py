@@ -96,7 +96,8 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
     """Log–log roofline: arithmetic intensity (FLOP/byte) vs achieved TFLOP/s.
 
     `points` columns: shape (key), candidate, intensity, tflops, median_us, floor_us, bound.
-    `memory_tbps`: the run's measured best probe bandwidth; `compute_tflops`: its measured compute peak.
+    `memory_tbps`: the probe curve's sustained bandwidth (a run's measured probes, or the write-up's published
+    ones); `compute_tflops`: the compute peak (a run's compute probe, or the write-up's quoted rate).
     """
     lo, hi = 0.1, 1e4
     if len(points):
@@ -107,7 +108,7 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
     roof = xs * memory_tbps
     if compute_tflops:
         roof = np.minimum(roof, compute_tflops)
-    fig.add_scatter(x=xs, y=roof, mode="lines", name=f"measured roof ({memory_tbps:.2f} TB/s probe)",
+    fig.add_scatter(x=xs, y=roof, mode="lines", name=f"probe roof ({memory_tbps:.2f} TB/s, largest probe)",
                     line=dict(color="black"))
     ds = xs * datasheet_tbps
     if compute_tflops:

@@ -1,0 +1,70 @@
+"""Render-time benchmark (a script, not a test): every page through Streamlit's AppTest on the committed data.
+
+    python3 tests/benchmarks/bench_pages.py [--repeat 3] [--run PATH]
+
+Sources: the published official table, and the newest committed run in datasets/runs/ (else the app's synthetic
+fixture, said so in the output). Prints, per page and source, the first render (cold caches in a fresh
+AppTest) and the median of the next renders (warm). Target (issue 5): < 1 s per page on a 2-core machine.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+PAGES = ["overview", "where_time_goes", "shapes", "compare", "roofline", "probes", "planner", "dispatch", "ledger",
+         "run", "reports"]
+TARGET_S = 1.0
+
+
+def _render(page: str, source: str | None, repeat: int) -> tuple[float, float, bool]:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.switch_page(f"app_pages/{page}.py")
+    times = []
+    for i in range(1 + repeat):
+        t0 = time.perf_counter()
+        at.run()
+        if source and i == 0 and at.sidebar.selectbox:
+            at.sidebar.selectbox(key="source").set_value(source)
+            t0 = time.perf_counter()
+            at.run()
+        times.append(time.perf_counter() - t0)
+    return times[0], statistics.median(times[1:]) if repeat else times[0], not at.exception
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3, help="warm renders per page (default 3)")
+    ap.add_argument("--run", help="a run file to use as the measured source")
+    args = ap.parse_args()
+    from dashboard.runs import list_runs
+
+    run = Path(args.run) if args.run else (list_runs()[-1] if list_runs() else None)
+    note = "committed run"
+    if run is None:
+        run, note = ROOT / "tests" / "fixtures" / "app" / "synthetic_a.json", "synthetic fixture (no committed run)"
+    if args.run or note.startswith("synthetic"):
+        os.environ["PROJLAB_EXTRA_RUNS"] = str(run)
+    sources = [(None, "official table (published)"), (f"run: {run.name}", f"{run.name} ({note})")]
+    print(f"cpus: {os.cpu_count()}  python {sys.version.split()[0]}  target < {TARGET_S:.1f} s per page\n")
+    print(f"{'page':<18}{'source':<52}{'first s':>9}{'warm s':>9}  ok")
+    worst = 0.0
+    for page in PAGES:
+        for source, label in sources:
+            if page in ("compare", "dispatch", "ledger", "run") and source:
+                continue  # these pages do not use the sidebar source
+            first, warm, ok = _render(page, source, args.repeat)
+            worst = max(worst, warm)
+            flag = "" if warm < TARGET_S else "  SLOW"
+            print(f"{page:<18}{label[:50]:<52}{first:>9.3f}{warm:>9.3f}  {'yes' if ok else 'EXCEPTION'}{flag}")
+    print(f"\nslowest warm render: {worst:.3f} s ({'meets' if worst < TARGET_S else 'MISSES'} the {TARGET_S:.1f} s target)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
