@@ -87,8 +87,8 @@ def test_plan_candidate_dispatches_by_m_and_prepares_each_method_once():
     cand = load_candidate("seed036")
     w = (torch.randn(2304, 8192) * 8192 ** -0.5).bfloat16()
     state = cand.prepare("qkv_gate", w)
-    assert sorted(m for m, _ in state["states"]) == ["gemv", "mm_swapped", "splitk"]
-    x = torch.randn(128, 8192).bfloat16()  # M=128 -> mm_swapped (torch only, runs on CPU)
+    assert sorted(m for m, _ in state["states"]) == ["gemv", "splitk", "torch_linear"]
+    x = torch.randn(128, 8192).bfloat16()  # M=128 -> torch_linear (runs on CPU)
     y = cand.run(state, "qkv_gate", x)
     assert _rel(y, _ref(x, w)) < 1e-2
     assert cand.describe("qkv_gate", 1).startswith("gemv")
