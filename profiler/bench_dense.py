@@ -1,6 +1,6 @@
 """Dense-method screening bench (not a timed test): every dense method x config at each official shape.
 
-    python -m kernels.bench_dense --out DIR [--shapes official|nearby] [--rounds 30] [--budget-s 150]
+    python -m profiler.bench_dense --out DIR [--shapes official|nearby] [--rounds 30] [--budget-s 150]
 
 Per shape: prepares every admitted (method, config), checks one fresh-input call against the FP64 product
 (rel-L2 <= the family's tolerance; failures are reported, never timed), captures each call in a CUDA graph
