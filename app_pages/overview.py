@@ -5,12 +5,42 @@ import streamlit as st
 from app_pages import common
 from dashboard import compare, figures, planner, views
 
+
+def _environment(v) -> None:
+    if v.kind == "run":
+        st.subheader("Environment (measured)")
+        env = v.run["environment"]
+        clocks = env.get("clocks", {})
+        e = st.columns(4)
+        e[0].metric("GPU", env.get("gpu", "?"))
+        e[1].metric("SM clock start → end", f"{clocks.get('sm_mhz_start', '?')} → {clocks.get('sm_mhz_end', '?')} MHz")
+        e[2].metric("Replay overhead", f"{env.get('replay_overhead_us', float('nan')):.2f} µs")
+        flagged = int(v.data.results["flags"].map(len).gt(0).sum())
+        e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}")
+        thr = env.get("throttle_reasons") or []
+        (st.warning if thr else st.caption)(f"Throttle reasons: {', '.join(thr) if thr else 'none recorded'}")
+        telemetry = pd.DataFrame(v.run.get("telemetry", []))
+        if len(telemetry) > 1:
+            st.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
+        with st.expander("All environment fields"):
+            st.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")
+
+
 st.title("Overview")
 v = common.view()
 common.caption_source(v)
 with st.expander("Upload a run file or a per-shape CSV"):
     common.upload_widget("upload_overview")
-bd = common.require_breakdown(v)
+
+if v.breakdown is None:  # a partial run or a different shape set: show what finished, say why there is no score
+    st.warning(f"{v.label}: cannot score {v.candidate} against {v.baseline}: {v.score_error}")
+    st.subheader("What finished (measured)")
+    done = v.wide()
+    st.dataframe(done[["shape", "baseline_us", "candidate_us", "ratio", "ratio_ci_low", "ratio_ci_high", "correct",
+                       "flags"]], hide_index=True, width="stretch")
+    _environment(v)
+    st.stop()
+bd = v.breakdown
 weights = {f: d["weight"] for f, d in common.workload().families.items()}
 
 ci = None
@@ -70,20 +100,4 @@ else:
     st.caption("Per load: the last table column is the ratio that load alone would need (others unchanged). "
                "The Planner page shows it per shape.")
 
-if v.kind == "run":
-    st.subheader("Environment (measured)")
-    env = v.run["environment"]
-    clocks = env.get("clocks", {})
-    e = st.columns(4)
-    e[0].metric("GPU", env.get("gpu", "?"))
-    e[1].metric("SM clock start → end", f"{clocks.get('sm_mhz_start', '?')} → {clocks.get('sm_mhz_end', '?')} MHz")
-    e[2].metric("Replay overhead", f"{env.get('replay_overhead_us', float('nan')):.2f} µs")
-    flagged = int(v.data.results["flags"].map(len).gt(0).sum())
-    e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}")
-    thr = env.get("throttle_reasons") or []
-    (st.warning if thr else st.caption)(f"Throttle reasons: {', '.join(thr) if thr else 'none recorded'}")
-    telemetry = pd.DataFrame(v.run.get("telemetry", []))
-    if len(telemetry) > 1:
-        st.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
-    with st.expander("All environment fields"):
-        st.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")
+_environment(v)

@@ -187,8 +187,15 @@ def series_from_table(table: pd.DataFrame, column: str, name: str, pair_group: s
     return out.reset_index(drop=True)
 
 
+NEARBY_LOAD = "nearby"  # generalization shapes: never part of a score
+
+
 def compare_candidates(results: pd.DataFrame, reference: str, others: list[str], run_name: str,
-                       weights: dict | None = None, eps: float = EPS_DEFAULT) -> Comparison:
-    """Candidates of one run against its `reference` (paired by round), e.g. for the score's CI."""
+                       weights: dict | None = None, eps: float = EPS_DEFAULT, scored_only: bool = True) -> Comparison:
+    """Candidates of one run against its `reference` (paired by round), e.g. for the score's CI.
+
+    scored_only drops the nearby shapes so the overall row is the score's bootstrap distribution."""
+    if scored_only:
+        results = results[results["load"] != NEARBY_LOAD]
     frames = [series_from_results(results, name, name, run_name) for name in [reference, *others]]
     return compare(pd.concat(frames, ignore_index=True), reference, weights, eps)

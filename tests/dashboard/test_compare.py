@@ -98,3 +98,15 @@ def test_errors():
         compare.compare(s, "a")
     with pytest.raises(ValueError, match="no results"):
         compare.series_from_results(pd.DataFrame({"candidate": ["x"]}), "y", "y", "r")
+
+
+def test_compare_candidates_drops_nearby_shapes_for_the_score():
+    rows = []
+    for load, M in (("decode 1", 1), ("nearby", 3)):
+        shape = {**SHAPE, "load": load, "M": M}
+        for cand, t in (("base", 10.0), ("fast", 8.0)):
+            rows.append({**shape, "candidate": cand, "median_us": t, "samples_us": [t, t * 1.01, t * 0.99]})
+    res = compare.compare_candidates(pd.DataFrame(rows), "base", ["fast"], "run")
+    assert list(res.loads["load"]) == ["decode 1"] and res.overall.iloc[0]["n_loads"] == 1
+    both = compare.compare_candidates(pd.DataFrame(rows), "base", ["fast"], "run", scored_only=False)
+    assert both.overall.iloc[0]["n_loads"] == 2
