@@ -173,7 +173,9 @@ def poison_allocator(device, max_bytes: int) -> None:
     Why this works: empty_cache() returns every free cached block to the driver; we then allocate the small
     pool's 2 MB segment in full (two 1 MB blocks, the largest small-pool size) and one large block, fill
     them with 0xFF (NaN in every float dtype) and free them. The only free cached blocks are now poisoned, and
-    the next allocations are carved out of them. No-op on CPU (malloc cannot be poisoned from here).
+    the next allocations are carved out of them. Limit: a temporary the candidate frees inside its own call
+    can be reused for its output (best fit), which then holds finite garbage; the numeric rules still reject
+    that. No-op on CPU (malloc cannot be poisoned from here).
     """
     torch = _torch()
     if torch.device(device).type != "cuda":

@@ -37,6 +37,7 @@ class SweepSettings:
     min_pairs: int = 30
     warmup_seconds: float = 0.05
     batch_rounds: int = 32
+    instances: int = 3                  # cold mode: graphs per candidate, separately allocated, rotated
     seed: int = 0
     probes: bool = True
     probe_rounds: int = 24
@@ -128,10 +129,10 @@ def _stream_graphs(timer, candidates, shape, weight, seed, device):
     return graphs
 
 
-def _cold_graph(timer, cand, state, shape, seed, device):
+def _cold_graph(timer, cand, state, shape, seed, device, instance: int = 0):
     from profiler.contract import make_input
 
-    x, _ = make_input(int(shape["M"]), int(shape["K"]), seed + 300, device, dtype=shape["x_dtype"])
+    x, _ = make_input(int(shape["M"]), int(shape["K"]), seed + 300 + instance, device, dtype=shape["x_dtype"])
     h = timer.capture(lambda: cand.run(state, shape["family"], x))
     h.keep = x
     return h
@@ -180,8 +181,17 @@ def measure_one_shape(timer, candidates, names, shape, cache: _ShapeState, setti
                                         [f"not timed: capture failed: {type(exc).__name__}: {exc}"[:300]]})
                 continue
         chk.graph = None
+        instances = [handle]
+        if settings.mode == "cold":  # more instances: own input/output buffers (measure_shape says why)
+            try:
+                instances += [_cold_graph(timer, cand, state, shape, settings.seed, device, k)
+                              for k in range(1, settings.instances)]
+            except Exception as exc:
+                failures.append(base | {"candidate": names[j], "reasons": chk.reasons +
+                                        [f"not timed: capture failed: {type(exc).__name__}: {exc}"[:300]]})
+                continue
         checks.append(chk)
-        graphs.append(handle)
+        graphs.append(instances)
         timed.append(j)
     if settings.mode == "stream" and timed:
         graphs = _stream_graphs(timer, [candidates[j] for j in timed], shape, weight, settings.seed, device)
@@ -195,6 +205,7 @@ def measure_one_shape(timer, candidates, names, shape, cache: _ShapeState, setti
                        clock=telemetry.sm_mhz if telemetry is not None and telemetry.available else None,
                        min_clock_mhz=MIN_CLOCK_FRACTION * max_mhz if max_mhz else None)
     info = {"stopped_by": ms.stopped_by, "elapsed_s": round(ms.elapsed_s, 3), "dropped_rounds": ms.dropped_rounds,
+            "instances": max(len(g) if isinstance(g, list) else 1 for g in graphs),
             "clocks_mhz": [c for c in ms.clocks_mhz if c is not None]}
     results = []
     for col, (j, chk) in enumerate(zip(timed, checks)):

@@ -120,8 +120,10 @@ def git_info(root: Path | None = None) -> dict:
     """git sha and dirty flag of the checkout (None where git or the repo is missing)."""
     root = root or Path(__file__).resolve().parents[1]
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                             timeout=10).stdout.strip() or None
+        p = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        sha = p.stdout.strip()
+        if p.returncode != 0 or len(sha) != 40:  # a copied tree without git objects prints "HEAD"
+            return {"git_sha": None, "git_dirty": False}
         dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                                     capture_output=True, text=True, timeout=10).stdout.strip())
         return {"git_sha": sha, "git_dirty": dirty if sha else False}

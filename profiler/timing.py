@@ -25,7 +25,8 @@ Public API (used by profiler.sweep and by the tuner):
 
     measure_shape(fns_or_graphs, timer, *, min_pairs=30, rse_target=0.005, max_seconds=2.0,
                   warmup_seconds=0.05, batch_rounds=32, clock=None, min_clock_mhz=None) -> ShapeSamples
-        Captures callables (GraphHandles pass through), warms up by time, then samples batches of rounds
+        One entry per candidate: a callable, a GraphHandle or a list of instances of either (rotated per
+        batch, see measure_shape's docstring). Captures callables, warms up by time, then samples batches of rounds
         until the RSE of every paired ratio (column 0 / column j) is <= rse_target after >= min_pairs
         pairs, or max_seconds pass. `clock()` returns the SM clock in MHz (telemetry.Telemetry.sm_mhz);
         a batch whose clock read below min_clock_mhz is dropped (counted in ShapeSamples.dropped_rounds).
@@ -212,22 +213,39 @@ def _ratio_rse(samples: np.ndarray) -> list[float]:
     return [rse(paired_ratios(samples[:, 0], samples[:, j])) for j in range(1, samples.shape[1])]
 
 
+def _instances(item, timer) -> list[GraphHandle]:
+    items = list(item) if isinstance(item, (list, tuple)) else [item]
+    return [g if isinstance(g, GraphHandle) else timer.capture(g) for g in items]
+
+
 def measure_shape(fns_or_graphs: Sequence, timer: ColdTimer, *, min_pairs: int = 30, rse_target: float = 0.005,
                   max_seconds: float = 2.0, warmup_seconds: float = 0.05, batch_rounds: int = 32,
                   clock: Callable[[], float | None] | None = None,
                   min_clock_mhz: float | None = None) -> ShapeSamples:
-    """Paired samples of several candidates at one shape, with the stopping rule (module docstring)."""
-    graphs = [g if isinstance(g, GraphHandle) else timer.capture(g) for g in fns_or_graphs]
+    """Paired samples of several candidates at one shape, with the stopping rule (module docstring).
+
+    Each element of `fns_or_graphs` is a callable, a GraphHandle, or a list of them: several *instances* of
+    one candidate (same call, separately allocated inputs/outputs). Batch b times instance b % n of every
+    candidate, so a placement effect of one instance's buffers (seen on the H200: identical graphs differing by
+    up to ~4% at one shape, sign changing between runs) is averaged instead of being read as a speed-up.
+    The stopping rule waits until every instance has had a batch.
+    """
+    instances = [_instances(item, timer) for item in fns_or_graphs]
+    n_inst = max(len(i) for i in instances)
     t0 = time.perf_counter()
     while True:  # warm-up by time: clocks, TLBs, instruction caches; samples discarded
-        timer.sample_raw(graphs, 4)
+        for k in range(n_inst):
+            timer.sample_raw([inst[k % len(inst)] for inst in instances], 2)
         if time.perf_counter() - t0 >= warmup_seconds:
             break
     t_start = time.perf_counter()
     kept, clocks, dropped, stopped = [], [], 0, "max_rounds"
-    n_kept, rses = 0, []
+    n_kept, rses, n_batches = 0, [], 0
+    min_rounds = max(min_pairs, n_inst * batch_rounds)
     while n_kept < MAX_ROUNDS_PER_SHAPE:
         batch_clock: list = []
+        graphs = [inst[n_batches % len(inst)] for inst in instances]
+        n_batches += 1
         batch = timer.sample(graphs, batch_rounds, clock=clock, clock_out=batch_clock)
         c = batch_clock[0] if batch_clock else None
         clocks.append(c)
@@ -236,7 +254,7 @@ def measure_shape(fns_or_graphs: Sequence, timer: ColdTimer, *, min_pairs: int =
         else:
             kept.append(batch)
             n_kept += batch_rounds
-        if n_kept >= min_pairs:
+        if n_kept >= min_rounds:
             rses = _ratio_rse(np.concatenate(kept))
             if all(v <= rse_target for v in rses):
                 stopped = "rse"
@@ -244,7 +262,7 @@ def measure_shape(fns_or_graphs: Sequence, timer: ColdTimer, *, min_pairs: int =
         if time.perf_counter() - t_start >= max_seconds:
             stopped = "time_cap"
             break
-    samples = np.concatenate(kept) if kept else np.empty((0, len(graphs)))
+    samples = np.concatenate(kept) if kept else np.empty((0, len(instances)))
     if not rses and len(samples):
         rses = _ratio_rse(samples)
     return ShapeSamples(samples, dropped, clocks, rses, stopped, time.perf_counter() - t_start)

@@ -132,3 +132,33 @@ def test_cli_summary_of_sweep(fake_gpu, tmp_path):
                     log=lambda m: None, settings=SweepSettings(probes=False, max_seconds_per_shape=0.1))
     text = format_run(run)
     assert "decode 1/qkv_gate" in text and "ratio torch_linear_c" in text and "(complete)" in text
+
+
+def test_measure_shape_rotates_instances_per_batch():
+    from profiler.timing import measure_shape
+
+    class Recorder(FakeTimer):
+        def __init__(self):
+            super().__init__()
+            self.batches = []
+
+        def sample_raw(self, graphs, n_rounds, clock=None, clock_out=None):
+            self.batches.append(tuple(g.output for g in graphs))
+            return super().sample_raw(graphs, n_rounds, clock, clock_out)
+
+    t = Recorder()
+    a = [GraphHandle(None, f"a{k}") for k in range(3)]
+    b = [GraphHandle(None, f"b{k}") for k in range(3)]
+    ms = measure_shape([a, b], t, min_pairs=8, batch_rounds=8, warmup_seconds=0.0, max_seconds=5.0)
+    timed = t.batches[3:]  # after the warm-up pass over the 3 instances
+    assert timed[:3] == [("a0", "b0"), ("a1", "b1"), ("a2", "b2")]
+    assert ms.stopped_by == "rse" and len(ms.samples_us) >= 24  # every instance had a batch before stopping
+
+
+def test_sweep_uses_three_instances_in_cold_mode(fake_gpu, tmp_path):
+    from profiler.sweep import SweepSettings, run_sweep
+
+    run = run_sweep([wrong.TorchLinear(), wrong.TorchLinear()], _shapes(1), tmp_path / "i.json", label="i",
+                    device="cpu", log=lambda m: None, settings=SweepSettings(probes=False, max_seconds_per_shape=0.2))
+    info = next(iter(run["shape_info"].values()))
+    assert info["instances"] == 3 and run["results"][0]["n_samples"] >= 96

@@ -52,7 +52,10 @@ def test_wrong_candidate_rejected_on_gpu(cls, shape):
     text = " | ".join(c.reasons)
     if cls.expect:
         assert cls.expect in text, text
-    if cls is wrong.UninitializedOutput:  # the poisoned allocator turns unwritten columns into NaN
+    if cls is wrong.UninitializedOutput and shape["family"] != "router":
+        # The poisoned allocator turns unwritten columns into NaN. Not for the router: there the candidate's
+        # own freed x.float() temporary is the best-fit block for its output (seen on the H200), so the
+        # unwritten part holds finite garbage and the row/rel-L2 rules reject it instead.
         assert "non-finite" in text, text
 
 
