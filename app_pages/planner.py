@@ -22,7 +22,9 @@ with tab_agg:
     load = c1.selectbox("Load", list(ratios), key="agg_load")
     others_at_one = c2.toggle("Others held at 1.00× (write-up's calculator)", value=False, key="agg_one")
     base = {k: (1.0 if others_at_one else r) for k, r in ratios.items()}
-    new = c3.slider("New ratio for this load", 0.5, 3.0, float(round(ratios[load], 2)), 0.01, key="agg_ratio")
+    # keyed by load (and mode) so picking another load starts the slider at that load's own ratio
+    new = c3.slider("New ratio for this load", 0.5, 3.0, float(round(base[load], 3)), 0.001, format="%.3f",
+                    key=f"agg_ratio_{load}_{others_at_one}")
     score_new = planner.what_if_score(base, load, new)
     m1, m2 = st.columns(2)
     m1.metric("New score (derived)", f"{score_new:.4f}×", f"{score_new - planner.what_if_score(base, load, base[load]):+.4f}")

@@ -15,8 +15,9 @@ if v.kind != "run":
 elif probes.empty:
     st.warning(f"{v.label} holds no probes (run `python -m profiler probe` on the GPU host).")
 show_seed = st.toggle("Overlay the write-up's four probes (published)", value=True)
+parts = (["measured (run probes)"] if len(probes) else []) + (["published (write-up probes)"] if show_seed else [])
 st.plotly_chart(figures.probe_curve(probes if len(probes) else None, seed if show_seed else None,
-                                    "measured run probes vs published write-up probes"), width="stretch")
+                                    " vs ".join(parts) or "nothing selected"), width="stretch")
 if len(probes):
     st.subheader("Run probes (measured)")
     cols = [c for c in ("bytes", "us", "tbps", "design", "kind", "for_shape") if c in probes]

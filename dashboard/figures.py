@@ -163,7 +163,7 @@ def probe_curve(probes: pd.DataFrame | None, seed: pd.DataFrame | None, source: 
                             hovertemplate="%{x:.3s} B: %{y:.3f} " + unit + "<extra>" + name + "</extra>")
     fig.update_xaxes(type="log", title="bytes read")
     fig.update_yaxes(type="log", row=1, col=1)
-    fig.update_layout(title=_title("HBM read probe curve", source), **LAYOUT)
+    fig.update_layout(title=_title("HBM read probe curve", source), **{**LAYOUT, "margin": dict(l=60, r=20, t=100, b=50)})
     return fig
 
 
@@ -266,7 +266,8 @@ def telemetry_figure(telemetry: pd.DataFrame, source: str = "measured (NVML tele
         if col in telemetry:
             fig.add_scatter(x=telemetry["t_s"], y=telemetry[col], mode="lines", name=col, row=1, col=i)
     fig.update_xaxes(title="s")
-    fig.update_layout(title=_title("Telemetry during the run", source), showlegend=False, **LAYOUT)
+    fig.update_layout(title=_title("Telemetry during the run", source), showlegend=False,
+                      **{**LAYOUT, "margin": dict(l=60, r=20, t=100, b=50)})
     return fig
 
 

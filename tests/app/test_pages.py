@@ -74,7 +74,7 @@ def test_planner_what_if_moves_the_score(app):
     at = app.open_page("planner")
     new = lambda: next(m.value for m in at.metric if m.label.startswith("New score"))
     before = new()
-    at.slider(key="agg_ratio").set_value(2.5).run()
+    at.slider(key="agg_ratio_decode 1_False").set_value(2.5).run()
     assert new() != before
     at.number_input(key="tile_M").set_value(16).run()
     assert next(m.value for m in at.metric if m.label.startswith("Blocks")) == "128"  # pooler 16x32 tiles

@@ -113,6 +113,16 @@ def _wait_rendered(drv, timeout=60):
     raise AssertionError(f"page did not finish rendering in {timeout} s: {drv.current_url}")
 
 
+def _full_page_screenshot(drv, path: Path) -> None:
+    """Streamlit scrolls inside stMain, so grow the window to its content height for one screenshot."""
+    height = drv.execute_script("const m = document.querySelector('[data-testid=\"stMain\"]');"
+                                "return m ? m.scrollHeight : document.body.scrollHeight;")
+    drv.set_window_size(1400, min(int(height) + 120, 12000))
+    time.sleep(0.8)  # let plotly re-layout at the new size
+    drv.save_screenshot(str(path))
+    drv.set_window_size(1400, 1000)
+
+
 @pytest.mark.parametrize("page", list(PAGES))
 def test_page_renders_without_exception(server, browser, page):
     from selenium.webdriver.common.by import By
@@ -120,7 +130,7 @@ def test_page_renders_without_exception(server, browser, page):
     browser.get(f"{server}/{PAGES[page]}")
     _wait_rendered(browser)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(SHOTS / f"{page}.png"))
+    _full_page_screenshot(browser, SHOTS / f"{page}.png")
     errors = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     assert not errors, f"{page}: {errors[0].text[:500]}"
     title = browser.find_element(By.CSS_SELECTOR, "h1").text
