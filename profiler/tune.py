@@ -178,6 +178,8 @@ def build_ranges(family: str, winners: dict, spec: dict, methods: dict, notes: d
     for M, p, (name, config) in owners:
         if entries and entries[-1]["method"] == name and entries[-1]["config"] == config:
             entries[-1]["M"][1] = M
+            if p == M and p in notes:       # a scored point inside a merged range: keep its note too
+                entries[-1]["note"] = "; ".join(filter(None, (entries[-1].get("note"), notes[p])))
             continue
         entry = {"M": [M, M], "method": name, "config": dict(config)}
         if p is not None and p in notes:
