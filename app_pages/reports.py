@@ -32,5 +32,5 @@ c[0].download_button("HTML (interactive, offline)", rep.html, file_name=f"{stem}
 c[1].download_button("Markdown", rep.markdown, file_name=f"{stem}.md", mime="text/markdown", key="rep_md")
 c[2].download_button("CSV", rep.csv, file_name=f"{stem}.csv", mime="text/csv", key="rep_csv")
 c[3].download_button("JSON", rep.json, file_name=f"{stem}.json", mime="application/json", key="rep_json")
-with st.expander("Preview (Markdown)", expanded=True):
+with st.expander("Preview (Markdown)", expanded=False):
     st.markdown(rep.markdown())

@@ -95,7 +95,8 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
              datasheet_tbps: float = DATASHEET_TBPS) -> go.Figure:
     """Log–log roofline: arithmetic intensity (FLOP/byte) vs achieved TFLOP/s.
 
-    `points` columns: shape (key), candidate, intensity, tflops, median_us, floor_us, bound.
+    `points` columns: shape (key), candidate, intensity, tflops, median_us, floor_us, bound, and optionally
+    floor_tflops (throughput at the shape's floor, drawn as open ticks: the probe curve's roof at its size).
     `memory_tbps`: the probe curve's sustained bandwidth (a run's measured probes, or the write-up's published
     ones); `compute_tflops`: the compute peak (a run's compute probe, or the write-up's quoted rate).
     """
@@ -115,6 +116,15 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
         ds = np.minimum(ds, compute_tflops)
     fig.add_scatter(x=xs, y=ds, mode="lines", name=f"datasheet {datasheet_tbps} TB/s (reference)",
                     line=dict(color="gray", dash="dash"))
+    if "floor_tflops" in points and points["floor_tflops"].notna().any():
+        # Attainable throughput at each shape's floor: the probe curve's roof at that shape's byte count.
+        floors = points.drop_duplicates("shape")
+        fig.add_scatter(x=floors["intensity"], y=floors["floor_tflops"], mode="markers",
+                        name="floor per shape (derived)",
+                        marker=dict(symbol="line-ew-open", size=14, line=dict(width=2, color="black")),
+                        customdata=floors[["shape", "floor_us"]].to_numpy(),
+                        hovertemplate="%{customdata[0]}: floor %{customdata[1]:.3f} µs → %{y:.2f} TFLOP/s"
+                                      "<extra></extra>")
     for i, (cand, sub) in enumerate(points.groupby("candidate", sort=False)):
         fig.add_scatter(x=sub["intensity"], y=sub["tflops"], mode="markers", name=str(cand),
                         marker=dict(size=9, color=_color(i + 1)),

@@ -87,10 +87,12 @@ def local_vs_official(table: pd.DataFrame, official: pd.DataFrame) -> pd.DataFra
 
 
 def roofline_points(table: pd.DataFrame, candidates: list[str]) -> pd.DataFrame:
-    """Rows of runs.shape_table for `candidates`, with intensity and achieved TFLOP/s = 2MNK ÷ time."""
+    """Rows of runs.shape_table for `candidates`, with intensity, achieved TFLOP/s = 2MNK ÷ time and the
+    throughput a run at the floor would reach (2MNK ÷ floor)."""
     pts = table[table["candidate"].isin(candidates)].copy()
     pts["intensity"] = pts["intensity_flop_per_byte"]
     pts["tflops"] = pts["flops"] / (pts["median_us"] * 1e-6) / 1e12
+    pts["floor_tflops"] = pts["flops"] / (pts["floor_us"] * 1e-6) / 1e12
     return pts
 
 

@@ -130,5 +130,7 @@ def test_roofline_points_from_a_run():
     pts = views.roofline_points(runs.shape_table(data, load_workload()), ["seed036"])
     row = pts[pts["shape"] == "decode 1/pooler"].iloc[0]
     assert row["tflops"] == pytest.approx(2 * 1 * 4096 * 8192 / (row["median_us"] * 1e-6) / 1e12)
+    assert row["floor_tflops"] == pytest.approx(row["tflops"] * row["median_us"] / row["floor_us"])
     fig = figures.roofline(pts, 4.0, 780.0, "measured")
-    assert len(fig.data[2].x) == 30
+    assert fig.data[2].name == "floor per shape (derived)" and len(fig.data[2].x) == 30
+    assert len(fig.data[3].x) == 30
