@@ -43,6 +43,7 @@ NOISE_TOL = 0.02          # neighbours: the winner may be up to 2% slower than t
 SCREEN_ROUNDS = 12
 FINAL_ROUNDS = 48
 FINALISTS = 4
+GRAPH_INSTANCES = 2      # graph captures per candidate, rotated between sampling batches
 DEFAULT_BUDGET_S = 360.0  # the lead's target: the whole official tune in <= 6 minutes on the H200
 
 
@@ -236,12 +237,15 @@ class Sweep:
             return False, [msg], None
 
     def time(self, family, M, N, K, spec, cands, x, rounds, stage) -> list[Timed]:
-        graphs = []
+        """Paired cold samples; GRAPH_INSTANCES captures per candidate, rotated between batches (the profiler
+        saw identical graphs differ by up to 4% at one shape, so no candidate rides one lucky instance)."""
+        insts = []
         for name, config in cands:
             st = self.state(family, N, K, spec, name, config)
             run = self.methods[name].run
-            graphs.append(self.timer.capture(lambda run=run, st=st: run(st, x)))
-        samples = self.timer.sample(graphs, rounds)
+            insts.append([self.timer.capture(lambda run=run, st=st: run(st, x)) for _ in range(GRAPH_INSTANCES)])
+        per = max(1, -(-rounds // GRAPH_INSTANCES))
+        samples = np.concatenate([self.timer.sample([g[b] for g in insts], per) for b in range(GRAPH_INSTANCES)])
         return [Timed(n, c, samples[:, i], stage) for i, (n, c) in enumerate(cands)]
 
     # -- one scored point -----------------------------------------------------------------------------------
