@@ -13,7 +13,8 @@ def _environment(v) -> None:
         clocks = env.get("clocks", {})
         e = st.columns(4)
         e[0].metric("GPU", env.get("gpu", "?"))
-        e[1].metric("SM clock start → end", f"{clocks.get('sm_mhz_start', '?')} → {clocks.get('sm_mhz_end', '?')} MHz")
+        e[1].metric("SM clock start → end",
+                    f"{clocks.get('sm_mhz_start', '?')} → {clocks.get('sm_mhz_end', '?')} MHz")
         e[2].metric("Replay overhead", f"{env.get('replay_overhead_us', float('nan')):.2f} µs")
         flagged = int(v.data.results["flags"].map(len).gt(0).sum())
         e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}")

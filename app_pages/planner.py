@@ -27,7 +27,8 @@ with tab_agg:
                     key=f"agg_ratio_{load}_{others_at_one}")
     score_new = planner.what_if_score(base, load, new)
     m1, m2 = st.columns(2)
-    m1.metric("New score (derived)", f"{score_new:.4f}×", f"{score_new - planner.what_if_score(base, load, base[load]):+.4f}")
+    before = planner.what_if_score(base, load, base[load])
+    m1.metric("New score (derived)", f"{score_new:.4f}×", f"{score_new - before:+.4f}")
     m2.metric("Time saved at the new score (derived)", f"{1 - 1 / score_new:.2%}")
     xs = np.linspace(0.5, 3.0, 101)
     ys = [planner.what_if_score(base, load, x) for x in xs]

@@ -121,7 +121,8 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
         floors = points.drop_duplicates("shape")
         fig.add_scatter(x=floors["intensity"], y=floors["floor_tflops"], mode="markers",
                         name="floor per shape (derived)",
-                        marker=dict(symbol="line-ew-open", size=14, line=dict(width=2, color="black")),
+                        marker=dict(symbol="line-ew-open", size=14, color="black",
+                                    line=dict(width=2, color="black")),
                         customdata=floors[["shape", "floor_us"]].to_numpy(),
                         hovertemplate="%{customdata[0]}: floor %{customdata[1]:.3f} µs → %{y:.2f} TFLOP/s"
                                       "<extra></extra>")
