@@ -18,6 +18,7 @@ VERDICT_COLORS = {"FAST": "#2ca02c", "SLOW": "#d62728", "SAME": "#7f7f7f", "AMBI
                   "NO SAMPLES": "#bcbd22"}
 DATASHEET_TBPS = 4.8  # H200 datasheet HBM3e bandwidth, drawn dashed for reference only
 LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=60, b=50), hovermode="closest")
+SUBPLOTS_LAYOUT = {**LAYOUT, "margin": dict(l=60, r=20, t=100, b=50)}  # room for subplot titles under the title
 
 
 def _title(text: str, source: str) -> dict:
@@ -167,14 +168,14 @@ def probe_curve(probes: pd.DataFrame | None, seed: pd.DataFrame | None, source: 
     if seed is not None and len(seed):
         sets.append(("write-up probes (published)", seed.sort_values("bytes"), "markers", "#d62728", "diamond"))
     for name, d, mode, color, sym in sets:
-        tbps = d["tbps"] if "tbps" in d else d["bytes"] / d["us"] / 1e6
+        tbps = d["tbps"] if "tbps" in d else d["bytes"] / d["us"] / 1e6  # bytes/µs → TB/s (seed has no tbps)
         for col, y, unit in ((1, d["us"], "µs"), (2, tbps, "TB/s")):
             fig.add_scatter(x=d["bytes"], y=y, mode=mode, name=name, legendgroup=name, showlegend=col == 1,
                             marker=dict(color=color, symbol=sym, size=9), line=dict(color=color), row=1, col=col,
                             hovertemplate="%{x:.3s} B: %{y:.3f} " + unit + "<extra>" + name + "</extra>")
     fig.update_xaxes(type="log", title="bytes read")
     fig.update_yaxes(type="log", row=1, col=1)
-    fig.update_layout(title=_title("HBM read probe curve", source), **{**LAYOUT, "margin": dict(l=60, r=20, t=100, b=50)})
+    fig.update_layout(title=_title("HBM read probe curve", source), **SUBPLOTS_LAYOUT)
     return fig
 
 
@@ -278,7 +279,7 @@ def telemetry_figure(telemetry: pd.DataFrame, source: str = "measured (NVML tele
             fig.add_scatter(x=telemetry["t_s"], y=telemetry[col], mode="lines", name=col, row=1, col=i)
     fig.update_xaxes(title="s")
     fig.update_layout(title=_title("Telemetry during the run", source), showlegend=False,
-                      **{**LAYOUT, "margin": dict(l=60, r=20, t=100, b=50)})
+                      **SUBPLOTS_LAYOUT)
     return fig
 
 
