@@ -39,6 +39,18 @@ class Method:
     configs: tuple[dict, ...] = ({},)
     guard: Guard | None = None
 
+    def __post_init__(self):
+        # A bad or repeated tuning config is a registry bug: catch it at import, not mid-sweep on the GPU.
+        seen = set()
+        for config in self.configs:
+            reason = self.check_config(config)
+            if reason:
+                raise PlanError(f"registry: {reason}")
+            key = tuple(sorted(config.items()))
+            if key in seen:
+                raise PlanError(f"registry: method {self.name!r} lists config {config} twice")
+            seen.add(key)
+
     def check_config(self, config: dict) -> str | None:
         """None if `config` has exactly this method's keys with allowed values, else the reason."""
         missing = sorted(set(self.params) - set(config))

@@ -110,7 +110,7 @@ GEMV_WIDE_CONFIGS = _cfgs(GEMV_WIDE_KEYS, [
     (4, 1024, 4, ".cg"),    # default: 4 rows x 1024 bf16 = 8 KB per program, 2048 programs at N=8192
     (8, 1024, 4, ".cg"),
     (8, 1024, 4, ""),
-    (4, 1024, 4, ".cg"),
+    (4, 1024, 8, ".cg"),
     (16, 1024, 8, ".cg"),
     (16, 512, 4, ".cg"),    # 16 rows x 512 per step: 64 accumulator values per thread
     (32, 512, 8, ".cg"),

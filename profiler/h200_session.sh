@@ -4,7 +4,8 @@
 # Order: tune (writes the best plan) -> paired baseline/seed036/best sweep with probes -> two back-to-back
 # baseline-vs-baseline sweeps over official + nearby shapes (repeatability check) -> best vs baseline on
 # nearby shapes (generalization) -> GPU tests. Each step has its own time limit so one failure cannot eat
-# the others' time; everything lands in $OUT (copied into datasets/runs by hand, never edited).
+# the others' time. REPEAT="" skips the repeatability sweeps; pass PROJLAB_GIT_SHA=$(git rev-parse HEAD)
+# so run files record the commit (the device copy has no .git). Everything lands in $OUT (copied into datasets/runs by hand, never edited).
 export PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT}; mkdir -p "$OUT"
 D=$(date -u +%F); P="$OUT/${D}_nvidia-h200"
@@ -20,7 +21,7 @@ cp kernels/plans/best.json "$OUT/best.json" 2>/dev/null
 step "paired sweep: baseline vs seed036 vs best, official, cold, probes"
 timeout 120 python3 -m profiler run --plan baseline --plan seed036 --plan kernels/plans/best.json --shapes official \
   --label baseline-seed036-best --out "${P}_baseline-seed036-best.json" 2>&1 | clean | tail -n 45
-for ab in a b; do
+for ab in ${REPEAT:-a b}; do
   step "repeatability sweep $ab: baseline vs baseline, official + nearby, cold, probes"
   timeout 70 python3 -m profiler run --plan baseline --plan baseline --shapes all --label "baseline-vs-baseline-$ab" \
     --out "${P}_baseline-vs-baseline-$ab.json" 2>&1 | clean | tail -n 12

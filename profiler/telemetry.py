@@ -6,6 +6,7 @@ machine without NVML still works, it just cannot flag throttling.
 from __future__ import annotations
 
 import platform
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -119,16 +120,18 @@ class Telemetry:
 def git_info(root: Path | None = None) -> dict:
     """git sha and dirty flag of the checkout (None where git or the repo is missing)."""
     root = root or Path(__file__).resolve().parents[1]
+    # The device host gets a copy of the tree without .git: the caller passes the sha it copied from.
+    env_sha = os.environ.get("PROJLAB_GIT_SHA") or None
     try:
         p = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         sha = p.stdout.strip()
         if p.returncode != 0 or len(sha) != 40:  # a copied tree without git objects prints "HEAD"
-            return {"git_sha": None, "git_dirty": False}
+            return {"git_sha": env_sha, "git_dirty": None if env_sha else False}
         dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                                     capture_output=True, text=True, timeout=10).stdout.strip())
         return {"git_sha": sha, "git_dirty": dirty if sha else False}
     except Exception:
-        return {"git_sha": None, "git_dirty": False}
+        return {"git_sha": env_sha, "git_dirty": None if env_sha else False}
 
 
 def environment(device, telemetry: Telemetry | None = None) -> dict:

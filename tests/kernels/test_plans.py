@@ -193,3 +193,12 @@ def test_plans_module_imports_without_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=str(PLANS_DIR.parents[1]))
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
+
+
+def test_registry_rejects_repeated_or_invalid_tuning_configs():
+    from kernels.method import Method, PlanError
+
+    with pytest.raises(PlanError, match="twice"):
+        Method("m", ("o",), "x:y", "", params={"A": (1, 2)}, configs=({"A": 1}, {"A": 1}))
+    with pytest.raises(PlanError, match="not in"):
+        Method("m", ("o",), "x:y", "", params={"A": (1, 2)}, configs=({"A": 3},))
