@@ -204,7 +204,10 @@ def view(sidebar=True) -> View:
     sources_ = sources()
     labels = list(sources_)
     box = st.sidebar if sidebar else st
-    label = sticky_select(box, "Source", labels, "source", help="Published official table, or a measured run.")
+    committed = drun.list_runs(RUNS_DIR)  # open on the newest committed run when there is one
+    default = labels.index(f"run: {committed[-1].name}") if committed else 0
+    label = sticky_select(box, "Source", labels, "source", default,
+                          help="Published official table, or a measured run.")
     kind, path = sources_[label]
     try:
         return _table_view(label, path) if kind == "table" else _run_view(label, path, box)

@@ -22,11 +22,15 @@ def extra_runs(monkeypatch):
     return use
 
 
-def _open_page(page: str, source: str | None = None, timeout: float = 60) -> AppTest:
+OFFICIAL = "Official 036 table (published)"
+
+
+def _open_page(page: str, source: str | None = OFFICIAL, timeout: float = 60) -> AppTest:
+    """Open a page and pick `source` in the sidebar (explicitly: the app defaults to the newest committed run)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     at.switch_page(f"app_pages/{page}.py")
     at.run()
-    if source is not None:
+    if source is not None and any(s.key == "source" for s in at.sidebar.selectbox):
         at.sidebar.selectbox(key="source").set_value(source).run()
     return at
 
