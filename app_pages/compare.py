@@ -65,7 +65,8 @@ st.subheader("Overall")
 st.dataframe(res.overall, hide_index=True, width="stretch", column_config={
     "score": st.column_config.NumberColumn("score vs reference ×", format="%.4f"),
     "ci_low": st.column_config.NumberColumn("CI low", format="%.4f"),
-    "ci_high": st.column_config.NumberColumn("CI high", format="%.4f")})
+    "ci_high": st.column_config.NumberColumn("CI high", format="%.4f"),
+    "delta_pct": st.column_config.NumberColumn("Δ score-equivalent time %", format="%+.2f")})
 if (res.overall["n_loads"] < 6).any():
     st.caption("Fewer than six loads in common: this is a geometric mean over the loads present, not the "
                "benchmark score.")

@@ -161,8 +161,10 @@ def _overall_row(name: str, boot: dict, weights: dict, eps: float) -> dict:
     geo = np.exp(np.mean(logs, axis=0))
     has = all(v[2] for v in boot.values())
     lo, hi = np.quantile(geo, [0.025, 0.975]) if has else (np.nan, np.nan)
-    return {"series": name, "n_loads": len(loads), "score": float(np.exp(np.mean(point))), "ci_low": lo,
-            "ci_high": hi, "verdict": verdict(lo, hi, eps)}
+    score = float(np.exp(np.mean(point)))
+    # delta_pct: change of the score-equivalent (geomean) time vs the reference, = 1/score − 1
+    return {"series": name, "n_loads": len(loads), "score": score, "ci_low": lo, "ci_high": hi,
+            "delta_pct": (1 / score - 1) * 100, "verdict": verdict(lo, hi, eps)}
 
 
 def series_from_results(results: pd.DataFrame, candidate: str, name: str, pair_group: str) -> pd.DataFrame:

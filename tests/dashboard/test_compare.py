@@ -60,6 +60,7 @@ def test_published_table_reproduces_the_score_without_ci():
     overall = res.overall.iloc[0]
     assert overall["score"] == pytest.approx(1.301203, abs=1e-6)
     assert overall["verdict"] == "NO SAMPLES" and overall["n_loads"] == 6
+    assert overall["delta_pct"] == pytest.approx(-23.148, abs=1e-3)  # the write-up's 23.15% less time
     loads = res.loads.set_index("load")["ratio"]
     assert loads["decode 1"] == pytest.approx(1.5116, abs=1e-4)
     assert loads["verify 32"] == pytest.approx(1.1150, abs=1e-4)
