@@ -152,6 +152,7 @@ class View:
     data: drun.RunData          # a run, or a table presented as one (dashboard.views.official_run_data)
     breakdown: scoring.ScoreBreakdown | None
     score_error: str | None
+    table: pd.DataFrame | None = None  # runs.shape_table, built once inside view()'s error handling
 
     @property
     def note(self) -> str:
@@ -163,7 +164,9 @@ class View:
 
     def shape_table(self) -> pd.DataFrame:
         """Long per-shape × candidate table with metrics, floors and SOL (dashboard.runs.shape_table)."""
-        return drun.shape_table(self.data, workload())
+        if self.table is None:
+            self.table = drun.shape_table(self.data, workload())
+        return self.table
 
     def wide(self) -> pd.DataFrame:
         return views.wide_shapes(self.shape_table(), self.data.pairs, self.baseline, self.candidate)
@@ -210,7 +213,10 @@ def view(sidebar=True) -> View:
                           help="Published official table, or a measured run.")
     kind, path = sources_[label]
     try:
-        return _table_view(label, path) if kind == "table" else _run_view(label, path, box)
+        v = _table_view(label, path) if kind == "table" else _run_view(label, path, box)
+        v.shape_table()  # a run naming an unknown family etc. fails here, as an st.error, not in a page
+        v.wide()
+        return v
     except BAD_INPUT as exc:
         st.error(f"Cannot use {label}: {exc}")
         st.stop()

@@ -143,7 +143,8 @@ def test_reports_offers_all_formats(app):
 # --- bad input ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name, words", [("corrupt.json", "not valid JSON"),
                                          ("bad_schema_version.json", "schema_version"),
-                                         ("missing.json", "cannot read")])
+                                         ("missing.json", "cannot read"),
+                                         ("unknown_family.json", "router_v2")])
 def test_bad_run_file_is_an_error_naming_it(app, extra_runs, name, words):
     extra_runs(name)
     at = app.open_page("overview", f"run: {name}")
