@@ -30,5 +30,5 @@ step "generalization: baseline vs best, nearby shapes, no probes"
 timeout 50 python3 -m profiler run --plan baseline --plan kernels/plans/best.json --shapes nearby --no-probes \
   --label baseline-vs-best-nearby --out "${P}_baseline-vs-best-nearby.json" 2>&1 | clean | tail -n 12
 if [ "${TEST_S:-0}" -gt 0 ]; then step "GPU tests"
-timeout ${TEST_S} python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tail -n 30 | tee -a "$LOG"; fi
+timeout ${TEST_S} python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels tests/profiler 2>&1 | tail -n 30 | tee -a "$LOG"; fi
 step done; ls -la "$OUT" | tee -a "$LOG"

@@ -154,3 +154,20 @@ def test_cli_arguments():
     assert a.families == ["router", "o"] and a.budget_s == 100 and a.out_plan == "/tmp/p.json"
     with pytest.raises(SystemExit):
         tune.parse_args(["--shapes", "everything"])
+
+
+def test_baseline_kept_unless_the_win_is_significant():
+    import numpy as np
+
+    from profiler.tune import BASELINE, Decision, Timed, keep_baseline_unless_significant
+
+    rng = np.random.default_rng(0)
+    base = Timed(BASELINE, {}, 10.0 + rng.normal(0, 0.05, 64), "final")
+    small = Timed("gemv", {"BN": 1}, 9.95 + rng.normal(0, 0.05, 64), "final")   # 0.5% faster: not enough
+    big = Timed("gemv", {"BN": 2}, 9.0 + rng.normal(0, 0.05, 64), "final")      # 11% faster: keep it
+    d = Decision("o", 1, "gemv", {"BN": 1}, small.median, base.median)
+    note = keep_baseline_unless_significant(d, base, small)
+    assert (d.method, d.config) == (BASELINE, {}) and "baseline kept" in note
+    d = Decision("o", 1, "gemv", {"BN": 2}, big.median, base.median)
+    note = keep_baseline_unless_significant(d, base, big)
+    assert (d.method, d.config) == ("gemv", {"BN": 2}) and "beats baseline" in note
