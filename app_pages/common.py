@@ -202,8 +202,10 @@ def source_options() -> list[str]:
     return list(sources())
 
 
-def view(sidebar=True) -> View:
-    """Render the sidebar picker and return the chosen view; bad input → st.error and stop the page."""
+def view(sidebar=True, probes_only_ok: bool = False) -> View:
+    """Render the sidebar picker and return the chosen view; bad input → st.error and stop the page.
+
+    probes_only_ok: a run without results (`python -m profiler probe`) is fine for this page (Probes)."""
     sources_ = sources()
     labels = list(sources_)
     box = st.sidebar if sidebar else st
@@ -213,7 +215,9 @@ def view(sidebar=True) -> View:
                           help="Published official table, or a measured run.")
     kind, path = sources_[label]
     try:
-        v = _table_view(label, path) if kind == "table" else _run_view(label, path, box)
+        v = _table_view(label, path) if kind == "table" else _run_view(label, path, box, probes_only_ok)
+        if v.data.results.empty:
+            return v
         v.shape_table()  # a run naming an unknown family etc. fails here, as an st.error, not in a page
         v.wide()
         return v
@@ -231,11 +235,13 @@ def _table_view(label: str, path: str) -> View:
     return View(label, source, "table", path, "baseline", name, data, bd, None)
 
 
-def _run_view(label: str, path: str, box) -> View:
+def _run_view(label: str, path: str, box, probes_only_ok: bool = False) -> View:
     data = run_data(path)
     cands = data.candidates()
     if not cands:
-        raise ValueError(f"{Path(path).name} has no results")
+        if probes_only_ok:
+            return View(label, "measured", "run", path, "", "", data, None, "the run has no results")
+        raise ValueError(f"{Path(path).name} has no results (a probe-only run? see the Probes page)")
     base_default = "baseline" if "baseline" in cands else cands[0]
     base = sticky_select(box, "Baseline", cands, "baseline", cands.index(base_default))
     others = [c for c in cands if c != base] or cands

@@ -6,7 +6,7 @@ from app_pages import common
 from dashboard import figures
 
 st.title("Probes — HBM read curve")
-v = common.view()
+v = common.view(probes_only_ok=True)
 seed = common.seed_probes()
 probes = pd.DataFrame(v.run.get("probes", [])) if v.run else pd.DataFrame()
 if v.kind != "run":

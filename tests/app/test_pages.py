@@ -204,3 +204,13 @@ def test_app_opens_on_the_newest_committed_run(app, monkeypatch, tmp_path):
     at = app.open_page("overview", source=None)
     assert at.sidebar.selectbox(key="source").value == "run: 2026-11-02_nvidia-h200_test.json"
     assert "official 036 table (published) scores 1.3012×" in app.text_of(at)
+
+
+def test_probe_only_run_shows_probes_and_explains_elsewhere(app, extra_runs):
+    extra_runs("probe_only.json")
+    at = app.open_page("probes", "run: probe_only.json")
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 1 and len(at.dataframe) == 2  # run probes + write-up probes
+    at = app.open_page("overview", "run: probe_only.json")
+    assert not at.exception
+    assert any("no results" in e.value and "Probes page" in e.value for e in at.error)
