@@ -197,7 +197,8 @@ def build_ranges(family: str, winners: dict, spec: dict, methods: dict, notes: d
     for M, p, (name, config) in owners:
         if entries and entries[-1]["method"] == name and entries[-1]["config"] == config:
             entries[-1]["M"][1] = M
-            if p == M and p in notes:       # a scored point inside a merged range: keep its note too
+            if p == M and p in notes and notes[p] not in entries[-1].get("note", ""):
+                # a scored point inside a merged range: keep its note too (once)
                 entries[-1]["note"] = "; ".join(filter(None, (entries[-1].get("note"), notes[p])))
             continue
         entry = {"M": [M, M], "method": name, "config": dict(config)}
@@ -367,6 +368,17 @@ def _num(v):
 
 # ------------------------------------------------------------------------------------------ plan + run
 
+def committed_run_path(run_path) -> str:
+    """Where the tune run lives in the repo: its own path when written inside the checkout, else
+    datasets/runs/<name> (a device host writes to $OUT; its run files are committed there under the same name)."""
+    root = Path(__file__).resolve().parents[1]
+    path = Path(run_path).resolve()
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return f"datasets/runs/{path.name}"
+
+
 def make_plan(decisions: list[Decision], methods: dict, workload, base_plan: dict, gpu: str | None,
               run_path: str, notes: str) -> dict:
     plan = {"name": "best", "description": "Tuned dispatch: per scored (family, M) the fastest correct method x "
@@ -455,7 +467,7 @@ def main(argv=None) -> int:
              f"(screen {args.screen_rounds} rounds, {args.finalists} finalists + baseline x "
              f"{args.final_rounds} rounds), neighbour check M+-1 with {NOISE_TOL:.0%} tolerance, ranges split at "
              f"midpoints between scored M." + (f" Budget ran out: {skipped} not tuned." if skipped else ""))
-    plan = make_plan(decisions, METHODS, workload, base, gpu, str(run_path), notes)
+    plan = make_plan(decisions, METHODS, workload, base, gpu, committed_run_path(run_path), notes)
     plan_from_dict(plan, args.out_plan, workload)       # validate before writing
     Path(args.out_plan).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out_plan).write_text(json.dumps(plan, indent=1) + "\n")

@@ -171,3 +171,17 @@ def test_baseline_kept_unless_the_win_is_significant():
     d = Decision("o", 1, "gemv", {"BN": 2}, big.median, base.median)
     note = keep_baseline_unless_significant(d, base, big)
     assert (d.method, d.config) == ("gemv", {"BN": 2}) and "beats baseline" in note
+
+
+def test_range_notes_are_not_repeated_and_run_path_is_repo_relative():
+    from kernels.registry import METHODS
+    from profiler.tune import build_ranges, committed_run_path
+
+    spec = {"N": 2304, "K": 8192}
+    winners = {1: ("torch_linear", {}), 8: ("torch_linear", {}), 16: ("torch_linear", {})}
+    notes = {1: "n1", 8: "n8", 16: "n16"}
+    entries = build_ranges("qkv_gate", winners, spec, METHODS, notes)
+    assert len(entries) == 1 and entries[0]["M"] == [1, 16]
+    assert entries[0]["note"].split("; ") == ["n1", "n8", "n16"]
+    assert committed_run_path("/root/out/2026-11-30_nvidia-h200_tune.json") == \
+        "datasets/runs/2026-11-30_nvidia-h200_tune.json"
