@@ -11,7 +11,7 @@ from pathlib import Path
 
 from datasets import DatasetError, load_official, load_workload
 from dashboard import runs, scoring
-from dashboard.summary import format_breakdown, format_loads
+from dashboard.summary import format_unscored_pairs, format_breakdown, format_loads
 from profiler.runfile import RunFileError
 
 EXIT_BAD_INPUT = 2
@@ -47,6 +47,9 @@ def summarize_run(path: Path, baseline: str | None, candidate: str | None) -> st
             if len(loads):
                 blocks.append(format_loads(loads, "  complete loads only (no overall score):"))
                 shown += 1
+    if not shown and len(data.pairs) and not data.pairs["load"].isin(load_workload().load_order).any():
+        return "\n".join(blocks[:1] + [format_unscored_pairs(data.pairs, data.results,
+                                                              "nearby shapes only (never scored; no score):")])
     if not shown:
         raise CliError(f"{path.name}: no candidate pair could be scored ({blocks[-1]})")
     return "\n".join(blocks)

@@ -21,3 +21,18 @@ def format_breakdown(b: ScoreBreakdown, title: str) -> str:
               f"  score-equivalent time: {b.baseline} {b.equiv_baseline_us:,.2f} µs, "
               f"{b.candidate} {b.equiv_candidate_us:,.2f} µs"]
     return "\n".join(lines)
+
+
+def format_unscored_pairs(pairs: pd.DataFrame, results: pd.DataFrame, title: str) -> str:
+    """Shapes outside the scored set (nearby): per pair, how many shapes, how many correct, and the spread of
+    per-shape paired ratios. Deliberately no geometric mean: nearby shapes are never scored."""
+    lines = [title]
+    for (base, cand), grp in pairs.groupby(["baseline", "candidate"], sort=False):
+        res = results[results["candidate"] == cand]
+        ok = int(res["correct"].astype(bool).sum())
+        r = grp["ratio_median"]
+        worst = grp.loc[r.idxmin()]
+        lines.append(f"  {cand} vs {base}: {len(grp)} shapes, {ok}/{len(res)} correct; per-shape ratio "
+                     f"min {r.min():.3f} ({worst['family']} M={int(worst['M'])}), median {r.median():.3f}, "
+                     f"max {r.max():.3f}")
+    return "\n".join(lines)

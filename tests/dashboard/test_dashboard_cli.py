@@ -99,3 +99,16 @@ def test_report_hook_passes_arguments_through(tmp_path):
 def test_no_command_is_a_usage_error():
     out = cli()
     assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_summarize_nearby_only_run_reports_spread_without_a_score(tmp_path, capsys):
+    import json
+
+    from dashboard.__main__ import main
+
+    run = json.loads((ROOT / "datasets/runs/2026-11-30_nvidia-h200_baseline-vs-best-nearby.json").read_text())
+    assert main(["summarize", str(ROOT / "datasets/runs/2026-11-30_nvidia-h200_baseline-vs-best-nearby.json")]) == 0
+    out = capsys.readouterr().out
+    assert "never scored" in out and "score (geometric" not in out
+    n_best = sum(1 for r in run["results"] if r["candidate"] == "best")
+    assert f"{n_best} shapes" in out
