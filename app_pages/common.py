@@ -198,6 +198,19 @@ def sticky_select(box, label: str, options: list[str], key: str, default: int = 
     return value
 
 
+@st.cache_data(show_spinner=False)
+def _default_run(key: tuple) -> str | None:
+    found = drun.default_run([Path(p) for p, _ in key], workload())
+    return str(found) if found else None
+
+
+def default_run_path() -> Path | None:
+    """dashboard.runs.default_run over the committed runs, cached by (path, mtime) of every file."""
+    key = tuple((str(p), _mtime(p)) for p in drun.list_runs(RUNS_DIR))
+    found = _default_run(key)
+    return Path(found) if found else None
+
+
 def source_options() -> list[str]:
     return list(sources())
 
@@ -209,8 +222,9 @@ def view(sidebar=True, probes_only_ok: bool = False) -> View:
     sources_ = sources()
     labels = list(sources_)
     box = st.sidebar if sidebar else st
-    committed = drun.list_runs(RUNS_DIR)  # open on the newest committed run when there is one
-    default = labels.index(f"run: {committed[-1].name}") if committed else 0
+    first = default_run_path()  # open on the most complete committed run when there is one
+    label_first = f"run: {first.name}" if first else None
+    default = labels.index(label_first) if label_first in labels else 0
     label = sticky_select(box, "Source", labels, "source", default,
                           help="Published official table, or a measured run.")
     kind, path = sources_[label]

@@ -143,6 +143,34 @@ def list_runs(runs_dir=RUNS_DIR) -> list[Path]:
     return sorted(files, key=key)
 
 
+def scored_candidates(data: RunData, workload: Workload | None = None) -> list[str]:
+    """Candidates with a correct result at every scored shape of the workload (what a score needs)."""
+    workload = workload or load_workload()
+    if data.results.empty:
+        return []
+    want = {(r.load, r.family, int(r.M)) for r in workload.shapes.itertuples()}
+    res = data.results[data.results["correct"].astype(bool)]
+    have = res.groupby("candidate").apply(
+        lambda g: want <= {(a, b, int(c)) for a, b, c in zip(g["load"], g["family"], g["M"])},
+        include_groups=False)
+    return [c for c in data.candidates() if bool(have.get(c, False))]
+
+
+def default_run(paths: list[Path], workload: Workload | None = None) -> Path | None:
+    """The committed run to open first: most fully scored candidates (a paired sweep beats a tune log or a
+    probe-only run), then the newest by file name. Unreadable files are skipped (the picker still lists them)."""
+    best, best_key = None, None
+    for p in paths:
+        try:
+            n = len(scored_candidates(load_run_data(p), workload))
+        except (ValueError, OSError):  # RunFileError is a ValueError
+            continue
+        key = (n, RUN_NAME_RE.match(p.name) is not None, p.name)
+        if best_key is None or key > best_key:
+            best, best_key = p, key
+    return best
+
+
 def parse_run_name(path) -> dict | None:
     """{'date', 'gpu', 'label'} from a run file name, or None if it does not follow the convention."""
     match = RUN_NAME_RE.match(Path(path).name)

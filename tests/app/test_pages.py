@@ -116,6 +116,41 @@ def test_dispatch_slider_changes_the_methods(app):
     assert m1 != m128
 
 
+def test_dispatch_passes_the_workloads_n_and_shows_it(app):
+    """An N-specific plan entry (unpooler N=1024 at M 1..8) runs at M=8 (N=1024) but not at M=7 (N=8192)."""
+    at = app.open_page("dispatch")
+    at.selectbox(key="dispatch_plan").set_value("(a plan file path)").run()
+    at.text_input(key="dispatch_path").set_value(str(app.FIXTURES / "plan_n_specific.json")).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+
+    def unpooler_at(M):
+        at.slider(key="dispatch_M").set_value(M).run()
+        assert not at.exception
+        return at.dataframe[0].value.set_index("family").loc["unpooler"]
+
+    row = unpooler_at(8)
+    assert (int(row["N"]), row["method"], row["entry N"], row["range"]) == (1024, "splitk", "1024", "2–8")
+    row = unpooler_at(7)
+    assert (int(row["N"]), row["method"], row["entry N"]) == (8192, "torch_linear", "any")
+    assert int(unpooler_at(1)["N"]) == 1024 and unpooler_at(1)["method"] == "gemv"
+    assert unpooler_at(256)["method"] == "torch_linear"
+    whole = at.dataframe[1].value
+    assert "N" in whole.columns
+    assert sorted(whole[whole["family"] == "unpooler"]["N"]) == ["1024", "1024", "any"]
+    shapes = at.dataframe[2].value.set_index(["load", "family"])
+    assert shapes.loc[("verify 1", "unpooler"), "N"] == 1024
+    assert shapes.loc[("verify 1", "unpooler"), "method"].startswith("splitk")
+    assert shapes.loc[("decode 16", "unpooler"), "method"] == "torch_linear"
+
+
+def test_dispatch_renders_shipped_plans_with_n(app):
+    at = app.open_page("dispatch")
+    for name in ("baseline", "seed036", "best"):
+        at.selectbox(key="dispatch_plan").set_value(name).run()
+        assert not at.exception and not at.error
+        assert "N" in at.dataframe[0].value.columns and set(at.dataframe[1].value["N"]) == {"any"}
+
+
 def test_ledger_filter(app):
     at = app.open_page("ledger")
     total = len(at.dataframe[0].value)
@@ -193,7 +228,7 @@ def test_no_page_imports_torch(app):
     assert out.stdout.strip().splitlines()[-1] == "NO-TORCH"
 
 
-def test_app_opens_on_the_newest_committed_run(app, monkeypatch, tmp_path):
+def test_app_opens_on_the_most_complete_committed_run(app, monkeypatch, tmp_path):
     import shutil
 
     from app_pages import common

@@ -116,3 +116,33 @@ def test_committed_runs_are_valid():
         data = runs.load_run_data(path)
         assert "synthetic" not in data.label.lower(), path.name
         assert "SYNTHETIC" not in str(data.run["environment"].get("gpu", "")), path.name
+
+
+def test_default_run_prefers_the_most_fully_scored_run():
+    from dashboard.runs import default_run, list_runs, load_run_data, scored_candidates
+
+    paths = list_runs()
+    if not paths:
+        pytest.skip("no committed runs")
+    chosen = default_run(paths)
+    n_chosen = len(scored_candidates(load_run_data(chosen)))
+    assert n_chosen >= 2
+    assert all(len(scored_candidates(load_run_data(p))) <= n_chosen for p in paths)
+
+
+def test_scored_candidates_needs_every_scored_shape(tmp_path):
+    import json
+
+    from dashboard.runs import load_run_data, scored_candidates
+
+    src = FIXTURES / "2000-01-01_synthetic_synthetic-complete.json"
+    run = json.loads(src.read_text())
+    full = scored_candidates(load_run_data(src))
+    assert full, "fixture should have fully scored candidates"
+    victim = full[-1]
+    first = next(i for i, r in enumerate(run["results"]) if r["candidate"] == victim)
+    run["results"][first]["correct"] = False
+    run["pairs"] = [p for p in run.get("pairs", []) if p["candidate"] != victim]
+    bad = tmp_path / src.name
+    bad.write_text(json.dumps(run))
+    assert victim not in scored_candidates(load_run_data(bad))
