@@ -1,4 +1,7 @@
-"""Dispatch: which method each family runs at a chosen M under a plan; the whole plan; official shapes' regions."""
+"""Dispatch: which method each family runs at a chosen M under a plan; the whole plan; official shapes' regions.
+
+A plan entry may be N-specific ("N": 1024 applies only to a weight with N=1024); every lookup here passes the
+workload's N for (family, M) (datasets: families[f]["N_by_M"], else the family's N), as the profiler does."""
 import json
 
 import pandas as pd
@@ -44,21 +47,55 @@ if plan.notes:
     with st.expander("Plan notes"):
         st.write(plan.notes)
 
+wl = common.workload()
+
+
+def n_at(family: str, M: int) -> int:
+    """The workload's N for (family, M): the unpooler is N=1024 at M=1 and M=8, N=8192 elsewhere."""
+    spec = wl.families[family]
+    return int(spec.get("N_by_M", {}).get(str(M), spec["N"]))
+
+
+def n_text(n) -> str:
+    return "any" if n is None else str(int(n))
+
+
+def lookup(family: str, M: int, N: int) -> dict:
+    try:
+        e = plan.entry(family, M, N)
+    except PlanError:
+        return {"method": "(not covered)", "config": "", "range": "", "entry N": ""}
+    return {"method": e.method, "config": e.label, "range": f"{e.lo}–{e.hi}", "entry N": n_text(e.N)}
+
+
 M = st.slider("Token rows M", 1, 256, 16, key="dispatch_M")
-at_m = pd.DataFrame([{"family": f, "method": plan.entry(f, M).method, "config": plan.describe(f, M),
-                      "range": f"{plan.entry(f, M).lo}–{plan.entry(f, M).hi}"} for f in plan.families])
+at_m = pd.DataFrame([{"family": f, "N": n_at(f, M), **lookup(f, M, n_at(f, M))} for f in plan.families])
 st.subheader(f"At M = {M}")
+st.caption("N is the workload's N at this M. An entry's N is 'any' for a generic entry, or the only N it applies "
+           "to (an N-specific entry wins over a generic one at its N).")
 st.dataframe(at_m, hide_index=True, width="stretch")
 
-table = pd.DataFrame(plan.table())
-shapes = common.workload().shapes[["load", "family", "M"]]
-st.plotly_chart(figures.dispatch_figure(table, shapes, f"plan {plan.name} (data file)", selected_M=M),
+rows = plan.table()
+table = pd.DataFrame([{**r, "N": n_text(r["N"])} for r in rows])
+specific = {(r["family"], r["N"]) for r in rows if r["N"] is not None}
+
+
+def lane(family: str, N) -> str:
+    """The figure's row: N-specific entries get their own lane, 'unpooler N=1024'."""
+    return family if N is None else f"{family} N={int(N)}"
+
+
+regions_fig = table.assign(family=[lane(r["family"], r["N"]) for r in rows])
+shapes = wl.shapes[["load", "family", "M", "N"]]
+shapes_fig = shapes.assign(family=[lane(r.family, r.N if (r.family, r.N) in specific else None)
+                                   for r in shapes.itertuples()])
+st.plotly_chart(figures.dispatch_figure(regions_fig, shapes_fig, f"plan {plan.name} (data file)", selected_M=M),
                 width="stretch")
 st.subheader("The whole plan")
 st.dataframe(table.drop(columns=["config"]), hide_index=True, width="stretch")
 common.download_csv(table.drop(columns=["config"]), f"plan_{plan.name}.csv")
 st.subheader("Where each official shape falls")
-regions = shapes.assign(method=[plan.describe(r.family, r.M) for r in shapes.itertuples()],
-                        range=[f"{plan.entry(r.family, r.M).lo}–{plan.entry(r.family, r.M).hi}"
-                               for r in shapes.itertuples()])
+regions = pd.DataFrame([{"load": r.load, "family": r.family, "M": r.M, "N": r.N, **lookup(r.family, int(r.M), int(r.N))}
+                        for r in shapes.itertuples()])
+regions = regions.assign(method=regions["config"]).drop(columns=["config"])  # the full label, as run files show it
 st.dataframe(regions, hide_index=True, width="stretch")

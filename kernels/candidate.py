@@ -1,6 +1,7 @@
 """The candidate protocol the profiler times: a plan, or a user's own module.
 
-    class Candidate: name; prepare(family, weight) -> state; run(state, family, x) -> y; describe(family, M) -> str
+    class Candidate: name; prepare(family, weight) -> state; run(state, family, x) -> y;
+                     describe(family, M, N=None) -> str
 
 prepare() sees weights only (never activations) and may take as long as it likes; run() is what is timed.
 Torch-free at import.
@@ -30,13 +31,14 @@ class Candidate:
     def run(self, state, family: str, x):
         raise NotImplementedError
 
-    def describe(self, family: str, M: int) -> str:
+    def describe(self, family: str, M: int, N: int | None = None) -> str:
         return self.name
 
 
 class PlanCandidate(Candidate):
-    """Runs a dispatch plan: prepare() prepares every (method, config) the family's entries use;
-    run() picks the entry by x.shape[0] (host-side, so a captured graph holds only the chosen kernels)."""
+    """Runs a dispatch plan: prepare() prepares every (method, config) the family's entries use at the weight's N
+    (generic entries and those whose "N" equals weight.shape[0]); run() picks the entry by (x.shape[0], the
+    weight's N) -- host-side, so a captured graph holds only the chosen kernels."""
 
     def __init__(self, plan: Plan):
         self.plan = plan
@@ -45,19 +47,21 @@ class PlanCandidate(Candidate):
     def prepare(self, family: str, weight):
         if family not in self.plan.entries:
             raise PlanError(f"{self.plan.path}: family {family!r}: not in plan")
+        N = int(weight.shape[0])
         states = {}
-        for method, config in self.plan.methods_for(family):
+        for method, config in self.plan.methods_for(family, N):
             key = (method, json.dumps(config, sort_keys=True))
             states[key] = get_method(method).prepare(weight, family, config)
-        return {"family": family, "states": states}
+        return {"family": family, "N": N, "states": states}
 
     def run(self, state, family: str, x):
-        entry = self.plan.entry(family, int(x.shape[0]))
+        entry = self.plan.entry(family, int(x.shape[0]), state["N"])
         st = state["states"][(entry.method, json.dumps(entry.config, sort_keys=True))]
         return get_method(entry.method).run(st, x)
 
-    def describe(self, family: str, M: int) -> str:
-        return self.plan.describe(family, M)
+    def describe(self, family: str, M: int, N: int | None = None) -> str:
+        """The entry's method + config at (M, N); N=None: the workload's N at M (kernels.plans SELECT RULE)."""
+        return self.plan.describe(family, M, N)
 
 
 class MethodCandidate(Candidate):
@@ -77,7 +81,7 @@ class MethodCandidate(Candidate):
     def run(self, state, family: str, x):
         return self.method.run(state, x)
 
-    def describe(self, family: str, M: int) -> str:
+    def describe(self, family: str, M: int, N: int | None = None) -> str:
         return self.name
 
 
@@ -119,8 +123,8 @@ class ModuleCandidate(Candidate):
     def run(self, state, family: str, x):
         return self.module.run(state, family, x)
 
-    def describe(self, family: str, M: int) -> str:
-        fn = getattr(self.module, "describe", None)
+    def describe(self, family: str, M: int, N: int | None = None) -> str:
+        fn = getattr(self.module, "describe", None)  # the user's describe(family, M); N is not passed on
         return str(fn(family, M)) if callable(fn) else f"module {self.path.name}"
 
 

@@ -1,8 +1,26 @@
 """Dispatch plans: per family, ordered inclusive M-ranges -> method + config, loaded from kernels/plans/<name>.json.
 
+An entry may carry an optional integer "N": it then applies only when the weight's N equals it (the unpooler
+runs N=1024 at M=1 and M=8 but N=8192 at every other M, so a method tuned at M=8 must not spill onto N=8192).
+Entries without "N" are generic: they apply to any N. Within a family, the generic entries and the entries of
+each N are separate lists, each ordered and non-overlapping in M; they may overlap each other.
+
+SELECT RULE -- `Plan.entry/select/describe(family, M, N=None)`:
+  1. N=None means "the caller did not say": the plan uses the workload's N for (family, M) (N_by_M, else the
+     family's N; the workload the plan was validated against). So select("unpooler", 8) is the entry that
+     runs the scored shape, exactly as PlanCandidate dispatches it. Callers that know the weight's N should
+     pass it. (A Plan built without a workload and a family it has no N for: generic entries only.)
+  2. An N-specific entry whose N equals N and whose range holds M wins.
+  3. Otherwise the generic entry whose range holds M.
+  4. Otherwise PlanError naming the plan file, family, M and N.
+
+Guards are checked at every M of a range (up to GUARD_CHECK_MAX_M, and at the upper end) with the entry's N,
+or, for a generic entry, with the workload's N for that M (as before N-specific entries existed).
+Coverage: every scored (family, M, N) of the workload must be selectable (N-specific or generic).
+
 Torch-free. A plan that names an unknown method, an invalid config, a family a method does not serve, a range
-its guard rejects, overlapping or unordered ranges, or that leaves a scored (family, M) uncovered raises
-PlanError naming the plan file, the family and the M or field.
+its guard rejects, overlapping or unordered ranges, or that leaves a scored (family, M, N) uncovered raises
+PlanError naming the plan file, the family and the M (and N) or field.
 """
 from __future__ import annotations
 
@@ -16,7 +34,7 @@ from kernels.registry import get_method
 PLANS_DIR = Path(__file__).resolve().parent / "plans"
 TOP_KEYS = {"name", "description", "gpu", "tuned_from", "notes", "families"}
 REQUIRED_TOP = {"name", "families"}
-ENTRY_KEYS = {"M", "method", "config", "note"}
+ENTRY_KEYS = {"M", "N", "method", "config", "note"}
 GUARD_CHECK_MAX_M = 512  # guards are checked at every M of a range up to here, and at the range's upper end
 
 __all__ = ["PlanError", "Plan", "Entry", "load_plan", "plan_from_dict", "list_plans", "format_config", "PLANS_DIR"]
@@ -36,10 +54,19 @@ class Entry:
     method: str
     config: dict
     note: str = ""
+    N: int | None = None  # None: generic (any N); else the entry applies only when the weight's N equals it
 
     @property
     def label(self) -> str:
         return format_config(self.method, self.config)
+
+    @property
+    def scope(self) -> str:
+        """'any N' or 'N=1024' -- how the Dispatch page and error messages name the entry's N."""
+        return "any N" if self.N is None else f"N={self.N}"
+
+    def holds(self, M: int) -> bool:
+        return self.lo <= M <= self.hi
 
 
 @dataclass
@@ -52,54 +79,81 @@ class Plan:
     notes: str
     entries: dict[str, list[Entry]] = field(default_factory=dict)
 
+    # family -> (general N, {M: N}) from the workload the plan was validated against (empty: N unknown)
+    workload_n: dict[str, tuple[int, dict[int, int]]] = field(default_factory=dict)
+
     @property
     def families(self) -> list[str]:
         return list(self.entries)
 
-    def entry(self, family: str, M: int) -> Entry:
-        for e in self.entries.get(family, []):
-            if e.lo <= M <= e.hi:
-                return e
-        raise PlanError(f"{self.path}: family {family!r}: no entry covers M={M}")
+    def n_at(self, family: str, M: int) -> int | None:
+        """The workload's N for (family, M): N_by_M, else the family's N; None when the plan has no workload N."""
+        if family not in self.workload_n:
+            return None
+        general, by_m = self.workload_n[family]
+        return int(by_m.get(int(M), general))
 
-    def select(self, family: str, M: int) -> tuple[str, dict]:
-        """(method name, config) that runs family at M."""
-        e = self.entry(family, M)
+    def entry(self, family: str, M: int, N: int | None = None) -> Entry:
+        """The entry that runs family at (M, N); see the SELECT RULE in the module docstring."""
+        if N is None:
+            N = self.n_at(family, M)
+        es = self.entries.get(family, [])
+        if N is not None:
+            for e in es:
+                if e.N == N and e.holds(M):
+                    return e
+        for e in es:
+            if e.N is None and e.holds(M):
+                return e
+        n_txt = "N unknown" if N is None else f"N={N}"
+        raise PlanError(f"{self.path}: family {family!r}: no entry covers M={M} {n_txt}")
+
+    def select(self, family: str, M: int, N: int | None = None) -> tuple[str, dict]:
+        """(method name, config) that runs family at M with weight N (N=None: the workload's N at M)."""
+        e = self.entry(family, M, N)
         return e.method, dict(e.config)
 
-    def describe(self, family: str, M: int) -> str:
-        return self.entry(family, M).label
+    def describe(self, family: str, M: int, N: int | None = None) -> str:
+        return self.entry(family, M, N).label
 
     def table(self) -> list[dict]:
-        """One row per entry: family, M_lo, M_hi, method, config (dict), label, note."""
-        return [{"family": e.family, "M_lo": e.lo, "M_hi": e.hi, "method": e.method, "config": dict(e.config),
-                 "label": e.label, "note": e.note} for es in self.entries.values() for e in es]
+        """One row per entry, in file order: family, N (None = any N), M_lo, M_hi, method, config (dict), label,
+        note."""
+        return [{"family": e.family, "N": e.N, "M_lo": e.lo, "M_hi": e.hi, "method": e.method,
+                 "config": dict(e.config), "label": e.label, "note": e.note}
+                for es in self.entries.values() for e in es]
 
-    def covering(self, family: str, M_max: int = 256) -> list[dict]:
-        """Contiguous runs of M in 1..M_max with the same entry, gaps included (method None)."""
+    def covering(self, family: str, M_max: int = 256, N: int | None = None) -> list[dict]:
+        """Contiguous runs of M in 1..M_max with the same entry, gaps included (method None). N as in select():
+        None follows the workload's N at each M (what runs on the workload). Each run's "N" is its entry's N
+        (None = generic entry, or a gap)."""
         runs: list[dict] = []
         for M in range(1, M_max + 1):
             try:
-                e = self.entry(family, M)
-                key = (e.lo, e.hi)
-                label, method, config = e.label, e.method, dict(e.config)
+                e = self.entry(family, M, N)
+                key = (e.N, e.lo, e.hi)
+                label, method, config, e_n = e.label, e.method, dict(e.config), e.N
             except PlanError:
-                key, label, method, config = None, "(not covered)", None, None
+                key, label, method, config, e_n = None, "(not covered)", None, None, None
             if runs and runs[-1]["_key"] == key:
                 runs[-1]["M_hi"] = M
             else:
-                runs.append({"_key": key, "M_lo": M, "M_hi": M, "method": method, "config": config, "label": label})
+                runs.append({"_key": key, "M_lo": M, "M_hi": M, "N": e_n, "method": method, "config": config,
+                             "label": label})
         for r in runs:
             del r["_key"]
         return runs
 
-    def gaps(self, family: str, M_max: int = 256) -> list[tuple[int, int]]:
-        return [(r["M_lo"], r["M_hi"]) for r in self.covering(family, M_max) if r["method"] is None]
+    def gaps(self, family: str, M_max: int = 256, N: int | None = None) -> list[tuple[int, int]]:
+        return [(r["M_lo"], r["M_hi"]) for r in self.covering(family, M_max, N) if r["method"] is None]
 
-    def methods_for(self, family: str) -> list[tuple[str, dict]]:
-        """Distinct (method, config) pairs this family's entries use, in entry order."""
+    def methods_for(self, family: str, N: int | None = None) -> list[tuple[str, dict]]:
+        """Distinct (method, config) pairs this family's entries use, in entry order. With N: only the entries
+        that can run at that N (generic ones and those whose N equals it)."""
         seen, out = set(), []
         for e in self.entries.get(family, []):
+            if N is not None and e.N is not None and e.N != N:
+                continue
             key = (e.method, json.dumps(e.config, sort_keys=True))
             if key not in seen:
                 seen.add(key)
@@ -109,8 +163,8 @@ class Plan:
     def to_dict(self) -> dict:
         return {"name": self.name, "description": self.description, "gpu": self.gpu, "tuned_from": self.tuned_from,
                 "notes": self.notes,
-                "families": {f: [{"M": [e.lo, e.hi], "method": e.method, "config": dict(e.config),
-                                  **({"note": e.note} if e.note else {})} for e in es]
+                "families": {f: [{"M": [e.lo, e.hi], **({"N": e.N} if e.N is not None else {}), "method": e.method,
+                                  "config": dict(e.config), **({"note": e.note} if e.note else {})} for e in es]
                              for f, es in self.entries.items()}}
 
 
@@ -160,6 +214,11 @@ def _int_range(where: str, rng) -> tuple[int, int]:
     return lo, hi
 
 
+def _workload_n(workload) -> dict[str, tuple[int, dict[int, int]]]:
+    return {f: (int(spec["N"]), {int(m): int(n) for m, n in spec.get("N_by_M", {}).items()})
+            for f, spec in workload.families.items()}
+
+
 def _entry(where: str, family: str, raw, spec: dict) -> Entry:
     if not isinstance(raw, dict):
         raise PlanError(f"{where}: entry must be an object, got {type(raw).__name__}")
@@ -170,7 +229,11 @@ def _entry(where: str, family: str, raw, spec: dict) -> Entry:
         if key not in raw:
             raise PlanError(f"{where}: missing field {key!r}")
     lo, hi = _int_range(where, raw["M"])
-    where = f"{where} (M {lo}..{hi})"
+    N = raw.get("N")
+    if N is not None and (not isinstance(N, int) or isinstance(N, bool) or N < 1):
+        raise PlanError(f"{where} (M {lo}..{hi}): field 'N' must be a positive integer (or absent: any N), "
+                        f"got {N!r}")
+    where = f"{where} (M {lo}..{hi}{'' if N is None else f', N={N}'})"
     if not isinstance(raw["method"], str):
         raise PlanError(f"{where}: field 'method' must be a string")
     try:
@@ -187,10 +250,25 @@ def _entry(where: str, family: str, raw, spec: dict) -> Entry:
         raise PlanError(f"{where}: method {method.name!r} does not serve family {family!r}")
     K = int(spec["K"])
     for M in (*range(lo, min(hi, GUARD_CHECK_MAX_M) + 1), hi):
-        reason = method.supports(family, M, _n_for(spec, M), K, config)
+        n = _n_for(spec, M) if N is None else N
+        reason = method.supports(family, M, n, K, config)
         if reason:
-            raise PlanError(f"{where}: method {method.name!r} rejects M={M}: {reason}")
-    return Entry(family, lo, hi, method.name, dict(config), str(raw.get("note", "")))
+            raise PlanError(f"{where}: method {method.name!r} rejects M={M} N={n}: {reason}")
+    return Entry(family, lo, hi, method.name, dict(config), str(raw.get("note", "")), N)
+
+
+def _check_order(path: str, family: str, parsed: list[Entry]) -> None:
+    """Generic entries, and the entries of each N, are each ascending and disjoint in M (in file order)."""
+    groups: dict = {}
+    for e in parsed:
+        groups.setdefault(e.N, []).append(e)
+    for N, es in groups.items():
+        scope = "" if N is None else f" (entries for N={N})"
+        for prev, cur in zip(es, es[1:]):
+            if cur.lo <= prev.hi:
+                kind = "overlaps" if cur.hi >= prev.lo and cur.lo >= prev.lo else "is out of order after"
+                raise PlanError(f"{path}: family {family!r}{scope}: range M {cur.lo}..{cur.hi} {kind} "
+                                f"M {prev.lo}..{prev.hi} (ranges must be ascending and disjoint)")
 
 
 def plan_from_dict(data, path: str = "<plan>", workload=None) -> Plan:
@@ -225,20 +303,18 @@ def plan_from_dict(data, path: str = "<plan>", workload=None) -> Plan:
         spec = workload.families[family]
         parsed = [_entry(f"{path}: family {family!r} entry {i + 1}", family, raw, spec)
                   for i, raw in enumerate(raw_entries)]
-        for prev, cur in zip(parsed, parsed[1:]):
-            if cur.lo <= prev.hi:
-                kind = "overlaps" if cur.hi >= prev.lo and cur.lo >= prev.lo else "is out of order after"
-                raise PlanError(f"{path}: family {family!r}: range M {cur.lo}..{cur.hi} {kind} "
-                                f"M {prev.lo}..{prev.hi} (ranges must be ascending and disjoint)")
+        _check_order(path, family, parsed)
         entries[family] = parsed
     plan = Plan(name=data["name"], path=path, description=data.get("description", ""), gpu=data.get("gpu"),
-                tuned_from=data.get("tuned_from"), notes=data.get("notes", ""), entries=entries)
+                tuned_from=data.get("tuned_from"), notes=data.get("notes", ""), entries=entries,
+                workload_n=_workload_n(workload))
     for family, shapes in _scored(workload).items():
-        for M, _N, _K in shapes:
+        for M, N, _K in shapes:
             if family not in entries:
-                raise PlanError(f"{path}: family {family!r}: missing (scored M={M} is not covered)")
+                raise PlanError(f"{path}: family {family!r}: missing (scored M={M} N={N} is not covered)")
             try:
-                plan.entry(family, M)
+                plan.entry(family, M, N)
             except PlanError:
-                raise PlanError(f"{path}: family {family!r}: scored M={M} is not covered by any range") from None
+                raise PlanError(f"{path}: family {family!r}: scored M={M} N={N} is not covered by any range "
+                                f"(no entry for N={N} and no generic entry holds M={M})") from None
     return plan

@@ -13,14 +13,27 @@ Algorithm (the write-up's funnel, "Try a setting, check it" / "Search noise chan
     replay, overhead subtracted) for `screen_rounds` alternating rounds; rank by median.
  4. Finals: the `finalists` fastest plus the baseline, re-timed together for `final_rounds` paired rounds;
     winner = lowest median, runner-up = the next.
- 5. Neighbours: winner and runner-up are checked and timed at M-1 and M+1 (where both guards admit them).
-    ROBUSTNESS RULE: the winner is kept if at every checked neighbour its median is within NOISE_TOL (2%) of
-    the runner-up's or better; otherwise the one with the lower summed median over {M-1, M, M+1} wins (the
-    more robust setting). A candidate that fails correctness at a neighbour loses.
- 6. Ranges: every M in 1..max scored M goes to the nearest scored M's winner (boundary at the midpoint,
-    floor((a+b)/2) belongs to the lower point); if that winner's guard rejects M, the other adjacent scored
-    M's winner, else the baseline. Equal neighbours merge into one range, so every range's method is
-    admitted by its guard at every M in it.
+ 5. Neighbours: winner, runner-up and baseline are checked and timed at M-1 and M+1 (where the winner's and
+    runner-up's guards admit them), each at THAT neighbour's real N (n_for: the unpooler's M=7 and M=9 are
+    N=8192 although M=8 is N=1024). Only neighbours that share the point's N decide (a point whose N differs
+    from the family's N gets an N-specific plan entry, which never runs at another N); the others are timed
+    and recorded for the run file only. ROBUSTNESS RULE at the deciding neighbours:
+    a. a winner that fails correctness at one loses to the runner-up (or the baseline, if that failed too);
+    b. BASELINE CHECK: a winner more than NOISE_TOL (2%) slower than the baseline at one loses to the better
+       (lower summed median over M and the deciding neighbours) of the baseline and the runner-up, the
+       runner-up counting only if it is itself nowhere more than NOISE_TOL slower than the baseline;
+    c. the winner is kept if at every one its median is within NOISE_TOL of the runner-up's or better;
+       otherwise the one with the lower summed median over M and those neighbours wins (the more robust one).
+    Then MIN_WIN: a non-baseline choice whose paired ratio vs the baseline at M has a 95% CI low <= 1 + MIN_WIN
+    gives way to the baseline (keep_baseline_unless_significant).
+ 6. Ranges, per N (build_ranges): the family's general-N points (N == the family's N) make the GENERIC entries,
+    covering 1..max scored M: every M goes to the nearest general-N point's winner (boundary at the midpoint,
+    floor((a+b)/2) belongs to the lower point; M below the smallest point takes its winner); if that
+    winner's guard rejects M (at the workload's N for M, and at the family's N), the other adjacent point's
+    winner, else the baseline. Points at another N (unpooler M=1 and M=8, N=1024) make N-SPECIFIC entries
+    ("N": 1024) by the same rule, spanning only min..max of those points (e.g. [1, 1] and [2, 8]), guards
+    checked at that N. Equal neighbours merge into one range, so every range's method is admitted by its
+    guard at every M in it.
  7. Output: the plan (gpu, tuned_from = the run file, notes; families not tuned keep the --base-plan's
     entries) and a tune run file (results for every timed candidate, baseline-vs-winner pairs, the
     decisions under the top-level key "tune"); the run file is never overwritten.
@@ -137,13 +150,33 @@ def rank(timed: list[Timed]) -> list[Timed]:
     return sorted(timed, key=lambda t: t.median)
 
 
-def robust_choice(winner: Timed, runner: Timed, neighbours: dict) -> tuple[Timed, str]:
-    """Apply the robustness rule. neighbours: {M': (winner_median, runner_median)}, None where that candidate
-    failed correctness at M'. Returns (choice, explanation)."""
-    for m, (w, r) in sorted(neighbours.items()):
-        if w is None and r is not None:
+def robust_choice(winner: Timed, runner: Timed, neighbours: dict, base: Timed | None = None) -> tuple[Timed, str]:
+    """Apply the robustness rule (5a-c) at the deciding neighbours (same N as the point).
+    neighbours: {M': (winner_median, runner_median)} or {M': (winner_median, runner_median, baseline_median)},
+    None where that candidate failed correctness (or was not timed) at M'. `base`: the baseline's Timed at M
+    (needed for rule b; without it, or without baseline medians, rule b is skipped). Returns (choice, why)."""
+    def at(v, i):
+        return v[i] if len(v) > i else None
+
+    for m, v in sorted(neighbours.items()):
+        if at(v, 0) is None and at(v, 1) is not None:
             return runner, f"winner failed correctness at M={m}: runner-up taken"
-    both = {m: (w, r) for m, (w, r) in neighbours.items() if w is not None and r is not None}
+        if at(v, 0) is None and at(v, 1) is None and base is not None and at(v, 2) is not None:
+            return base, f"winner and runner-up failed correctness at M={m}: baseline taken"
+    if base is not None and winner.key != base.key:
+        with_b = {m: v for m, v in neighbours.items() if at(v, 0) is not None and at(v, 2) is not None}
+        slow = sorted(m for m, v in with_b.items() if v[0] > v[2] * (1 + NOISE_TOL))
+        if slow:
+            b_sum = base.median + sum(v[2] for v in with_b.values())
+            options = [(b_sum, base, "baseline")]
+            if runner.key != base.key and all(at(v, 1) is not None and v[1] <= v[2] * (1 + NOISE_TOL)
+                                              for v in with_b.values()):
+                options.append((runner.median + sum(v[1] for v in with_b.values()), runner, "runner-up"))
+            total, choice, name = min(options, key=lambda o: o[0])
+            worst = max(with_b[m][0] / with_b[m][2] for m in slow)
+            return choice, (f"winner >{NOISE_TOL:.0%} slower than the baseline at M={slow} (up to {worst:.3f}x "
+                            f"its time): {name} taken (summed median over M and M+-1 {total:.2f} us)")
+    both = {m: (v[0], v[1]) for m, v in neighbours.items() if at(v, 0) is not None and at(v, 1) is not None}
     if not both:
         return winner, "no neighbour where both were timed: winner kept"
     if all(w <= r * (1 + NOISE_TOL) for w, r in both.values()):
@@ -171,28 +204,25 @@ def keep_baseline_unless_significant(d: "Decision", base: Timed, choice: Timed) 
             f"(CI low {st['ratio_ci_low']:.3f} <= {1 + MIN_WIN:.2f})")
 
 
-def build_ranges(family: str, winners: dict, spec: dict, methods: dict, notes: dict | None = None) -> list[dict]:
-    """Ordered plan entries covering 1..max(winners) (see rule 6 in the module docstring)."""
-    points = sorted(winners)
-    K = int(spec["K"])
-    notes = notes or {}
-
-    def admits(choice, M):
-        name, config = choice
-        return methods[name].supports(family, M, n_for(spec, M), K, config) is None
-
-    owners = []
-    for M in range(1, points[-1] + 1):
+def _owners(points: list[int], winners: dict, lo: int, hi: int, admits) -> list[tuple[int, int | None, tuple]]:
+    """(M, owning point or None, (method, config)) for M in lo..hi: nearest point's winner (midpoint rule),
+    else the other adjacent point's winner, else the baseline -- whichever `admits(choice, M)` first."""
+    out = []
+    for M in range(lo, hi + 1):
         below = max((p for p in points if p <= M), default=points[0])
         above = min((p for p in points if p >= M), default=points[-1])
         near = below if M <= (below + above) // 2 else above
         other = above if near == below else below
         for p in (near, other):
             if admits(winners[p], M):
-                owners.append((M, p, winners[p]))
+                out.append((M, p, winners[p]))
                 break
         else:
-            owners.append((M, None, (BASELINE, {})))
+            out.append((M, None, (BASELINE, {})))
+    return out
+
+
+def _merge(owners, notes: dict, N: int | None) -> list[dict]:
     entries: list[dict] = []
     for M, p, (name, config) in owners:
         if entries and entries[-1]["method"] == name and entries[-1]["config"] == config:
@@ -201,10 +231,38 @@ def build_ranges(family: str, winners: dict, spec: dict, methods: dict, notes: d
                 # a scored point inside a merged range: keep its note too (once)
                 entries[-1]["note"] = "; ".join(filter(None, (entries[-1].get("note"), notes[p])))
             continue
-        entry = {"M": [M, M], "method": name, "config": dict(config)}
+        entry = {"M": [M, M], **({"N": N} if N is not None else {}), "method": name, "config": dict(config)}
         if p is not None and p in notes:
             entry["note"] = notes[p]
         entries.append(entry)
+    return entries
+
+
+def build_ranges(family: str, winners: dict, spec: dict, methods: dict, notes: dict | None = None) -> list[dict]:
+    """Ordered plan entries (rule 6 in the module docstring): generic entries from the general-N points covering
+    1..max(winners), then, per other N (sorted), entries with "N" spanning min..max of that N's points."""
+    K, general = int(spec["K"]), int(spec["N"])
+    notes = notes or {}
+    by_n: dict[int, list[int]] = {}
+    for M in sorted(winners):
+        by_n.setdefault(n_for(spec, M), []).append(M)
+    top = max(winners)
+
+    def admits_generic(choice, M):
+        name, config = choice
+        return all(methods[name].supports(family, M, n, K, config) is None for n in {n_for(spec, M), general})
+
+    gen_points = by_n.pop(general, [])
+    if gen_points:
+        entries = _merge(_owners(gen_points, winners, 1, top, admits_generic), notes, None)
+    else:   # only off-N points tuned: the generic entry is the baseline
+        entries = [{"M": [1, top], "method": BASELINE, "config": {}}]
+    for N, pts in sorted(by_n.items()):
+        def admits_n(choice, M, N=N):
+            name, config = choice
+            return methods[name].supports(family, M, N, K, config) is None
+
+        entries += _merge(_owners(pts, winners, pts[0], pts[-1], admits_n), notes, N)
     return entries
 
 
@@ -297,16 +355,25 @@ class Sweep:
         d = Decision(fam, M, winner.method, winner.config, winner.median, base.median if base else None,
                      runner.key if runner else None, "single finalist", rejected=rejected)
         if runner is not None:
-            neigh = self.neighbours(pt, winner, runner)
-            choice, d.rule = robust_choice(winner, runner, neigh)
-            d.neighbours = {str(m): v for m, v in neigh.items()}
+            neigh = self.neighbours(pt, winner, runner, base)
+            deciding = {m: v[1:] for m, v in neigh.items() if v[0] == pt.N}
+            choice, d.rule = robust_choice(winner, runner, deciding, base)
+            record_only = sorted(m for m, v in neigh.items() if v[0] != pt.N)
+            if record_only:
+                d.rule += (f"; M={record_only} timed at their own N "
+                           f"{sorted({neigh[m][0] for m in record_only})} for the record only (this point's "
+                           f"entry is for N={pt.N})")
+            d.neighbours = {str(m): {"N": n, "winner": w, "runner_up": r, "baseline": b, "decides": n == pt.N}
+                            for m, (n, w, r, b) in neigh.items()}
             d.method, d.config, d.median_us = choice.method, choice.config, choice.median
             if base is not None:
                 d.rule += keep_baseline_unless_significant(d, base, next(t for t in finals if t.key == choice.key))
         self._print(pt, screen, finals, d)
         return d
 
-    def neighbours(self, pt: Point, winner: Timed, runner: Timed) -> dict:
+    def neighbours(self, pt: Point, winner: Timed, runner: Timed, base: Timed | None = None) -> dict:
+        """{M': (N', winner, runner-up, baseline medians)} at M-1 and M+1, each timed at its own N' (n_for);
+        None where that candidate failed correctness there (or, for the baseline, was not given)."""
         from profiler.contract import make_input
 
         out = {}
@@ -315,15 +382,22 @@ class Sweep:
             if m < 1 or any(self.methods[t.method].supports(pt.family, m, n, pt.K, t.config) for t in
                             (winner, runner)):
                 continue
+            trio = [winner, runner] + ([base] if base is not None else [])
             x, rows = make_input(m, pt.K, self.seed + 1000 + m, self.device, dtype=pt.spec["x_dtype"])
-            ok = [self.check(pt.family, m, n, pt.K, pt.spec, t.method, t.config, x, rows)[0]
-                  for t in (winner, runner)]
-            live = [(t.method, t.config) for t, good in zip((winner, runner), ok) if good]
+            live, seen = [], set()
+            for t in trio:
+                if t.key in seen:
+                    continue
+                seen.add(t.key)
+                if self.check(pt.family, m, n, pt.K, pt.spec, t.method, t.config, x, rows)[0]:
+                    live.append((t.method, t.config))
             timed = {t.key: t for t in self.time(pt.family, m, n, pt.K, pt.spec, live, x, self.final_rounds,
                                                  "neighbour")} if live else {}
             nb = Point(pt.family, m, n, pt.K, "nearby", pt.spec)
             self._record(nb, list(timed.values()))
-            out[m] = tuple(timed[t.key].median if t.key in timed else None for t in (winner, runner))
+            meds = [timed[t.key].median if t.key in timed else None for t in (winner, runner)]
+            b_med = timed[base.key].median if base is not None and base.key in timed else None
+            out[m] = (n, *meds, b_med)
         return out
 
     # -- records -----------------------------------------------------------------------------------------
@@ -465,8 +539,10 @@ def main(argv=None) -> int:
     notes = (f"Tuned by profiler/tune.py on {gpu}, {len(decisions)} scored points; families "
              f"{sorted(tuned - skipped_fams)} tuned, others from plan {args.base_plan!r}. Rule: funnel "
              f"(screen {args.screen_rounds} rounds, {args.finalists} finalists + baseline x "
-             f"{args.final_rounds} rounds), neighbour check M+-1 with {NOISE_TOL:.0%} tolerance, ranges split at "
-             f"midpoints between scored M." + (f" Budget ran out: {skipped} not tuned." if skipped else ""))
+             f"{args.final_rounds} rounds), neighbour check M+-1 (same-N neighbours decide; winner vs runner-up and "
+             f"vs baseline) with {NOISE_TOL:.0%} tolerance, baseline unless the win's CI low > {1 + MIN_WIN:.2f}, "
+             f"ranges split at midpoints between scored M, per N (entries with \"N\" for points off the "
+             f"family's N)." + (f" Budget ran out: {skipped} not tuned." if skipped else ""))
     plan = make_plan(decisions, METHODS, workload, base, gpu, committed_run_path(run_path), notes)
     plan_from_dict(plan, args.out_plan, workload)       # validate before writing
     Path(args.out_plan).parent.mkdir(parents=True, exist_ok=True)

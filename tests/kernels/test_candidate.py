@@ -98,3 +98,53 @@ def test_method_candidate_validates_config():
     assert MethodCandidate("gemv").name == "gemv BN=1 num_warps=16 cache=.cg"
     with pytest.raises(PlanError):
         MethodCandidate("gemv", {"BN": 5, "num_warps": 4, "cache": ""})
+
+
+def test_plan_candidate_dispatches_by_the_weights_n(monkeypatch):
+    """unpooler: a fake method only at N=1024 (M 1..8), torch_linear for any other N. On CPU with small K."""
+    import json
+
+    from kernels import registry
+    from kernels.method import Method
+    from kernels.plans import plan_from_dict
+
+    calls = []
+
+    class _Fake(Method):
+        def prepare(self, weight, family, config):
+            calls.append(("prepare", int(weight.shape[0])))
+            return {"w": weight}
+
+        def run(self, state, x):
+            calls.append(("run", int(state["w"].shape[0]), int(x.shape[0])))
+            return (x.float() @ state["w"].float().t()).to(state["w"].dtype)
+
+    base = registry.METHODS["torch_linear"]
+    fake = _Fake("fake_n", ("unpooler",), base.impl, "fake N=1024 method")
+    monkeypatch.setitem(registry.METHODS, "fake_n", fake)
+    data = json.loads((PLANS_DIR / "baseline.json").read_text())
+    data["families"]["unpooler"] = [{"M": [1, 256], "method": "torch_linear", "config": {}},
+                                    {"M": [1, 8], "N": 1024, "method": "fake_n", "config": {}}]
+    cand = PlanCandidate(plan_from_dict(data, "n.json"))
+    K = 64
+    w1024 = (torch.randn(1024, K) * K ** -0.5).bfloat16()
+    w8192 = (torch.randn(8192, K) * K ** -0.5).bfloat16()
+
+    s1024 = cand.prepare("unpooler", w1024)
+    assert s1024["N"] == 1024 and sorted(m for m, _ in s1024["states"]) == ["fake_n", "torch_linear"]
+    s8192 = cand.prepare("unpooler", w8192)          # the N=1024-only method is not prepared for N=8192
+    assert s8192["N"] == 8192 and sorted(m for m, _ in s8192["states"]) == ["torch_linear"]
+    assert calls == [("prepare", 1024)]
+
+    for M, w, st, fake_runs in ((8, w1024, s1024, True), (3, w1024, s1024, True), (9, w1024, s1024, False),
+                                (8, w8192, s8192, False), (3, w8192, s8192, False)):
+        calls.clear()
+        x = torch.randn(M, K).bfloat16()
+        y = cand.run(st, "unpooler", x)
+        assert y.shape == (M, w.shape[0]) and _rel(y, _ref(x, w)) < 1e-2
+        assert (calls == [("run", int(w.shape[0]), M)]) is fake_runs, (M, w.shape, calls)
+
+    assert cand.describe("unpooler", 8, 1024) == "fake_n"
+    assert cand.describe("unpooler", 8, 8192) == "torch_linear"
+    assert cand.describe("unpooler", 8) == "fake_n"        # N=None: the workload's N at M=8 (1024)
+    assert cand.describe("unpooler", 3) == "torch_linear"  # the workload's N at M=3 is 8192

@@ -202,3 +202,139 @@ def test_registry_rejects_repeated_or_invalid_tuning_configs():
         Method("m", ("o",), "x:y", "", params={"A": (1, 2)}, configs=({"A": 1}, {"A": 1}))
     with pytest.raises(PlanError, match="not in"):
         Method("m", ("o",), "x:y", "", params={"A": (1, 2)}, configs=({"A": 3},))
+
+
+# --- N-specific entries ("N": the entry applies only when the weight's N equals it) -------------------------------
+GEMV = {"BN": 1, "num_warps": 16, "cache": ".cg"}
+SPLITK = {"BM": 16, "BN": 64, "BK": 128, "SPLIT": 4, "num_warps": 4, "num_stages": 3}
+
+
+def _n_specific():
+    """Baseline plan; unpooler: torch_linear for any N, gemv/splitk only at N=1024 (the M=1 and M=8 slice)."""
+    data = _base()
+    data["families"]["unpooler"] = [{"M": [1, 256], "method": "torch_linear", "config": {}},
+                                    {"M": [1, 1], "N": 1024, "method": "gemv", "config": dict(GEMV)},
+                                    {"M": [2, 8], "N": 1024, "method": "splitk", "config": dict(SPLITK)}]
+    return data
+
+
+def test_n_specific_entry_wins_at_its_n_only():
+    plan = plan_from_dict(_n_specific(), "n.json")
+    assert plan.select("unpooler", 8, 1024) == ("splitk", SPLITK)
+    assert plan.select("unpooler", 3, 1024)[0] == "splitk"          # in range, at its N
+    assert plan.select("unpooler", 8, 8192) == ("torch_linear", {})  # another N: the generic entry
+    assert plan.select("unpooler", 3, 8192)[0] == "torch_linear"
+    assert plan.select("unpooler", 9, 1024)[0] == "torch_linear"     # N matches but M is outside its range
+    assert plan.select("unpooler", 1, 1024)[0] == "gemv"
+    assert plan.describe("unpooler", 1, 1024) == "gemv BN=1 num_warps=16 cache=.cg"
+    assert plan.entry("unpooler", 8, 1024).N == 1024 and plan.entry("unpooler", 8, 8192).N is None
+
+
+def test_select_without_n_uses_the_workloads_n_at_m():
+    plan = plan_from_dict(_n_specific(), "n.json")
+    assert plan.n_at("unpooler", 8) == 1024 and plan.n_at("unpooler", 3) == 8192 and plan.n_at("o", 8) == 8192
+    assert plan.select("unpooler", 8)[0] == "splitk"       # scored M=8 is N=1024
+    assert plan.select("unpooler", 1)[0] == "gemv"
+    assert plan.select("unpooler", 3)[0] == "torch_linear"  # nearby M=3 is N=8192
+    assert plan.select("unpooler", 7)[0] == "torch_linear"
+
+
+def test_n_specific_only_family_errors_name_n():
+    data = _base()
+    data["families"]["unpooler"] = [{"M": [1, 8], "N": 1024, "method": "torch_linear", "config": {}},
+                                    {"M": [9, 256], "method": "torch_linear", "config": {}}]
+    plan = plan_from_dict(data, "only.json")   # scored shapes covered: M=1, 8 at N=1024; 16.. generic
+    with pytest.raises(PlanError, match=r"only.json.*'unpooler'.*M=3 N=8192"):
+        plan.select("unpooler", 3)
+    assert plan.gaps("unpooler") == [(2, 7)]             # what runs on the workload: M=2..7 are N=8192
+    assert plan.gaps("unpooler", N=1024) == []
+
+
+def test_coverage_error_names_family_m_and_n(tmp_path):
+    data = _base()
+    data["families"]["unpooler"] = [{"M": [1, 1], "N": 1024, "method": "torch_linear", "config": {}},
+                                    {"M": [2, 256], "method": "torch_linear", "config": {}},
+                                    {"M": [9, 9], "N": 1024, "method": "torch_linear", "config": {}}]
+    assert plan_from_dict(data, "ok.json").select("unpooler", 8)[0] == "torch_linear"   # M=8 N=1024: generic
+    data["families"]["unpooler"] = [{"M": [1, 8], "N": 1024, "method": "torch_linear", "config": {}},
+                                    {"M": [9, 256], "method": "torch_linear", "config": {}}]
+    plan_from_dict(data, "ok.json")
+    data["families"]["unpooler"] = [{"M": [1, 7], "N": 1024, "method": "torch_linear", "config": {}},
+                                    {"M": [9, 256], "method": "torch_linear", "config": {}}]
+    msg = _err(tmp_path, data)
+    assert "'unpooler'" in msg and "M=8 N=1024" in msg and "not covered" in msg
+    data["families"]["unpooler"] = [{"M": [1, 8], "N": 8192, "method": "torch_linear", "config": {}},
+                                    {"M": [9, 256], "method": "torch_linear", "config": {}}]
+    msg = _err(tmp_path, data)   # an entry for another N does not cover the N=1024 slice
+    assert "M=1 N=1024" in msg
+
+
+def test_n_specific_and_generic_lists_are_validated_separately(tmp_path):
+    plan_from_dict(_n_specific(), "n.json")   # generic 1..256 overlaps the N=1024 ranges: allowed
+    data = _n_specific()
+    data["families"]["unpooler"][2]["M"] = [1, 8]          # overlaps the other N=1024 entry
+    msg = _err(tmp_path, data)
+    assert "'unpooler'" in msg and "N=1024" in msg and "overlaps" in msg
+    data = _n_specific()
+    data["families"]["unpooler"][1:] = data["families"]["unpooler"][2:0:-1]   # N=1024 entries out of order
+    msg = _err(tmp_path, data)
+    assert "N=1024" in msg and "out of order" in msg
+    data = _n_specific()
+    data["families"]["unpooler"].append({"M": [200, 256], "method": "mm_wt", "config": {}})   # generic overlap
+    msg = _err(tmp_path, data)
+    assert "overlaps" in msg and "M 200..256" in msg and "(entries for N=" not in msg
+
+
+@pytest.mark.parametrize("bad", ["1024", 0, -8, 1024.0, True, [1024]])
+def test_bad_n_field(tmp_path, bad):
+    data = _n_specific()
+    data["families"]["unpooler"][2]["N"] = bad
+    msg = _err(tmp_path, data)
+    assert "'unpooler'" in msg and "'N'" in msg
+
+
+def test_guard_is_checked_at_the_entrys_n(tmp_path):
+    # packed needs N % BN == 0: N=1000 is not a multiple of BN=128, N=1024 is
+    packed = {"BM": 16, "BN": 128, "BK": 128, "SPLIT": 1, "num_warps": 4, "num_stages": 3}
+    data = _n_specific()
+    data["families"]["unpooler"].append({"M": [1, 4], "N": 1000, "method": "packed", "config": packed})
+    msg = _err(tmp_path, data)
+    assert "'unpooler'" in msg and "N=1000" in msg and "packed" in msg and "rejects M=1" in msg
+    data["families"]["unpooler"][-1]["N"] = 1024
+    data["families"]["unpooler"][-1]["M"] = [9, 12]
+    plan = plan_from_dict(data, "n.json")
+    assert plan.select("unpooler", 10, 1024)[0] == "packed" and plan.select("unpooler", 10)[0] == "torch_linear"
+
+
+def test_table_covering_and_to_dict_carry_n(tmp_path):
+    plan = plan_from_dict(_n_specific(), "n.json")
+    rows = [r for r in plan.table() if r["family"] == "unpooler"]
+    assert [(r["N"], r["M_lo"], r["M_hi"], r["method"]) for r in rows] == [
+        (None, 1, 256, "torch_linear"), (1024, 1, 1, "gemv"), (1024, 2, 8, "splitk")]
+    assert all(r["N"] is None for r in plan.table() if r["family"] != "unpooler")
+    runs = plan.covering("unpooler")   # the workload's N at each M
+    assert [(r["M_lo"], r["M_hi"], r["N"], r["method"]) for r in runs] == [
+        (1, 1, 1024, "gemv"), (2, 7, None, "torch_linear"), (8, 8, 1024, "splitk"), (9, 256, None, "torch_linear")]
+    assert [(r["M_lo"], r["M_hi"], r["method"]) for r in plan.covering("unpooler", 16, N=1024)] == [
+        (1, 1, "gemv"), (2, 8, "splitk"), (9, 16, "torch_linear")]
+    assert [r["method"] for r in plan.covering("unpooler", N=8192)] == ["torch_linear"]
+    assert [m for m, _ in plan.methods_for("unpooler")] == ["torch_linear", "gemv", "splitk"]
+    assert [m for m, _ in plan.methods_for("unpooler", 8192)] == ["torch_linear"]
+    assert [m for m, _ in plan.methods_for("unpooler", 1024)] == ["torch_linear", "gemv", "splitk"]
+    out = plan.to_dict()["families"]["unpooler"]
+    assert out[1] == {"M": [1, 1], "N": 1024, "method": "gemv", "config": GEMV}
+    assert "N" not in out[0]
+    again = load_plan(_write(tmp_path, plan.to_dict()))
+    assert again.table() == plan.table()
+
+
+@pytest.mark.parametrize("name", ["baseline", "seed036", "best"])
+def test_existing_plan_files_load_unchanged(name):
+    plan = load_plan(name)
+    raw = json.loads((PLANS_DIR / f"{name}.json").read_text())
+    assert plan.to_dict()["families"] == raw["families"]      # no "N" appears, nothing is rewritten
+    assert all(r["N"] is None for r in plan.table())
+    for fam in FAMILIES:
+        for M in SCORED_M:
+            assert plan.select(fam, M) == plan.select(fam, M, plan.n_at(fam, M))
+        assert plan.select(fam, 3) == plan.select(fam, 3, 12345)   # generic entries: any N

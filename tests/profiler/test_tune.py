@@ -185,3 +185,105 @@ def test_range_notes_are_not_repeated_and_run_path_is_repo_relative():
     assert entries[0]["note"].split("; ") == ["n1", "n8", "n16"]
     assert committed_run_path("/root/out/2026-11-30_nvidia-h200_tune.json") == \
         "datasets/runs/2026-11-30_nvidia-h200_tune.json"
+
+
+# --- N-aware tuning: the unpooler is N=1024 at M=1 and M=8, N=8192 elsewhere ------------------------------------
+UNPOOLER_SPEC = {"N": 8192, "K": 4096, "x_dtype": "bfloat16", "w_dtype": "bfloat16", "y_dtype": "bfloat16",
+                 "rel_l2_tol": 1e-2, "N_by_M": {"1": 1024, "8": 1024}}
+
+
+def test_build_ranges_makes_n_specific_unpooler_entries():
+    gemv = ("gemv", dict(METHODS["gemv"].configs[0]))
+    split = ("splitk", dict(METHODS["splitk"].configs[1]))
+    winners = {1: gemv, 8: split, 16: ("mm_wt", {}), 32: ("mm_wt", {}), 128: ("mm_wt", {}),
+               256: ("torch_linear", {})}
+    notes = {M: f"n{M}" for M in winners}
+    entries = tune.build_ranges("unpooler", winners, UNPOOLER_SPEC, METHODS, notes)
+    got = [(e.get("N"), e["M"], e["method"]) for e in entries]
+    # generic entries from the N=8192 points only (M < 16 takes M=16's winner); the N=1024 entries span 1..8
+    assert got == [(None, [1, 192], "mm_wt"), (None, [193, 256], "torch_linear"),
+                   (1024, [1, 1], "gemv"), (1024, [2, 8], "splitk")]
+    assert entries[0]["note"] == "n16; n32; n128" and entries[3]["note"] == "n8"
+    assert "splitk" not in {e["method"] for e in entries if "N" not in e}   # M=8's winner never reaches N=8192
+
+
+def test_build_ranges_generic_below_smallest_point_respects_guard_and_n_only_families():
+    gemv = ("gemv", dict(METHODS["gemv"].configs[0]))
+    winners = {1: gemv, 8: gemv, 16: gemv}          # fake: gemv "won" at 8 and 16 (its guard admits M=1 only)
+    entries = tune.build_ranges("unpooler", winners, UNPOOLER_SPEC, METHODS)
+    assert [(e.get("N"), e["M"], e["method"]) for e in entries] == [
+        (None, [1, 1], "gemv"), (None, [2, 16], "torch_linear"),       # below 16: its winner where admitted
+        (1024, [1, 1], "gemv"), (1024, [2, 8], "torch_linear")]
+    entries = tune.build_ranges("unpooler", {1: gemv, 8: ("torch_linear", {})}, UNPOOLER_SPEC, METHODS)
+    assert [(e.get("N"), e["M"], e["method"]) for e in entries] == [     # no general-N point: generic baseline
+        (None, [1, 8], "torch_linear"), (1024, [1, 1], "gemv"), (1024, [2, 8], "torch_linear")]
+
+
+def test_make_plan_with_n_specific_entries_validates_and_dispatches_by_n():
+    import json
+
+    from datasets import load_workload
+    from kernels.plans import load_plan, plan_from_dict
+
+    wl = load_workload()
+    base = json.loads(open(load_plan("baseline").path).read())
+    split = dict(METHODS["splitk"].configs[1])
+    ds = [tune.Decision("unpooler", 1, "gemv", dict(METHODS["gemv"].configs[0]), 5.0, 8.0),
+          tune.Decision("unpooler", 8, "splitk", split, 6.0, 8.0)]
+    ds += [tune.Decision("unpooler", M, "mm_wt", {}, 16.0, 17.0) for M in (16, 32, 128)]
+    ds += [tune.Decision("unpooler", 256, "torch_linear", {}, 24.0, 24.0)]
+    p = plan_from_dict(tune.make_plan(ds, METHODS, wl, base, "NVIDIA H200", "x.json", "t"), "best.json", wl)
+    assert p.select("unpooler", 8, 1024) == ("splitk", split) and p.select("unpooler", 8)[0] == "splitk"
+    for M in (2, 3, 7, 9):       # the nearby shapes, N=8192: never the M=8 (N=1024) winner
+        assert p.select("unpooler", M)[0] == "mm_wt" and p.select("unpooler", M, 8192)[0] == "mm_wt"
+
+
+def test_robust_rule_baseline_beats_a_winner_that_is_slower_than_it_next_door():
+    base, w, r = _t("torch_linear", 15.0), _t("a", 9.0), _t("b", 9.5)
+    # winner 20% slower than the baseline at M=15; runner-up also >2% slower there: the baseline is taken
+    choice, why = tune.robust_choice(w, r, {15: (12.0, 11.0, 10.0), 17: (10.0, 10.0, 10.0)}, base)
+    assert choice is base and "slower than the baseline" in why and "baseline taken" in why
+    # runner-up within 2% of the baseline everywhere and the lower sum: the runner-up is taken
+    choice, why = tune.robust_choice(w, r, {15: (12.0, 10.1, 10.0), 17: (10.0, 10.0, 10.0)}, base)
+    assert choice is r and "runner-up taken" in why
+    # winner within 2% of the baseline everywhere: the old winner-vs-runner-up rule decides (winner kept)
+    choice, _ = tune.robust_choice(w, r, {15: (10.1, 10.0, 10.0), 17: (10.0, 10.0, 10.0)}, base)
+    assert choice is w
+    # no baseline medians (old 2-tuples): rule b is skipped
+    assert tune.robust_choice(w, r, {15: (12.0, 11.0)}, base)[0] is r
+    # winner and runner-up both fail correctness next door: the baseline
+    assert tune.robust_choice(w, r, {15: (None, None, 10.0)}, base)[0] is base
+
+
+def test_tune_point_baseline_beats_bad_winner_at_same_n_neighbour():
+    pytest.importorskip("torch")
+    table = {}
+    for M in (15, 16, 17):
+        table[("torch_linear", None, M)] = 15.0 if M == 16 else 10.0
+        table[("fake_lossy", None, M)] = 1.0
+        table[("fake_fast", 1, M)] = 9.0 if M == 16 else 12.0    # 20% slower than the baseline next door
+        table[("fake_fast", 2, M)] = 9.5 if M == 16 else 11.0    # 10% slower too
+    sw = _FakeSweep(table, final_rounds=8, screen_rounds=4)
+    d = sw.tune_point(_point(16))
+    assert (d.method, d.config) == ("torch_linear", {}), d.rule
+    assert "slower than the baseline" in d.rule
+    assert d.neighbours["15"]["N"] == 256 and d.neighbours["15"]["decides"]
+    assert d.neighbours["15"]["baseline"] == pytest.approx(10.0, rel=0.01)
+
+
+def test_tune_point_neighbours_at_another_n_are_timed_but_do_not_decide():
+    pytest.importorskip("torch")
+    spec = dict(ROUTER_SPEC, N_by_M={"8": 128})     # like the unpooler: M=8 is a narrower slice than M=7, 9
+    table = {}
+    for M in (7, 8, 9):
+        table[("torch_linear", None, M)] = 15.0 if M == 8 else 10.0
+        table[("fake_lossy", None, M)] = 1.0
+        table[("fake_fast", 1, M)] = 9.0 if M == 8 else 30.0     # terrible at N=256, but M=8 runs N=128
+        table[("fake_fast", 2, M)] = 9.5 if M == 8 else 10.0
+    sw = _FakeSweep(table, final_rounds=8, screen_rounds=4)
+    d = sw.tune_point(tune.Point("router", 8, 128, 8192, "verify 1", spec))
+    assert (d.method, d.config) == ("fake_fast", {"v": 1}), d.rule
+    assert "for the record only" in d.rule
+    assert {m: (v["N"], v["decides"]) for m, v in d.neighbours.items()} == {"7": (256, False), "9": (256, False)}
+    nearby = {(r["M"], r["N"]) for r in sw.results if r["load"] == "nearby"}
+    assert nearby == {(7, 256), (9, 256)}     # timed at the neighbour's own N (n_for)
