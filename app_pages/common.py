@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import runs as drun
-from dashboard import scoring, views
+from dashboard import compare, scoring, views
 from datasets import RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload
 from profiler.runfile import RunFileError
 
@@ -196,6 +196,19 @@ def sticky_select(box, label: str, options: list[str], key: str, default: int = 
         value = box.selectbox(label, options, index=default, key=key, **kw)
     st.session_state[keep] = value
     return value
+
+
+@st.cache_data(show_spinner=False)
+def _run_comparison(path: str, mtime: float, baseline: str, candidate: str) -> "compare.Comparison":
+    data = run_data(path)
+    weights = {f: d["weight"] for f, d in workload().families.items()}
+    return compare.compare_candidates(data.results, baseline, [candidate], Path(path).name, weights)
+
+
+def run_comparison(v: "View") -> "compare.Comparison":
+    """Bootstrap CIs and verdicts of a run's score and load ratios (dashboard.compare), cached like the run file
+    they come from: thousands of resamples are too slow to redo on every widget change."""
+    return _run_comparison(v.path, _mtime(v.path), v.baseline, v.candidate)
 
 
 @st.cache_data(show_spinner=False)

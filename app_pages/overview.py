@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import common
-from dashboard import compare, figures, planner, scoring, views
+from dashboard import figures, planner, scoring, views
 
 
 def _environment(v) -> None:
@@ -44,10 +44,8 @@ if v.breakdown is None:  # a partial run or a different shape set: show what fin
 bd = v.breakdown
 weights = {f: d["weight"] for f, d in common.workload().families.items()}
 
-ci = None
-if v.kind == "run":
-    cmp = compare.compare_candidates(v.data.results, v.baseline, [v.candidate], v.label, weights)
-    ci = cmp.overall.iloc[0]
+cmp = common.run_comparison(v) if v.kind == "run" else None
+ci = cmp.overall.iloc[0] if cmp is not None else None
 tag = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"
 c = st.columns(4)
 c[0].metric(f"Score ({tag} times; derived)", f"{bd.score:.4f}×",

@@ -2,7 +2,7 @@
 
     python3 tests/benchmarks/bench_pages.py [--repeat 3] [--run PATH]
 
-Sources: the published official table, and the newest committed run in datasets/runs/ (else the app's synthetic
+Sources: the published official table, and the committed run the app opens on (dashboard.runs.default_run) (else the app's synthetic
 fixture, said so in the output). Prints, per page and source, the first render (cold caches in a fresh
 AppTest, including picking the source; the very first row also pays the process's imports) and the median of
 the next renders (warm). Target (issue 5): < 1 s per page on a 2-core machine.
@@ -42,9 +42,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="warm renders per page (default 3)")
     ap.add_argument("--run", help="a run file to use as the measured source")
     args = ap.parse_args()
-    from dashboard.runs import list_runs
+    from dashboard.runs import default_run, list_runs
 
-    run = Path(args.run) if args.run else (list_runs()[-1] if list_runs() else None)
+    run = Path(args.run) if args.run else default_run(list_runs())
     note = "committed run"
     if run is None:
         run, note = ROOT / "tests" / "fixtures" / "app" / "synthetic_a.json", "synthetic fixture (no committed run)"
