@@ -158,14 +158,15 @@ def scored_candidates(data: RunData, workload: Workload | None = None) -> list[s
 
 def default_run(paths: list[Path], workload: Workload | None = None) -> Path | None:
     """The committed run to open first: most fully scored candidates (a paired sweep beats a tune log or a
-    probe-only run), then the newest by file name. Unreadable files are skipped (the picker still lists them)."""
+    probe-only run), then the newest by created_utc, then by file name. Unreadable files are skipped (the picker still lists them)."""
     best, best_key = None, None
     for p in paths:
         try:
-            n = len(scored_candidates(load_run_data(p), workload))
+            data = load_run_data(p)
+            n = len(scored_candidates(data, workload))
         except (ValueError, OSError):  # RunFileError is a ValueError
             continue
-        key = (n, RUN_NAME_RE.match(p.name) is not None, p.name)
+        key = (n, str(data.run.get("created_utc") or ""), p.name)
         if best_key is None or key > best_key:
             best, best_key = p, key
     return best
