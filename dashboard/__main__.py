@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from datasets import DatasetError, load_official, load_workload
-from dashboard import runs, scoring
-from dashboard.summary import format_unscored_pairs, format_breakdown, format_loads
+from dashboard import runs, scoring, views
+from dashboard.summary import format_shape_table, format_unscored_pairs, format_breakdown, format_loads
 from profiler.runfile import RunFileError
 
 EXIT_BAD_INPUT = 2
@@ -69,6 +69,27 @@ def cmd_summarize(args) -> int:
     return 0
 
 
+def cmd_table(args) -> int:
+    path = Path(args.path)
+    if not path.is_file() or path.suffix.lower() != ".json":
+        raise CliError(f"{path}: expected an existing run .json")
+    data = runs.load_run_data(path)
+    cands = data.candidates()
+    cand = args.candidate or (cands[-1] if cands else None)
+    for name in (args.baseline, cand):
+        if name not in cands:
+            raise CliError(f"{path.name}: no candidate {name!r} (found {cands})")
+    workload = load_workload()
+    shapes = runs.shape_table(data, workload)
+    wide = views.wide_shapes(shapes, data.pairs, args.baseline, cand)
+    wide = wide[wide["load"].isin(workload.load_order)] if wide["load"].isin(workload.load_order).any() else wide
+    methods = shapes[shapes["candidate"] == cand].set_index("shape")["method"].to_dict()
+    weights = {f: d["weight"] for f, d in workload.families.items()}
+    print(format_shape_table(wide, methods, views.load_sol(wide, weights),
+                             f"{path.name}: {cand} vs {args.baseline} (measured times; ratios, floors, SOL derived)"))
+    return 0
+
+
 # --- report hook: dashboard/report.py is written by another engineer ----------------------------------------
 def cmd_report(args) -> int:
     try:
@@ -88,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     summ.add_argument("--baseline", help="baseline candidate name in a run file (default: from its pairs)")
     summ.add_argument("--candidate", help="candidate name in a run file (default: every pair present)")
     summ.set_defaults(func=cmd_summarize)
+    table = sub.add_parser("table", help="per-shape benchmark table of a run: method, µs, ratio [CI], floor, SOL")
+    table.add_argument("path", help="a run file datasets/runs/*.json")
+    table.add_argument("--baseline", default="baseline")
+    table.add_argument("--candidate", help="default: the last candidate in the run")
+    table.set_defaults(func=cmd_table)
     # Listed for --help only: main() hands everything after 'report' to dashboard.report.main untouched.
     sub.add_parser("report", help="write a report (dashboard/report.py); arguments are passed through")
     return parser

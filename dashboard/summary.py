@@ -36,3 +36,23 @@ def format_unscored_pairs(pairs: pd.DataFrame, results: pd.DataFrame, title: str
                      f"min {r.min():.3f} ({worst['family']} M={int(worst['M'])}), median {r.median():.3f}, "
                      f"max {r.max():.3f}")
     return "\n".join(lines)
+
+
+def format_shape_table(wide: pd.DataFrame, methods: dict, sol: pd.DataFrame, title: str) -> str:
+    """The per-shape benchmark table (issue 4): method, µs, ratio with CI, floor, SOL, bound; then SOL per load.
+
+    `wide` is dashboard.views.wide_shapes output, `methods` maps shape → the candidate's method string,
+    `sol` is dashboard.views.load_sol output."""
+    lines = [title, f"  {'shape':<20}{'M':>4}  {'method':<44}{'base µs':>9}{'cand µs':>9}{'ratio':>7}  "
+                    f"{'paired [95% CI]':<26}{'floor µs':>9}{'SOL':>7}  bound",
+             "  (ratio = ratio of the medians, what the score sums; paired = median of per-round ratios, with its CI)"]
+    for r in wide.itertuples():
+        paired = (f"{r.ratio_paired:.3f} [{r.ratio_ci_low:.3f},{r.ratio_ci_high:.3f}]"
+                  if pd.notna(r.ratio_ci_low) else "")
+        lines.append(f"  {r.shape:<20}{int(r.M):>4}  {str(methods.get(r.shape, ''))[:43]:<44}"
+                     f"{r.baseline_us:>9.2f}{r.candidate_us:>9.2f}{r.ratio:>7.3f}  {paired:<26}"
+                     f"{r.floor_us:>9.2f}{r.floor_us / r.candidate_us:>7.1%}  {r.bound}")
+    lines.append("  SOL per load (Σ floor ÷ Σ time; floors from the run's probes and compute peak):")
+    for r in sol.itertuples():
+        lines.append(f"    {r.load:<12} baseline {r.sol_baseline:6.1%}   candidate {r.sol_candidate:6.1%}")
+    return "\n".join(lines)

@@ -52,11 +52,15 @@ def wide_shapes(table: pd.DataFrame, pairs: pd.DataFrame, baseline: str, candida
     out["baseline_us"] = b["median_us"].reindex(out.index)
     out["candidate_us"] = c["median_us"]
     out["ratio"] = out["baseline_us"] / out["candidate_us"]
+    # The CI belongs to the median of the paired per-round ratios (ratio_paired), which need not equal the ratio of
+    # the two medians (ratio, the one the score aggregates): show both, never a CI around the wrong point.
+    out["ratio_paired"] = np.nan
     out["ratio_ci_low"] = np.nan
     out["ratio_ci_high"] = np.nan
     if pairs is not None and len(pairs):
         p = pairs[(pairs["baseline"] == baseline) & (pairs["candidate"] == candidate)].set_index("shape")
         if len(p):
+            out["ratio_paired"] = p["ratio_median"].reindex(out.index)
             out["ratio_ci_low"] = p["ratio_ci_low"].reindex(out.index)
             out["ratio_ci_high"] = p["ratio_ci_high"].reindex(out.index)
     out["sol_baseline"] = b["sol"].reindex(out.index)

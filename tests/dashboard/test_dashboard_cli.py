@@ -112,3 +112,24 @@ def test_summarize_nearby_only_run_reports_spread_without_a_score(tmp_path, caps
     assert "never scored" in out and "score (geometric" not in out
     n_best = sum(1 for r in run["results"] if r["candidate"] == "best")
     assert f"{n_best} shapes" in out
+
+
+def test_table_prints_method_ratio_ci_floor_and_sol_per_shape(capsys):
+    import json
+
+    from dashboard.__main__ import main
+
+    path = ROOT / "datasets/runs/2026-11-30_nvidia-h200_baseline-seed036-best-r2.json"  # a committed H200 run
+    run = json.loads(path.read_text())
+    cands = []
+    for r in run["results"]:
+        if r["candidate"] not in cands:
+            cands.append(r["candidate"])
+    assert main(["table", str(path), "--baseline", cands[0], "--candidate", cands[-1]]) == 0
+    out = capsys.readouterr().out
+    rows = [l for l in out.splitlines() if l.startswith("  decode") or l.startswith("  verify")]
+    assert len(rows) == 30
+    method = next(r["method"] for r in run["results"] if r["candidate"] == cands[-1])
+    assert method[:20] in out and "SOL per load" in out
+    assert all("[" in row for row in rows)  # every shape has a paired CI in a paired run
+    assert main(["table", str(path), "--candidate", "nope"]) == 2
