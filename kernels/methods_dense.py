@@ -68,6 +68,12 @@ SPLITK_CONFIGS = _cfgs(_TILE_KEYS, [
     (32, 64, 128, 8, 8, 3),
     (32, 128, 128, 4, 8, 3),
     (32, 32, 256, 4, 4, 3),
+    # Narrow N tiles x deep splits: at N=1024 (unpooler M<=8) BN=64 x SPLIT=4 gives only 64 programs for 132 SMs;
+    # BN=32 x SPLIT=16 gives 512 (H200 r2 run: verify 1/unpooler at 46% SOL with the configs above).
+    (16, 32, 128, 16, 4, 3),
+    (16, 32, 256, 8, 4, 3),
+    (16, 64, 128, 16, 4, 3),
+    (16, 32, 64, 16, 4, 4),
 ])
 
 PACKED_CONFIGS = _cfgs(_TILE_KEYS, [

@@ -21,7 +21,9 @@ def test_baseline_serves_every_family_including_router():
 @pytest.mark.parametrize("method", sorted(DENSE_NAMES))
 def test_every_config_valid_and_space_small(method):
     m = get_method(method)
-    assert 1 <= len(m.configs) <= 12
+    # Each config is one Triton compile per constexpr set in the tuning sweep (whole H200 tune: ~64 s with up
+    # to 12 per method); 16 keeps it well under the sweep's 240 s budget.
+    assert 1 <= len(m.configs) <= 16
     for cfg in m.configs:
         assert m.check_config(cfg) is None, cfg
 
