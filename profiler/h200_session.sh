@@ -21,7 +21,7 @@ cp kernels/plans/best.json "$OUT/best.json" 2>/dev/null
 step "paired sweep: baseline vs seed036 vs best, official, cold, probes"
 timeout 120 python3 -m profiler run --plan baseline --plan seed036 --plan kernels/plans/best.json --shapes official \
   --label baseline-seed036-best$T --out "${P}_baseline-seed036-best$T.json" 2>&1 | clean | tail -n 45
-for ab in ${REPEAT:-a b}; do
+for ab in ${REPEAT-a b}; do
   step "repeatability sweep $ab: baseline vs baseline, official + nearby, cold, probes"
   timeout 70 python3 -m profiler run --plan baseline --plan baseline --shapes all --label "baseline-vs-baseline-$ab$T" \
     --out "${P}_baseline-vs-baseline-$ab$T.json" 2>&1 | clean | tail -n 12
