@@ -13,6 +13,7 @@ has to catch", "Fresh graph replay is a correctness test too"; numbers from data
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -192,6 +193,8 @@ def poison_allocator(device, max_bytes: int) -> None:
 def _combine(checks: list[Check], reasons: list[str]) -> Check:
     def worst(attr):
         vals = [getattr(c, attr) for c in checks if getattr(c, attr) is not None]
+        if any(v != v for v in vals):  # NaN (a non-finite output) is the worst; max() would drop it by order
+            return float("nan")
         return max(vals) if vals else None
 
     return Check(not reasons, reasons, rel_l2=worst("rel_l2"), max_row_rel=worst("max_row_rel"),
@@ -263,12 +266,20 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
     if not torch.equal(w, w_before):
         reasons.append("weight tensor was modified by prepare/run")
     out = _combine(checks, reasons)
-    if baseline_rel_l2 is not None and out.rel_l2 is not None and out.rel_l2 == out.rel_l2:
-        out.vs_baseline = (out.rel_l2 / baseline_rel_l2 if baseline_rel_l2 > 0
-                           else (1.0 if out.rel_l2 == 0 else float("inf")))
+    out.vs_baseline = error_vs_baseline(out.rel_l2, baseline_rel_l2)
     if keep_graph and out.ok:
         out.graph = handle
     return out
+
+
+def error_vs_baseline(rel_l2: float | None, baseline_rel_l2: float | None) -> float | None:
+    """This candidate's rel-L2 / the baseline's; None when either is unknown or non-finite (a NaN baseline
+    error is no yardstick); a zero baseline error gives 1.0 for an exact candidate, else inf."""
+    if rel_l2 is None or baseline_rel_l2 is None or not math.isfinite(rel_l2) or not math.isfinite(baseline_rel_l2):
+        return None
+    if baseline_rel_l2 > 0:
+        return rel_l2 / baseline_rel_l2
+    return 1.0 if rel_l2 == 0 else float("inf")
 
 
 def _graph_checks(candidate, state, family, M, K, w_ref, seed, device, tol, x_dtype, y_dtype, kw,

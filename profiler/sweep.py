@@ -154,7 +154,7 @@ def _flags(median_us, lo, hi, floor_us, dropped, correct) -> list[str]:
 def measure_one_shape(timer, candidates, names, shape, cache: _ShapeState, settings: SweepSettings, device,
                       telemetry=None, floor_us=None) -> tuple[list[dict], list[dict], list[dict], dict]:
     """Check and time all candidates at one shape -> (results, pairs, failures, info)."""
-    from profiler.contract import check_candidate
+    from profiler.contract import check_candidate, error_vs_baseline
     from profiler.timing import measure_shape
 
     weight = cache.weight(shape)
@@ -171,7 +171,7 @@ def measure_one_shape(timer, candidates, names, shape, cache: _ShapeState, setti
                               baseline_rel_l2=base_rel, keep_graph=settings.mode == "cold")
         if j == 0:
             base_rel = chk.rel_l2
-            chk.vs_baseline = 1.0 if chk.rel_l2 is not None else None
+            chk.vs_baseline = error_vs_baseline(chk.rel_l2, base_rel)  # 1.0, or None for a NaN/absent error
         handle = chk.graph
         if handle is None and settings.mode == "cold":
             try:  # incorrect but runnable: still timed (flagged) so its speed is visible, never scored as ok

@@ -119,3 +119,25 @@ def test_prepare_and_run_exceptions_are_verdicts():
     assert not c.ok and "run raised RuntimeError: kaput" in c.reasons[0]
     c = C.check_candidate(BadPrep(), BF16, "cpu", contract=CONTRACT)
     assert not c.ok and "prepare raised KeyError" in c.reasons[0]
+
+
+def test_error_vs_baseline_ratio_and_unusable_baselines():
+    assert C.error_vs_baseline(0.004, 0.002) == pytest.approx(2.0)
+    assert C.error_vs_baseline(0.0, 0.0) == 1.0 and C.error_vs_baseline(1e-3, 0.0) == float("inf")
+    # No yardstick: a missing or non-finite error on either side gives None, never 1.0 or inf.
+    for rel, base in ((None, 0.002), (0.002, None), (float("nan"), 0.002), (0.002, float("nan"))):
+        assert C.error_vs_baseline(rel, base) is None
+
+
+def test_lifecycle_reports_a_nan_error_after_good_calls():
+    """A candidate right on call 1 and NaN on call 2: the reported (worst) rel_l2 must be NaN, not call 1's."""
+
+    class NaNOnSecondCall(wrong.TorchLinear):
+        def run(self, state, family, x):
+            state["calls"] = state.get("calls", 0) + 1
+            y = super().run(state, family, x)
+            return y if state["calls"] == 1 else y * float("nan")
+
+    c = C.check_candidate(NaNOnSecondCall(), BF16, "cpu", contract=CONTRACT, baseline_rel_l2=1e-3)
+    assert not c.ok and "eager call 2" in c.reasons[0] and "non-finite" in c.reasons[0]
+    assert c.rel_l2 != c.rel_l2 and c.vs_baseline is None
