@@ -1,0 +1,80 @@
+"""dashboard.views: the per-shape wide table (CI next to the point it belongs to), SOL per load, time shares,
+Amdahl rows and local-vs-official — on small hand-made tables whose right answers are known."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard import planner, views
+
+
+def _long(rows):
+    """A runs.shape_table-like long table: shape, candidate, median_us and the per-shape columns wide_shapes keeps."""
+    out = []
+    for shape, load, family, cand, us, sol in rows:
+        out.append({"shape": shape, "load": load, "family": family, "M": 1, "N": 8, "K": 8, "bytes": 100,
+                    "flops": 128, "intensity_flop_per_byte": 1.28, "memory_floor_us": 1.0, "compute_floor_us": 0.1,
+                    "floor_us": 1.0, "bound": "memory", "candidate": cand, "median_us": us, "sol": sol,
+                    "correct": True, "method": f"{cand}-m", "flags": ["wide_ci"] if cand == "c" else []})
+    return pd.DataFrame(out)
+
+
+TABLE = _long([("L1/a", "L1", "a", "b", 10.0, 0.1), ("L1/a", "L1", "a", "c", 4.0, 0.25),
+               ("L1/x", "L1", "x", "b", 30.0, 0.2), ("L1/x", "L1", "x", "c", 30.0, 0.2),
+               ("L2/a", "L2", "a", "b", 6.0, 0.5), ("L2/a", "L2", "a", "c", 3.0, 1.0)])
+# Paired ratios whose median (2.4) is not the ratio of the medians (10/4 = 2.5): the CI [2.3, 2.45] belongs to 2.4.
+PAIRS = pd.DataFrame([{"shape": "L1/a", "baseline": "b", "candidate": "c", "ratio_median": 2.4,
+                       "ratio_ci_low": 2.3, "ratio_ci_high": 2.45},
+                      {"shape": "L1/a", "baseline": "c", "candidate": "b", "ratio_median": 0.41,
+                       "ratio_ci_low": 0.40, "ratio_ci_high": 0.42}])
+
+
+def test_wide_shapes_puts_the_ci_on_the_paired_median():
+    wide = views.wide_shapes(TABLE, PAIRS, "b", "c").set_index("shape")
+    a = wide.loc["L1/a"]
+    assert (a["baseline_us"], a["candidate_us"], a["ratio"]) == (10.0, 4.0, 2.5)
+    assert (a["ratio_paired"], a["ratio_ci_low"], a["ratio_ci_high"]) == (2.4, 2.3, 2.45)
+    assert not a["ratio_ci_low"] <= a["ratio"] <= a["ratio_ci_high"]  # the CI is not around the ratio of medians
+    assert (a["sol_baseline"], a["sol_candidate"], a["method"], a["flags"]) == (0.1, 0.25, "c-m", "wide_ci")
+    assert np.isnan(wide.loc["L2/a", "ratio_paired"]) and np.isnan(wide.loc["L2/a", "ratio_ci_low"])
+
+
+def test_wide_shapes_takes_the_pair_of_the_chosen_direction_only():
+    wide = views.wide_shapes(TABLE, PAIRS, "c", "b").set_index("shape")
+    assert wide.loc["L1/a", "ratio"] == pytest.approx(0.4)
+    assert wide.loc["L1/a", "ratio_paired"] == 0.41
+    no_pairs = views.wide_shapes(TABLE, pd.DataFrame(), "b", "c")
+    assert no_pairs["ratio_paired"].isna().all() and list(no_pairs["ratio"]) == [2.5, 1.0, 2.0]
+
+
+def test_load_sol_is_weighted_floor_over_weighted_time():
+    wide = views.wide_shapes(TABLE, PAIRS, "b", "c")
+    sol = views.load_sol(wide, {"a": 2.0, "x": 1.0}).set_index("load")
+    assert sol.loc["L1", "floor_sum_us"] == pytest.approx(2 * 1.0 + 1 * 1.0)
+    assert sol.loc["L1", "sol_baseline"] == pytest.approx(3.0 / (2 * 10 + 30))
+    assert sol.loc["L1", "sol_candidate"] == pytest.approx(3.0 / (2 * 4 + 30))
+    assert sol.loc["L2", "sol_candidate"] == pytest.approx(1.0 / 3.0)
+
+
+def test_time_shares_and_amdahl_rows():
+    wide = views.wide_shapes(TABLE, PAIRS, "b", "c")
+    shares = views.time_shares(wide, {"a": 1.0, "x": 1.0})
+    l1 = shares[shares["load"] == "L1"].set_index("family")["share"]
+    assert l1["a"] == pytest.approx(4 / 34) and l1["x"] == pytest.approx(30 / 34)
+    ratios = {"L1": 40 / 34, "L2": 2.0}
+    amd = views.amdahl_table(shares, "L1", 2.0, ratios).set_index("family")
+    assert amd.loc["x", "load_speedup"] == pytest.approx(planner.amdahl_speedup(30 / 34, 2.0))
+    assert amd.loc["x", "new_score"] == pytest.approx(
+        np.sqrt(ratios["L1"] * planner.amdahl_speedup(30 / 34, 2.0) * ratios["L2"]))
+    free = views.amdahl_table(shares, "L1", np.inf, ratios).set_index("family")
+    assert free.loc["a", "load_speedup"] == pytest.approx(34 / 30)  # ∞× faster: that shape's time is gone
+    assert free.loc["a", "new_score"] == pytest.approx(np.sqrt(ratios["L1"] * 34 / 30 * ratios["L2"]))
+
+
+def test_local_vs_official_joins_on_the_scored_shapes_only():
+    official = pd.DataFrame({"load": ["L1", "L9"], "family": ["a", "a"], "baseline_us": [11.0, 1.0],
+                             "candidate_us": [5.0, 1.0]})
+    side = views.local_vs_official(TABLE, official)
+    assert list(side["load"]) == ["L1"]
+    row = side.iloc[0]
+    assert (row["baseline µs (published)"], row["036 µs (published)"]) == (11.0, 5.0)
+    assert (row["b µs (measured)"], row["c µs (measured)"]) == (10.0, 4.0)
