@@ -295,5 +295,18 @@ def require_breakdown(v: View):
     return v.breakdown
 
 
+def shape_ratio_columns(v: View) -> dict:
+    """Column labels for dashboard.views.wide_shapes' times and ratios: the per-shape CI in a run file belongs to
+    the median of the paired per-round ratios (ratio_paired), not to the ratio of the two medians (ratio)."""
+    t = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"
+    num = st.column_config.NumberColumn
+    return {"baseline_us": num(f"{v.baseline} µs ({t})", format="%.3f"),
+            "candidate_us": num(f"{v.candidate} µs ({t})", format="%.3f"),
+            "ratio": num("ratio of medians × (derived)", format="%.4f"),
+            "ratio_paired": num("median paired ratio × (measured pairs)", format="%.4f"),
+            "ratio_ci_low": num("paired ratio CI low", format="%.4f"),
+            "ratio_ci_high": num("paired ratio CI high", format="%.4f")}
+
+
 def download_csv(df: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
     st.download_button(label, df.to_csv(index=False).encode(), file_name=name, mime="text/csv", key=f"dl-{name}")

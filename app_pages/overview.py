@@ -37,8 +37,11 @@ if v.breakdown is None:  # a partial run or a different shape set: show what fin
     st.warning(f"{v.label}: cannot score {v.candidate} against {v.baseline}: {v.score_error}")
     st.subheader("What finished (measured)")
     done = v.wide()
-    st.dataframe(done[["shape", "baseline_us", "candidate_us", "ratio", "ratio_ci_low", "ratio_ci_high", "correct",
-                       "flags"]], hide_index=True, width="stretch")
+    st.dataframe(done[["shape", "baseline_us", "candidate_us", "ratio", "ratio_paired", "ratio_ci_low",
+                       "ratio_ci_high", "correct", "flags"]], hide_index=True, width="stretch",
+                 column_config=common.shape_ratio_columns(v))
+    st.caption("The CI (from the run's pairs) belongs to the median of the paired per-round ratios, not to the "
+               "ratio of the two medians.")
     _environment(v)
     st.stop()
 bd = v.breakdown

@@ -70,6 +70,21 @@ def test_shapes_filters_and_columns(app):
     assert {"bytes", "flops", "floor_us", "bound", "ratio", "sol_candidate", "official_036_us", "method"} <= set(df)
 
 
+def test_shapes_on_a_run_shows_the_ci_with_the_paired_median(app):
+    at = app.open_page("shapes", app.RUN_A)
+    df = at.dataframe[0].value
+    assert len(df) == 30 and df["ratio_ci_low"].notna().all()
+    assert ((df["ratio_ci_low"] <= df["ratio_paired"]) & (df["ratio_paired"] <= df["ratio_ci_high"])).all()
+    assert df["ratio"].to_numpy() == pytest.approx((df["baseline_us"] / df["candidate_us"]).to_numpy())
+    assert "belongs to the median paired ratio" in app.text_of(at)
+
+
+def test_partial_run_table_shows_the_paired_median_next_to_its_ci(app):
+    at = app.open_page("overview", "run: synthetic_decode_only.json")
+    df = at.dataframe[0].value
+    assert list(df.columns[3:7]) == ["ratio", "ratio_paired", "ratio_ci_low", "ratio_ci_high"]
+
+
 def test_planner_what_if_moves_the_score(app):
     at = app.open_page("planner")
     new = lambda: next(m.value for m in at.metric if m.label.startswith("New score"))
