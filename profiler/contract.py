@@ -211,6 +211,48 @@ def _err(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
 
 
+@dataclass
+class _Lifecycle:
+    """What every call of one check_candidate run is judged with; `checks` and `reasons` accumulate."""
+
+    candidate: Any
+    state: Any
+    family: str
+    M: int
+    K: int
+    w_ref: Any           # a clone of the weight taken before prepare(): the reference never sees a mutation
+    seed: int
+    device: Any
+    tol: float
+    x_dtype: str
+    y_dtype: str
+    kw: dict             # check_output's expect_shape, expect_dtype, contract
+    checks: list = field(default_factory=list)
+    reasons: list = field(default_factory=list)
+    inputs: list = field(default_factory=list, repr=False)
+
+    def new_input(self, seed: int):
+        """(x, sparse_rows, FP64 reference of x) for one call. Every input stays allocated until the check
+        ends, so no later input (the graph's static one included) can reuse an earlier one's address: a
+        candidate that memoizes on the address would otherwise return an older call's answer, which the
+        stale hint (it compares with the previous answer only) could not name."""
+        x, rows = make_input(self.M, self.K, seed, self.device, dtype=self.x_dtype, contract=self.kw["contract"])
+        self.inputs.append(x)
+        return x, rows, reference(x, self.w_ref, self.y_dtype)
+
+    def judge(self, y, ref, rows, prev_ref, x, x_sent, label: str, context: str) -> bool:
+        """Check one call: output vs its reference (a failure that matches the previous input's answer is
+        named STALE first), and the input x still equal to what was sent. True when the call passed."""
+        torch = _torch()
+        c = check_output(y, ref, self.tol, sparse_rows=rows, where=f"{label} ({context})", **self.kw)
+        self.checks.append(c)
+        found = _stale_hint(c, y, prev_ref, self.tol, self.kw, label) + c.reasons
+        if not torch.equal(x, x_sent):
+            found.append(f"{label}: input x was modified in place")
+        self.reasons += found
+        return not found
+
+
 def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contract: Mapping | None = None,
                     weight=None, state=None, baseline_rel_l2: float | None = None, use_graph: bool | None = None,
                     keep_graph: bool = False, n_calls: int = 3) -> Check:
@@ -227,49 +269,44 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
     torch = _torch()
     contract = contract if contract is not None else default_contract()
     family, M, N, K = shape["family"], int(shape["M"]), int(shape["N"]), int(shape["K"])
-    x_dtype, y_dtype, tol = shape["x_dtype"], shape["y_dtype"], float(shape["rel_l2_tol"])
-    is_cuda = torch.device(device).type == "cuda"
-    use_graph = is_cuda if use_graph is None else use_graph
-    y_bytes = M * N * torch.empty((), dtype=as_dtype(y_dtype)).element_size()
+    use_graph = torch.device(device).type == "cuda" if use_graph is None else use_graph
     w = weight if weight is not None else make_weight(family, N, K, seed, device, dtype=shape.get("w_dtype"))
     w_before = w.clone()
-    kw = dict(expect_shape=(M, N), expect_dtype=y_dtype, contract=contract)
     if state is None:
         try:
             state = candidate.prepare(family, w)
         except Exception as exc:  # a candidate's bug is a verdict, not a harness crash
             return Check(False, [f"prepare raised {_err(exc)}"])
-    checks, reasons, prev_ref = [], [], None
-    for i in range(n_calls):
-        x, rows = make_input(M, K, seed + 1 + i, device, dtype=x_dtype, contract=contract)
-        x_before = x.clone()
-        ref = reference(x_before, w_before, y_dtype)
-        poison_allocator(device, y_bytes)
-        try:
-            y = candidate.run(state, family, x)
-            _sync(device)
-        except Exception as exc:
-            reasons.append(f"eager call {i + 1}: run raised {_err(exc)}")
-            break
-        c = check_output(y, ref, tol, sparse_rows=rows, where=f"eager call {i + 1} (fresh input)", **kw)
-        checks.append(c)
-        reasons += _stale_hint(c, y, prev_ref, tol, kw, f"eager call {i + 1}") + c.reasons
-        prev_ref = ref
-        if not torch.equal(x, x_before):
-            reasons.append(f"eager call {i + 1}: input x was modified in place")
-        if reasons:
-            break
-    handle = None
-    if use_graph and not reasons:
-        handle = _graph_checks(candidate, state, family, M, K, w_before, seed, device, tol, x_dtype, y_dtype,
-                               kw, checks, reasons)
+    life = _Lifecycle(candidate, state, family, M, K, w_before, seed, device, float(shape["rel_l2_tol"]),
+                      shape["x_dtype"], shape["y_dtype"],
+                      dict(expect_shape=(M, N), expect_dtype=shape["y_dtype"], contract=contract))
+    _eager_checks(life, n_calls, y_bytes=M * N * torch.empty((), dtype=as_dtype(shape["y_dtype"])).element_size())
+    handle = _graph_checks(life) if use_graph and not life.reasons else None
     if not torch.equal(w, w_before):
-        reasons.append("weight tensor was modified by prepare/run")
-    out = _combine(checks, reasons)
+        life.reasons.append("weight tensor was modified by prepare/run")
+    out = _combine(life.checks, life.reasons)
     out.vs_baseline = error_vs_baseline(out.rel_l2, baseline_rel_l2)
     if keep_graph and out.ok:
         out.graph = handle
     return out
+
+
+def _eager_checks(life: _Lifecycle, n_calls: int, y_bytes: int) -> None:
+    """`n_calls` eager calls, each on a fresh input with the allocator poisoned first; stops at the first failure."""
+    prev_ref = None
+    for i in range(n_calls):
+        x, rows, ref = life.new_input(life.seed + 1 + i)
+        x_sent = x.clone()
+        poison_allocator(life.device, y_bytes)
+        try:
+            y = life.candidate.run(life.state, life.family, x)
+            _sync(life.device)
+        except Exception as exc:
+            life.reasons.append(f"eager call {i + 1}: run raised {_err(exc)}")
+            return
+        if not life.judge(y, ref, rows, prev_ref, x, x_sent, f"eager call {i + 1}", "fresh input"):
+            return
+        prev_ref = ref
 
 
 def error_vs_baseline(rel_l2: float | None, baseline_rel_l2: float | None) -> float | None:
@@ -282,47 +319,40 @@ def error_vs_baseline(rel_l2: float | None, baseline_rel_l2: float | None) -> fl
     return 1.0 if rel_l2 == 0 else float("inf")
 
 
-def _graph_checks(candidate, state, family, M, K, w_ref, seed, device, tol, x_dtype, y_dtype, kw,
-                  checks, reasons):
-    """Capture run() on a static input; replay with new inputs copied in (B, C, C). Returns the handle."""
+def _graph_checks(life: _Lifecycle):
+    """Capture run() on a static input; replay with new inputs copied in (B, C, C). Returns the handle, or
+    None after the first failure (its reason is in life.reasons)."""
     torch = _torch()
     from profiler.timing import capture_graph
 
-    x_static, _ = make_input(M, K, seed + 100, device, dtype=x_dtype, contract=kw["contract"])
+    x_static, _, prev_ref = life.new_input(life.seed + 100)  # prev_ref: the capture-time input's answer
     try:
-        handle = capture_graph(lambda: candidate.run(state, family, x_static), device)
+        handle = capture_graph(lambda: life.candidate.run(life.state, life.family, x_static), life.device)
     except Exception as exc:
-        reasons.append(f"CUDA graph capture failed: {_err(exc)}")
+        life.reasons.append(f"CUDA graph capture failed: {_err(exc)}")
         return None
     handle.keep = x_static  # the graph reads this memory on every replay (timing reuses the graph)
     y_static = handle.output
-    prev_ref = reference(x_static, w_ref, y_dtype)  # the capture-time input's answer
     if not isinstance(y_static, torch.Tensor):
-        reasons.append(f"graph: run returned {type(y_static).__name__}, not a tensor")
+        life.reasons.append(f"graph: run returned {type(y_static).__name__}, not a tensor")
         return None
-    for j, s in enumerate((seed + 101, seed + 102, seed + 102)):
-        x_new, rows = make_input(M, K, s, device, dtype=x_dtype, contract=kw["contract"])
+    for j, s in enumerate((life.seed + 101, life.seed + 102, life.seed + 102)):
+        x_new, rows, ref = life.new_input(s)
         x_static.copy_(x_new)
-        ref = reference(x_new, w_ref, y_dtype)
         # Poison the output before replays 2 and 3 (partly unwritten outputs show as NaN). Not before the
         # first: a graph that captured no work then still holds the capture-time answer -> named STALE.
         if j > 0 and y_static.is_floating_point():
             y_static.fill_(float("nan"))
         try:
             handle.replay()
-            torch.cuda.synchronize(device)
+            torch.cuda.synchronize(life.device)
         except Exception as exc:
-            reasons.append(f"graph replay {j + 1} raised {_err(exc)}")
+            life.reasons.append(f"graph replay {j + 1} raised {_err(exc)}")
             return None
-        what = "repeat replay, same input" if j == 2 else "replay with a new input"
-        c = check_output(y_static, ref, tol, sparse_rows=rows, where=f"graph {what} ({j + 1})", **kw)
-        checks.append(c)
-        reasons += _stale_hint(c, y_static, prev_ref, tol, kw, f"graph replay {j + 1}") + c.reasons
+        context = "repeat, same input" if j == 2 else "new input"
+        if not life.judge(y_static, ref, rows, prev_ref, x_static, x_new, f"graph replay {j + 1}", context):
+            return None
         prev_ref = ref
-        if not torch.equal(x_static, x_new):
-            reasons.append(f"graph replay {j + 1}: input x was modified in place")
-        if reasons:
-            return None
     return handle
 
 

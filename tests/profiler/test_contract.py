@@ -141,3 +141,32 @@ def test_lifecycle_reports_a_nan_error_after_good_calls():
     c = C.check_candidate(NaNOnSecondCall(), BF16, "cpu", contract=CONTRACT, baseline_rel_l2=1e-3)
     assert not c.ok and "eager call 2" in c.reasons[0] and "non-finite" in c.reasons[0]
     assert c.rel_l2 != c.rel_l2 and c.vs_baseline is None
+
+
+class _ReplayByRerun:
+    """CPU stand-in for a captured CUDA graph: replay() re-runs the captured callable into the same output
+    buffer. Enough to drive check_candidate's graph path (static input, copy-in, poison, replay) on CPU."""
+
+    def __init__(self, fn):
+        self.fn, self.output, self.keep = fn, fn(), None
+
+    def replay(self):
+        self.output.copy_(self.fn())
+
+
+@pytest.fixture
+def cpu_graphs(monkeypatch):
+    from profiler import timing
+
+    monkeypatch.setattr(timing, "capture_graph", lambda fn, device: _ReplayByRerun(fn))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+
+
+def test_graph_path_on_cpu_passes_the_control_and_names_stale_replays(cpu_graphs):
+    c = C.check_candidate(wrong.TorchLinear(), BF16, "cpu", contract=CONTRACT, use_graph=True, keep_graph=True)
+    assert c.ok, c.reasons
+    assert isinstance(c.graph, _ReplayByRerun) and tuple(c.graph.output.shape) == (16, 64)
+    # Eager calls cannot see a memo keyed on the input's address; the replays into one static input do.
+    c = C.check_candidate(wrong.MemoByPointer(), BF16, "cpu", contract=CONTRACT, use_graph=True, keep_graph=True)
+    assert not c.ok and c.graph is None
+    assert c.reasons[0].startswith("graph replay 1: STALE output"), c.reasons
