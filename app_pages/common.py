@@ -201,7 +201,7 @@ def sticky_select(box, label: str, options: list[str], key: str, default: int = 
 @st.cache_data(show_spinner=False)
 def _run_comparison(path: str, mtime: float, baseline: str, candidate: str) -> "compare.Comparison":
     data = run_data(path)
-    weights = {f: d["weight"] for f, d in workload().families.items()}
+    weights = scoring.family_weights(workload())
     return compare.compare_candidates(data.results, baseline, [candidate], Path(path).name, weights)
 
 

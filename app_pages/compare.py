@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import common
-from dashboard import compare, figures
+from dashboard import compare, figures, scoring
 
 st.title("Compare")
 with st.expander("Upload a run file or a per-shape CSV to compare"):
@@ -49,7 +49,7 @@ for key in chosen:
         frames.append(compare.series_from_table(common.official(path), col, key, path))
     else:
         frames.append(compare.series_from_results(common.run_data(path).results, col, key, path))
-weights = {f: d["weight"] for f, d in common.workload().families.items()}
+weights = scoring.family_weights(common.workload())
 scored = [f[f["load"] != "nearby"] for f in frames]
 try:
     res = compare.compare(pd.concat(scored, ignore_index=True), ref, weights, eps)

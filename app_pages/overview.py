@@ -45,7 +45,7 @@ if v.breakdown is None:  # a partial run or a different shape set: show what fin
     _environment(v)
     st.stop()
 bd = v.breakdown
-weights = {f: d["weight"] for f, d in common.workload().families.items()}
+weights = scoring.family_weights(common.workload())
 
 cmp = common.run_comparison(v) if v.kind == "run" else None
 ci = cmp.overall.iloc[0] if cmp is not None else None

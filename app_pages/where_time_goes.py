@@ -3,7 +3,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages import common
-from dashboard import figures, views
+from dashboard import figures, scoring, views
 
 st.title("Where the time goes")
 v = common.view()
@@ -19,7 +19,7 @@ load = st.selectbox("Load", loads, key="wtg_load")
 st.plotly_chart(figures.family_bars(wide, load, series, tag), width="stretch")
 
 st.subheader("Time shares and Amdahl")
-weights = {f: d["weight"] for f, d in wl.families.items()}
+weights = scoring.family_weights(wl)
 shares = views.time_shares(wide, weights)
 st.plotly_chart(figures.share_bars(shares, f"derived from {tag} times ({v.candidate})"), width="stretch")
 s = st.select_slider("If one shape were s× faster", options=[1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, np.inf],

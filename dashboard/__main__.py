@@ -84,8 +84,7 @@ def cmd_table(args) -> int:
     wide = views.wide_shapes(shapes, data.pairs, args.baseline, cand)
     wide = wide[wide["load"].isin(workload.load_order)] if wide["load"].isin(workload.load_order).any() else wide
     methods = shapes[shapes["candidate"] == cand].set_index("shape")["method"].to_dict()
-    weights = {f: d["weight"] for f, d in workload.families.items()}
-    print(format_shape_table(wide, methods, views.load_sol(wide, weights),
+    print(format_shape_table(wide, methods, views.load_sol(wide, scoring.family_weights(workload)),
                              f"{path.name}: {cand} vs {args.baseline} (measured times; ratios, floors, SOL derived)"))
     return 0
 

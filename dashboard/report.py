@@ -126,10 +126,6 @@ def build(data: runs.RunData, baseline: str, candidate: str, workload, official:
     return _run_report(data, baseline, candidate, workload, official, source)
 
 
-def _weights(workload) -> dict:
-    return {f: d["weight"] for f, d in workload.families.items()}
-
-
 def _run_report(data, baseline, candidate, workload, official, source) -> Report:
     label = data.run.get("label", data.path.stem)
     table = runs.shape_table(data, workload)
@@ -150,11 +146,11 @@ def _run_report(data, baseline, candidate, workload, official, source) -> Report
         summary.update({"score": bd.score, "time_saved": f"{bd.time_saved:.2%}",
                         "score_equivalent_baseline_us": bd.equiv_baseline_us,
                         "score_equivalent_candidate_us": bd.equiv_candidate_us})
-        loads = bd.loads.merge(views.load_sol(wide, _weights(workload)), on="load", how="left")
+        loads = bd.loads.merge(views.load_sol(wide, scoring.family_weights(workload)), on="load", how="left")
         has_samples = data.results["samples_us"].map(lambda s: isinstance(s, list) and len(s) > 0).all()
         if has_samples:
             cmp = compare.compare_candidates(data.results[data.results["load"] != "nearby"], baseline,
-                                             [candidate], label, _weights(workload))
+                                             [candidate], label, scoring.family_weights(workload))
             o = cmp.overall.iloc[0]
             summary.update({"score_ci_low": o["ci_low"], "score_ci_high": o["ci_high"], "verdict": o["verdict"]})
             loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
@@ -199,7 +195,7 @@ def _shape_report(data, baseline, candidate, workload, source, shape) -> Report:
                if isinstance(r.samples_us, list) and r.samples_us}
     if {baseline, candidate} <= set(res["candidate"]):
         sub = res[res["candidate"].isin([baseline, candidate])]
-        cmp = compare.compare_candidates(sub, baseline, [candidate], label, _weights(workload))
+        cmp = compare.compare_candidates(sub, baseline, [candidate], label, scoring.family_weights(workload))
         s = cmp.shapes.iloc[0]
         summary.update({"baseline": baseline, "candidate": candidate, "ratio": float(s["ratio"]),
                         "ratio_ci_low": float(s["ci_low"]), "ratio_ci_high": float(s["ci_high"]),

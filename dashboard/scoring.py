@@ -36,6 +36,11 @@ class ScoreBreakdown:
         return dict(zip(self.loads["load"], self.loads["ratio"]))
 
 
+def family_weights(workload) -> dict[str, float]:
+    """family → scoring weight (the workload's; 62 for every family) for the weighted load sums."""
+    return {name: spec["weight"] for name, spec in workload.families.items()}
+
+
 def geomean(values) -> float:
     """Geometric mean as exp(mean(log)) — the same number as the n-th root of the product."""
     arr = np.asarray(values, dtype=float)

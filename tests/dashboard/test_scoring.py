@@ -99,3 +99,9 @@ def test_geomean_rejects_non_positive():
     with pytest.raises(scoring.ScoringError):
         scoring.geomean([1.0, 0.0])
     assert math.isclose(scoring.geomean([4.0, 1.0]), 2.0)
+
+
+def test_family_weights_are_the_workloads():
+    wl = load_workload()
+    weights = scoring.family_weights(wl)
+    assert set(weights) == set(wl.family_order) and set(weights.values()) == {62}
