@@ -93,6 +93,10 @@ def test_small_rows_use_mean_fraction_denominator():
     y[0] += 1e-4
     c = C.check_output(y, ref, 0.01, contract=CONTRACT)
     assert c.ok, c.reasons
+    # The same error judged against the row's own norm (mean fraction 0: only the tiny floor) is far over the
+    # row bound, so the pass above is the mean-fraction rule's doing.
+    c = C.check_output(y, ref, 0.01, contract=dict(CONTRACT, row_denominator_mean_fraction=0.0))
+    assert not c.ok and "row 0" in c.reasons[0], c.reasons
 
 
 @pytest.mark.parametrize("shape", [BF16, ROUTER, dict(ROUTER, M=1)])
@@ -102,6 +106,9 @@ def test_control_passes_lifecycle(shape):
     base = c.rel_l2
     c2 = C.check_candidate(wrong.TorchLinear(), shape, "cpu", contract=CONTRACT, baseline_rel_l2=base)
     assert c2.vs_baseline == pytest.approx(1.0)
+    if base > 0:  # the ratio's direction: this error / the baseline's (same control, a baseline twice as bad)
+        c3 = C.check_candidate(wrong.TorchLinear(), shape, "cpu", contract=CONTRACT, baseline_rel_l2=2 * base)
+        assert c3.vs_baseline == pytest.approx(0.5)
     d = c2.to_dict()
     assert set(d) == {"rel_l2", "max_row_rel", "sparse_rel", "vs_baseline", "reasons"}
 
