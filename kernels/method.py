@@ -15,6 +15,29 @@ class PlanError(ValueError):
 # A guard returns None when (family, M, N, K, config) is supported, else a short reason.
 Guard = Callable[[str, int, int, int, dict], "str | None"]
 
+# H200 (sm_90): the largest shared memory one block may opt into (CUDA C Programming Guide, compute
+# capability 9.0 table: 227 KB per block).
+SMEM_BYTES = 227 * 1024
+
+# The config keys of the tl.dot tile methods (dense split-K/packed, router hi/lo).
+TILE_KEYS = ("BM", "BN", "BK", "SPLIT", "num_warps", "num_stages")
+
+
+def config_table(keys: tuple[str, ...], rows) -> tuple[dict, ...]:
+    """A tuning space written as rows of values under `keys` -> one config dict per row (order kept)."""
+    return tuple(dict(zip(keys, row)) for row in rows)
+
+
+def smem_reason(config: dict, weight_rows_per_tile: int = 1) -> str | None:
+    """None when a tile config's pipelined bf16 tiles fit in shared memory, else the reason.
+
+    One pipeline stage holds a BM x BK tile of x and a (weight_rows_per_tile * BN) x BK tile of weights
+    (2 for the router's hi/lo pair), 2 bytes per element; num_stages stages are in flight.
+    """
+    stage_bytes = (config["BM"] + weight_rows_per_tile * config["BN"]) * config["BK"] * 2
+    need = stage_bytes * config["num_stages"]
+    return None if need <= SMEM_BYTES else f"{need} B of pipelined tiles exceed {SMEM_BYTES} B shared memory"
+
 
 @lru_cache(maxsize=None)
 def _load_impl(impl: str) -> Any:

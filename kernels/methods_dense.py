@@ -4,33 +4,23 @@ Torch-free: implementations are named by "module:attr" strings and imported on f
 """
 from __future__ import annotations
 
-from kernels.method import Method
+from kernels.method import TILE_KEYS, Method, config_table, smem_reason
 
 BF16_FAMILIES = ("qkv_gate", "o", "pooler", "unpooler")
 ALL_FAMILIES = (*BF16_FAMILIES, "router")
 
 SPLITK_MAX_M = 32   # kernels/launch/splitk.py sizes the fused counters for this
 PACKED_MAX_M = 64
-SMEM_BYTES = 227 * 1024  # H200 (sm_90) opt-in shared memory per block
 
 
 def _gemv_guard(family, M, N, K, config):
     return None if M == 1 else "gemv serves M=1 only"
 
 
-def _stage_bytes(config) -> int:
-    return (config["BM"] + config["BN"]) * config["BK"] * 2  # one bf16 x tile + one bf16 w tile
-
-
-def _smem_reason(config):
-    need = _stage_bytes(config) * config["num_stages"]
-    return None if need <= SMEM_BYTES else f"{need} B of pipelined tiles exceed {SMEM_BYTES} B shared memory"
-
-
 def _splitk_guard(family, M, N, K, config):
     if not 1 <= M <= SPLITK_MAX_M:
         return f"split-K serves 1 <= M <= {SPLITK_MAX_M}"
-    return _smem_reason(config)
+    return smem_reason(config)
 
 
 def _packed_guard(family, M, N, K, config):
@@ -38,16 +28,10 @@ def _packed_guard(family, M, N, K, config):
         return f"packed serves 1 <= M <= {PACKED_MAX_M}"
     if N % config["BN"] or K % config["BK"]:
         return f"packed needs N % BN == 0 and K % BK == 0 (N={N}, K={K}, BN={config['BN']}, BK={config['BK']})"
-    return _smem_reason(config)
+    return smem_reason(config)
 
 
-def _cfgs(keys, rows):
-    return tuple(dict(zip(keys, row)) for row in rows)
-
-
-_TILE_KEYS = ("BM", "BN", "BK", "SPLIT", "num_warps", "num_stages")
-
-GEMV_CONFIGS = _cfgs(("BN", "num_warps", "cache"), [
+GEMV_CONFIGS = config_table(("BN", "num_warps", "cache"), [
     (1, 16, ".cg"),  # the seed's 036 choice for QKV and pooler at M=1 (default)
     (1, 16, ""), (1, 8, ".cg"), (1, 32, ".cg"),
     (2, 8, ".cg"), (2, 16, ".cg"),
@@ -55,7 +39,7 @@ GEMV_CONFIGS = _cfgs(("BN", "num_warps", "cache"), [
     (4, 4, ".cg"), (4, 8, ".cg"), (8, 4, ".cg"), (8, 8, ".cg"), (8, 4, ""), (4, 4, ""),
 ])
 
-SPLITK_CONFIGS = _cfgs(_TILE_KEYS, [
+SPLITK_CONFIGS = config_table(TILE_KEYS, [
     (16, 64, 128, 4, 4, 3),  # default
     (16, 64, 128, 8, 4, 3),
     (16, 32, 256, 4, 4, 3),
@@ -76,7 +60,7 @@ SPLITK_CONFIGS = _cfgs(_TILE_KEYS, [
     (16, 32, 64, 16, 4, 4),
 ])
 
-PACKED_CONFIGS = _cfgs(_TILE_KEYS, [
+PACKED_CONFIGS = config_table(TILE_KEYS, [
     (16, 32, 512, 2, 4, 3),  # the seed's pooler tiles: 32 output features x K tiles of 512 (default)
     (16, 32, 512, 1, 4, 3),
     (16, 32, 512, 4, 4, 3),

@@ -9,15 +9,10 @@ permitted scheme, W ~ H + L with H = bf16(W), L = bf16(W - fp32(H)), BF16 produc
 """
 from __future__ import annotations
 
-from kernels.method import Method
+from kernels.method import TILE_KEYS, Method, config_table, smem_reason
 
 ROUTER = ("router",)
-SMEM_BYTES = 227 * 1024      # H200 (sm_90) opt-in shared memory per block
 GEMV_MAX_ELEMS_PER_THREAD = 64  # fp32 accumulator values per thread before the wide GEMVs start to spill
-
-
-def _cfgs(keys, rows):
-    return tuple(dict(zip(keys, row)) for row in rows)
 
 
 # ------------------------------------------------------------------------------------------------ guards
@@ -39,10 +34,7 @@ def _tile_guard(weight_rows_per_tile):
             return "M must be >= 1"
         if K % (config["BK"] * config["SPLIT"]):
             return f"needs K % (BK*SPLIT) == 0 (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})"
-        stage = (config["BM"] + weight_rows_per_tile * config["BN"]) * config["BK"] * 2   # bf16 tiles
-        if stage * config["num_stages"] > SMEM_BYTES:
-            return f"{stage * config['num_stages']} B of pipelined tiles exceed {SMEM_BYTES} B shared memory"
-        return None
+        return smem_reason(config, weight_rows_per_tile)
     return guard
 
 
@@ -62,7 +54,7 @@ def _gemv_wide_guard(family, M, N, K, config):
 
 GEMV_FP32_KEYS = ("BN", "BK", "num_warps", "cache")
 # Measured (same run): (1, 8192, 16, "") 3.58 us, the ".cg" twin 3.78 us, torch_linear 10.03 us at M=1.
-GEMV_FP32_CONFIGS = _cfgs(GEMV_FP32_KEYS, [
+GEMV_FP32_CONFIGS = config_table(GEMV_FP32_KEYS, [
     (1, 8192, 16, ""),      # default: one row (32 KB) per program, 16 warps, evict_first weight loads
     (1, 8192, 16, ".cg"),   # L2-only loads (036's one-token style)
     (1, 4096, 8, ".cg"),
@@ -70,12 +62,11 @@ GEMV_FP32_CONFIGS = _cfgs(GEMV_FP32_KEYS, [
     (1, 2048, 4, ".cg"),
 ])
 
-TILE_KEYS = ("BM", "BN", "BK", "SPLIT", "num_warps", "num_stages")
 TILE_PARAMS = {"BM": (16, 32, 64, 128), "BN": (16, 32, 64, 128), "BK": (32, 64, 128, 256),
                "SPLIT": (1, 2, 4, 8, 16, 32, 64), "num_warps": (4, 8), "num_stages": (2, 3, 4, 5)}
 
 # grid = ceil(M/BM) x (256/BN) x SPLIT; small-M rows want >= ~128 programs, large-M rows bigger token tiles.
-HILO_SPLITK_CONFIGS = _cfgs(TILE_KEYS, [
+HILO_SPLITK_CONFIGS = config_table(TILE_KEYS, [
     (16, 64, 64, 16, 4, 3),    # default: the seed's 002 small-M setting (BK=64, SPLIT=16)
     (16, 32, 128, 16, 4, 3),
     (16, 64, 64, 32, 4, 3),
@@ -88,7 +79,7 @@ HILO_SPLITK_CONFIGS = _cfgs(TILE_KEYS, [
 # Measured on the H200 (2026-11-30, tune of router+o, cold, device log /work/.device/3/tune.log): SPLIT=32 with
 # BM=16 won at M = 8..32 (~5.4-6.2 us), BM=64 BN=64 BK=128 SPLIT=8 8 warps at M = 128, 256 (~8.1-8.8 us); BM=128
 # and SPLIT=4 were 2x slower. The last two rows extend around those winners (not yet measured).
-HILO_ATOMIC_CONFIGS = _cfgs(TILE_KEYS, [
+HILO_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
     (16, 64, 64, 16, 4, 3),    # default (hi/lo interleaved: the weight tile is 2*BN rows)
     (16, 32, 128, 16, 4, 3),
     (16, 32, 64, 32, 4, 3),
@@ -106,7 +97,7 @@ HILO_ATOMIC_PDL_CONFIGS = tuple(c for c in HILO_ATOMIC_CONFIGS if c["BM"] != 128
 
 GEMV_WIDE_KEYS = ("BN", "BK", "num_warps", "cache")
 # Measured (same run): BN=4 BK=1024 4 warps .cg 5.34 us vs torch_linear 6.14 us at o M=1; BN >= 16 lost.
-GEMV_WIDE_CONFIGS = _cfgs(GEMV_WIDE_KEYS, [
+GEMV_WIDE_CONFIGS = config_table(GEMV_WIDE_KEYS, [
     (4, 1024, 4, ".cg"),    # default: 4 rows x 1024 bf16 = 8 KB per program, 2048 programs at N=8192
     (8, 1024, 4, ".cg"),
     (8, 1024, 4, ""),
