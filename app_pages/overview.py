@@ -56,8 +56,10 @@ c[0].metric(f"Score ({tag} times; derived)", f"{bd.score:.4f}×",
 if ci is not None and pd.notna(ci["ci_low"]):
     c[0].caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} ({ci['verdict']})")
 c[1].metric("Aggregate time saved (derived)", f"{bd.time_saved:.2%}")
-c[2].metric(f"Score-equivalent time, {v.baseline}", f"{bd.equiv_baseline_us:,.1f} µs")
-c[3].metric(f"Score-equivalent time, {v.candidate}", f"{bd.equiv_candidate_us:,.1f} µs")
+c[2].metric(f"Score-equivalent time, {v.baseline} (derived)", f"{bd.equiv_baseline_us:,.1f} µs",
+            help="Geometric mean over the six loads of Σ weight × time")
+c[3].metric(f"Score-equivalent time, {v.candidate} (derived)", f"{bd.equiv_candidate_us:,.1f} µs",
+            help="Geometric mean over the six loads of Σ weight × time")
 if v.source != "published":
     ref = scoring.score_official(common.official(), common.workload())
     st.caption(f"For reference, the official 036 table (published) scores {ref.score:.4f}× against its baseline.")
@@ -72,20 +74,20 @@ wide = v.wide()
 sol = views.load_sol(wide, weights)
 loads = bd.loads.merge(sol, on="load", how="left")
 factor = planner.single_load_factor(bd.score, target)
-loads["ratio_if_alone_reaches_target"] = loads["ratio"] * factor
+loads["ratio_if_alone_reaches_target"] = loads["load"].map(planner.load_ratios_needed(bd, target))
 if ci is not None:
     loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
 st.dataframe(loads, hide_index=True, width="stretch", column_config={
     "baseline_sum_us": st.column_config.NumberColumn("Σw·baseline µs", format="%.2f"),
     "candidate_sum_us": st.column_config.NumberColumn("Σw·candidate µs", format="%.2f"),
-    "ratio": st.column_config.NumberColumn("ratio ×", format="%.4f"),
+    "ratio": st.column_config.NumberColumn("ratio × (derived)", format="%.4f"),
     "floor_sum_us": st.column_config.NumberColumn("Σw·floor µs (derived)", format="%.2f"),
-    "sol_baseline": st.column_config.NumberColumn("SOL baseline", format="percent"),
-    "sol_candidate": st.column_config.NumberColumn("SOL candidate", format="percent"),
-    "ratio_if_alone_reaches_target": st.column_config.NumberColumn("ratio this load alone would need",
+    "sol_baseline": st.column_config.NumberColumn("SOL baseline (derived)", format="percent"),
+    "sol_candidate": st.column_config.NumberColumn("SOL candidate (derived)", format="percent"),
+    "ratio_if_alone_reaches_target": st.column_config.NumberColumn("ratio this load alone would need (derived)",
                                                                    format="%.4f"),
-    "ci_low": st.column_config.NumberColumn("CI low", format="%.4f"),
-    "ci_high": st.column_config.NumberColumn("CI high", format="%.4f")})
+    "ci_low": st.column_config.NumberColumn("ratio CI low (95% bootstrap)", format="%.4f"),
+    "ci_high": st.column_config.NumberColumn("ratio CI high (95% bootstrap)", format="%.4f")})
 floors_from = ("the run's measured probe curve and compute peak" if v.kind == "run" else
                "the write-up's four published probes and its quoted 989 TFLOP/s")
 st.caption(f"Ratios and sums: derived from {tag} times. SOL = Σ floor ÷ Σ time, floors from {floors_from}.")
@@ -100,8 +102,9 @@ if bd.score >= target:
 else:
     g = st.columns(3)
     g[0].metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(bd.score, target):.3%}")
-    g[1].metric("Aggregate speed factor needed", f"{planner.required_speed_factor(bd.score, target):.5f}×")
-    g[2].metric("…or one load alone by", f"{factor:.4f}×")
+    g[1].metric("Aggregate speed factor needed (derived)",
+                f"{planner.required_speed_factor(bd.score, target):.5f}×")
+    g[2].metric("…or one load alone by (derived)", f"{factor:.4f}×")
     st.caption("Per load: the last table column is the ratio that load alone would need (others unchanged). "
                "The Planner page shows it per shape.")
 

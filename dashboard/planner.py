@@ -69,6 +69,12 @@ def what_if_score(load_ratios: dict[str, float], load: str, new_ratio: float) ->
     return geomean([new_ratio if name == load else r for name, r in load_ratios.items()])
 
 
+def load_ratios_needed(breakdown: ScoreBreakdown, target: float) -> dict[str, float]:
+    """load → the ratio that load alone would need (the others unchanged) for the score to equal `target`."""
+    factor = single_load_factor(breakdown.score, target, len(breakdown.loads))
+    return {load: ratio * factor for load, ratio in breakdown.load_ratios().items()}
+
+
 def shape_targets(breakdown: ScoreBreakdown, target: float) -> pd.DataFrame:
     """For every shape: the candidate speedup it alone would need to lift the score to `target`.
 

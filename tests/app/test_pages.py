@@ -52,7 +52,10 @@ def test_overview_target_changes_the_gap(app):
     gap = lambda: next(m.value for m in at.metric if m.label.startswith("Aggregate time to remove"))
     assert gap() == "1.424%"  # 1 - 1.301203/1.32
     at.number_input(key="target").set_value(1.35).run()
-    assert gap() != "1.424%"
+    assert gap() == "3.615%"  # 1 - 1.301203/1.35
+    loads = at.dataframe[0].value.set_index("load")
+    need = loads["ratio_if_alone_reaches_target"] / loads["ratio"]  # (1.35 / 1.301203)^6 for every load
+    assert need.to_numpy() == pytest.approx([(1.35 / 1.3012028) ** 6] * 6, rel=1e-5)
 
 
 def test_partial_shape_set_is_explained_not_crashed(app):

@@ -53,6 +53,14 @@ def test_what_if_on_official(official):
     assert boosted == pytest.approx(official.score * 1.0899 ** (1 / 6))
 
 
+def test_load_ratios_needed_reach_the_target_exactly(official):
+    needed = planner.load_ratios_needed(official, 1.32)
+    assert list(needed) == list(official.load_ratios())
+    for load, ratio in needed.items():
+        assert planner.what_if_score(official.load_ratios(), load, ratio) == pytest.approx(1.32)
+    assert needed["verify 32"] == pytest.approx(official.load_ratios()["verify 32"] * 1.0899, abs=1e-4)
+
+
 def test_shape_targets(official):
     table = planner.shape_targets(official, 1.32)
     assert len(table) == 30 and table.feasible.all()
