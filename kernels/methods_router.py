@@ -13,6 +13,19 @@ from kernels.method import TILE_KEYS, Method, config_table, smem_reason
 
 ROUTER = ("router",)
 GEMV_MAX_ELEMS_PER_THREAD = 64  # fp32 accumulator values per thread before the wide GEMVs start to spill
+# gemv_wide unrolls its K steps at compile time; projlab's bound is the workload's largest K (qkv_gate, pooler,
+# router: 8192) -- longer unrolls were never compiled or measured.
+GEMV_WIDE_MAX_K = 8192
+
+
+def _accumulator_reason(what: str, config) -> str | None:
+    """BN x BK fp32 accumulator spread over num_warps x 32 threads: None if it fits the per-thread budget."""
+    threads = 32 * config["num_warps"]
+    if config["BN"] * config["BK"] > GEMV_MAX_ELEMS_PER_THREAD * threads:
+        return (f"{what}: BN*BK accumulator too large for the warps (would spill): BN={config['BN']} "
+                f"BK={config['BK']} num_warps={config['num_warps']} -> {config['BN'] * config['BK'] / threads:g} > "
+                f"{GEMV_MAX_ELEMS_PER_THREAD} values per thread")
+    return None
 
 
 # ------------------------------------------------------------------------------------------------ guards
@@ -22,9 +35,7 @@ def _gemv_fp32_guard(family, M, N, K, config):
         return "router_gemv_fp32 serves M=1 only"
     if K % config["BK"]:
         return f"router_gemv_fp32 needs K % BK == 0 (K={K}, BK={config['BK']})"
-    if config["BN"] * config["BK"] > GEMV_MAX_ELEMS_PER_THREAD * 32 * config["num_warps"]:
-        return "router_gemv_fp32: BN*BK accumulator too large for the warps (would spill)"
-    return None
+    return _accumulator_reason("router_gemv_fp32", config)
 
 
 def _tile_guard(weight_rows_per_tile):
@@ -42,12 +53,10 @@ def _gemv_wide_guard(family, M, N, K, config):
     if M != 1:
         return "gemv_wide serves M=1 only"
     if N % config["BN"] or K % config["BK"]:
-        return f"gemv_wide needs N % BN == 0 and K % BK == 0 (N={N}, K={K})"
-    if K > 8192:
-        return "gemv_wide unrolls K: K <= 8192"
-    if config["BN"] * config["BK"] > GEMV_MAX_ELEMS_PER_THREAD * 32 * config["num_warps"]:
-        return "gemv_wide: BN*BK accumulator too large for the warps (would spill)"
-    return None
+        return f"gemv_wide needs N % BN == 0 and K % BK == 0 (N={N}, K={K}, BN={config['BN']}, BK={config['BK']})"
+    if K > GEMV_WIDE_MAX_K:
+        return f"gemv_wide unrolls K: K={K} > {GEMV_WIDE_MAX_K}"
+    return _accumulator_reason("gemv_wide", config)
 
 
 # ------------------------------------------------------------------------------------------------ configs

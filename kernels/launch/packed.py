@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from kernels.launch import check_input, check_out, impl
+from kernels.methods_dense import PACKED_MAX_M as MAX_M  # the guard's bound
 
-MAX_M = 64  # the guard in kernels/methods_dense.py
-REDUCE_BLOCK = 1024
+REDUCE_BLOCK = 1024  # elements per program of the split reduce kernel
 
 
 def pack(weight, BN: int, BK: int):

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from kernels.launch import check_input, check_out, impl
+from kernels.methods_dense import SPLITK_MAX_M as MAX_M  # the guard's bound; sizes the fused tile counters
 
-MAX_M = 32  # the guard in kernels/methods_dense.py; sizes the fused variant's tile counters
-REDUCE_BLOCK = 1024
+REDUCE_BLOCK = 1024  # elements per program of the reduce kernel
 
 
 def prepare(weight, family: str, config: dict) -> dict:
@@ -74,7 +74,8 @@ def run_fused(state: dict, x, out=None):
     M = _check(state, x, "splitk_fused")
     y = check_out(out, M, N, w.dtype, x.device, "splitk_fused")
     split = cfg["SPLIT"]
-    partials = torch.empty((split if split > 1 else 1, M, N), dtype=torch.float32, device=x.device)
+    # SPLIT=1 stores straight to y; the kernel still takes a partials pointer, so give it a 1-deep buffer.
+    partials = torch.empty((split, M, N), dtype=torch.float32, device=x.device)
     splitk_fused_kernel[_grid(M, N, cfg)](
         x, w, partials, y, state["counters"], M, N, K, x.stride(0), w.stride(0),
         partials.stride(0), partials.stride(1), y.stride(0), y.stride(1),

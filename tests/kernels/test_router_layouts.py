@@ -107,3 +107,12 @@ def test_prepare_states_never_see_activations():
     hi, lo = R.split_hilo(w)
     assert st["w2t"].shape == (w.shape[1], 2 * w.shape[0])
     assert (st["w2t"].t()[: w.shape[0]] == hi).all() and (st["w2t"].t()[w.shape[0]:] == lo).all()
+
+
+def test_gemv_guards_name_the_offending_values():
+    wide, fp32 = METHODS["gemv_wide"], METHODS["router_gemv_fp32"]
+    spill = wide.supports("o", 1, 8192, 1024, {"BN": 32, "BK": 1024, "num_warps": 4, "cache": ""})
+    assert "would spill" in spill and "BN=32" in spill and "num_warps=4" in spill
+    assert "K=16384" in wide.supports("o", 1, 8192, 16384, wide.configs[0])
+    assert "BK=1024" in wide.supports("o", 1, 8192, 1000, wide.configs[0])
+    assert "would spill" in fp32.supports("router", 1, RN, RK, {"BN": 4, "BK": 8192, "num_warps": 4, "cache": ""})
