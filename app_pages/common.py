@@ -295,6 +295,13 @@ def require_breakdown(v: View):
     return v.breakdown
 
 
+def ratio_ci_columns(point: str = "ratio", label: str = "ratio × (derived)") -> dict:
+    """Column labels for a ratio (or score) and the 95% bootstrap CI dashboard.compare computed around it."""
+    num = st.column_config.NumberColumn
+    return {point: num(label, format="%.4f"), "ci_low": num("95% CI low", format="%.4f"),
+            "ci_high": num("95% CI high", format="%.4f")}
+
+
 def shape_ratio_columns(v: View) -> dict:
     """Column labels for dashboard.views.wide_shapes' times and ratios: the per-shape CI in a run file belongs to
     the median of the paired per-round ratios (ratio_paired), not to the ratio of the two medians (ratio)."""

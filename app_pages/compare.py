@@ -63,9 +63,7 @@ st.caption("Times: measured (runs) or published (tables) as named; ratios, CIs a
 
 st.subheader("Overall")
 st.dataframe(res.overall, hide_index=True, width="stretch", column_config={
-    "score": st.column_config.NumberColumn("score vs reference ×", format="%.4f"),
-    "ci_low": st.column_config.NumberColumn("CI low", format="%.4f"),
-    "ci_high": st.column_config.NumberColumn("CI high", format="%.4f"),
+    **common.ratio_ci_columns("score", "score vs reference × (derived)"),
     "delta_pct": st.column_config.NumberColumn("Δ score-equivalent time %", format="%+.2f")})
 if (res.overall["n_loads"] < 6).any():
     st.caption("Fewer than six loads in common: this is a geometric mean over the loads present, not the "
@@ -74,9 +72,7 @@ st.subheader("Per load")
 st.dataframe(res.loads, hide_index=True, width="stretch", column_config={
     "reference_us": st.column_config.NumberColumn("Σw·reference µs", format="%.2f"),
     "series_us": st.column_config.NumberColumn("Σw·series µs", format="%.2f"),
-    "ratio": st.column_config.NumberColumn("ratio ×", format="%.4f"),
-    "ci_low": st.column_config.NumberColumn("CI low", format="%.4f"),
-    "ci_high": st.column_config.NumberColumn("CI high", format="%.4f"),
+    **common.ratio_ci_columns(),
     "delta_pct": st.column_config.NumberColumn("Δ time %", format="%+.2f")})
 st.subheader("Per shape")
 st.plotly_chart(figures.compare_figure(res.shapes, eps, "derived from the series' samples"), width="stretch")
@@ -86,9 +82,7 @@ st.dataframe(shown, hide_index=True, width="stretch", column_config={
     "reference_us": st.column_config.NumberColumn("reference µs", format="%.3f"),
     "series_us": st.column_config.NumberColumn("series µs", format="%.3f"),
     "delta_us": st.column_config.NumberColumn("Δ µs", format="%+.3f"),
-    "ratio": st.column_config.NumberColumn("ratio ×", format="%.4f"),
-    "ci_low": st.column_config.NumberColumn("CI low", format="%.4f"),
-    "ci_high": st.column_config.NumberColumn("CI high", format="%.4f")})
+    **common.ratio_ci_columns("ratio", "ratio of medians × (derived)")})
 common.download_csv(shown, "compare_shapes.csv")
 if len(res.dropped):
     with st.expander(f"{len(res.dropped)} rows outside the intersection"):

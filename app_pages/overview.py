@@ -80,14 +80,12 @@ if ci is not None:
 st.dataframe(loads, hide_index=True, width="stretch", column_config={
     "baseline_sum_us": st.column_config.NumberColumn("Σw·baseline µs", format="%.2f"),
     "candidate_sum_us": st.column_config.NumberColumn("Σw·candidate µs", format="%.2f"),
-    "ratio": st.column_config.NumberColumn("ratio × (derived)", format="%.4f"),
     "floor_sum_us": st.column_config.NumberColumn("Σw·floor µs (derived)", format="%.2f"),
     "sol_baseline": st.column_config.NumberColumn("SOL baseline (derived)", format="percent"),
     "sol_candidate": st.column_config.NumberColumn("SOL candidate (derived)", format="percent"),
     "ratio_if_alone_reaches_target": st.column_config.NumberColumn("ratio this load alone would need (derived)",
                                                                    format="%.4f"),
-    "ci_low": st.column_config.NumberColumn("ratio CI low (95% bootstrap)", format="%.4f"),
-    "ci_high": st.column_config.NumberColumn("ratio CI high (95% bootstrap)", format="%.4f")})
+    **common.ratio_ci_columns()})
 floors_from = ("the run's measured probe curve and compute peak" if v.kind == "run" else
                "the write-up's four published probes and its quoted 989 TFLOP/s")
 st.caption(f"Ratios and sums: derived from {tag} times. SOL = Σ floor ÷ Σ time, floors from {floors_from}.")

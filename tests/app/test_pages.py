@@ -111,8 +111,12 @@ def test_compare_two_runs_with_intersection_note(app):
                                                 "run: synthetic_decode_only.json · seed036"]).run()
     assert not at.exception
     assert any("intersection of 15 shapes" in w.value for w in at.warning)
-    verdicts = set(at.dataframe[2].value["verdict"])
-    assert verdicts <= {"FAST", "SLOW", "SAME", "AMBIGUOUS", "NO SAMPLES"} and verdicts
+    shapes = at.dataframe[2].value
+    assert len(shapes) == 2 * 15  # two series against the reference, on the 15 shapes in common
+    assert shapes["ratio"].to_numpy() == pytest.approx((shapes["reference_us"] / shapes["series_us"]).to_numpy())
+    from dashboard.compare import verdict
+    assert list(shapes["verdict"]) == [verdict(lo, hi, 0.01) for lo, hi in zip(shapes["ci_low"], shapes["ci_high"])]
+    assert (shapes["ci_low"] <= shapes["ratio"]).all() and (shapes["ratio"] <= shapes["ci_high"]).all()
 
 
 def test_compare_published_table_has_no_samples(app):
