@@ -224,10 +224,6 @@ def default_run_path() -> Path | None:
     return Path(found) if found else None
 
 
-def source_options() -> list[str]:
-    return list(sources())
-
-
 def view(sidebar=True, probes_only_ok: bool = False) -> View:
     """Render the sidebar picker and return the chosen view; bad input → st.error and stop the page.
 

@@ -12,8 +12,7 @@ with st.expander("Upload a run file or a per-shape CSV to compare"):
 # Every (source, candidate) the app knows about is a possible series.
 options: dict[str, tuple] = {}
 errors = []
-for label in common.source_options():
-    kind, path = common.sources()[label]
+for label, (kind, path) in common.sources().items():
     try:
         if kind == "table":
             table = common.official(path)
