@@ -7,6 +7,8 @@ from dashboard import figures
 
 st.title("Probes — HBM read curve")
 v = common.view(probes_only_ok=True)
+common.caption_source(v, "Probe times are measured (run probes) or published (the write-up's four); TB/s = bytes ÷ "
+                         "time (derived).")
 seed = common.seed_probes()
 probes = pd.DataFrame(v.run.get("probes", [])) if v.run else pd.DataFrame()
 if v.kind != "run":
