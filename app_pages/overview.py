@@ -13,14 +13,22 @@ def _environment(v) -> None:
         clocks = env.get("clocks", {})
         e = st.columns(4)
         e[0].metric("GPU", env.get("gpu", "?"))
-        e[1].metric("SM clock start → end",
-                    f"{clocks.get('sm_mhz_start', '?')} → {clocks.get('sm_mhz_end', '?')} MHz")
+        telemetry = pd.DataFrame(v.run.get("telemetry", []))
+        sm = telemetry["sm_mhz"].dropna() if "sm_mhz" in telemetry else pd.Series(dtype=float)
+        # The start reading is taken on an idle GPU (clocks down, reason gpu_idle): what matters is the clock
+        # while measuring, sampled after the probes and after every shape.
+        e[1].metric("SM clock while measuring", f"{sm.min():.0f}–{sm.max():.0f} MHz" if len(sm) else "?",
+                    help=f"max {clocks.get('sm_max_mhz', '?')} MHz; idle reading at start "
+                         f"{clocks.get('sm_mhz_start', '?')} MHz, at end {clocks.get('sm_mhz_end', '?')} MHz")
         e[2].metric("Replay overhead", f"{env.get('replay_overhead_us', float('nan')):.2f} µs")
         flagged = int(v.data.results["flags"].map(len).gt(0).sum())
         e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}")
-        thr = env.get("throttle_reasons") or []
-        (st.warning if thr else st.caption)(f"Throttle reasons: {', '.join(thr) if thr else 'none recorded'}")
-        telemetry = pd.DataFrame(v.run.get("telemetry", []))
+        thr = [r for r in env.get("throttle_reasons") or [] if r != "gpu_idle"]  # idle at start is not throttling
+        during = sorted({r for rs in telemetry.get("throttle", pd.Series(dtype=object)).dropna() for r in rs}
+                        - {"gpu_idle"})
+        reasons = sorted(set(thr) | set(during))
+        (st.warning if reasons else st.caption)(
+            f"Throttle reasons (start + samples, idle excluded): {', '.join(reasons) if reasons else 'none'}")
         if len(telemetry) > 1:
             st.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
         with st.expander("All environment fields"):

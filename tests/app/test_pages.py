@@ -45,6 +45,11 @@ def test_overview_shows_the_run_score_and_its_ci(app):
     text = app.text_of(at)
     assert "95% bootstrap CI" in text
     assert "SYNTHETIC" in text  # the environment block names the GPU the run claims
+    import json
+
+    sm = [t["sm_mhz"] for t in json.loads((app.FIXTURES / "synthetic_a.json").read_text())["telemetry"]]
+    clock = next(m for m in at.metric if m.label.startswith("SM clock"))
+    assert clock.value == f"{min(sm):.0f}–{max(sm):.0f} MHz"  # the clock while measuring, not the idle start
 
 
 def test_overview_target_changes_the_gap(app):
