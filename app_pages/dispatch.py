@@ -2,7 +2,7 @@
 
 A plan entry may be N-specific ("N": 1024 applies only to a weight with N=1024); every lookup here passes the
 workload's N for (family, M) (datasets: families[f]["N_by_M"], else the family's N), as the profiler does."""
-import json
+from datasets.jsonfile import JsonInputError, parse_json
 
 import pandas as pd
 import streamlit as st
@@ -31,9 +31,9 @@ try:
             st.info("Upload a plan file to inspect it.")
             st.stop()
         try:
-            data = json.loads(up.getvalue())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise PlanError(f"{up.name}: not valid JSON: {exc}") from None
+            data = parse_json(up.getvalue(), up.name)
+        except JsonInputError as exc:
+            raise PlanError(str(exc)) from None
         plan = plan_from_dict(data, up.name, common.workload())
     else:
         plan = load_plan(choice, common.workload())

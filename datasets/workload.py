@@ -1,7 +1,6 @@
 """The workload spec (datasets/workload.json) as DataFrames: the 30 scored shapes and the nearby shapes."""
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from datasets.errors import DatasetError
+from datasets.jsonfile import JsonInputError, read_json
 from datasets.paths import WORKLOAD_JSON
 
 SHAPE_COLUMNS = ["load", "family", "M", "N", "K", "x_dtype", "w_dtype", "y_dtype", "weight", "rel_l2_tol"]
@@ -66,9 +66,11 @@ def _scored_n(path: Path, name: str, fam: dict, M: int) -> int:
 def load_workload(path: str | Path | None = None) -> Workload:
     path = Path(path) if path is not None else WORKLOAD_JSON
     try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DatasetError(path, "(json)", f"not valid JSON: {exc}") from None
+        spec = read_json(path)
+    except JsonInputError as exc:
+        raise DatasetError(path, "(json)", str(exc).split(": ", 1)[-1]) from None
+    if not isinstance(spec, dict):
+        raise DatasetError(path, "(json)", f"top level must be an object, got {type(spec).__name__}")
     for key in ("families", "loads", "contract", "nearby"):
         if key not in spec:
             raise DatasetError(path, key, "missing")

@@ -185,10 +185,12 @@ def load_plan(name_or_path, workload=None) -> Plan:
     path = _resolve(name_or_path)
     if not path.is_file():
         raise PlanError(f"{path}: no such plan file (known plans: {list_plans()})")
+    from datasets.jsonfile import JsonInputError, read_json
+
     try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"{path}: not valid JSON: {exc}") from None
+        data = read_json(path)
+    except JsonInputError as exc:
+        raise PlanError(f"{path}: {str(exc).split(': ', 1)[-1]}") from None
     return plan_from_dict(data, str(path), workload)
 
 

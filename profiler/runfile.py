@@ -136,21 +136,15 @@ def validate_run(run, source: str = "<run>") -> None:
 
 def load_run(path) -> dict:
     """Read and validate one run file; any problem is a RunFileError naming the file and the field."""
+    from datasets.jsonfile import JsonInputError, read_json
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RunFileError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
-    try:
-        run = json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise RunFileError(f"{path.name}: not valid JSON: {exc}") from None
+        run = read_json(path)
+    except JsonInputError as exc:
+        raise RunFileError(str(exc)) from None
     validate_run(run, source=path.name)
     return run
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not allowed in a run file")
 
 
 def _dumps(run: dict, source: str) -> str:

@@ -92,7 +92,7 @@ def test_invalid_json_and_nan(tmp_path):
         load_run(bad)
     nan = tmp_path / "nan.json"
     nan.write_text('{"schema_version": NaN}')
-    with pytest.raises(RunFileError, match="nan.json: not valid JSON: NaN is not allowed"):
+    with pytest.raises(RunFileError, match="nan.json: not valid JSON: non-standard JSON constant NaN"):
         load_run(nan)
     with pytest.raises(RunFileError, match="missing.json: cannot read"):
         load_run(tmp_path / "missing.json")

@@ -1,0 +1,84 @@
+"""The one way projlab reads a JSON document it did not write itself (run files, plans, workloads, uploads).
+
+Python's json module recurses once per nesting level, so '[' * 1000 + ']' * 1000 raises RecursionError deep
+inside it (and deeply nested values break later recursive code too). Every problem here becomes one
+JsonInputError whose message names the source and the problem, never a traceback:
+
+    read_json(path, max_bytes=None, max_depth=MAX_DEPTH) -> object
+    parse_json(data: bytes | str, name, max_bytes=None, max_depth=MAX_DEPTH) -> object
+
+Callers re-raise it as their own error type (RunFileError, PlanError, DatasetError) with `str(exc)`.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# No projlab document nests deeper than ~6 levels (run file -> results -> record -> error -> reasons);
+# 64 leaves room for user extras while staying far below Python's recursion limit (1000).
+MAX_DEPTH = 64
+
+
+class JsonInputError(ValueError):
+    """A JSON document that cannot be used; the message names the source and the problem in one line."""
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"non-standard JSON constant {name} (NaN/Infinity are not JSON)")
+
+
+def nesting_depth(text: str) -> int:
+    """Deepest [ / { nesting outside strings, in one pass (no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def parse_json(data: bytes | str, name: str, max_bytes: int | None = None, max_depth: int = MAX_DEPTH):
+    """Decode (UTF-8), check size and nesting, then parse; JsonInputError names `name` and the problem."""
+    if max_bytes is not None and len(data) > max_bytes:
+        raise JsonInputError(f"{name}: {len(data):,} bytes is over the {max_bytes:,}-byte limit")
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JsonInputError(f"{name}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") \
+                from None
+    else:
+        text = data
+    depth = nesting_depth(text)
+    if depth > max_depth:
+        raise JsonInputError(f"{name}: JSON nested {depth} levels deep (at most {max_depth} accepted)")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise JsonInputError(f"{name}: not valid JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise JsonInputError(f"{name}: not valid JSON: {exc}") from None
+
+
+def read_json(path, max_bytes: int | None = None, max_depth: int = MAX_DEPTH):
+    """Read and parse a JSON file; an unreadable file, a directory or a missing file is a JsonInputError too."""
+    path = Path(path)
+    try:
+        if max_bytes is not None and path.stat().st_size > max_bytes:
+            raise JsonInputError(f"{path.name}: {path.stat().st_size:,} bytes is over the {max_bytes:,}-byte limit")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise JsonInputError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
+    return parse_json(data, path.name, max_bytes=max_bytes, max_depth=max_depth)
