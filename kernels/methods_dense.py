@@ -11,6 +11,10 @@ ALL_FAMILIES = (*BF16_FAMILIES, "router")
 
 SPLITK_MAX_M = 32   # kernels/launch/splitk.py sizes the fused counters for this
 PACKED_MAX_M = 64
+# Workspace rows of the single-launch methods (FP32 [MAX_M, N], allocated at prepare): the scored M reach 256;
+# stream-K also serves the nearby M up to 512 (16 MB of workspace at N=8192). Above, plans use the library.
+SPLITK_ATOMIC_MAX_M = 256
+STREAMK_MAX_M = 512
 
 
 def _gemv_guard(family, M, N, K, config):
@@ -29,6 +33,26 @@ def _packed_guard(family, M, N, K, config):
     if N % config["BN"] or K % config["BK"]:
         return f"packed needs N % BN == 0 and K % BK == 0 (N={N}, K={K}, BN={config['BN']}, BK={config['BK']})"
     return smem_reason(config)
+
+
+def _tiles_reason(N, K, config, k_unit: int) -> str | None:
+    """The single-launch kernels leave N and K unmasked: whole BN tiles and whole K steps of k_unit."""
+    if N % config["BN"] or K % k_unit:
+        return (f"needs N % BN == 0 and K % {k_unit} == 0 (N={N}, K={K}, BN={config['BN']}, BK={config['BK']}"
+                f"{', SPLIT=' + str(config['SPLIT']) if 'SPLIT' in config else ''})")
+    return None
+
+
+def _splitk_atomic_guard(family, M, N, K, config):
+    if not 1 <= M <= SPLITK_ATOMIC_MAX_M:
+        return f"splitk_atomic serves 1 <= M <= {SPLITK_ATOMIC_MAX_M} (its workspace rows)"
+    return _tiles_reason(N, K, config, config["BK"] * config["SPLIT"]) or smem_reason(config)
+
+
+def _streamk_guard(family, M, N, K, config):
+    if not 1 <= M <= STREAMK_MAX_M:
+        return f"streamk serves 1 <= M <= {STREAMK_MAX_M} (its workspace rows)"
+    return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
 
 
 GEMV_CONFIGS = config_table(("BN", "num_warps", "cache"), [
@@ -71,6 +95,40 @@ PACKED_CONFIGS = config_table(TILE_KEYS, [
     (32, 32, 512, 2, 4, 2),
     (32, 32, 256, 2, 8, 3),
     (32, 64, 256, 1, 8, 3),
+])
+
+# Single-launch split-K (kernels/triton/splitk_atomic.py). Grid = N/BN x SPLIT x ceil(M/BM). The first two rows
+# are the quick kernel measured on this H200 before the method existed (cold, minus replay overhead, vs
+# F.linear): qkv_gate M=8 11.76 us (13.70), unpooler M=8 N=1024 4.77 us (6.56); the rest spread BN, SPLIT and M
+# tiles around them. SPLIT=1 rows are the plain small-M tensor-core path (W read once, x rows on chip, M
+# padded to BM): no workspace, the short-K o projection's shape (K=1024, N=8192).
+SPLITK_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
+    (16, 64, 128, 8, 4, 4),    # default: qkv_gate M <= 16 (288 programs)
+    (16, 64, 64, 16, 4, 4),    # unpooler N=1024: 256 programs of 4 K steps
+    (16, 32, 128, 8, 4, 4),    # narrower tiles: twice the programs
+    (16, 64, 256, 4, 4, 3),    # fewer, longer slices
+    (16, 128, 128, 4, 8, 4),   # pooler N=4096: 128 programs with 128-wide tiles
+    (32, 64, 128, 8, 4, 4),    # M = 17..32 in one M tile
+    (32, 64, 64, 8, 4, 4),
+    (64, 64, 128, 4, 4, 4),    # M = 33..64
+    (128, 128, 64, 4, 8, 3),   # M = 128..256: wgmma-sized tiles, 4-way split
+    (16, 64, 128, 1, 4, 4),    # no split: o (K=1024), 128 programs
+    (16, 32, 128, 1, 4, 4),    # no split: o, 256 programs
+    (32, 32, 128, 1, 4, 4),
+])
+
+STREAMK_KEYS = ("BM", "BN", "BK", "num_warps", "num_stages", "TMA")
+# Stream-K (kernels/triton/streamk.py): one program per SM. For M = 128-256 the tiles (e.g. 2 x 18 of 128 x 128
+# at qkv_gate M=256) are fewer than the 132 SMs; stream-K gives each SM the same number of K steps.
+STREAMK_CONFIGS = config_table(STREAMK_KEYS, [
+    (128, 128, 64, 8, 3, 1),   # default: wgmma tiles through TMA
+    (128, 128, 64, 8, 3, 0),   # the same with pointer loads (cp.async)
+    (128, 64, 64, 4, 4, 1),
+    (64, 128, 64, 4, 4, 1),
+    (128, 256, 64, 8, 3, 1),
+    (256, 128, 64, 8, 3, 1),   # M=256 in one tile row: weights read once
+    (128, 128, 128, 8, 2, 1),
+    (64, 64, 128, 4, 4, 1),
 ])
 
 _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), "SPLIT": (1, 2, 4, 8, 16),
@@ -118,6 +176,28 @@ DENSE_METHODS: tuple[Method, ...] = (
         params=_TILE_PARAMS,
         configs=PACKED_CONFIGS,
         guard=_packed_guard,
+    ),
+    Method(
+        name="splitk_atomic",
+        families=BF16_FAMILIES,
+        impl="kernels.launch.splitk_atomic:SPLITK_ATOMIC",
+        description="single-launch split-K: tl.dot tiles (M padded to BM), FP32 atomic adds into a zeroed workspace, "
+                    "the last split of a tile writes y and re-zeroes it (K constexpr, unmasked K loads; SPLIT=1: "
+                    "direct store)",
+        params={**_TILE_PARAMS, "BM": (16, 32, 64, 128)},
+        configs=SPLITK_ATOMIC_CONFIGS,
+        guard=_splitk_atomic_guard,
+    ),
+    Method(
+        name="streamk",
+        families=BF16_FAMILIES,
+        impl="kernels.launch.streamk:STREAMK",
+        description="stream-K GEMM on one program per SM: equal runs of tile K steps, split tiles summed with FP32 "
+                    "atomics in a workspace the finishing program converts and re-zeroes (TMA or pointer loads)",
+        params={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "num_warps": (4, 8),
+                "num_stages": (2, 3, 4), "TMA": (0, 1)},
+        configs=STREAMK_CONFIGS,
+        guard=_streamk_guard,
     ),
     Method(
         name="mm_wt",

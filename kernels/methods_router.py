@@ -16,6 +16,9 @@ GEMV_MAX_ELEMS_PER_THREAD = 64  # fp32 accumulator values per thread before the 
 # gemv_wide unrolls its K steps at compile time; projlab's bound is the workload's largest K (qkv_gate, pooler,
 # router: 8192) -- longer unrolls were never compiled or measured.
 GEMV_WIDE_MAX_K = 8192
+# Workspace rows of router_hilo_fused (FP32 [MAX_M, 256] = 4 MB at prepare): serves every M a plan dispatches
+# to a Triton route at the router's N.
+HILO_FUSED_MAX_M = 4096
 
 
 def _accumulator_reason(what: str, config) -> str | None:
@@ -47,6 +50,14 @@ def _tile_guard(weight_rows_per_tile):
             return f"needs K % (BK*SPLIT) == 0 (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})"
         return smem_reason(config, weight_rows_per_tile)
     return guard
+
+
+def _hilo_fused_guard(family, M, N, K, config):
+    if not 1 <= M <= HILO_FUSED_MAX_M:
+        return f"router_hilo_fused serves 1 <= M <= {HILO_FUSED_MAX_M} (its workspace rows)"
+    if N % config["BN"]:
+        return f"router_hilo_fused needs N % BN == 0 (N={N}, BN={config['BN']})"
+    return _tile_guard(2)(family, M, N, K, config)
 
 
 def _gemv_wide_guard(family, M, N, K, config):
@@ -104,6 +115,24 @@ HILO_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
 # The PDL variant runs the same kernel: the same space minus the configs that lost by 2x at every M.
 HILO_ATOMIC_PDL_CONFIGS = tuple(c for c in HILO_ATOMIC_CONFIGS if c["BM"] != 128)
 
+# router_hilo_fused: grid = 256/BN x SPLIT x ceil(M/BM). The atomic route's winners of the committed r3 tune
+# (BM=16 BN=32 BK=128 SPLIT=16 at M=8, BK=64 SPLIT=32 at M=16, BM=64 BN=64 BK=128 SPLIT=8/16 at M=128/256)
+# plus deeper pipelines (num_stages 4-5: more weight bytes in flight per program) and wider K steps.
+HILO_FUSED_CONFIGS = config_table(TILE_KEYS, [
+    (16, 32, 128, 16, 4, 3),   # default
+    (16, 32, 64, 32, 4, 3),
+    (16, 32, 128, 8, 4, 5),    # 8 K steps per program, 5 in flight
+    (16, 32, 256, 8, 4, 4),
+    (16, 64, 128, 16, 4, 4),
+    (16, 16, 128, 32, 4, 3),   # 512 programs at M <= 16
+    (32, 32, 128, 16, 4, 3),
+    (32, 64, 128, 8, 4, 4),
+    (64, 64, 128, 8, 8, 3),
+    (64, 64, 128, 16, 8, 3),
+    (64, 32, 128, 8, 4, 4),
+    (128, 64, 64, 8, 8, 3),
+])
+
 GEMV_WIDE_KEYS = ("BN", "BK", "num_warps", "cache")
 # Measured (same run): BN=4 BK=1024 4 warps .cg 5.34 us vs torch_linear 6.14 us at o M=1; BN >= 16 lost.
 GEMV_WIDE_CONFIGS = config_table(GEMV_WIDE_KEYS, [
@@ -143,6 +172,11 @@ ROUTER_METHODS: tuple[Method, ...] = (
         description="one cuBLAS product x @ [H; L]^T with FP32 output (torch.mm out_dtype), then y = left + right "
                     "(seed 009)",
         params={}, configs=({},), guard=None),
+    Method(
+        name="router_hilo_fused", families=ROUTER, impl="kernels.launch.router:ROUTER_HILO_FUSED",
+        description="hi/lo rows interleaved, single-launch split-K: FP32 atomic adds into a zeroed workspace, the "
+                    "last split of a tile copies it to y and re-zeroes it (no zero-fill launch)",
+        params=TILE_PARAMS, configs=HILO_FUSED_CONFIGS, guard=_hilo_fused_guard),
     Method(
         name="gemv_wide", families=("o",), impl="kernels.launch.gemv_wide:GEMV_WIDE",
         description="one-token GEMV for short rows: BN whole rows per program held in registers, K unrolled "

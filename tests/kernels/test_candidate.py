@@ -106,7 +106,7 @@ def test_plan_candidate_dispatches_by_the_weights_n(monkeypatch):
 
     from kernels import registry
     from kernels.method import Method
-    from kernels.plans import plan_from_dict
+    from kernels.plans import DISPATCH_MAX_M, plan_from_dict
 
     calls = []
 
@@ -123,7 +123,7 @@ def test_plan_candidate_dispatches_by_the_weights_n(monkeypatch):
     fake = _Fake("fake_n", ("unpooler",), base.impl, "fake N=1024 method")
     monkeypatch.setitem(registry.METHODS, "fake_n", fake)
     data = json.loads((PLANS_DIR / "baseline.json").read_text())
-    data["families"]["unpooler"] = [{"M": [1, 256], "method": "torch_linear", "config": {}},
+    data["families"]["unpooler"] = [{"M": [1, DISPATCH_MAX_M], "method": "torch_linear", "config": {}},
                                     {"M": [1, 8], "N": 1024, "method": "fake_n", "config": {}}]
     cand = PlanCandidate(plan_from_dict(data, "n.json"))
     K = 64

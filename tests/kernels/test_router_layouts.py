@@ -99,9 +99,10 @@ def test_prepare_states_never_see_activations():
     pytest.importorskip("torch")
     from kernels.launch import router as R
 
-    w = _w32()
-    for prep in (R.prepare_gemv_fp32, R.prepare_hilo_splitk, R.prepare_hilo_atomic, R.prepare_hilo_packed_mm):
-        state = prep(w, "router", {})
+    w = _w32(K=RK)     # the default configs' K steps tile the router's K
+    for name, prep in (("router_gemv_fp32", R.prepare_gemv_fp32), ("router_hilo_splitk", R.prepare_hilo_splitk),
+                       ("router_hilo_atomic", R.prepare_hilo_atomic), ("router_hilo_packed_mm", R.prepare_hilo_packed_mm)):
+        state = prep(w, "router", dict(METHODS[name].configs[0]))
         assert state["N"] == w.shape[0] and state["K"] == w.shape[1]
     st = R.prepare_hilo_packed_mm(w, "router", {})
     hi, lo = R.split_hilo(w)
