@@ -125,7 +125,7 @@ STREAMK_CONFIGS = config_table(STREAMK_KEYS, [
     (128, 128, 64, 8, 3, 0),   # the same with pointer loads (cp.async)
     (128, 64, 64, 4, 4, 1),
     (64, 128, 64, 4, 4, 1),
-    (128, 256, 64, 8, 3, 1),
+    (128, 128, 64, 8, 4, 1),   # one stage deeper (128 x 256 tiles spilled registers: ptxas, sm_90a)
     (256, 128, 64, 8, 3, 1),   # M=256 in one tile row: weights read once
     (128, 128, 128, 8, 2, 1),
     (64, 64, 128, 4, 4, 1),

@@ -152,16 +152,23 @@ def warm_jobs(methods: dict, points, only=None) -> list[dict]:
     return jobs
 
 
-def precompile(methods: dict, points, only, workers: int, log=print) -> None:
-    from kernels.warm import unique_jobs, warm
+def precompile(methods: dict, points, only, workers: int, extra_jobs=(), log=print) -> dict:
+    """Compile every candidate (and extra_jobs) in `workers` processes first (kernels.warm). Returns
+    {(method, config json, family): reason} for those that raised there: the sweep leaves them out at that
+    family (a kernel that faults would take the sweep's CUDA context down with it)."""
+    from kernels.warm import job_key, unique_jobs, warm
 
     if workers <= 0:
-        return
+        return {}
     t0 = time.perf_counter()
-    jobs = warm_jobs(methods, points, only)
+    jobs = warm_jobs(methods, points, only) + list(extra_jobs)
     errors = warm(jobs, workers)
+    skip = {job_key(job): f"failed when compiled and run once in a worker: {msg}" for job, msg in errors if job}
     log(f"compiled {len(unique_jobs(jobs))} distinct (method, config, shape class) jobs in {workers} processes "
-        f"in {time.perf_counter() - t0:.1f} s; {len(errors)} failed there (checked again per point)")
+        f"in {time.perf_counter() - t0:.1f} s; {len(errors)} raised there (left out of the sweep):")
+    for _, msg in errors:
+        log(f"   {msg}")
+    return skip
 
 
 # ------------------------------------------------------------------------------------------ plan + run files
@@ -274,7 +281,7 @@ def _tune(args, argv) -> int:
     run_path = Path(args.out_run) if args.out_run else default_run_path(gpu)
     writer = RunWriter(run_path)                      # refuses an existing run file before any work
     points = scored_points(workload, args.families)
-    precompile(METHODS, points, args.methods, args.compile_workers)
+    skip = precompile(METHODS, points, args.methods, args.compile_workers)
     timer = ColdTimer(device)
     env.update(replay_overhead_us=timer.overhead_us, replay_overhead_ci_us=list(timer.overhead_ci_us),
                settings={"mode": "cold", "tool": "tune", "shapes": args.shapes, "families": args.families,
@@ -292,7 +299,7 @@ def _tune(args, argv) -> int:
             continue
         t_pt = time.perf_counter()
         decisions.append(tune_point(pt, METHODS, measure, n_finalists=args.finalists, only=args.methods,
-                                    records=records))
+                                    records=records, skip=skip))
         print(f"   [{time.perf_counter() - t_pt:.1f} s for this point, {time.perf_counter() - t0:.1f} s total]",
               flush=True)
         run.update(results=records.results, pairs=records.pairs, failures=records.failures,

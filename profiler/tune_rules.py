@@ -39,6 +39,7 @@ at that shape and never ranked.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -163,11 +164,11 @@ def _timed(measured: dict, stage: str, pt: Point, records: Records) -> tuple[lis
         else:
             failed[t.key] = [f"no usable timing at stage {stage}: median {t.median!r} us"]
     for key, reasons in failed.items():
-        records.failures.append({**_shape_fields(pt), "candidate": key, "reasons": reasons})
+        records.failures.append({**shape_fields(pt), "candidate": key, "reasons": reasons})
     return timed, failed
 
 
-def _shape_fields(pt: Point) -> dict:
+def shape_fields(pt: Point) -> dict:
     return {"load": pt.load, "family": pt.family, "M": pt.M, "N": pt.N, "K": pt.K}
 
 
@@ -176,7 +177,7 @@ def result_records(pt: Point, timed: list[Timed]) -> list[dict]:
     out = []
     for t in timed:
         lo, hi = bootstrap_ci(t.samples) if len(t.samples) > 1 else (None, None)
-        out.append({**_shape_fields(pt), "candidate": t.key, "method": t.key, "median_us": t.median,
+        out.append({**shape_fields(pt), "candidate": t.key, "method": t.key, "median_us": t.median,
                     "ci_low_us": _num(lo), "ci_high_us": _num(hi), "samples_us": [float(v) for v in t.samples],
                     "n_samples": int(len(t.samples)), "correct": True, "error": None, "flags": [],
                     "stage": t.stage})
@@ -187,7 +188,7 @@ def pair_record(pt: Point, base: Timed, cand: Timed) -> dict:
     st = summarize_pairs(base.samples, cand.samples)
     for key in ("ratio_ci_low", "ratio_ci_high", "rse"):
         st[key] = _num(st[key])
-    return {**_shape_fields(pt), "baseline": BASELINE, "candidate": cand.key, "stage": cand.stage, **st}
+    return {**shape_fields(pt), "baseline": BASELINE, "candidate": cand.key, "stage": cand.stage, **st}
 
 
 def _num(v):
@@ -273,14 +274,27 @@ def neighbour_points(pt: Point, methods: dict, trio: list[Timed]) -> list[Point]
 
 # ------------------------------------------------------------------------------------------ one point
 
+def skipped(cands: list, family: str, skip: dict | None) -> tuple[list, dict]:
+    """(candidates to measure, {label: [reason]} for those `skip` names: {(method, config json, family): reason})."""
+    keep, out = [], {}
+    for name, config in cands:
+        reason = (skip or {}).get((name, json.dumps(config, sort_keys=True), family))
+        if reason and name != BASELINE:
+            out[format_config(name, config)] = [reason]
+        else:
+            keep.append((name, config))
+    return keep, out
+
+
 def tune_point(pt: Point, methods: dict, measure: Measure, *, n_finalists: int = FINALISTS, only=None,
-               screen: dict = SCREEN, final: dict = FINAL, records: Records | None = None,
+               screen: dict = SCREEN, final: dict = FINAL, records: Records | None = None, skip: dict | None = None,
                log: Callable[[str], None] = print) -> Decision:
-    """Steps 1-4 of the module docstring at one scored point; appends what was measured to `records`."""
+    """Steps 1-4 of the module docstring at one scored point; appends what was measured to `records`.
+    `skip`: candidates left out with a reason (kernels.warm: they raised when compiled in a worker)."""
     records = records if records is not None else Records()
-    cands = candidates(methods, pt.family, pt.M, pt.N, pt.K, only)
+    cands, left_out = skipped(candidates(methods, pt.family, pt.M, pt.N, pt.K, only), pt.family, skip)
     got = measure(pt.shape(), cands, screen)
-    rejected = dict(got["rejected"])
+    rejected = {**left_out, **got["rejected"]}
     screened, failed = _timed(got, "screen", pt, records)
     rejected.update(failed)
     if not screened:

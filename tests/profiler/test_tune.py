@@ -229,7 +229,7 @@ def cpu_measure():
 
         def time(self, shape, live, timing):
             M = int(shape["M"])
-            self.calls.append((M, [n for n, _ in live]))
+            self.calls.append((M, [(n, c.get("v")) for n, c in live]))
             rng = np.random.default_rng(M)
             n = timing["min_pairs"]
             rows = [{"method": name, "config": c,
@@ -256,7 +256,7 @@ def test_tune_point_rejects_lossy_and_applies_neighbour_rule(cpu_measure):
     records = rules.Records()
     d = rules.tune_point(_point(16), methods, measure, records=records, log=lambda *a: None)
     assert "fake_lossy" in d.rejected and any("sparse" in r or "rel-L2" in r for r in d.rejected["fake_lossy"])
-    assert all("fake_lossy" not in names for _, names in measure.calls)
+    assert all(n != "fake_lossy" for _, timed in measure.calls for n, _ in timed)
     assert (d.method, d.config) == ("fake_fast", {"v": 2}), d.rule       # the robust one
     assert d.baseline_us == pytest.approx(15.0, rel=0.01)
     assert set(d.neighbours) == {"15", "17"}
@@ -381,3 +381,28 @@ def test_warm_jobs_cover_every_candidate_once_per_compile_class():
     fused = [j for j in uniq if j["method"] == "router_hilo_fused"]
     assert len(fused) == 3 * len(METHODS["router_hilo_fused"].configs)
     assert len({(j["M"] == 1, j["M"] % 16 == 0) for j in fused}) == 3
+
+
+def test_candidates_that_failed_in_a_compile_worker_are_left_out_with_the_reason(cpu_measure):
+    methods, measure_cls = cpu_measure
+    table = {(n, v, M): t for M in (15, 16, 17) for n, v, t in
+             (("torch_linear", None, 15.0), ("fake_lossy", None, 1.0), ("fake_fast", 1, 9.0), ("fake_fast", 2, 9.5))}
+    skip = {("fake_fast", json.dumps({"v": 1}), "router"): "failed when compiled and run once in a worker: boom",
+            ("torch_linear", "{}", "router"): "the baseline is never left out"}
+    measure = measure_cls(table)
+    d = rules.tune_point(_point(16), methods, measure, skip=skip, log=lambda *a: None)
+    assert d.rejected["fake_fast v=1"] == ["failed when compiled and run once in a worker: boom"]
+    assert all(("fake_fast", 1) not in timed for _, timed in measure.calls)       # never checked nor timed
+    assert (d.method, d.config) == ("fake_fast", {"v": 2}) and ("torch_linear", None) in measure.calls[0][1]
+
+
+def test_warm_runs_jobs_in_worker_processes_and_reports_the_ones_that_raise():
+    pytest.importorskip("torch")
+    from kernels.warm import job_key, warm
+
+    good = {"method": "torch_linear", "config": {}, "family": "o", "M": 2, "N": 16, "K": 32}
+    bad = {"method": "router_gemv_fp32", "config": {"BN": 1, "BK": 1024, "num_warps": 4, "cache": ".cg"},
+           "family": "router", "M": 1, "N": 16, "K": 1000, "w_dtype": "float32"}
+    errors = warm([good, dict(good, M=3), bad], workers=2, device="cpu")
+    assert [job_key(j) for j, _ in errors] == [job_key(bad)]
+    assert "K % BK == 0" in errors[0][1]
