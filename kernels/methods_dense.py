@@ -109,7 +109,7 @@ SPLITK_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
     (16, 64, 256, 4, 4, 3),    # fewer, longer slices
     (16, 128, 128, 4, 8, 4),   # pooler N=4096: 128 programs with 128-wide tiles
     (32, 64, 128, 8, 4, 4),    # M = 17..32 in one M tile
-    (32, 64, 64, 8, 4, 4),
+    (64, 128, 64, 8, 4, 4),    # M = 128: 2 x 18 tiles x 8 slices = 288 programs at qkv_gate
     (64, 64, 128, 4, 4, 4),    # M = 33..64
     (128, 128, 64, 4, 8, 3),   # M = 128..256: wgmma-sized tiles, 4-way split
     (16, 64, 128, 1, 4, 4),    # no split: o (K=1024), 128 programs
