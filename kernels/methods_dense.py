@@ -97,38 +97,38 @@ PACKED_CONFIGS = config_table(TILE_KEYS, [
     (32, 64, 256, 1, 8, 3),
 ])
 
-# Single-launch split-K (kernels/triton/splitk_atomic.py). Grid = N/BN x SPLIT x ceil(M/BM). The first two rows
-# are the quick kernel measured on this H200 before the method existed (cold, minus replay overhead, vs
-# F.linear): qkv_gate M=8 11.76 us (13.70), unpooler M=8 N=1024 4.77 us (6.56); the rest spread BN, SPLIT and M
-# tiles around them. SPLIT=1 rows are the plain small-M tensor-core path (W read once, x rows on chip, M
-# padded to BM): no workspace, the short-K o projection's shape (K=1024, N=8192).
+# Single-launch split-K (kernels/triton/splitk_atomic.py). Grid = N/BN x SPLIT x ceil(M/BM). Screened on the H200
+# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch*.json): BM=16 with BK=64 x SPLIT=16 or BK=128 x
+# SPLIT=8 won at qkv_gate M=4-16 (13.18-13.33 us vs F.linear 13.92-14.10) and the unpooler's M=8, N=1024
+# slice (5.65 vs 6.94); 64- and 128-row tiles lost 1.3-3.7x at M >= 64 (the atomic traffic of large split
+# tiles), so the rows are small-M shapes. SPLIT=1 rows are the plain small-M tensor-core path (W read once, x
+# rows on chip, M padded to BM; no workspace): o (K=1024) tied F.linear at M=12-16.
 SPLITK_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
-    (16, 64, 128, 8, 4, 4),    # default: qkv_gate M <= 16 (288 programs)
-    (16, 64, 64, 16, 4, 4),    # unpooler N=1024: 256 programs of 4 K steps
-    (16, 32, 128, 8, 4, 4),    # narrower tiles: twice the programs
-    (16, 64, 256, 4, 4, 3),    # fewer, longer slices
+    (16, 64, 64, 16, 4, 4),    # default: qkv_gate M <= 16 (576 programs of 8 K steps)
+    (16, 64, 128, 8, 4, 4),    # unpooler N=1024 M <= 8 (128 programs of 4 K steps)
+    (16, 32, 128, 8, 4, 4),
+    (16, 32, 64, 16, 4, 4),    # unpooler N=1024: 512 programs
+    (16, 64, 64, 32, 4, 4),    # qkv_gate: 1152 programs of 4 K steps
+    (16, 64, 64, 16, 4, 3),
     (16, 128, 128, 4, 8, 4),   # pooler N=4096: 128 programs with 128-wide tiles
+    (16, 64, 256, 4, 4, 3),
     (32, 64, 128, 8, 4, 4),    # M = 17..32 in one M tile
-    (64, 128, 64, 8, 4, 4),    # M = 128: 2 x 18 tiles x 8 slices = 288 programs at qkv_gate
-    (64, 64, 128, 4, 4, 4),    # M = 33..64
-    (128, 128, 64, 4, 8, 3),   # M = 128..256: wgmma-sized tiles, 4-way split
+    (32, 64, 64, 16, 4, 4),
     (16, 64, 128, 1, 4, 4),    # no split: o (K=1024), 128 programs
     (16, 32, 128, 1, 4, 4),    # no split: o, 256 programs
-    (32, 32, 128, 1, 4, 4),
 ])
 
 STREAMK_KEYS = ("BM", "BN", "BK", "num_warps", "num_stages", "TMA")
-# Stream-K (kernels/triton/streamk.py): one program per SM. For M = 128-256 the tiles (e.g. 2 x 18 of 128 x 128
-# at qkv_gate M=256) are fewer than the 132 SMs; stream-K gives each SM the same number of K steps.
+# Stream-K (kernels/triton/streamk.py): one program per SM, for M = 64-512 where the tiles (e.g. 2 x 18 of
+# 128 x 128 at qkv_gate M=256) are fewer than the 132 SMs. Screened on the H200 (same run file): never faster
+# than F.linear -- at best 0.94x (qkv_gate M=64), 0.58-0.72x at M=128 and 0.40-0.59x at M=256 -- the split tiles'
+# FP32 atomic traffic and the per-segment pipeline restarts cost more than the idle SMs they fill. Kept (the
+# four best rows) so the tuner keeps checking it; the library route stays the plan's choice there.
 STREAMK_CONFIGS = config_table(STREAMK_KEYS, [
-    (128, 128, 64, 8, 3, 1),   # default: wgmma tiles through TMA
-    (128, 128, 64, 8, 3, 0),   # the same with pointer loads (cp.async)
-    (128, 64, 64, 4, 4, 1),
+    (64, 64, 128, 4, 4, 1),    # default
     (64, 128, 64, 4, 4, 1),
-    (128, 128, 64, 8, 4, 1),   # one stage deeper (128 x 256 tiles spilled registers: ptxas, sm_90a)
-    (256, 128, 64, 8, 3, 1),   # M=256 in one tile row: weights read once
-    (128, 128, 128, 8, 2, 1),
-    (64, 64, 128, 4, 4, 1),
+    (128, 64, 64, 4, 4, 1),
+    (128, 128, 64, 8, 4, 1),
 ])
 
 _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), "SPLIT": (1, 2, 4, 8, 16),
@@ -184,7 +184,7 @@ DENSE_METHODS: tuple[Method, ...] = (
         description="single-launch split-K: tl.dot tiles (M padded to BM), FP32 atomic adds into a zeroed workspace, "
                     "the last split of a tile writes y and re-zeroes it (K constexpr, unmasked K loads; SPLIT=1: "
                     "direct store)",
-        params={**_TILE_PARAMS, "BM": (16, 32, 64, 128)},
+        params={**_TILE_PARAMS, "BM": (16, 32, 64, 128), "SPLIT": (1, 2, 4, 8, 16, 32)},
         configs=SPLITK_ATOMIC_CONFIGS,
         guard=_splitk_atomic_guard,
     ),

@@ -115,22 +115,18 @@ HILO_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
 # The PDL variant runs the same kernel: the same space minus the configs that lost by 2x at every M.
 HILO_ATOMIC_PDL_CONFIGS = tuple(c for c in HILO_ATOMIC_CONFIGS if c["BM"] != 128)
 
-# router_hilo_fused: grid = 256/BN x SPLIT x ceil(M/BM). The atomic route's winners of the committed r3 tune
-# (BM=16 BN=32 BK=128 SPLIT=16 at M=8, BK=64 SPLIT=32 at M=16, BM=64 BN=64 BK=128 SPLIT=8/16 at M=128/256)
-# plus deeper pipelines (num_stages 4-5: more weight bytes in flight per program) and wider K steps.
+# router_hilo_fused: grid = 256/BN x SPLIT x ceil(M/BM). Screened on the H200
+# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch*.json) against router_hilo_atomic_pdl (zero-fill +
+# PDL + atomics into y): 5.52 vs 5.04 us at M=16, 10.72 vs 8.45 at M=256 -- the last arriver's extra L2 round
+# trips (release/acquire on the tile counter, then the exchange) cost more than the overlapped zero-fill launch.
+# The six best rows are kept for the tuner.
 HILO_FUSED_CONFIGS = config_table(TILE_KEYS, [
     (16, 32, 128, 16, 4, 3),   # default
     (16, 32, 64, 32, 4, 3),
-    (16, 32, 128, 8, 4, 5),    # 8 K steps per program, 5 in flight
-    (16, 32, 256, 8, 4, 4),
-    (16, 64, 128, 16, 4, 4),
     (16, 16, 128, 32, 4, 3),   # 512 programs at M <= 16
-    (32, 32, 128, 16, 4, 3),
-    (32, 64, 128, 8, 4, 4),
+    (16, 64, 128, 16, 4, 4),
     (64, 64, 128, 8, 8, 3),
-    (64, 64, 128, 16, 8, 3),
-    (64, 32, 128, 8, 4, 4),
-    (128, 64, 64, 8, 8, 3),
+    (128, 64, 64, 8, 8, 3),    # M >= 256
 ])
 
 GEMV_WIDE_KEYS = ("BN", "BK", "num_warps", "cache")

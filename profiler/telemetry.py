@@ -122,6 +122,8 @@ def git_info(root: Path | None = None) -> dict:
     root = root or Path(__file__).resolve().parents[1]
     # The device host gets a copy of the tree without .git: the caller passes the sha it copied from.
     env_sha = os.environ.get("PROJLAB_GIT_SHA") or None
+    if env_sha:   # an explicit sha wins: the copied tree may sit inside another checkout whose HEAD is not it
+        return {"git_sha": env_sha, "git_dirty": None}
     try:
         p = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         sha = p.stdout.strip()

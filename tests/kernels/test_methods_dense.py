@@ -98,7 +98,7 @@ def test_streamk_guard():
         for M in (1, 128, 255, 256, STREAMK_MAX_M):
             assert m.supports(fam, M, N, K) is None, (fam, N, M)
     assert "workspace" in m.supports("o", STREAMK_MAX_M + 1, 8192, 1024)
-    assert "K % 64 == 0" in m.supports("o", 128, 8192, 1000)
+    assert "K % 128 == 0" in m.supports("o", 128, 8192, 1000)     # the default config: BK=128
 
 
 @pytest.mark.parametrize("method", ["splitk_atomic", "streamk"])
