@@ -98,11 +98,12 @@ PACKED_CONFIGS = config_table(TILE_KEYS, [
 ])
 
 # Single-launch split-K (kernels/triton/splitk_atomic.py). Grid = N/BN x SPLIT x ceil(M/BM). Screened on the H200
-# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch*.json): BM=16 with BK=64 x SPLIT=16 or BK=128 x
-# SPLIT=8 won at qkv_gate M=4-16 (13.18-13.33 us vs F.linear 13.92-14.10) and the unpooler's M=8, N=1024
-# slice (5.65 vs 6.94); 64- and 128-row tiles lost 1.3-3.7x at M >= 64 (the atomic traffic of large split
+# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json, cold, overhead subtracted): BM=16 with
+# BK=64 x SPLIT=16 won at qkv_gate M=4-16 (12.85-13.14 us vs F.linear 13.98-14.42, vs the splitk plan entry
+# 13.09-13.20) and at the unpooler's M=8, N=1024 slice (5.55 vs 6.93); it tied or lost at M=32 and lost 2-6x at
+# M >= 64 (an earlier screen of 64- and 128-row tiles lost 1.3-3.7x there: the atomic traffic of large split
 # tiles), so the rows are small-M shapes. SPLIT=1 rows are the plain small-M tensor-core path (W read once, x
-# rows on chip, M padded to BM; no workspace): o (K=1024) tied F.linear at M=12-16.
+# rows on chip, M padded to BM; no workspace): o (K=1024) tied F.linear at M=12 (6.30 vs 6.30).
 SPLITK_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
     (16, 64, 64, 16, 4, 4),    # default: qkv_gate M <= 16 (576 programs of 8 K steps)
     (16, 64, 128, 8, 4, 4),    # unpooler N=1024 M <= 8 (128 programs of 4 K steps)
@@ -121,9 +122,10 @@ SPLITK_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
 STREAMK_KEYS = ("BM", "BN", "BK", "num_warps", "num_stages", "TMA")
 # Stream-K (kernels/triton/streamk.py): one program per SM, for M = 64-512 where the tiles (e.g. 2 x 18 of
 # 128 x 128 at qkv_gate M=256) are fewer than the 132 SMs. Screened on the H200 (same run file): never faster
-# than F.linear -- at best 0.94x (qkv_gate M=64), 0.58-0.72x at M=128 and 0.40-0.59x at M=256 -- the split tiles'
-# FP32 atomic traffic and the per-segment pipeline restarts cost more than the idle SMs they fill. Kept (the
-# four best rows) so the tuner keeps checking it; the library route stays the plan's choice there.
+# than F.linear -- at best 0.93-0.95x (qkv_gate/pooler M=64), 0.42-0.77x at M=128 and 0.39-0.65x at M=256 --
+# the split tiles' FP32 atomic traffic and per-segment pipeline restarts cost more than the idle SMs they fill.
+# The four best rows of the first screen are kept so the tuner keeps checking; the library route stays the
+# plans' choice there.
 STREAMK_CONFIGS = config_table(STREAMK_KEYS, [
     (64, 64, 128, 4, 4, 1),    # default
     (64, 128, 64, 4, 4, 1),

@@ -116,10 +116,10 @@ HILO_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
 HILO_ATOMIC_PDL_CONFIGS = tuple(c for c in HILO_ATOMIC_CONFIGS if c["BM"] != 128)
 
 # router_hilo_fused: grid = 256/BN x SPLIT x ceil(M/BM). Screened on the H200
-# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch*.json) against router_hilo_atomic_pdl (zero-fill +
-# PDL + atomics into y): 5.52 vs 5.04 us at M=16, 10.72 vs 8.45 at M=256 -- the last arriver's extra L2 round
-# trips (release/acquire on the tile counter, then the exchange) cost more than the overlapped zero-fill launch.
-# The six best rows are kept for the tuner.
+# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json) against router_hilo_atomic_pdl (zero-fill +
+# PDL + atomics into y): 5.58 vs 5.20 us at M=16, 9.84 vs 6.72 at M=128, 10.58 vs 8.26 at M=256 -- the last
+# arriver's extra L2 round trips (release/acquire on the tile counter, then the exchange) cost more than the
+# zero-fill launch that PDL overlaps. The six best rows of the first screen are kept for the tuner.
 HILO_FUSED_CONFIGS = config_table(TILE_KEYS, [
     (16, 32, 128, 16, 4, 3),   # default
     (16, 32, 64, 32, 4, 3),
