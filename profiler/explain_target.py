@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 EXIT_CUDA_BROKEN = 3
@@ -36,6 +37,7 @@ class _Status:
         self.handle = open(path, "a", encoding="utf-8")
 
     def __call__(self, **event) -> None:
+        event["t"] = round(time.time(), 3)  # wall clock: how long each job took (session time estimates)
         self.handle.write(json.dumps(event) + "\n")
         self.handle.flush()
 
@@ -44,9 +46,12 @@ def _err(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
 
 
-def _cuda_ok(torch) -> bool:
+def _cuda_ok(torch, device) -> bool:
+    """False when the CUDA context is broken (a sticky error): nothing more can run in this process."""
+    if device.type != "cuda":
+        return True
     try:
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(device)
         return True
     except Exception:
         return False
@@ -76,7 +81,7 @@ def _check_shape(entry, cands, names, spec, status, torch, device) -> list[tuple
                                   baseline_rel_l2=base_rel, keep_graph=True)
         except Exception as exc:  # a harness-level failure (the contract reports candidate bugs as reasons)
             status(event="check", job=job, ok=False, error={"reasons": [f"check raised {_err(exc)}"]}, method=None)
-            if not _cuda_ok(torch):
+            if not _cuda_ok(torch, device):
                 sys.exit(EXIT_CUDA_BROKEN)
             continue
         if j == 0:
@@ -84,9 +89,9 @@ def _check_shape(entry, cands, names, spec, status, torch, device) -> list[tuple
             chk.vs_baseline = error_vs_baseline(chk.rel_l2, base_rel)
         method = str(cand.describe(shape["family"], int(shape["M"]), int(shape["N"])))
         status(event="check", job=job, ok=bool(chk.ok), error=_jsonable(chk.to_dict()), method=method)
-        if not _cuda_ok(torch):
+        if not _cuda_ok(torch, device):
             sys.exit(EXIT_CUDA_BROKEN)
-        if chk.ok and chk.graph is not None:
+        if chk.ok and chk.graph is not None:  # a graph exists on CUDA only
             passed.append((job, chk.graph))
     return passed
 
@@ -131,13 +136,17 @@ def _kineto_shape(i, entry, passed, status, torch, flush_buf) -> None:
 
 
 def run_check(spec, cands, names, status, torch, device) -> None:
-    l2 = int(torch.cuda.get_device_properties(device).L2_cache_size)
-    flush_buf = torch.rand(FLUSH_L2_MULTIPLE * l2 // 4, device=device, dtype=torch.float32)
+    """On CUDA: check + Kineto per shape. On CPU (tests of the crash handling): checks only, eager, no graphs."""
+    on_cuda = device.type == "cuda"
+    if on_cuda:
+        l2 = int(torch.cuda.get_device_properties(device).L2_cache_size)
+        flush_buf = torch.rand(FLUSH_L2_MULTIPLE * l2 // 4, device=device, dtype=torch.float32)
     for i, entry in enumerate(spec["shapes"]):
         passed = _check_shape(entry, cands, names, spec, status, torch, device)
-        _kineto_shape(i, entry, passed, status, torch, flush_buf)
-        del passed
-        torch.cuda.empty_cache()
+        if on_cuda:
+            _kineto_shape(i, entry, passed, status, torch, flush_buf)
+            del passed
+            torch.cuda.empty_cache()
 
 
 def run_ncu(spec, cands, names, status, torch, device) -> None:
@@ -168,7 +177,7 @@ def run_ncu(spec, cands, names, status, torch, device) -> None:
                 status(event="done", stage="ncu", job=job)
             except Exception as exc:
                 status(event="error", stage="ncu", job=job, reason=f"profiled call raised {_err(exc)}")
-                if not _cuda_ok(torch):
+                if not _cuda_ok(torch, device):
                     sys.exit(EXIT_CUDA_BROKEN)
 
 
@@ -181,7 +190,9 @@ def main(argv: list[str]) -> int:
     status = _Status(argv[1])
     # The FP32 router baseline runs true FP32, as in every timed sweep (profiler.sweep pins the same).
     torch.backends.cuda.matmul.allow_tf32 = False
-    device = torch.device("cuda", torch.cuda.current_device())
+    device = torch.device(spec.get("device", "cuda"))
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
     cands = [load_candidate(s) for s in spec["candidates"]]
     runner = {"check": run_check, "ncu": run_ncu}[spec["mode"]]
     runner(spec, cands, spec["names"], status, torch, device)
