@@ -21,8 +21,14 @@ class Thresholds:
     # DRAM bytes ÷ ideal (weights + x + y) from which a call "moves more than it must": below 1.10 the excess is
     # x re-reads and partial sectors (cuBLAS at qkv M=16 reads 1.04× on the H200).
     excess_ratio: float = 1.10
-    # Main kernel's bandwidth ÷ the probe's at the same bytes below which it is "slow at its bytes".
+    # Main kernel's bandwidth ÷ the probe's at the same bytes below which it is "slow at its bytes" (memory-bound
+    # calls only: a compute-bound one is judged against the compute roof).
     low_bandwidth: float = 0.75
+    # Share of the SMs a grid must leave idle to be named: 4 idle of 132 (a 128-program grid, 3 %) is less than
+    # the run-to-run spread of a shape.
+    idle_sm_share: float = 0.05
+    # Main kernel's TFLOP/s ÷ the measured peak below which a compute-bound call is "far from the compute roof".
+    low_compute: float = 0.75
     # More than one wave whose last wave fills less than this fraction of the GPU: a visible tail.
     tail_wave_fill: float = 0.5
     # SM and DRAM throughput (% of peak, ncu) both under this: neither unit is busy, the kernel waits (latency).
@@ -78,12 +84,12 @@ def extra_launches(call, kernels, t: Thresholds) -> Finding | None:
 
 
 def idle_sms(call, kernels, t: Thresholds, sm_count: int) -> Finding | None:
-    """The weight stream's grid has fewer programs than the GPU has SMs."""
+    """The weight stream's grid leaves at least `idle_sm_share` of the SMs without a program."""
     grid = int(call["main_grid"])
-    if grid >= sm_count:
+    if grid >= sm_count or (sm_count - grid) / sm_count < t.idle_sm_share:
         return None
     return Finding("idle_sms", call["candidate"], f"grid of {grid} programs leaves {sm_count - grid} of {sm_count} "
-                   f"SMs idle ({name(call['main_kernel'])})", max(float(call["main_slow_us"]), 0.0))
+                   f"SMs idle ({name(call['main_kernel'])})", float(call.get("underfilled_us", 0.0) or 0.0))
 
 
 def tail_wave(call, kernels, t: Thresholds) -> Finding | None:
@@ -109,13 +115,26 @@ def excess_bytes(call, kernels, t: Thresholds) -> Finding | None:
 
 
 def low_bandwidth(call, kernels, t: Thresholds) -> Finding | None:
-    """The weight stream reaches less than `low_bandwidth` of the probe's bandwidth at the same bytes."""
+    """A memory-bound call whose weight stream reaches less than `low_bandwidth` of the probe at the same bytes."""
     frac = call["main_bw_vs_probe"]
-    if not frac < t.low_bandwidth:
+    if call["bound"] == "compute" or not frac < t.low_bandwidth:
         return None
     return Finding("low_bandwidth", call["candidate"], f"{name(call['main_kernel'])} reaches {frac:.0%} of the probe's "
                    f"bandwidth at its {_mb(call['main_bytes'])} ({call['main_tbps']:.2f} vs "
-                   f"{call['main_probe_tbps']:.2f} TB/s)", max(float(call["main_slow_us"]), 0.0))
+                   f"{call['main_probe_tbps']:.2f} TB/s)",
+                   max(float(call["main_slow_us"]) - float(call.get("underfilled_us", 0.0) or 0.0), 0.0))
+
+
+def compute_bound(call, kernels, t: Thresholds, peak_tflops: float | None) -> Finding | None:
+    """A compute-bound call (2MNK at the measured peak takes longer than reading the bytes): how far from the roof."""
+    if call["bound"] != "compute" or not peak_tflops:
+        return None
+    frac = call["main_tflops"] / peak_tflops
+    verdict = "far from" if frac < t.low_compute else "near"
+    return Finding("compute_bound", call["candidate"], f"compute-bound: 2MNK needs {call['compute_floor_us']:.2f} µs at "
+                   f"the measured {peak_tflops:.0f} TFLOP/s, more than the {call['memory_floor_us']:.2f} µs read; "
+                   f"{name(call['main_kernel'])} runs {call['main_tflops']:.0f} TFLOP/s ({frac:.0%}, {verdict} the "
+                   "roof)", max(float(call["main_slow_us"]), 0.0))
 
 
 def latency_bound(call, kernels, t: Thresholds) -> Finding | None:
@@ -149,25 +168,24 @@ def near_floor(call, kernels, t: Thresholds) -> Finding | None:
     return Finding("near_floor", call["candidate"], text, 0.0)
 
 
-RULES = (extra_launches, idle_sms, tail_wave, excess_bytes, low_bandwidth, latency_bound, between_kernels, near_floor)
+RULES = (extra_launches, tail_wave, excess_bytes, low_bandwidth, latency_bound, between_kernels, near_floor)
 
 
-def call_findings(call: pd.Series, kernels: pd.DataFrame, sm_count: int, t: Thresholds = THRESHOLDS) -> list[Finding]:
+def call_findings(call: pd.Series, kernels: pd.DataFrame, sm_count: int, peak_tflops: float | None = None,
+                  t: Thresholds = THRESHOLDS) -> list[Finding]:
     """Every rule on one call (row of call_table) and its kernels (rows of kernel_table)."""
     out = side_kernels(call, kernels, t)
-    for rule in RULES:
-        f = rule(call, kernels, t, sm_count) if rule is idle_sms else rule(call, kernels, t)
-        if f is not None:
-            out.append(f)
-    return out
+    found = [rule(call, kernels, t) for rule in RULES]
+    found += [idle_sms(call, kernels, t, sm_count), compute_bound(call, kernels, t, peak_tflops)]
+    return out + [f for f in found if f is not None]
 
 
 def findings(calls: pd.DataFrame, kernels: pd.DataFrame, shape: str, sm_count: int,
-             t: Thresholds = THRESHOLDS) -> pd.DataFrame:
+             peak_tflops: float | None = None, t: Thresholds = THRESHOLDS) -> pd.DataFrame:
     """Findings for every candidate at one shape: candidate, rule, text, us — largest `us` first per candidate."""
     rows = []
     for _, call in calls[calls["shape"] == shape].iterrows():
         ks = kernels[(kernels["shape"] == shape) & (kernels["candidate"] == call["candidate"])]
-        found = sorted(call_findings(call, ks, sm_count, t), key=lambda f: -f.us)
+        found = sorted(call_findings(call, ks, sm_count, peak_tflops, t), key=lambda f: -f.us)
         rows += [{"candidate": f.candidate, "rule": f.rule, "text": f.text, "us": f.us} for f in found]
     return pd.DataFrame(rows, columns=["candidate", "rule", "text", "us"])

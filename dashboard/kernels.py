@@ -9,15 +9,20 @@ order as ncu saw (`time_basis` "replay"), else ncu's duration ("ncu"). ncu's dur
 replays (kernels are serialized and replayed per metric pass), so a replay is the closer reading of the timed
 call; ncu's figures are used for what only it measures (bytes, grid, throughputs).
 
+Floor of a call = max(memory floor, compute floor), as everywhere in projlab (dashboard.roofline): the run's
+read probe at the ideal bytes (weights + x + y), and 2MNK at the run's measured bf16 compute peak.
 Gap to the floor of a call (all in µs, summing exactly to time − floor):
 - side_kernels_us: time of every kernel other than the main one (the one moving the most DRAM bytes, i.e. the
   weight stream): extra launches;
 - between_us: idle time between kernels in the replay (negative where kernels overlap);
-- excess_bytes_us: floor(main kernel's DRAM bytes) − floor(ideal bytes): what moving more than weights + x + y
-  costs at the probe's bandwidth;
-- main_slow_us: main kernel's time − floor(its DRAM bytes): the main kernel running below the probe at its
-  bytes, split per load into "under-filled grid" (its grid leaves SMs idle) and "low bandwidth" (it does not).
+- excess_bytes_us: main floor − floor, where the main floor is the same max() with the main kernel's DRAM bytes
+  in place of the ideal: what moving more than weights + x + y costs at the probe's bandwidth;
+- main_slow_us: main kernel's time − main floor, split per load into "under-filled grid" (underfilled_us: the
+  idle-SM share of its time, capped), and the rest: "low bandwidth" for memory-bound calls, "below the compute
+  roof" for compute-bound ones.
 A kernel's part of the gap = its time − floor × (its DRAM bytes ÷ the call's).
+DRAM bytes are what ncu counted during the kernel: output lines still in L2 when it ends are not in them, so a
+call can read below its ideal bytes (o at M=256 writes 4 MB of y).
 """
 from __future__ import annotations
 
@@ -30,7 +35,6 @@ import pandas as pd
 from dashboard import metrics, roofline, runs
 
 CALL_ID = ["load", "family", "M", "N", "K", "candidate"]
-GRID_FILL_IDLE = 1.0  # a main kernel with fewer programs than SMs leaves SMs idle (grid fill below 1)
 
 
 class ExplainError(ValueError):
@@ -174,17 +178,21 @@ def call_table(data: ExplainData, workload, kernels: pd.DataFrame | None = None)
     out = metrics.add_metrics(out.merge(_dtypes(workload), on="family", how="left"))
     out = out.rename(columns={"bytes": "ideal_bytes"})
     out["excess_ratio"] = out["dram_bytes"] / out["ideal_bytes"]
-    if data.curve is not None:
-        floor = data.curve.us(out["ideal_bytes"].to_numpy(dtype=float))
-        main_floor = data.curve.us(out["main_bytes"].clip(lower=1).to_numpy(dtype=float))
-    else:
-        floor = main_floor = np.full(len(out), np.nan)
-    out["floor_us"] = floor
+    nan = np.full(len(out), np.nan)
+    curve, peak = data.curve, data.run.get("compute_peak_tflops")
+    out["memory_floor_us"] = curve.us(out["ideal_bytes"].to_numpy(dtype=float)) if curve is not None else nan
+    out["compute_floor_us"] = roofline.compute_floor_us(out["flops"], peak) if peak else nan
+    out["floor_us"] = roofline.floor_us(out["memory_floor_us"], out["compute_floor_us"])
+    out["bound"] = roofline.bound(out["memory_floor_us"], out["compute_floor_us"])
+    main_memory = curve.us(out["main_bytes"].clip(lower=1).to_numpy(dtype=float)) if curve is not None else nan
+    main_floor = roofline.floor_us(main_memory, out["compute_floor_us"])
     out["sol"] = out["floor_us"] / out["time_us"]
     out["gap_us"] = out["time_us"] - out["floor_us"]
     out["side_kernels_us"] = out["kernels_us"] - out["main_us"]
     out["excess_bytes_us"] = main_floor - out["floor_us"]
     out["main_slow_us"] = out["main_us"] - main_floor
+    out["main_tflops"] = out["flops"] / out["main_us"] / 1e6
+    out["underfilled_us"] = underfilled_us(out)
     out["achieved_tbps"] = out["dram_bytes"] / out["kernels_us"] / 1e6
     return out
 
@@ -206,20 +214,29 @@ def kernel_gap_parts(kernels: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame
 
 # --- per load ----------------------------------------------------------------------------------------------------
 GAP_PARTS = {"side_kernels_us": "extra launches", "between_us": "between kernels",
-             "excess_bytes_us": "excess bytes", "underfilled_us": "under-filled grid", "low_bw_us": "low bandwidth"}
+             "excess_bytes_us": "excess bytes", "underfilled_us": "under-filled grid", "low_bw_us": "low bandwidth",
+             "below_compute_us": "below the compute roof"}
+
+
+def underfilled_us(calls: pd.DataFrame) -> pd.Series:
+    """The part of the main kernel's below-probe time put down to an under-filled grid: its time × the fraction of
+    SMs its grid leaves idle, capped at the below-probe time (a model, not a measurement: it assumes the stream's
+    speed scales with the SMs that have work; 128 programs on 132 SMs explain at most 3 % of the kernel's time).
+    The rest of the below-probe time is 'low bandwidth'."""
+    model = calls["main_us"] * (1.0 - calls["main_grid_fill"])
+    return np.minimum(model, calls["main_slow_us"].clip(lower=0.0))
 
 
 def gap_by_load(calls: pd.DataFrame, candidate: str, weights: dict[str, float], load_order=None) -> pd.DataFrame:
     """Per load, for one candidate: Σw·time, Σw·floor, Σw·gap and Σw· each part of it (GAP_PARTS; w = the family
-    weights ÷ their mean, so equal weights give plain µs sums), where the
-    main kernel's below-probe time counts as 'under-filled grid' when its grid leaves SMs idle, else as 'low
-    bandwidth'; also kernels per call, DRAM bytes ÷ ideal bytes and the number of shapes profiled."""
+    weights ÷ their mean, so equal weights give plain µs sums), the main kernel's slow time split by
+    underfilled_us() and the call's bound; also kernels per call, DRAM bytes ÷ ideal bytes and the number of shapes profiled."""
     c = calls[calls["candidate"] == candidate].copy()
     if c.empty:
         return pd.DataFrame()
-    idle = c["main_grid_fill"] < GRID_FILL_IDLE
-    c["underfilled_us"] = np.where(idle, c["main_slow_us"], 0.0)
-    c["low_bw_us"] = np.where(idle, 0.0, c["main_slow_us"])
+    rest = c["main_slow_us"] - c["underfilled_us"]
+    c["low_bw_us"] = np.where(c["bound"] == "compute", 0.0, rest)
+    c["below_compute_us"] = np.where(c["bound"] == "compute", rest, 0.0)
     w = c["family"].map(weights).fillna(1.0)
     w = w / w.mean()  # weighted like the score, normalised: equal weights (62 each here) give plain µs sums
     timed = {"time_sum_us": "time_us", "floor_sum_us": "floor_us", "gap_sum_us": "gap_us",
