@@ -14,6 +14,14 @@ st.caption("Inside a call: what it launches, per kernel. Kernel times from one C
            "(measured); floors, shares, gaps and findings derived from those and the run's own probes.")
 
 
+def _head(path, limit: int = 1 << 20) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(limit)
+    except OSError:
+        return ""
+
+
 def _explain_sources() -> tuple[dict[str, str], int]:
     """Explain runs among the run files (label → path) and the index of the one to open first: the most
     candidates, then the newest."""
@@ -21,8 +29,10 @@ def _explain_sources() -> tuple[dict[str, str], int]:
     for path in common.run_paths():
         try:
             run = common.run_data(path).run
-        except common.BAD_INPUT:
-            continue  # not readable: the other pages' pickers name the problem
+        except common.BAD_INPUT as exc:
+            if '"kernels"' in _head(path):  # looks like an explain run: say why it is not offered
+                st.sidebar.warning(f"Skipped {path.name}: {exc}")
+            continue
         if kernels.is_explain_run(run):
             out[f"run: {path.name}"] = str(path)
             sizes.append(len({c.get("candidate") for c in run.get("calls", [])}))

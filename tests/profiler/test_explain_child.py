@@ -74,3 +74,54 @@ def test_a_child_that_dies_outside_any_job_fails_every_job_without_a_verdict(tmp
     calls, failures = explain.collect_checks(by_shape, outcome)
     assert calls == [] and len(failures) == 1
     assert "no such module file" in failures[0]["reasons"][0]
+
+
+def _ncu_case():
+    """Two jobs of decode 1/qkv_gate, with job 0's real ncu records (tests/fixtures/ncu) and job 1 lost to a crash."""
+    from pathlib import Path
+
+    from profiler import ncu
+
+    csv = sorted((Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "ncu").glob("*_ncu-0.csv"))[0]
+    records = {0: ncu.kernel_records(ncu.parse_raw_csv(csv.read_text()))[0]}
+    by_shape = explain.make_jobs([_shape_named("decode 1", "qkv_gate")], ["baseline", "best"])
+    jobs = by_shape[0][1]
+    calls = [{k: jobs[0].shape[k] for k in ("load", "family", "M", "N", "K")} | {"candidate": j.name, "method": "m",
+             "correct": True, "launches": None, "ncu_us": None} for j in jobs]
+    return jobs, records, calls
+
+
+def _shape_named(load, family):
+    from profiler.sweep import select_shapes
+
+    return next(s for s in select_shapes("official") if s["load"] == load and s["family"] == family)
+
+
+def test_ncu_bookkeeping_fills_calls_and_names_the_crash():
+    jobs, records, calls = _ncu_case()
+    start = {"event": "start", "stage": "ncu", "job": 1}
+    events = [{"event": "start", "stage": "ncu", "job": 0}, {"event": "done", "stage": "ncu", "job": 0}, start]
+    assert explain.unfinished_start(events) == start
+    outcome = explain.ChildOutcome(events=events, crashes=[{"start": start, "reason": "child exited -11"}])
+    kernels, failures = explain.collect_ncu(jobs, outcome, records, [], calls)
+    assert [k["kernel"] for k in kernels] == ["nvjet_sm90_tst_128x8_64x12_4x1_v_bz_splitK_TNT",
+                                              "cublasLt::splitKreduce_kernel"]
+    assert calls[0]["launches"] == 2 and calls[0]["ncu_us"] == pytest.approx(sum(k["duration_us"] for k in kernels))
+    assert calls[1]["launches"] is None
+    assert failures == [{**{k: calls[1][k] for k in ("load", "family", "M", "N", "K", "candidate")},
+                         "stage": "ncu", "reasons": ["ncu: child exited -11"]}]
+
+
+def test_an_export_error_is_the_reason_when_no_kernel_came_back():
+    jobs, _, calls = _ncu_case()
+    events = [{"event": "start", "stage": "ncu", "job": 0}, {"event": "done", "stage": "ncu", "job": 0}]
+    _, failures = explain.collect_ncu(jobs[:1], explain.ChildOutcome(events=events), {},
+                                      ["ncu wrote no report in attempt 1"], calls)
+    assert failures[0]["reasons"] == ["ncu: ncu wrote no report in attempt 1"]
+
+
+def test_a_finished_job_is_not_an_unfinished_start():
+    events = [{"event": "start", "stage": "check", "job": 3}, {"event": "check", "job": 3, "ok": True},
+              {"event": "start", "stage": "kineto", "shape": 0}, {"event": "done", "stage": "kineto", "shape": 0}]
+    assert explain.unfinished_start(events) is None
+    assert explain.unfinished_start(events[:3]) == events[2]
