@@ -114,7 +114,8 @@ st.dataframe(rows, hide_index=True, width="stretch", column_config={
     "duration_us": num("ncu µs (one cold call)", format="%.3f"), "replay_us": num("replay µs", format="%.3f"),
     "share": num("share of call", format="percent"), "bw_vs_probe": num("vs probe", format="percent"),
     "achieved_tbps": num("TB/s (derived)", format="%.3f"), "grid_fill": num("grid fill", format="percent")})
-common.download_csv(rows, f"kernels_{shape.replace('/', '_').replace(' ', '-')}.csv", "Download this shape's kernels (CSV)")
+common.download_csv(rows, f"kernels_{shape.replace('/', '_').replace(' ', '-')}.csv",
+                    "Download this shape's kernels (CSV)")
 common.download_csv(ktab, f"kernels_{data.path.stem}.csv", "Download every kernel of the run (CSV)")
 
 st.subheader("Where each call's gap to the floor goes (derived, µs)")

@@ -42,7 +42,8 @@ def kernel_stack(parts: pd.DataFrame, floor_us: float | None, title: str, source
     return fig
 
 
-def bytes_vs_ideal(calls: pd.DataFrame, title: str, source: str = "measured (Nsight Compute, one cold call)") -> go.Figure:
+def bytes_vs_ideal(calls: pd.DataFrame, title: str,
+                   source: str = "measured (Nsight Compute, one cold call)") -> go.Figure:
     """Per candidate: DRAM bytes read and written (stacked, MB) against the ideal weights + x + y (a marker).
     `calls`: candidate, dram_read_bytes, dram_write_bytes, ideal_bytes (kernels.call_table rows of one shape)."""
     fig = go.Figure()

@@ -67,7 +67,8 @@ def side_kernels(call, kernels, t: Thresholds) -> list[Finding]:
     out = []
     for k in kernels[~kernels["is_main"]].itertuples():
         if total > 0 and k.time_us / total >= t.side_share:
-            out.append(Finding("side_kernel", call["candidate"], f"{name(k.kernel)} is {k.time_us / total:.0%} of this call "
+            out.append(Finding("side_kernel", call["candidate"],
+                               f"{name(k.kernel)} is {k.time_us / total:.0%} of this call "
                                f"({k.time_us:.2f} of {total:.2f} µs of kernel time)", float(k.time_us)))
     return out
 

@@ -105,7 +105,8 @@ def _same_kernels(ncu_names: list[str], replay: dict | None) -> bool:
 
 def kernel_table(data: ExplainData) -> pd.DataFrame:
     """Every kernel record plus: replay_us, time_us + time_basis, dram_bytes, share of the call's kernel time,
-    is_main (the kernel moving the most DRAM bytes), achieved_tbps, probe_tbps (the probe at the kernel's bytes), bw_vs_probe, grid_fill, idle_sms."""
+    is_main (the kernel moving the most DRAM bytes), achieved_tbps, probe_tbps (the probe at the kernel's bytes),
+    bw_vs_probe, grid_fill, idle_sms."""
     k = data.kernels.copy()
     if k.empty:
         return k
@@ -230,7 +231,8 @@ def underfilled_us(calls: pd.DataFrame) -> pd.Series:
 def gap_by_load(calls: pd.DataFrame, candidate: str, weights: dict[str, float], load_order=None) -> pd.DataFrame:
     """Per load, for one candidate: Σw·time, Σw·floor, Σw·gap and Σw· each part of it (GAP_PARTS; w = the family
     weights ÷ their mean, so equal weights give plain µs sums), the main kernel's slow time split by
-    underfilled_us() and the call's bound; also kernels per call, DRAM bytes ÷ ideal bytes and the number of shapes profiled."""
+    underfilled_us() and the call's bound; also kernels per call, DRAM bytes ÷ ideal bytes and the number of
+    shapes profiled."""
     c = calls[calls["candidate"] == candidate].copy()
     if c.empty:
         return pd.DataFrame()

@@ -101,7 +101,8 @@ def _closes(event: dict, start: dict) -> bool:
         return event.get("event") == "check" and event.get("job") == start.get("job")
     if stage == "kineto":
         return event.get("event") == "done" and event.get("stage") == "kineto" and event.get("shape") == start["shape"]
-    return event.get("stage") == stage and event.get("job") == start.get("job") and event.get("event") in ("done", "error")
+    return (event.get("stage") == stage and event.get("job") == start.get("job")
+            and event.get("event") in ("done", "error"))
 
 
 def _tail(text: str) -> str:
@@ -409,7 +410,8 @@ def format_explain(run: dict) -> str:
     by_call: dict[tuple, list] = {}
     for k in run.get("kernels", []):
         by_call.setdefault(tuple(k[f] for f in SHAPE_FIELDS) + (k["candidate"],), []).append(k)
-    head = f"{'shape':<26}{'M':>5}  {'candidate':<12}{'kernels':>8}{'ncu µs':>9}{'DRAM MB':>9}{'replay µs':>11}  main kernel"
+    head = (f"{'shape':<26}{'M':>5}  {'candidate':<12}{'kernels':>8}{'ncu µs':>9}{'DRAM MB':>9}{'replay µs':>11}"
+            "  main kernel")
     lines = [head, "-" * len(head)]
     for c in run.get("calls", []):
         key = tuple(c[f] for f in SHAPE_FIELDS) + (c["candidate"],)

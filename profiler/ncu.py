@@ -112,8 +112,8 @@ def profile_command(ncu: str, report_path, target: list[str]) -> list[str]:
     """ncu profiling `target` (a command) into `report_path` (.ncu-rep): only kernels inside "projlab ..." NVTX
     ranges, clocks left as they are (as in timing), caches flushed before every kernel (a cold call)."""
     return [ncu, "--nvtx", "--nvtx-include", NVTX_INCLUDE, "--clock-control", "none", "--cache-control", "all",
-            "--metrics", ",".join(METRICS), "--target-processes", "all", "--export", str(report_path), "--force-overwrite",
-            *target]
+            "--metrics", ",".join(METRICS), "--target-processes", "all", "--export", str(report_path),
+            "--force-overwrite", *target]
 
 
 def export_command(ncu: str, report_path) -> list[str]:

@@ -10,7 +10,8 @@ import pytest
 from profiler.ncu import find_ncu
 
 ROOT = Path(__file__).resolve().parents[2]
-CRASH = "import os\nNAME = 'crash'\ndef prepare(weight):\n    return weight\ndef run(state, family, x):\n    os._exit(139)\n"
+CRASH = ("import os\nNAME = 'crash'\ndef prepare(weight):\n    return weight\n"
+         "def run(state, family, x):\n    os._exit(139)\n")
 
 
 @pytest.mark.gpu
