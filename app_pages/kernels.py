@@ -3,7 +3,7 @@ each kernel against the probe roof, and findings in plain words (an explain run,
 import streamlit as st
 
 from app_pages import common
-from dashboard import kernel_figures, kernel_findings, kernels, scoring
+from dashboard import kernel_figures, kernel_findings, kernel_report, kernels, scoring
 
 EXPLAIN_HELP = ("Make one on the H200: `python -m profiler explain --plan baseline --plan best --shapes official` "
                 "(Nsight Compute + one CUDA-graph replay per call).")
@@ -131,6 +131,17 @@ st.plotly_chart(kernel_figures.gap_parts_bars(loads, kernels.GAP_PARTS, f"{cand}
 st.dataframe(loads, hide_index=True, width="stretch")
 st.caption("Under-filled grid is a model: the main kernel's time × the share of SMs its grid leaves idle, capped at "
            "its time over its floor (dashboard/kernels.py says why).")
+with st.expander("Export this shape's breakdown as a report (same as `python -m dashboard report RUN --shape ...`)"):
+    try:
+        rep = kernel_report.build_report(data, wl, shape=shape)
+    except common.BAD_INPUT as exc:
+        st.error(f"Cannot build the report: {exc}")
+    else:
+        r = st.columns(4)
+        for cell, (fmt, mime) in zip(r, (("html", "text/html"), ("md", "text/markdown"), ("csv", "text/csv"),
+                                         ("json", "application/json"))):
+            cell.download_button(fmt.upper(), getattr(rep, {"md": "markdown"}.get(fmt, fmt)),
+                                 file_name=f"{rep.stem}.{fmt}", mime=mime, key=f"kernels_rep_{fmt}")
 if len(data.failures):
     with st.expander(f"Failures ({len(data.failures)})"):
         st.dataframe(data.failures, hide_index=True, width="stretch")

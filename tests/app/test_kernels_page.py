@@ -47,7 +47,8 @@ def test_a_shape_link_picks_the_shape_and_the_page_shows_its_numbers(app, calls)
     table = at.dataframe[0].value
     assert set(table["candidate"]) == {"baseline", "best"} and len(table) == int(here["launches"].sum())
     assert {"kernel", "dram_read_bytes", "grid", "registers", "shared_bytes", "time_us"} <= set(table.columns)
-    assert len(at.get("download_button")) >= 2
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert {"HTML", "MD", "CSV", "JSON"} <= set(labels) and len(labels) == 6, labels
 
 
 def test_candidate_filter(app):
