@@ -13,9 +13,9 @@ Grammar (spaces around separators are ignored):
     ITEMS     := ITEM ("," ITEM)*,  ITEM := a positive integer M | WORD
 
 official = the scored shapes (loads × families), nearby = the workload's nearby list (families × M), all = both.
-An integer M gives Workload.shape(family, M): the scored shape when M is a load's M, else a "nearby" or "extra"
-shape, never scored; N follows the family's N_by_M rule. Rows keep the order they are named in; a shape named
-twice appears once (where first named).
+An integer M gives Workload.shape(family, M): the scored shape when M is a load's M, else an unscored shape with
+load "nearby" (never scored, whether or not M is in the nearby list); N follows the family's N_by_M rule. Rows keep
+the order they are named in; a shape named twice appears once (where first named).
 """
 from __future__ import annotations
 

@@ -1,8 +1,11 @@
 """Facts about one projection shape y[M,N] = x[M,K] @ w[N,K]^T that need no workload: its key, dtype sizes, bytes.
 
 A shape is a mapping with the SHAPE_COLUMNS keys (a dict from Workload.shape / select_shapes, a run-file result,
-a DataFrame row). Its *load* says whether it is scored: a workload's own load names are scored; the reserved
-loads "nearby" (the workload's listed generalization M values) and "extra" (any other M a user asks for) never are.
+a DataFrame row). Its *load* says whether it is scored: a workload's own load names are scored; the reserved load
+"nearby" marks every unscored M (the workload's nearby list, an M the user names, the tuner's M±1 neighbours) and
+is never scored. One unscored label keeps a shape's identity a function of (family, M): the committed tune runs
+already time M=127 and M=257 (neighbours of 128 and 256, not in muse's nearby list) as "nearby", and a later
+`--shapes o:127` run lines up with them.
 """
 from __future__ import annotations
 
@@ -14,22 +17,19 @@ SHAPE_COLUMNS = ["load", "family", "M", "N", "K", "x_dtype", "w_dtype", "y_dtype
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 KNOWN_DTYPES = tuple(DTYPE_BYTES)
 
-NEARBY_LOAD = "nearby"   # an M from the workload's "nearby" list, at the family's N for that M
-EXTRA_LOAD = "extra"     # any other unscored M (an explicit --shapes M that is neither a load's M nor nearby)
-UNSCORED_LOADS = (NEARBY_LOAD, EXTRA_LOAD)
+NEARBY_LOAD = "nearby"   # the load of every unscored shape; no workload may name a load so
 
 
 def is_scored_load(load: str) -> bool:
-    """False for the reserved unscored loads; a workload never names a load "nearby" or "extra"."""
-    return load not in UNSCORED_LOADS
+    return load != NEARBY_LOAD
 
 
 def shape_key(load: str, family: str, M: int) -> str:
     """The key of a shape in run files and UIs: f"{load}/{family}" for a scored shape (one M per load),
-    f"{load}/{family}/M{M}" for an unscored one ("nearby/o/M9", "extra/qkv_gate/M64")."""
+    f"nearby/{family}/M{M}" for an unscored one ("nearby/o/M9")."""
     if is_scored_load(load):
         return f"{load}/{family}"
-    return f"{load}/{family}/M{int(M)}"
+    return f"{NEARBY_LOAD}/{family}/M{int(M)}"
 
 
 def shape_key_of(shape: Mapping) -> str:

@@ -24,11 +24,11 @@ import pandas as pd
 from datasets.errors import DatasetError
 from datasets.jsonfile import JsonInputError, read_json
 from datasets.paths import DEFAULT_WORKLOAD, PROJECT_DIR, WORKLOAD_JSON, WORKLOADS_DIR
-from datasets.shapes import EXTRA_LOAD, NEARBY_LOAD, SHAPE_COLUMNS, shape_key
+from datasets.shapes import NEARBY_LOAD, SHAPE_COLUMNS, shape_key
 from datasets.workload_spec import NAME_RE, check_spec
 
 __all__ = ["Workload", "load_workload", "resolve_workload", "list_workloads", "workload_from_dict",
-           "workload_of_run", "RUN_KEY", "DEFAULT_WORKLOAD", "SHAPE_COLUMNS", "NEARBY_LOAD", "EXTRA_LOAD"]
+           "workload_of_run", "RUN_KEY", "DEFAULT_WORKLOAD", "SHAPE_COLUMNS", "NEARBY_LOAD"]
 
 RUN_KEY = "workload"                    # the run file's top-level field holding Workload.to_dict()
 MAX_WORKLOAD_BYTES = 1 << 20            # a workload is a few KB; a bigger file is not one
@@ -38,7 +38,7 @@ TEXT_FIELDS = ("source", "description", "score", "note")   # prose: not part of 
 @dataclass(frozen=True, eq=False)
 class Workload:
     shapes: pd.DataFrame          # scored shapes, loads in spec order × families in spec order
-    nearby: pd.DataFrame          # the "nearby" list's shapes (load == "nearby"), families × M, never scored
+    nearby: pd.DataFrame          # the nearby list's shapes (load "nearby"), families × M, never scored
     families: dict                # family name -> its JSON record
     loads: list                   # [{"load": ..., "M": ...}, ...] in spec order
     contract: dict                # correctness-contract constants
@@ -85,11 +85,11 @@ class Workload:
         return shape_key(load, family, M)
 
     def shape(self, family: str, M: int) -> dict:
-        """The shape row at (family, M): the scored one when M is a load's M, else "nearby" when M is in the
-        nearby list, else "extra" (never scored). N follows n_at, so identity depends on (family, M) only."""
+        """The shape row at any (family, M): the scored one when M is a load's M, else an unscored "nearby" one
+        (whether or not M is in the nearby list). N follows n_at, so the row depends on (family, M) only."""
         M = int(M)
         spec = self.family(family)
-        load = self.load_at(M) or (NEARBY_LOAD if M in self.nearby_m else EXTRA_LOAD)
+        load = self.load_at(M) or NEARBY_LOAD
         return {"load": load, "family": family, "M": M, "N": self.n_at(family, M), "K": int(spec["K"]),
                 "x_dtype": spec["x_dtype"], "w_dtype": spec["w_dtype"], "y_dtype": spec["y_dtype"],
                 "weight": spec["weight"], "rel_l2_tol": float(spec["rel_l2_tol"])}

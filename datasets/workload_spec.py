@@ -12,7 +12,7 @@ import math
 import re
 
 from datasets.errors import DatasetError
-from datasets.shapes import KNOWN_DTYPES, UNSCORED_LOADS
+from datasets.shapes import KNOWN_DTYPES, NEARBY_LOAD
 
 # Sanity limits, so a typo fails when the file is read rather than as an allocation error on the GPU. N and K of
 # public LLM projections stay far below 2**20 (the largest are vocabulary heads, ~152k); M up to 2**16 covers decode
@@ -131,8 +131,8 @@ def _check_loads(c: _Checker, loads) -> dict[int, str]:
         where = f"loads[{i}]"
         c.record(entry, where, LOAD_REQUIRED, LOAD_OPTIONAL)
         name = c.text(entry["load"], f"{where}.load", LOAD_RE, "letters, digits, spaces, '_', '.' or '-' (no '/')")
-        if name in UNSCORED_LOADS:
-            c.fail(f"{where}.load", f"{name!r} is reserved for unscored shapes ({', '.join(UNSCORED_LOADS)})")
+        if name == NEARBY_LOAD:
+            c.fail(f"{where}.load", f"{name!r} is reserved: it is the load of every unscored shape")
         if name in by_name:
             c.fail(f"{where}.load", f"duplicate load {name!r} (first at loads[{by_name[name]}])")
         by_name[name] = i
