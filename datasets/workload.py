@@ -24,6 +24,7 @@ import pandas as pd
 from datasets.errors import DatasetError
 from datasets.jsonfile import JsonInputError, read_json
 from datasets.paths import DEFAULT_WORKLOAD, PROJECT_DIR, WORKLOAD_JSON, WORKLOADS_DIR
+from datasets.selection import select_shapes
 from datasets.shapes import NEARBY_LOAD, SHAPE_COLUMNS, shape_key
 from datasets.workload_spec import NAME_RE, check_spec
 
@@ -32,7 +33,6 @@ __all__ = ["Workload", "load_workload", "resolve_workload", "list_workloads", "w
 
 RUN_KEY = "workload"                    # the run file's top-level field holding Workload.to_dict()
 MAX_WORKLOAD_BYTES = 1 << 20            # a workload is a few KB; a bigger file is not one
-TEXT_FIELDS = ("source", "description", "score", "note")   # prose: not part of the fingerprint
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,27 +104,22 @@ class Workload:
 
     def select(self, selection: str) -> list[dict]:
         """Shape rows for a --shapes selection (datasets.selection.select_shapes)."""
-        from datasets.selection import select_shapes
-
         return select_shapes(selection, self)
 
     @property
     def fingerprint(self) -> str:
         """12 hex digits identifying what is measured and scored (names, N, K, dtypes, tolerances, weights, loads,
         nearby M, contract), blind to prose fields, so two runs can be checked to share a workload."""
-        return hashlib.sha256(json.dumps(_without_text(self.spec), sort_keys=True).encode()).hexdigest()[:12]
+        measured = {"name": self.name,
+                    "families": {f: {k: v for k, v in rec.items() if k != "note"} for f, rec in self.families.items()},
+                    "loads": [[entry["load"], entry["M"]] for entry in self.loads],
+                    "contract": {k: v for k, v in self.contract.items() if k not in ("note", "reference")},
+                    "nearby": self.nearby_m}
+        return hashlib.sha256(json.dumps(measured, sort_keys=True).encode()).hexdigest()[:12]
 
     def to_dict(self) -> dict:
         """The JSON object to embed in a run file (under RUN_KEY); workload_from_dict reads it back."""
         return copy.deepcopy(self.spec)
-
-
-def _without_text(value):
-    if isinstance(value, dict):
-        return {k: _without_text(v) for k, v in value.items() if k not in TEXT_FIELDS}
-    if isinstance(value, list):
-        return [_without_text(v) for v in value]
-    return value
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
