@@ -76,7 +76,7 @@ def test_partial_run_report_says_not_scored():
     wl = load_workload()
     data = runs.load_run_data(FIXTURES / "synthetic_decode_only.json")
     rep = report.build(data, "baseline", "seed036", wl, load_official(), "measured")
-    assert str(rep.summary["score"]).startswith("no score: seed036 has no time for 15 scored shapes")
+    assert str(rep.summary["score"]).startswith("no score: baseline has no time for 15 scored shapes")
     assert len(rep.tables["shapes"]) == 15
 
 
