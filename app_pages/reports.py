@@ -16,10 +16,10 @@ scope = st.radio("Scope", ["Whole run", "One shape"], horizontal=True, key="rep_
 shape = None
 if scope == "One shape":
     keys = list(dict.fromkeys(v.data.results["shape"]))
-    shape = st.selectbox("Shape", keys, key="rep_shape")
+    shape = common.url_selectbox(st, "Shape", keys, "shape", keys[0], key="rep_shape", what="shape")
 try:
     rep = report.build(v.data, v.baseline, v.candidate, common.workload(), common.official(), source=v.source,
-                       shape=shape)
+                       shape=shape, include_below_floor=v.include_below_floor)
 except common.BAD_INPUT as exc:
     st.error(f"Cannot build the report: {exc}")
     st.stop()
