@@ -35,7 +35,7 @@ def summarize_table(path: Path) -> tuple[str, list[str]]:
     src = sources.table_source(path)
     data = sources.load(src, workload)
     breakdown = runs.run_score(data, "baseline", sources.table_candidate(src), workload)
-    text = format_breakdown(breakdown, f"{path.name} ({src.words} per-shape timings; score derived from them)")
+    text = format_breakdown(breakdown, f"{path.name}: {src.words} — per-shape timings; score derived from them")
     if src.provenance == sources.PUBLISHED:
         text += ("\n  note: recomputed from the displayed 3-decimal times; the published figures (score "
                  "1.301203, 4,830.8 / 3,712.56 µs) come from the evaluator's paired-ratio estimates")
