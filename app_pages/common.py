@@ -18,7 +18,6 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compare, runs as drun, scoring, sources, views
-from dashboard.sources import OFFICIAL_LABEL  # noqa: F401  (pages name the published table by it)
 from datasets import RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload
 from profiler.runfile import RunFileError
 
@@ -105,19 +104,11 @@ def source_data(src: sources.Source) -> drun.RunData:
 
 
 # --- where sources come from -------------------------------------------------------------------------------------
-def run_paths() -> list[Path]:
-    """Committed runs, then any named in $PROJLAB_EXTRA_RUNS, then uploads of this session."""
-    return [s.path for s in source_list() if s.kind == "run"]
-
-
 def source_list() -> list[sources.Source]:
+    """dashboard.sources.list_sources: the published table, committed runs, $PROJLAB_EXTRA_RUNS, this session's
+    uploads."""
     return sources.list_sources(RUNS_DIR, uploaded_tables=st.session_state.get("uploaded_tables", []),
                                 uploaded_runs=st.session_state.get("uploaded_runs", []))
-
-
-def sources_by_label() -> dict[str, tuple[str, str]]:
-    """Display label → (kind, path), for pages that list every source (Compare)."""
-    return {s.label: (s.kind, str(s.path)) for s in source_list()}
 
 
 @st.cache_data(show_spinner=False)

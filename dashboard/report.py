@@ -124,7 +124,8 @@ def build(data: runs.RunData, baseline: str, candidate: str, workload, official:
 def _run_report(data, baseline, candidate, workload, official, source, include_below_floor=False) -> Report:
     label = data.run.get("label", data.path.stem)
     table = runs.shape_table(data, workload)
-    gate = runs.pair_gate(data, baseline, candidate, workload, include_below_floor)
+    scored = bool(data.results["load"].isin(workload.load_order).any())  # else a nearby-only run: gate them all
+    gate = runs.pair_gate(data, baseline, candidate, workload, include_below_floor, scored_only=scored)
     wide = views.wide_shapes(table, data.pairs, baseline, candidate,
                              runs.pair_gate(data, baseline, candidate, workload, include_below_floor, False))
     env = data.run.get("environment", {})
