@@ -157,7 +157,7 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
                                "series_us": oth_med, "delta_us": oth_med - ref_med, "ratio": ref_med / oth_med,
                                "ci_low": lo, "ci_high": hi, "paired": paired, "verdict": verdict(lo, hi, eps)})
         blocked_loads = {k[0] for k in status}
-        load_rows += _load_rows(name, boot, weights, eps, blocked_loads, list(dict.fromkeys(shapes["load"])))
+        load_rows += _load_rows(name, boot, weights, eps, blocked_loads, shapes["load"].value_counts(sort=False))
         overall_rows.append(_overall_row(name, boot, weights, eps) if gate.ok else
                             {"series": name, "n_loads": shapes["load"].nunique(), "score": np.nan,
                              "ci_low": np.nan, "ci_high": np.nan, "delta_pct": np.nan, "verdict": NO_SCORE})
@@ -176,12 +176,14 @@ def _load_sums(boot: dict, keys: list, weights: dict):
 
 
 def _load_rows(name: str, boot: dict, weights: dict, eps: float, blocked: set = frozenset(),
-               order: list | None = None) -> list[dict]:
+               n_shapes: pd.Series | None = None) -> list[dict]:
+    """One row per load (n_shapes: load → shapes in common, in order); a blocked load gets NO SCORE."""
     rows = []
-    for load in order or dict.fromkeys(k[0] for k in boot):
+    n_shapes = n_shapes if n_shapes is not None else pd.Series([k[0] for k in boot]).value_counts(sort=False)
+    for load, n in n_shapes.items():
         keys = [k for k in boot if k[0] == load]
         if load in blocked or not keys:
-            rows.append({"series": name, "load": load, "n_shapes": len(keys), "reference_us": np.nan,
+            rows.append({"series": name, "load": load, "n_shapes": int(n), "reference_us": np.nan,
                          "series_us": np.nan, "ratio": np.nan, "ci_low": np.nan, "ci_high": np.nan,
                          "delta_pct": np.nan, "verdict": NO_SCORE})
             continue

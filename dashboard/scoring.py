@@ -31,8 +31,7 @@ FAILED, INCORRECT, BELOW_FLOOR, MISSING, OK = "failed", "incorrect", "below_floo
 STATUSES = (FAILED, INCORRECT, BELOW_FLOOR, MISSING, OK)
 _PHRASE = {INCORRECT: "is incorrect at", FAILED: "failed at", MISSING: "has no time for",
            BELOW_FLOOR: "is below the measured HBM floor at"}
-BELOW_FLOOR_NOTE = ("faster than the run's measured HBM floor: an artifact, left out of scores by default; "
-                    "include them explicitly to score them")
+BELOW_FLOOR_NOTE = "an artifact of the measurement, left out of scores unless included explicitly"
 
 
 class ScoringError(ValueError):

@@ -153,3 +153,11 @@ def test_nearby_only_run_with_an_incorrect_shape(edit, tmp_path):
     n = sum(r["candidate"] == "best" for r in run["results"])
     assert f"{n} shapes, {n - 1} correct and timed on both sides" in out.stdout
     assert "best is incorrect at 1 shape" in out.stdout
+
+
+def test_a_blocked_load_still_counts_its_shapes(edit, tmp_path):
+    data = _load(edit, tmp_path, lambda r: edit.incorrect(r, "best", "verify 1", "o"), "count")
+    res = compare.compare_candidates(data.results, "baseline", ["best"], "run", failures=data.failures)
+    loads = res.loads.set_index("load")
+    assert loads.loc["verify 1", "verdict"] == "NO SCORE" and loads["n_shapes"].tolist() == [5] * 6
+    assert list(loads.index) == WL.load_order
