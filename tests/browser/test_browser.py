@@ -101,7 +101,10 @@ def _wait_rendered(drv, timeout=60):
     quiet_since = None
     while time.time() < deadline:
         main = drv.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] h1, [data-testid="stMainBlockContainer"] h1')
-        running = drv.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]')
+        # The status widget shows late on a busy machine; the app root's script state says it at once.
+        running = drv.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"], [data-testid="stApp"]'
+                                    '[data-test-script-state="running"], [data-testid="stApp"]'
+                                    '[data-test-script-state="initial"]')
         skeleton = drv.find_elements(By.CSS_SELECTOR, '[data-testid="stSkeleton"]')
         if main and not running and not skeleton:
             quiet_since = quiet_since or time.time()
