@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compare, runs as drun, scoring, sources, views
-from datasets import RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload
+from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload
 from profiler.runfile import RunFileError
 
 SOURCE_NOTE = sources.PROVENANCE
@@ -311,6 +311,47 @@ def run_comparison(v: "View") -> "compare.Comparison":
     """Bootstrap CIs and verdicts of a run's score and load ratios (dashboard.compare, gated like the score),
     cached like the run file they come from: thousands of resamples are too slow to redo on every widget change."""
     return _run_comparison(v.path, _mtime(v.path), v.baseline, v.candidate, v.include_below_floor)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _report(kind: str, path: str, mtime: float, provenance: str, baseline: str, candidate: str, shape: str | None,
+            include: bool):
+    from dashboard import report
+
+    src = sources.run_source(path) if kind == "run" else sources.table_source(path)
+    return report.build(source_data(src), baseline, candidate, workload(), official(), source=provenance,
+                        shape=shape, include_below_floor=include)
+
+
+def report_for(v: "View", shape: str | None = None):
+    """dashboard.report.build for the view (whole run, or one shape), cached like the file it comes from: the
+    bootstrap CIs and figures take most of a second to rebuild on every widget change."""
+    return _report(v.kind, v.path, _mtime(v.path), v.source, v.baseline, v.candidate, shape, v.include_below_floor)
+
+
+def series_frame(specs: tuple) -> pd.DataFrame:
+    """Compare series for (label, kind, path, column or candidate) specs, scored shapes only, through the caches:
+    a table column (dashboard.compare.series_from_table) or a run's candidate with its failures (series_from_run)."""
+    frames = []
+    for label, kind, path, col in specs:
+        if kind == "table":
+            frames.append(compare.series_from_table(official(path), col, label, str(path)))
+        else:
+            frames.append(compare.series_from_run(run_data(path), col, label))
+    both = pd.concat(frames, ignore_index=True)
+    return both[both["load"] != NEARBY_LOAD].reset_index(drop=True)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _compared(specs: tuple, mtimes: tuple, reference: str, eps: float, include: bool) -> "compare.Comparison":
+    weights = scoring.family_weights(workload())
+    return compare.compare(series_frame(specs), reference, weights, eps, include_below_floor=include)
+
+
+def compared(specs: tuple, reference: str, eps: float, include: bool) -> "compare.Comparison":
+    """dashboard.compare.compare of the series (gated), cached by the files' mtimes: a thousand bootstrap
+    resamples per shape are too slow to redo on every widget change."""
+    return _compared(specs, tuple(_mtime(path) for _, _, path, _ in specs), reference, eps, include)
 
 
 def _default_source(srcs: list[sources.Source]) -> str:

@@ -1,9 +1,8 @@
 """Compare: 2..N candidates / runs side by side — per-shape times, ratios with CI, verdicts, per-load deltas."""
-import pandas as pd
 import streamlit as st
 
 from app_pages import common
-from dashboard import compare, figures, scoring
+from dashboard import compare, figures
 
 st.title("Compare")
 with st.expander("Upload a run file or a per-shape CSV to compare"):
@@ -41,20 +40,12 @@ eps = c2.slider("SAME band ε (±)", 0.002, 0.05, compare.EPS_DEFAULT, 0.001, fo
                      "inside [1−ε, 1+ε] SAME, else AMBIGUOUS. Default 1% ≈ the CI half-width at the profiler's "
                      "0.5% RSE stopping rule.")
 
-frames = []
-for key in chosen:
-    kind, src, col, name = options[key]
-    if kind == "table":
-        frames.append(compare.series_from_table(common.official(src.path), col, key, str(src.path)))
-    else:
-        frames.append(compare.series_from_run(common.run_data(src.path), col, key))
-weights = scoring.family_weights(common.workload())
-scored = [f[f["load"] != "nearby"] for f in frames]
+specs = tuple((key, options[key][0], str(options[key][1].path), options[key][2]) for key in chosen)
 try:
-    both = pd.concat(scored, ignore_index=True)
+    both = common.series_frame(specs)
     include = (both["status"] == "below_floor").any() and st.toggle(
         "Include results below the measured HBM floor (artifacts; left out by default)", key="cmp_below_floor")
-    res = compare.compare(both, ref, weights, eps, include_below_floor=bool(include))
+    res = common.compared(specs, ref, eps, bool(include))
 except ValueError as exc:
     st.error(f"Cannot compare: {exc}")
     st.stop()

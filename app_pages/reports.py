@@ -5,7 +5,6 @@ Same exports headless: `python -m dashboard report RUN.json --out DIR`.
 import streamlit as st
 
 from app_pages import common
-from dashboard import report
 
 st.title("Reports")
 v = common.view()
@@ -18,8 +17,7 @@ if scope == "One shape":
     keys = list(dict.fromkeys(v.data.results["shape"]))
     shape = common.url_selectbox(st, "Shape", keys, "shape", keys[0], key="rep_shape", what="shape")
 try:
-    rep = report.build(v.data, v.baseline, v.candidate, common.workload(), common.official(), source=v.source,
-                       shape=shape, include_below_floor=v.include_below_floor)
+    rep = common.report_for(v, shape)
 except common.BAD_INPUT as exc:
     st.error(f"Cannot build the report: {exc}")
     st.stop()
