@@ -1,9 +1,8 @@
 """Compare: 2..N candidates / runs side by side — per-shape times, ratios with CI, verdicts, per-load deltas."""
-import pandas as pd
 import streamlit as st
 
 from app_pages import common
-from dashboard import compare, figures, scoring
+from dashboard import compare, figures
 
 st.title("Compare")
 with st.expander("Upload a run file or a per-shape CSV to compare"):
@@ -12,51 +11,48 @@ with st.expander("Upload a run file or a per-shape CSV to compare"):
 # Every (source, candidate) the app knows about is a possible series.
 options: dict[str, tuple] = {}
 errors = []
-for label, (kind, path) in common.sources().items():
+for src in common.source_list():
     try:
-        if kind == "table":
-            table = common.official(path)
-            for col, name in (("baseline_us", "baseline"), ("candidate_us", "036" if label == common.OFFICIAL_LABEL
-                                                             else "candidate")):
-                options[f"{label} · {name}"] = ("table", path, col, name)
+        if src.kind == "table":
+            common.official(src.path)
+            for col, name in (("baseline_us", "baseline"), ("candidate_us", common.sources.table_candidate(src))):
+                options[f"{src.label} · {name}"] = ("table", src, col, name)
         else:
-            for cand in common.run_data(path).candidates():
-                options[f"{label} · {cand}"] = ("run", path, cand, cand)
+            for cand in common.run_data(src.path).candidates():
+                options[f"{src.label} · {cand}"] = ("run", src, cand, cand)
     except common.BAD_INPUT as exc:
-        errors.append(f"{label}: {exc}")
+        errors.append(f"{src.label}: {exc}")
 for e in errors:
     st.error(f"Skipped a source that cannot be read — {e}")
 
 keys = list(options)
 runs_first = [k for k in keys if options[k][0] == "run"]
 default = runs_first[:2] if len(runs_first) >= 2 else keys[:2]
-chosen = st.multiselect("Series to compare (2 or more)", keys, default=default, key="cmp_series")
+chosen = common.url_multiselect(st, "Series to compare (2 or more)", keys, "series", default, key="cmp_series")
 if len(chosen) < 2:
     st.info("Pick at least two series.")
     st.stop()
 c1, c2 = st.columns(2)
-ref = c1.selectbox("Reference (ratios are reference ÷ series)", chosen, key="cmp_ref")
+ref = common.url_selectbox(c1, "Reference (ratios are reference ÷ series)", chosen, "reference", chosen[0],
+                           key="cmp_ref", what="reference series")
 eps = c2.slider("SAME band ε (±)", 0.002, 0.05, compare.EPS_DEFAULT, 0.001, format="%.3f", key="cmp_eps",
                 help="Verdict from the 95% bootstrap CI of the median ratio: above 1+ε FAST, below 1−ε SLOW, "
                      "inside [1−ε, 1+ε] SAME, else AMBIGUOUS. Default 1% ≈ the CI half-width at the profiler's "
                      "0.5% RSE stopping rule.")
 
-frames = []
-for key in chosen:
-    kind, path, col, name = options[key]
-    if kind == "table":
-        frames.append(compare.series_from_table(common.official(path), col, key, path))
-    else:
-        frames.append(compare.series_from_results(common.run_data(path).results, col, key, path))
-weights = scoring.family_weights(common.workload())
-scored = [f[f["load"] != "nearby"] for f in frames]
+specs = tuple((key, options[key][0], str(options[key][1].path), options[key][2]) for key in chosen)
 try:
-    res = compare.compare(pd.concat(scored, ignore_index=True), ref, weights, eps)
+    both = common.series_frame(specs)
+    include = (both["status"] == "below_floor").any() and st.toggle(
+        "Include results below the measured HBM floor (artifacts; left out by default)", key="cmp_below_floor")
+    res = common.compared(specs, ref, eps, bool(include))
 except ValueError as exc:
     st.error(f"Cannot compare: {exc}")
     st.stop()
 if res.note:
     st.warning(res.note)
+for name, message in res.no_score().items():  # the gate: no verdict or score from incorrect / failed shapes
+    (st.error if res.gates[name].refused else st.warning)(f"{name} vs {ref}: {message}")
 st.caption("Times: measured (runs) or published (tables) as named; ratios, CIs and verdicts are **derived**. "
            "Two candidates of the same run are paired by round; different runs are resampled independently.")
 
@@ -77,7 +73,8 @@ st.subheader("Per shape")
 st.plotly_chart(figures.compare_figure(res.shapes, eps, "derived from the series' samples"), width="stretch")
 verdicts = st.multiselect("Verdicts", list(compare.VERDICTS), default=list(compare.VERDICTS), key="cmp_verdicts")
 shown = res.shapes[res.shapes["verdict"].isin(verdicts)]
-st.dataframe(shown, hide_index=True, width="stretch", column_config={
+st.dataframe(common.gated_style(shown.assign(usable=~shown["verdict"].isin(compare.GATED.values()))),
+             hide_index=True, width="stretch", column_config={
     "reference_us": st.column_config.NumberColumn("reference µs", format="%.3f"),
     "series_us": st.column_config.NumberColumn("series µs", format="%.3f"),
     "delta_us": st.column_config.NumberColumn("Δ µs", format="%+.3f"),

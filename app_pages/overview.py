@@ -41,12 +41,12 @@ common.caption_source(v)
 with st.expander("Upload a run file or a per-shape CSV"):
     common.upload_widget("upload_overview")
 
-if v.breakdown is None:  # a partial run or a different shape set: show what finished, say why there is no score
-    st.warning(f"{v.label}: cannot score {v.candidate} against {v.baseline}: {v.score_error}")
-    st.subheader("What finished (measured)")
+if v.breakdown is None:  # view() said why there is no score (gate); show every shape, the kept-out ones in red
+    st.subheader("Per shape (measured; rows in red are kept out of every ratio)")
     done = v.wide()
-    st.dataframe(done[["shape", "baseline_us", "candidate_us", "ratio", "ratio_paired", "ratio_ci_low",
-                       "ratio_ci_high", "correct", "flags"]], hide_index=True, width="stretch",
+    st.dataframe(common.gated_style(done[["shape", "baseline_us", "candidate_us", "ratio", "ratio_paired",
+                                          "ratio_ci_low", "ratio_ci_high", "status_baseline", "status_candidate",
+                                          "usable", "flags"]]), hide_index=True, width="stretch",
                  column_config=common.shape_ratio_columns(v))
     st.caption("The CI (from the run's pairs) belongs to the median of the paired per-round ratios, not to the "
                "ratio of the two medians.")

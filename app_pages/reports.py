@@ -5,7 +5,6 @@ Same exports headless: `python -m dashboard report RUN.json --out DIR`.
 import streamlit as st
 
 from app_pages import common
-from dashboard import report
 
 st.title("Reports")
 v = common.view()
@@ -16,10 +15,9 @@ scope = st.radio("Scope", ["Whole run", "One shape"], horizontal=True, key="rep_
 shape = None
 if scope == "One shape":
     keys = list(dict.fromkeys(v.data.results["shape"]))
-    shape = st.selectbox("Shape", keys, key="rep_shape")
+    shape = common.url_selectbox(st, "Shape", keys, "shape", keys[0], key="rep_shape", what="shape")
 try:
-    rep = report.build(v.data, v.baseline, v.candidate, common.workload(), common.official(), source=v.source,
-                       shape=shape)
+    rep = common.report_for(v, shape)
 except common.BAD_INPUT as exc:
     st.error(f"Cannot build the report: {exc}")
     st.stop()

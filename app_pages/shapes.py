@@ -23,16 +23,16 @@ if v.kind == "run":
 c1, c2, c3 = st.columns(3)
 loads = c1.multiselect("Loads", list(dict.fromkeys(wide["load"])), key="shapes_loads")
 fams = c2.multiselect("Families", list(dict.fromkeys(wide["family"])), key="shapes_fams")
-only_bad = c3.toggle("Only flagged / incorrect", key="shapes_bad")
+only_bad = c3.toggle("Only flagged / kept out of the score", key="shapes_bad")
 shown = wide
 if loads:
     shown = shown[shown["load"].isin(loads)]
 if fams:
     shown = shown[shown["family"].isin(fams)]
 if only_bad:
-    shown = shown[(shown["flags"] != "") | (~shown["correct"].astype(bool))]
+    shown = shown[(shown["flags"] != "") | (~shown["usable"])]
 num = st.column_config.NumberColumn
-st.dataframe(shown, hide_index=True, width="stretch", column_config={
+st.dataframe(common.gated_style(shown), hide_index=True, width="stretch", column_config={
     "bytes": num("bytes", format="%d"), "flops": num("FLOPs", format="%.3e"),
     "intensity_flop_per_byte": num("FLOP/B", format="%.2f"),
     "memory_floor_us": num("mem floor µs", format="%.3f"), "compute_floor_us": num("compute floor µs", format="%.3f"),

@@ -15,22 +15,27 @@ tag = "measured" if v.kind == "run" else v.note
 st.plotly_chart(figures.load_time_bars(wide, series, f"{tag} per-shape times", wl.load_order), width="stretch")
 
 loads = [l for l in wl.load_order if l in set(wide["load"])]
-load = st.selectbox("Load", loads, key="wtg_load")
+if not loads:
+    st.info(f"{v.label} has no shapes of the scored loads (nearby shapes only).")
+    st.stop()
+load = common.url_selectbox(st, "Load", loads, "load", loads[0], key="wtg_load", what="load")
 st.plotly_chart(figures.family_bars(wide, load, series, tag), width="stretch")
 
 st.subheader("Time shares and Amdahl")
 weights = scoring.family_weights(wl)
 shares = views.time_shares(wide, weights)
 st.plotly_chart(figures.share_bars(shares, f"derived from {tag} times ({v.candidate})"), width="stretch")
-s = st.select_slider("If one shape were s× faster", options=[1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, np.inf],
-                     value=2.0, format_func=lambda x: "∞" if not np.isfinite(x) else f"{x}×", key="wtg_s")
-ratios = v.breakdown.load_ratios() if v.breakdown is not None else {}
-sub = views.amdahl_table(shares, load, s, ratios)
-st.dataframe(sub, hide_index=True, width="stretch", column_config={
-    "candidate_us": st.column_config.NumberColumn(f"{v.candidate} µs", format="%.3f"),
-    "share": st.column_config.NumberColumn("share of load", format="percent"),
-    "load_speedup": st.column_config.NumberColumn("load speedup × (derived)", format="%.4f"),
-    "new_score": st.column_config.NumberColumn("score then (derived)", format="%.4f")})
+if v.breakdown is None:  # a what-if score needs the pair's score: view() said why there is none
+    st.info("No Amdahl what-if without a score for this pair.")
+else:
+    s = st.select_slider("If one shape were s× faster", options=[1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, np.inf],
+                         value=2.0, format_func=lambda x: "∞" if not np.isfinite(x) else f"{x}×", key="wtg_s")
+    sub = views.amdahl_table(shares, load, s, v.breakdown.load_ratios())
+    st.dataframe(sub, hide_index=True, width="stretch", column_config={
+        "candidate_us": st.column_config.NumberColumn(f"{v.candidate} µs", format="%.3f"),
+        "share": st.column_config.NumberColumn("share of load", format="percent"),
+        "load_speedup": st.column_config.NumberColumn("load speedup × (derived)", format="%.4f"),
+        "new_score": st.column_config.NumberColumn("score then (derived)", format="%.4f")})
 
 far = kernels.furthest_from_floor(wide)
 if far:

@@ -15,7 +15,9 @@ FAMILY_COLORS = {"qkv_gate": "#4c78a8", "o": "#f58518", "pooler": "#54a24b", "un
                  "router": "#e45756"}
 SERIES_COLORS = ["#7f7f7f", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 VERDICT_COLORS = {"FAST": "#2ca02c", "SLOW": "#d62728", "SAME": "#7f7f7f", "AMBIGUOUS": "#ff7f0e",
-                  "NO SAMPLES": "#bcbd22"}
+                  "NO SAMPLES": "#bcbd22", "INCORRECT": "#d62728", "FAILED": "#d62728", "BELOW FLOOR": "#d62728"}
+GATED_VERDICTS = ("INCORRECT", "FAILED", "BELOW FLOOR")  # no ratio: drawn as red crosses on the 1.0 line
+GATED_COLOR = "#d62728"
 DATASHEET_TBPS = 4.8  # H200 datasheet HBM3e bandwidth, drawn dashed for reference only
 LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=60, b=50), hovermode="closest")
 SUBPLOTS_LAYOUT = {**LAYOUT, "margin": dict(l=60, r=20, t=100, b=50)}  # room for subplot titles under the title
@@ -27,6 +29,18 @@ def _title(text: str, source: str) -> dict:
 
 def _color(i: int) -> str:
     return SERIES_COLORS[i % len(SERIES_COLORS)]
+
+
+def _mark_gated(fig: go.Figure, df: pd.DataFrame, x: str, y: str) -> None:
+    """Red crosses over the points of results the correctness gate keeps out of every score (a `status` column
+    other than 'ok': incorrect, or below the measured floor)."""
+    if "status" not in df:
+        return
+    bad = df[df["status"] != "ok"]
+    if len(bad):
+        fig.add_scatter(x=bad[x], y=bad[y], mode="markers", name="not scored (incorrect / below floor)",
+                        marker=dict(symbol="x", size=14, color=GATED_COLOR, line=dict(width=1, color="white")),
+                        text=bad["status"], hovertemplate="%{x}: %{text} — not scored<extra></extra>")
 
 
 def load_time_bars(df: pd.DataFrame, series: dict[str, str], source: str, load_order=None) -> go.Figure:
@@ -134,6 +148,7 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
                         hovertemplate="%{customdata[0]}<br>intensity %{x:.2f} FLOP/B<br>%{y:.2f} TFLOP/s"
                                       "<br>%{customdata[1]:.3f} µs (floor %{customdata[2]:.3f} µs, "
                                       "%{customdata[3]}-bound)<extra>" + str(cand) + "</extra>")
+    _mark_gated(fig, points, "intensity", "tflops")
     fig.update_layout(title=_title("Roofline: intensity vs achieved throughput", source),
                       xaxis=dict(type="log", title="arithmetic intensity (FLOP / byte)"),
                       yaxis=dict(type="log", title="achieved TFLOP/s"), **LAYOUT)
@@ -151,6 +166,7 @@ def time_vs_floor(df: pd.DataFrame, source: str) -> go.Figure:
     fig.add_scatter(x=floors["shape"], y=floors["floor_us"], mode="markers", name="floor (derived)",
                     marker=dict(symbol="line-ew", size=22, line=dict(width=3, color="black")),
                     hovertemplate="%{x} floor: %{y:.3f} µs<extra></extra>")
+    _mark_gated(fig, df, "shape", "median_us")
     fig.update_layout(barmode="group", title=_title("Time vs floor per shape (µs)", source), yaxis_title="µs",
                       xaxis_tickangle=-45, **LAYOUT)
     return fig
@@ -233,8 +249,10 @@ def compare_figure(shapes: pd.DataFrame, eps: float, source: str) -> go.Figure:
             x = labels[sub.index]
             err = dict(type="data", symmetric=False, array=(sub["ci_high"] - sub["ratio"]).fillna(0),
                        arrayminus=(sub["ratio"] - sub["ci_low"]).fillna(0))
-            fig.add_scatter(x=x, y=sub["ratio"], mode="markers",
-                            error_y=err, name=f"{series}: {verdict_name}", marker=dict(color=color, size=9),
+            gated = verdict_name in GATED_VERDICTS  # no ratio by design: a red cross on the 1.0 line
+            fig.add_scatter(x=x, y=sub["ratio"].fillna(1.0) if gated else sub["ratio"], mode="markers",
+                            error_y=None if gated else err, name=f"{series}: {verdict_name}",
+                            marker=dict(color=color, size=12 if gated else 9, symbol="x" if gated else "circle"),
                             hovertemplate="%{x}: %{y:.4f}×<extra>" + f"{series} {verdict_name}" + "</extra>")
     fig.add_hrect(y0=1 - eps, y1=1 + eps, fillcolor="gray", opacity=0.15, line_width=0,
                   annotation_text=f"SAME band ±{eps:.1%}")

@@ -18,11 +18,11 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from dashboard import compare, figures, kernels, runs, scoring, views
+from dashboard import compare, figures, files, kernels, runs, scoring, sources, views
 
-SOURCE_WORDS = {"measured": "measured (run file)", "published": "published (write-up, official run)",
-                "uploaded": "uploaded table (as given)"}
+SOURCE_WORDS = sources.PROVENANCE  # one definition of the provenance words, shared with the app and the CLI
 EXIT_BAD_INPUT = 2
+EXIT_NO_SCORE = 3  # the correctness gate refused the pair (as `python -m dashboard summarize|table`)
 
 
 @dataclass
@@ -34,6 +34,7 @@ class Report:
     tables: dict[str, pd.DataFrame]
     figures: list[go.Figure] = field(default_factory=list)
     main_table: str = "shapes"
+    gate: scoring.Gate | None = None   # the pair's gate over the scored shapes; not ok → the report has no score
 
     def csv(self) -> str:
         return self.tables[self.main_table].to_csv(index=False)
@@ -71,16 +72,10 @@ class Report:
                 "border-bottom:1px solid #ddd;text-align:right}</style></head><body>"
                 + "\n".join(parts) + "</body></html>")
 
-    def write(self, out_dir, formats=("html", "md", "csv", "json")) -> list[Path]:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
+    def write(self, out_dir, formats=("html", "md", "csv", "json"), inputs=()) -> list[Path]:
+        """Each format atomically (dashboard.files: never over an input or a run file, never into datasets/)."""
         writers = {"html": self.html, "md": self.markdown, "csv": self.csv, "json": self.json}
-        paths = []
-        for fmt in formats:
-            path = out_dir / f"{self.stem}.{fmt}"
-            path.write_text(writers[fmt](), encoding="utf-8")
-            paths.append(path)
-        return paths
+        return files.write_files(out_dir, {f"{self.stem}.{fmt}": writers[fmt] for fmt in formats}, inputs)
 
 
 # --- formatting helpers ----------------------------------------------------------------------------------------
@@ -119,17 +114,20 @@ def _slug(text: str) -> str:
 
 # --- building ----------------------------------------------------------------------------------------------------
 def build(data: runs.RunData, baseline: str, candidate: str, workload, official: pd.DataFrame | None = None,
-          source: str = "measured", shape: str | None = None) -> Report:
+          source: str = "measured", shape: str | None = None, include_below_floor: bool = False) -> Report:
     """Whole-run report, or a per-shape one when `shape` is a shape key (e.g. 'decode 1/router')."""
     if shape is not None:
-        return _shape_report(data, baseline, candidate, workload, source, shape)
-    return _run_report(data, baseline, candidate, workload, official, source)
+        return _shape_report(data, baseline, candidate, workload, source, shape, include_below_floor)
+    return _run_report(data, baseline, candidate, workload, official, source, include_below_floor)
 
 
-def _run_report(data, baseline, candidate, workload, official, source) -> Report:
+def _run_report(data, baseline, candidate, workload, official, source, include_below_floor=False) -> Report:
     label = data.run.get("label", data.path.stem)
     table = runs.shape_table(data, workload)
-    wide = views.wide_shapes(table, data.pairs, baseline, candidate)
+    scored = bool(data.results["load"].isin(workload.load_order).any())  # else a nearby-only run: gate them all
+    gate = runs.pair_gate(data, baseline, candidate, workload, include_below_floor, scored_only=scored)
+    wide = views.wide_shapes(table, data.pairs, baseline, candidate,
+                             runs.pair_gate(data, baseline, candidate, workload, include_below_floor, False))
     env = data.run.get("environment", {})
     summary = {"run": label, "status": data.run.get("status", "complete"), "gpu": env.get("gpu", "—"),
                "created_utc": data.run.get("created_utc", "—"), "baseline": baseline, "candidate": candidate}
@@ -138,9 +136,9 @@ def _run_report(data, baseline, candidate, workload, official, source) -> Report
     figs = [figures.load_time_bars(wide, {baseline: "baseline_us", candidate: "candidate_us"}, tag,
                                    workload.load_order)]
     try:
-        bd = runs.run_score(data, baseline, candidate, workload)
+        bd = runs.run_score(data, baseline, candidate, workload, include_below_floor)
     except scoring.ScoringError as exc:
-        summary["score"] = f"not scored: {exc}"
+        summary["score"] = str(exc) if isinstance(exc, scoring.NoScore) else f"no score: {exc}"
         bd = None
     if bd is not None:
         summary.update({"score": bd.score, "time_saved": f"{bd.time_saved:.2%}",
@@ -149,8 +147,9 @@ def _run_report(data, baseline, candidate, workload, official, source) -> Report
         loads = bd.loads.merge(views.load_sol(wide, scoring.family_weights(workload)), on="load", how="left")
         has_samples = data.results["samples_us"].map(lambda s: isinstance(s, list) and len(s) > 0).all()
         if has_samples:
-            cmp = compare.compare_candidates(data.results[data.results["load"] != "nearby"], baseline,
-                                             [candidate], label, scoring.family_weights(workload))
+            cmp = compare.compare_candidates(data.results, baseline, [candidate], label,
+                                             scoring.family_weights(workload), failures=data.failures,
+                                             include_below_floor=include_below_floor)
             o = cmp.overall.iloc[0]
             summary.update({"score_ci_low": o["ci_low"], "score_ci_high": o["ci_high"], "verdict": o["verdict"]})
             loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
@@ -171,10 +170,10 @@ def _run_report(data, baseline, candidate, workload, official, source) -> Report
     if len(data.environment):
         tables["environment"] = data.environment.astype(str)
     return Report(f"projlab report — {label}: {candidate} vs {baseline}", _slug(f"{label}_{candidate}_vs_{baseline}"),
-                  source, summary, tables, figs)
+                  source, summary, tables, figs, gate=gate)
 
 
-def _shape_report(data, baseline, candidate, workload, source, shape) -> Report:
+def _shape_report(data, baseline, candidate, workload, source, shape, include_below_floor=False) -> Report:
     label = data.run.get("label", data.path.stem)
     table = runs.shape_table(data, workload)
     rows = table[table["shape"] == shape]
@@ -195,7 +194,8 @@ def _shape_report(data, baseline, candidate, workload, source, shape) -> Report:
                if isinstance(r.samples_us, list) and r.samples_us}
     if {baseline, candidate} <= set(res["candidate"]):
         sub = res[res["candidate"].isin([baseline, candidate])]
-        cmp = compare.compare_candidates(sub, baseline, [candidate], label, scoring.family_weights(workload))
+        cmp = compare.compare_candidates(sub, baseline, [candidate], label, scoring.family_weights(workload),
+                                         scored_only=False, include_below_floor=include_below_floor)
         s = cmp.shapes.iloc[0]
         summary.update({"baseline": baseline, "candidate": candidate, "ratio": float(s["ratio"]),
                         "ratio_ci_low": float(s["ci_low"]), "ratio_ci_high": float(s["ci_high"]),
@@ -210,44 +210,43 @@ def _shape_report(data, baseline, candidate, workload, source, shape) -> Report:
 
 
 def build_from_path(path, baseline: str | None = None, candidate: str | None = None, shape: str | None = None,
-                    workload=None) -> Report:
-    """Report for a run file (.json) or an official-format per-shape table (.csv)."""
-    from datasets import load_official, load_seed_probes, load_workload
+                    workload=None, include_below_floor: bool = False) -> Report:
+    """Report for a run file (.json) or an official-format per-shape table (.csv); the pair from
+    dashboard.sources.resolve_pair (only --candidate: the baseline it was paired with)."""
+    from datasets import load_official, load_workload
 
     path = Path(path)
     workload = workload or load_workload()
     official = load_official(workload=workload)
     if path.suffix.lower() == ".csv":
-        table = load_official(path, workload)
-        is_official = path.resolve() == Path(runs.RUNS_DIR).parent.joinpath("official_036.csv").resolve()
-        name = views.OFFICIAL_CANDIDATE if is_official else "candidate"
-        data = views.official_run_data(table, load_seed_probes(), path, candidate=name)
-        return build(data, "baseline", name, workload, official, "published" if is_official else "uploaded", shape)
-    data = runs.load_run_data(path)
+        src = sources.table_source(path)
+        data = sources.load(src, workload)
+        return build(data, "baseline", sources.table_candidate(src), workload, official, src.provenance, shape)
+    data = runs.load_run_data(path, workload)
     if kernels.is_explain_run(data.run):  # an explain run: its kernel breakdown (dashboard.kernel_report)
         from dashboard import kernel_report
 
         return kernel_report.build_report(kernels.from_run_data(data), workload, candidate, shape)
-    if baseline is None or candidate is None:
-        pairs = runs.candidate_pairs(data)
-        if not pairs:
-            raise ValueError(f"{path.name}: needs results for two candidates (found {data.candidates()})")
-        baseline, candidate = pairs[0]
-    return build(data, baseline, candidate, workload, official, "measured", shape)
+    baseline, candidate = sources.resolve_pair(data, baseline, candidate)
+    return build(data, baseline, candidate, workload, official, "measured", shape, include_below_floor)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m dashboard report RUN --out DIR`: write the report in every format; bad input → exit 2."""
+    """`python -m dashboard report RUN --out DIR`: write the report in every format; bad input → exit 2; a pair
+    the correctness gate refuses → the report (it says why) and exit 3."""
     from datasets import DatasetError
     from profiler.runfile import RunFileError
 
     p = argparse.ArgumentParser(prog="python -m dashboard report", description=__doc__.splitlines()[0])
     p.add_argument("path", help="a run file (datasets/runs/*.json) or an official-format per-shape CSV")
-    p.add_argument("--out", required=True, help="output folder (created if missing)")
-    p.add_argument("--baseline", help="baseline candidate in the run (default: the run's first pair)")
-    p.add_argument("--candidate", help="candidate in the run (default: the run's first pair)")
+    p.add_argument("--out", required=True, help="output folder (created if missing; never inside datasets/)")
+    p.add_argument("--baseline", help="baseline candidate in the run (default: the one the candidate was paired "
+                                      "with, 'baseline')")
+    p.add_argument("--candidate", help="candidate in the run (default: the last one paired with the baseline)")
     p.add_argument("--shape", help="write a per-shape report for this key, e.g. 'decode 1/router'")
     p.add_argument("--format", default="html,md,csv,json", help="comma-separated subset of html,md,csv,json")
+    p.add_argument("--include-below-floor", action="store_true",
+                   help="score results flagged below the measured HBM floor (artifacts, left out by default)")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     bad = sorted(set(formats) - {"html", "md", "csv", "json"})
@@ -256,11 +255,17 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"unknown format(s) {bad}; choose from html, md, csv, json")
         if not Path(args.path).is_file():
             raise ValueError(f"{args.path}: no such file")
-        rep = build_from_path(args.path, args.baseline, args.candidate, args.shape)
-        paths = rep.write(args.out, formats)
+        rep = build_from_path(args.path, args.baseline, args.candidate, args.shape,
+                              include_below_floor=args.include_below_floor)
+        paths = rep.write(args.out, formats, inputs=[args.path])
     except (DatasetError, RunFileError, scoring.ScoringError, ValueError, KeyError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for path in paths:
         print(path)
+    if rep.gate is not None and rep.gate.refused:
+        hint = " (--include-below-floor scores them)" if rep.gate.below_floor and not args.include_below_floor \
+            else ""
+        print(f"{rep.gate.candidate} vs {rep.gate.baseline}: {rep.gate.message()}{hint}", file=sys.stderr)
+        return EXIT_NO_SCORE
     return 0

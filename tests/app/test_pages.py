@@ -66,7 +66,8 @@ def test_overview_target_changes_the_gap(app):
 def test_partial_shape_set_is_explained_not_crashed(app):
     at = app.open_page("overview", "run: synthetic_decode_only.json")
     assert not at.exception
-    assert any("cannot score" in w.value and "no time for 15" in w.value for w in at.warning)
+    assert any("no score:" in w.value and "has no time for 15 scored shapes" in w.value for w in at.warning), \
+        [w.value for w in at.warning]
 
 
 def test_shapes_filters_and_columns(app):
@@ -145,9 +146,7 @@ def test_dispatch_slider_changes_the_methods(app):
 
 def test_dispatch_passes_the_workloads_n_and_shows_it(app):
     """An N-specific plan entry (unpooler N=1024 at M 1..8) runs at M=8 (N=1024) but not at M=7 (N=8192)."""
-    at = app.open_page("dispatch")
-    at.selectbox(key="dispatch_plan").set_value("(a plan file path)").run()
-    at.text_input(key="dispatch_path").set_value(str(app.FIXTURES / "plan_n_specific.json")).run()
+    at = app.upload_plan(app.open_page("dispatch"), app.FIXTURES / "plan_n_specific.json")
     assert not at.exception and not at.error, [e.value for e in at.error]
 
     def unpooler_at(M):
@@ -230,9 +229,7 @@ def test_bad_uploaded_csv_is_an_error_naming_the_field(app):
 
 
 def test_plan_with_unknown_method_is_an_error(app):
-    at = app.open_page("dispatch")
-    at.selectbox(key="dispatch_plan").set_value("(a plan file path)").run()
-    at.text_input(key="dispatch_path").set_value(str(app.FIXTURES / "plan_unknown_method.json")).run()
+    at = app.upload_plan(app.open_page("dispatch"), app.FIXTURES / "plan_unknown_method.json")
     assert not at.exception
     assert any("unknown method 'warp_drive'" in e.value for e in at.error), [e.value for e in at.error]
 
