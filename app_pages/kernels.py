@@ -23,10 +23,10 @@ def _head(path, limit: int = 1 << 20) -> str:
 
 
 def _explain_sources() -> tuple[dict[str, str], int]:
-    """Explain runs among the run files (label → path) and the index of the one to open first: the most
+    """Explain runs among the run sources (file name → path) and the index of the one to open first: the most
     candidates, then the newest."""
     out, sizes = {}, []
-    for path in common.run_paths():
+    for path in [src.path for src in common.source_list() if src.kind == "run"]:
         try:
             run = common.run_data(path).run
         except common.BAD_INPUT as exc:
@@ -34,7 +34,7 @@ def _explain_sources() -> tuple[dict[str, str], int]:
                 st.sidebar.warning(f"Skipped {path.name}: {exc}")
             continue
         if kernels.is_explain_run(run):
-            out[f"run: {path.name}"] = str(path)
+            out[path.name] = str(path)
             sizes.append(len({c.get("candidate") for c in run.get("calls", [])}))
     best = max(range(len(sizes)), key=lambda i: (sizes[i], i)) if sizes else 0
     return out, best
@@ -45,8 +45,8 @@ if not sources:
     st.info(f"No explain run among the run files. {EXPLAIN_HELP}")
     st.stop()
 labels = list(sources)
-label = common.sticky_select(st.sidebar, "Explain run", labels, "kernels_source", first_source,
-                             help="Run files with a per-kernel breakdown (a 'kernels' list).")
+label = common.url_selectbox(st.sidebar, "Explain run", labels, "explain", labels[first_source], key="kernels_source",
+                             what="explain run", help="Run files with a per-kernel breakdown (a 'kernels' list).")
 try:
     data = kernels.from_run_data(common.run_data(sources[label]))
     wl = common.workload()
@@ -63,14 +63,10 @@ if data.run.get("status") == "partial":
     st.sidebar.warning("Partial run: interrupted; only what finished is shown.")
 
 shapes = data.shapes()
-wanted = st.query_params.get("shape")
-if wanted in shapes and st.session_state.get("_kernels_url_shape") != wanted:
-    st.session_state["kernels_shape"] = wanted  # a link from Overview / Where time goes picks the shape
-    st.session_state["_kernels_url_shape"] = wanted
 worst = calls.sort_values("sol").iloc[0]["shape"]
-shape = common.sticky_select(st, "Shape", shapes, "kernels_shape", shapes.index(worst),
+# ?shape= (a link from Overview / Where time goes) picks the shape
+shape = common.url_selectbox(st, "Shape", shapes, "shape", worst, key="kernels_shape", what="shape",
                              help="Opens on the call furthest from its floor.")
-st.query_params["shape"] = shape
 cands = [c for c in data.candidates() if c in set(calls["candidate"])]
 chosen = st.multiselect("Candidates", cands, default=cands, key="kernels_cands") or cands
 

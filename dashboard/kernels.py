@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard import metrics, roofline, runs
+from datasets.shapes import shape_key
 
 CALL_ID = ["load", "family", "M", "N", "K", "candidate"]
 
@@ -88,7 +89,7 @@ def load_explain(path) -> ExplainData:
 
 def _keyed(frame: pd.DataFrame) -> pd.DataFrame:
     if len(frame):
-        frame.insert(0, "shape", [runs._shape_key(r.load, r.family, r.M) for r in frame.itertuples()])
+        frame.insert(0, "shape", [shape_key(r.load, r.family, r.M) for r in frame.itertuples()])
     return frame
 
 

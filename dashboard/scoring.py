@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from datasets import Workload
+from datasets.shapes import shape_key  # how projlab names a shape; re-exported for dashboard callers
 
 SHAPE_ID = ["load", "family", "M", "N", "K"]
 
@@ -44,12 +45,6 @@ class NoScore(ScoringError):
     def __init__(self, gate: "Gate"):
         self.gate = gate
         super().__init__(gate.message())
-
-
-def shape_key(load: str, family: str, M) -> str:
-    """How projlab names a shape: 'decode 1/o' for a scored shape, 'nearby/o/M9' for a nearby one (the rule is
-    the workload's, datasets.Workload.shape_key; it reads nothing from the instance)."""
-    return Workload.shape_key(None, load, family, int(M))
 
 
 def result_status(correct, flags) -> list[str]:

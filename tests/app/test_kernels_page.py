@@ -32,7 +32,7 @@ def test_opens_on_the_richest_run_and_the_worst_call(app, calls):
     at = _open(app)
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    assert at.sidebar.selectbox(key="kernels_source").value == f"run: {RUN_NAME}"
+    assert at.sidebar.selectbox(key="kernels_source").value == RUN_NAME
     assert at.selectbox(key="kernels_shape").value == calls.sort_values("sol").iloc[0]["shape"]
 
 
@@ -64,4 +64,4 @@ def test_a_broken_explain_run_is_named_not_offered(app, monkeypatch):
     assert not at.exception
     warn = [w.value for w in at.sidebar.warning]
     assert any("synthetic_explain_broken.json" in w and "kernels[1].duration_us" in w for w in warn), warn
-    assert "run: synthetic_explain_broken.json" not in at.sidebar.selectbox(key="kernels_source").options
+    assert "synthetic_explain_broken.json" not in at.sidebar.selectbox(key="kernels_source").options
