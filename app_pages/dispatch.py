@@ -16,7 +16,8 @@ st.caption("Plans are data files (kernels/plans/*.json). Methods are what the pl
 names = list_plans()
 c1, c2 = st.columns([1, 2])
 UPLOAD, PATH = "(upload a plan JSON)", "(a plan file path)"
-choice = c1.selectbox("Plan", names + [UPLOAD, PATH], index=names.index("seed036") if "seed036" in names else 0,
+OPEN_ON = "best"  # the shipped plan (kernels/plans/best.json), what `python -m profiler run --plan best` runs
+choice = c1.selectbox("Plan", names + [UPLOAD, PATH], index=names.index(OPEN_ON) if OPEN_ON in names else 0,
                       key="dispatch_plan")
 try:
     if choice == PATH:

@@ -5,13 +5,14 @@ Every number here is **derived** (arithmetic on the selected source's times); no
 import numpy as np
 import streamlit as st
 
-from app_pages import common
+from app_pages import common, targets, terms
 from dashboard import figures, planner
 
 st.title("Planner — what would it take?")
 v = common.view()
 bd = common.require_breakdown(v)
 common.caption_source(v, "All planner outputs are **derived** calculations, not predictions of a kernel.")
+terms.link("score", "sigma_w")
 ratios = bd.load_ratios()
 
 tab_agg, tab_amdahl, tab_tile, tab_target = st.tabs(["Aggregation", "Amdahl", "Tile geometry", "Target"])
@@ -70,7 +71,7 @@ with tab_tile:
     st.caption("Ignores scratch, outputs, cache effects, instruction granularity and scheduling.")
 
 with tab_target:
-    target = st.number_input("Target score", 1.0, 3.0, 1.32, 0.005, format="%.4f", key="plan_target")
+    target = targets.target_input("plan_target", v, bd.score)
     m1, m2, m3 = st.columns(3)
     m1.metric("Current score", f"{bd.score:.4f}×", help=v.note)
     m2.metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(bd.score, target):.3%}")
