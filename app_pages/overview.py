@@ -28,17 +28,17 @@ def _environment(v) -> None:
             st.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")
 
 
-def _sol_flags(loads: pd.DataFrame, wide: pd.DataFrame) -> None:
+def _sol_flags(loads: pd.DataFrame, wide: pd.DataFrame, names: dict) -> None:
     """Say where SOL is above 100% (the kernel beat its floor's probe) instead of letting it pass as real."""
     over = views.sol_over_100(wide)
-    load_over = [f"{r.load} ({side} {getattr(r, col):.1%})" for r in loads.itertuples()
-                 for side, col in (("baseline", "sol_baseline"), ("candidate", "sol_candidate"))
-                 if pd.notna(getattr(r, col)) and getattr(r, col) > 1]
-    if len(over) or load_over:
-        where = "; ".join(load_over) if load_over else ", ".join(f"{r.shape} ({r.sol:.1%})"
-                                                                 for r in over.itertuples())
-        st.warning(f"SOL above 100% at {len(over)} shape(s){' and per load: ' if load_over else ': '}{where}. "
-                   f"{glossary.short('sol_over')} Read as ‘at the floor’.")
+    per_load = [f"{r.load} ({names[side]} {getattr(r, f'sol_{side}'):.1%})" for r in loads.itertuples()
+                for side in ("baseline", "candidate") if getattr(r, f"sol_{side}") > 1]
+    if len(over) or per_load:
+        where = ([f"per load: {', '.join(per_load)}"] if per_load else []) + \
+                ([f"per shape: {', '.join(f'{r.shape} ({names[r.side]} {r.sol:.1%})' for r in over.itertuples())}"]
+                 if len(over) else [])
+        st.warning(f"SOL above 100% — {'; '.join(where)}. {glossary.short('sol_over')} Read these as ‘at the "
+                   "floor’ (see the glossary).")
 
 
 st.title("Overview")
@@ -125,7 +125,7 @@ floors_from = ("the run's measured probe curve and compute peak" if v.kind == "r
 st.caption(f"Ratios, Σw sums, CIs and SOL are derived from {tag} times; floors from {floors_from}. "
            f"The verdict compares the CI with a ±{compare.EPS_DEFAULT:.0%} SAME band (see the glossary; the "
            "Compare page derives the band from repeatability runs).")
-_sol_flags(loads, wide)
+_sol_flags(loads, wide, {"baseline": v.baseline, "candidate": v.candidate})
 
 st.subheader(f"Gap to {target:.4f}×")
 if bd.score >= target:

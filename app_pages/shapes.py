@@ -43,16 +43,16 @@ lead = {
     "candidate_us": num(f"{v.candidate} µs", format="%.3f", width=95, help=f"{t} median"),
     "ratio": num("ratio ×", format="%.3f", width=70, help="ratio of medians (what the score aggregates): "
                                                          + glossary.short("ratio")),
-    "paired_ci": st.column_config.TextColumn("paired ratio [95% CI]", width=160,
+    "paired_ci": st.column_config.TextColumn("paired ratio [95% CI]", width=150,
                                              help="median of the paired per-round ratios and its CI (measured "
                                                   "pairs; a published table has none)"),
     "sol_candidate": num("SOL", format="percent", width=70, help=glossary.short("sol")),
-    "method": st.column_config.TextColumn("method", width=190, help="what the candidate ran at this shape"),
+    "method": st.column_config.TextColumn("method", width=160, help="what the candidate ran at this shape"),
     "baseline_us": num(f"{v.baseline} µs", format="%.3f", width=95, help=f"{t} median"),
     "floor_us": num("floor µs", format="%.3f", width=75, help=glossary.short("floor")),
     "bound": st.column_config.TextColumn("bound", width=70),
-    "mb": num("MB", format="%.1f", width=60, help="bytes moved (weights + activations + output), decimal MB"),
-    "gflop": num("GFLOP", format="%.3f", width=70, help="2·M·N·K"),
+    "mb": num("MB", format="%.1f", width=55, help="bytes moved (weights + activations + output), decimal MB"),
+    "gflop": num("GFLOP", format="%.3f", width=65, help="2·M·N·K"),
     "correct": st.column_config.CheckboxColumn("ok", width=40, help="passed the correctness contract"),
 }
 st.dataframe(shown, hide_index=True, width="stretch", height="content", placeholder="—",
