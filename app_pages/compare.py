@@ -36,8 +36,11 @@ for e in errors:
     st.error(f"Skipped a source that cannot be read — {e}")
 
 keys = list(options)
+first = common.default_run_path()  # open on the run the other pages open on: its baseline against its last candidate
+opening = [k for k in keys if first and k.startswith(f"run: {first.name} · ")]
 runs_first = [k for k in keys if options[k][0] == "run"]
-default = runs_first[:2] if len(runs_first) >= 2 else keys[:2]
+default = ([opening[0], opening[-1]] if len(opening) >= 2 else runs_first[:2] if len(runs_first) >= 2
+           else keys[:2])
 chosen = st.multiselect("Series to compare (2 or more)", keys, default=default, key="cmp_series",
                         format_func=lambda k: options[k][4])
 if len(chosen) < 2:

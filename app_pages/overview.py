@@ -15,8 +15,7 @@ def _environment(v) -> None:
         e = st.columns(4)
         e[0].metric("GPU", env.get("gpu", "?"))
         e[1].metric("SM clock while measuring",
-                    f"{clock['sm_min_mhz']:.0f}–{clock['sm_max_mhz']:.0f} MHz" if clock["n_samples"] else "?",
-                    help=glossary.short("clock"))
+                    views.mhz_range(clock), help=glossary.short("clock"))
         e[2].metric("Replay overhead", f"{env.get('replay_overhead_us', float('nan')):.2f} µs")
         flagged = int(v.data.results["flags"].map(len).gt(0).sum())
         e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}")

@@ -20,7 +20,7 @@ if scored.empty:
     st.stop()
 
 series = {f"{v.baseline}": "baseline_us", f"{v.candidate}": "candidate_us"}
-colors = figures.series_colors(series, v.baseline)
+colors = figures.series_colors(v.data.candidates(), v.baseline)  # the same colours as on every page
 tag = "measured" if v.kind == "run" else v.note
 st.plotly_chart(figures.load_time_bars(scored, series, f"{tag} per-shape times; Σ floor derived", wl.load_order,
                                        floor_col="floor_us"), width="stretch")

@@ -183,9 +183,8 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
         fig.add_annotation(x=np.log10(hi), y=np.log10(compute_tflops), text=f"compute {compute_tflops:.0f} TFLOP/s",
                            showarrow=False, xanchor="right", yshift=10, font=dict(size=12))
     if ridge and lo < ridge < hi:
-        fig.add_scatter(x=[ridge], y=[compute_tflops], mode="markers+text", name=f"ridge {ridge:.0f} FLOP/B",
-                        marker=dict(symbol="diamond", size=10, color="black"), text=[f"ridge {ridge:.0f} FLOP/B"],
-                        textposition="bottom right",
+        fig.add_scatter(x=[ridge], y=[compute_tflops], mode="markers", name=f"ridge {ridge:.0f} FLOP/B",
+                        marker=dict(symbol="diamond", size=10, color="black"),
                         hovertemplate="ridge: %{x:.0f} FLOP/B (compute peak ÷ bandwidth)<extra></extra>")
     if "floor_tflops" in points and points["floor_tflops"].notna().any():
         # Attainable throughput at each shape's floor: the probe curve's roof at that shape's byte count.
@@ -327,14 +326,14 @@ def compare_figure(shapes: pd.DataFrame, eps: float, source: str, labels: dict[s
         fig.add_scatter(x=[None], y=[None], mode="markers", name=verdict_name, legendgroup="verdict",
                         legendgrouptitle_text="verdict (symbol)",
                         marker=dict(color="#555", size=10, symbol=VERDICT_SYMBOLS[verdict_name]))
-    fig.add_hrect(y0=1 - eps, y1=1 + eps, fillcolor="gray", opacity=0.15, line_width=0,
-                  annotation_text=f"SAME band ±{eps:.1%}", annotation_position="top left")
+    fig.add_hrect(y0=1 - eps, y1=1 + eps, fillcolor="gray", opacity=0.15, line_width=0)
     fig.add_hline(y=1.0, line_color="black", line_width=1)
     xaxis = dict(tickangle=-45, title="shape (load order)")
     if order:
         present = set(shapes["load"] + "/" + shapes["family"])
         xaxis.update(categoryorder="array", categoryarray=[k for k in order if k in present])
-    fig.update_layout(title=_title("Ratio vs reference per shape (reference ÷ series; > 1 faster)", source),
+    fig.update_layout(title=_title(f"Ratio vs reference per shape (reference ÷ series; > 1 faster; grey band: SAME "
+                                   f"±{eps:.1%})", source),
                       yaxis=dict(type="log", title="ratio × (log)"), xaxis=xaxis, scattermode="group",
                       legend=dict(groupclick="toggleitem"), **LAYOUT)
     return fig

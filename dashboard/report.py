@@ -191,7 +191,7 @@ def _run_report(data, baseline, candidate, workload, official, source) -> Report
     if source == "measured":
         clock = views.clock_summary(data.run)
         if clock["sm_min_mhz"] is not None:
-            facts.append(("SM clock while measuring", f"{clock['sm_min_mhz']:.0f}–{clock['sm_max_mhz']:.0f} MHz"))
+            facts.append(("SM clock while measuring", views.mhz_range(clock)))
         notes.append(render.Note("Clock and throttling (measured)", views.clock_text(clock)))
     over = views.sol_over_100(wide)
     if len(over):

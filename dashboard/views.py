@@ -189,10 +189,17 @@ def clock_summary(run: dict) -> dict:
             "throttle_reasons": reasons}
 
 
+def mhz_range(c: dict) -> str:
+    """'1965–1980 MHz', '1980 MHz' when the clock never moved, '?' when not sampled."""
+    if c["sm_min_mhz"] is None:
+        return "?"
+    lo, hi = round(c["sm_min_mhz"]), round(c["sm_max_mhz"])
+    return f"{lo} MHz" if lo == hi else f"{lo}–{hi} MHz"
+
+
 def clock_text(c: dict) -> str:
     """clock_summary as one sentence, the way the Overview page and the reports say it."""
-    during = (f"{c['sm_min_mhz']:.0f}–{c['sm_max_mhz']:.0f} MHz over {c['n_samples']} samples"
-              if c["sm_min_mhz"] is not None else "not sampled")
+    during = f"{mhz_range(c)} over {c['n_samples']} samples" if c["sm_min_mhz"] is not None else "not sampled"
     return (f"SM clock while measuring: {during} (limit {c['sm_limit_mhz'] or '?'} MHz). The start and end "
             f"readings ({c['idle_start_mhz'] or '?'} / {c['idle_end_mhz'] or '?'} MHz) are taken on an idle GPU, "
             "whose clock drops and whose throttle reason reads gpu_idle — not throttling. Throttle reasons while "

@@ -114,25 +114,24 @@ def browser():
     shutil.rmtree(profile, ignore_errors=True)
 
 
-# A chart counts as drawn once plotly has put its SVG in it; a dataframe once its grid canvas exists.
-_PENDING_JS = """
-const pending = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
-    .filter(c => !c.querySelector('.main-svg')).length;
-return pending + document.querySelectorAll('[data-testid="stSkeleton"]').length;
+# Settled: the script run is over (the app root's data-test-script-state, which Streamlit's own e2e tests read), a
+# title is on the page, and every chart has its plotly SVG (a chart still loading its library shows a skeleton).
+_SETTLED_JS = """
+const app = document.querySelector('[data-testid="stApp"]');
+if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+if (!document.querySelector('[data-testid="stMain"] h1')) return false;
+if (document.querySelector('[data-testid="stSkeleton"]')) return false;
+return [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'));
 """
 
 
 def _wait_rendered(drv, timeout=60, quiet_s=1.0) -> float:
-    """Main content is there, the 'running' indicator is gone, no chart is still loading, and it stays so for
-    `quiet_s`; returns the time.perf_counter() at which it became (and stayed) settled."""
-    from selenium.webdriver.common.by import By
-
+    """Wait until the page is settled (_SETTLED_JS) and stays so for `quiet_s`; return the time.perf_counter() at
+    which it became settled for good."""
     deadline = time.time() + timeout
     quiet_since = None
     while time.time() < deadline:
-        main = drv.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] h1, [data-testid="stMainBlockContainer"] h1')
-        running = drv.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]')
-        if main and not running and drv.execute_script(_PENDING_JS) == 0:
+        if drv.execute_script(_SETTLED_JS):
             quiet_since = quiet_since or time.perf_counter()
             if time.perf_counter() - quiet_since > quiet_s:
                 return quiet_since
