@@ -77,10 +77,13 @@ with tab_target:
     m2.metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(bd.score, target):.3%}")
     m3.metric("Single-load factor needed (derived)", f"{planner.single_load_factor(bd.score, target):.4f}×")
     tgt = planner.shape_targets(bd, target)
-    st.dataframe(tgt, hide_index=True, width="stretch", column_config={
-        "candidate_us": st.column_config.NumberColumn("candidate µs", format="%.3f"),
-        "share": st.column_config.NumberColumn("share of load", format="percent"),
-        "speedup_needed": st.column_config.NumberColumn("speedup needed ×", format="%.4f"),
-        "new_us": st.column_config.NumberColumn("would need µs", format="%.3f"),
-        "feasible": st.column_config.CheckboxColumn("alone enough?")})
+    num = st.column_config.NumberColumn
+    st.dataframe(tgt, hide_index=True, width="stretch", placeholder="—", column_config={
+        "load": st.column_config.TextColumn("load", width=85), "family": st.column_config.TextColumn(width=85),
+        "candidate_us": num("candidate µs", format="%.3f", width=100),
+        "share": num("share of load", format="percent", width=95),
+        "speedup_needed": num("speedup needed ×", format="%.4f", width=120),
+        "new_us": num("would need µs", format="%.3f", width=105),
+        "feasible": st.column_config.CheckboxColumn("alone enough?", width=100),
+        "reason": st.column_config.TextColumn("why not", width="large")})
     common.download_csv(tgt, "shape_targets.csv")

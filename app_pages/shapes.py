@@ -64,14 +64,15 @@ st.caption(f"{len(shown)} of {len(wide)} shapes shown. The ratio of medians is w
               f"{glossary.short('sol_over')})" if len(over) else ""))
 common.download_csv(shown, "shapes.csv")
 
-with st.expander("All columns (M, N, K, intensity, both floors, SOL of the baseline, official times, other "
-                 "candidates, flags)"):
-    rest = ["shape", "M", "N", "K", "bytes", "flops", "intensity_flop_per_byte", "memory_floor_us",
+with st.expander("All columns (the whole method, M, N, K, intensity, both floors, SOL of the baseline, official "
+                 "times, other candidates, flags)"):
+    rest = ["shape", "method", "M", "N", "K", "bytes", "flops", "intensity_flop_per_byte", "memory_floor_us",
             "compute_floor_us", "sol_baseline", "ratio_paired", "ratio_ci_low", "ratio_ci_high",
             "official_baseline_us", "official_036_us", *others, "flags"]
     st.dataframe(shown, hide_index=True, width="stretch", placeholder="—",
                  column_order=[c for c in rest if c in shown], column_config={
         "shape": st.column_config.TextColumn("shape", pinned=True),
+        "method": st.column_config.TextColumn("method", width="large"),
         "bytes": num("bytes", format="%d"), "flops": num("FLOPs", format="%.3e"),
         "intensity_flop_per_byte": num("FLOP/B", format="%.2f"),
         "memory_floor_us": num("mem floor µs", format="%.3f"),

@@ -50,7 +50,7 @@ def _method_lines(method: str) -> list[str]:
 
 
 def format_shape_table(wide: pd.DataFrame, methods: dict, sol: pd.DataFrame, title: str) -> str:
-    """The per-shape benchmark table (issue 4): method, µs, ratio with CI, floor, SOL, bound; then SOL per load.
+    """The per-shape benchmark table: method, µs, ratio with CI, floor, SOL, bound; then SOL per load.
 
     `wide` is dashboard.views.wide_shapes output, `methods` maps shape → the candidate's method string,
     `sol` is dashboard.views.load_sol output. Long method labels wrap within their column."""

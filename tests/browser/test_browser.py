@@ -224,6 +224,11 @@ def test_page_renders_fits_and_is_screenshotted(server, browser, page):
     assert title, f"{page}: no title"
     assert not _overflowing(browser), f"{page} scrolls sideways at {WIDTH} px: {_overflowing(browser)}"
     _full_page_screenshot(browser, SHOTS / f"{page}.png")
+    for i, tab in enumerate(browser.find_elements(By.CSS_SELECTOR, '[role="tab"]')[1:], start=1):
+        tab.click()  # a hidden tab's tables have no width until shown
+        time.sleep(0.5)
+        assert not _overflowing(browser), f"{page} tab {tab.text!r} scrolls sideways: {_overflowing(browser)}"
+        _full_page_screenshot(browser, SHOTS / f"{page}_tab{i}.png")
     if page == "overview":
         text = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
         assert "1.3012×" in text  # the official table, always quoted for reference
