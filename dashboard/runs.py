@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from datasets import NEARBY_LOAD, RUNS_DIR, Workload, load_workload
-from profiler.runfile import load_run
+from datasets.jsonfile import JsonInputError, read_json
+from profiler.runfile import RunFileError, load_run, validate_run
 from dashboard import metrics, roofline, scoring
 
 RUN_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})_(.+?)_(.+)\.json$")
@@ -173,8 +174,6 @@ def default_run(paths: list[Path], workload: Workload | None = None) -> Path | N
 
     Every file is ranked from its raw JSON and only the winner is validated (the next one if it fails): validating
     and tabulating all 13 committed runs made the app's first page 0.3 s slower."""
-    from datasets.jsonfile import JsonInputError, read_json
-
     workload = workload or load_workload()
     want = {(r.load, r.family, int(r.M)) for r in workload.shapes.itertuples()}
     ranked = []
@@ -184,11 +183,11 @@ def default_run(paths: list[Path], workload: Workload | None = None) -> Path | N
         except JsonInputError:
             continue
         created = str(run.get("created_utc") or "") if isinstance(run, dict) else ""
-        ranked.append(((_scored_count_raw(run, want), created, p.name), p))
-    for _, p in sorted(ranked, key=lambda kp: kp[0], reverse=True):
+        ranked.append(((_scored_count_raw(run, want), created, p.name), p, run))
+    for _, p, run in sorted(ranked, key=lambda kpr: kpr[0], reverse=True):
         try:
-            load_run_data(p)
-        except (ValueError, OSError):  # RunFileError is a ValueError
+            validate_run(run, source=p.name)  # what load_run checks after reading
+        except RunFileError:
             continue
         return p
     return None
