@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
 
 from dashboard import compare, figures, glossary, runs, scoring, views
 from dashboard import report_render as render
@@ -57,7 +59,8 @@ class Report:
 
     def html(self) -> str:
         """Standalone page: plotly.js inline once, every figure interactive, no network needed."""
-        return render.html(self.title, self.source_line, self.facts, self.figures, self.display, self.notes)
+        specs = [pio.to_json(fig, validate=False, pretty=False) for fig in self.figures]
+        return render.html(self.title, self.source_line, self.facts, specs, self.display, self.notes, get_plotlyjs())
 
     def write(self, out_dir, formats=("html", "md", "csv", "json")) -> list[Path]:
         out_dir = Path(out_dir)

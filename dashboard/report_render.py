@@ -17,8 +17,6 @@ import re
 from dataclasses import dataclass
 
 import pandas as pd
-import plotly.io as pio
-from plotly.offline import get_plotlyjs
 
 STYLE = ("body{font-family:sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}.src{color:#555}"
          "table.facts{border-collapse:collapse;margin:1em 0}table.facts th{text-align:left;padding:3px 14px 3px 0;"
@@ -87,20 +85,20 @@ def _cell(v) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _plotly_js_gzip_b64() -> str:
-    return base64.b64encode(gzip.compress(get_plotlyjs().encode("utf-8"), 9, mtime=0)).decode("ascii")
+def _gzip_b64(js: str) -> str:
+    return base64.b64encode(gzip.compress(js.encode("utf-8"), 9, mtime=0)).decode("ascii")
 
 
-def _loader() -> str:
+def _loader(plotly_js: str) -> str:
     """Unpack plotly.js once and resolve `window.plotlyReady` when Plotly is defined."""
     return ("<script>window.plotlyReady=(async()=>{"
-            f"const b=Uint8Array.from(atob('{_plotly_js_gzip_b64()}'),c=>c.charCodeAt(0));"
+            f"const b=Uint8Array.from(atob('{_gzip_b64(plotly_js)}'),c=>c.charCodeAt(0));"
             "const js=await new Response(new Blob([b]).stream().pipeThrough(new DecompressionStream('gzip'))).text();"
             "const s=document.createElement('script');s.textContent=js;document.head.appendChild(s);})();</script>")
 
 
-def _figure(fig, i: int) -> str:
-    spec = pio.to_json(fig, validate=False, pretty=False).replace("</", "<\\/")  # no early </script>
+def _figure(spec_json: str, i: int) -> str:
+    spec = spec_json.replace("</", "<\\/")  # a string in the figure can never close the <script>
     return (f"<div id='fig{i}' class='plotly-graph-div fig'></div><script>plotlyReady.then(()=>{{const f={spec};"
             f"Plotly.newPlot('fig{i}',f.data,f.layout,{{responsive:true,displaylogo:false}});}});</script>")
 
@@ -112,13 +110,14 @@ def _html_table(df: pd.DataFrame) -> str:
     return f"<table class='tbl'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
-def html(title: str, source_line: str, facts: list[tuple[str, str]], figures: list, tables: dict[str, pd.DataFrame],
-         notes: list[Note]) -> str:
-    """Standalone page: facts, figures (interactive), compact tables, notes; no network needed."""
+def html(title: str, source_line: str, facts: list[tuple[str, str]], figures: list[str],
+         tables: dict[str, pd.DataFrame], notes: list[Note], plotly_js: str) -> str:
+    """Standalone page: facts, figures (plotly JSON specs, drawn interactive), compact tables, notes; `plotly_js` is
+    the library's source, embedded once. No network needed."""
     parts = [f"<h1>{_e(title)}</h1>", f"<p class='src'>{_e(source_line)}</p>", "<table class='facts'>"]
     parts += [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts]
     parts.append("</table>")
-    parts += [_figure(fig, i) for i, fig in enumerate(figures)]
+    parts += [_figure(spec, i) for i, spec in enumerate(figures)]
     for name, df in tables.items():
         parts += [f"<h2>{_e(name)}</h2>", _html_table(df)]
     for note in notes:
@@ -126,7 +125,7 @@ def html(title: str, source_line: str, facts: list[tuple[str, str]], figures: li
         parts.append(f"<h2>{_e(note.heading)}</h2>")
         parts += [f"<p class='note'>{_inline_markdown(p) if note.markdown else _e(p)}</p>" for p in paras]
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
-            f"<meta name='viewport' content='width=device-width'><title>{_e(title)}</title>{_loader()}"
+            f"<meta name='viewport' content='width=device-width'><title>{_e(title)}</title>{_loader(plotly_js)}"
             f"<style>{STYLE}</style></head><body>" + "\n".join(parts) + "</body></html>")
 
 
