@@ -14,8 +14,6 @@ from plotly.subplots import make_subplots
 FAMILY_COLORS = {"qkv_gate": "#4c78a8", "o": "#f58518", "pooler": "#54a24b", "unpooler": "#b279a2",
                  "router": "#e45756"}
 SERIES_COLORS = ["#7f7f7f", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
-VERDICT_COLORS = {"FAST": "#2ca02c", "SLOW": "#d62728", "SAME": "#7f7f7f", "AMBIGUOUS": "#ff7f0e",
-                  "NO SAMPLES": "#bcbd22"}
 VERDICT_SYMBOLS = {"FAST": "triangle-up", "SLOW": "triangle-down", "SAME": "circle", "AMBIGUOUS": "diamond-open",
                    "NO SAMPLES": "x"}
 DATASHEET_TBPS = 4.8  # H200 datasheet HBM3e bandwidth, drawn dashed for reference only
@@ -26,10 +24,6 @@ SUBPLOTS_LAYOUT = {**LAYOUT, "margin": dict(l=60, r=20, t=100, b=50)}  # room fo
 
 def _title(text: str, source: str) -> dict:
     return dict(text=f"{text}<br><sup>{source}</sup>")
-
-
-def _color(i: int) -> str:
-    return SERIES_COLORS[i % len(SERIES_COLORS)]
 
 
 def series_colors(names, baseline: str | None = None) -> dict[str, str]:
