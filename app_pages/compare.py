@@ -4,6 +4,8 @@ Series are told apart by colour (verdicts by marker symbol), named short (run da
 the full name on hover. The SAME band ε comes from the measured run-to-run spread of the repeatability runs among
 the sources (dashboard.repeatability), one band per level; without one it is 1%, said next to the slider.
 """
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
@@ -47,8 +49,23 @@ if len(chosen) < 2:
     st.info("Pick at least two series.")
     st.stop()
 
+
+
+@st.cache_data(show_spinner=False)
+def _bands(key: tuple, _datas) -> "repeatability.SameBands | None":
+    """SAME bands of the run sources, once per set of (path, mtime)."""
+    return repeatability.same_bands(_datas, common.workload())
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _compare(key: tuple, ref: str, eps: float, _frames) -> compare.Comparison:
+    """The bootstrap comparison, once per (series and their files' mtimes, reference, ε): it resamples every
+    shape a thousand times, too slow to redo on each widget change."""
+    return compare.compare(pd.concat(_frames, ignore_index=True), ref, scoring.family_weights(common.workload()), eps)
+
+
 wl = common.workload()
-bands = repeatability.same_bands(run_datas, wl)
+bands = _bands(tuple((str(d.path), Path(d.path).stat().st_mtime) for d in run_datas), run_datas)
 c1, c2 = st.columns(2)
 ref = c1.selectbox("Reference (ratios are reference ÷ series)", chosen, key="cmp_ref",
                    format_func=lambda k: options[k][4])
@@ -76,10 +93,10 @@ for key in chosen:
         frames.append(compare.series_from_table(common.official(path), col, key, path))
     else:
         frames.append(compare.series_from_results(common.run_data(path).results, col, key, path))
-weights = scoring.family_weights(wl)
 scored = [f[f["load"] != "nearby"] for f in frames]
+files = tuple((k, options[k][1], Path(options[k][1]).stat().st_mtime) for k in chosen)
 try:
-    res = compare.compare(pd.concat(scored, ignore_index=True), ref, weights, eps)
+    res = _compare(files, ref, eps, scored)
 except ValueError as exc:
     st.error(f"Cannot compare: {exc}")
     st.stop()

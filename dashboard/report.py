@@ -60,7 +60,9 @@ class Report:
     def html(self) -> str:
         """Standalone page: plotly.js inline once, every figure interactive, no network needed."""
         specs = [pio.to_json(fig, validate=False, pretty=False) for fig in self.figures]
-        return render.html(self.title, self.source_line, self.facts, specs, self.display, self.notes, get_plotlyjs())
+        template = pio.json.to_json_plotly(pio.templates[figures.REPORT_TEMPLATE].to_plotly_json())
+        return render.html(self.title, self.source_line, self.facts, specs, self.display, self.notes, get_plotlyjs(),
+                           template)
 
     def write(self, out_dir, formats=("html", "md", "csv", "json")) -> list[Path]:
         out_dir = Path(out_dir)

@@ -97,9 +97,13 @@ def _loader(plotly_js: str) -> str:
             "const s=document.createElement('script');s.textContent=js;document.head.appendChild(s);})();</script>")
 
 
+def _script_json(spec_json: str) -> str:
+    return spec_json.replace("</", "<\\/")  # a string in the JSON can never close the <script>
+
+
 def _figure(spec_json: str, i: int) -> str:
-    spec = spec_json.replace("</", "<\\/")  # a string in the figure can never close the <script>
-    return (f"<div id='fig{i}' class='plotly-graph-div fig'></div><script>plotlyReady.then(()=>{{const f={spec};"
+    return (f"<div id='fig{i}' class='plotly-graph-div fig'></div><script>plotlyReady.then(()=>{{"
+            f"const f={_script_json(spec_json)};f.layout.template=f.layout.template||TEMPLATE;"
             f"Plotly.newPlot('fig{i}',f.data,f.layout,{{responsive:true,displaylogo:false}});}});</script>")
 
 
@@ -111,9 +115,10 @@ def _html_table(df: pd.DataFrame) -> str:
 
 
 def html(title: str, source_line: str, facts: list[tuple[str, str]], figures: list[str],
-         tables: dict[str, pd.DataFrame], notes: list[Note], plotly_js: str) -> str:
+         tables: dict[str, pd.DataFrame], notes: list[Note], plotly_js: str, template_json: str = "{}") -> str:
     """Standalone page: facts, figures (plotly JSON specs, drawn interactive), compact tables, notes; `plotly_js` is
-    the library's source, embedded once. No network needed."""
+    the library's source and `template_json` a plotly template for every figure, each embedded once. No network
+    needed."""
     parts = [f"<h1>{_e(title)}</h1>", f"<p class='src'>{_e(source_line)}</p>", "<table class='facts'>"]
     parts += [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts]
     parts.append("</table>")
@@ -126,6 +131,7 @@ def html(title: str, source_line: str, facts: list[tuple[str, str]], figures: li
         parts += [f"<p class='note'>{_inline_markdown(p) if note.markdown else _e(p)}</p>" for p in paras]
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width'><title>{_e(title)}</title>{_loader(plotly_js)}"
+            f"<script>const TEMPLATE={_script_json(template_json)};</script>"
             f"<style>{STYLE}</style></head><body>" + "\n".join(parts) + "</body></html>")
 
 
