@@ -12,6 +12,21 @@ import streamlit as st
 from app_pages import common, terms
 from dashboard import compare, figures, glossary, repeatability, scoring, views
 
+
+@st.cache_data(show_spinner=False)
+def _bands(key: tuple, _datas) -> "repeatability.SameBands | None":
+    """SAME bands of the run sources, once per set of (path, mtime)."""
+    return repeatability.same_bands(_datas, common.workload())
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _compare(key: tuple, ref: str, eps: float, _frames) -> compare.Comparison:
+    """The bootstrap comparison, once per (series and their files' mtimes, reference, ε): it resamples every
+    shape a thousand times, too slow to redo on each widget change."""
+    weights = scoring.family_weights(common.workload())
+    return compare.compare(pd.concat(_frames, ignore_index=True), ref, weights, eps)
+
+
 st.title("Compare")
 terms.link("verdicts", "eps", "ci", "baselines")
 with st.expander("Upload a run file or a per-shape CSV to compare"):
@@ -48,20 +63,6 @@ chosen = st.multiselect("Series to compare (2 or more)", keys, default=default, 
 if len(chosen) < 2:
     st.info("Pick at least two series.")
     st.stop()
-
-
-
-@st.cache_data(show_spinner=False)
-def _bands(key: tuple, _datas) -> "repeatability.SameBands | None":
-    """SAME bands of the run sources, once per set of (path, mtime)."""
-    return repeatability.same_bands(_datas, common.workload())
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _compare(key: tuple, ref: str, eps: float, _frames) -> compare.Comparison:
-    """The bootstrap comparison, once per (series and their files' mtimes, reference, ε): it resamples every
-    shape a thousand times, too slow to redo on each widget change."""
-    return compare.compare(pd.concat(_frames, ignore_index=True), ref, scoring.family_weights(common.workload()), eps)
 
 
 wl = common.workload()

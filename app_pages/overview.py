@@ -2,8 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
-from app_pages import targets, terms
+from app_pages import common, targets, terms
 from dashboard import compare, figures, glossary, planner, scoring, views
 
 

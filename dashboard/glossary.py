@@ -55,7 +55,8 @@ TERMS: dict[str, Term] = {t.key: t for t in [
     Term("above_floor", "time above the floor", "Time − floor: what a perfect kernel could still remove.",
          "Σw·(time − floor) per family and load: the part of the time that is above what the probes say the bytes "
          "need. It is an upper bound on what any kernel could recover there."),
-    Term("verdicts", "FAST · SLOW · SAME · AMBIGUOUS · NO SAMPLES", "Verdict from the 95% CI and the SAME band ±ε.",
+    Term("verdicts", "FAST · SLOW · SAME · AMBIGUOUS · NO SAMPLES",
+         "Verdict from the 95% CI and the SAME band ±ε.",
          "**FAST**: the whole CI is above 1 + ε. **SLOW**: the whole CI is below 1 − ε. **SAME**: the whole CI "
          "is inside [1 − ε, 1 + ε]. **AMBIGUOUS**: the CI crosses a band edge (the data cannot tell). "
          "**NO SAMPLES**: a published table has no samples, so no CI and no verdict."),
