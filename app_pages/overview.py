@@ -80,44 +80,11 @@ else:
 st.subheader("Per load")
 target = targets.target_input("target", v, bd.score)
 fig_df = bd.loads.assign(label=bd.loads["load"])
-chart = st.empty()
-# The ratios are drawn before the bootstrap CIs are computed (thousands of resamples, the slowest step of a first
-# visit), so the browser starts loading the chart library while the server resamples; the CIs replace it after.
+chart, table = st.empty(), st.empty()
 chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
-cmp = common.run_comparison(v) if v.kind == "run" else None
-ci = cmp.overall.iloc[0] if cmp is not None else None
-if ci is not None and pd.notna(ci["ci_low"]):
-    ci_slot.caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} ({ci['verdict']})")
-if ci is not None:
-    fig_df = fig_df.merge(cmp.loads[["load", "ci_low", "ci_high"]], on="load", how="left")
-    chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target),
-                       width="stretch")
 wide = v.wide()
-sol = views.load_sol(wide, weights)
-loads = bd.loads.merge(sol, on="load", how="left")
-factor = planner.single_load_factor(bd.score, target)
+loads = bd.loads.merge(views.load_sol(wide, weights), on="load", how="left")
 loads["ratio_if_alone_reaches_target"] = loads["load"].map(planner.load_ratios_needed(bd, target))
-if ci is not None:
-    loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
-    loads["ci"] = [views.ci_text(lo, hi) for lo, hi in zip(loads["ci_low"], loads["ci_high"])]
-num = st.column_config.NumberColumn
-st.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
-             column_order=[c for c in ("load", "ratio", "ci", "verdict", "baseline_sum_us", "candidate_sum_us",
-                                       "floor_sum_us", "sol_baseline", "sol_candidate",
-                                       "ratio_if_alone_reaches_target") if c in loads],
-             column_config={
-    "load": st.column_config.TextColumn("load", width=90),
-    "ratio": num("ratio ×", format="%.4f", width=80, help=glossary.short("ratio")),
-    "ci": st.column_config.TextColumn("95% CI", width=130, help=glossary.short("ci")),
-    "verdict": st.column_config.TextColumn("verdict", width=90, help=glossary.short("verdicts")),
-    "baseline_sum_us": num(f"Σw·{v.baseline} µs", format="%.1f", width=115, help=glossary.short("sigma_w")),
-    "candidate_sum_us": num(f"Σw·{v.candidate} µs", format="%.1f", width=115, help=glossary.short("sigma_w")),
-    "floor_sum_us": num("Σw·floor µs", format="%.1f", width=100, help=glossary.short("floor")),
-    "sol_baseline": num("SOL base", format="percent", width=80, help=glossary.short("sol")),
-    "sol_candidate": num("SOL cand", format="percent", width=80, help=glossary.short("sol")),
-    "ratio_if_alone_reaches_target": num("alone would need ×", format="%.4f", width=125,
-                                         help="The ratio this load alone would need for the target score, "
-                                              "the other loads unchanged (derived).")})
 floors_from = ("the run's measured probe curve and compute peak" if v.kind == "run" else
                "the write-up's four published probes and its quoted 989 TFLOP/s")
 st.caption(f"Ratios, Σw sums, CIs and SOL are derived from {tag} times; floors from {floors_from}. "
@@ -133,8 +100,38 @@ else:
     g[0].metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(bd.score, target):.3%}")
     g[1].metric("Aggregate speed factor needed (derived)",
                 f"{planner.required_speed_factor(bd.score, target):.5f}×")
-    g[2].metric("…or one load alone by (derived)", f"{factor:.4f}×")
+    g[2].metric("…or one load alone by (derived)", f"{planner.single_load_factor(bd.score, target):.4f}×")
     st.caption("Per load: the last table column is the ratio that load alone would need (others unchanged). "
                "The Planner page shows it per shape.")
 
 _environment(v)
+
+# The bootstrap CIs come last: thousands of resamples are the slowest step of a first visit, so everything above is
+# already on its way to the browser (which loads the chart library meanwhile); they fill the slots left for them.
+cmp = common.run_comparison(v) if v.kind == "run" else None
+ci = cmp.overall.iloc[0] if cmp is not None else None
+if ci is not None:
+    if pd.notna(ci["ci_low"]):
+        ci_slot.caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} ({ci['verdict']})")
+    fig_df = fig_df.merge(cmp.loads[["load", "ci_low", "ci_high"]], on="load", how="left")
+    chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
+    loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
+    loads["ci"] = [views.ci_text(lo, hi) for lo, hi in zip(loads["ci_low"], loads["ci_high"])]
+num = st.column_config.NumberColumn
+table.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
+                column_order=[c for c in ("load", "ratio", "ci", "verdict", "baseline_sum_us", "candidate_sum_us",
+                                          "floor_sum_us", "sol_baseline", "sol_candidate",
+                                          "ratio_if_alone_reaches_target") if c in loads],
+                column_config={
+    "load": st.column_config.TextColumn("load", width=90),
+    "ratio": num("ratio ×", format="%.4f", width=80, help=glossary.short("ratio")),
+    "ci": st.column_config.TextColumn("95% CI", width=130, help=glossary.short("ci")),
+    "verdict": st.column_config.TextColumn("verdict", width=90, help=glossary.short("verdicts")),
+    "baseline_sum_us": num(f"Σw·{v.baseline} µs", format="%.1f", width=115, help=glossary.short("sigma_w")),
+    "candidate_sum_us": num(f"Σw·{v.candidate} µs", format="%.1f", width=115, help=glossary.short("sigma_w")),
+    "floor_sum_us": num("Σw·floor µs", format="%.1f", width=100, help=glossary.short("floor")),
+    "sol_baseline": num("SOL base", format="percent", width=80, help=glossary.short("sol")),
+    "sol_candidate": num("SOL cand", format="percent", width=80, help=glossary.short("sol")),
+    "ratio_if_alone_reaches_target": num("alone would need ×", format="%.4f", width=125,
+                                         help="The ratio this load alone would need for the target score, "
+                                              "the other loads unchanged (derived).")})
