@@ -1,13 +1,15 @@
-"""Shared page plumbing: cached loaders (keyed by path + mtime), the sidebar source picker, uploads, errors.
+"""Shared page plumbing: cached loaders (keyed by path + mtime), the sidebar picker whose state lives in the URL,
+uploads, and the gate's notices. What a source is, how it loads and which pair it shows come from
+dashboard.sources; every score from dashboard.runs.run_score (through the correctness gate).
 
-A *source* is either a per-shape table in the official CSV format (the published 036 table, or an uploaded
-CSV) or a run file (committed in datasets/runs/, named in $PROJLAB_EXTRA_RUNS, or uploaded). Pages get a
-`View`: the chosen source, its baseline and candidate, and the score breakdown computed by dashboard/.
+State: the sidebar's source, baseline and candidate (and a page's main selection, via url_selectbox /
+url_multiselect) are kept in st.session_state, so they survive page switches, and in the URL query
+(?source=<file name>&baseline=<name>&candidate=<name>), so a reload or a shared link reproduces the view. A URL
+value that does not exist gets an st.warning and the default instead.
 """
 from __future__ import annotations
 
 import hashlib
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,16 +17,18 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard import runs as drun
-from dashboard import compare, scoring, views
-from datasets import RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload
+from dashboard import compare, runs as drun, scoring, sources, views
+from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload
 from profiler.runfile import RunFileError
 
-OFFICIAL_LABEL = "Official 036 table (published)"
-UPLOAD_DIR = Path(tempfile.gettempdir()) / "projlab_uploads"
-SOURCE_NOTE = {"published": "published (write-up, official run)", "measured": "measured (run file)",
-               "uploaded": "uploaded table (as given)"}
-BAD_INPUT = (DatasetError, RunFileError, scoring.ScoringError, ValueError, KeyError, OSError)
+SOURCE_NOTE = sources.PROVENANCE
+BAD_INPUT = (DatasetError, RunFileError, scoring.ScoringError, sources.SourceError, ValueError, KeyError, OSError)
+# Uploads: the largest committed run file is 1.1 MB (a tune log with every sample); 16 MB is room for ten times
+# that while keeping a stray upload from filling the server's memory or disk.
+MAX_UPLOAD_MB = 16
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
+FLOOR_PARAM, INCLUDE = "below_floor", "include"
+RED = "color: #d62728; font-weight: 600"
 
 
 # --- cached loaders: the cache key is (path, mtime) so an edited file is re-read ------------------------------
@@ -79,7 +83,7 @@ def seed_probes() -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False)
 def _run_data(path: str, mtime: float) -> drun.RunData:
-    return drun.load_run_data(path)
+    return drun.load_run_data(path, workload())
 
 
 def run_data(path) -> drun.RunData:
@@ -91,24 +95,51 @@ def run_data(path) -> drun.RunData:
     return _run_data(str(path), mtime)
 
 
-# --- where runs come from --------------------------------------------------------------------------------------
-def run_paths() -> list[Path]:
-    """Committed runs, then any named in $PROJLAB_EXTRA_RUNS (files or folders, os.pathsep-separated), then
-    uploads of this session."""
-    paths = drun.list_runs(RUNS_DIR)
-    for item in filter(None, os.environ.get("PROJLAB_EXTRA_RUNS", "").split(os.pathsep)):
-        p = Path(item)
-        paths += sorted(p.glob("*.json")) if p.is_dir() else [p]
-    paths += [Path(p) for p in st.session_state.get("uploaded_runs", [])]
-    return list(dict.fromkeys(paths))
+def source_data(src: sources.Source) -> drun.RunData:
+    """dashboard.sources.load through the caches above: a run file, or a per-shape table presented as a run."""
+    if src.kind == "run":
+        return run_data(src.path)
+    table = official(src.path)
+    return views.official_run_data(table, seed_probes(), src.path, candidate=sources.table_candidate(src))
 
 
-def save_upload(uploaded) -> Path:
-    """Keep an uploaded file on disk (content-addressed) so it flows through the same cached loaders."""
-    data = uploaded.getvalue()
-    UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
-    suffix = Path(uploaded.name).suffix.lower()
-    path = UPLOAD_DIR / f"{Path(uploaded.name).stem}-{hashlib.sha256(data).hexdigest()[:10]}{suffix}"
+# --- where sources come from -------------------------------------------------------------------------------------
+def source_list() -> list[sources.Source]:
+    """dashboard.sources.list_sources: the published table, committed runs, $PROJLAB_EXTRA_RUNS, this session's
+    uploads."""
+    return sources.list_sources(RUNS_DIR, uploaded_tables=st.session_state.get("uploaded_tables", []),
+                                uploaded_runs=st.session_state.get("uploaded_runs", []))
+
+
+@st.cache_data(show_spinner=False)
+def _default_run(key: tuple) -> str | None:
+    found = drun.default_run([Path(p) for p, _ in key], workload())
+    return str(found) if found else None
+
+
+def default_run_path() -> Path | None:
+    """dashboard.runs.default_run over the committed runs, cached by (path, mtime) of every file."""
+    key = tuple((str(p), _mtime(p)) for p in drun.list_runs(RUNS_DIR))
+    found = _default_run(key)
+    return Path(found) if found else None
+
+
+# --- uploads: validated in the uploader's callback, so the sidebar (drawn first) already lists them ------------
+def _upload_dir() -> Path:
+    """This session's upload folder. A TemporaryDirectory removes itself when the session's state is dropped
+    (the session ended) and at interpreter exit, so uploads never outlive their session."""
+    tmp = st.session_state.get("_upload_tmp")
+    if tmp is None or not Path(tmp.name).is_dir():
+        tmp = tempfile.TemporaryDirectory(prefix="projlab-upload-")
+        st.session_state["_upload_tmp"] = tmp
+    return Path(tmp.name)
+
+
+def save_upload(name: str, data: bytes) -> Path:
+    """Keep an upload on disk (sanitised name + content hash) so it flows through the same cached loaders."""
+    safe = sources.safe_name(name, "upload")
+    stem, suffix = Path(safe).stem or "upload", Path(safe).suffix.lower()
+    path = _upload_dir() / f"{stem}-{hashlib.sha256(data).hexdigest()[:10]}{suffix}"
     if not path.exists():
         path.write_bytes(data)
     return path
@@ -118,33 +149,126 @@ def _named(message: str, path: Path, name: str) -> str:
     return str(message).replace(str(path), name).replace(path.name, name)
 
 
-def upload_widget(key: str = "upload") -> None:
-    """File uploader for a run JSON or an official-format CSV; validated now, errors shown with st.error."""
-    up = st.file_uploader("Upload a run file (.json) or a per-shape table (.csv: load,family,M,N,K,baseline_us,"
-                          "candidate_us)", type=["json", "csv"], key=key)
-    if up is None:
-        return
-    path = save_upload(up)
+def take_upload(name: str, data: bytes) -> tuple[bool, str]:
+    """Validate an upload and list it as a source (and select it); (ok, the message to show). A rejected file
+    is deleted and never listed."""
+    shown = sources.safe_name(name, "upload")
+    if len(data) > MAX_UPLOAD_BYTES:
+        return False, (f"Upload {shown!r} rejected: {len(data):,} bytes is over the {MAX_UPLOAD_BYTES:,}-byte "
+                       f"({MAX_UPLOAD_BYTES / 2**20:g} MB) limit")
+    suffix = Path(shown).suffix.lower()
+    if suffix not in (".json", ".csv"):
+        return False, f"Upload {shown!r} rejected: expected a run file (.json) or a per-shape table (.csv)"
+    path = save_upload(name, data)
     try:
-        if path.suffix == ".json":
+        if suffix == ".json":
             run_data(path)
-            lst = st.session_state.setdefault("uploaded_runs", [])
+            kind, src = "uploaded_runs", sources.run_source(path, uploaded=True)
         else:
             official(path)
-            lst = st.session_state.setdefault("uploaded_tables", [])
+            kind, src = "uploaded_tables", sources.table_source(path, uploaded=True)
     except BAD_INPUT as exc:
-        st.error(f"Upload {up.name!r} rejected: {_named(exc, path, up.name)}")
-        return
-    if str(path) not in lst:
-        lst.append(str(path))
-    st.success(f"Loaded {up.name}; pick it in the sidebar source list.")
+        path.unlink(missing_ok=True)
+        return False, f"Upload {shown!r} rejected: {_named(exc, path, shown)}"
+    listed = st.session_state.setdefault(kind, [])
+    if str(path) not in listed:
+        listed.append(str(path))
+    st.session_state["_sel_source"] = src.name
+    return True, f"Loaded {shown}: it is now the selected source ({src.label!r} in the sidebar)."
+
+
+def _on_upload(key: str) -> None:
+    up = st.session_state.get(key)
+    if up is not None:
+        st.session_state[f"_upload_msg_{key}"] = take_upload(up.name, up.getvalue())
+
+
+def upload_widget(key: str = "upload") -> None:
+    """File uploader for a run JSON or an official-format CSV; validated before the page reruns."""
+    st.file_uploader(f"Upload a run file (.json) or a per-shape table (.csv: load,family,M,N,K,baseline_us,"
+                     f"candidate_us); at most {MAX_UPLOAD_MB} MB", type=["json", "csv"], key=key,
+                     max_upload_size=MAX_UPLOAD_MB, on_change=_on_upload, args=(key,))
+    msg = st.session_state.get(f"_upload_msg_{key}")
+    if msg is not None and st.session_state.get(key) is not None:
+        (st.success if msg[0] else st.error)(msg[1])
+
+
+# --- state in the session and the URL ---------------------------------------------------------------------------
+def url_choice(param: str, names: list[str], default: str, what: str | None = None) -> str:
+    """The current value of `param` among `names`: a URL value that changed since projlab last wrote it (a link,
+    a reload, an edited address) wins; else this session's choice; else `default`. An unknown URL value is
+    reported with st.warning and replaced by the default."""
+    state = st.session_state
+    q = st.query_params.get(param)
+    chosen = state.get(f"_sel_{param}")
+    if q is not None and q != state.get(f"_url_{param}"):
+        if q in names:
+            chosen = q
+        else:
+            fallback = chosen if chosen in names else default
+            st.warning(f"The address asks for {what or param} {q!r}, which is not available here; showing "
+                       f"{fallback!r} instead.")
+            chosen = fallback
+    if chosen not in names:
+        chosen = default
+    state[f"_sel_{param}"] = chosen
+    return chosen
+
+
+def url_write(param: str, value) -> None:
+    st.query_params[param] = value
+    st.session_state[f"_url_{param}"] = value
+
+
+def _picked(key: str, param: str, by_label: dict) -> None:
+    st.session_state[f"_sel_{param}"] = by_label[st.session_state[key]]
+
+
+def url_selectbox(box, label: str, options: dict[str, str] | list[str], param: str, default: str | None = None,
+                  key: str | None = None, what: str | None = None, **kw) -> str:
+    """A selectbox bound to ?param=<name>: `options` maps the URL name → the label shown (or is a list of names
+    shown as they are). Returns the chosen name."""
+    options = dict(options) if isinstance(options, dict) else {o: str(o) for o in options}
+    names = list(options)
+    name = url_choice(param, names, default if default in options else names[0], what)
+    key = key or param
+    # Always (re)seed the widget: after a page switch the key still holds the old page's value, but the new page's
+    # widget is a different one and would otherwise start at its first option (the source reset on page switch).
+    st.session_state[key] = options[name]
+    box.selectbox(label, list(options.values()), key=key, on_change=_picked,
+                  args=(key, param, {v: k for k, v in options.items()}), **kw)
+    url_write(param, name)
+    return name
+
+
+def _picked_many(key: str, param: str) -> None:
+    st.session_state[f"_sel_{param}"] = list(st.session_state[key])
+
+
+def url_multiselect(box, label: str, options: list[str], param: str, default: list[str], key: str | None = None,
+                    **kw) -> list[str]:
+    """A multiselect bound to ?param=a&param=b; unknown URL values are dropped with st.warning."""
+    state, key = st.session_state, key or param
+    q = st.query_params.get_all(param)
+    chosen = state.get(f"_sel_{param}")
+    if q and q != state.get(f"_url_{param}"):
+        unknown = [v for v in q if v not in options]
+        if unknown:
+            st.warning(f"The address asks for {', '.join(map(repr, unknown))}, not available here; left out.")
+        chosen = [v for v in q if v in options]
+    chosen = [v for v in chosen if v in options] if chosen is not None else [v for v in default if v in options]
+    state[f"_sel_{param}"] = chosen
+    state[key] = chosen  # reseeded every run, as in url_selectbox
+    box.multiselect(label, options, key=key, on_change=_picked_many, args=(key, param), **kw)
+    url_write(param, chosen)
+    return chosen
 
 
 # --- the view a page works on -----------------------------------------------------------------------------------
 @dataclass
 class View:
     label: str
-    source: str                 # "published" | "measured" | "uploaded"
+    source: str                 # dashboard.sources: "published" | "measured" | "uploaded"
     kind: str                   # "table" | "run"
     path: str
     baseline: str
@@ -153,6 +277,9 @@ class View:
     breakdown: scoring.ScoreBreakdown | None
     score_error: str | None
     table: pd.DataFrame | None = None  # runs.shape_table, built once inside view()'s error handling
+    gate: scoring.Gate | None = None   # the pair over the scored shapes (what the score needs)
+    shape_gate: scoring.Gate | None = None  # the pair over every shape it has (tables, charts)
+    include_below_floor: bool = False
 
     @property
     def note(self) -> str:
@@ -169,114 +296,149 @@ class View:
         return self.table
 
     def wide(self) -> pd.DataFrame:
-        return views.wide_shapes(self.shape_table(), self.data.pairs, self.baseline, self.candidate)
-
-
-def sources() -> dict[str, tuple[str, str]]:
-    """Display label → (kind, path)."""
-    from datasets.paths import OFFICIAL_036_CSV
-    out = {OFFICIAL_LABEL: ("table", str(OFFICIAL_036_CSV))}
-    for p in st.session_state.get("uploaded_tables", []):
-        out[f"upload: {Path(p).name}"] = ("table", p)
-    for p in run_paths():
-        out[f"run: {p.name}"] = ("run", str(p))
-    return out
-
-
-def sticky_select(box, label: str, options: list[str], key: str, default: int = 0, **kw) -> str:
-    """A selectbox whose choice survives page switches (Streamlit drops a page's widget state when it leaves)."""
-    keep = f"_keep_{key}"
-    if key not in st.session_state and st.session_state.get(keep) in options:
-        st.session_state[key] = st.session_state[keep]
-    if key in st.session_state and st.session_state[key] not in options:
-        del st.session_state[key]
-    if key in st.session_state:
-        value = box.selectbox(label, options, key=key, **kw)
-    else:
-        value = box.selectbox(label, options, index=default, key=key, **kw)
-    st.session_state[keep] = value
-    return value
+        return views.wide_shapes(self.shape_table(), self.data.pairs, self.baseline, self.candidate, self.shape_gate)
 
 
 @st.cache_data(show_spinner=False)
-def _run_comparison(path: str, mtime: float, baseline: str, candidate: str) -> "compare.Comparison":
+def _run_comparison(path: str, mtime: float, baseline: str, candidate: str, include: bool) -> "compare.Comparison":
     data = run_data(path)
     weights = scoring.family_weights(workload())
-    return compare.compare_candidates(data.results, baseline, [candidate], Path(path).name, weights)
+    return compare.compare_candidates(data.results, baseline, [candidate], Path(path).name, weights,
+                                      failures=data.failures, include_below_floor=include)
 
 
 def run_comparison(v: "View") -> "compare.Comparison":
-    """Bootstrap CIs and verdicts of a run's score and load ratios (dashboard.compare), cached like the run file
-    they come from: thousands of resamples are too slow to redo on every widget change."""
-    return _run_comparison(v.path, _mtime(v.path), v.baseline, v.candidate)
+    """Bootstrap CIs and verdicts of a run's score and load ratios (dashboard.compare, gated like the score),
+    cached like the run file they come from: thousands of resamples are too slow to redo on every widget change."""
+    return _run_comparison(v.path, _mtime(v.path), v.baseline, v.candidate, v.include_below_floor)
 
 
-@st.cache_data(show_spinner=False)
-def _default_run(key: tuple) -> str | None:
-    found = drun.default_run([Path(p) for p, _ in key], workload())
-    return str(found) if found else None
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _report(kind: str, path: str, mtime: float, provenance: str, baseline: str, candidate: str, shape: str | None,
+            include: bool):
+    from dashboard import report
+
+    src = sources.run_source(path) if kind == "run" else sources.table_source(path)
+    return report.build(source_data(src), baseline, candidate, workload(), official(), source=provenance,
+                        shape=shape, include_below_floor=include)
 
 
-def default_run_path() -> Path | None:
-    """dashboard.runs.default_run over the committed runs, cached by (path, mtime) of every file."""
-    key = tuple((str(p), _mtime(p)) for p in drun.list_runs(RUNS_DIR))
-    found = _default_run(key)
-    return Path(found) if found else None
+def report_for(v: "View", shape: str | None = None):
+    """dashboard.report.build for the view (whole run, or one shape), cached like the file it comes from: the
+    bootstrap CIs and figures take most of a second to rebuild on every widget change."""
+    return _report(v.kind, v.path, _mtime(v.path), v.source, v.baseline, v.candidate, shape, v.include_below_floor)
+
+
+def series_frame(specs: tuple) -> pd.DataFrame:
+    """Compare series for (label, kind, path, column or candidate) specs, scored shapes only, through the caches:
+    a table column (dashboard.compare.series_from_table) or a run's candidate with its failures (series_from_run)."""
+    frames = []
+    for label, kind, path, col in specs:
+        if kind == "table":
+            frames.append(compare.series_from_table(official(path), col, label, str(path)))
+        else:
+            frames.append(compare.series_from_run(run_data(path), col, label))
+    both = pd.concat(frames, ignore_index=True)
+    return both[both["load"] != NEARBY_LOAD].reset_index(drop=True)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _compared(specs: tuple, mtimes: tuple, reference: str, eps: float, include: bool) -> "compare.Comparison":
+    weights = scoring.family_weights(workload())
+    return compare.compare(series_frame(specs), reference, weights, eps, include_below_floor=include)
+
+
+def compared(specs: tuple, reference: str, eps: float, include: bool) -> "compare.Comparison":
+    """dashboard.compare.compare of the series (gated), cached by the files' mtimes: a thousand bootstrap
+    resamples per shape are too slow to redo on every widget change."""
+    return _compared(specs, tuple(_mtime(path) for _, _, path, _ in specs), reference, eps, include)
+
+
+def _default_source(srcs: list[sources.Source]) -> str:
+    first = default_run_path()  # open on the most complete committed run when there is one
+    names = [s.name for s in srcs]
+    return first.name if first is not None and first.name in names else names[0]
+
+
+def _pair(box, src: sources.Source, data: drun.RunData) -> tuple[str, str]:
+    if src.kind == "table":
+        return "baseline", sources.table_candidate(src)
+    names = data.candidates()
+    base0, _ = sources.default_pair(data)
+    base = url_selectbox(box, "Baseline", names, "baseline", base0, what="baseline")
+    others = [n for n in names if n != base] or names
+    cand0 = sources.resolve_pair(data, baseline=base)[1]
+    cand = url_selectbox(box, "Candidate", others, "candidate", cand0, what="candidate")
+    return base, cand
+
+
+def _floor_toggle(box, gate: scoring.Gate) -> bool:
+    """Shown only when the pair has results below the measured floor: they are left out unless included."""
+    if not gate.below_floor:
+        return False
+    on = url_choice(FLOOR_PARAM, ["exclude", INCLUDE], "exclude") == INCLUDE
+    st.session_state["below_floor_toggle"] = on
+    value = box.toggle(f"Include {len(gate.below_floor)} result(s) below the measured HBM floor",
+                       key="below_floor_toggle", help="Faster than the run's measured memory floor: an artifact of "
+                       "the measurement, so left out of every score and ratio unless you include them.",
+                       on_change=lambda: st.session_state.update(
+                           _sel_below_floor=INCLUDE if st.session_state["below_floor_toggle"] else "exclude"))
+    url_write(FLOOR_PARAM, INCLUDE if value else "exclude")
+    return bool(value)
+
+
+def _notice(v: View) -> None:
+    """The gate's verdict on the pair, where every source page shows it: an error when results are incorrect,
+    failed or below the floor, a warning when shapes are merely unfinished."""
+    if v.gate is None or v.gate.ok:
+        if v.breakdown is not None and v.breakdown.below_floor_included:
+            st.warning(f"Scored with {len(v.breakdown.below_floor_included)} result(s) below the measured HBM floor "
+                       f"({', '.join(v.breakdown.below_floor_included[:3])}), as asked: an artifact, not a speed.")
+        return
+    text = f"{v.label}: {v.candidate} vs {v.baseline}: {v.gate.message()}"
+    if v.gate.below_floor and not v.include_below_floor:
+        text += " — use the sidebar toggle to include them."
+    (st.error if v.gate.refused else st.warning)(text)
 
 
 def view(sidebar=True, probes_only_ok: bool = False) -> View:
     """Render the sidebar picker and return the chosen view; bad input → st.error and stop the page.
 
     probes_only_ok: a run without results (`python -m profiler probe`) is fine for this page (Probes)."""
-    sources_ = sources()
-    labels = list(sources_)
+    srcs = source_list()
     box = st.sidebar if sidebar else st
-    first = default_run_path()  # open on the most complete committed run when there is one
-    label_first = f"run: {first.name}" if first else None
-    default = labels.index(label_first) if label_first in labels else 0
-    label = sticky_select(box, "Source", labels, "source", default,
-                          help="Published official table, or a measured run.")
-    kind, path = sources_[label]
+    name = url_selectbox(box, "Source", {s.name: s.label for s in srcs}, "source", _default_source(srcs),
+                         key="source", what="source", help="Published official table, or a measured run.")
+    src = sources.find_source(srcs, name)
     try:
-        v = _table_view(label, path) if kind == "table" else _run_view(label, path, box, probes_only_ok)
-        if v.data.results.empty:
-            return v
+        data = source_data(src)
+        if data.results.empty:
+            if probes_only_ok:
+                return View(src.label, src.provenance, src.kind, str(src.path), "", "", data, None,
+                            "the run has no results")
+            raise ValueError(f"{src.path.name} has no results (a probe-only run? see the Probes page; an explain run? see the Kernels page)")
+        base, cand = _pair(box, src, data)
+        shape_gate = drun.pair_gate(data, base, cand, workload(), False, scored_only=False)
+        include = _floor_toggle(box, shape_gate)
+        if include:
+            shape_gate = drun.pair_gate(data, base, cand, workload(), True, scored_only=False)
+        gate = drun.pair_gate(data, base, cand, workload(), include)
+        bd, err = None, None
+        try:
+            bd = drun.run_score(data, base, cand, workload(), include)
+        except scoring.ScoringError as exc:
+            err = str(exc)
+        if data.status == "partial":
+            box.warning("Partial run: interrupted; only what finished is shown.")
+        v = View(src.label, src.provenance, src.kind, str(src.path), base, cand, data, bd, err, gate=gate,
+                 shape_gate=shape_gate, include_below_floor=include)
         v.shape_table()  # a run naming an unknown family etc. fails here, as an st.error, not in a page
         v.wide()
-        return v
     except BAD_INPUT as exc:
-        st.error(f"Cannot use {label}: {exc}")
+        st.error(f"Cannot use {src.label}: {exc}")
         st.stop()
-
-
-def _table_view(label: str, path: str) -> View:
-    table = official(path)
-    source = "published" if label == OFFICIAL_LABEL else "uploaded"
-    name = views.OFFICIAL_CANDIDATE if source == "published" else "candidate"
-    data = views.official_run_data(table, seed_probes(), Path(path), candidate=name)
-    bd = scoring.score_official(table, workload())
-    return View(label, source, "table", path, "baseline", name, data, bd, None)
-
-
-def _run_view(label: str, path: str, box, probes_only_ok: bool = False) -> View:
-    data = run_data(path)
-    cands = data.candidates()
-    if not cands:
-        if probes_only_ok:
-            return View(label, "measured", "run", path, "", "", data, None, "the run has no results")
-        raise ValueError(f"{Path(path).name} has no results (a probe-only run? see the Probes page)")
-    base_default = "baseline" if "baseline" in cands else cands[0]
-    base = sticky_select(box, "Baseline", cands, "baseline", cands.index(base_default))
-    others = [c for c in cands if c != base] or cands
-    cand = sticky_select(box, "Candidate", others, "candidate", len(others) - 1)
-    bd, err = None, None
-    try:
-        bd = drun.run_score(data, base, cand, workload())
-    except scoring.ScoringError as exc:
-        err = str(exc)
-    if data.status == "partial":
-        box.warning("Partial run: interrupted; only what finished is shown.")
-    return View(label, "measured", "run", path, base, cand, data, bd, err)
+    _notice(v)
+    return v
 
 
 def caption_source(v: View, what: str = "") -> None:
@@ -284,11 +446,19 @@ def caption_source(v: View, what: str = "") -> None:
 
 
 def require_breakdown(v: View):
-    """The score breakdown, or an explanation (partial run / missing shapes) and stop."""
+    """The score breakdown, or stop the page (view() has already said why there is none)."""
     if v.breakdown is None:
-        st.warning(f"{v.label}: cannot score {v.candidate} against {v.baseline}: {v.score_error}")
+        st.info("This page needs a score; see the message above.")
         st.stop()
     return v.breakdown
+
+
+def gated_style(df: pd.DataFrame, column: str = "usable"):
+    """The table with the rows the gate keeps out (incorrect, failed, below the floor) in red."""
+    if column not in df or df[column].all():
+        return df
+    bad = ~df[column].astype(bool)
+    return df.style.apply(lambda row: [RED if bad[row.name] else ""] * len(row), axis=1)
 
 
 def ratio_ci_columns(point: str = "ratio", label: str = "ratio × (derived)") -> dict:
@@ -308,7 +478,11 @@ def shape_ratio_columns(v: View) -> dict:
             "ratio": num("ratio of medians × (derived)", format="%.4f"),
             "ratio_paired": num("median paired ratio × (measured pairs)", format="%.4f"),
             "ratio_ci_low": num("paired ratio CI low", format="%.4f"),
-            "ratio_ci_high": num("paired ratio CI high", format="%.4f")}
+            "ratio_ci_high": num("paired ratio CI high", format="%.4f"),
+            "status_baseline": st.column_config.TextColumn(f"{v.baseline} status"),
+            "status_candidate": st.column_config.TextColumn(f"{v.candidate} status"),
+            "usable": st.column_config.CheckboxColumn("scored", help="both sides correct and timed (and not below "
+                                                                     "the measured floor unless included)")}
 
 
 def download_csv(df: pd.DataFrame, name: str, label: str = "Download CSV") -> None:

@@ -9,35 +9,32 @@ import streamlit as st
 
 from app_pages import common
 from dashboard import figures
-from kernels.plans import PlanError, list_plans, load_plan, plan_from_dict
+from kernels.plans import PLANS_DIR, PlanError, list_plans, load_plan, plan_from_dict
 
 st.title("Dispatch")
 st.caption("Plans are data files (kernels/plans/*.json). Methods are what the plan **says** runs, not a measurement.")
 names = list_plans()
 c1, c2 = st.columns([1, 2])
-UPLOAD, PATH = "(upload a plan JSON)", "(a plan file path)"
-OPEN_ON = "best"  # the shipped plan (kernels/plans/best.json), what `python -m profiler run --plan best` runs
-choice = c1.selectbox("Plan", names + [UPLOAD, PATH], index=names.index(OPEN_ON) if OPEN_ON in names else 0,
-                      key="dispatch_plan")
+UPLOAD = "(upload a plan JSON)"
+# Only the project's plans (kernels/plans/*.json, by name) or an upload: a typed server path could reveal which
+# files exist and print parts of any JSON the server can read.
+choice = common.url_selectbox(c1, "Plan", names + [UPLOAD], "plan", "best" if "best" in names else names[0],
+                              key="dispatch_plan", what="plan")
 try:
-    if choice == PATH:
-        path = c2.text_input("Plan file path", key="dispatch_path")
-        if not path:
-            st.info("Type the path of a plan JSON file.")
-            st.stop()
-        plan = load_plan(path, common.workload())
-    elif choice == UPLOAD:
-        up = c2.file_uploader("Plan JSON", type=["json"], key="dispatch_upload")
+    if choice == UPLOAD:
+        up = c2.file_uploader(f"Plan JSON (at most {common.MAX_UPLOAD_MB} MB)", type=["json"], key="dispatch_upload",
+                              max_upload_size=common.MAX_UPLOAD_MB)
         if up is None:
             st.info("Upload a plan file to inspect it.")
             st.stop()
+        name = common.sources.safe_name(up.name, "plan.json")
         try:
-            data = parse_json(up.getvalue(), up.name)
+            data = parse_json(up.getvalue(), name, max_bytes=common.MAX_UPLOAD_BYTES)
         except JsonInputError as exc:
             raise PlanError(str(exc)) from None
-        plan = plan_from_dict(data, up.name, common.workload())
+        plan = plan_from_dict(data, name, common.workload())
     else:
-        plan = load_plan(choice, common.workload())
+        plan = load_plan(PLANS_DIR / f"{choice}.json", common.workload())
 except (PlanError, ValueError, OSError) as exc:
     st.error(f"Cannot use plan {choice!r}: {exc}")
     st.stop()

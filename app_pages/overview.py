@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import common, targets, terms
-from dashboard import compare, figures, glossary, planner, scoring, views
+from dashboard import compare, figures, glossary, kernels, planner, scoring, views
 
 
 def _environment(v) -> None:
@@ -46,12 +46,12 @@ terms.link("score", "sigma_w", "sol", "verdicts")
 with st.expander("Upload a run file or a per-shape CSV"):
     common.upload_widget("upload_overview")
 
-if v.breakdown is None:  # a partial run or a different shape set: show what finished, say why there is no score
-    st.warning(f"{v.label}: cannot score {v.candidate} against {v.baseline}: {v.score_error}")
-    st.subheader("What finished (measured)")
+if v.breakdown is None:  # view() said why there is no score (gate); show every shape, the kept-out ones in red
+    st.subheader("Per shape (measured; rows in red are kept out of every ratio)")
     done = v.wide()
-    st.dataframe(done[["shape", "baseline_us", "candidate_us", "ratio", "ratio_paired", "ratio_ci_low",
-                       "ratio_ci_high", "correct", "flags"]], hide_index=True, width="stretch",
+    st.dataframe(common.gated_style(done[["shape", "baseline_us", "candidate_us", "ratio", "ratio_paired",
+                                          "ratio_ci_low", "ratio_ci_high", "status_baseline", "status_candidate",
+                                          "usable", "flags"]]), hide_index=True, width="stretch",
                  column_config=common.shape_ratio_columns(v))
     st.caption("The CI (from the run's pairs) belongs to the median of the paired per-round ratios, not to the "
                "ratio of the two medians.")
@@ -91,6 +91,12 @@ st.caption(f"Ratios, Σw sums, CIs and SOL are derived from {tag} times; floors 
            f"The verdict compares the CI with a ±{compare.EPS_DEFAULT:.0%} SAME band (see the glossary; the "
            "Compare page derives the band from repeatability runs).")
 _sol_flags(loads, wide, {"baseline": v.baseline, "candidate": v.candidate})
+far = kernels.furthest_from_floor(wide)
+if far:
+    st.caption("Furthest from the floor (lowest SOL): open a shape on the Kernels page to see what its call launches.")
+    for cell, key in zip(st.columns(len(far)), far):
+        cell.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
+                       query_params={"shape": key})
 
 st.subheader(f"Gap to {target:.4f}×")
 if bd.score >= target:

@@ -2,12 +2,9 @@
 
 Same exports headless: `python -m dashboard report RUN.json --out DIR`.
 """
-from pathlib import Path
-
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import report
 
 st.title("Reports")
 v = common.view()
@@ -19,18 +16,9 @@ scope = st.radio("Scope", ["Whole run", "One shape"], horizontal=True, key="rep_
 shape = None
 if scope == "One shape":
     keys = list(dict.fromkeys(v.data.results["shape"]))
-    shape = st.selectbox("Shape", keys, key="rep_shape")
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _report(path: str, mtime: float, baseline: str, candidate: str, source: str, shape: str | None, _data):
-    """report.build once per (source file and its mtime, pair, scope): it bootstraps the score's CI and draws every
-    figure, too slow to redo on each click. Reports are never modified after building, so one shared copy is fine."""
-    return report.build(_data, baseline, candidate, common.workload(), common.official(), source=source, shape=shape)
-
-
+    shape = common.url_selectbox(st, "Shape", keys, "shape", keys[0], key="rep_shape", what="shape")
 try:
-    rep = _report(v.path, Path(v.path).stat().st_mtime, v.baseline, v.candidate, v.source, shape, v.data)
+    rep = common.report_for(v, shape)
 except common.BAD_INPUT as exc:
     st.error(f"Cannot build the report: {exc}")
     st.stop()

@@ -87,7 +87,7 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
         st.stop()
     bar.progress(1.0, text="done")
     st.success(f"Saved {out} (status {run.get('status', 'complete')}); the other pages now open on it.")
-    st.session_state["_keep_source"] = f"run: {out.name}"  # common.sticky_select picks this up
+    st.session_state["_sel_source"] = out.name  # common.view opens on it (the sidebar's source, by file name)
     from dashboard import runs, scoring
 
     data = runs.load_run_data(out)

@@ -26,14 +26,14 @@ if v.kind == "run":
 c1, c2, c3 = st.columns(3)
 loads = c1.multiselect("Loads", list(dict.fromkeys(wide["load"])), key="shapes_loads")
 fams = c2.multiselect("Families", list(dict.fromkeys(wide["family"])), key="shapes_fams")
-only_bad = c3.toggle("Only flagged / incorrect", key="shapes_bad")
+only_bad = c3.toggle("Only flagged / kept out of the score", key="shapes_bad")
 shown = wide
 if loads:
     shown = shown[shown["load"].isin(loads)]
 if fams:
     shown = shown[shown["family"].isin(fams)]
 if only_bad:
-    shown = shown[(shown["flags"] != "") | (~shown["correct"].astype(bool))]
+    shown = shown[(shown["flags"] != "") | (~shown["usable"])]
 
 num = st.column_config.NumberColumn
 t = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"
@@ -55,10 +55,11 @@ lead = {
     "gflop": num("GFLOP", format="%.3f", width=65, help="2·M·N·K"),
     "correct": st.column_config.CheckboxColumn("ok", width=40, help="passed the correctness contract"),
 }
-st.dataframe(shown, hide_index=True, width="stretch", height="content", placeholder="—",
+st.dataframe(common.gated_style(shown), hide_index=True, width="stretch", height="content", placeholder="—",
              column_order=[c for c in lead if c in shown], column_config=lead)
 over = views.sol_over_100(shown)
-st.caption(f"{len(shown)} of {len(wide)} shapes shown. The ratio of medians is what the score aggregates; the CI "
+st.caption(f"{len(shown)} of {len(wide)} shapes shown; rows in red are kept out of every score (incorrect, failed "
+           "or below the measured floor), so they have no ratio. The ratio of medians is what the score aggregates; the CI "
            "(95%, from the run's pairs) belongs to the median paired ratio next to it."
            + (f" SOL above 100% at {len(over)} point(s): the kernel beat its floor's probe ("
               f"{glossary.short('sol_over')})" if len(over) else ""))

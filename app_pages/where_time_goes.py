@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import figures, glossary, scoring, views
+from dashboard import figures, glossary, kernels, scoring, views
 
 st.title("Where the time goes")
 v = common.view()
@@ -40,22 +40,31 @@ st.caption("Summed over the six loads, each shape once (µs per call). Negative 
 
 st.subheader("One load")
 loads = [l for l in wl.load_order if l in set(scored["load"])]
-load = st.selectbox("Load", loads, key="wtg_load")
+load = common.url_selectbox(st, "Load", loads, "load", loads[0], key="wtg_load", what="load")
 st.plotly_chart(figures.family_bars(scored, load, series, tag, colors), width="stretch")
 
 st.subheader("Time shares and Amdahl")
 weights = scoring.family_weights(wl)
 shares = views.time_shares(scored, weights)
 st.plotly_chart(figures.share_bars(shares, f"derived from {tag} times ({v.candidate})"), width="stretch")
-s = st.select_slider("If one shape were s× faster", options=[1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, np.inf],
-                     value=2.0, format_func=lambda x: "∞" if not np.isfinite(x) else f"{x}×", key="wtg_s")
-ratios = v.breakdown.load_ratios() if v.breakdown is not None else {}
-sub = views.amdahl_table(shares, load, s, ratios)
-st.dataframe(sub, hide_index=True, width="stretch", column_config={
-    "candidate_us": num(f"{v.candidate} µs", format="%.3f"),
-    "share": num("share of load", format="percent"),
-    "load_speedup": num("load speedup × (derived)", format="%.4f"),
-    "new_score": num("score then (derived)", format="%.4f")})
+if v.breakdown is None:  # a what-if score needs the pair's score: view() said why there is none
+    st.info("No Amdahl what-if without a score for this pair.")
+else:
+    s = st.select_slider("If one shape were s× faster", options=[1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, np.inf],
+                         value=2.0, format_func=lambda x: "∞" if not np.isfinite(x) else f"{x}×", key="wtg_s")
+    sub = views.amdahl_table(shares, load, s, v.breakdown.load_ratios())
+    st.dataframe(sub, hide_index=True, width="stretch", column_config={
+        "candidate_us": num(f"{v.candidate} µs", format="%.3f"),
+        "share": num("share of load", format="percent"),
+        "load_speedup": num("load speedup × (derived)", format="%.4f"),
+        "new_score": num("score then (derived)", format="%.4f")})
+
+far = kernels.furthest_from_floor(wide)
+if far:
+    st.markdown("**Furthest from the floor** (lowest SOL of " + v.candidate + "): what the call launches, per kernel —")
+    for cell, key in zip(st.columns(len(far)), far):
+        cell.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
+                       query_params={"shape": key})
 
 if v.kind == "run":
     st.subheader("Local (measured) vs official (published), same shapes")

@@ -1,120 +1,186 @@
-"""`python -m dashboard summarize <official csv | run file>` and `python -m dashboard report ...`.
+"""`python -m dashboard summarize|table|explain|report`: scores, per-shape tables, kernel breakdowns and reports.
 
-Bad input ends with one line on stderr and exit status 2 — never a traceback.
+Exit status: 0 when every pair shown was scored (or only lacks unfinished shapes: a partial run, whose complete
+loads are shown); 3 when the correctness gate refused a pair — a scored shape incorrect, failed, or below the
+measured HBM floor (left out unless --include-below-floor) — with a 'no score: …' line on stderr naming the side
+and the shapes; 2 for bad input, one line on stderr, never a traceback.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
 
-from datasets import DatasetError, load_official, load_workload
-from dashboard import runs, scoring, views
-from dashboard.summary import format_shape_table, format_unscored_pairs, format_breakdown, format_loads
+from datasets import DatasetError, load_workload
+from dashboard import runs, scoring, sources, views
+from dashboard.kernels import ExplainError
+from dashboard.summary import format_breakdown, format_loads, format_shape_table, format_unscored_pairs
 from profiler.runfile import RunFileError
 
 EXIT_BAD_INPUT = 2
+EXIT_NO_SCORE = 3
+FLOOR_HINT = " (--include-below-floor scores them)"
 
 
 class CliError(Exception):
     """A user-facing problem: printed as one line, exit status 2."""
 
 
-def summarize_official(path: Path) -> str:
+def _hint(gate: scoring.Gate) -> str:
+    return FLOOR_HINT if gate.below_floor and not gate.include_below_floor else ""
+
+
+def summarize_table(path: Path) -> tuple[str, list[str]]:
+    """A per-shape table in the official format: published only when it is the committed official table."""
     workload = load_workload()
-    breakdown = scoring.score_official(load_official(path, workload), workload)
-    text = format_breakdown(breakdown, f"{path.name} (published per-shape timings; score derived from them)")
-    return text + ("\n  note: recomputed from the displayed 3-decimal times; the published figures (score "
-                   "1.301203, 4,830.8 / 3,712.56 µs) come from the evaluator's paired-ratio estimates")
+    src = sources.table_source(path)
+    data = sources.load(src, workload)
+    breakdown = runs.run_score(data, "baseline", sources.table_candidate(src), workload)
+    text = format_breakdown(breakdown, f"{path.name}: {src.words} — per-shape timings; score derived from them")
+    if src.provenance == sources.PUBLISHED:
+        text += ("\n  note: recomputed from the displayed 3-decimal times; the published figures (score "
+                 "1.301203, 4,830.8 / 3,712.56 µs) come from the evaluator's paired-ratio estimates")
+    else:
+        text += "\n  note: not the published official table (its content differs); its times are taken as given"
+    return text, []
 
 
-def summarize_run(path: Path, baseline: str | None, candidate: str | None) -> str:
-    data = runs.load_run_data(path)
-    pairs = [(baseline, candidate)] if baseline and candidate else runs.candidate_pairs(data)
+def _score_pair(data, base: str, cand: str, workload, include: bool) -> tuple[list[str], bool, str | None]:
+    """(text blocks, something shown, refusal message or None) for one pair of a run."""
+    try:
+        bd = runs.run_score(data, base, cand, workload, include)
+    except scoring.NoScore as exc:
+        gate = exc.gate
+        blocks = [f"{cand} vs {base}: {exc}{_hint(gate)}"]
+        if gate.refused:
+            return blocks, False, blocks[0]
+        loads = scoring.complete_loads(runs.status_rows(data), base, cand, workload, include)
+        if len(loads):
+            blocks.append(format_loads(loads, "  complete loads only (no overall score):"))
+        return blocks, bool(len(loads)), None
+    except scoring.ScoringError as exc:
+        return [f"{cand} vs {base}: no score: {exc}"], False, None
+    text = format_breakdown(bd, f"{cand} vs {base}")
+    if bd.below_floor_included:
+        text += (f"\n  note: includes {len(bd.below_floor_included)} result(s) below the measured HBM floor "
+                 f"({', '.join(bd.below_floor_included[:3])}): an artifact, scored because you asked")
+    return [text], True, None
+
+
+def summarize_run(path: Path, baseline: str | None, candidate: str | None,
+                  include_below_floor: bool = False) -> tuple[str, list[str]]:
+    """Every pair of the run (or the one asked for): score, or why not. Returns (text, refusals)."""
+    workload = load_workload()
+    data = runs.load_run_data(path, workload)
+    pairs = [sources.resolve_pair(data, baseline, candidate)] if baseline or candidate else runs.candidate_pairs(data)
     if not pairs:
         raise CliError(f"{path.name}: needs results for two candidates to score (found {data.candidates()})")
     blocks = [f"{path.name}: run file, label {data.label!r}, status {data.status}, "
               f"gpu {data.run['environment'].get('gpu') or '?'}"]
-    shown = 0
+    shown, refused = 0, []
     for base, cand in pairs:
-        try:
-            blocks.append(format_breakdown(runs.run_score(data, base, cand), f"{cand} vs {base}"))
-            shown += 1
-        except scoring.ScoringError as exc:
-            loads = scoring.complete_loads(data.results, base, cand, load_workload()) if len(data.results) else []
-            blocks.append(f"{cand} vs {base}: no score: {exc}")
-            if len(loads):
-                blocks.append(format_loads(loads, "  complete loads only (no overall score):"))
-                shown += 1
-    if not shown and len(data.pairs) and not data.pairs["load"].isin(load_workload().load_order).any():
-        return "\n".join(blocks[:1] + [format_unscored_pairs(data.pairs, data.results,
-                                                              "nearby shapes only (never scored; no score):")])
-    if not shown:
+        text, ok, refusal = _score_pair(data, base, cand, workload, include_below_floor)
+        blocks += text
+        shown += ok
+        refused += [refusal] if refusal else []
+    if not shown and not refused and len(data.pairs) and not data.pairs["load"].isin(workload.load_order).any():
+        gates = {(b, c): runs.pair_gate(data, b, c, workload, include_below_floor, scored_only=False)
+                 for b, c in dict.fromkeys(zip(data.pairs["baseline"], data.pairs["candidate"]))}
+        refused = [f"{c} vs {b}: {g.message()}{_hint(g)}" for (b, c), g in gates.items() if g.refused]
+        return "\n".join(blocks[:1] + [format_unscored_pairs(data.pairs, gates,
+                                                              "nearby shapes only (never scored; no score):")]), refused
+    if not shown and not refused:
         raise CliError(f"{path.name}: no candidate pair could be scored ({blocks[-1]})")
-    return "\n".join(blocks)
+    return "\n".join(blocks), refused
+
+
+def _finish(text: str, refused: list[str]) -> int:
+    print(text)
+    for line in refused:
+        print(line, file=sys.stderr)
+    return EXIT_NO_SCORE if refused else 0
+
+
+def _existing(path: str, suffixes: tuple[str, ...], what: str) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise CliError(f"{path}: no such file")
+    if p.suffix.lower() not in suffixes:
+        raise CliError(f"{p.name}: expected {what}")
+    return p
 
 
 def cmd_summarize(args) -> int:
-    path = Path(args.path)
-    if not path.is_file():
-        raise CliError(f"{path}: no such file")
+    path = _existing(args.path, (".csv", ".json"), "an official .csv or a run .json")
     if path.suffix.lower() == ".csv":
-        text = summarize_official(path)
-    elif path.suffix.lower() == ".json":
-        text = summarize_run(path, args.baseline, args.candidate)
-    else:
-        raise CliError(f"{path.name}: expected an official .csv or a run .json")
-    print(text)
-    return 0
+        if args.baseline or args.candidate:
+            raise CliError(f"{path.name}: a per-shape table has one pair (baseline, candidate); "
+                           "--baseline/--candidate are for run files")
+        return _finish(*summarize_table(path))
+    return _finish(*summarize_run(path, args.baseline, args.candidate, args.include_below_floor))
 
 
 def cmd_table(args) -> int:
-    path = Path(args.path)
-    if not path.is_file() or path.suffix.lower() != ".json":
-        raise CliError(f"{path}: expected an existing run .json")
-    data = runs.load_run_data(path)
-    cands = data.candidates()
-    cand = args.candidate or (cands[-1] if cands else None)
-    for name in (args.baseline, cand):
-        if name not in cands:
-            raise CliError(f"{path.name}: no candidate {name!r} (found {cands})")
+    path = _existing(args.path, (".json",), "a run .json")
     workload = load_workload()
+    data = runs.load_run_data(path, workload)
+    base, cand = sources.resolve_pair(data, args.baseline, args.candidate)
     shapes = runs.shape_table(data, workload)
-    wide = views.wide_shapes(shapes, data.pairs, args.baseline, cand)
-    wide = wide[wide["load"].isin(workload.load_order)] if wide["load"].isin(workload.load_order).any() else wide
+    scored = data.results["load"].isin(workload.load_order).any()
+    gate = runs.pair_gate(data, base, cand, workload, args.include_below_floor, scored_only=False)
+    wide = views.wide_shapes(shapes, data.pairs, base, cand, gate)
+    wide = wide[wide["load"].isin(workload.load_order)] if scored else wide
     methods = shapes[shapes["candidate"] == cand].set_index("shape")["method"].to_dict()
-    print(format_shape_table(wide, methods, views.load_sol(wide, scoring.family_weights(workload)),
-                             f"{path.name}: {cand} vs {args.baseline} (measured times; ratios, floors, SOL derived)"))
+    text = format_shape_table(wide, methods, views.load_sol(wide, scoring.family_weights(workload)),
+                              f"{path.name}: {cand} vs {base} (measured times; ratios, floors, SOL derived)")
+    verdict = runs.pair_gate(data, base, cand, workload, args.include_below_floor, scored_only=scored)
+    if verdict.ok:
+        return _finish(text, [])
+    line = f"{cand} vs {base}: {verdict.message()}{_hint(verdict)}"
+    return _finish(f"{text}\n  {line}", [line] if verdict.refused else [])
+
+
+def cmd_explain(args) -> int:
+    """The kernel breakdown of an explain run (python -m profiler explain), as terminal tables."""
+    from dashboard import kernel_report, kernels
+
+    path = _existing(args.path, (".json",), "an explain run .json")
+    data = kernels.from_run_data(runs.load_run_data(path))
+    print(kernel_report.format_text(data, kernel_report.tables(data, load_workload(), args.candidate, args.shape)))
     return 0
 
 
-# --- report hook: dashboard/report.py is written by another engineer ----------------------------------------
 def cmd_report(args) -> int:
-    try:
-        report = importlib.import_module("dashboard.report")
-    except ModuleNotFoundError as exc:
-        if exc.name != "dashboard.report":
-            raise
-        raise CliError("the report command is not available (dashboard/report.py is missing)") from None
+    from dashboard import report
+
     return report.main(args.report_args)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m dashboard", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    floor = dict(action="store_true", help="score results flagged below the measured HBM floor (artifacts, left "
+                                           "out by default)")
     summ = sub.add_parser("summarize", help="per-load ratios, score, time saved, score-equivalent times")
     summ.add_argument("path", help="datasets/official_036.csv or a run file datasets/runs/*.json")
-    summ.add_argument("--baseline", help="baseline candidate name in a run file (default: from its pairs)")
+    summ.add_argument("--baseline", help="baseline candidate name in a run file (default: the candidate's pair, "
+                                         "else every pair present)")
     summ.add_argument("--candidate", help="candidate name in a run file (default: every pair present)")
+    summ.add_argument("--include-below-floor", **floor)
     summ.set_defaults(func=cmd_summarize)
     table = sub.add_parser("table", help="per-shape benchmark table of a run: method, µs, ratio [CI], floor, SOL")
     table.add_argument("path", help="a run file datasets/runs/*.json")
-    table.add_argument("--baseline", default="baseline")
-    table.add_argument("--candidate", help="default: the last candidate in the run")
+    table.add_argument("--baseline", help="default: the baseline the candidate was paired with ('baseline')")
+    table.add_argument("--candidate", help="default: the last candidate paired with the baseline (e.g. best)")
+    table.add_argument("--include-below-floor", **floor)
     table.set_defaults(func=cmd_table)
+    expl = sub.add_parser("explain", help="per-kernel breakdown of an explain run: time, bytes vs ideal, grid, findings")
+    expl.add_argument("path", help="an explain run datasets/runs/*_explain-*.json (python -m profiler explain)")
+    expl.add_argument("--candidate", help="only this candidate")
+    expl.add_argument("--shape", help="only this shape key, e.g. 'decode 16/router'")
+    expl.set_defaults(func=cmd_explain, baseline=None)
     # Listed for --help only: main() hands everything after 'report' to dashboard.report.main untouched.
-    sub.add_parser("report", help="write a report (dashboard/report.py); arguments are passed through")
+    sub.add_parser("report", help="write a report (HTML, MD, CSV, JSON); see `python -m dashboard report -h`")
     return parser
 
 
@@ -124,16 +190,16 @@ def main(argv: list[str] | None = None) -> int:
         args = argparse.Namespace(command="report", report_args=argv[1:], func=cmd_report)
     else:
         args = build_parser().parse_args(argv)
-        if (args.baseline is None) != (args.candidate is None):
-            print("error: give both --baseline and --candidate, or neither", file=sys.stderr)
-            return EXIT_BAD_INPUT
     try:
         return int(args.func(args) or 0)
-    except (CliError, DatasetError, RunFileError, scoring.ScoringError) as exc:
+    except (CliError, DatasetError, RunFileError, scoring.ScoringError, sources.SourceError, ExplainError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ValueError as exc:  # anything else a file's content can trigger: still one line, never a traceback
+        print(f"error: {args.command}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
 

@@ -15,7 +15,9 @@ FAMILY_COLORS = {"qkv_gate": "#4c78a8", "o": "#f58518", "pooler": "#54a24b", "un
                  "router": "#e45756"}
 SERIES_COLORS = ["#7f7f7f", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 VERDICT_SYMBOLS = {"FAST": "triangle-up", "SLOW": "triangle-down", "SAME": "circle", "AMBIGUOUS": "diamond-open",
-                   "NO SAMPLES": "x"}
+                   "NO SAMPLES": "x", "INCORRECT": "x", "FAILED": "x", "BELOW FLOOR": "x", "NO SCORE": "x"}
+GATED_VERDICTS = ("INCORRECT", "FAILED", "BELOW FLOOR", "NO SCORE")  # no ratio: red crosses on the 1.0 line
+GATED_COLOR = "#d62728"
 DATASHEET_TBPS = 4.8  # H200 datasheet HBM3e bandwidth, drawn dashed for reference only
 FLOOR_TICK = dict(symbol="line-ew", size=18, line=dict(width=3, color="black"))  # a floor drawn across a bar
 # No template here: setting one copies and validates the whole template, about 30 ms per figure on this 2-core
@@ -48,6 +50,18 @@ def _colors_for(names, colors: dict | None) -> dict[str, str]:
     names = list(dict.fromkeys(map(str, names)))
     auto = series_colors(names)
     return {n: (colors or {}).get(n, auto[n]) for n in names}
+
+
+def _mark_gated(fig: go.Figure, df: pd.DataFrame, x: str, y: str) -> None:
+    """Red crosses over the points of results the correctness gate keeps out of every score (a `status` column
+    other than 'ok': incorrect, or below the measured floor)."""
+    if "status" not in df:
+        return
+    bad = df[df["status"] != "ok"]
+    if len(bad):
+        fig.add_scatter(x=bad[x], y=bad[y], mode="markers", name="not scored (incorrect / below floor)",
+                        marker=dict(symbol="x", size=14, color=GATED_COLOR, line=dict(width=1, color="white")),
+                        text=bad["status"], hovertemplate="%{x}: %{text} — not scored<extra></extra>")
 
 
 def load_time_bars(df: pd.DataFrame, series: dict[str, str], source: str, load_order=None,
@@ -206,6 +220,7 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
                         hovertemplate="%{customdata[0]}<br>intensity %{x:.2f} FLOP/B<br>%{y:.2f} TFLOP/s"
                                       "<br>%{customdata[1]:.3f} µs (floor %{customdata[2]:.3f} µs, "
                                       "%{customdata[3]}-bound)<extra>" + str(cand) + "</extra>")
+    _mark_gated(fig, points, "intensity", "tflops")
     fig.update_layout(title=_title("Roofline: intensity vs achieved throughput", source),
                       xaxis=dict(type="log", title="arithmetic intensity (FLOP / byte)",
                                  range=[np.log10(lo), np.log10(hi)]),
@@ -226,6 +241,7 @@ def time_vs_floor(df: pd.DataFrame, source: str, colors: dict | None = None) -> 
         fig.add_scatter(x=sub["shape"], y=sub["floor_us"], mode="markers", name="floor (derived)",
                         offsetgroup=str(cand), legendgroup="floor", showlegend=i == 0, marker=FLOOR_TICK,
                         hovertemplate="%{x} floor: %{y:.3f} µs<extra></extra>")
+    _mark_gated(fig, df, "shape", "median_us")
     fig.update_layout(barmode="group", scattermode="group", title=_title("Time vs floor per shape (µs)", source),
                       yaxis_title="µs", xaxis_tickangle=-45, **LAYOUT)
     return fig
@@ -311,19 +327,22 @@ def compare_figure(shapes: pd.DataFrame, eps: float, source: str, labels: dict[s
     for series in names:
         sub = shapes[shapes["series"] == series]
         short = labels.get(series, series)
+        gated = sub["verdict"].isin(GATED_VERDICTS)  # no ratio by design: a red cross on the 1.0 line
         err = dict(type="data", symmetric=False, array=(sub["ci_high"] - sub["ratio"]).fillna(0),
                    arrayminus=(sub["ratio"] - sub["ci_low"]).fillna(0), thickness=1.2)
-        fig.add_scatter(x=sub["load"] + "/" + sub["family"], y=sub["ratio"], mode="markers", error_y=err,
-                        name=short, offsetgroup=short,
-                        marker=dict(color=cmap[short], size=10,
+        fig.add_scatter(x=sub["load"] + "/" + sub["family"], y=sub["ratio"].where(~gated, 1.0), mode="markers",
+                        error_y=err, name=short, offsetgroup=short,
+                        marker=dict(color=[GATED_COLOR if g else cmap[short] for g in gated], size=10,
                                     symbol=[VERDICT_SYMBOLS.get(v, "circle") for v in sub["verdict"]]),
                         customdata=sub[["verdict", "ci_low", "ci_high"]].to_numpy(),
                         hovertemplate="%{x}: %{y:.4f}× [%{customdata[1]:.4f}–%{customdata[2]:.4f}] "
                                       "%{customdata[0]}<extra>" + str(series) + "</extra>")
     for verdict_name in [v for v in VERDICT_SYMBOLS if v in set(shapes["verdict"])]:
-        fig.add_scatter(x=[None], y=[None], mode="markers", name=verdict_name, legendgroup="verdict",
-                        legendgrouptitle_text="verdict (symbol)",
-                        marker=dict(color="#555", size=10, symbol=VERDICT_SYMBOLS[verdict_name]))
+        gated = verdict_name in GATED_VERDICTS
+        fig.add_scatter(x=[None], y=[None], mode="markers", name=verdict_name + (" (no ratio)" if gated else ""),
+                        legendgroup="verdict", legendgrouptitle_text="verdict (symbol)",
+                        marker=dict(color=GATED_COLOR if gated else "#555", size=10,
+                                    symbol=VERDICT_SYMBOLS[verdict_name]))
     fig.add_hrect(y0=1 - eps, y1=1 + eps, fillcolor="gray", opacity=0.15, line_width=0)
     fig.add_hline(y=1.0, line_color="black", line_width=1)
     xaxis = dict(tickangle=-45, title="shape (load order)")

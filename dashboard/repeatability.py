@@ -67,12 +67,17 @@ def same_bands(datas, workload) -> SameBands | None:
     return SameBands(_ceil(shape_dev), _ceil(load_dev), _ceil(score_dev), tuple(dict.fromkeys(names)), n)
 
 
+JUDGED = ("FAST", "SLOW", "SAME", "AMBIGUOUS")  # verdicts read off a CI; the others (no samples, kept out by the
+                                               # correctness gate) stay as they are
+
+
 def apply_bands(cmp: compare.Comparison, bands: SameBands) -> compare.Comparison:
     """The comparison with load and overall verdicts judged against their own bands (shape verdicts keep the ε
-    the comparison was made with); CIs and ratios unchanged."""
+    the comparison was made with); CIs, ratios and verdicts that no band decides are unchanged."""
     def judged(frame: pd.DataFrame, eps: float) -> pd.DataFrame:
         if frame.empty:
             return frame
-        return frame.assign(verdict=[compare.verdict(lo, hi, eps) for lo, hi in zip(frame["ci_low"],
-                                                                                      frame["ci_high"])])
+        again = [compare.verdict(lo, hi, eps) if v in JUDGED else v
+                 for v, lo, hi in zip(frame["verdict"], frame["ci_low"], frame["ci_high"])]
+        return frame.assign(verdict=again)
     return replace(cmp, loads=judged(cmp.loads, bands.load), overall=judged(cmp.overall, bands.score))

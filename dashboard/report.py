@@ -17,12 +17,12 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from dashboard import compare, figures, glossary, runs, scoring, views
+from dashboard import compare, figures, files, glossary, kernels, runs, scoring, sources, views
 from dashboard import report_render as render
 
-SOURCE_WORDS = {"measured": "measured (run file)", "published": "published (write-up, official run)",
-                "uploaded": "uploaded table (as given)"}
+SOURCE_WORDS = sources.PROVENANCE  # one definition of the provenance words, shared with the app and the CLI
 EXIT_BAD_INPUT = 2
+EXIT_NO_SCORE = 3  # the correctness gate refused the pair (as `python -m dashboard summarize|table`)
 
 
 @dataclass
@@ -40,11 +40,19 @@ class Report:
     facts: list[tuple[str, str]] = field(default_factory=list)
     display: dict[str, pd.DataFrame] = field(default_factory=dict)
     notes: list[render.Note] = field(default_factory=list)
+    gate: scoring.Gate | None = None   # the pair's gate over the scored shapes; not ok → the report has no score
 
     @property
     def source_line(self) -> str:
         return (f"Source: {SOURCE_WORDS.get(self.source, self.source)}. Derived numbers (ratios, scores, floors, "
                 "SOL, CIs) are computed by projlab's dashboard from those times.")
+
+    def _facts(self) -> list[tuple[str, str]]:
+        """The formatted facts, or (a report built without them, e.g. dashboard.kernel_report) the summary's."""
+        return self.facts or [(k.replace("_", " "), _cell(v)) for k, v in self.summary.items()]
+
+    def _display(self) -> dict[str, pd.DataFrame]:
+        return self.display or {name: _numbers(df) for name, df in self.tables.items()}
 
     def csv(self) -> str:
         return self.tables[self.main_table].to_csv(index=False)
@@ -55,25 +63,19 @@ class Report:
                            "summary": render.jsonable(self.summary), "tables": tables}, indent=1)
 
     def markdown(self) -> str:
-        return render.markdown(self.title, self.source_line, self.facts, self.display, self.notes)
+        return render.markdown(self.title, self.source_line, self._facts(), self._display(), self.notes)
 
     def html(self) -> str:
         """Standalone page: plotly.js inline once, every figure interactive, no network needed."""
         specs = [pio.to_json(fig, validate=False, pretty=False) for fig in self.figures]
         template = pio.json.to_json_plotly(pio.templates[figures.REPORT_TEMPLATE].to_plotly_json())
-        return render.html(self.title, self.source_line, self.facts, specs, self.display, self.notes, get_plotlyjs(),
-                           template)
+        return render.html(self.title, self.source_line, self._facts(), specs, self._display(), self.notes,
+                           get_plotlyjs(), template)
 
-    def write(self, out_dir, formats=("html", "md", "csv", "json")) -> list[Path]:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
+    def write(self, out_dir, formats=("html", "md", "csv", "json"), inputs=()) -> list[Path]:
+        """Each format atomically (dashboard.files: never over an input or a run file, never into datasets/)."""
         writers = {"html": self.html, "md": self.markdown, "csv": self.csv, "json": self.json}
-        paths = []
-        for fmt in formats:
-            path = out_dir / f"{self.stem}.{fmt}"
-            path.write_text(writers[fmt](), encoding="utf-8")
-            paths.append(path)
-        return paths
+        return files.write_files(out_dir, {f"{self.stem}.{fmt}": writers[fmt] for fmt in formats}, inputs)
 
 
 # --- formatting: numbers a person reads ---------------------------------------------------------------------
@@ -89,12 +91,22 @@ def _us(x) -> str:
     return _num(x, ",.3f")
 
 
+def _not_scored(row) -> str:
+    """Why the gate keeps a shape out, for the ratio cell: 'not scored: incorrect (candidate)'."""
+    for role in ("candidate", "baseline"):
+        status = row.get(f"status_{role}")
+        if isinstance(status, str) and status != scoring.OK:
+            return f"not scored: {status.replace('_', ' ')} ({role})"
+    return "not scored"
+
+
 def _shapes_display(wide: pd.DataFrame) -> pd.DataFrame:
     """The compact per-shape table of a report (the full one is the CSV)."""
+    usable = wide["usable"] if "usable" in wide else pd.Series(True, index=wide.index)
     return pd.DataFrame({
         "shape": wide["shape"], "method": wide["method"].fillna("—"),
         "baseline µs": wide["baseline_us"].map(_us), "candidate µs": wide["candidate_us"].map(_us),
-        "ratio ×": wide["ratio"].map(lambda x: _num(x, ".3f")),
+        "ratio ×": [_num(r["ratio"], ".3f") if ok else _not_scored(r) for ok, (_, r) in zip(usable, wide.iterrows())],
         "paired ratio [95% CI]": views.readable_shapes(wide)["paired_ci"],
         "floor µs": wide["floor_us"].map(_us), "SOL": wide["sol_candidate"].map(_pct),
         "correct": wide["correct"].map(lambda c: "yes" if bool(c) else "NO")})
@@ -112,6 +124,10 @@ def _loads_display(loads: pd.DataFrame, baseline: str, candidate: str) -> pd.Dat
     return out
 
 
+def _cell(v) -> str:
+    return _num(v, ",.4g") if isinstance(v, float) else str(v)
+
+
 def _numbers(df: pd.DataFrame, fmt: str = ",.3f") -> pd.DataFrame:
     return df.apply(lambda col: col.map(lambda x: _num(x, fmt)) if pd.api.types.is_float_dtype(col) else col)
 
@@ -126,17 +142,20 @@ def _slug(text: str) -> str:
 
 # --- building ----------------------------------------------------------------------------------------------------
 def build(data: runs.RunData, baseline: str, candidate: str, workload, official: pd.DataFrame | None = None,
-          source: str = "measured", shape: str | None = None) -> Report:
+          source: str = "measured", shape: str | None = None, include_below_floor: bool = False) -> Report:
     """Whole-run report, or a per-shape one when `shape` is a shape key (e.g. 'decode 1/router')."""
     if shape is not None:
-        return _shape_report(data, baseline, candidate, workload, source, shape)
-    return _run_report(data, baseline, candidate, workload, official, source)
+        return _shape_report(data, baseline, candidate, workload, source, shape, include_below_floor)
+    return _run_report(data, baseline, candidate, workload, official, source, include_below_floor)
 
 
-def _run_report(data, baseline, candidate, workload, official, source) -> Report:
+def _run_report(data, baseline, candidate, workload, official, source, include_below_floor=False) -> Report:
     label = data.run.get("label", data.path.stem)
     table = runs.shape_table(data, workload)
-    wide = views.wide_shapes(table, data.pairs, baseline, candidate)
+    scored = bool(data.results["load"].isin(workload.load_order).any())  # else a nearby-only run: gate them all
+    gate = runs.pair_gate(data, baseline, candidate, workload, include_below_floor, scored_only=scored)
+    wide = views.wide_shapes(table, data.pairs, baseline, candidate,
+                             runs.pair_gate(data, baseline, candidate, workload, include_below_floor, False))
     env = data.run.get("environment", {})
     summary = {"run": label, "status": data.run.get("status", "complete"), "gpu": env.get("gpu", "—"),
                "created_utc": data.run.get("created_utc", "—"), "baseline": baseline, "candidate": candidate}
@@ -146,15 +165,15 @@ def _run_report(data, baseline, candidate, workload, official, source) -> Report
     display: dict[str, pd.DataFrame] = {}
     tag = SOURCE_WORDS.get(source, source)
     colors = figures.series_colors([baseline, candidate, *data.candidates()], baseline)
-    scored = wide[wide["load"].isin(workload.load_order)]
-    figs = [figures.load_time_bars(scored, {baseline: "baseline_us", candidate: "candidate_us"},
+    scored_wide = wide[wide["load"].isin(workload.load_order)]
+    figs = [figures.load_time_bars(scored_wide, {baseline: "baseline_us", candidate: "candidate_us"},
                                    f"{tag}; Σ floor derived", workload.load_order, floor_col="floor_us")] \
-        if len(scored) else []
+        if len(scored_wide) else []
     try:
-        bd = runs.run_score(data, baseline, candidate, workload)
+        bd = runs.run_score(data, baseline, candidate, workload, include_below_floor)
     except scoring.ScoringError as exc:
-        summary["score"] = f"not scored: {exc}"
-        facts.append(("Score", f"not scored: {exc}"))
+        summary["score"] = str(exc) if isinstance(exc, scoring.NoScore) else f"no score: {exc}"
+        facts.append(("Score", summary["score"]))
         bd = None
     if bd is not None:
         summary.update({"score": bd.score, "time_saved": bd.time_saved,
@@ -164,8 +183,9 @@ def _run_report(data, baseline, candidate, workload, official, source) -> Report
         loads = bd.loads.merge(views.load_sol(wide, scoring.family_weights(workload)), on="load", how="left")
         has_samples = data.results["samples_us"].map(lambda s: isinstance(s, list) and len(s) > 0).all()
         if has_samples:
-            cmp = compare.compare_candidates(data.results[data.results["load"] != "nearby"], baseline,
-                                             [candidate], label, scoring.family_weights(workload))
+            cmp = compare.compare_candidates(data.results, baseline, [candidate], label,
+                                             scoring.family_weights(workload), failures=data.failures,
+                                             include_below_floor=include_below_floor)
             o = cmp.overall.iloc[0]
             summary.update({"score_ci_low": o["ci_low"], "score_ci_high": o["ci_high"], "verdict": o["verdict"]})
             facts.append(("Score 95% CI (derived)", f"{views.ci_text(o['ci_low'], o['ci_high'])} — {o['verdict']} "
@@ -209,10 +229,10 @@ def _run_report(data, baseline, candidate, workload, official, source) -> Report
     notes.append(_terms_note(["provenance", "ratio", "ci", "sigma_w", "score", "floor", "sol", "sol_over",
                               "verdicts", "baselines", "clock"]))
     return Report(f"projlab report — {label}: {candidate} vs {baseline}", _slug(f"{label}_{candidate}_vs_{baseline}"),
-                  source, summary, tables, figs, facts=facts, display=display, notes=notes)
+                  source, summary, tables, figs, facts=facts, display=display, notes=notes, gate=gate)
 
 
-def _shape_report(data, baseline, candidate, workload, source, shape) -> Report:
+def _shape_report(data, baseline, candidate, workload, source, shape, include_below_floor=False) -> Report:
     label = data.run.get("label", data.path.stem)
     table = runs.shape_table(data, workload)
     rows = table[table["shape"] == shape]
@@ -239,14 +259,16 @@ def _shape_report(data, baseline, candidate, workload, source, shape) -> Report:
                if isinstance(r.samples_us, list) and r.samples_us}
     if {baseline, candidate} <= set(res["candidate"]):
         sub = res[res["candidate"].isin([baseline, candidate])]
-        cmp = compare.compare_candidates(sub, baseline, [candidate], label, scoring.family_weights(workload))
+        cmp = compare.compare_candidates(sub, baseline, [candidate], label, scoring.family_weights(workload),
+                                         scored_only=False, include_below_floor=include_below_floor)
         s = cmp.shapes.iloc[0]
         summary.update({"baseline": baseline, "candidate": candidate, "ratio": float(s["ratio"]),
                         "ratio_ci_low": float(s["ci_low"]), "ratio_ci_high": float(s["ci_high"]),
                         "verdict": s["verdict"]})
         facts.append((f"{candidate} vs {baseline} (derived)",
                       f"{s['ratio']:.4f}× [95% CI {views.ci_text(s['ci_low'], s['ci_high'])}] — {s['verdict']} at a "
-                      f"±{compare.EPS_DEFAULT:.0%} SAME band"))
+                      f"±{compare.EPS_DEFAULT:.0%} SAME band" if pd.notna(s["ratio"]) else
+                      f"no ratio: {s['verdict']}"))
     tag = SOURCE_WORDS.get(source, source)
     colors = figures.series_colors([baseline, candidate, *data.candidates()], baseline)
     figs = []
@@ -268,40 +290,43 @@ def _shape_report(data, baseline, candidate, workload, source, shape) -> Report:
 
 
 def build_from_path(path, baseline: str | None = None, candidate: str | None = None, shape: str | None = None,
-                    workload=None) -> Report:
-    """Report for a run file (.json) or an official-format per-shape table (.csv)."""
-    from datasets import load_official, load_seed_probes, load_workload
+                    workload=None, include_below_floor: bool = False) -> Report:
+    """Report for a run file (.json) or an official-format per-shape table (.csv); the pair from
+    dashboard.sources.resolve_pair (only --candidate: the baseline it was paired with)."""
+    from datasets import load_official, load_workload
 
     path = Path(path)
     workload = workload or load_workload()
     official = load_official(workload=workload)
     if path.suffix.lower() == ".csv":
-        table = load_official(path, workload)
-        is_official = path.resolve() == Path(runs.RUNS_DIR).parent.joinpath("official_036.csv").resolve()
-        name = views.OFFICIAL_CANDIDATE if is_official else "candidate"
-        data = views.official_run_data(table, load_seed_probes(), path, candidate=name)
-        return build(data, "baseline", name, workload, official, "published" if is_official else "uploaded", shape)
-    data = runs.load_run_data(path)
-    if baseline is None or candidate is None:
-        pairs = runs.candidate_pairs(data)
-        if not pairs:
-            raise ValueError(f"{path.name}: needs results for two candidates (found {data.candidates()})")
-        baseline, candidate = pairs[0]
-    return build(data, baseline, candidate, workload, official, "measured", shape)
+        src = sources.table_source(path)
+        data = sources.load(src, workload)
+        return build(data, "baseline", sources.table_candidate(src), workload, official, src.provenance, shape)
+    data = runs.load_run_data(path, workload)
+    if kernels.is_explain_run(data.run):  # an explain run: its kernel breakdown (dashboard.kernel_report)
+        from dashboard import kernel_report
+
+        return kernel_report.build_report(kernels.from_run_data(data), workload, candidate, shape)
+    baseline, candidate = sources.resolve_pair(data, baseline, candidate)
+    return build(data, baseline, candidate, workload, official, "measured", shape, include_below_floor)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m dashboard report RUN --out DIR`: write the report in every format; bad input → exit 2."""
+    """`python -m dashboard report RUN --out DIR`: write the report in every format; bad input → exit 2; a pair
+    the correctness gate refuses → the report (it says why) and exit 3."""
     from datasets import DatasetError
     from profiler.runfile import RunFileError
 
     p = argparse.ArgumentParser(prog="python -m dashboard report", description=__doc__.splitlines()[0])
     p.add_argument("path", help="a run file (datasets/runs/*.json) or an official-format per-shape CSV")
-    p.add_argument("--out", required=True, help="output folder (created if missing)")
-    p.add_argument("--baseline", help="baseline candidate in the run (default: the run's first pair)")
-    p.add_argument("--candidate", help="candidate in the run (default: the run's first pair)")
+    p.add_argument("--out", required=True, help="output folder (created if missing; never inside datasets/)")
+    p.add_argument("--baseline", help="baseline candidate in the run (default: the one the candidate was paired "
+                                      "with, 'baseline')")
+    p.add_argument("--candidate", help="candidate in the run (default: the last one paired with the baseline)")
     p.add_argument("--shape", help="write a per-shape report for this key, e.g. 'decode 1/router'")
     p.add_argument("--format", default="html,md,csv,json", help="comma-separated subset of html,md,csv,json")
+    p.add_argument("--include-below-floor", action="store_true",
+                   help="score results flagged below the measured HBM floor (artifacts, left out by default)")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     bad = sorted(set(formats) - {"html", "md", "csv", "json"})
@@ -310,11 +335,17 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"unknown format(s) {bad}; choose from html, md, csv, json")
         if not Path(args.path).is_file():
             raise ValueError(f"{args.path}: no such file")
-        rep = build_from_path(args.path, args.baseline, args.candidate, args.shape)
-        paths = rep.write(args.out, formats)
+        rep = build_from_path(args.path, args.baseline, args.candidate, args.shape,
+                              include_below_floor=args.include_below_floor)
+        paths = rep.write(args.out, formats, inputs=[args.path])
     except (DatasetError, RunFileError, scoring.ScoringError, ValueError, KeyError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for path in paths:
         print(path)
+    if rep.gate is not None and rep.gate.refused:
+        hint = " (--include-below-floor scores them)" if rep.gate.below_floor and not args.include_below_floor \
+            else ""
+        print(f"{rep.gate.candidate} vs {rep.gate.baseline}: {rep.gate.message()}{hint}", file=sys.stderr)
+        return EXIT_NO_SCORE
     return 0

@@ -37,7 +37,9 @@ class Note:
 
 
 # --- Markdown ----------------------------------------------------------------------------------------------------
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~!{}])")
+# Characters CommonMark could read as markup. An underscore inside a word (gpu_idle, num_warps) never starts
+# emphasis, so only one at a word's edge is escaped: method and GPU names stay readable in the raw file.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|#~!{}]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 
 
 def md_escape(text) -> str:

@@ -1,8 +1,12 @@
-"""Run files (datasets/runs/*.json) as DataFrames, with metrics, floors, SOL and scores per candidate pair."""
+"""Run files (datasets/runs/*.json) as DataFrames, with metrics, floors, SOL and scores per candidate pair.
+
+Every score goes through dashboard.scoring's gate: `status_rows` turns a run's results and its `failures` into the
+per-(shape, candidate) statuses the gate reads, and `run_score` / `pair_gate` never look at a median without them.
+"""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +20,7 @@ from dashboard import metrics, roofline, scoring
 RUN_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})_(.+?)_(.+)\.json$")
 SCALAR_RESULT_COLUMNS = ["load", "family", "M", "N", "K", "candidate", "method", "median_us", "ci_low_us",
                          "ci_high_us", "n_samples", "correct", "flags", "throttled_samples"]
+FAILURE_COLUMNS = ["shape", *scoring.SHAPE_ID, "candidate", "status", "reason"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,8 @@ class RunData:
     pairs: pd.DataFrame          # one row per (shape, baseline, candidate)
     probes: pd.DataFrame         # bytes, us, tbps, design, kind, for_shape
     environment: pd.DataFrame    # key, value (nested keys flattened with '.')
+    # shape, load, family, M, N, K, candidate, status ('failed'), reason: candidates that were not timed there
+    failures: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FAILURE_COLUMNS))
 
     @property
     def status(self) -> str:
@@ -47,31 +54,107 @@ def _flatten(prefix: str, value, out: list) -> None:
         out.append({"key": prefix, "value": value})
 
 
-def _shape_key(load: str, family: str, M: int) -> str:
-    return f"nearby/{family}/M{M}" if load == NEARBY_LOAD else f"{load}/{family}"
-
-
 def _with_key(frame: pd.DataFrame) -> pd.DataFrame:
     if len(frame):
-        frame.insert(0, "shape", [_shape_key(r.load, r.family, r.M) for r in frame.itertuples()])
+        frame.insert(0, "shape", [scoring.shape_key(r.load, r.family, r.M) for r in frame.itertuples()])
     return frame
 
 
-def load_run_data(path) -> RunData:
-    """Load and validate a run file (profiler.runfile.load_run) and tabulate it."""
+def _reasons(error) -> str:
+    reasons = error.get("reasons") if isinstance(error, dict) else None
+    return "; ".join(map(str, reasons)) if isinstance(reasons, list) else ""
+
+
+def _failures(run: dict, source: str) -> pd.DataFrame:
+    """The run's `failures` (candidates not timed at a shape, with reasons) as status rows."""
+    rows = []
+    items = run.get("failures") or []
+    if not isinstance(items, list):
+        raise RunFileError(f"{source}: failures: expected list, got {type(items).__name__}")
+    for i, rec in enumerate(items):
+        if not isinstance(rec, dict) or not all(k in rec for k in (*scoring.SHAPE_ID, "candidate")):
+            raise RunFileError(f"{source}: failures[{i}]: expected an object with load, family, M, N, K, candidate")
+        reasons = rec.get("reasons") if isinstance(rec.get("reasons"), list) else []
+        rows.append({**{k: rec[k] for k in (*scoring.SHAPE_ID, "candidate")}, "status": scoring.FAILED,
+                     "reason": "; ".join(map(str, reasons))})
+    return _with_key(pd.DataFrame(rows, columns=FAILURE_COLUMNS[1:])) if rows else \
+        pd.DataFrame(columns=FAILURE_COLUMNS)
+
+
+def check_against_workload(run: dict, source: str, workload: Workload) -> None:
+    """What the schema cannot know: every family is the workload's, a scored shape has the workload's M, N and K,
+    one (load, family, M) never appears at two N, and a compute peak is positive. RunFileError names the field."""
+    scored = {(r.load, r.family): (int(r.M), int(r.N), int(r.K)) for r in workload.shapes.itertuples()}
+    n_seen: dict[tuple, tuple[int, int]] = {}
+    for name in ("results", "failures"):
+        for i, rec in enumerate(run.get(name) or []):
+            where = f"{source}: {name}[{i}]"
+            if rec["family"] not in workload.families:
+                raise RunFileError(f"{where}.family: {rec['family']!r} is not a family of the workload "
+                                   f"({', '.join(workload.family_order)})")
+            key = (rec["load"], rec["family"], rec["M"])
+            if key in n_seen and n_seen[key][0] != rec["N"]:
+                raise RunFileError(f"{where}.N: {rec['load']}/{rec['family']} M={rec['M']} appears at two N "
+                                   f"({n_seen[key][0]} at {name}[{n_seen[key][1]}], {rec['N']} here)")
+            n_seen.setdefault(key, (rec["N"], i))
+            if rec["load"] == NEARBY_LOAD:
+                continue
+            if (rec["load"], rec["family"]) not in scored:
+                raise RunFileError(f"{where}.load: {rec['load']!r} is not a load of the workload "
+                                   f"({', '.join(workload.load_order)}, or {NEARBY_LOAD!r})")
+            want = scored[(rec["load"], rec["family"])]
+            for axis, value in zip("MNK", want):
+                if rec[axis] != value:
+                    raise RunFileError(f"{where}.{axis}: {rec['load']}/{rec['family']} has {axis}={value} in the "
+                                       f"workload, got {rec[axis]!r}")
+    peak = run.get("compute_peak_tflops")
+    if peak is not None and not peak > 0:
+        raise RunFileError(f"{source}: compute_peak_tflops: expected a positive number, got {peak!r}")
+
+
+def load_run_data(path, workload: Workload | None = None) -> RunData:
+    """Load and validate a run file (profiler.runfile.load_run, then check_against_workload) and tabulate it.
+
+    Results get a `status` (ok / incorrect / below_floor, see dashboard.scoring) and a `reason` column."""
     path = Path(path)
     run = load_run(path)
+    check_against_workload(run, path.name, workload or load_workload())
     results = _with_key(pd.DataFrame(run["results"]))
-    for column in ("method", "ci_low_us", "ci_high_us", "n_samples", "flags", "throttled_samples", "samples_us"):
+    for column in ("method", "ci_low_us", "ci_high_us", "n_samples", "flags", "throttled_samples", "samples_us",
+                   "error"):
         if len(results) and column not in results:
             results[column] = None
     if len(results):
         results["flags"] = [f if isinstance(f, list) else [] for f in results["flags"]]
+        results["status"] = scoring.result_status(results["correct"], results["flags"])
+        results["reason"] = [_reasons(e) for e in results["error"]]
     env_rows: list = []
     _flatten("", run["environment"], env_rows)
     return RunData(path=path, run=run, results=results, pairs=_with_key(pd.DataFrame(run["pairs"])),
                    probes=pd.DataFrame(run.get("probes", []), columns=None),
-                   environment=pd.DataFrame(env_rows, columns=["key", "value"]))
+                   environment=pd.DataFrame(env_rows, columns=["key", "value"]),
+                   failures=_failures(run, path.name))
+
+
+def status_rows(data: RunData) -> pd.DataFrame:
+    """What the gate reads: one row per (shape, candidate) result with its status and median, plus one row per
+    failure record (status 'failed', no time)."""
+    cols = ["shape", *scoring.SHAPE_ID, "candidate", "median_us", "status", "reason"]
+    res = scoring.with_status(data.results) if len(data.results) else pd.DataFrame(columns=cols)
+    if "reason" not in res:
+        res = res.assign(reason="")
+    frames = [res[cols]]
+    if len(data.failures):
+        frames.append(data.failures.assign(median_us=np.nan)[cols])
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+
+def pair_gate(data: RunData, baseline: str, candidate: str, workload: Workload | None = None,
+              include_below_floor: bool = False, scored_only: bool = True) -> scoring.Gate:
+    """dashboard.scoring.gate_pair over the run's scored shapes (scored_only) or every shape either side has."""
+    shapes = (workload or load_workload()).shapes if scored_only else None
+    return scoring.gate_pair(status_rows(data), baseline, candidate, shapes, include_below_floor,
+                             scope="scored" if scored_only else "")
 
 
 def probe_curve(data: RunData) -> roofline.ProbeCurve | None:
@@ -95,8 +178,8 @@ def shape_table(data: RunData, workload: Workload | None = None) -> pd.DataFrame
     dtypes = pd.DataFrame([{"family": name, "x_dtype": f["x_dtype"], "w_dtype": f["w_dtype"],
                             "y_dtype": f["y_dtype"]} for name, f in workload.families.items()])
     unknown = set(data.results["family"]) - set(dtypes["family"])
-    if unknown:
-        raise ValueError(f"{data.path.name}: family not in the workload: {sorted(unknown)}")
+    if unknown:  # load_run_data already refuses these; a hand-built RunData may not have been checked
+        raise RunFileError(f"{data.path.name}: family not in the workload: {sorted(unknown)}")
     table = metrics.add_metrics(data.results.drop(columns=["samples_us"], errors="ignore").merge(
         dtypes, on="family", how="left"))
     curve = probe_curve(data)
@@ -118,13 +201,14 @@ def candidate_pairs(data: RunData) -> list[tuple[str, str]]:
     return [(base, name) for name in names if name != base]
 
 
-def run_score(data: RunData, baseline: str, candidate: str,
-              workload: Workload | None = None) -> scoring.ScoreBreakdown:
-    """Score `candidate` against `baseline` from the run's per-shape medians (ScoringError if shapes missing)."""
+def run_score(data: RunData, baseline: str, candidate: str, workload: Workload | None = None,
+              include_below_floor: bool = False) -> scoring.ScoreBreakdown:
+    """Score `candidate` against `baseline` from the run's per-shape medians, through the gate: NoScore (a
+    ScoringError) when a scored shape of either side is incorrect, failed, missing or below the floor."""
     workload = workload or load_workload()
     if data.results.empty:
         raise scoring.ScoringError(f"{data.path.name}: the run has no results")
-    return scoring.score_long(data.results, baseline, candidate, workload)
+    return scoring.score_long(status_rows(data), baseline, candidate, workload, include_below_floor)
 
 
 def list_runs(runs_dir=RUNS_DIR) -> list[Path]:
@@ -145,12 +229,13 @@ def list_runs(runs_dir=RUNS_DIR) -> list[Path]:
 
 
 def scored_candidates(data: RunData, workload: Workload | None = None) -> list[str]:
-    """Candidates with a correct result at every scored shape of the workload (what a score needs)."""
+    """Candidates with a correct, timed result at every scored shape of the workload (what a score needs)."""
     workload = workload or load_workload()
     if data.results.empty:
         return []
     want = {(r.load, r.family, int(r.M)) for r in workload.shapes.itertuples()}
-    res = data.results[data.results["correct"].astype(bool)]
+    res = data.results[data.results["status"].isin([scoring.OK, scoring.BELOW_FLOOR])]
+    res = res[~res["candidate"].isin(set(data.failures["candidate"]))] if len(data.failures) else res
     have = res.groupby("candidate").apply(
         lambda g: want <= {(a, b, int(c)) for a, b, c in zip(g["load"], g["family"], g["M"])},
         include_groups=False)
@@ -159,12 +244,18 @@ def scored_candidates(data: RunData, workload: Workload | None = None) -> list[s
 
 def _scored_count_raw(run, want: set) -> int:
     """scored_candidates' count from a run's raw JSON (no validation, no DataFrames): candidates with a correct
-    result at every scored shape in `want` ((load, family, M) tuples)."""
+    result (status ok or below_floor) at every scored shape in `want` ((load, family, M) tuples) and no failure."""
     have: dict = {}
-    for r in (run.get("results") if isinstance(run, dict) else None) or []:
-        if isinstance(r, dict) and r.get("correct") is True:
-            have.setdefault(str(r.get("candidate")), set()).add((r.get("load"), r.get("family"), r.get("M")))
-    return sum(want <= shapes for shapes in have.values())
+    results = run.get("results") if isinstance(run, dict) else None
+    failed = {str(f.get("candidate")) for f in (run.get("failures") or []) if isinstance(f, dict)} \
+        if isinstance(run, dict) and isinstance(run.get("failures"), list) else set()
+    for r in results or []:
+        if not isinstance(r, dict) or r.get("correct") is not True:
+            continue
+        if "incorrect" in (r.get("flags") if isinstance(r.get("flags"), list) else []):
+            continue
+        have.setdefault(str(r.get("candidate")), set()).add((r.get("load"), r.get("family"), r.get("M")))
+    return sum(want <= shapes for name, shapes in have.items() if name not in failed)
 
 
 def default_run(paths: list[Path], workload: Workload | None = None) -> Path | None:
@@ -186,7 +277,8 @@ def default_run(paths: list[Path], workload: Workload | None = None) -> Path | N
         ranked.append(((_scored_count_raw(run, want), created, p.name), p, run))
     for _, p, run in sorted(ranked, key=lambda kpr: kpr[0], reverse=True):
         try:
-            validate_run(run, source=p.name)  # what load_run checks after reading
+            validate_run(run, source=p.name)  # what load_run_data checks after reading
+            check_against_workload(run, p.name, workload)
         except RunFileError:
             continue
         return p

@@ -6,6 +6,14 @@
 - score-equivalent time (per side) = geometric mean over loads of Σ w·t. With w = 62 this is 62 × the geometric
   mean of the plain load sums, and score = baseline equivalent ÷ candidate equivalent;
 - time saved      = 1 − 1/score (the fraction of aggregate time removed).
+
+The gate (`gate_pair`): a ratio is only ever computed from shapes where BOTH sides are correct and timed. Each
+(shape, candidate) has a status — ok, incorrect (failed the correctness contract but was timed), failed (not
+timed: the run's `failures`), below_floor (faster than the run's measured HBM floor: an artifact, left out unless
+included explicitly) or missing. `score_long` is the only way a measured score is computed and it goes through the
+gate first, so a pair with any incorrect, failed, missing or (by default) below-floor scored shape has no score:
+NoScore says which side, why and where ("no score: best is incorrect at 1 scored shape (decode 1/o)").
+Published tables (`score_official`) are correct by publication: the official evaluator passed every shape.
 """
 from __future__ import annotations
 
@@ -14,11 +22,160 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from datasets import Workload
+
 SHAPE_ID = ["load", "family", "M", "N", "K"]
+
+# Status of one candidate at one shape, in the order one wins over another when several apply.
+FAILED, INCORRECT, BELOW_FLOOR, MISSING, OK = "failed", "incorrect", "below_floor", "missing", "ok"
+STATUSES = (FAILED, INCORRECT, BELOW_FLOOR, MISSING, OK)
+_PHRASE = {INCORRECT: "is incorrect at", FAILED: "failed at", MISSING: "has no time for",
+           BELOW_FLOOR: "is below the measured HBM floor at"}
+BELOW_FLOOR_NOTE = "an artifact of the measurement, left out of scores unless included explicitly"
 
 
 class ScoringError(ValueError):
     """The times given cannot be scored (a shape missing for one side, a non-positive time, ...)."""
+
+
+class NoScore(ScoringError):
+    """The gate refused the pair: `gate` says which side is incorrect / failed / missing / below the floor, where."""
+
+    def __init__(self, gate: "Gate"):
+        self.gate = gate
+        super().__init__(gate.message())
+
+
+def shape_key(load: str, family: str, M) -> str:
+    """How projlab names a shape: 'decode 1/o' for a scored shape, 'nearby/o/M9' for a nearby one (the rule is
+    the workload's, datasets.Workload.shape_key; it reads nothing from the instance)."""
+    return Workload.shape_key(None, load, family, int(M))
+
+
+def result_status(correct, flags) -> list[str]:
+    """Status of result rows from their `correct` and `flags` columns: incorrect, below_floor or ok."""
+    out = []
+    for ok, fl in zip(correct, flags):
+        fl = fl if isinstance(fl, (list, tuple)) else []
+        out.append(INCORRECT if not bool(ok) or "incorrect" in fl else BELOW_FLOOR if "below_floor" in fl else OK)
+    return out
+
+
+def with_status(times: pd.DataFrame) -> pd.DataFrame:
+    """`times` with a `status` column: kept if present, else from `correct` (+ `flags`).
+
+    A table without either cannot say whether its times are right, so it cannot be scored (this is what keeps
+    every ratio behind the gate)."""
+    if "status" in times:
+        bad = set(times["status"]) - set(STATUSES)
+        if bad:
+            raise ScoringError(f"unknown result status {sorted(bad)}; known: {list(STATUSES)}")
+        return times
+    if "correct" not in times:
+        raise ScoringError("these times carry no correctness ('correct' or 'status'), so they cannot be scored")
+    flags = times["flags"] if "flags" in times else [[]] * len(times)
+    return times.assign(status=result_status(times["correct"], flags))
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Which shapes of a (baseline, candidate) pair may enter a ratio, and why the others may not.
+
+    shapes: SHAPE_ID + shape (key), status_baseline, status_candidate, reason_baseline, reason_candidate, usable.
+    """
+    baseline: str
+    candidate: str
+    shapes: pd.DataFrame
+    include_below_floor: bool = False
+    scope: str = "scored"   # the word in messages: "scored shapes" or just "shapes"
+
+    def problems(self) -> list[tuple[str, str, list[str], list[str]]]:
+        """(side name, status, shape keys, reasons) for every blocking status of either side."""
+        out = []
+        sides = [(self.baseline, "baseline")] + ([(self.candidate, "candidate")]
+                                                 if self.candidate != self.baseline else [])
+        for status in (INCORRECT, FAILED, MISSING, BELOW_FLOOR):
+            if status == BELOW_FLOOR and self.include_below_floor:
+                continue
+            for name, role in sides:
+                hit = self.shapes[self.shapes[f"status_{role}"] == status]
+                if len(hit):
+                    out.append((name, status, list(hit["shape"]), list(hit[f"reason_{role}"])))
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems()
+
+    @property
+    def wrong(self) -> bool:
+        """Some shape is incorrect or failed (not merely unfinished or below the floor)."""
+        return any(status in (INCORRECT, FAILED) for _, status, _, _ in self.problems())
+
+    @property
+    def refused(self) -> bool:
+        """Blocked by the results themselves (incorrect, failed, below the floor), not merely by unfinished shapes:
+        the CLI exits non-zero for such a pair, the app shows an error rather than a note."""
+        return any(status != MISSING for _, status, _, _ in self.problems())
+
+    @property
+    def below_floor(self) -> list[str]:
+        """Shape keys where either side is below the floor (left out unless included)."""
+        hit = (self.shapes["status_baseline"] == BELOW_FLOOR) | (self.shapes["status_candidate"] == BELOW_FLOOR)
+        return list(self.shapes.loc[hit, "shape"])
+
+    @property
+    def usable(self) -> pd.DataFrame:
+        return self.shapes[self.shapes["usable"]]
+
+    def message(self, first: int = 3) -> str:
+        """'no score: best is incorrect at 1 scored shape (decode 1/o: rel_l2 0.2); baseline failed at ...'."""
+        parts = []
+        for name, status, keys, reasons in self.problems():
+            n = len(keys)
+            noun = f"{self.scope} shape" if self.scope else "shape"
+            shown = [f"{k}: {r}" if r and status in (INCORRECT, FAILED) else k
+                     for k, r in zip(keys[:first], reasons[:first])]
+            more = f", … {n - first} more" if n > first else ""
+            note = f"; {BELOW_FLOOR_NOTE}" if status == BELOW_FLOOR else ""
+            parts.append(f"{name} {_PHRASE[status]} {n} {noun}{'s' if n != 1 else ''} "
+                         f"({', '.join(shown)}{more}{note})")
+        return "no score: " + "; ".join(parts) if parts else ""
+
+
+def _side(times: pd.DataFrame, name: str, shapes: pd.DataFrame) -> pd.DataFrame:
+    rows = times[times["candidate"] == name]
+    dup = rows.duplicated(SHAPE_ID)
+    if dup.any():
+        first = rows.loc[dup].iloc[0]
+        raise ScoringError(f"candidate {name!r} has two times for {shape_key(first['load'], first['family'], first['M'])}")
+    reason = rows["reason"] if "reason" in rows else pd.Series("", index=rows.index)
+    merged = shapes.merge(rows[SHAPE_ID].assign(status=rows["status"], reason=reason.fillna("").astype(str)),
+                          on=SHAPE_ID, how="left")
+    merged["status"] = merged["status"].fillna(MISSING)
+    merged["reason"] = merged["reason"].fillna("")
+    return merged
+
+
+def gate_pair(times: pd.DataFrame, baseline: str, candidate: str, shapes: pd.DataFrame | None = None,
+              include_below_floor: bool = False, scope: str = "scored") -> Gate:
+    """The one correctness gate: status of both sides at each of `shapes` (SHAPE_ID rows; default every shape
+    either side has) and whether the shape may enter a ratio (both ok, or below the floor when included).
+
+    `times`: long rows with SHAPE_ID, candidate and `status` (or `correct` [+ `flags`]); a failure record is a row
+    with status 'failed' (dashboard.runs.status_rows builds these from a run file) and an optional `reason`."""
+    times = with_status(times)
+    if shapes is None:
+        mine = times[times["candidate"].isin([baseline, candidate])]
+        shapes = mine[SHAPE_ID].drop_duplicates()
+    shapes = shapes[SHAPE_ID].drop_duplicates().reset_index(drop=True)
+    b, c = _side(times, baseline, shapes), _side(times, candidate, shapes)
+    fine = {OK, BELOW_FLOOR} if include_below_floor else {OK}
+    frame = shapes.assign(shape=[shape_key(r.load, r.family, r.M) for r in shapes.itertuples()],
+                          status_baseline=b["status"].to_numpy(), status_candidate=c["status"].to_numpy(),
+                          reason_baseline=b["reason"].to_numpy(), reason_candidate=c["reason"].to_numpy())
+    frame["usable"] = frame["status_baseline"].isin(fine) & frame["status_candidate"].isin(fine)
+    return Gate(baseline, candidate, frame, include_below_floor, scope)
 
 
 @dataclass(frozen=True)
@@ -31,6 +188,7 @@ class ScoreBreakdown:
     time_saved: float
     equiv_baseline_us: float
     equiv_candidate_us: float
+    below_floor_included: tuple = ()  # shapes below the measured floor that were scored because the user asked
 
     def load_ratios(self) -> dict[str, float]:
         return dict(zip(self.loads["load"], self.loads["ratio"]))
@@ -53,16 +211,12 @@ def time_saved(score: float) -> float:
     return 1.0 - 1.0 / score
 
 
-def score_wide(shapes: pd.DataFrame, load_order: list[str] | None = None, baseline: str = "baseline",
-               candidate: str = "candidate") -> ScoreBreakdown:
-    """Score a table with one row per shape: load, family, baseline_us, candidate_us and optional weight.
+def _score_wide(shapes: pd.DataFrame, load_order: list[str] | None = None, baseline: str = "baseline",
+                candidate: str = "candidate", below_floor: tuple = ()) -> ScoreBreakdown:
+    """Score a table with one row per shape: load, family, baseline_us, candidate_us and weight.
 
-    Missing weights default to 1, which gives the same ratios as the uniform 62 (it cancels) but a
-    score-equivalent time 62× smaller — pass the workload's weights to get the published µs figures.
-    """
+    Private: callers reach it through score_long (gated) or score_official (a published table)."""
     frame = shapes.copy()
-    if "weight" not in frame:
-        frame["weight"] = 1.0
     for col in ("baseline_us", "candidate_us", "weight"):
         values = pd.to_numeric(frame[col], errors="coerce")
         bad = frame.loc[~(values > 0), ["load", "family"]]
@@ -82,50 +236,51 @@ def score_wide(shapes: pd.DataFrame, load_order: list[str] | None = None, baseli
     score = geomean(loads["ratio"])
     return ScoreBreakdown(baseline=baseline, candidate=candidate, shapes=frame, loads=loads, score=score,
                           time_saved=time_saved(score), equiv_baseline_us=geomean(loads["baseline_sum_us"]),
-                          equiv_candidate_us=geomean(loads["candidate_sum_us"]))
+                          equiv_candidate_us=geomean(loads["candidate_sum_us"]), below_floor_included=below_floor)
 
 
-def score_official(official: pd.DataFrame, workload) -> ScoreBreakdown:
-    """Score datasets.load_official() output with the workload's weights and load order."""
+def score_official(official: pd.DataFrame, workload, candidate: str = "036 (official)") -> ScoreBreakdown:
+    """Score a table in the official format (datasets.load_official) with the workload's weights and load order.
+
+    No gate: the format has no correctness column — the published 036 table passed the official evaluator at
+    every shape; for any other table `candidate` should say it is not the published one."""
     weights = workload.shapes[["load", "family", "weight"]]
     frame = official.merge(weights, on=["load", "family"], how="left", validate="one_to_one")
-    return score_wide(frame, workload.load_order, baseline="baseline", candidate="036 (official)")
+    return _score_wide(frame, workload.load_order, baseline="baseline", candidate=candidate)
 
 
-def score_long(times: pd.DataFrame, baseline: str, candidate: str, workload) -> ScoreBreakdown:
-    """Score two candidates from a long table: load, family, M, N, K, candidate, median_us.
+def score_long(times: pd.DataFrame, baseline: str, candidate: str, workload,
+               include_below_floor: bool = False) -> ScoreBreakdown:
+    """Score two candidates from a long table: load, family, M, N, K, candidate, median_us and correctness
+    (`status`, or `correct` [+ `flags`]); failure records are rows with status 'failed'.
 
-    Every scored shape of the workload must have a time for both candidates; otherwise ScoringError lists the
-    missing ones (a partial run cannot be scored). Rows for other candidates or nearby shapes are ignored.
-    """
+    Every scored shape of the workload must be usable for both sides (gate_pair); otherwise NoScore (a
+    ScoringError) names the side, the status and the shapes. Rows for other candidates or nearby shapes are
+    ignored."""
     scored = workload.shapes[SHAPE_ID + ["weight"]]
+    gate = gate_pair(times, baseline, candidate, scored, include_below_floor)
+    if not gate.ok:
+        raise NoScore(gate)
+    times = with_status(times)
     sides = {}
     for role, name in (("baseline_us", baseline), ("candidate_us", candidate)):
-        rows = times.loc[times["candidate"] == name, SHAPE_ID + ["median_us"]]
-        dup = rows.duplicated(SHAPE_ID)
-        if dup.any():
-            first = rows.loc[dup].iloc[0]
-            raise ScoringError(f"candidate {name!r} has two times for {first['load']}/{first['family']}")
-        merged = scored.merge(rows, on=SHAPE_ID, how="left")
-        missing = merged.loc[merged["median_us"].isna(), ["load", "family"]]
-        if len(missing):
-            keys = [f"{r.load}/{r.family}" for r in missing.itertuples()]
-            raise ScoringError(f"candidate {name!r} has no time for {len(keys)} scored shape(s): "
-                               f"{', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}")
-        sides[role] = merged["median_us"].to_numpy()
+        rows = times.loc[(times["candidate"] == name) & (times["status"] != FAILED), SHAPE_ID + ["median_us"]]
+        sides[role] = scored.merge(rows, on=SHAPE_ID, how="left")["median_us"].to_numpy()
     frame = scored.assign(**sides)
-    return score_wide(frame, workload.load_order, baseline=baseline, candidate=candidate)
+    return _score_wide(frame, workload.load_order, baseline=baseline, candidate=candidate,
+                       below_floor=tuple(gate.below_floor) if include_below_floor else ())
 
 
-def complete_loads(times: pd.DataFrame, baseline: str, candidate: str, workload) -> pd.DataFrame:
-    """Per-load ratios for the loads where both candidates have every shape (a partial run's usable part).
-
-    No overall score: the geometric mean needs all six loads.
+def complete_loads(times: pd.DataFrame, baseline: str, candidate: str, workload,
+                   include_below_floor: bool = False) -> pd.DataFrame:
+    """Per-load ratios for the loads where both candidates pass the gate at every shape (a partial run's usable
+    part). No overall score: the geometric mean needs all six loads.
     """
     rows = []
     for load in workload.load_order:
         try:
-            part = score_long(times[times["load"] == load], baseline, candidate, _one_load(workload, load))
+            part = score_long(times[times["load"] == load], baseline, candidate, _one_load(workload, load),
+                              include_below_floor)
         except ScoringError:
             continue
         rows.append(part.loads.iloc[0].to_dict())

@@ -25,22 +25,29 @@ def format_breakdown(b: ScoreBreakdown, title: str) -> str:
     return "\n".join(lines)
 
 
-def format_unscored_pairs(pairs: pd.DataFrame, results: pd.DataFrame, title: str) -> str:
-    """Shapes outside the scored set (nearby): per pair, how many shapes, how many correct, and the spread of
-    per-shape paired ratios. Deliberately no geometric mean: nearby shapes are never scored."""
+def format_unscored_pairs(pairs: pd.DataFrame, gates: dict, title: str) -> str:
+    """Shapes outside the scored set (nearby): per pair, how many shapes, how many pass the gate (both sides
+    correct and timed), and the spread of per-shape paired ratios over those. Deliberately no geometric mean:
+    nearby shapes are never scored. `gates` maps (baseline, candidate) → dashboard.scoring.Gate."""
     lines = [title]
     for (base, cand), grp in pairs.groupby(["baseline", "candidate"], sort=False):
-        res = results[results["candidate"] == cand]
-        ok = int(res["correct"].astype(bool).sum())
-        r = grp["ratio_median"]
-        worst = grp.loc[r.idxmin()]
-        lines.append(f"  {cand} vs {base}: {len(grp)} shapes, {ok}/{len(res)} correct; per-shape ratio "
-                     f"min {r.min():.3f} ({worst['family']} M={int(worst['M'])}), median {r.median():.3f}, "
-                     f"max {r.max():.3f}")
+        gate = gates[(base, cand)]
+        ok = set(gate.usable["shape"])
+        r = grp.loc[grp["shape"].isin(ok), "ratio_median"]
+        head = f"  {cand} vs {base}: {len(gate.shapes)} shapes, {len(ok)} correct and timed on both sides"
+        if r.empty:
+            lines.append(f"{head}; no per-shape ratio")
+        else:
+            worst = grp.loc[r.idxmin()]
+            lines.append(f"{head}; per-shape ratio min {r.min():.3f} ({worst['family']} M={int(worst['M'])}), "
+                         f"median {r.median():.3f}, max {r.max():.3f}")
+        if not gate.ok:
+            lines.append(f"    {gate.message()}")
     return "\n".join(lines)
 
 
 METHOD_COLUMN = 44  # characters; a longer method wraps onto continuation lines, between its words
+STATUS_WORDS = {"failed": "FAILED", "incorrect": "INCORRECT", "below_floor": "BELOW FLOOR", "missing": "no time"}
 
 
 def _method_lines(method: str) -> list[str]:
@@ -49,23 +56,36 @@ def _method_lines(method: str) -> list[str]:
     return textwrap.wrap(method, METHOD_COLUMN - 1, break_long_words=False, break_on_hyphens=False) or [""]
 
 
+def _status_cell(r) -> str:
+    """What a row shows instead of a ratio when the gate keeps it out: the worse side's status and whose."""
+    for role in ("candidate", "baseline"):
+        status = getattr(r, f"status_{role}")
+        if status != "ok":
+            return f"{STATUS_WORDS.get(status, status)} ({role})"
+    return ""
+
+
 def format_shape_table(wide: pd.DataFrame, methods: dict, sol: pd.DataFrame, title: str) -> str:
     """The per-shape benchmark table: method, µs, ratio with CI, floor, SOL, bound; then SOL per load.
 
     `wide` is dashboard.views.wide_shapes output, `methods` maps shape → the candidate's method string,
-    `sol` is dashboard.views.load_sol output. Long method labels wrap within their column."""
+    `sol` is dashboard.views.load_sol output. Long method labels wrap within their column; a shape the gate keeps
+    out shows its status instead of ratios."""
     lines = [title, f"  {'shape':<20}{'M':>4}  {'method':<{METHOD_COLUMN}}{'base µs':>9}{'cand µs':>9}{'ratio':>7}  "
                     f"{'paired [95% CI]':<26}{'floor µs':>9}{'SOL':>7}  bound",
              "  (ratio = ratio of the medians, what the score sums; paired = median of per-round ratios, with its CI)"]
     for r in wide.itertuples():
+        usable = getattr(r, "usable", True)
         paired = (f"{r.ratio_paired:.3f} [{r.ratio_ci_low:.3f},{r.ratio_ci_high:.3f}]"
                   if pd.notna(r.ratio_ci_low) else "")
+        ratio = f"{r.ratio:>7.3f}  {paired:<26}" if usable else f"  {_status_cell(r):<32}"
         first, *more = _method_lines(str(methods.get(r.shape, "") or ""))
         lines.append(f"  {r.shape:<20}{int(r.M):>4}  {first:<{METHOD_COLUMN}}"
-                     f"{r.baseline_us:>9.2f}{r.candidate_us:>9.2f}{r.ratio:>7.3f}  {paired:<26}"
+                     f"{r.baseline_us:>9.2f}{r.candidate_us:>9.2f}{ratio}"
                      f"{r.floor_us:>9.2f}{r.floor_us / r.candidate_us:>7.1%}  {r.bound}")
         lines += [f"  {'':<20}{'':>4}  {part}" for part in more]
-    lines.append("  SOL per load (Σ floor ÷ Σ time; floors from the run's probes and compute peak):")
+    lines.append("  SOL per load (Σ floor ÷ Σ time; floors from the run's probes and compute peak; none for a load "
+                 "with a shape the gate keeps out):")
     for r in sol.itertuples():
         lines.append(f"    {r.load:<12} baseline {r.sol_baseline:6.1%}   candidate {r.sol_candidate:6.1%}")
     return "\n".join(lines)

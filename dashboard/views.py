@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dashboard import runs
+from dashboard import runs, scoring
 
 # The write-up's "applicable" dense BF16 peak used in its roofline arithmetic (seed section 'A rough way to ask
 # how much room was left'): a published model input, not a measurement of this lab.
@@ -40,18 +40,32 @@ def official_run_data(official: pd.DataFrame, seed_probes: pd.DataFrame, path: P
                         probes=seed_probes[["bytes", "us"]].copy(), environment=pd.DataFrame(columns=["key", "value"]))
 
 
-def wide_shapes(table: pd.DataFrame, pairs: pd.DataFrame, baseline: str, candidate: str) -> pd.DataFrame:
+def wide_shapes(table: pd.DataFrame, pairs: pd.DataFrame, baseline: str, candidate: str,
+                gate: scoring.Gate | None = None) -> pd.DataFrame:
     """One row per shape: baseline and candidate times, ratio (+ CI from the run's pairs), SOL, status.
 
-    `table` is runs.shape_table output (long, one row per shape × candidate)."""
-    keep = ["shape", "load", "family", "M", "N", "K", "bytes", "flops", "intensity_flop_per_byte",
+    `table` is runs.shape_table output (long, one row per shape × candidate). Ratios are only filled where the
+    gate lets the shape in (both sides correct and timed; `gate` from dashboard.runs.pair_gate, else computed from
+    `table` with below-floor results left out): elsewhere they are NaN and status_* / usable say why."""
+    if gate is None:
+        gate = scoring.gate_pair(table, baseline, candidate, scope="")
+    keep = ["load", "family", "M", "N", "K", "bytes", "flops", "intensity_flop_per_byte",
             "memory_floor_us", "compute_floor_us", "floor_us", "bound"]
     b = table[table["candidate"] == baseline].set_index("shape")
     c = table[table["candidate"] == candidate].set_index("shape")
-    out = c[[k for k in keep if k != "shape"]].copy()
-    out["baseline_us"] = b["median_us"].reindex(out.index)
-    out["candidate_us"] = c["median_us"]
-    out["ratio"] = out["baseline_us"] / out["candidate_us"]
+    gated = gate.shapes.set_index("shape")
+    index = [k for k in dict.fromkeys([*table["shape"], *gated.index]) if k in c.index or k in b.index
+             or k in gated.index]
+    meta = table.drop_duplicates("shape").set_index("shape")
+    out = meta[[k for k in keep if k in meta]].reindex(index)
+    for col in ("load", "family", "M", "N", "K"):  # shapes only in the failures: identity from the gate
+        out[col] = out[col].fillna(gated[col].reindex(index)) if col in out else gated[col].reindex(index)
+    out["baseline_us"] = b["median_us"].reindex(index)
+    out["candidate_us"] = c["median_us"].reindex(index)
+    out["status_baseline"] = gated["status_baseline"].reindex(index)
+    out["status_candidate"] = gated["status_candidate"].reindex(index)
+    out["usable"] = gated["usable"].reindex(index).fillna(False).astype(bool)
+    out["ratio"] = (out["baseline_us"] / out["candidate_us"]).where(out["usable"])
     # The CI belongs to the median of the paired per-round ratios (ratio_paired), which need not equal the ratio of
     # the two medians (ratio, the one the score aggregates): show both, never a CI around the wrong point.
     out["ratio_paired"] = np.nan
@@ -60,22 +74,28 @@ def wide_shapes(table: pd.DataFrame, pairs: pd.DataFrame, baseline: str, candida
     if pairs is not None and len(pairs):
         p = pairs[(pairs["baseline"] == baseline) & (pairs["candidate"] == candidate)].set_index("shape")
         if len(p):
-            out["ratio_paired"] = p["ratio_median"].reindex(out.index)
-            out["ratio_ci_low"] = p["ratio_ci_low"].reindex(out.index)
-            out["ratio_ci_high"] = p["ratio_ci_high"].reindex(out.index)
-    out["sol_baseline"] = b["sol"].reindex(out.index)
-    out["sol_candidate"] = c["sol"]
-    out["correct"] = c["correct"]
-    out["method"] = c["method"]
-    out["flags"] = c["flags"].map(lambda f: ", ".join(f) if isinstance(f, list) else "")
-    return out.reset_index()
+            for col, src in (("ratio_paired", "ratio_median"), ("ratio_ci_low", "ratio_ci_low"),
+                             ("ratio_ci_high", "ratio_ci_high")):
+                out[col] = p[src].reindex(index).where(out["usable"])
+    out["sol_baseline"] = b["sol"].reindex(index) if "sol" in b else np.nan
+    out["sol_candidate"] = c["sol"].reindex(index) if "sol" in c else np.nan
+    out["correct"] = out["status_candidate"].isin([scoring.OK, scoring.BELOW_FLOOR])
+    out["method"] = c["method"].reindex(index) if "method" in c else None
+    out["flags"] = c["flags"].reindex(index).map(lambda f: ", ".join(f) if isinstance(f, list) else "") \
+        if "flags" in c else ""
+    out["M"] = out["M"].astype(int)
+    return out.rename_axis("shape").reset_index()
 
 
 def load_sol(wide: pd.DataFrame, weights: dict[str, float] | None = None) -> pd.DataFrame:
-    """SOL per load: Σ w·floor ÷ Σ w·time, for baseline and candidate (NaN where floors are unknown)."""
+    """SOL per load: Σ w·floor ÷ Σ w·time, for baseline and candidate (NaN where floors are unknown, and for a load
+    with a shape the gate keeps out: SOL is a speed figure, not computed from an incorrect result)."""
     w = wide["family"].map(weights or {}).fillna(1.0)
-    g = wide.assign(wf=w * wide["floor_us"], wb=w * wide["baseline_us"], wc=w * wide["candidate_us"])
+    g = wide.assign(wf=w * wide["floor_us"], wb=w * wide["baseline_us"], wc=w * wide["candidate_us"],
+                    bad=~wide["usable"] if "usable" in wide else False)
     sums = g.groupby("load", sort=False)[["wf", "wb", "wc"]].sum(min_count=1)
+    bad = g.groupby("load", sort=False)["bad"].any()
+    sums.loc[bad[bad].index, ["wb", "wc"]] = np.nan
     return pd.DataFrame({"load": sums.index, "floor_sum_us": sums["wf"].to_numpy(),
                          "sol_baseline": (sums["wf"] / sums["wb"]).to_numpy(),
                          "sol_candidate": (sums["wf"] / sums["wc"]).to_numpy()})

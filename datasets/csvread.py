@@ -58,6 +58,12 @@ def read_typed_csv(path: str | Path, columns: dict[str, Callable[[str], object]]
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
+        seen: dict[str, int] = {}
+        for i, name in enumerate(header, start=1):  # DictReader would silently keep only the last one
+            if name in seen:
+                raise DatasetError(path, name, f"column {name!r} appears twice in the header (columns {seen[name]} "
+                                   f"and {i})", row=1)
+            seen[name] = i
         for name in columns:
             if name not in header:
                 raise DatasetError(path, name, f"column missing from the header (found {header})", row=1)

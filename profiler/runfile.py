@@ -132,6 +132,9 @@ def validate_run(run, source: str = "<run>") -> None:
             if shape + (record[role],) not in seen:
                 fail(f"pairs[{i}].{role}", f"no result for {record[role]!r} at "
                      f"{record['load']}/{record['family']} M={record['M']}")
+    from profiler.runfile_explain import validate_explain  # explain runs: kernels, calls, failures
+
+    validate_explain(run, fail, _check_record)
 
 
 def load_run(path) -> dict:

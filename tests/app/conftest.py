@@ -1,4 +1,5 @@
 """AppTest helpers: open a page of app.py with the app's synthetic run fixtures on the source list."""
+import importlib.util
 import os
 from pathlib import Path
 
@@ -7,8 +8,8 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "app"
-PAGES = ["overview", "where_time_goes", "shapes", "compare", "roofline", "probes", "planner", "dispatch", "ledger",
-         "run", "reports"]
+PAGES = ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline", "probes", "planner", "dispatch",
+         "ledger", "run", "reports"]
 SOURCE_PAGES = ["overview", "where_time_goes", "shapes", "roofline", "probes", "planner", "reports"]
 RUN_A = "run: synthetic_a.json"
 
@@ -45,13 +46,46 @@ def _text_of(at: AppTest) -> str:
     return "\n".join(map(str, parts))
 
 
+def _upload_plan(at: AppTest, path: Path, name: str | None = None) -> AppTest:
+    """On the Dispatch page: choose '(upload a plan JSON)' and upload `path` (its bytes, under `name`)."""
+    at.selectbox(key="dispatch_plan").set_value("(upload a plan JSON)").run()
+    at.file_uploader(key="dispatch_upload").set_value((name or path.name, Path(path).read_bytes(),
+                                                       "application/json")).run()
+    return at
+
+
+def _upload(at: AppTest, key: str, name: str, data: bytes, mime: str = "application/json") -> AppTest:
+    """Upload `data` as `name` through the uploader `key` (e.g. 'upload_overview' inside Overview's expander)."""
+    at.file_uploader(key=key).set_value((name, data, mime)).run()
+    return at
+
+
 class _Helpers:
     """Handed to tests as the `app` fixture (importlib mode: tests cannot import conftest directly)."""
     FIXTURES, PAGES, ROOT, RUN_A, SOURCE_PAGES = FIXTURES, PAGES, ROOT, RUN_A, SOURCE_PAGES
     open_page = staticmethod(_open_page)
     text_of = staticmethod(_text_of)
+    upload_plan = staticmethod(_upload_plan)
+    upload = staticmethod(_upload)
 
 
 @pytest.fixture
 def app(extra_runs):
     return _Helpers
+
+
+_SPEC = importlib.util.spec_from_file_location("edit_runs", ROOT / "tests" / "fixtures" / "runs" / "edit_runs.py")
+EDIT = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(EDIT)
+
+
+@pytest.fixture
+def edited(tmp_path, extra_runs, monkeypatch):
+    """Write an edited copy of the committed r3 run (tests/fixtures/runs/edit_runs.py: TEST DATA, labelled
+    EDITED-) and put it alone on the source list; returns (path, the module for more edits)."""
+    def make(change, tag):
+        path = EDIT.write(change(EDIT.r3()), tmp_path, tag)
+        monkeypatch.setenv("PROJLAB_EXTRA_RUNS", str(path))
+        return path
+    make.EDIT = EDIT
+    return make

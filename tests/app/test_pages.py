@@ -8,8 +8,8 @@ import pytest
 
 from dashboard import runs
 
-PAGES = ["overview", "where_time_goes", "shapes", "compare", "roofline", "probes", "planner", "dispatch", "ledger",
-         "run", "reports"]
+PAGES = ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline", "probes", "planner", "dispatch",
+         "ledger", "run", "reports"]
 SOURCE_PAGES = ["overview", "where_time_goes", "shapes", "roofline", "probes", "planner", "reports"]
 
 
@@ -66,7 +66,8 @@ def test_overview_target_changes_the_gap(app):
 def test_partial_shape_set_is_explained_not_crashed(app):
     at = app.open_page("overview", "run: synthetic_decode_only.json")
     assert not at.exception
-    assert any("cannot score" in w.value and "no time for 15" in w.value for w in at.warning)
+    assert any("no score:" in w.value and "has no time for 15 scored shapes" in w.value for w in at.warning), \
+        [w.value for w in at.warning]
 
 
 def test_shapes_filters_and_columns(app):
@@ -147,9 +148,7 @@ def test_dispatch_slider_changes_the_methods(app):
 
 def test_dispatch_passes_the_workloads_n_and_shows_it(app):
     """An N-specific plan entry (unpooler N=1024 at M 1..8) runs at M=8 (N=1024) but not at M=7 (N=8192)."""
-    at = app.open_page("dispatch")
-    at.selectbox(key="dispatch_plan").set_value("(a plan file path)").run()
-    at.text_input(key="dispatch_path").set_value(str(app.FIXTURES / "plan_n_specific.json")).run()
+    at = app.upload_plan(app.open_page("dispatch"), app.FIXTURES / "plan_n_specific.json")
     assert not at.exception and not at.error, [e.value for e in at.error]
 
     def unpooler_at(M):
@@ -232,9 +231,7 @@ def test_bad_uploaded_csv_is_an_error_naming_the_field(app):
 
 
 def test_plan_with_unknown_method_is_an_error(app):
-    at = app.open_page("dispatch")
-    at.selectbox(key="dispatch_plan").set_value("(a plan file path)").run()
-    at.text_input(key="dispatch_path").set_value(str(app.FIXTURES / "plan_unknown_method.json")).run()
+    at = app.upload_plan(app.open_page("dispatch"), app.FIXTURES / "plan_unknown_method.json")
     assert not at.exception
     assert any("unknown method 'warp_drive'" in e.value for e in at.error), [e.value for e in at.error]
 
@@ -252,7 +249,7 @@ def test_no_page_imports_torch(app):
                 at = AppTest.from_file({str(app.ROOT / 'app.py')!r}, default_timeout=60)
                 at.switch_page(f"app_pages/{{page}}.py")
                 at.run()
-                if source and at.sidebar.selectbox:
+                if source and any(s.key == "source" for s in at.sidebar.selectbox):
                     at.sidebar.selectbox(key="source").set_value(source).run()
                 assert not at.exception, (page, [e.value for e in at.exception])
         print("TORCH" if "torch" in sys.modules else "NO-TORCH")

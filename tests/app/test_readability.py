@@ -24,8 +24,8 @@ def test_glossary_page_defines_every_term_once(app):
         assert word in text, word
 
 
-@pytest.mark.parametrize("page", ["overview", "where_time_goes", "shapes", "compare", "roofline", "probes",
-                                  "planner", "ledger", "reports"])
+@pytest.mark.parametrize("page", ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline",
+                                  "probes", "planner", "ledger", "reports"])
 def test_pages_link_to_the_glossary(app, page):
     at = app.open_page(page)
     links = at.get("page_link")

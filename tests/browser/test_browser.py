@@ -28,8 +28,8 @@ ARTIFACTS = ROOT / "artifacts"
 SHOTS = ARTIFACTS / "screenshots"
 FIXTURES = ROOT / "tests" / "fixtures" / "app"
 # url_path of each page in app.py's st.navigation; the default page (Overview) lives at "/".
-PAGES = {"overview": "", "where_time_goes": "where_time_goes", "shapes": "shapes", "compare": "compare",
-         "roofline": "roofline", "probes": "probes", "planner": "planner", "dispatch": "dispatch",
+PAGES = {"overview": "", "where_time_goes": "where_time_goes", "kernels": "kernels", "shapes": "shapes",
+         "compare": "compare", "roofline": "roofline", "probes": "probes", "planner": "planner", "dispatch": "dispatch",
          "ledger": "ledger", "run": "run", "reports": "reports", "glossary": "glossary"}
 WIDTH, HEIGHT = 1600, 1000
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -306,4 +306,66 @@ def test_uploading_a_bad_csv_shows_an_error(server, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SHOTS / "overview_bad_upload.png"))
     assert "bad_columns.csv" in text and "baseline_us" in text, text
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+
+
+def _sidebar_text(drv) -> str:
+    from selenium.webdriver.common.by import By
+
+    return " ".join(e.get_attribute("value") or "" for e in drv.find_elements(
+        By.CSS_SELECTOR, '[data-testid="stSidebar"] [data-testid="stSelectbox"] input'))
+
+
+def _wait_sidebar(drv, *words, timeout=30) -> str:
+    """The sidebar pickers' values once they all contain `words` (they render after the page's first data load)."""
+    deadline = time.time() + timeout
+    text = _sidebar_text(drv)
+    while not all(w in text for w in words) and time.time() < deadline:
+        time.sleep(0.3)
+        text = _sidebar_text(drv)
+    return text
+
+
+def _nav(drv, page: str) -> None:
+    """Click the sidebar navigation link of `page` (a page switch inside the session, as a user makes it)."""
+    from urllib.parse import urlparse
+
+    from selenium.webdriver.common.by import By
+
+    links = drv.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebarNav"] a')
+    next(a for a in links if urlparse(a.get_attribute("href")).path.strip("/") == PAGES[page]).click()
+
+
+def test_a_shared_url_reproduces_the_view(server, browser):
+    """A link with ?source=&baseline=&candidate= opens that view; the choice stays in the address and survives a
+    switch to another page through the sidebar and a reload."""
+    from urllib.parse import parse_qs, urlparse
+
+    from selenium.webdriver.common.by import By
+
+    from dashboard.runs import load_run_data, run_score
+
+    run = "2026-11-30_nvidia-h200_baseline-seed036-best-r2.json"
+    path = ROOT / "datasets" / "runs" / run
+    if not path.exists():
+        pytest.skip(f"{run} is not committed")
+    score = f"{run_score(load_run_data(path), 'baseline', 'seed036').score:.4f}×"
+    browser.get(f"{server}/shapes?source={run}&baseline=baseline&candidate=seed036")
+    _wait_rendered(browser)
+    text = _wait_sidebar(browser, run, "seed036")
+    assert run in text and "seed036" in text, text
+    _nav(browser, "roofline")
+    _wait_rendered(browser)
+    assert browser.current_url.split("?")[0].endswith("/roofline")
+    text = _wait_sidebar(browser, run, "seed036")
+    assert run in text and "seed036" in text, text
+    query = parse_qs(urlparse(browser.current_url).query)
+    assert query.get("source") == [run] and query.get("candidate") == ["seed036"], browser.current_url
+    _nav(browser, "overview")
+    _wait_rendered(browser)
+    browser.refresh()
+    _wait_rendered(browser)
+    text = _wait_sidebar(browser, run, "seed036")
+    main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+    assert run in text and score in main, (browser.current_url, text, main[:300])
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')

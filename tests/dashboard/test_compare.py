@@ -20,7 +20,7 @@ def test_verdict_rule(lo, hi, verdict):
 
 def _series(name, samples, group="run", shape=SHAPE):
     return pd.DataFrame([{"series": name, **shape, "median_us": float(np.median(samples)),
-                          "samples_us": list(samples), "pair_group": group}])
+                          "samples_us": list(samples), "pair_group": group, "correct": True}])
 
 
 def test_clear_speedup_is_fast_and_ci_brackets_the_ratio():
@@ -106,7 +106,8 @@ def test_compare_candidates_drops_nearby_shapes_for_the_score():
     for load, M in (("decode 1", 1), ("nearby", 3)):
         shape = {**SHAPE, "load": load, "M": M}
         for cand, t in (("base", 10.0), ("fast", 8.0)):
-            rows.append({**shape, "candidate": cand, "median_us": t, "samples_us": [t, t * 1.01, t * 0.99]})
+            rows.append({**shape, "candidate": cand, "median_us": t, "samples_us": [t, t * 1.01, t * 0.99],
+                         "correct": True})
     res = compare.compare_candidates(pd.DataFrame(rows), "base", ["fast"], "run")
     assert list(res.loads["load"]) == ["decode 1"] and res.overall.iloc[0]["n_loads"] == 1
     both = compare.compare_candidates(pd.DataFrame(rows), "base", ["fast"], "run", scored_only=False)

@@ -50,8 +50,10 @@ def test_explicit_pair_and_unknown_candidate():
     assert ok.returncode == 0 and "fast vs baseline" in ok.stdout
     bad = cli("summarize", run, "--baseline", "baseline", "--candidate", "nope")
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "'nope'" in bad.stderr
-    half = cli("summarize", run, "--baseline", "baseline")
-    assert half.returncode == 2 and "both --baseline and --candidate" in half.stderr
+    half = cli("summarize", run, "--baseline", "baseline")  # the candidate comes from the run's pairs
+    assert half.returncode == 0 and "fast vs baseline" in half.stdout, half.stderr
+    only = cli("summarize", run, "--candidate", "fast")      # and the baseline from the pair of the candidate
+    assert only.returncode == 0 and "fast vs baseline" in only.stdout, only.stderr
 
 
 @pytest.mark.parametrize("name, content, expected", [
@@ -133,3 +135,84 @@ def test_table_prints_method_ratio_ci_floor_and_sol_per_shape(capsys):
     assert method[:20] in out and "SOL per load" in out
     assert all("[" in row for row in rows)  # every shape has a paired CI in a paired run
     assert main(["table", str(path), "--candidate", "nope"]) == 2
+
+
+# --- which pair: --candidate alone, defaults, unknown names ---------------------------------------------------------
+R3 = ROOT / "datasets/runs/2026-11-30_nvidia-h200_baseline-seed036-best-r3.json"
+
+
+def test_table_without_candidate_uses_the_default_pair():
+    out = cli("table", str(R3))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"{R3.name}: best vs baseline")   # the last candidate paired with 'baseline'
+    seed = cli("table", str(R3), "--candidate", "seed036")
+    assert seed.returncode == 0 and seed.stdout.startswith(f"{R3.name}: seed036 vs baseline")
+    ghost = cli("table", str(R3), "--candidate", "ghost")
+    assert ghost.returncode == 2 and ghost.stderr == (f"error: {R3.name}: no candidate 'ghost' "
+                                                      "(found 'baseline', 'seed036', 'best')\n")
+
+
+def test_repeatability_run_defaults_to_its_second_baseline():
+    run = ROOT / "datasets/runs/2026-11-30_nvidia-h200_baseline-vs-baseline-a-r2.json"
+    out = cli("table", str(run))
+    assert out.returncode == 0 and out.stdout.startswith(f"{run.name}: baseline#2 vs baseline"), out.stderr
+
+
+def test_an_edited_copy_of_the_official_table_is_not_called_published(tmp_path):
+    lines = (ROOT / "datasets/official_036.csv").read_text().splitlines()
+    lines[2] = lines[2].replace("6.784", "9.999")  # decode 1/o baseline
+    edited = tmp_path / "official_036.csv"          # even under the official file's name
+    edited.write_text("\n".join(lines) + "\n")
+    out = cli("summarize", str(edited))
+    assert out.returncode == 0, out.stderr
+    assert "published (write-up" not in out.stdout and "1.301203" not in out.stdout
+    assert "uploaded table (as given)" in out.stdout and "not the published official table" in out.stdout
+    copy = tmp_path / "copy.csv"
+    copy.write_text((ROOT / "datasets/official_036.csv").read_text())
+    same = cli("summarize", str(copy))          # a byte-identical copy is the published data
+    assert "published (write-up, official run)" in same.stdout and "1.30120" in same.stdout
+
+
+# --- run files the schema accepts but the dashboard cannot tabulate: one line, exit 2 -----------------------------
+def _r3_with(tmp_path, change):
+    run = json.loads(R3.read_text())
+    change(run)
+    path = tmp_path / "2026-11-30_test_EDITED-r3.json"  # test data: an edited copy of a committed run
+    path.write_text(json.dumps(run))
+    return path
+
+
+def _family(run):
+    for rec in run["results"] + run["pairs"]:
+        if rec["family"] == "router":
+            rec["family"] = "router_v2"
+
+
+def _two_n(run):
+    rec = dict(next(r for r in run["results"] if r["candidate"] == "best" and r["load"] == "decode 1"
+                    and r["family"] == "unpooler"))
+    rec.update(candidate="best#2", N=8192)  # decode 1/unpooler M=1 is N=1024: the same shape at a second N
+    run["results"].append(rec)
+
+
+@pytest.mark.parametrize("change, words", [
+    (_family, "results[12].family: 'router_v2' is not a family of the workload (qkv_gate, o, pooler, unpooler, router)"),
+    (_two_n, "results[90].N: decode 1/unpooler M=1 appears at two N (1024 at results[9], 8192 here)"),
+    (lambda run: run.update(compute_peak_tflops=-800.0),
+     "compute_peak_tflops: expected a positive number, got -800.0"),
+])
+@pytest.mark.parametrize("verb", ["table", "summarize", "report"])
+def test_untabulable_run_is_one_line(tmp_path, change, words, verb):
+    path = _r3_with(tmp_path, change)
+    out = cli(verb, str(path), *(["--out", str(tmp_path / "out")] if verb == "report" else []))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: ") and "Traceback" not in out.stderr
+    assert words in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("verb", ["summarize", "table", "report"])
+def test_deeply_nested_json_is_one_line_for_every_verb(tmp_path, verb):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 1000 + "]" * 1000)
+    out = cli(verb, str(path), *(["--out", str(tmp_path / "out")] if verb == "report" else []))
+    assert out.returncode == 2 and out.stderr == "error: deep.json: JSON nested 1000 levels deep (at most 64 accepted)\n"

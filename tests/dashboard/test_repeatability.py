@@ -71,6 +71,8 @@ def test_apply_bands_judges_loads_and_overall_by_their_own_band():
     judged = repeatability.apply_bands(cmp, bands)
     assert judged.loads["verdict"].tolist() == ["FAST"] and judged.overall["verdict"].tolist() == ["FAST"]
     assert cmp.loads["verdict"].tolist() == ["SAME"]  # the original is left alone
+    gated = dataclasses.replace(cmp, overall=cmp.overall.assign(verdict=["NO SCORE"], ci_low=[float("nan")]))
+    assert repeatability.apply_bands(gated, bands).overall["verdict"].tolist() == ["NO SCORE"]  # the gate's word
 
 
 def _committed_repeats():

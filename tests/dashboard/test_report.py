@@ -96,7 +96,7 @@ def test_report_explains_the_idle_clock_and_the_terms(run_report):
     assert "gpu_idle" in clock and "idle GPU" in clock and "MHz" in clock
     assert "SOL" in notes["Terms"] and "AMBIGUOUS" in notes["Terms"]
     md = run_report.markdown()
-    assert "## Clock and throttling (measured)" in md and "gpu\\_idle" in md  # escaped in Markdown
+    assert "## Clock and throttling (measured)" in md and "gpu_idle" in md  # intraword: no emphasis, no escape
 
 
 def test_markdown_escapes_what_it_embeds(tmp_path):
@@ -159,7 +159,7 @@ def test_partial_run_report_says_not_scored():
     wl = load_workload()
     data = runs.load_run_data(FIXTURES / "synthetic_decode_only.json")
     rep = report.build(data, "baseline", "seed036", wl, load_official(), "measured")
-    assert str(rep.summary["score"]).startswith("not scored")
+    assert str(rep.summary["score"]).startswith("no score: baseline has no time for 15 scored shapes")
     assert len(rep.tables["shapes"]) == 15
 
 
@@ -192,3 +192,73 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, args, words):
     out = _cli(*args, "--out", tmp_path)
     assert out.returncode == 2
     assert words in out.stderr and "Traceback" not in out.stderr
+
+
+# --- the README's form, unknown names, where a report may be written ------------------------------------------------
+R3 = ROOT / "datasets/runs/2026-11-30_nvidia-h200_baseline-seed036-best-r3.json"
+
+
+def test_candidate_alone_picks_its_pair(tmp_path):
+    out = _cli(R3, "--candidate", "best", "--out", tmp_path, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    js = json.loads((tmp_path / "baseline-seed036-best-r3_best_vs_baseline.json").read_text())
+    data = runs.load_run_data(R3)
+    assert (js["summary"]["candidate"], js["summary"]["baseline"]) == ("best", "baseline")
+    assert js["summary"]["score"] == pytest.approx(runs.run_score(data, "baseline", "best").score)
+
+
+def test_unknown_candidate_is_exit_2_and_writes_nothing(tmp_path):
+    out = _cli(R3, "--candidate", "ghost", "--baseline", "baseline", "--out", tmp_path / "out")
+    assert out.returncode == 2 and "no candidate 'ghost'" in out.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_never_writes_into_datasets_or_over_a_run_or_an_input(tmp_path):
+    before = sorted(p.name for p in (ROOT / "datasets" / "runs").iterdir())
+    for out_dir in (ROOT / "datasets" / "runs", ROOT / "datasets"):
+        out = _cli(R3, "--out", out_dir, "--format", "md")
+        assert out.returncode == 2 and "refusing to write into datasets/" in out.stderr
+    assert sorted(p.name for p in (ROOT / "datasets" / "runs").iterdir()) == before
+    rep = report.build_from_path(RUN)
+    victim = tmp_path / f"{rep.stem}.json"
+    victim.write_text(RUN.read_text())             # a run file where the JSON report would go
+    with pytest.raises(ValueError, match="refusing to overwrite a run file"):
+        rep.write(tmp_path, ("md", "json"))
+    assert victim.read_text() == RUN.read_text() and not (tmp_path / f"{rep.stem}.md").exists()  # nothing written
+    table = tmp_path / "t.csv"
+    table.write_text((ROOT / "datasets" / "official_036.csv").read_text())
+    rep = report.build_from_path(table)
+    rep.stem = "t"                                  # a report whose CSV would land on its own input
+    with pytest.raises(ValueError, match="refusing to overwrite the report's own input"):
+        rep.write(tmp_path, ("csv",), inputs=[table])
+
+
+def test_a_kill_mid_write_leaves_the_previous_report_intact(tmp_path):
+    """Write once; then a second writer is SIGKILLed right before its rename (everything written to the temp file):
+    the report on disk is still the first one, whole."""
+    first = report.build_from_path(RUN)
+    [path] = first.write(tmp_path, ("md",))
+    old = path.read_text()
+    script = (
+        "import os, signal, sys; sys.path.insert(0, sys.argv[1])\n"
+        "from dashboard import files, report\n"
+        "rep = report.build_from_path(sys.argv[2], 'seed036', 'baseline')\n"   # another pair: other content
+        "rep.stem = sys.argv[4]\n"
+        "files.os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "rep.write(sys.argv[3], ('md',))\n")
+    out = subprocess.run([sys.executable, "-c", script, str(ROOT), str(RUN), str(tmp_path), path.stem],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == -9, out.stderr
+    assert path.read_text() == old and old.startswith("# projlab report — synthetic-a: seed036 vs baseline")
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers and all(p.startswith(".") for p in leftovers)  # the half-done file is hidden, never the report
+
+
+def test_a_failed_write_removes_its_temp_file(tmp_path):
+    rep = report.build_from_path(RUN)
+    [path] = rep.write(tmp_path, ("md",))
+    old = path.read_text()
+    rep.markdown = lambda: "# half\n" + "\ud800"   # fails inside the write (a lone surrogate cannot be UTF-8)
+    with pytest.raises(UnicodeEncodeError):
+        rep.write(tmp_path, ("md",))
+    assert path.read_text() == old and sorted(p.name for p in tmp_path.iterdir()) == [path.name]

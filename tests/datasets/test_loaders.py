@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from datasets import (RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload)
+from datasets import (DatasetError, load_ledger, load_official, load_seed_probes, load_workload)
 from datasets.paths import OFFICIAL_036_CSV, SEED_LEDGER_CSV, SEED_PROBES_CSV
 
 LOADS = ["decode 1", "decode 16", "decode 32", "verify 1", "verify 16", "verify 32"]
@@ -78,8 +78,20 @@ def test_seed_probes():
                                                   (67108864, 16.65)]
 
 
-def test_runs_dir_is_inside_datasets():
-    assert RUNS_DIR.name == "runs" and RUNS_DIR.parent.name == "datasets"
+def test_loaders_work_from_any_working_directory(tmp_path):
+    """The data paths are anchored at the package, not the caller's directory: load everything from elsewhere."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import datasets as d; "
+            "print(len(d.load_workload().shapes), len(d.load_official()), len(d.load_seed_probes()), "
+            "len(d.load_ledger()) > 0, d.RUNS_DIR.is_dir())")
+    out = subprocess.run([sys.executable, "-c", code, str(root)], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["30", "30", "4", "True", "True"]
 
 
 # --- bad files --------------------------------------------------------------------------------------------
@@ -104,6 +116,13 @@ def test_missing_column(tmp_path):
     lines = [",".join(cell for cell in line.split(",")[:-1]) for line in _official_lines()]  # drop candidate_us
     msg = _error(load_official, _write(tmp_path, lines))
     assert "bad.csv" in msg and "row 1" in msg and "'candidate_us'" in msg and "missing" in msg
+
+
+def test_duplicated_header_column_is_named(tmp_path):
+    lines = _official_lines()
+    lines[0] = lines[0].replace("baseline_us", "M")  # 'M' twice; DictReader would keep only the last one
+    message = _error(load_official, _write(tmp_path, lines))
+    assert message == "bad.csv: row 1, field 'M': column 'M' appears twice in the header (columns 3 and 6)"
 
 
 def test_non_numeric_value(tmp_path):

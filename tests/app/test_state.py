@@ -1,0 +1,178 @@
+"""The sidebar's state: it survives page switches and reloads, lives in the URL (?source=&baseline=&candidate=),
+follows a shared link, warns on a bad one, never shows a stale candidate, and lists an upload at once."""
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import runs
+
+R2 = "2026-11-30_nvidia-h200_baseline-seed036-best-r2.json"
+BVB = "2026-11-30_nvidia-h200_baseline-vs-baseline-a-r2.json"
+TUNE = "2026-11-30_nvidia-h200_tune-r3.json"
+
+
+def _sidebar(at: AppTest) -> dict:
+    return {s.key: s.value for s in at.sidebar.selectbox}
+
+
+def _score(at: AppTest) -> str:
+    return next(m.value for m in at.metric if m.label.startswith("Score"))
+
+
+def _expected(app, name: str, base: str, cand: str) -> str:
+    data = runs.load_run_data(app.ROOT / "datasets" / "runs" / name)
+    return f"{runs.run_score(data, base, cand).score:.4f}×"
+
+
+def test_source_survives_page_switches(app):
+    """Overview → pick r2 → Roofline → Shapes → Compare (no sidebar) → Shapes: still r2, and in the URL."""
+    at = app.open_page("overview", f"run: {R2}")
+    for page in ("roofline", "shapes", "compare", "shapes", "overview"):
+        at.switch_page(f"app_pages/{page}.py")
+        at.run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        if page != "compare":
+            assert _sidebar(at)["source"] == f"run: {R2}", page
+    assert at.query_params["source"] == R2
+    assert _score(at) == _expected(app, R2, "baseline", "best")
+
+
+def test_a_reload_or_a_shared_link_reproduces_the_view(app):
+    at = app.open_page("overview", f"run: {R2}")
+    at.sidebar.selectbox(key="candidate").set_value("seed036").run()
+    link = dict(at.query_params)
+    assert link == {"source": R2, "baseline": "baseline", "candidate": "seed036"}
+    fresh = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=60)  # a new session: only the URL
+    fresh.query_params.update(link)
+    fresh.switch_page("app_pages/overview.py")
+    fresh.run()
+    assert _sidebar(fresh) == {"source": f"run: {R2}", "baseline": "baseline", "candidate": "seed036"}
+    assert _score(fresh) == _score(at) == _expected(app, R2, "baseline", "seed036")
+
+
+def test_query_parameters_drive_the_view_in_a_running_session(app):
+    at = app.open_page("shapes")
+    at.query_params.update({"source": "synthetic_b.json", "baseline": "seed036", "candidate": "baseline"})
+    at.run()
+    assert _sidebar(at) == {"source": "run: synthetic_b.json", "baseline": "seed036", "candidate": "baseline"}
+    wide = at.dataframe[0].value
+    assert (wide["ratio"] == wide["baseline_us"] / wide["candidate_us"]).all()  # seed036 ÷ baseline
+
+
+@pytest.mark.parametrize("params, words", [({"source": "nope.json"}, "source 'nope.json'"),
+                                           ({"source": R2, "candidate": "ghost"}, "candidate 'ghost'"),
+                                           ({"source": R2, "baseline": "../../etc"}, "baseline '../../etc'")])
+def test_a_bad_link_warns_and_falls_back(app, params, words):
+    at = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=60)
+    at.query_params.update(params)
+    at.switch_page("app_pages/overview.py")
+    at.run()
+    assert not at.exception and not at.error
+    assert any(words in w.value and "not available" in w.value for w in at.warning), [w.value for w in at.warning]
+    side = _sidebar(at)
+    assert side["source"] != "nope.json" and side.get("candidate") != "ghost"
+    assert at.query_params["source"] != "nope.json"  # the address now says what is shown
+    at.run()
+    assert not any("not available" in w.value for w in at.warning)  # said once, not on every rerun
+
+
+def test_the_sidebar_candidate_is_never_stale(app):
+    """r3 shows best; a repeatability run has no best: the sidebar must show what the page computes."""
+    at = app.open_page("overview", f"run: {R2}")
+    assert _sidebar(at)["candidate"] == "best"
+    at.sidebar.selectbox(key="source").set_value(f"run: {BVB}").run()
+    assert _sidebar(at) == {"source": f"run: {BVB}", "baseline": "baseline", "candidate": "baseline#2"}
+    assert at.query_params["candidate"] == "baseline#2"
+    assert _score(at) == _expected(app, BVB, "baseline", "baseline#2")
+    at.sidebar.selectbox(key="source").set_value(f"run: {TUNE}").run()
+    side = _sidebar(at)
+    options = at.sidebar.selectbox(key="candidate").options
+    assert side["baseline"] == "torch_linear" and side["candidate"] in options and side["candidate"] != "best"
+    assert any(side["candidate"] in e.value for e in [*at.warning, *at.error])  # the notice names the same pair
+
+
+def test_an_upload_is_listed_and_selected_at_once(app):
+    at = app.open_page("overview")
+    data = (app.FIXTURES / "synthetic_b.json").read_bytes()
+    app.upload(at, "upload_overview", "my kernels run.json", data)
+    assert not at.exception
+    source = at.sidebar.selectbox(key="source")
+    assert source.value.startswith("upload: my_kernels_run-") and source.value in source.options
+    assert any("now the selected source" in s.value for s in at.success)
+    expected = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_b.json"), "baseline", "seed036").score
+    assert _score(at) == f"{expected:.4f}×"   # this very rerun shows it: no second refresh
+
+
+@pytest.mark.parametrize("name, data, words", [
+    ("deep.json", b"[" * 1000 + b"]" * 1000, "nested 1000 levels deep"),
+    ("../../x y.json", b"{}", "schema_version"),
+    ("dup.csv", b"load,family,M,M,N,K,baseline_us,candidate_us\n", "column 'M' appears twice"),
+])
+def test_a_rejected_upload_is_named_deleted_and_never_listed(app, name, data, words):
+    at = app.open_page("overview")
+    before = at.sidebar.selectbox(key="source").options
+    app.upload(at, "upload_overview", name, data)
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any("rejected" in e and words in e for e in errors), errors
+    assert all("../" not in e for e in errors)   # the name shown is the sanitised one
+    assert at.sidebar.selectbox(key="source").options == before
+    folder = at.session_state["_upload_tmp"].name if "_upload_tmp" in at.session_state else None
+    assert folder is None or not any(p for p in __import__("os").listdir(folder))
+
+
+def test_an_oversized_upload_is_refused_before_it_is_read(app, monkeypatch):
+    from app_pages import common
+
+    monkeypatch.setattr(common, "MAX_UPLOAD_BYTES", 1000)
+    at = app.open_page("overview")
+    app.upload(at, "upload_overview", "big.json", (app.FIXTURES / "synthetic_b.json").read_bytes())
+    assert any("big.json" in e.value and "over the 1,000-byte" in e.value for e in at.error)
+
+
+def test_uploads_live_in_a_per_session_folder_removed_with_the_session(app):
+    import gc
+    import os
+
+    data = (app.FIXTURES / "synthetic_b.json").read_bytes()
+    one, two = app.open_page("overview"), app.open_page("overview")
+    for at in (one, two):
+        app.upload(at, "upload_overview", "b.json", data)
+    folders = [at.session_state["_upload_tmp"].name for at in (one, two)]
+    assert folders[0] != folders[1] and all(os.listdir(f) for f in folders)
+    del one.session_state["_upload_tmp"]   # what Streamlit does when a session ends: its state is dropped
+    gc.collect()
+    assert not os.path.exists(folders[0]) and os.path.exists(folders[1])
+
+
+def test_compare_series_live_in_the_url(app):
+    at = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=60)
+    a, b = f"{app.RUN_A} · baseline", f"{app.RUN_A} · seed036"
+    at.query_params["series"] = [a, b]
+    at.query_params["reference"] = b
+    at.switch_page("app_pages/compare.py")
+    at.run()
+    assert at.multiselect(key="cmp_series").value == [a, b] and at.selectbox(key="cmp_ref").value == b
+    assert set(at.dataframe[0].value["series"]) == {a}   # ratios are the reference (seed036) ÷ baseline
+
+
+def test_dispatch_offers_only_project_plans_and_uploads(app):
+    from kernels.plans import list_plans
+
+    at = app.open_page("dispatch")
+    assert at.selectbox(key="dispatch_plan").options == list_plans() + ["(upload a plan JSON)"]
+    assert not at.text_input   # no free path: the server's files are not the user's to name
+    at = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=60)
+    at.query_params["plan"] = "/etc/passwd"
+    at.switch_page("app_pages/dispatch.py")
+    at.run()
+    assert any("plan '/etc/passwd'" in w.value for w in at.warning) and not at.error
+    assert at.selectbox(key="dispatch_plan").value == "best"
+
+
+def test_dispatch_upload_errors_are_one_line(app):
+    at = app.upload_plan(app.open_page("dispatch"), app.FIXTURES / "corrupt.json", name="deep plan.json")
+    at.file_uploader(key="dispatch_upload").set_value(("../deep plan.json", b"[" * 1000 + b"]" * 1000,
+                                                       "application/json")).run()
+    assert not at.exception
+    assert any("deep_plan.json" in e.value and "nested 1000 levels" in e.value for e in at.error), \
+        [e.value for e in at.error]
