@@ -17,9 +17,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-PAGES = ["overview", "where_time_goes", "shapes", "compare", "roofline", "probes", "planner", "dispatch", "ledger",
-         "run", "reports", "glossary"]
-NO_SOURCE = ("compare", "dispatch", "ledger", "run", "glossary")  # pages without the sidebar source picker
+PAGES = ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline", "probes", "planner", "dispatch",
+         "ledger", "run", "reports", "glossary"]
+NO_SOURCE = ("kernels", "compare", "dispatch", "ledger", "run", "glossary")  # no sidebar source picker
 TARGET_S = 1.0
 
 
