@@ -1,5 +1,7 @@
 """Kernels: inside one call — which kernels it launches, how long each runs, the bytes it moves against the ideal,
 each kernel against the probe roof, and findings in plain words (an explain run, `python -m profiler explain`)."""
+from pathlib import Path
+
 import streamlit as st
 
 from app_pages import common, terms
@@ -21,6 +23,13 @@ def _head(path, limit: int = 1 << 20) -> str:
             return handle.read(limit)
     except OSError:
         return ""
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _shape_report(path: str, mtime: float, shape: str, _data):
+    """kernel_report.build_report once per (explain run file and its mtime, shape): it draws every figure (0.6 s),
+    too slow for each rerun of the page. A built report is never modified, so one shared copy is fine."""
+    return kernel_report.build_report(_data, common.workload(), shape=shape)
 
 
 def _explain_sources() -> tuple[dict[str, str], int]:
@@ -147,7 +156,7 @@ st.caption("Under-filled grid is a model: the main kernel's time × the share of
            "its time over its floor (dashboard/kernels.py says why).")
 with st.expander("Export this shape's breakdown as a report (same as `python -m dashboard report RUN --shape ...`)"):
     try:
-        rep = kernel_report.build_report(data, wl, shape=shape)
+        rep = _shape_report(sources[label], Path(sources[label]).stat().st_mtime, shape, data)
     except common.BAD_INPUT as exc:
         st.error(f"Cannot build the report: {exc}")
     else:
