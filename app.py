@@ -20,5 +20,6 @@ pg = st.navigation({
     "Plans": [_page("planner", "Planner", "calculate"), _page("dispatch", "Dispatch", "alt_route"),
               _page("ledger", "Ledger", "history")],
     "Measure": [_page("run", "Run", "play_arrow"), _page("reports", "Reports", "description")],
+    "Help": [_page("glossary", "Glossary", "menu_book")],
 })
 pg.run()

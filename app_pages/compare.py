@@ -1,16 +1,30 @@
-"""Compare: 2..N candidates / runs side by side — per-shape times, ratios with CI, verdicts, per-load deltas."""
+"""Compare: 2..N candidates / runs side by side — per-shape ratios with CI and verdicts, per-load and overall rows.
+
+Series are told apart by colour (verdicts by marker symbol), named short (run date · run label · candidate) with
+the full name on hover. The SAME band ε comes from the measured run-to-run spread of the repeatability runs among
+the sources (dashboard.repeatability), one band per level; without one it is 1%, said next to the slider.
+"""
 import streamlit as st
 
-from app_pages import common
-from dashboard import compare, figures
+from app_pages import common, terms
+from dashboard import compare, figures, glossary, repeatability, views
+
+
+@st.cache_data(show_spinner=False)
+def _bands(key: tuple) -> "repeatability.SameBands | None":
+    """SAME bands of the run sources, once per set of (path, mtime)."""
+    return repeatability.same_bands([common.run_data(path) for path, _ in key], common.workload())
+
 
 st.title("Compare")
+terms.link("verdicts", "eps", "ci", "baselines")
 with st.expander("Upload a run file or a per-shape CSV to compare"):
     common.upload_widget("upload_compare")
 
-# Every (source, candidate) the app knows about is a possible series.
+# Every (source, candidate) the app knows about is a possible series; each gets a short name for the chart and the
+# tables (the pickers and the address keep the full one).
 options: dict[str, tuple] = {}
-errors = []
+run_files, errors = [], []
 for src in common.source_list():
     try:
         if src.kind == "table":
@@ -18,27 +32,48 @@ for src in common.source_list():
             for col, name in (("baseline_us", "baseline"), ("candidate_us", common.sources.table_candidate(src))):
                 options[f"{src.label} · {name}"] = ("table", src, col, name)
         else:
-            for cand in common.run_data(src.path).candidates():
+            data = common.run_data(src.path)
+            run_files.append((str(src.path), data.path.stat().st_mtime))
+            for cand in data.candidates():
                 options[f"{src.label} · {cand}"] = ("run", src, cand, cand)
     except common.BAD_INPUT as exc:
         errors.append(f"{src.label}: {exc}")
 for e in errors:
     st.error(f"Skipped a source that cannot be read — {e}")
+short: dict[str, str] = {}
+for key, (kind, src, _, name) in options.items():
+    label = views.series_label(src.label, src.path, name)
+    short[key] = label if label not in short.values() else f"{label} ({src.label})"
 
 keys = list(options)
+first = common.default_run_path()  # open on the run the other pages open on: its baseline against its last candidate
+opening = [k for k in keys if first is not None and options[k][0] == "run" and options[k][1].name == first.name]
 runs_first = [k for k in keys if options[k][0] == "run"]
-default = runs_first[:2] if len(runs_first) >= 2 else keys[:2]
+default = ([opening[0], opening[-1]] if len(opening) >= 2 else runs_first[:2] if len(runs_first) >= 2
+           else keys[:2])
 chosen = common.url_multiselect(st, "Series to compare (2 or more)", keys, "series", default, key="cmp_series")
 if len(chosen) < 2:
     st.info("Pick at least two series.")
     st.stop()
+
+bands = _bands(tuple(run_files))
 c1, c2 = st.columns(2)
 ref = common.url_selectbox(c1, "Reference (ratios are reference ÷ series)", chosen, "reference", chosen[0],
                            key="cmp_ref", what="reference series")
-eps = c2.slider("SAME band ε (±)", 0.002, 0.05, compare.EPS_DEFAULT, 0.001, format="%.3f", key="cmp_eps",
-                help="Verdict from the 95% bootstrap CI of the median ratio: above 1+ε FAST, below 1−ε SLOW, "
-                     "inside [1−ε, 1+ε] SAME, else AMBIGUOUS. Default 1% ≈ the CI half-width at the profiler's "
-                     "0.5% RSE stopping rule.")
+eps_default = bands.shape if bands else compare.EPS_DEFAULT
+eps = c2.slider("SAME band ε per shape (±)", 0.002, 0.10, eps_default, 0.001, format="%.3f", key="cmp_eps",
+                help=glossary.short("eps"))
+if bands:
+    c2.caption(f"{bands.describe()} Load and overall verdicts use their own bands (±{bands.load:.1%}, "
+               f"±{bands.score:.1%}). Runs: {', '.join(bands.runs)}.")
+else:
+    c2.caption(f"No repeatability run among the sources, so ε defaults to {compare.EPS_DEFAULT:.0%}: the 95% CI "
+               "half-width at the profiler's 0.5% RSE stopping rule. Identical kernels differed by up to ±5% per "
+               "shape on the H200 (see the glossary), so per-shape SAME/FAST/SLOW at 1% over-reads noise.")
+if {options[k][0] for k in chosen} == {"table", "run"}:
+    st.warning("A published table is compared with local runs: their baselines differ (the write-up's SGLang path "
+               "on the evaluator vs torch F.linear here), so ratios across them measure the baselines as much as "
+               "the kernels. " + glossary.short("baselines"))
 
 specs = tuple((key, options[key][0], str(options[key][1].path), options[key][2]) for key in chosen)
 try:
@@ -49,6 +84,8 @@ try:
 except ValueError as exc:
     st.error(f"Cannot compare: {exc}")
     st.stop()
+if bands:
+    res = repeatability.apply_bands(res, bands)
 if res.note:
     st.warning(res.note)
 for name, message in res.no_score().items():  # the gate: no verdict or score from incorrect / failed shapes
@@ -56,29 +93,40 @@ for name, message in res.no_score().items():  # the gate: no verdict or score fr
 st.caption("Times: measured (runs) or published (tables) as named; ratios, CIs and verdicts are **derived**. "
            "Two candidates of the same run are paired by round; different runs are resampled independently.")
 
+overall, loads, shapes = (f.assign(name=f["series"].map(short)) if len(f) else f
+                          for f in (res.overall, res.loads, res.shapes))
+num = st.column_config.NumberColumn
+series_col = st.column_config.TextColumn("series", width=300)
 st.subheader("Overall")
-st.dataframe(res.overall, hide_index=True, width="stretch", column_config={
-    **common.ratio_ci_columns("score", "score vs reference × (derived)"),
-    "delta_pct": st.column_config.NumberColumn("Δ score-equivalent time %", format="%+.2f")})
+st.dataframe(overall, hide_index=True, width="stretch", placeholder="—",
+             column_order=["name", "n_loads", "score", "ci_low", "ci_high", "delta_pct", "verdict"],
+             column_config={"name": series_col,
+                            **common.ratio_ci_columns("score", "score vs reference × (derived)"),
+                            "delta_pct": num("Δ score-equivalent time %", format="%+.2f")})
 if (res.overall["n_loads"] < 6).any():
     st.caption("Fewer than six loads in common: this is a geometric mean over the loads present, not the "
                "benchmark score.")
 st.subheader("Per load")
-st.dataframe(res.loads, hide_index=True, width="stretch", column_config={
-    "reference_us": st.column_config.NumberColumn("Σw·reference µs", format="%.2f"),
-    "series_us": st.column_config.NumberColumn("Σw·series µs", format="%.2f"),
-    **common.ratio_ci_columns(),
-    "delta_pct": st.column_config.NumberColumn("Δ time %", format="%+.2f")})
+st.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
+             column_order=["name", "load", "ratio", "ci_low", "ci_high", "verdict", "reference_us", "series_us",
+                           "delta_pct"],
+             column_config={"name": series_col, "reference_us": num("Σw·reference µs", format="%.1f"),
+                            "series_us": num("Σw·series µs", format="%.1f"), **common.ratio_ci_columns(),
+                            "delta_pct": num("Δ time %", format="%+.2f")})
 st.subheader("Per shape")
-st.plotly_chart(figures.compare_figure(res.shapes, eps, "derived from the series' samples"), width="stretch")
+order = views.shape_order(common.workload().load_order, common.workload().family_order)
+st.plotly_chart(figures.compare_figure(res.shapes, eps, "derived from the series' samples", short, order),
+                width="stretch")
 verdicts = st.multiselect("Verdicts", list(compare.VERDICTS), default=list(compare.VERDICTS), key="cmp_verdicts")
-shown = res.shapes[res.shapes["verdict"].isin(verdicts)]
+shown = shapes[shapes["verdict"].isin(verdicts)]
 st.dataframe(common.gated_style(shown.assign(usable=~shown["verdict"].isin(compare.GATED.values()))),
-             hide_index=True, width="stretch", column_config={
-    "reference_us": st.column_config.NumberColumn("reference µs", format="%.3f"),
-    "series_us": st.column_config.NumberColumn("series µs", format="%.3f"),
-    "delta_us": st.column_config.NumberColumn("Δ µs", format="%+.3f"),
-    **common.ratio_ci_columns("ratio", "ratio of medians × (derived)")})
+             hide_index=True, width="stretch", placeholder="—",
+             column_order=["name", "load", "family", "M", "reference_us", "series_us", "delta_us", "ratio",
+                           "ci_low", "ci_high", "verdict"],
+             column_config={"name": st.column_config.TextColumn("series", width=260), "M": num("M", width=50),
+                            "reference_us": num("reference µs", format="%.3f"),
+                            "series_us": num("series µs", format="%.3f"), "delta_us": num("Δ µs", format="%+.3f"),
+                            **common.ratio_ci_columns("ratio", "ratio of medians ×")})
 common.download_csv(shown, "compare_shapes.csv")
 if len(res.dropped):
     with st.expander(f"{len(res.dropped)} rows outside the intersection"):

@@ -90,7 +90,8 @@ shapes_fig = shapes.assign(family=[lane(r.family, r.N if (r.family, r.N) in spec
 st.plotly_chart(figures.dispatch_figure(regions_fig, shapes_fig, f"plan {plan.name} (data file)", selected_M=M),
                 width="stretch")
 st.subheader("The whole plan")
-st.dataframe(table.drop(columns=["config"]), hide_index=True, width="stretch")
+st.dataframe(table.drop(columns=["config"]), hide_index=True, width="stretch", column_config={
+    "label": st.column_config.TextColumn("config", width=300), "note": st.column_config.TextColumn(width=380)})
 common.download_csv(table.drop(columns=["config"]), f"plan_{plan.name}.csv")
 st.subheader("Where each official shape falls")
 regions = pd.DataFrame([{"load": r.load, "family": r.family, "M": r.M, "N": r.N, **lookup(r.family, int(r.M), int(r.N))}

@@ -1,8 +1,10 @@
 """Kernels: inside one call — which kernels it launches, how long each runs, the bytes it moves against the ideal,
 each kernel against the probe roof, and findings in plain words (an explain run, `python -m profiler explain`)."""
+from pathlib import Path
+
 import streamlit as st
 
-from app_pages import common
+from app_pages import common, terms
 from dashboard import kernel_figures, kernel_findings, kernel_report, kernels, scoring
 
 EXPLAIN_HELP = ("Make one on the H200: `python -m profiler explain --plan baseline --plan best --shapes official` "
@@ -12,6 +14,7 @@ st.title("Kernels")
 st.caption("Inside a call: what it launches, per kernel. Kernel times from one CUDA-graph replay behind an L2 "
            "flush (Kineto, measured); DRAM/L2 bytes, grid and throughputs from Nsight Compute on one cold call "
            "(measured); floors, shares, gaps and findings derived from those and the run's own probes.")
+terms.link("floor", "sol", "provenance")
 
 
 def _head(path, limit: int = 1 << 20) -> str:
@@ -20,6 +23,13 @@ def _head(path, limit: int = 1 << 20) -> str:
             return handle.read(limit)
     except OSError:
         return ""
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _shape_report(path: str, mtime: float, shape: str, _data):
+    """kernel_report.build_report once per (explain run file and its mtime, shape): it draws every figure (0.6 s),
+    too slow for each rerun of the page. A built report is never modified, so one shared copy is fine."""
+    return kernel_report.build_report(_data, common.workload(), shape=shape)
 
 
 def _explain_sources() -> tuple[dict[str, str], int]:
@@ -64,7 +74,7 @@ if data.run.get("status") == "partial":
 
 shapes = data.shapes()
 worst = calls.sort_values("sol").iloc[0]["shape"]
-# ?shape= (a link from Overview / Where time goes) picks the shape
+# ?shape= (a link from Overview / Where time goes) picks the shape; without one the page opens on the worst call
 shape = common.url_selectbox(st, "Shape", shapes, "shape", worst, key="kernels_shape", what="shape",
                              help="Opens on the call furthest from its floor.")
 cands = [c for c in data.candidates() if c in set(calls["candidate"])]
@@ -105,11 +115,18 @@ c[1].plotly_chart(kernel_figures.kernel_roofline(rows, probe, f"{shape}: each ke
 
 st.subheader("Every kernel (measured and derived)")
 num = st.column_config.NumberColumn
-st.dataframe(rows, hide_index=True, width="stretch", column_config={
+kernel_cols = {
     "time_us": num("time µs (replay or ncu, see time_basis)", format="%.3f"),
     "duration_us": num("ncu µs (one cold call)", format="%.3f"), "replay_us": num("replay µs", format="%.3f"),
     "share": num("share of call", format="percent"), "bw_vs_probe": num("vs probe", format="percent"),
-    "achieved_tbps": num("TB/s (derived)", format="%.3f"), "grid_fill": num("grid fill", format="percent")})
+    "achieved_tbps": num("TB/s (derived)", format="%.3f"), "grid_fill": num("grid fill", format="percent")}
+# The lead columns fit the page at 1,600 px; every column is in the table below and in the CSV.
+lead = {"candidate": 85, "kernel": 230, "time_us": 85, "share": 75, "dram_bytes": 95, "achieved_tbps": 80,
+        "bw_vs_probe": 75, "grid": 65, "grid_fill": 70, "waves": 60, "registers": 70, "time_basis": 80}
+st.dataframe(rows, hide_index=True, width="stretch", column_order=[c for c in lead if c in rows],
+             column_config={c: {**kernel_cols.get(c, st.column_config.Column(c)), "width": w} for c, w in lead.items()})
+with st.expander("Every column of these kernels"):
+    st.dataframe(rows, hide_index=True, width="stretch", column_config=kernel_cols)
 common.download_csv(rows, f"kernels_{shape.replace('/', '_').replace(' ', '-')}.csv",
                     "Download this shape's kernels (CSV)")
 common.download_csv(ktab, f"kernels_{data.path.stem}.csv", "Download every kernel of the run (CSV)")
@@ -117,19 +134,29 @@ common.download_csv(ktab, f"kernels_{data.path.stem}.csv", "Download every kerne
 st.subheader("Where each call's gap to the floor goes (derived, µs)")
 gap_cols = ["candidate", "time_us", "floor_us", "gap_us", "side_kernels_us", "between_us", "excess_bytes_us",
             "main_slow_us", "main_kernel", "main_grid", "main_waves", "excess_ratio", "time_basis"]
-st.dataframe(here[gap_cols], hide_index=True, width="stretch")
+st.dataframe(here[gap_cols], hide_index=True, width="stretch", column_config={
+    **{c: num(c, format="%.3f", width=80) for c in gap_cols if c.endswith("_us")},
+    "candidate": st.column_config.TextColumn(width=85), "main_kernel": st.column_config.TextColumn(width=170),
+    "main_grid": num(width=70), "main_waves": num(format="%.2f", width=70),
+    "excess_ratio": num(format="%.2f", width=80), "time_basis": st.column_config.TextColumn(width=80)})
 
 st.subheader("Per load")
 cand = st.selectbox("Candidate", cands, index=len(cands) - 1, key="kernels_load_cand")
 loads = kernels.gap_by_load(calls, cand, scoring.family_weights(wl), wl.load_order)
 st.plotly_chart(kernel_figures.gap_parts_bars(loads, kernels.GAP_PARTS, f"{cand}: the gap to the floor per load, by "
                                               "cause"), width="stretch")
-st.dataframe(loads, hide_index=True, width="stretch")
+st.dataframe(loads, hide_index=True, width="stretch", column_config={
+    **{c: num(c, format="%.2f", width=95) for c in loads.columns if c.endswith("_us")},
+    "load": st.column_config.TextColumn(width=80), "sol": num(format="percent", width=70),
+    "launches_per_call": num(format="%.2f", width=80)},
+    column_order=[c for c in ("load", "time_sum_us", "floor_sum_us", "gap_sum_us", "side_kernels_us", "between_us",
+                              "excess_bytes_us", "underfilled_us", "low_bw_us", "below_compute_us", "sol",
+                              "launches_per_call") if c in loads])
 st.caption("Under-filled grid is a model: the main kernel's time × the share of SMs its grid leaves idle, capped at "
            "its time over its floor (dashboard/kernels.py says why).")
 with st.expander("Export this shape's breakdown as a report (same as `python -m dashboard report RUN --shape ...`)"):
     try:
-        rep = kernel_report.build_report(data, wl, shape=shape)
+        rep = _shape_report(sources[label], Path(sources[label]).stat().st_mtime, shape, data)
     except common.BAD_INPUT as exc:
         st.error(f"Cannot build the report: {exc}")
     else:

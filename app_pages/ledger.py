@@ -1,12 +1,13 @@
 """Ledger: the write-up's candidate history (checks vs scored, intervals) as a chart and a table."""
 import streamlit as st
 
-from app_pages import common
+from app_pages import common, terms
 from dashboard import figures
 
 st.title("Ledger — candidate history")
 st.caption("Source: datasets/seed_ledger.csv — **published** (the write-up's official checks and scored "
            "submissions; 'local' rows are the author's lab runs, not official).")
+terms.link("provenance", "ci")
 try:
     led = common.ledger()
 except common.BAD_INPUT as exc:
@@ -20,7 +21,7 @@ shown = led[led["kind"].isin(kinds) & led["track"].isin(tracks)]
 st.plotly_chart(figures.ledger_figure(shown), width="stretch")
 st.caption(f"{len(shown)} of {len(led)} records shown; {int(shown['score'].isna().sum())} have no usable score "
            "(failed or queued) and appear only in the table.")
-st.dataframe(shown, hide_index=True, width="stretch", column_config={
+st.dataframe(shown, hide_index=True, width="stretch", placeholder="—", column_config={
     "score": st.column_config.NumberColumn("score ×", format="%.4f"),
     "ci_low": st.column_config.NumberColumn("CI low", format="%.4f"),
     "ci_high": st.column_config.NumberColumn("CI high", format="%.4f"),

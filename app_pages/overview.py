@@ -2,42 +2,47 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
-from dashboard import figures, kernels, planner, scoring, views
+from app_pages import common, targets, terms
+from dashboard import compare, figures, glossary, kernels, planner, scoring, views
 
 
 def _environment(v) -> None:
     if v.kind == "run":
         st.subheader("Environment (measured)")
         env = v.run["environment"]
-        clocks = env.get("clocks", {})
+        clock = views.clock_summary(v.run)
         e = st.columns(4)
         e[0].metric("GPU", env.get("gpu", "?"))
-        telemetry = pd.DataFrame(v.run.get("telemetry", []))
-        sm = telemetry["sm_mhz"].dropna() if "sm_mhz" in telemetry else pd.Series(dtype=float)
-        # The start reading is taken on an idle GPU (clocks down, reason gpu_idle): what matters is the clock
-        # while measuring, sampled after the probes and after every shape.
-        e[1].metric("SM clock while measuring", f"{sm.min():.0f}–{sm.max():.0f} MHz" if len(sm) else "?",
-                    help=f"max {clocks.get('sm_max_mhz', '?')} MHz; idle reading at start "
-                         f"{clocks.get('sm_mhz_start', '?')} MHz, at end {clocks.get('sm_mhz_end', '?')} MHz")
+        e[1].metric("SM clock while measuring",
+                    views.mhz_range(clock), help=glossary.short("clock"))
         e[2].metric("Replay overhead", f"{env.get('replay_overhead_us', float('nan')):.2f} µs")
         flagged = int(v.data.results["flags"].map(len).gt(0).sum())
         e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}")
-        thr = [r for r in env.get("throttle_reasons") or [] if r != "gpu_idle"]  # idle at start is not throttling
-        during = sorted({r for rs in telemetry.get("throttle", pd.Series(dtype=object)).dropna() for r in rs}
-                        - {"gpu_idle"})
-        reasons = sorted(set(thr) | set(during))
-        (st.warning if reasons else st.caption)(
-            f"Throttle reasons (start + samples, idle excluded): {', '.join(reasons) if reasons else 'none'}")
+        (st.warning if clock["throttle_reasons"] else st.caption)(views.clock_text(clock))
+        telemetry = pd.DataFrame(v.run.get("telemetry", []))
         if len(telemetry) > 1:
             st.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
         with st.expander("All environment fields"):
             st.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")
 
 
+def _sol_flags(loads: pd.DataFrame, wide: pd.DataFrame, names: dict) -> None:
+    """Say where SOL is above 100% (the kernel beat its floor's probe) instead of letting it pass as real."""
+    over = views.sol_over_100(wide)
+    per_load = [f"{r.load} ({names[side]} {getattr(r, f'sol_{side}'):.1%})" for r in loads.itertuples()
+                for side in ("baseline", "candidate") if getattr(r, f"sol_{side}") > 1]
+    if len(over) or per_load:
+        where = ([f"per load: {', '.join(per_load)}"] if per_load else []) + \
+                ([f"per shape: {', '.join(f'{r.shape} ({names[r.side]} {r.sol:.1%})' for r in over.itertuples())}"]
+                 if len(over) else [])
+        st.warning(f"SOL above 100% — {'; '.join(where)}. {glossary.short('sol_over')} Read these as ‘at the "
+                   "floor’ (see the glossary).")
+
+
 st.title("Overview")
 v = common.view()
 common.caption_source(v)
+terms.link("score", "sigma_w", "sol", "verdicts")
 with st.expander("Upload a run file or a per-shape CSV"):
     common.upload_widget("upload_overview")
 
@@ -55,14 +60,10 @@ if v.breakdown is None:  # view() said why there is no score (gate); show every 
 bd = v.breakdown
 weights = scoring.family_weights(common.workload())
 
-cmp = common.run_comparison(v) if v.kind == "run" else None
-ci = cmp.overall.iloc[0] if cmp is not None else None
 tag = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"
 c = st.columns(4)
-c[0].metric(f"Score ({tag} times; derived)", f"{bd.score:.4f}×",
-            help=f"{v.candidate} vs {v.baseline}: geometric mean of the six load ratios")
-if ci is not None and pd.notna(ci["ci_low"]):
-    c[0].caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} ({ci['verdict']})")
+c[0].metric(f"Score ({tag} times; derived)", f"{bd.score:.4f}×", help=glossary.short("score"))
+ci_slot = c[0].empty()
 c[1].metric("Aggregate time saved (derived)", f"{bd.time_saved:.2%}")
 c[2].metric(f"Score-equivalent time, {v.baseline} (derived)", f"{bd.equiv_baseline_us:,.1f} µs",
             help="Geometric mean over the six loads of Σ weight × time")
@@ -70,37 +71,26 @@ c[3].metric(f"Score-equivalent time, {v.candidate} (derived)", f"{bd.equiv_candi
             help="Geometric mean over the six loads of Σ weight × time")
 if v.source != "published":
     ref = scoring.score_official(common.official(), common.workload())
-    st.caption(f"For reference, the official 036 table (published) scores {ref.score:.4f}× against its baseline.")
+    st.caption(f"For reference, the official 036 table (published) scores {ref.score:.4f}× against its baseline "
+               "(a different baseline: not comparable).")
 else:
     st.caption("Recomputed (derived) from the table's 3-decimal published times. The write-up's own figures — "
                "score 1.301203, score-equivalent 4,830.8 / 3,712.56 µs — come from the evaluator's estimates.")
 
 st.subheader("Per load")
-target = st.number_input("Target score", min_value=1.0, max_value=3.0, value=1.32, step=0.005, format="%.4f",
-                         key="target")
+target = targets.target_input("target", v, bd.score)
+fig_df = bd.loads.assign(label=bd.loads["load"])
+chart, table = st.empty(), st.empty()
+chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
 wide = v.wide()
-sol = views.load_sol(wide, weights)
-loads = bd.loads.merge(sol, on="load", how="left")
-factor = planner.single_load_factor(bd.score, target)
+loads = bd.loads.merge(views.load_sol(wide, weights), on="load", how="left")
 loads["ratio_if_alone_reaches_target"] = loads["load"].map(planner.load_ratios_needed(bd, target))
-if ci is not None:
-    loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
-st.dataframe(loads, hide_index=True, width="stretch", column_config={
-    "baseline_sum_us": st.column_config.NumberColumn("Σw·baseline µs", format="%.2f"),
-    "candidate_sum_us": st.column_config.NumberColumn("Σw·candidate µs", format="%.2f"),
-    "floor_sum_us": st.column_config.NumberColumn("Σw·floor µs (derived)", format="%.2f"),
-    "sol_baseline": st.column_config.NumberColumn("SOL baseline (derived)", format="percent"),
-    "sol_candidate": st.column_config.NumberColumn("SOL candidate (derived)", format="percent"),
-    "ratio_if_alone_reaches_target": st.column_config.NumberColumn("ratio this load alone would need (derived)",
-                                                                   format="%.4f"),
-    **common.ratio_ci_columns()})
 floors_from = ("the run's measured probe curve and compute peak" if v.kind == "run" else
                "the write-up's four published probes and its quoted 989 TFLOP/s")
-st.caption(f"Ratios and sums: derived from {tag} times. SOL = Σ floor ÷ Σ time, floors from {floors_from}.")
-fig_df = bd.loads.assign(label=bd.loads["load"])
-if ci is not None:
-    fig_df = fig_df.merge(cmp.loads[["load", "ci_low", "ci_high"]], on="load", how="left")
-st.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
+st.caption(f"Ratios, Σw sums, CIs and SOL are derived from {tag} times; floors from {floors_from}. "
+           f"The verdict compares the CI with a ±{compare.EPS_DEFAULT:.0%} SAME band (see the glossary; the "
+           "Compare page derives the band from repeatability runs).")
+_sol_flags(loads, wide, {"baseline": v.baseline, "candidate": v.candidate})
 far = kernels.furthest_from_floor(wide)
 if far:
     st.caption("Furthest from the floor (lowest SOL): open a shape on the Kernels page to see what its call launches.")
@@ -116,8 +106,38 @@ else:
     g[0].metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(bd.score, target):.3%}")
     g[1].metric("Aggregate speed factor needed (derived)",
                 f"{planner.required_speed_factor(bd.score, target):.5f}×")
-    g[2].metric("…or one load alone by (derived)", f"{factor:.4f}×")
+    g[2].metric("…or one load alone by (derived)", f"{planner.single_load_factor(bd.score, target):.4f}×")
     st.caption("Per load: the last table column is the ratio that load alone would need (others unchanged). "
                "The Planner page shows it per shape.")
 
 _environment(v)
+
+# The bootstrap CIs come last: thousands of resamples are the slowest step of a first visit, so everything above is
+# already on its way to the browser (which loads the chart library meanwhile); they fill the slots left for them.
+cmp = common.run_comparison(v) if v.kind == "run" else None
+ci = cmp.overall.iloc[0] if cmp is not None else None
+if ci is not None:
+    if pd.notna(ci["ci_low"]):
+        ci_slot.caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} ({ci['verdict']})")
+    fig_df = fig_df.merge(cmp.loads[["load", "ci_low", "ci_high"]], on="load", how="left")
+    chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
+    loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
+    loads["ci"] = [views.ci_text(lo, hi) for lo, hi in zip(loads["ci_low"], loads["ci_high"])]
+num = st.column_config.NumberColumn
+table.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
+                column_order=[c for c in ("load", "ratio", "ci", "verdict", "baseline_sum_us", "candidate_sum_us",
+                                          "floor_sum_us", "sol_baseline", "sol_candidate",
+                                          "ratio_if_alone_reaches_target") if c in loads],
+                column_config={
+    "load": st.column_config.TextColumn("load", width=90),
+    "ratio": num("ratio ×", format="%.4f", width=80, help=glossary.short("ratio")),
+    "ci": st.column_config.TextColumn("95% CI", width=130, help=glossary.short("ci")),
+    "verdict": st.column_config.TextColumn("verdict", width=90, help=glossary.short("verdicts")),
+    "baseline_sum_us": num(f"Σw·{v.baseline} µs", format="%.1f", width=115, help=glossary.short("sigma_w")),
+    "candidate_sum_us": num(f"Σw·{v.candidate} µs", format="%.1f", width=115, help=glossary.short("sigma_w")),
+    "floor_sum_us": num("Σw·floor µs", format="%.1f", width=100, help=glossary.short("floor")),
+    "sol_baseline": num("SOL base", format="percent", width=80, help=glossary.short("sol")),
+    "sol_candidate": num("SOL cand", format="percent", width=80, help=glossary.short("sol")),
+    "ratio_if_alone_reaches_target": num("alone would need ×", format="%.4f", width=125,
+                                         help="The ratio this load alone would need for the target score, "
+                                              "the other loads unchanged (derived).")})

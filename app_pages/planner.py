@@ -5,13 +5,14 @@ Every number here is **derived** (arithmetic on the selected source's times); no
 import numpy as np
 import streamlit as st
 
-from app_pages import common
+from app_pages import common, targets, terms
 from dashboard import figures, planner
 
 st.title("Planner — what would it take?")
 v = common.view()
 bd = common.require_breakdown(v)
 common.caption_source(v, "All planner outputs are **derived** calculations, not predictions of a kernel.")
+terms.link("score", "sigma_w")
 ratios = bd.load_ratios()
 
 tab_agg, tab_amdahl, tab_tile, tab_target = st.tabs(["Aggregation", "Amdahl", "Tile geometry", "Target"])
@@ -70,16 +71,19 @@ with tab_tile:
     st.caption("Ignores scratch, outputs, cache effects, instruction granularity and scheduling.")
 
 with tab_target:
-    target = st.number_input("Target score", 1.0, 3.0, 1.32, 0.005, format="%.4f", key="plan_target")
+    target = targets.target_input("plan_target", v, bd.score)
     m1, m2, m3 = st.columns(3)
     m1.metric("Current score", f"{bd.score:.4f}×", help=v.note)
     m2.metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(bd.score, target):.3%}")
     m3.metric("Single-load factor needed (derived)", f"{planner.single_load_factor(bd.score, target):.4f}×")
     tgt = planner.shape_targets(bd, target)
-    st.dataframe(tgt, hide_index=True, width="stretch", column_config={
-        "candidate_us": st.column_config.NumberColumn("candidate µs", format="%.3f"),
-        "share": st.column_config.NumberColumn("share of load", format="percent"),
-        "speedup_needed": st.column_config.NumberColumn("speedup needed ×", format="%.4f"),
-        "new_us": st.column_config.NumberColumn("would need µs", format="%.3f"),
-        "feasible": st.column_config.CheckboxColumn("alone enough?")})
+    num = st.column_config.NumberColumn
+    st.dataframe(tgt, hide_index=True, width="stretch", placeholder="—", column_config={
+        "load": st.column_config.TextColumn("load", width=85), "family": st.column_config.TextColumn(width=85),
+        "candidate_us": num("candidate µs", format="%.3f", width=100),
+        "share": num("share of load", format="percent", width=95),
+        "speedup_needed": num("speedup needed ×", format="%.4f", width=120),
+        "new_us": num("would need µs", format="%.3f", width=105),
+        "feasible": st.column_config.CheckboxColumn("alone enough?", width=100),
+        "reason": st.column_config.TextColumn("why not", width="large")})
     common.download_csv(tgt, "shape_targets.csv")

@@ -2,13 +2,14 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
+from app_pages import common, terms
 from dashboard import figures
 
 st.title("Probes — HBM read curve")
 v = common.view(probes_only_ok=True)
 common.caption_source(v, "Probe times are measured (run probes) or published (the write-up's four); TB/s = bytes ÷ "
                          "time (derived).")
+terms.link("floor", "provenance")
 seed = common.seed_probes()
 probes = pd.DataFrame(v.run.get("probes", [])) if v.run else pd.DataFrame()
 if v.kind != "run":

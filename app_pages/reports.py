@@ -4,11 +4,12 @@ Same exports headless: `python -m dashboard report RUN.json --out DIR`.
 """
 import streamlit as st
 
-from app_pages import common
+from app_pages import common, terms
 
 st.title("Reports")
 v = common.view()
 common.caption_source(v)
+terms.link()
 st.markdown("Headless: `python -m dashboard report RUN.json --out DIR [--baseline B --candidate C] "
             "[--shape 'decode 1/router']`")
 scope = st.radio("Scope", ["Whole run", "One shape"], horizontal=True, key="rep_scope")
@@ -23,7 +24,8 @@ except common.BAD_INPUT as exc:
     st.stop()
 st.markdown(f"**{rep.title}**")
 stem = rep.stem
-st.caption("Files are generated when you click (the HTML embeds plotly.js, ~5 MB, so it opens offline).")
+st.caption("Files are generated when you click. The HTML carries one compressed copy of plotly.js (about 2 MB in "
+           "all) so it opens offline; the CSV has every per-shape column, the HTML and Markdown a compact table.")
 c = st.columns(4)
 c[0].download_button("HTML (interactive, offline)", rep.html, file_name=f"{stem}.html", mime="text/html",
                      key="rep_html")

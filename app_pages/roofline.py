@@ -1,7 +1,7 @@
 """Roofline: intensity vs achieved throughput under the measured memory and compute roofs; time vs floor."""
 import streamlit as st
 
-from app_pages import common
+from app_pages import common, terms
 from dashboard import figures, runs, views
 
 st.title("Roofline")
@@ -14,13 +14,16 @@ if curve is None:
 tbps = curve.tbps_max_point if curve is not None else float("nan")
 src = ("measured roofs (run probes, compute probe)" if v.kind == "run"
        else "published times; roofs from the write-up's probes and its quoted 989 TFLOP/s")
-common.caption_source(v, f"Roofs: {src}. Points: achieved = 2MNK ÷ time (derived).")
+common.caption_source(v, f"Roofs: {src}. Points: achieved = 2MNK ÷ time (derived). The baseline is drawn as open "
+                         "rings under the other candidates.")
+terms.link("floor", "sol", "sol_over")
 cands = st.multiselect("Candidates", v.data.candidates(), default=[v.baseline, v.candidate], key="roof_cands")
 pts = views.roofline_points(table, cands)
-st.plotly_chart(figures.roofline(pts, tbps, peak, src), width="stretch")
-st.plotly_chart(figures.time_vs_floor(pts, src), width="stretch")
+colors = figures.series_colors(v.data.candidates(), v.baseline)
+st.plotly_chart(figures.roofline(pts, tbps, peak, src, colors=colors, hollow=(v.baseline,)), width="stretch")
+st.plotly_chart(figures.time_vs_floor(pts, src, colors), width="stretch")
 cols = ["shape", "candidate", "median_us", "floor_us", "bound", "sol", "tflops"]
-st.dataframe(pts[cols], hide_index=True, width="stretch", column_config={
+st.dataframe(pts[cols], hide_index=True, width="stretch", placeholder="—", column_config={
     "median_us": st.column_config.NumberColumn("µs", format="%.3f"),
     "floor_us": st.column_config.NumberColumn("floor µs (derived)", format="%.3f"),
     "sol": st.column_config.NumberColumn("SOL", format="percent"),

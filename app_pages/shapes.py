@@ -1,13 +1,16 @@
-"""Shapes: the 30-shape table — M/N/K, bytes, FLOPs, intensity, floor, bound, official and local times, ratio with
-CI, SOL, correctness and dispatched method; sortable, filterable, downloadable."""
+"""Shapes: the 30-shape table — candidate time, ratio with CI, SOL and method first, then baseline, floor, bound,
+MB and GFLOP; every other column (M/N/K, intensity, floors, official times, other candidates) in a second table
+and the CSV. Filterable, sortable, downloadable."""
 import streamlit as st
 
-from app_pages import common
+from app_pages import common, terms
+from dashboard import glossary, views
 
 st.title("Shapes")
 v = common.view()
-common.caption_source(v, "Bytes/FLOPs/intensity/floors/SOL are **derived**; times are as labelled.")
-wide = v.wide()
+common.caption_source(v, "MB, GFLOP, floors and SOL are **derived**; times are as labelled.")
+terms.link("ratio", "ci", "floor", "sol", "sol_over")
+wide = views.readable_shapes(v.wide())
 off = common.official().rename(columns={"baseline_us": "official_baseline_us", "candidate_us": "official_036_us"})
 wide = wide.merge(off[["load", "family", "official_baseline_us", "official_036_us"]], on=["load", "family"],
                   how="left")
@@ -31,16 +34,51 @@ if fams:
     shown = shown[shown["family"].isin(fams)]
 if only_bad:
     shown = shown[(shown["flags"] != "") | (~shown["usable"])]
+
 num = st.column_config.NumberColumn
-st.dataframe(common.gated_style(shown), hide_index=True, width="stretch", column_config={
-    "bytes": num("bytes", format="%d"), "flops": num("FLOPs", format="%.3e"),
-    "intensity_flop_per_byte": num("FLOP/B", format="%.2f"),
-    "memory_floor_us": num("mem floor µs", format="%.3f"), "compute_floor_us": num("compute floor µs", format="%.3f"),
-    "floor_us": num("floor µs", format="%.3f"), **common.shape_ratio_columns(v),
-    "sol_baseline": num("SOL baseline", format="percent"), "sol_candidate": num("SOL candidate", format="percent"),
-    "official_baseline_us": num("official baseline µs (published)", format="%.3f"),
-    "official_036_us": num("official 036 µs (published)", format="%.3f"),
-    "correct": st.column_config.CheckboxColumn("correct"), **others})
-st.caption(f"{len(shown)} of {len(wide)} shapes shown. The CI (95%, from the run's pairs) belongs to the median "
-           "paired ratio; the ratio of medians is the one the score aggregates.")
+t = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"
+# Widths in px sum to < 1,100 so the table fits the page at 1,600 px without scrolling sideways.
+lead = {
+    "shape": st.column_config.TextColumn("shape", pinned=True, width=150),
+    "candidate_us": num(f"{v.candidate} µs", format="%.3f", width=95, help=f"{t} median"),
+    "ratio": num("ratio ×", format="%.3f", width=70, help="ratio of medians (what the score aggregates): "
+                                                         + glossary.short("ratio")),
+    "paired_ci": st.column_config.TextColumn("paired ratio [95% CI]", width=150,
+                                             help="median of the paired per-round ratios and its CI (measured "
+                                                  "pairs; a published table has none)"),
+    "sol_candidate": num("SOL", format="percent", width=70, help=glossary.short("sol")),
+    "method": st.column_config.TextColumn("method", width=160, help="what the candidate ran at this shape"),
+    "baseline_us": num(f"{v.baseline} µs", format="%.3f", width=95, help=f"{t} median"),
+    "floor_us": num("floor µs", format="%.3f", width=75, help=glossary.short("floor")),
+    "bound": st.column_config.TextColumn("bound", width=70),
+    "mb": num("MB", format="%.1f", width=55, help="bytes moved (weights + activations + output), decimal MB"),
+    "gflop": num("GFLOP", format="%.3f", width=65, help="2·M·N·K"),
+    "correct": st.column_config.CheckboxColumn("ok", width=40, help="passed the correctness contract"),
+}
+st.dataframe(common.gated_style(shown), hide_index=True, width="stretch", height="content", placeholder="—",
+             column_order=[c for c in lead if c in shown], column_config=lead)
+over = views.sol_over_100(shown)
+st.caption(f"{len(shown)} of {len(wide)} shapes shown; rows in red are kept out of every score (incorrect, failed "
+           "or below the measured floor), so they have no ratio. The ratio of medians is what the score aggregates; the CI "
+           "(95%, from the run's pairs) belongs to the median paired ratio next to it."
+           + (f" SOL above 100% at {len(over)} point(s): the kernel beat its floor's probe ("
+              f"{glossary.short('sol_over')})" if len(over) else ""))
 common.download_csv(shown, "shapes.csv")
+
+with st.expander("All columns (the whole method, M, N, K, intensity, both floors, SOL of the baseline, official "
+                 "times, other candidates, flags)"):
+    rest = ["shape", "method", "M", "N", "K", "bytes", "flops", "intensity_flop_per_byte", "memory_floor_us",
+            "compute_floor_us", "sol_baseline", "ratio_paired", "ratio_ci_low", "ratio_ci_high",
+            "official_baseline_us", "official_036_us", *others, "flags"]
+    st.dataframe(shown, hide_index=True, width="stretch", placeholder="—",
+                 column_order=[c for c in rest if c in shown], column_config={
+        "shape": st.column_config.TextColumn("shape", pinned=True),
+        "method": st.column_config.TextColumn("method", width="large"),
+        "bytes": num("bytes", format="%d"), "flops": num("FLOPs", format="%.3e"),
+        "intensity_flop_per_byte": num("FLOP/B", format="%.2f"),
+        "memory_floor_us": num("mem floor µs", format="%.3f"),
+        "compute_floor_us": num("compute floor µs", format="%.3f"),
+        "sol_baseline": num("SOL baseline", format="percent"),
+        **{k: c for k, c in common.shape_ratio_columns(v).items() if k.startswith("ratio_")},
+        "official_baseline_us": num("official baseline µs (published)", format="%.3f"),
+        "official_036_us": num("official 036 µs (published)", format="%.3f"), **others})

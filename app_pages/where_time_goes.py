@@ -1,29 +1,51 @@
-"""Where time goes: per load, baseline vs candidate per family, time shares, Amdahl per shape, local vs official."""
+"""Where time goes: per load, baseline vs candidate per family (floors marked), the time above the floor per
+family (what is recoverable), time shares, Amdahl per shape, local vs official."""
 import numpy as np
 import streamlit as st
 
-from app_pages import common
-from dashboard import figures, kernels, scoring, views
+from app_pages import common, terms
+from dashboard import figures, glossary, kernels, scoring, views
 
 st.title("Where the time goes")
 v = common.view()
 common.caption_source(v, "Lower is better.")
-wide = v.wide()
+terms.link("floor", "above_floor", "sigma_w")
 wl = common.workload()
-series = {f"{v.baseline}": "baseline_us", f"{v.candidate}": "candidate_us"}
-tag = "measured" if v.kind == "run" else v.note
-st.plotly_chart(figures.load_time_bars(wide, series, f"{tag} per-shape times", wl.load_order), width="stretch")
-
-loads = [l for l in wl.load_order if l in set(wide["load"])]
-if not loads:
-    st.info(f"{v.label} has no shapes of the scored loads (nearby shapes only).")
+wide = v.wide()
+scored = wide[wide["load"].isin(wl.load_order)]
+if scored.empty:
+    # e.g. a nearby-only run: its shapes belong to no load, so there is nothing to split per load or per family
+    st.info(f"{v.label} has no shapes of the six scored loads (only {', '.join(sorted(set(wide['load'])))} "
+            "shapes), so there is no time per load or per family to show. The Shapes page lists its shapes.")
     st.stop()
+
+series = {f"{v.baseline}": "baseline_us", f"{v.candidate}": "candidate_us"}
+colors = figures.series_colors(v.data.candidates(), v.baseline)  # the same colours as on every page
+tag = "measured" if v.kind == "run" else v.note
+st.plotly_chart(figures.load_time_bars(scored, series, f"{tag} per-shape times; Σ floor derived", wl.load_order,
+                                       floor_col="floor_us"), width="stretch")
+
+st.subheader("Time above the floor (what is recoverable)")
+above = views.time_above_floor(scored, wl.load_order, wl.family_order)
+st.plotly_chart(figures.above_floor_bars(above, {v.baseline: "baseline_above_us", v.candidate: "candidate_above_us"},
+                                         f"derived from {tag} times and the floors", colors), width="stretch")
+num = st.column_config.NumberColumn
+st.dataframe(above, hide_index=True, width="stretch", column_config={
+    "baseline_above_us": num(f"{v.baseline} above floor µs", format="%.2f", help=glossary.short("above_floor")),
+    "candidate_above_us": num(f"{v.candidate} above floor µs", format="%.2f", help=glossary.short("above_floor")),
+    "candidate_us": num(f"{v.candidate} µs", format="%.2f"), "floor_us": num("floor µs", format="%.2f"),
+    "candidate_share_above": num(f"share of {v.candidate} time above floor", format="percent")})
+st.caption("Summed over the six loads, each shape once (µs per call). Negative where a kernel beat its floor's "
+           "probe (SOL above 100%, see the glossary).")
+
+st.subheader("One load")
+loads = [l for l in wl.load_order if l in set(scored["load"])]
 load = common.url_selectbox(st, "Load", loads, "load", loads[0], key="wtg_load", what="load")
-st.plotly_chart(figures.family_bars(wide, load, series, tag), width="stretch")
+st.plotly_chart(figures.family_bars(scored, load, series, tag, colors), width="stretch")
 
 st.subheader("Time shares and Amdahl")
 weights = scoring.family_weights(wl)
-shares = views.time_shares(wide, weights)
+shares = views.time_shares(scored, weights)
 st.plotly_chart(figures.share_bars(shares, f"derived from {tag} times ({v.candidate})"), width="stretch")
 if v.breakdown is None:  # a what-if score needs the pair's score: view() said why there is none
     st.info("No Amdahl what-if without a score for this pair.")
@@ -32,10 +54,10 @@ else:
                          value=2.0, format_func=lambda x: "∞" if not np.isfinite(x) else f"{x}×", key="wtg_s")
     sub = views.amdahl_table(shares, load, s, v.breakdown.load_ratios())
     st.dataframe(sub, hide_index=True, width="stretch", column_config={
-        "candidate_us": st.column_config.NumberColumn(f"{v.candidate} µs", format="%.3f"),
-        "share": st.column_config.NumberColumn("share of load", format="percent"),
-        "load_speedup": st.column_config.NumberColumn("load speedup × (derived)", format="%.4f"),
-        "new_score": st.column_config.NumberColumn("score then (derived)", format="%.4f")})
+        "candidate_us": num(f"{v.candidate} µs", format="%.3f"),
+        "share": num("share of load", format="percent"),
+        "load_speedup": num("load speedup × (derived)", format="%.4f"),
+        "new_score": num("score then (derived)", format="%.4f")})
 
 far = kernels.furthest_from_floor(wide)
 if far:
@@ -50,5 +72,7 @@ if v.kind == "run":
     if side.empty:
         st.info("This run has no scored shapes in common with the official table.")
     else:
-        st.dataframe(side, hide_index=True, width="stretch")
+        st.caption(glossary.short("baselines"))
+        st.dataframe(side, hide_index=True, width="stretch", column_config={
+            c: num(c, format="%.3f") for c in side.columns if c.endswith(")")})
         common.download_csv(side, "local_vs_official.csv")

@@ -14,12 +14,17 @@ from plotly.subplots import make_subplots
 FAMILY_COLORS = {"qkv_gate": "#4c78a8", "o": "#f58518", "pooler": "#54a24b", "unpooler": "#b279a2",
                  "router": "#e45756"}
 SERIES_COLORS = ["#7f7f7f", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
-VERDICT_COLORS = {"FAST": "#2ca02c", "SLOW": "#d62728", "SAME": "#7f7f7f", "AMBIGUOUS": "#ff7f0e",
-                  "NO SAMPLES": "#bcbd22", "INCORRECT": "#d62728", "FAILED": "#d62728", "BELOW FLOOR": "#d62728"}
-GATED_VERDICTS = ("INCORRECT", "FAILED", "BELOW FLOOR")  # no ratio: drawn as red crosses on the 1.0 line
+VERDICT_SYMBOLS = {"FAST": "triangle-up", "SLOW": "triangle-down", "SAME": "circle", "AMBIGUOUS": "diamond-open",
+                   "NO SAMPLES": "x", "INCORRECT": "x", "FAILED": "x", "BELOW FLOOR": "x", "NO SCORE": "x"}
+GATED_VERDICTS = ("INCORRECT", "FAILED", "BELOW FLOOR", "NO SCORE")  # no ratio: red crosses on the 1.0 line
 GATED_COLOR = "#d62728"
 DATASHEET_TBPS = 4.8  # H200 datasheet HBM3e bandwidth, drawn dashed for reference only
-LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=60, b=50), hovermode="closest")
+FLOOR_TICK = dict(symbol="line-ew", size=18, line=dict(width=3, color="black"))  # a floor drawn across a bar
+# No template here: setting one copies and validates the whole template, about 30 ms per figure on this 2-core
+# machine. In the app Streamlit's chart theme styles every figure anyway; reports add plotly_white once, in the page
+# (dashboard.report_render).
+LAYOUT = dict(margin=dict(l=60, r=20, t=60, b=50), hovermode="closest")
+REPORT_TEMPLATE = "plotly_white"
 SUBPLOTS_LAYOUT = {**LAYOUT, "margin": dict(l=60, r=20, t=100, b=50)}  # room for subplot titles under the title
 
 
@@ -27,8 +32,24 @@ def _title(text: str, source: str) -> dict:
     return dict(text=f"{text}<br><sup>{source}</sup>")
 
 
-def _color(i: int) -> str:
-    return SERIES_COLORS[i % len(SERIES_COLORS)]
+def series_colors(names, baseline: str | None = None) -> dict[str, str]:
+    """One colour per series name, fixed for every chart that shows it: the baseline grey, the others in palette
+    order. Callers build it once (e.g. for a report) and pass it to each figure."""
+    out, i = {}, 1
+    for name in dict.fromkeys(names):
+        if name == baseline:
+            out[name] = SERIES_COLORS[0]
+        else:
+            out[name] = SERIES_COLORS[1 + (i - 1) % (len(SERIES_COLORS) - 1)]
+            i += 1
+    return out
+
+
+def _colors_for(names, colors: dict | None) -> dict[str, str]:
+    """`colors` where it names a series, else palette order."""
+    names = list(dict.fromkeys(map(str, names)))
+    auto = series_colors(names)
+    return {n: (colors or {}).get(n, auto[n]) for n in names}
 
 
 def _mark_gated(fig: go.Figure, df: pd.DataFrame, x: str, y: str) -> None:
@@ -43,12 +64,14 @@ def _mark_gated(fig: go.Figure, df: pd.DataFrame, x: str, y: str) -> None:
                         text=bad["status"], hovertemplate="%{x}: %{text} — not scored<extra></extra>")
 
 
-def load_time_bars(df: pd.DataFrame, series: dict[str, str], source: str, load_order=None) -> go.Figure:
+def load_time_bars(df: pd.DataFrame, series: dict[str, str], source: str, load_order=None,
+                   floor_col: str | None = None) -> go.Figure:
     """Where the time went: per load, one stacked bar per series, stacked by family (µs, lower is better).
 
-    `df` columns: load, family, and one µs column per series; `series` maps legend name → column.
+    `df` columns: load, family, and one µs column per series; `series` maps legend name → column. With
+    `floor_col`, the load's summed floor is drawn as a black tick on every bar.
     """
-    loads = load_order or list(dict.fromkeys(df["load"]))
+    loads = [l for l in (load_order or list(dict.fromkeys(df["load"]))) if l in set(df["load"])]
     fig = go.Figure()
     for fam in dict.fromkeys(df["family"]):
         sub = df[df["family"] == fam].set_index("load")
@@ -60,20 +83,49 @@ def load_time_bars(df: pd.DataFrame, series: dict[str, str], source: str, load_o
                 y.append(float(sub[col].get(load, np.nan)) if load in sub.index else np.nan)
         fig.add_bar(x=[x0, x1], y=y, name=fam, marker_color=FAMILY_COLORS.get(fam),
                     hovertemplate="%{x}<br>" + fam + ": %{y:.3f} µs<extra></extra>")
+    if floor_col and floor_col in df and df[floor_col].notna().any():
+        floors = df.groupby("load", sort=False)[floor_col].sum(min_count=1)
+        x0 = [l for l in loads for _ in series]
+        fig.add_scatter(x=[x0, [n for _ in loads for n in series]], y=[floors.get(l, np.nan) for l in x0],
+                        mode="markers", name="Σ floor (derived)", marker=FLOOR_TICK,
+                        hovertemplate="%{x}<br>Σ floor %{y:.3f} µs<extra></extra>")
     fig.update_layout(barmode="stack", title=_title("Time per load, stacked by family (µs, lower is better)",
                                                     source), yaxis_title="µs", legend_title="family", **LAYOUT)
     return fig
 
 
-def family_bars(df: pd.DataFrame, load: str, series: dict[str, str], source: str) -> go.Figure:
-    """One load: grouped bars of each family's time per series. Columns as in `load_time_bars`."""
+def family_bars(df: pd.DataFrame, load: str, series: dict[str, str], source: str, colors: dict | None = None,
+                floor_col: str | None = "floor_us") -> go.Figure:
+    """One load: grouped bars of each family's time per series, the shape's floor as a tick on every bar.
+    Columns as in `load_time_bars`, plus `floor_col` (µs) when present."""
     sub = df[df["load"] == load]
+    cmap = _colors_for(series, colors)
     fig = go.Figure()
-    for i, (name, col) in enumerate(series.items()):
-        fig.add_bar(x=sub["family"], y=sub[col], name=name, marker_color=_color(i),
+    for name, col in series.items():
+        fig.add_bar(x=sub["family"], y=sub[col], name=name, marker_color=cmap[name], offsetgroup=name,
                     hovertemplate="%{x}: %{y:.3f} µs<extra>" + name + "</extra>")
-    fig.update_layout(barmode="group", title=_title(f"{load}: time per family (µs)", source),
+    if floor_col in sub and sub[floor_col].notna().any():
+        for i, name in enumerate(series):
+            fig.add_scatter(x=sub["family"], y=sub[floor_col], mode="markers", offsetgroup=name,
+                            name="floor (derived)", legendgroup="floor", showlegend=i == 0, marker=FLOOR_TICK,
+                            hovertemplate="%{x} floor: %{y:.3f} µs<extra></extra>")
+    fig.update_layout(barmode="group", scattermode="group", title=_title(f"{load}: time per family (µs)", source),
                       yaxis_title="µs", **LAYOUT)
+    return fig
+
+
+def above_floor_bars(df: pd.DataFrame, series: dict[str, str], source: str, colors: dict | None = None) -> go.Figure:
+    """Per family: time above the floor (µs, summed over the loads) per series — what is recoverable.
+    `df`: dashboard.views.time_above_floor output; `series` maps legend name → column."""
+    cmap = _colors_for(series, colors)
+    fig = go.Figure()
+    for name, col in series.items():
+        fig.add_bar(x=df["family"], y=df[col], name=name, marker_color=cmap[name],
+                    text=[f"{v:.1f}" for v in df[col]], textposition="outside",
+                    hovertemplate="%{x}: %{y:.2f} µs above the floor<extra>" + name + "</extra>")
+    fig.update_layout(barmode="group", title=_title("Time above the floor per family (µs summed over the loads; "
+                                                    "what a kernel at the floor would recover)", source),
+                      yaxis_title="µs above the floor", **LAYOUT)
     return fig
 
 
@@ -107,30 +159,45 @@ def ratio_bars(df: pd.DataFrame, source: str, target: float | None = None) -> go
 
 
 def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | None, source: str,
-             datasheet_tbps: float = DATASHEET_TBPS) -> go.Figure:
+             datasheet_tbps: float = DATASHEET_TBPS, colors: dict | None = None,
+             hollow: tuple[str, ...] = ()) -> go.Figure:
     """Log–log roofline: arithmetic intensity (FLOP/byte) vs achieved TFLOP/s.
 
     `points` columns: shape (key), candidate, intensity, tflops, median_us, floor_us, bound, and optionally
     floor_tflops (throughput at the shape's floor, drawn as open ticks: the probe curve's roof at its size).
     `memory_tbps`: the probe curve's sustained bandwidth (a run's measured probes, or the write-up's published
-    ones); `compute_tflops`: the compute peak (a run's compute probe, or the write-up's quoted rate).
+    ones); `compute_tflops`: the compute peak (a run's compute probe, or the write-up's quoted rate). Each roof is
+    labelled with its value, and the ridge point (peak ÷ bandwidth) is marked. The x range is the data's.
+    Candidates in `hollow` (the baseline) are drawn as open rings under the others, so no point hides another.
     """
-    lo, hi = 0.1, 1e4
+    ridge = compute_tflops / memory_tbps if compute_tflops and memory_tbps and np.isfinite(memory_tbps) else None
+    lo, hi = 0.5, 500.0
     if len(points):
-        lo = min(lo, float(points["intensity"].min()) / 2)
-        hi = max(hi, float(points["intensity"].max()) * 2)
+        lo = float(points["intensity"].min()) / 1.6
+        hi = float(points["intensity"].max()) * 1.6
     xs = np.geomspace(lo, hi, 200)
     fig = go.Figure()
-    roof = xs * memory_tbps
+    if np.isfinite(memory_tbps):
+        roof = xs * memory_tbps
+        if compute_tflops:
+            roof = np.minimum(roof, compute_tflops)
+        fig.add_scatter(x=xs, y=roof, mode="lines", name=f"probe roof ({memory_tbps:.2f} TB/s, largest probe)",
+                        line=dict(color="black"), hoverinfo="skip")
+        x_label = float(np.sqrt(lo * min(hi, ridge or hi)))  # mid-slope (log scale), left of any ridge
+        fig.add_annotation(x=np.log10(x_label), y=np.log10(x_label * memory_tbps), text=f"{memory_tbps:.2f} TB/s",
+                           showarrow=False, textangle=-28, yshift=12, font=dict(size=12))
+        ds = xs * datasheet_tbps
+        if compute_tflops:
+            ds = np.minimum(ds, compute_tflops)
+        fig.add_scatter(x=xs, y=ds, mode="lines", name=f"datasheet {datasheet_tbps} TB/s (reference)",
+                        line=dict(color="gray", dash="dash"), hoverinfo="skip")
     if compute_tflops:
-        roof = np.minimum(roof, compute_tflops)
-    fig.add_scatter(x=xs, y=roof, mode="lines", name=f"probe roof ({memory_tbps:.2f} TB/s, largest probe)",
-                    line=dict(color="black"))
-    ds = xs * datasheet_tbps
-    if compute_tflops:
-        ds = np.minimum(ds, compute_tflops)
-    fig.add_scatter(x=xs, y=ds, mode="lines", name=f"datasheet {datasheet_tbps} TB/s (reference)",
-                    line=dict(color="gray", dash="dash"))
+        fig.add_annotation(x=np.log10(hi), y=np.log10(compute_tflops), text=f"compute {compute_tflops:.0f} TFLOP/s",
+                           showarrow=False, xanchor="right", yshift=10, font=dict(size=12))
+    if ridge and lo < ridge < hi:
+        fig.add_scatter(x=[ridge], y=[compute_tflops], mode="markers", name=f"ridge {ridge:.0f} FLOP/B",
+                        marker=dict(symbol="diamond", size=10, color="black"),
+                        hovertemplate="ridge: %{x:.0f} FLOP/B (compute peak ÷ bandwidth)<extra></extra>")
     if "floor_tflops" in points and points["floor_tflops"].notna().any():
         # Attainable throughput at each shape's floor: the probe curve's roof at that shape's byte count.
         floors = points.drop_duplicates("shape")
@@ -141,34 +208,42 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
                         customdata=floors[["shape", "floor_us"]].to_numpy(),
                         hovertemplate="%{customdata[0]}: floor %{customdata[1]:.3f} µs → %{y:.2f} TFLOP/s"
                                       "<extra></extra>")
-    for i, (cand, sub) in enumerate(points.groupby("candidate", sort=False)):
-        fig.add_scatter(x=sub["intensity"], y=sub["tflops"], mode="markers", name=str(cand),
-                        marker=dict(size=9, color=_color(i + 1)),
+    cmap = _colors_for(points["candidate"] if len(points) else [], colors)
+    groups = list(points.groupby("candidate", sort=False)) if len(points) else []
+    groups.sort(key=lambda g: g[0] not in hollow)  # open rings first, filled points drawn over them
+    for cand, sub in groups:
+        ring = cand in hollow
+        marker = (dict(symbol="circle-open", size=13, color=cmap[str(cand)], line=dict(width=2)) if ring
+                  else dict(size=8, color=cmap[str(cand)]))
+        fig.add_scatter(x=sub["intensity"], y=sub["tflops"], mode="markers", name=str(cand), marker=marker,
                         customdata=sub[["shape", "median_us", "floor_us", "bound"]].to_numpy(),
                         hovertemplate="%{customdata[0]}<br>intensity %{x:.2f} FLOP/B<br>%{y:.2f} TFLOP/s"
                                       "<br>%{customdata[1]:.3f} µs (floor %{customdata[2]:.3f} µs, "
                                       "%{customdata[3]}-bound)<extra>" + str(cand) + "</extra>")
     _mark_gated(fig, points, "intensity", "tflops")
     fig.update_layout(title=_title("Roofline: intensity vs achieved throughput", source),
-                      xaxis=dict(type="log", title="arithmetic intensity (FLOP / byte)"),
+                      xaxis=dict(type="log", title="arithmetic intensity (FLOP / byte)",
+                                 range=[np.log10(lo), np.log10(hi)]),
                       yaxis=dict(type="log", title="achieved TFLOP/s"), **LAYOUT)
     return fig
 
 
-def time_vs_floor(df: pd.DataFrame, source: str) -> go.Figure:
-    """Per shape: time of each candidate (bars) and the floor (black tick). Columns: shape, candidate,
-    median_us, floor_us."""
+def time_vs_floor(df: pd.DataFrame, source: str, colors: dict | None = None) -> go.Figure:
+    """Per shape: time of each candidate (bars) and the shape's floor as a black tick across every bar.
+    Columns: shape, candidate, median_us, floor_us."""
     fig = go.Figure()
-    for i, (cand, sub) in enumerate(df.groupby("candidate", sort=False)):
-        fig.add_bar(x=sub["shape"], y=sub["median_us"], name=str(cand), marker_color=_color(i + 1),
-                    hovertemplate="%{x}: %{y:.3f} µs<extra>" + str(cand) + "</extra>")
-    floors = df.drop_duplicates("shape")
-    fig.add_scatter(x=floors["shape"], y=floors["floor_us"], mode="markers", name="floor (derived)",
-                    marker=dict(symbol="line-ew", size=22, line=dict(width=3, color="black")),
-                    hovertemplate="%{x} floor: %{y:.3f} µs<extra></extra>")
+    cmap = _colors_for(df["candidate"] if len(df) else [], colors)
+    groups = list(df.groupby("candidate", sort=False))
+    for cand, sub in groups:
+        fig.add_bar(x=sub["shape"], y=sub["median_us"], name=str(cand), marker_color=cmap[str(cand)],
+                    offsetgroup=str(cand), hovertemplate="%{x}: %{y:.3f} µs<extra>" + str(cand) + "</extra>")
+    for i, (cand, sub) in enumerate(groups):
+        fig.add_scatter(x=sub["shape"], y=sub["floor_us"], mode="markers", name="floor (derived)",
+                        offsetgroup=str(cand), legendgroup="floor", showlegend=i == 0, marker=FLOOR_TICK,
+                        hovertemplate="%{x} floor: %{y:.3f} µs<extra></extra>")
     _mark_gated(fig, df, "shape", "median_us")
-    fig.update_layout(barmode="group", title=_title("Time vs floor per shape (µs)", source), yaxis_title="µs",
-                      xaxis_tickangle=-45, **LAYOUT)
+    fig.update_layout(barmode="group", scattermode="group", title=_title("Time vs floor per shape (µs)", source),
+                      yaxis_title="µs", xaxis_tickangle=-45, **LAYOUT)
     return fig
 
 
@@ -238,27 +313,46 @@ def ledger_figure(ledger: pd.DataFrame, source: str = "published (write-up ledge
     return fig
 
 
-def compare_figure(shapes: pd.DataFrame, eps: float, source: str) -> go.Figure:
-    """Difference chart: per shape, each series' ratio vs the reference with CI, coloured by verdict.
+def compare_figure(shapes: pd.DataFrame, eps: float, source: str, labels: dict[str, str] | None = None,
+                   order: list[str] | None = None, colors: dict | None = None) -> go.Figure:
+    """Difference chart: per shape, each series' ratio vs the reference with its CI, on a log y axis.
 
-    Columns (dashboard.compare shapes frame): series, load, family, ratio, ci_low, ci_high, verdict."""
+    Colour = series (short name from `labels`, full name on hover), marker symbol = verdict, shapes in `order`
+    (load order), series side by side at each shape. Columns (dashboard.compare shapes frame): series, load,
+    family, ratio, ci_low, ci_high, verdict."""
+    labels = labels or {}
     fig = go.Figure()
-    labels = shapes["load"] + "/" + shapes["family"]
-    for verdict_name, color in VERDICT_COLORS.items():
-        for series, sub in shapes[shapes["verdict"] == verdict_name].groupby("series", sort=False):
-            x = labels[sub.index]
-            err = dict(type="data", symmetric=False, array=(sub["ci_high"] - sub["ratio"]).fillna(0),
-                       arrayminus=(sub["ratio"] - sub["ci_low"]).fillna(0))
-            gated = verdict_name in GATED_VERDICTS  # no ratio by design: a red cross on the 1.0 line
-            fig.add_scatter(x=x, y=sub["ratio"].fillna(1.0) if gated else sub["ratio"], mode="markers",
-                            error_y=None if gated else err, name=f"{series}: {verdict_name}",
-                            marker=dict(color=color, size=12 if gated else 9, symbol="x" if gated else "circle"),
-                            hovertemplate="%{x}: %{y:.4f}×<extra>" + f"{series} {verdict_name}" + "</extra>")
-    fig.add_hrect(y0=1 - eps, y1=1 + eps, fillcolor="gray", opacity=0.15, line_width=0,
-                  annotation_text=f"SAME band ±{eps:.1%}")
+    names = list(dict.fromkeys(shapes["series"]))
+    cmap = _colors_for([labels.get(n, n) for n in names], colors)
+    for series in names:
+        sub = shapes[shapes["series"] == series]
+        short = labels.get(series, series)
+        gated = sub["verdict"].isin(GATED_VERDICTS)  # no ratio by design: a red cross on the 1.0 line
+        err = dict(type="data", symmetric=False, array=(sub["ci_high"] - sub["ratio"]).fillna(0),
+                   arrayminus=(sub["ratio"] - sub["ci_low"]).fillna(0), thickness=1.2)
+        fig.add_scatter(x=sub["load"] + "/" + sub["family"], y=sub["ratio"].where(~gated, 1.0), mode="markers",
+                        error_y=err, name=short, offsetgroup=short,
+                        marker=dict(color=[GATED_COLOR if g else cmap[short] for g in gated], size=10,
+                                    symbol=[VERDICT_SYMBOLS.get(v, "circle") for v in sub["verdict"]]),
+                        customdata=sub[["verdict", "ci_low", "ci_high"]].to_numpy(),
+                        hovertemplate="%{x}: %{y:.4f}× [%{customdata[1]:.4f}–%{customdata[2]:.4f}] "
+                                      "%{customdata[0]}<extra>" + str(series) + "</extra>")
+    for verdict_name in [v for v in VERDICT_SYMBOLS if v in set(shapes["verdict"])]:
+        gated = verdict_name in GATED_VERDICTS
+        fig.add_scatter(x=[None], y=[None], mode="markers", name=verdict_name + (" (no ratio)" if gated else ""),
+                        legendgroup="verdict", legendgrouptitle_text="verdict (symbol)",
+                        marker=dict(color=GATED_COLOR if gated else "#555", size=10,
+                                    symbol=VERDICT_SYMBOLS[verdict_name]))
+    fig.add_hrect(y0=1 - eps, y1=1 + eps, fillcolor="gray", opacity=0.15, line_width=0)
     fig.add_hline(y=1.0, line_color="black", line_width=1)
-    fig.update_layout(title=_title("Ratio vs reference per shape (reference ÷ series; > 1 faster)", source),
-                      yaxis_title="ratio ×", xaxis_tickangle=-45, **LAYOUT)
+    xaxis = dict(tickangle=-45, title="shape (load order)")
+    if order:
+        present = set(shapes["load"] + "/" + shapes["family"])
+        xaxis.update(categoryorder="array", categoryarray=[k for k in order if k in present])
+    fig.update_layout(title=_title(f"Ratio vs reference per shape (reference ÷ series; > 1 faster; grey band: SAME "
+                                   f"±{eps:.1%})", source),
+                      yaxis=dict(type="log", title="ratio × (log)"), xaxis=xaxis, scattermode="group",
+                      legend=dict(groupclick="toggleitem"), **LAYOUT)
     return fig
 
 
@@ -290,22 +384,35 @@ def dispatch_figure(regions: pd.DataFrame, shapes: pd.DataFrame | None, source: 
 
 
 def telemetry_figure(telemetry: pd.DataFrame, source: str = "measured (NVML telemetry)") -> go.Figure:
-    """SM clock, power and temperature over the run. Columns: t_s, sm_mhz, power_w, temp_c."""
+    """SM clock, power and temperature over the run. Columns: t_s, sm_mhz, power_w, temp_c.
+
+    Clock and temperature are whole numbers: integer ticks, and a flat clock (the usual case) gets a ±50 MHz
+    window instead of fractional ticks around one value."""
     fig = make_subplots(rows=1, cols=3, subplot_titles=("SM clock (MHz)", "power (W)", "temperature (°C)"))
-    for i, col in enumerate(("sm_mhz", "power_w", "temp_c"), start=1):
-        if col in telemetry:
-            fig.add_scatter(x=telemetry["t_s"], y=telemetry[col], mode="lines", name=col, row=1, col=i)
+    for i, (col, pad) in enumerate((("sm_mhz", 50), ("power_w", None), ("temp_c", 5)), start=1):
+        if col not in telemetry or telemetry[col].dropna().empty:
+            continue
+        y = telemetry[col]
+        fig.add_scatter(x=telemetry["t_s"], y=y, mode="lines", name=col, row=1, col=i)
+        if pad is not None:
+            lo, hi = float(y.min()), float(y.max())
+            if hi - lo < 2 * pad:
+                mid = (lo + hi) / 2
+                lo, hi = mid - pad, mid + pad
+            fig.update_yaxes(range=[lo, hi], tickformat="d", row=1, col=i)
     fig.update_xaxes(title="s")
     fig.update_layout(title=_title("Telemetry during the run", source), showlegend=False,
                       **SUBPLOTS_LAYOUT)
     return fig
 
 
-def samples_figure(samples: dict[str, list[float]], floor_us: float | None, title: str, source: str) -> go.Figure:
+def samples_figure(samples: dict[str, list[float]], floor_us: float | None, title: str, source: str,
+                   colors: dict | None = None) -> go.Figure:
     """Distribution of each candidate's timing samples at one shape (box + points), floor as a dotted line."""
+    cmap = _colors_for(samples, colors)
     fig = go.Figure()
-    for i, (name, values) in enumerate(samples.items()):
-        fig.add_box(y=values, name=name, boxpoints="all", jitter=0.4, pointpos=0, marker_color=_color(i),
+    for name, values in samples.items():
+        fig.add_box(y=values, name=name, boxpoints="all", jitter=0.4, pointpos=0, marker_color=cmap[name],
                     hovertemplate="%{y:.3f} µs<extra>" + name + "</extra>")
     if floor_us is not None and np.isfinite(floor_us):
         fig.add_hline(y=floor_us, line_dash="dot", annotation_text=f"floor {floor_us:.3f} µs (derived)")

@@ -6,9 +6,7 @@ A report only arranges what dashboard/ computed (runs, scoring, views, compare) 
 from __future__ import annotations
 
 import argparse
-import html as html_lib
 import json
-import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -16,9 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from dashboard import compare, figures, files, kernels, runs, scoring, sources, views
+from dashboard import compare, figures, files, glossary, kernels, runs, scoring, sources, views
+from dashboard import report_render as render
 
 SOURCE_WORDS = sources.PROVENANCE  # one definition of the provenance words, shared with the app and the CLI
 EXIT_BAD_INPUT = 2
@@ -27,6 +27,9 @@ EXIT_NO_SCORE = 3  # the correctness gate refused the pair (as `python -m dashbo
 
 @dataclass
 class Report:
+    """`summary` and `tables` are the data (JSON, and the CSV of `main_table`, keep every column and full precision);
+    `facts` and `display` are what a person reads (formatted, with units; compact per-shape table) in HTML and
+    Markdown; `notes` explain (the idle clock, the terms used)."""
     title: str
     stem: str
     source: str
@@ -34,7 +37,22 @@ class Report:
     tables: dict[str, pd.DataFrame]
     figures: list[go.Figure] = field(default_factory=list)
     main_table: str = "shapes"
+    facts: list[tuple[str, str]] = field(default_factory=list)
+    display: dict[str, pd.DataFrame] = field(default_factory=dict)
+    notes: list[render.Note] = field(default_factory=list)
     gate: scoring.Gate | None = None   # the pair's gate over the scored shapes; not ok → the report has no score
+
+    @property
+    def source_line(self) -> str:
+        return (f"Source: {SOURCE_WORDS.get(self.source, self.source)}. Derived numbers (ratios, scores, floors, "
+                "SOL, CIs) are computed by projlab's dashboard from those times.")
+
+    def _facts(self) -> list[tuple[str, str]]:
+        """The formatted facts, or (a report built without them, e.g. dashboard.kernel_report) the summary's."""
+        return self.facts or [(k.replace("_", " "), _cell(v)) for k, v in self.summary.items()]
+
+    def _display(self) -> dict[str, pd.DataFrame]:
+        return self.display or {name: _numbers(df) for name, df in self.tables.items()}
 
     def csv(self) -> str:
         return self.tables[self.main_table].to_csv(index=False)
@@ -42,35 +60,17 @@ class Report:
     def json(self) -> str:
         tables = {name: json.loads(df.to_json(orient="records")) for name, df in self.tables.items()}
         return json.dumps({"title": self.title, "source": SOURCE_WORDS.get(self.source, self.source),
-                           "summary": _jsonable(self.summary), "tables": tables}, indent=1)
+                           "summary": render.jsonable(self.summary), "tables": tables}, indent=1)
 
     def markdown(self) -> str:
-        lines = [f"# {self.title}", "", f"Source: {SOURCE_WORDS.get(self.source, self.source)}. Derived numbers "
-                 "(ratios, scores, floors, SOL) are computed by projlab's dashboard from those times.", ""]
-        lines += [f"- **{k}**: {_fmt(v)}" for k, v in self.summary.items()]
-        for name, df in self.tables.items():
-            lines += ["", f"## {name}", "", _md_table(df)]
-        return "\n".join(lines) + "\n"
+        return render.markdown(self.title, self.source_line, self._facts(), self._display(), self.notes)
 
     def html(self) -> str:
         """Standalone page: plotly.js inline once, every figure interactive, no network needed."""
-        parts = [f"<h1>{_e(self.title)}</h1>",
-                 f"<p class='src'>Source: {_e(SOURCE_WORDS.get(self.source, self.source))}. Derived numbers are "
-                 "computed by projlab's dashboard from those times.</p>", "<dl>"]
-        parts += [f"<dt>{_e(k)}</dt><dd>{_e(_fmt(v))}</dd>" for k, v in self.summary.items()]
-        parts.append("</dl>")
-        for fig in self.figures:
-            parts.append(fig.to_html(full_html=False, include_plotlyjs=False, default_width="100%"))
-        for name, df in self.tables.items():
-            parts += [f"<h2>{_e(name)}</h2>", df.to_html(index=False, na_rep="—", float_format=_float,
-                                                         classes="tbl", border=0)]
-        return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
-                f"<title>{_e(self.title)}</title><script type='text/javascript'>{get_plotlyjs()}</script>"
-                "<style>body{font-family:sans-serif;margin:2em;max-width:1400px}.src{color:#555}"
-                "dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:bold}"
-                ".tbl{border-collapse:collapse;font-size:.85em}.tbl td,.tbl th{padding:2px 8px;"
-                "border-bottom:1px solid #ddd;text-align:right}</style></head><body>"
-                + "\n".join(parts) + "</body></html>")
+        specs = [pio.to_json(fig, validate=False, pretty=False) for fig in self.figures]
+        template = pio.json.to_json_plotly(pio.templates[figures.REPORT_TEMPLATE].to_plotly_json())
+        return render.html(self.title, self.source_line, self._facts(), specs, self._display(), self.notes,
+                           get_plotlyjs(), template)
 
     def write(self, out_dir, formats=("html", "md", "csv", "json"), inputs=()) -> list[Path]:
         """Each format atomically (dashboard.files: never over an input or a run file, never into datasets/)."""
@@ -78,34 +78,62 @@ class Report:
         return files.write_files(out_dir, {f"{self.stem}.{fmt}": writers[fmt] for fmt in formats}, inputs)
 
 
-# --- formatting helpers ----------------------------------------------------------------------------------------
-def _e(text) -> str:
-    return html_lib.escape(str(text))
+# --- formatting: numbers a person reads ---------------------------------------------------------------------
+def _num(x, fmt: str) -> str:
+    return "—" if x is None or pd.isna(x) else format(x, fmt)
 
 
-def _float(x: float) -> str:
-    return f"{x:.4g}" if abs(x) >= 1e5 or (x != 0 and abs(x) < 1e-3) else f"{x:.4f}"
+def _pct(x) -> str:
+    return _num(x, ".1%")
 
 
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return "—" if not math.isfinite(v) else _float(v)
-    return str(v)
+def _us(x) -> str:
+    return _num(x, ",.3f")
 
 
-def _jsonable(d: dict) -> dict:
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+def _not_scored(row) -> str:
+    """Why the gate keeps a shape out, for the ratio cell: 'not scored: incorrect (candidate)'."""
+    for role in ("candidate", "baseline"):
+        status = row.get(f"status_{role}")
+        if isinstance(status, str) and status != scoring.OK:
+            return f"not scored: {status.replace('_', ' ')} ({role})"
+    return "not scored"
 
 
-def _md_table(df: pd.DataFrame) -> str:
-    def cell(v) -> str:
-        if isinstance(v, float):
-            return "—" if not math.isfinite(v) else _float(v)
-        return str(v).replace("|", "\\|")
-    head = "| " + " | ".join(map(str, df.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in df.columns) + "|"
-    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join([head, rule, *rows])
+def _shapes_display(wide: pd.DataFrame) -> pd.DataFrame:
+    """The compact per-shape table of a report (the full one is the CSV)."""
+    usable = wide["usable"] if "usable" in wide else pd.Series(True, index=wide.index)
+    return pd.DataFrame({
+        "shape": wide["shape"], "method": wide["method"].fillna("—"),
+        "baseline µs": wide["baseline_us"].map(_us), "candidate µs": wide["candidate_us"].map(_us),
+        "ratio ×": [_num(r["ratio"], ".3f") if ok else _not_scored(r) for ok, (_, r) in zip(usable, wide.iterrows())],
+        "paired ratio [95% CI]": views.readable_shapes(wide)["paired_ci"],
+        "floor µs": wide["floor_us"].map(_us), "SOL": wide["sol_candidate"].map(_pct),
+        "correct": wide["correct"].map(lambda c: "yes" if bool(c) else "NO")})
+
+
+def _loads_display(loads: pd.DataFrame, baseline: str, candidate: str) -> pd.DataFrame:
+    out = pd.DataFrame({"load": loads["load"], "ratio ×": loads["ratio"].map(lambda x: _num(x, ".4f"))})
+    if "ci_low" in loads:
+        out["95% CI"] = [views.ci_text(lo, hi) for lo, hi in zip(loads["ci_low"], loads["ci_high"])]
+        out["verdict"] = loads["verdict"]
+    out[f"Σw·{baseline} µs"] = loads["baseline_sum_us"].map(lambda x: _num(x, ",.1f"))
+    out[f"Σw·{candidate} µs"] = loads["candidate_sum_us"].map(lambda x: _num(x, ",.1f"))
+    out["SOL baseline"] = loads["sol_baseline"].map(_pct)
+    out["SOL candidate"] = loads["sol_candidate"].map(_pct)
+    return out
+
+
+def _cell(v) -> str:
+    return _num(v, ",.4g") if isinstance(v, float) else str(v)
+
+
+def _numbers(df: pd.DataFrame, fmt: str = ",.3f") -> pd.DataFrame:
+    return df.apply(lambda col: col.map(lambda x: _num(x, fmt)) if pd.api.types.is_float_dtype(col) else col)
+
+
+def _terms_note(keys: list[str]) -> render.Note:
+    return render.Note("Terms", glossary.markdown(keys), markdown=True)
 
 
 def _slug(text: str) -> str:
@@ -131,19 +159,27 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
     env = data.run.get("environment", {})
     summary = {"run": label, "status": data.run.get("status", "complete"), "gpu": env.get("gpu", "—"),
                "created_utc": data.run.get("created_utc", "—"), "baseline": baseline, "candidate": candidate}
+    facts = [("Run", f"{label} ({data.path.name})"), ("Status", summary["status"]), ("GPU", summary["gpu"]),
+             ("Created (UTC)", summary["created_utc"]), ("Baseline", baseline), ("Candidate", candidate)]
     tables: dict[str, pd.DataFrame] = {}
+    display: dict[str, pd.DataFrame] = {}
     tag = SOURCE_WORDS.get(source, source)
-    figs = [figures.load_time_bars(wide, {baseline: "baseline_us", candidate: "candidate_us"}, tag,
-                                   workload.load_order)]
+    colors = figures.series_colors([baseline, candidate, *data.candidates()], baseline)
+    scored_wide = wide[wide["load"].isin(workload.load_order)]
+    figs = [figures.load_time_bars(scored_wide, {baseline: "baseline_us", candidate: "candidate_us"},
+                                   f"{tag}; Σ floor derived", workload.load_order, floor_col="floor_us")] \
+        if len(scored_wide) else []
     try:
         bd = runs.run_score(data, baseline, candidate, workload, include_below_floor)
     except scoring.ScoringError as exc:
         summary["score"] = str(exc) if isinstance(exc, scoring.NoScore) else f"no score: {exc}"
+        facts.append(("Score", summary["score"]))
         bd = None
     if bd is not None:
-        summary.update({"score": bd.score, "time_saved": f"{bd.time_saved:.2%}",
+        summary.update({"score": bd.score, "time_saved": bd.time_saved,
                         "score_equivalent_baseline_us": bd.equiv_baseline_us,
                         "score_equivalent_candidate_us": bd.equiv_candidate_us})
+        facts.append(("Score (derived)", f"{bd.score:.4f}× (geometric mean of the six load ratios)"))
         loads = bd.loads.merge(views.load_sol(wide, scoring.family_weights(workload)), on="load", how="left")
         has_samples = data.results["samples_us"].map(lambda s: isinstance(s, list) and len(s) > 0).all()
         if has_samples:
@@ -152,25 +188,48 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
                                              include_below_floor=include_below_floor)
             o = cmp.overall.iloc[0]
             summary.update({"score_ci_low": o["ci_low"], "score_ci_high": o["ci_high"], "verdict": o["verdict"]})
+            facts.append(("Score 95% CI (derived)", f"{views.ci_text(o['ci_low'], o['ci_high'])} — {o['verdict']} "
+                                                    f"at a ±{compare.EPS_DEFAULT:.0%} SAME band"))
             loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
+        facts += [("Time saved (derived)", f"{bd.time_saved:.2%} of the aggregate time"),
+                  (f"Score-equivalent time, {baseline} (derived)", f"{bd.equiv_baseline_us:,.1f} µs"),
+                  (f"Score-equivalent time, {candidate} (derived)", f"{bd.equiv_candidate_us:,.1f} µs")]
         tables["loads"] = loads
+        display["Per load"] = _loads_display(loads, baseline, candidate)
         figs.append(figures.ratio_bars(loads.assign(label=loads["load"]), f"{tag}; ratios derived"))
     tables["shapes"] = wide
+    display["Per shape (compact; every column is in the CSV)"] = _shapes_display(wide)
     curve = runs.probe_curve(data)
     if curve is not None:
         pts = views.roofline_points(table, [baseline, candidate])
-        figs += [figures.roofline(pts, curve.tbps_max_point, data.run.get("compute_peak_tflops"), tag),
-                 figures.time_vs_floor(pts, tag)]
+        figs += [figures.roofline(pts, curve.tbps_max_point, data.run.get("compute_peak_tflops"), tag, colors=colors,
+                                  hollow=(baseline,)),
+                 figures.time_vs_floor(pts, tag, colors)]
     if source == "measured" and not data.probes.empty:
         figs.append(figures.probe_curve(data.probes, None, "measured"))
     if source == "measured" and official is not None:
         side = views.local_vs_official(table, official)
         if len(side):
             tables["local vs official"] = side
+            display["Local (measured) vs official (published); different baselines"] = _numbers(side)
+    notes = []
+    if source == "measured":
+        clock = views.clock_summary(data.run)
+        if clock["sm_min_mhz"] is not None:
+            facts.append(("SM clock while measuring", views.mhz_range(clock)))
+        notes.append(render.Note("Clock and throttling (measured)", views.clock_text(clock)))
+    over = views.sol_over_100(wide)
+    if len(over):
+        notes.append(render.Note("SOL above 100%", f"{len(over)} point(s): "
+                                 + ", ".join(f"{r.shape} {r.side} {r.sol:.1%}" for r in over.itertuples())
+                                 + ". " + glossary.short("sol_over")))
     if len(data.environment):
         tables["environment"] = data.environment.astype(str)
+        display["Environment (measured)"] = tables["environment"]
+    notes.append(_terms_note(["provenance", "ratio", "ci", "sigma_w", "score", "floor", "sol", "sol_over",
+                              "verdicts", "baselines", "clock"]))
     return Report(f"projlab report — {label}: {candidate} vs {baseline}", _slug(f"{label}_{candidate}_vs_{baseline}"),
-                  source, summary, tables, figs, gate=gate)
+                  source, summary, tables, figs, facts=facts, display=display, notes=notes, gate=gate)
 
 
 def _shape_report(data, baseline, candidate, workload, source, shape, include_below_floor=False) -> Report:
@@ -185,6 +244,12 @@ def _shape_report(data, baseline, candidate, workload, source, shape, include_be
                "bytes": int(first["bytes"]), "flops": int(first["flops"]),
                "intensity_flop_per_byte": float(first["intensity_flop_per_byte"]),
                "floor_us": float(first["floor_us"]), "bound": str(first["bound"])}
+    facts = [("Run", f"{label} ({data.path.name})"), ("Shape", f"{shape}: M={summary['M']}, N={summary['N']:,}, "
+                                                              f"K={summary['K']:,}"),
+             ("Bytes moved", f"{summary['bytes'] / views.BYTES_PER_MB:,.2f} MB"),
+             ("Work", f"{summary['flops'] / views.FLOP_PER_GFLOP:,.3f} GFLOP "
+                      f"({summary['intensity_flop_per_byte']:.2f} FLOP/B)"),
+             ("Floor (derived)", f"{summary['floor_us']:.3f} µs, {summary['bound']}-bound")]
     cols = [c for c in ("candidate", "method", "median_us", "ci_low_us", "ci_high_us", "n_samples", "correct",
                         "sol", "flags") if c in rows]
     cands = rows[cols].copy()
@@ -200,13 +265,28 @@ def _shape_report(data, baseline, candidate, workload, source, shape, include_be
         summary.update({"baseline": baseline, "candidate": candidate, "ratio": float(s["ratio"]),
                         "ratio_ci_low": float(s["ci_low"]), "ratio_ci_high": float(s["ci_high"]),
                         "verdict": s["verdict"]})
+        facts.append((f"{candidate} vs {baseline} (derived)",
+                      f"{s['ratio']:.4f}× [95% CI {views.ci_text(s['ci_low'], s['ci_high'])}] — {s['verdict']} at a "
+                      f"±{compare.EPS_DEFAULT:.0%} SAME band" if pd.notna(s["ratio"]) else
+                      f"no ratio: {s['verdict']}"))
     tag = SOURCE_WORDS.get(source, source)
+    colors = figures.series_colors([baseline, candidate, *data.candidates()], baseline)
     figs = []
     if samples:
-        figs.append(figures.samples_figure(samples, summary["floor_us"], f"{shape}: timing samples", tag))
-    figs.append(figures.time_vs_floor(rows, tag))
+        figs.append(figures.samples_figure(samples, summary["floor_us"], f"{shape}: timing samples", tag, colors))
+    figs.append(figures.time_vs_floor(rows, tag, colors))
+    shown = pd.DataFrame({"candidate": cands["candidate"], "method": cands.get("method", "—"),
+                          "median µs": cands["median_us"].map(_us),
+                          "95% CI µs": [views.ci_text(lo, hi, 3) for lo, hi in
+                                        zip(cands.get("ci_low_us", pd.Series(index=cands.index, dtype=float)),
+                                            cands.get("ci_high_us", pd.Series(index=cands.index, dtype=float)))],
+                          "samples": cands.get("n_samples", "—"), "SOL": cands["sol"].map(_pct),
+                          "correct": cands["correct"].map(lambda c: "yes" if bool(c) else "NO"),
+                          "flags": cands["flags"]})
+    notes = [_terms_note(["provenance", "ratio", "ci", "floor", "sol", "verdicts"])]
     return Report(f"projlab shape report — {label}: {shape}", _slug(f"{label}_{shape}"), source, summary,
-                  {"candidates": cands}, figs, main_table="candidates")
+                  {"candidates": cands}, figs, main_table="candidates", facts=facts,
+                  display={"Candidates at this shape": shown}, notes=notes)
 
 
 def build_from_path(path, baseline: str | None = None, candidate: str | None = None, shape: str | None = None,

@@ -1,6 +1,8 @@
 """Plain-text summary of a ScoreBreakdown (used by the CLI; kept apart so the app or a report can reuse it)."""
 from __future__ import annotations
 
+import textwrap
+
 import pandas as pd
 
 from dashboard.scoring import ScoreBreakdown
@@ -44,7 +46,14 @@ def format_unscored_pairs(pairs: pd.DataFrame, gates: dict, title: str) -> str:
     return "\n".join(lines)
 
 
+METHOD_COLUMN = 44  # characters; a longer method wraps onto continuation lines, between its words
 STATUS_WORDS = {"failed": "FAILED", "incorrect": "INCORRECT", "below_floor": "BELOW FLOOR", "missing": "no time"}
+
+
+def _method_lines(method: str) -> list[str]:
+    """A method label cut into lines of the method column at spaces, never inside a word ('cache=.cg' stays whole;
+    a single word longer than the column gets a line of its own and runs over)."""
+    return textwrap.wrap(method, METHOD_COLUMN - 1, break_long_words=False, break_on_hyphens=False) or [""]
 
 
 def _status_cell(r) -> str:
@@ -60,8 +69,9 @@ def format_shape_table(wide: pd.DataFrame, methods: dict, sol: pd.DataFrame, tit
     """The per-shape benchmark table: method, µs, ratio with CI, floor, SOL, bound; then SOL per load.
 
     `wide` is dashboard.views.wide_shapes output, `methods` maps shape → the candidate's method string,
-    `sol` is dashboard.views.load_sol output. A shape the gate keeps out shows its status instead of ratios."""
-    lines = [title, f"  {'shape':<20}{'M':>4}  {'method':<44}{'base µs':>9}{'cand µs':>9}{'ratio':>7}  "
+    `sol` is dashboard.views.load_sol output. Long method labels wrap within their column; a shape the gate keeps
+    out shows its status instead of ratios."""
+    lines = [title, f"  {'shape':<20}{'M':>4}  {'method':<{METHOD_COLUMN}}{'base µs':>9}{'cand µs':>9}{'ratio':>7}  "
                     f"{'paired [95% CI]':<26}{'floor µs':>9}{'SOL':>7}  bound",
              "  (ratio = ratio of the medians, what the score sums; paired = median of per-round ratios, with its CI)"]
     for r in wide.itertuples():
@@ -69,9 +79,11 @@ def format_shape_table(wide: pd.DataFrame, methods: dict, sol: pd.DataFrame, tit
         paired = (f"{r.ratio_paired:.3f} [{r.ratio_ci_low:.3f},{r.ratio_ci_high:.3f}]"
                   if pd.notna(r.ratio_ci_low) else "")
         ratio = f"{r.ratio:>7.3f}  {paired:<26}" if usable else f"  {_status_cell(r):<32}"
-        lines.append(f"  {r.shape:<20}{int(r.M):>4}  {str(methods.get(r.shape, ''))[:43]:<44}"
+        first, *more = _method_lines(str(methods.get(r.shape, "") or ""))
+        lines.append(f"  {r.shape:<20}{int(r.M):>4}  {first:<{METHOD_COLUMN}}"
                      f"{r.baseline_us:>9.2f}{r.candidate_us:>9.2f}{ratio}"
                      f"{r.floor_us:>9.2f}{r.floor_us / r.candidate_us:>7.1%}  {r.bound}")
+        lines += [f"  {'':<20}{'':>4}  {part}" for part in more]
     lines.append("  SOL per load (Σ floor ÷ Σ time; floors from the run's probes and compute peak; none for a load "
                  "with a shape the gate keeps out):")
     for r in sol.itertuples():

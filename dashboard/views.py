@@ -139,3 +139,106 @@ def amdahl_table(shares: pd.DataFrame, load: str, speedup: float, load_ratios: d
         sub["new_score"] = [planner.what_if_score(load_ratios, load, load_ratios[load] * x) if np.isfinite(x)
                             else np.inf for x in sub["load_speedup"]]
     return sub
+
+
+# --- readable tables (units a person reads at a glance; numbers stay numbers so tables sort) ---------------------
+BYTES_PER_MB = 1e6   # decimal MB, as the probe and bandwidth figures (TB/s) are decimal
+FLOP_PER_GFLOP = 1e9
+
+
+def ci_text(low, high, digits: int = 4) -> str:
+    """'1.4190–1.4245' or '—' where there is no CI (a published table has no samples)."""
+    if pd.isna(low) or pd.isna(high):
+        return "—"
+    return f"{low:.{digits}f}–{high:.{digits}f}"
+
+
+def readable_shapes(wide: pd.DataFrame) -> pd.DataFrame:
+    """wide_shapes output plus what the Shapes table leads with: MB, GFLOP and the paired ratio with its CI as one
+    text cell ('1.419 [1.416–1.423]')."""
+    out = wide.copy()
+    out["mb"] = out["bytes"] / BYTES_PER_MB
+    out["gflop"] = out["flops"] / FLOP_PER_GFLOP
+    out["paired_ci"] = [f"{p:.3f} [{ci_text(lo, hi, 3)}]" if pd.notna(lo) else "—"
+                        for p, lo, hi in zip(out["ratio_paired"], out["ratio_ci_low"], out["ratio_ci_high"])]
+    return out
+
+
+def sol_over_100(wide: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose SOL is above 100% (the kernel beat its floor: an artifact of the probe, see the glossary):
+    shape, which side, SOL."""
+    rows = [{"shape": r["shape"], "side": side, "sol": r[col]} for _, r in wide.iterrows()
+            for side, col in (("baseline", "sol_baseline"), ("candidate", "sol_candidate"))
+            if col in wide and pd.notna(r[col]) and r[col] > 1]
+    return pd.DataFrame(rows, columns=["shape", "side", "sol"])
+
+
+def default_target(score: float, margin: float = 0.01, step: float = 0.01) -> float:
+    """A target score to open the planner on: the first `step` at least `margin` (1%) above the current score, so
+    the gap is positive (1.3012 → 1.32, 1.3878 → 1.41); never below 1 (a target is a speedup)."""
+    return max(1.0, round(np.ceil(round(score * (1 + margin) / step, 9)) * step, 6))
+
+
+def time_above_floor(wide: pd.DataFrame, load_order=None, family_order=None) -> pd.DataFrame:
+    """Per family: Σ over the loads of (time − floor) for baseline and candidate (µs, each shape once), the
+    candidate's total time and the share of it above the floor — what a kernel at the floor would recover."""
+    d = wide.assign(baseline_above_us=wide["baseline_us"] - wide["floor_us"],
+                    candidate_above_us=wide["candidate_us"] - wide["floor_us"])
+    fams = family_order or list(dict.fromkeys(d["family"]))
+    g = d.groupby("family", sort=False)[["baseline_above_us", "candidate_above_us", "candidate_us",
+                                        "floor_us"]].sum(min_count=1)
+    g = g.reindex([f for f in fams if f in g.index])
+    g["candidate_share_above"] = g["candidate_above_us"] / g["candidate_us"]
+    return g.reset_index()
+
+
+def clock_summary(run: dict) -> dict:
+    """The SM clock while measuring and the throttle reasons that matter, from a run's environment + telemetry.
+
+    The start and end readings are taken on an idle GPU (clock down, reason gpu_idle), so the clock that matters
+    is the one sampled after the probes and after every shape; gpu_idle is not throttling."""
+    env = run.get("environment", {}) or {}
+    clocks = env.get("clocks", {}) or {}
+    tel = pd.DataFrame(run.get("telemetry", []) or [])
+    sm = tel["sm_mhz"].dropna() if "sm_mhz" in tel else pd.Series(dtype=float)
+    during = {r for rs in (tel["throttle"].dropna() if "throttle" in tel else []) for r in rs}
+    reasons = sorted((set(env.get("throttle_reasons") or []) | during) - {"gpu_idle"})
+    return {"sm_min_mhz": float(sm.min()) if len(sm) else None, "sm_max_mhz": float(sm.max()) if len(sm) else None,
+            "n_samples": int(len(sm)), "sm_limit_mhz": clocks.get("sm_max_mhz"),
+            "idle_start_mhz": clocks.get("sm_mhz_start"), "idle_end_mhz": clocks.get("sm_mhz_end"),
+            "throttle_reasons": reasons}
+
+
+def mhz_range(c: dict) -> str:
+    """'1965–1980 MHz', '1980 MHz' when the clock never moved, '?' when not sampled."""
+    if c["sm_min_mhz"] is None:
+        return "?"
+    lo, hi = round(c["sm_min_mhz"]), round(c["sm_max_mhz"])
+    return f"{lo} MHz" if lo == hi else f"{lo}–{hi} MHz"
+
+
+def clock_text(c: dict) -> str:
+    """clock_summary as one sentence, the way the Overview page and the reports say it."""
+    during = f"{mhz_range(c)} over {c['n_samples']} samples" if c["sm_min_mhz"] is not None else "not sampled"
+    return (f"SM clock while measuring: {during} (limit {c['sm_limit_mhz'] or '?'} MHz). The start and end "
+            f"readings ({c['idle_start_mhz'] or '?'} / {c['idle_end_mhz'] or '?'} MHz) are taken on an idle GPU, "
+            "whose clock drops and whose throttle reason reads gpu_idle — not throttling. Throttle reasons while "
+            f"measuring (gpu_idle excluded): {', '.join(c['throttle_reasons']) or 'none'}.")
+
+
+def series_label(source_label: str, path, candidate: str) -> str:
+    """Short name of a compare series: 'run date · run label · candidate' for a run file named
+    <date>_<gpu>_<label>.json, 'published 036 table · 036' for the official table, else 'file stem · candidate'."""
+    from pathlib import Path as _Path
+
+    parsed = runs.parse_run_name(path)
+    if source_label.startswith("run:") and parsed:
+        return f"{parsed['date']} · {parsed['label']} · {candidate}"
+    if "published" in source_label.lower():
+        return f"published 036 table · {candidate}"
+    return f"{_Path(path).stem} · {candidate}"
+
+
+def shape_order(load_order, family_order) -> list[str]:
+    """'load/family' keys in workload order (loads, then families): the x order of per-shape charts."""
+    return [f"{load}/{fam}" for load in load_order for fam in family_order]

@@ -12,6 +12,7 @@ Callers re-raise it as their own error type (RunFileError, PlanError, DatasetErr
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 # No projlab document nests deeper than ~6 levels (run file -> results -> record -> error -> reasons);
@@ -27,24 +28,23 @@ def _reject_constant(name: str):
     raise ValueError(f"non-standard JSON constant {name} (NaN/Infinity are not JSON)")
 
 
+# A JSON string: quote, then runs of ordinary characters or backslash escapes, then quote (the unrolled form, so the
+# regex engine never backtracks inside a long string).
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
 def nesting_depth(text: str) -> int:
-    """Deepest [ / { nesting outside strings, in one pass (no recursion)."""
+    """Deepest [ / { nesting outside strings, without recursion.
+
+    Strings are cut out by a regex and only the brackets left are walked: a per-character Python loop spent
+    0.35 s on the 13 committed run files (8 MB) every time the app started."""
     depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
+    for bracket in _BRACKET.findall(_JSON_STRING.sub("", text)):
+        if bracket in "[{":
             depth += 1
             deepest = max(deepest, depth)
-        elif ch in "]}":
+        else:
             depth -= 1
     return deepest
 

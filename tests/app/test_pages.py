@@ -108,7 +108,8 @@ def test_where_time_goes_load_picker(app):
     at = app.open_page("where_time_goes")
     at.selectbox(key="wtg_load").set_value("verify 32").run()
     assert not at.exception
-    assert set(at.dataframe[0].value["load"]) == {"verify 32"}
+    amdahl = next(d.value for d in at.dataframe if "load_speedup" in d.value)
+    assert set(amdahl["load"]) == {"verify 32"}
 
 
 def test_compare_two_runs_with_intersection_note(app):
@@ -121,7 +122,8 @@ def test_compare_two_runs_with_intersection_note(app):
     assert len(shapes) == 2 * 15  # two series against the reference, on the 15 shapes in common
     assert shapes["ratio"].to_numpy() == pytest.approx((shapes["reference_us"] / shapes["series_us"]).to_numpy())
     from dashboard.compare import verdict
-    assert list(shapes["verdict"]) == [verdict(lo, hi, 0.01) for lo, hi in zip(shapes["ci_low"], shapes["ci_high"])]
+    eps = at.slider(key="cmp_eps").value  # derived from the committed repeatability runs when present
+    assert list(shapes["verdict"]) == [verdict(lo, hi, eps) for lo, hi in zip(shapes["ci_low"], shapes["ci_high"])]
     assert (shapes["ci_low"] <= shapes["ratio"]).all() and (shapes["ratio"] <= shapes["ci_high"]).all()
 
 

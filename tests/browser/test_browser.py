@@ -1,6 +1,13 @@
-"""Real browser test: `streamlit run app.py` on localhost, headless Chromium opens every page, waits for it to
-finish rendering, asserts there is no Streamlit exception block, and saves a screenshot per page to
-artifacts/screenshots/ (gitignored). Also uploads a CSV with a wrong schema and expects an st.error.
+"""Real browser test: `streamlit run app.py` on localhost, headless Chromium at 1,600 px.
+
+- The first full page load of a freshly started server is timed and printed (and written to
+  artifacts/browser_timings.txt): from the request to the page settled with every chart drawn.
+- Every page renders without a Streamlit exception block, its main tables fit the page (no sideways scrolling:
+  each data grid's scrollWidth ≤ its clientWidth), and a full-page screenshot goes to artifacts/screenshots/
+  (gitignored).
+- A report written by `python -m dashboard report` opens from file:// with every figure drawn, no network request
+  and no page-wide sideways scrolling.
+- Uploading a CSV with a wrong schema shows an st.error.
 
 Needs Debian's `chromium` and `chromium-driver` (.ci/run installs them) and selenium; skips cleanly without.
 """
@@ -17,15 +24,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "artifacts" / "screenshots"
+ARTIFACTS = ROOT / "artifacts"
+SHOTS = ARTIFACTS / "screenshots"
 FIXTURES = ROOT / "tests" / "fixtures" / "app"
 # url_path of each page in app.py's st.navigation; the default page (Overview) lives at "/".
 PAGES = {"overview": "", "where_time_goes": "where_time_goes", "kernels": "kernels", "shapes": "shapes",
          "compare": "compare", "roofline": "roofline", "probes": "probes", "planner": "planner", "dispatch": "dispatch",
-         "ledger": "ledger", "run": "run", "reports": "reports"}
+         "ledger": "ledger", "run": "run", "reports": "reports", "glossary": "glossary"}
+WIDTH, HEIGHT = 1600, 1000
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--window-size=1400,1000"]
+                f"--window-size={WIDTH},{HEIGHT}"]
+FIRST_LOAD_TARGET_S = 3.0  # printed next to the measurement; a benchmark figure, not an assertion
 
 
 def _find(*names):
@@ -46,12 +56,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server():
-    port = _free_port()
+def _start_server(port: int | None = None, script: str = "app.py"):
+    """A fresh `streamlit run app.py` (the app's synthetic fixture run on the source list); (process, url) once
+    its health endpoint answers."""
+    port = port or _free_port()
     env = dict(os.environ, PROJLAB_EXTRA_RUNS=str(FIXTURES / "synthetic_a.json"))
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
                              "--server.port", str(port), "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false"], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT)
@@ -60,15 +71,17 @@ def server():
     while True:
         try:
             if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read().strip() == b"ok":
-                break
+                return proc, url
         except OSError:
             pass
         if proc.poll() is not None or time.time() > deadline:
             proc.kill()
             log.seek(0)
             pytest.fail(f"streamlit did not start: {log.read().decode()[-2000:]}")
-        time.sleep(0.3)
-    yield url
+        time.sleep(0.1)
+
+
+def _stop(proc) -> None:
     proc.terminate()
     try:
         proc.wait(10)
@@ -77,42 +90,60 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def browser():
+def server():
+    proc, url = _start_server()
+    yield url
+    _stop(proc)
+
+
+def _fresh_browser(profile: str):
+    """Headless Chromium on an empty profile (no cache, no compiled code from earlier visits)."""
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
 
-    profile = tempfile.mkdtemp(prefix="projlab-chromium-")
     opts = Options()
     opts.binary_location = CHROMIUM
     for flag in CHROME_FLAGS + [f"--user-data-dir={profile}"]:
         opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "SEVERE"})
     drv = webdriver.Chrome(service=Service(DRIVER), options=opts)
     drv.set_page_load_timeout(60)
+    return drv
+
+
+@pytest.fixture(scope="module")
+def browser():
+    profile = tempfile.mkdtemp(prefix="projlab-chromium-")
+    drv = _fresh_browser(profile)
     yield drv
     drv.quit()
     shutil.rmtree(profile, ignore_errors=True)
 
 
-def _wait_rendered(drv, timeout=60):
-    """Main content is there, the 'running' indicator is gone, and it stays gone for a moment."""
-    from selenium.webdriver.common.by import By
+# Settled: the script run is over (the app root's data-test-script-state, which Streamlit's own e2e tests read), a
+# title is on the page, and every chart has its plotly SVG (a chart still loading its library shows a skeleton).
+_SETTLED_JS = """
+const app = document.querySelector('[data-testid="stApp"]');
+if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+if (!document.querySelector('[data-testid="stMain"] h1')) return false;
+if (document.querySelector('[data-testid="stSkeleton"]')) return false;
+return [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(c => c.querySelector('.main-svg'));
+"""
 
+
+def _wait_rendered(drv, timeout=60, quiet_s=1.0) -> float:
+    """Wait until the page is settled (_SETTLED_JS) and stays so for `quiet_s`; return the time.perf_counter() at
+    which it became settled for good."""
     deadline = time.time() + timeout
     quiet_since = None
     while time.time() < deadline:
-        main = drv.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] h1, [data-testid="stMainBlockContainer"] h1')
-        # The status widget shows late on a busy machine; the app root's script state says it at once.
-        running = drv.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"], [data-testid="stApp"]'
-                                    '[data-test-script-state="running"], [data-testid="stApp"]'
-                                    '[data-test-script-state="initial"]')
-        skeleton = drv.find_elements(By.CSS_SELECTOR, '[data-testid="stSkeleton"]')
-        if main and not running and not skeleton:
-            quiet_since = quiet_since or time.time()
-            if time.time() - quiet_since > 1.0:
-                return
+        if drv.execute_script(_SETTLED_JS):
+            quiet_since = quiet_since or time.perf_counter()
+            if time.perf_counter() - quiet_since > quiet_s:
+                return quiet_since
         else:
             quiet_since = None
-        time.sleep(0.2)
+        time.sleep(0.05)
     raise AssertionError(f"page did not finish rendering in {timeout} s: {drv.current_url}")
 
 
@@ -120,10 +151,40 @@ def _full_page_screenshot(drv, path: Path) -> None:
     """Streamlit scrolls inside stMain, so grow the window to its content height for one screenshot."""
     height = drv.execute_script("const m = document.querySelector('[data-testid=\"stMain\"]');"
                                 "return m ? m.scrollHeight : document.body.scrollHeight;")
-    drv.set_window_size(1400, min(int(height) + 120, 12000))
+    drv.set_window_size(WIDTH, min(int(height) + 120, 16000))
     time.sleep(0.8)  # let plotly re-layout at the new size
     drv.save_screenshot(str(path))
-    drv.set_window_size(1400, 1000)
+    drv.set_window_size(WIDTH, HEIGHT)
+
+
+# Every rendered data grid (st.dataframe; a collapsed expander renders none) and the main block: how far each
+# would scroll sideways. Glide data grids scroll inside their .dvn-scroller element.
+_OVERFLOW_JS = """
+const out = [];
+document.querySelectorAll('[data-testid="stDataFrame"]').forEach((d, i) => {
+  const s = d.querySelector('.dvn-scroller');
+  if (s && s.clientWidth > 0) out.push({what: 'dataframe ' + i, scroll: s.scrollWidth, client: s.clientWidth});
+});
+document.querySelectorAll('[data-testid="stTable"]').forEach((d, i) =>
+  out.push({what: 'table ' + i, scroll: d.scrollWidth, client: d.clientWidth}));
+const m = document.querySelector('[data-testid="stMain"]');
+out.push({what: 'main', scroll: m.scrollWidth, client: m.clientWidth});
+return out;
+"""
+
+
+def _overflowing(drv) -> list[str]:
+    return [f"{o['what']}: {o['scroll']} px of content in {o['client']} px"
+            for o in drv.execute_script(_OVERFLOW_JS) if o["scroll"] > o["client"] + 1]
+
+
+def _report_line(capsys, text: str) -> None:
+    """Print a measurement into the pytest output (not captured) and keep it in artifacts/browser_timings.txt."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    with open(ARTIFACTS / "browser_timings.txt", "a", encoding="utf-8") as f:
+        f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n")
+    with capsys.disabled():
+        print(f"\n[browser] {text}")
 
 
 def _default_run_score():
@@ -138,24 +199,108 @@ def _default_run_score():
     return run_score(data, base, [c for c in cands if c != base][-1]).score
 
 
+def _first_load(drv, port: int, script: str = "app.py") -> tuple[float, float]:
+    """Start a server on `port`, time its first full page load (request → settled, every chart drawn), then a
+    reload (server caches warm); stop it."""
+    proc, url = _start_server(port, script)
+    try:
+        t0 = time.perf_counter()
+        drv.get(url)
+        first = _wait_rendered(drv) - t0
+        t0 = time.perf_counter()
+        drv.get(url)
+        again = _wait_rendered(drv) - t0
+    finally:
+        _stop(proc)
+    return first, again
+
+
+def test_first_page_load_of_a_fresh_server(browser, capsys):
+    """The first visitor of a just-started server, twice: with a browser that has never seen the app (this test runs
+    first on the browser fixture's fresh profile: Streamlit's frontend and its chart and table libraries, ~8 MB of
+    JavaScript, are fetched and compiled), and with one that has its static files cached from that visit (a restarted
+    server, a returning visitor: another fresh server on the same address). For scale, a bare page with one plotly
+    chart and one table (tests/fixtures/app/reference_page.py) in another fresh browser: what Streamlit's own
+    frontend costs on this machine before the app does any work."""
+    port = _free_port()
+    cold, reload_s = _first_load(browser, port)
+    cached, _ = _first_load(browser, port)
+    profile = tempfile.mkdtemp(prefix="projlab-chromium-ref-")
+    other = _fresh_browser(profile)
+    try:
+        bare, _ = _first_load(other, _free_port(), str(FIXTURES / "reference_page.py"))
+    finally:
+        other.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+    _report_line(capsys, f"first full page load of a fresh server: {cached:.2f} s with the browser's cache of the app's "
+                         f"static files, {cold:.2f} s in a browser that never saw the app (a bare page with one chart "
+                         f"and one table: {bare:.2f} s there); a reload after it {reload_s:.2f} s (target ≤ "
+                         f"{FIRST_LOAD_TARGET_S:.0f} s on {os.cpu_count()} cores; load average "
+                         f"{os.getloadavg()[0]:.1f})")
+
+
 @pytest.mark.parametrize("page", list(PAGES))
-def test_page_renders_without_exception(server, browser, page):
+def test_page_renders_fits_and_is_screenshotted(server, browser, page):
     from selenium.webdriver.common.by import By
 
     browser.get(f"{server}/{PAGES[page]}")
     _wait_rendered(browser)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    _full_page_screenshot(browser, SHOTS / f"{page}.png")
     errors = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     assert not errors, f"{page}: {errors[0].text[:500]}"
     title = browser.find_element(By.CSS_SELECTOR, "h1").text
     assert title, f"{page}: no title"
+    assert not _overflowing(browser), f"{page} scrolls sideways at {WIDTH} px: {_overflowing(browser)}"
+    _full_page_screenshot(browser, SHOTS / f"{page}.png")
+    for i, tab in enumerate(browser.find_elements(By.CSS_SELECTOR, '[role="tab"]')[1:], start=1):
+        tab.click()  # a hidden tab's tables have no width until shown
+        time.sleep(0.5)
+        assert not _overflowing(browser), f"{page} tab {tab.text!r} scrolls sideways: {_overflowing(browser)}"
+        _full_page_screenshot(browser, SHOTS / f"{page}_tab{i}.png")
     if page == "overview":
         text = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
         assert "1.3012×" in text  # the official table, always quoted for reference
         first = _default_run_score()
         if first is not None:  # the app opens on the most complete committed run: its score is on the page
             assert f"{first:.4f}×" in text
+
+
+def test_report_opens_offline_in_chromium(browser, tmp_path, capsys):
+    """`python -m dashboard report` on the app's synthetic run: the HTML opens from file:// with every figure
+    drawn by the inline plotly.js, fetches nothing, and does not scroll sideways at 1,600 px."""
+    from selenium.webdriver.common.by import By
+
+    out = subprocess.run([sys.executable, "-m", "dashboard", "report", str(FIXTURES / "synthetic_a.json"),
+                          "--out", str(tmp_path), "--format", "html"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    html = next(tmp_path.glob("*.html"))
+    browser.get_log("browser")  # drop what earlier pages logged
+    browser.get(html.as_uri())
+    deadline = time.time() + 30
+    figs = drawn = 0
+    while time.time() < deadline:
+        figs = len(browser.find_elements(By.CSS_SELECTOR, ".plotly-graph-div"))
+        drawn = len(browser.find_elements(By.CSS_SELECTOR, ".plotly-graph-div .main-svg"))
+        if figs and drawn >= figs:
+            break
+        time.sleep(0.2)
+    assert figs >= 4 and drawn >= figs, f"{drawn} of {figs} report figures drawn"
+    fetched = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)"
+                                     ".filter(n => !n.startsWith('file:') && !n.startsWith('data:'))")
+    assert not fetched, f"the report fetched {fetched}"
+    severe = [e["message"] for e in browser.get_log("browser") if e.get("level") == "SEVERE"]
+    assert not severe, severe
+    wide = browser.execute_script("return [document.documentElement.scrollWidth, "
+                                  "document.documentElement.clientWidth]")
+    assert wide[0] <= wide[1] + 1, f"the report scrolls sideways: {wide}"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(WIDTH, min(int(height) + 50, 16000))
+    time.sleep(0.5)
+    browser.save_screenshot(str(SHOTS / "report.png"))
+    browser.set_window_size(WIDTH, HEIGHT)
+    _report_line(capsys, f"report {html.name}: {html.stat().st_size / 1e6:.2f} MB, {figs} figures drawn offline")
 
 
 def test_uploading_a_bad_csv_shows_an_error(server, browser):
@@ -174,6 +319,7 @@ def test_uploading_a_bad_csv_shows_an_error(server, browser):
         if "rejected" in text:
             break
         time.sleep(0.3)
+    SHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SHOTS / "overview_bad_upload.png"))
     assert "bad_columns.csv" in text and "baseline_us" in text, text
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')

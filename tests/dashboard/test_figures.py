@@ -50,24 +50,60 @@ def test_ratio_bars_with_ci_and_target():
     assert {s.y0 for s in fig.layout.shapes} == {1.0, 1.32}
 
 
-def test_roofline_roofs_and_points():
-    pts = pd.DataFrame({"shape": ["s1", "s2"], "candidate": ["x", "x"], "intensity": [1.0, 100.0],
-                        "tflops": [3.0, 200.0], "median_us": [10.0, 20.0], "floor_us": [9.0, 15.0],
-                        "bound": ["memory", "memory"]})
-    fig = figures.roofline(pts, memory_tbps=4.0, compute_tflops=700.0, source="measured")
-    roof, sheet, points = fig.data
+def _pts():
+    return pd.DataFrame({"shape": ["s1", "s2", "s1", "s2"], "candidate": ["base", "base", "x", "x"],
+                         "intensity": [1.0, 300.0, 1.0, 300.0], "tflops": [2.0, 150.0, 3.0, 200.0],
+                         "median_us": [15.0, 26.0, 10.0, 20.0], "floor_us": [9.0, 15.0, 9.0, 15.0],
+                         "bound": ["memory"] * 4})
+
+
+def test_roofline_roofs_are_labelled_with_values_and_the_ridge():
+    fig = figures.roofline(_pts(), memory_tbps=4.0, compute_tflops=700.0, source="measured")
+    by = {t.name: t for t in fig.data}
+    roof = by["probe roof (4.00 TB/s, largest probe)"]
     assert roof.y[0] == pytest.approx(roof.x[0] * 4.0) and max(roof.y) == pytest.approx(700.0)
-    assert sheet.line.dash == "dash" and "4.8" in sheet.name
-    assert list(points.x) == [1.0, 100.0] and list(points.y) == [3.0, 200.0]
+    assert by["datasheet 4.8 TB/s (reference)"].line.dash == "dash"
+    ridge = by["ridge 175 FLOP/B"]  # 700 TFLOP/s ÷ 4 TB/s
+    assert (ridge.x[0], ridge.y[0]) == (pytest.approx(175.0), 700.0)
+    notes = {a.text for a in fig.layout.annotations}
+    assert {"4.00 TB/s", "compute 700 TFLOP/s"} <= notes
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
 
 
-def test_time_vs_floor_has_one_floor_per_shape():
+def test_roofline_x_range_is_the_datas():
+    fig = figures.roofline(_pts(), 4.0, 700.0, "measured")
+    lo, hi = fig.layout.xaxis.range
+    assert 10 ** lo == pytest.approx(1.0 / 1.6) and 10 ** hi == pytest.approx(300.0 * 1.6)
+
+
+def test_roofline_draws_the_baseline_as_rings_under_the_candidates():
+    fig = figures.roofline(_pts(), 4.0, 700.0, "measured", colors={"base": "#111111", "x": "#222222"},
+                           hollow=("base",))
+    names = [t.name for t in fig.data]
+    assert names.index("base") < names.index("x")  # drawn first, so the filled points sit on top
+    base, x = fig.data[names.index("base")], fig.data[names.index("x")]
+    assert base.marker.symbol == "circle-open" and base.marker.size > x.marker.size
+    assert (base.marker.color, x.marker.color) == ("#111111", "#222222")
+    assert list(x.x) == [1.0, 300.0] and list(x.y) == [3.0, 200.0]
+
+
+def test_time_vs_floor_puts_a_floor_tick_on_every_bar():
     df = pd.DataFrame({"shape": ["a", "a", "b", "b"], "candidate": ["x", "y", "x", "y"],
                        "median_us": [1.0, 2.0, 3.0, 4.0], "floor_us": [0.5, 0.5, 2.0, 2.0]})
-    fig = figures.time_vs_floor(df, "measured")
-    assert [t.type for t in fig.data] == ["bar", "bar", "scatter"]
-    assert list(fig.data[2].y) == [0.5, 2.0]
+    fig = figures.time_vs_floor(df, "measured", colors={"x": "#aa0000"})
+    bars = [t for t in fig.data if t.type == "bar"]
+    ticks = [t for t in fig.data if t.type == "scatter"]
+    assert [b.name for b in bars] == ["x", "y"] and bars[0].marker.color == "#aa0000"
+    assert [t.offsetgroup for t in ticks] == [b.offsetgroup for b in bars]  # one tick per bar, aligned with it
+    assert all(list(t.y) == [0.5, 2.0] for t in ticks)
+    assert fig.layout.scattermode == "group" and sum(bool(t.showlegend) for t in ticks) == 1
+
+
+def test_series_colors_fixed_per_name_baseline_grey():
+    c = figures.series_colors(["best", "baseline", "seed036"], "baseline")
+    assert c["baseline"] == figures.SERIES_COLORS[0]
+    assert len({c["best"], c["seed036"], c["baseline"]}) == 3
+    assert figures.series_colors(["baseline", "best"], "baseline")["best"] == c["best"]
 
 
 def test_probe_curve_overlays_run_and_seed():
@@ -94,13 +130,21 @@ def test_ledger_figure_kinds_and_intervals():
     assert sum(len(t.x) for t in fig.data) == int(led["score"].notna().sum())
 
 
-def test_compare_figure_colours_by_verdict_and_draws_band():
-    shapes = pd.DataFrame({"series": ["s", "s"], "load": ["decode 1"] * 2, "family": ["o", "router"],
-                           "ratio": [1.2, 1.0], "ci_low": [1.1, 0.995], "ci_high": [1.3, 1.005],
-                           "verdict": ["FAST", "SAME"]})
-    fig = figures.compare_figure(shapes, 0.01, "derived")
-    assert [t.name for t in fig.data] == ["s: FAST", "s: SAME"]
-    assert fig.data[0].marker.color == figures.VERDICT_COLORS["FAST"]
+def test_compare_figure_colours_series_and_marks_verdicts_by_symbol():
+    shapes = pd.DataFrame({"series": ["run A · best"] * 2 + ["run B · best"] * 2,
+                           "load": ["verify 1", "decode 1"] * 2, "family": ["o", "router"] * 2,
+                           "ratio": [1.2, 1.0, 0.9, 1.0], "ci_low": [1.1, 0.995, 0.85, 0.98],
+                           "ci_high": [1.3, 1.005, 0.95, 1.03], "verdict": ["FAST", "SAME", "SLOW", "AMBIGUOUS"]})
+    labels = {"run A · best": "A", "run B · best": "B"}
+    order = ["decode 1/router", "verify 1/o"]
+    fig = figures.compare_figure(shapes, 0.01, "derived", labels, order)
+    a, b = fig.data[0], fig.data[1]
+    assert (a.name, b.name) == ("A", "B") and a.marker.color != b.marker.color  # one colour per series
+    assert list(a.marker.symbol) == [figures.VERDICT_SYMBOLS["FAST"], figures.VERDICT_SYMBOLS["SAME"]]
+    assert "run A · best" in a.hovertemplate  # the full name on hover
+    legend = {t.name for t in fig.data[2:]}
+    assert legend == {"FAST", "SAME", "SLOW", "AMBIGUOUS"}  # verdict symbols explained once each
+    assert list(fig.layout.xaxis.categoryarray) == order and fig.layout.yaxis.type == "log"
     band = [s for s in fig.layout.shapes if s.type == "rect"][0]
     assert (band.y0, band.y1) == (0.99, 1.01)
 
@@ -125,6 +169,35 @@ def test_line_and_samples_and_telemetry():
     assert len(figures.telemetry_figure(tel).data) == 3
 
 
+def test_telemetry_clock_axis_has_whole_mhz_ticks_around_a_flat_clock():
+    tel = pd.DataFrame({"t_s": [0, 1, 2], "sm_mhz": [1980, 1980, 1980], "power_w": [300, 310, 305],
+                        "temp_c": [40, 41, 41]})
+    fig = figures.telemetry_figure(tel)
+    assert fig.layout.yaxis.tickformat == "d" and list(fig.layout.yaxis.range) == [1930, 2030]
+    assert fig.layout.yaxis3.tickformat == "d"
+
+
+def test_load_time_bars_floor_tick_on_every_bar_and_only_present_loads():
+    wl = load_workload()
+    df = OFF.assign(floor_us=1.0)
+    fig = figures.load_time_bars(df[df["load"] != "verify 32"], {"baseline": "baseline_us", "036": "candidate_us"},
+                                 "published", wl.load_order, floor_col="floor_us")
+    ticks = fig.data[-1]
+    assert ticks.name == "Σ floor (derived)" and len(ticks.y) == 5 * 2  # five loads present × two series
+    assert set(ticks.y) == {5.0}  # five shapes × 1 µs per load
+    assert "verify 32" not in set(fig.data[0].x[0])
+
+
+def test_family_bars_floor_ticks_and_above_floor_bars():
+    df = OFF.assign(floor_us=OFF["candidate_us"] / 2)
+    fig = figures.family_bars(df, "verify 1", {"b": "baseline_us", "c": "candidate_us"}, "published")
+    ticks = [t for t in fig.data if t.type == "scatter"]
+    assert [t.offsetgroup for t in ticks] == ["b", "c"]
+    above = views.time_above_floor(df.assign(shape=df["load"] + "/" + df["family"]))
+    fig = figures.above_floor_bars(above, {"b": "baseline_above_us"}, "derived")
+    assert list(fig.data[0].x) == list(above["family"]) and list(fig.data[0].y) == list(above["baseline_above_us"])
+
+
 def test_roofline_points_from_a_run():
     data = runs.load_run_data(FIXTURES / "synthetic_a.json")
     pts = views.roofline_points(runs.shape_table(data, load_workload()), ["seed036"])
@@ -132,5 +205,5 @@ def test_roofline_points_from_a_run():
     assert row["tflops"] == pytest.approx(2 * 1 * 4096 * 8192 / (row["median_us"] * 1e-6) / 1e12)
     assert row["floor_tflops"] == pytest.approx(row["tflops"] * row["median_us"] / row["floor_us"])
     fig = figures.roofline(pts, 4.0, 780.0, "measured")
-    assert fig.data[2].name == "floor per shape (derived)" and len(fig.data[2].x) == 30
-    assert len(fig.data[3].x) == 30
+    by = {t.name: t for t in fig.data}
+    assert len(by["floor per shape (derived)"].x) == 30 and len(by["seed036"].x) == 30

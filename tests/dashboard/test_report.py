@@ -1,4 +1,6 @@
 """dashboard.report: whole-run and per-shape reports in four formats; HTML works offline; the CLI."""
+import base64
+import gzip
 import json
 import re
 import subprocess
@@ -31,14 +33,95 @@ def test_whole_run_summary_matches_the_scorer(run_report):
     assert len(run_report.tables["shapes"]) == 30
 
 
-def test_html_is_standalone_and_interactive(run_report):
+def _embedded_plotly(html: str) -> bytes:
+    blobs = re.findall(r"atob\('([A-Za-z0-9+/=]+)'\)", html)
+    assert len(blobs) == 1, f"{len(blobs)} copies of plotly.js"
+    return gzip.decompress(base64.b64decode(blobs[0]))
+
+
+def test_html_is_standalone_with_one_compressed_plotly(run_report):
+    from plotly.offline import get_plotlyjs
+
     html = run_report.html()
     assert html.startswith("<!DOCTYPE html>")
-    # plotly.js is inline (no CDN / network script), and every figure is a live plotly div
-    assert not re.search(r"<script[^>]+src=", html)
-    assert len(html) > 3_000_000  # the ~4.6 MB plotly.js bundle
-    assert html.count("Plotly.newPlot") == len(run_report.figures) >= 4
+    assert not re.search(r"<script[^>]+src=", html)  # nothing fetched: no CDN, no file next to it
+    assert _embedded_plotly(html) == get_plotlyjs().encode()  # the whole library, once
+    assert len(html) < 2_500_000  # 4.8 MB of plotly.js travels as 2.0 MB of gzip+base64
+    assert html.count("Plotly.newPlot(") == len(run_report.figures) >= 4
     assert "measured (run file)" in html
+
+
+def test_report_facts_are_formatted_with_units(run_report):
+    facts = dict(run_report.facts)
+    score = run_report.summary["score"]
+    assert facts["Score (derived)"].startswith(f"{score:.4f}×")
+    assert facts["Score 95% CI (derived)"].startswith(
+        f"{run_report.summary['score_ci_low']:.4f}–{run_report.summary['score_ci_high']:.4f}")
+    assert facts["Time saved (derived)"].endswith("% of the aggregate time")
+    assert all(v.endswith(" µs") for k, v in facts.items() if k.startswith("Score-equivalent"))
+    html = run_report.html()
+    body = html[html.index("<body>"):]
+    assert not re.search(r"\d\.\d{7,}", re.sub(r"<script.*?</script>", "", body, flags=re.S))  # no 3.456000005826354
+    assert "score_equivalent_baseline_us" not in body  # raw keys stay in the JSON
+
+
+def test_report_per_shape_table_is_compact_and_the_csv_complete(run_report):
+    shown = next(df for name, df in run_report.display.items() if name.startswith("Per shape"))
+    assert list(shown.columns) == ["shape", "method", "baseline µs", "candidate µs", "ratio ×",
+                                   "paired ratio [95% CI]", "floor µs", "SOL", "correct"]
+    assert len(shown) == 30
+    csv = pd.read_csv(pd.io.common.StringIO(run_report.csv()))
+    assert {"bytes", "flops", "memory_floor_us", "compute_floor_us", "ratio_ci_low", "sol_baseline"} <= set(csv)
+
+
+def test_report_draws_a_candidate_in_one_colour_and_a_floor_on_every_bar(run_report):
+    seen: dict[str, set] = {}
+    for fig in run_report.figures:
+        for t in fig.data:
+            if t.name in ("baseline", "seed036"):
+                seen.setdefault(t.name, set()).add(t.marker.color)
+    assert seen and all(len(c) == 1 for c in seen.values()), seen
+    assert seen["baseline"] != seen["seed036"]
+    vs_floor = next(f for f in run_report.figures if f.layout.title.text.startswith("Time vs floor"))
+    bars = [t.offsetgroup for t in vs_floor.data if t.type == "bar"]
+    ticks = [t.offsetgroup for t in vs_floor.data if t.type == "scatter"]
+    assert bars == ticks == ["baseline", "seed036"]
+    per_load = run_report.figures[0]
+    assert per_load.data[-1].name == "Σ floor (derived)" and len(per_load.data[-1].y) == 6 * 2
+
+
+def test_report_explains_the_idle_clock_and_the_terms(run_report):
+    notes = {n.heading: n.text for n in run_report.notes}
+    clock = notes["Clock and throttling (measured)"]
+    assert "gpu_idle" in clock and "idle GPU" in clock and "MHz" in clock
+    assert "SOL" in notes["Terms"] and "AMBIGUOUS" in notes["Terms"]
+    md = run_report.markdown()
+    assert "## Clock and throttling (measured)" in md and "gpu_idle" in md  # intraword: no emphasis, no escape
+
+
+def test_markdown_escapes_what_it_embeds(tmp_path):
+    """Candidate names, methods and the GPU string are free text in a run file: none may become markup."""
+    evil = "x *b* | <script>y</script> [l](u) #1"
+    run = json.loads(RUN.read_text())
+    run["environment"]["gpu"] = "GPU <i>9</i> | *fast*"
+    for record in run["results"] + run["pairs"]:
+        for role in ("candidate", "baseline"):
+            if record.get(role) == "seed036":
+                record[role] = evil
+        if record.get("candidate") == evil and "method" in record:
+            record["method"] = "m | *n* `c`"
+    path = tmp_path / "evil.json"
+    path.write_text(json.dumps(run))
+    rep = report.build_from_path(path, "baseline", evil)
+    md = rep.markdown()
+    for raw in ("<script>", "*b*", "[l](u)", "<i>", "*fast*", "*n*", "`c`", "| <"):
+        assert raw not in md, raw
+    assert "x \\*b\\* \\| \\<script\\>y\\</script\\> \\[l\\](u) \\#1" in md
+    assert "m \\| \\*n\\* \\`c\\`" in md and "GPU \\<i\\>9\\</i\\> \\| \\*fast\\*" in md
+    rows = [line for line in md.splitlines() if line.startswith("| decode 1/o |")]
+    assert rows and all(line.count(" | ") == rows[0].count(" | ") for line in rows)  # no cell split by a '|'
+    html = rep.html()
+    assert "<script>y</script>" not in html and "&lt;script&gt;y&lt;/script&gt;" in html
 
 
 def test_markdown_csv_json_carry_the_numbers(run_report):

@@ -130,6 +130,25 @@ def test_default_run_prefers_the_most_fully_scored_run():
     assert all(len(scored_candidates(load_run_data(p))) <= n_chosen for p in paths)
 
 
+def test_default_run_skips_a_top_ranked_file_that_fails_validation(tmp_path):
+    """default_run ranks files from their raw JSON and validates only the winner: a file that would rank first
+    but fails validation (or is not JSON) must not be opened; the next valid one is."""
+    good = tmp_path / "2000-01-01_synthetic_good.json"
+    shutil.copy(COMPLETE, good)
+    run = json.loads(COMPLETE.read_text())
+    run["created_utc"] = "2999-01-01T00:00:00Z"  # newer than `good`: it would win the tie on scored candidates
+    run["schema_version"] = 999
+    bad = tmp_path / "2000-01-02_synthetic_bad-schema.json"
+    bad.write_text(json.dumps(run))
+    (tmp_path / "2000-01-03_synthetic_corrupt.json").write_text("{not json")
+    partial = tmp_path / PARTIAL.name
+    shutil.copy(PARTIAL, partial)
+    assert runs.default_run(runs.list_runs(tmp_path)) == good
+    run["schema_version"] = json.loads(COMPLETE.read_text())["schema_version"]
+    bad.write_text(json.dumps(run))  # now valid: the newer of two equally scored runs wins
+    assert runs.default_run(runs.list_runs(tmp_path)) == bad
+
+
 def test_scored_candidates_needs_every_scored_shape(tmp_path):
     import json
 

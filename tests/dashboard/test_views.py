@@ -78,3 +78,60 @@ def test_local_vs_official_joins_on_the_scored_shapes_only():
     row = side.iloc[0]
     assert (row["baseline µs (published)"], row["036 µs (published)"]) == (11.0, 5.0)
     assert (row["b µs (measured)"], row["c µs (measured)"]) == (10.0, 4.0)
+
+
+def test_readable_shapes_units_and_ci_text():
+    wide = views.readable_shapes(views.wide_shapes(TABLE, PAIRS, "b", "c")).set_index("shape")
+    assert wide.loc["L1/a", "mb"] == pytest.approx(100 / 1e6) and wide.loc["L1/a", "gflop"] == pytest.approx(128 / 1e9)
+    assert wide.loc["L1/a", "paired_ci"] == "2.400 [2.300–2.450]"
+    assert wide.loc["L2/a", "paired_ci"] == "—"  # no pairs, no CI: said so, not 'nan'
+    assert views.ci_text(np.nan, 1.0) == "—" and views.ci_text(1.0, 1.23456) == "1.0000–1.2346"
+
+
+def test_sol_over_100_lists_each_side_above_one():
+    wide = views.wide_shapes(TABLE, PAIRS, "b", "c")  # L2/a candidate SOL is exactly 1.0: not above
+    assert views.sol_over_100(wide).empty
+    over = views.sol_over_100(wide.assign(sol_candidate=[1.05, 0.5, 0.9]))
+    assert over.to_dict("records") == [{"shape": "L1/a", "side": "candidate", "sol": 1.05}]
+
+
+@pytest.mark.parametrize("score, target", [(1.301203, 1.32), (1.3878, 1.41), (1.0, 1.01), (1.399, 1.42),
+                                           (0.5, 1.0)])
+def test_default_target_is_above_the_score(score, target):
+    got = views.default_target(score)
+    assert got == pytest.approx(target)
+    assert got > score
+
+
+def test_time_above_floor_per_family_sums_the_loads():
+    wide = views.wide_shapes(TABLE, PAIRS, "b", "c")  # floor 1 µs everywhere
+    above = views.time_above_floor(wide, family_order=["x", "a"]).set_index("family")
+    assert list(above.index) == ["x", "a"]
+    assert above.loc["a", "baseline_above_us"] == pytest.approx((10 - 1) + (6 - 1))
+    assert above.loc["a", "candidate_above_us"] == pytest.approx((4 - 1) + (3 - 1))
+    assert above.loc["a", "candidate_share_above"] == pytest.approx(5 / 7)
+
+
+def test_clock_summary_ignores_the_idle_reading_and_gpu_idle():
+    run = {"environment": {"clocks": {"sm_max_mhz": 1980, "sm_mhz_start": 345, "sm_mhz_end": 510},
+                           "throttle_reasons": ["gpu_idle"]},
+           "telemetry": [{"t_s": 0, "sm_mhz": 1980, "throttle": ["gpu_idle"]},
+                         {"t_s": 1, "sm_mhz": 1965, "throttle": ["sw_power_cap"]}]}
+    c = views.clock_summary(run)
+    assert (c["sm_min_mhz"], c["sm_max_mhz"], c["n_samples"]) == (1965, 1980, 2)
+    assert c["throttle_reasons"] == ["sw_power_cap"]
+    text = views.clock_text(c)
+    assert "1965–1980 MHz" in text and "345 / 510 MHz" in text and "gpu_idle" in text
+    quiet = views.clock_summary({"environment": {"throttle_reasons": ["gpu_idle"]}})
+    assert quiet["throttle_reasons"] == [] and quiet["sm_min_mhz"] is None
+    assert "not sampled" in views.clock_text(quiet) and views.clock_text(quiet).endswith("none.")
+
+
+def test_series_label_is_short_and_shape_order_follows_loads():
+    assert views.series_label("run: 2026-11-30_nvidia-h200_baseline-seed036-best-r3.json",
+                              "datasets/runs/2026-11-30_nvidia-h200_baseline-seed036-best-r3.json", "best") \
+        == "2026-11-30 · baseline-seed036-best-r3 · best"
+    assert views.series_label("Official 036 table (published)", "datasets/official_036.csv", "036") \
+        == "published 036 table · 036"
+    assert views.series_label("upload: my.csv", "/tmp/my-abc.csv", "candidate") == "my-abc · candidate"
+    assert views.shape_order(["d1", "d16"], ["qkv", "o"]) == ["d1/qkv", "d1/o", "d16/qkv", "d16/o"]

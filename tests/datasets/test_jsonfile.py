@@ -12,6 +12,8 @@ DEEP = "[" * 1000 + "]" * 1000
 def test_nesting_depth_ignores_brackets_inside_strings():
     assert nesting_depth('{"a": [1, {"b": "[[[[{"}]}') == 3
     assert nesting_depth('"\\"[["') == 0
+    assert nesting_depth('["a\\\\", [1, "]]"], "\\u005b"]') == 2  # an escaped backslash ends the string
+    assert nesting_depth('{"k": "multi\nline [", "v": [[]]}') == 3
 
 
 @pytest.mark.parametrize("data, problem", [

@@ -1,0 +1,11 @@
+"""Glossary: every term the pages and reports use (Σw, SOL, floors, verdicts, ε, provenance), from
+dashboard.glossary — the one place they are defined."""
+import streamlit as st
+
+from dashboard import glossary
+
+st.title("Glossary")
+st.caption("The words the pages and the reports use. Column tooltips quote the first line of each.")
+for term in glossary.TERMS.values():
+    st.subheader(term.title, anchor=term.key)
+    st.markdown(f"*{term.short}*  \n{term.long}")

@@ -1,0 +1,90 @@
+"""The words the app and the reports use, defined once: the Glossary page shows them all, tables use the short
+forms as column tooltips, and reports quote them.
+
+Each entry: a title, a one-line `short` form (tooltips) and a `long` explanation (Markdown). The numbers quoted
+come from committed run files named in the text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Term:
+    key: str
+    title: str
+    short: str
+    long: str
+
+
+TERMS: dict[str, Term] = {t.key: t for t in [
+    Term("provenance", "measured · derived · published · uploaded",
+         "Where a number comes from.",
+         "**measured**: timed on an H200 by `python -m profiler` and stored in a run file (`datasets/runs/`). "
+         "**derived**: computed by projlab from measured or published times (ratios, scores, floors, SOL, CIs). "
+         "**published**: taken from the write-up (the official 036 table, its probes, its ledger). "
+         "**uploaded**: a table or run someone gave the app, shown as given."),
+    Term("ratio", "ratio", "Baseline time ÷ candidate time; above 1 the candidate is faster.",
+         "Per shape, *ratio of medians* = median baseline µs ÷ median candidate µs (what the score aggregates). "
+         "*Paired ratio* = median of the per-round ratios (the profiler times baseline and candidate in "
+         "alternating rounds); its 95% CI comes from those pairs. The two medians need not be equal, so a CI is "
+         "always shown next to the paired ratio it belongs to."),
+    Term("ci", "95% CI", "95% percentile-bootstrap interval of a ratio or score from the timing samples.",
+         "Resampling the timing samples (paired by round where both series come from one run) 1,000 times gives "
+         "the 95% interval. It covers sampling noise only: two back-to-back runs of identical kernels differ by "
+         "more than one run's CI (where buffers land in memory changes between runs)."),
+    Term("sigma_w", "Σw", "Weighted sum over a load's five shapes: Σ weight × time.",
+         "Each load has five shapes (one per family); its time is Σ w·t with the workload's family weight w "
+         "(62 for every family, so it cancels in ratios). The load ratio is Σw·baseline ÷ Σw·candidate."),
+    Term("score", "score", "Geometric mean of the six load ratios.",
+         "The benchmark score: the geometric mean of the six per-load ratios (decode 1/16/32, verify 1/16/32). "
+         "*Score-equivalent time* is the geometric mean over loads of Σw·t per side; *time saved* = 1 − 1/score."),
+    Term("floor", "floor", "The least time a shape could take: max(memory floor, compute floor).",
+         "*Memory floor*: the time the run's HBM read probes took for the shape's bytes (weights + activations + "
+         "output), interpolated on the probe curve. *Compute floor*: 2·M·N·K FLOPs ÷ the compute peak. The larger "
+         "one applies and names the *bound* (memory or compute). For the published table the floors use the "
+         "write-up's four probes and its quoted 989 TFLOP/s."),
+    Term("sol", "SOL", "Speed of light: floor ÷ time (100% = at the floor).",
+         "Per shape, SOL = floor ÷ measured time; per load, Σw·floor ÷ Σw·time. 100% means the kernel runs at "
+         "the floor."),
+    Term("sol_over", "SOL above 100%", "The kernel beat its floor: the floor is not a lower bound there.",
+         "A floor is only as fast as the probe that measured it. SOL above 100% means the kernel read its bytes "
+         "faster than the probe did at that size (e.g. the published 036 decode-1 times beat the write-up's "
+         "probes), so read it as ‘at the floor’, not as more than the hardware can do. It is flagged, not "
+         "clipped."),
+    Term("above_floor", "time above the floor", "Time − floor: what a perfect kernel could still remove.",
+         "Σw·(time − floor) per family and load: the part of the time that is above what the probes say the bytes "
+         "need. It is an upper bound on what any kernel could recover there."),
+    Term("verdicts", "FAST · SLOW · SAME · AMBIGUOUS · NO SAMPLES",
+         "Verdict from the 95% CI and the SAME band ±ε.",
+         "**FAST**: the whole CI is above 1 + ε. **SLOW**: the whole CI is below 1 − ε. **SAME**: the whole CI "
+         "is inside [1 − ε, 1 + ε]. **AMBIGUOUS**: the CI crosses a band edge (the data cannot tell). "
+         "**NO SAMPLES**: a published table has no samples, so no CI and no verdict."),
+    Term("eps", "ε (SAME band)", "Differences within ±ε of 1 are read as ‘the same’.",
+         "ε should be the difference that identical kernels show between runs. The repeatability runs "
+         "(`…_baseline-vs-baseline-*.json`: the same plan timed twice in one sweep; the four committed on "
+         "2026-11-30) show per-shape ratios up to ±5% at scored shapes, load ratios up to ±1.2% and scores "
+         "within ±0.3%, so the Compare page derives one band per level from the repeatability runs among its "
+         "sources and says which. Without them it falls back to 1%, "
+         "the CI half-width at the profiler's 0.5% RSE stopping rule, which is too narrow per shape on this GPU."),
+    Term("baselines", "local vs official baselines", "Local runs and the published table have different baselines.",
+         "The local baseline is torch `F.linear` on this machine; the official one is the write-up's SGLang path "
+         "on the evaluator (e.g. router M=256: 46.4 µs here, 17.6 µs published). Ratios against different "
+         "baselines are not comparable, so a score from a run and the official 1.3012 sit side by side, labelled."),
+    Term("clock", "SM clock and gpu_idle", "The clock while measuring, not the idle reading at the start.",
+         "A run records the SM clock at start and end and samples it after the probes and after every shape. The "
+         "start and end readings are taken on an idle GPU, whose clock drops and whose throttle reason reads "
+         "`gpu_idle`: that is not throttling. What matters is the sampled clock while measuring; any other "
+         "throttle reason (power, thermal) is reported."),
+]}
+
+
+def short(key: str) -> str:
+    """One-line definition for a tooltip."""
+    return TERMS[key].short
+
+
+def markdown(keys: list[str] | None = None) -> str:
+    """The glossary (or the named entries) as Markdown, one section per term."""
+    entries = [TERMS[k] for k in keys] if keys else list(TERMS.values())
+    return "\n\n".join(f"**{t.title}** — {t.long}" for t in entries)

@@ -1,0 +1,116 @@
+"""The readability fixes, through Streamlit's AppTest: glossary, table layouts, default selections, empty states,
+the Compare page's derived SAME band and its warning, SOL above 100% flagged."""
+import json
+
+import pytest
+
+from dashboard import glossary, repeatability, runs, views
+from datasets import load_workload
+
+NEARBY_ONLY = "run: 2026-11-30_nvidia-h200_baseline-vs-best-nearby-r3.json"
+
+
+def _columns(df_element) -> dict:
+    return json.loads(df_element.proto.columns) if df_element.proto.columns else {}
+
+
+def test_glossary_page_defines_every_term_once(app):
+    at = app.open_page("glossary", source=None)
+    assert not at.exception and not at.error
+    titles = [h.value for h in at.subheader]
+    assert titles == [t.title for t in glossary.TERMS.values()]
+    text = app.text_of(at)
+    for word in ("Σw", "SOL", "FAST", "SLOW", "SAME", "AMBIGUOUS", "ε", "gpu_idle"):
+        assert word in text, word
+
+
+@pytest.mark.parametrize("page", ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline",
+                                  "probes", "planner", "ledger", "reports"])
+def test_pages_link_to_the_glossary(app, page):
+    at = app.open_page(page)
+    links = at.get("page_link")
+    assert any("Glossary" in link.proto.label and link.proto.page.endswith("glossary") for link in links), page
+
+
+def test_shapes_table_leads_with_what_matters_pinned_and_all_rows(app):
+    at = app.open_page("shapes", app.RUN_A)
+    main = at.dataframe[0]
+    assert list(main.proto.column_order)[:6] == ["shape", "candidate_us", "ratio", "paired_ci", "sol_candidate",
+                                                 "method"]
+    cols = _columns(main)
+    assert cols["shape"]["pinned"] is True
+    assert sum(c["width"] for c in cols.values() if "width" in c) <= 1100  # fits a 1,600 px page (browser test)
+    assert {"mb", "gflop"} <= set(main.proto.column_order) and "bytes" not in main.proto.column_order
+    df = main.value.set_index("shape")
+    assert df.loc["decode 1/pooler", "mb"] == pytest.approx(df.loc["decode 1/pooler", "bytes"] / 1e6)
+    assert len(df) == 30
+
+
+def test_planner_and_overview_targets_open_above_the_current_score(app):
+    score = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_a.json"), "baseline", "seed036").score
+    at = app.open_page("planner", app.RUN_A)
+    assert at.number_input(key="plan_target").value == pytest.approx(views.default_target(score))
+    gap = next(m.value for m in at.metric if m.label.startswith("Aggregate time to remove"))
+    assert not gap.startswith("-") and float(gap.rstrip("%")) > 0
+    at = app.open_page("overview")  # the official table: 1.3012 → 1.32, the write-up's own target
+    assert at.number_input(key="target").value == pytest.approx(1.32)
+    at.sidebar.selectbox(key="source").set_value(app.RUN_A).run()  # another score: the default follows it
+    assert at.number_input(key="target").value == pytest.approx(views.default_target(score))
+
+
+def test_dispatch_opens_on_the_shipped_best_plan(app):
+    at = app.open_page("dispatch", source=None)
+    assert at.selectbox(key="dispatch_plan").value == "best"
+
+
+def test_where_time_goes_on_a_nearby_only_run_says_why_it_is_empty(app):
+    at = app.open_page("where_time_goes", NEARBY_ONLY)
+    assert not at.exception and not at.error
+    assert any("no shapes of the six scored loads" in i.value for i in at.info)
+    assert not at.get("plotly_chart")  # no empty chart titled "None: time per family"
+
+
+def test_where_time_goes_shows_time_above_the_floor(app):
+    at = app.open_page("where_time_goes", app.RUN_A)
+    above = next(d.value for d in at.dataframe if "candidate_above_us" in d.value)
+    assert list(above["family"]) == load_workload().family_order
+    wide = views.wide_shapes(runs.shape_table(runs.load_run_data(app.FIXTURES / "synthetic_a.json")),
+                             runs.load_run_data(app.FIXTURES / "synthetic_a.json").pairs, "baseline", "seed036")
+    router = wide[wide["family"] == "router"]
+    assert above.set_index("family").loc["router", "candidate_above_us"] == pytest.approx(
+        (router["candidate_us"] - router["floor_us"]).sum())
+
+
+def test_compare_derives_the_same_band_from_the_repeatability_runs(app):
+    datas = [runs.load_run_data(p) for p in runs.list_runs()]
+    bands = repeatability.same_bands(datas, load_workload())
+    if bands is None:
+        pytest.skip("no committed repeatability run")
+    at = app.open_page("compare", source=None)
+    assert at.slider(key="cmp_eps").value == pytest.approx(bands.shape)
+    assert any("repeatability run" in c.value and bands.runs[0] in c.value for c in at.caption)
+
+
+def test_compare_without_a_repeatability_run_explains_the_one_percent(app, monkeypatch, tmp_path):
+    from app_pages import common
+
+    monkeypatch.setattr(common, "RUNS_DIR", tmp_path)  # no committed runs: only the fixtures
+    at = app.open_page("compare", source=None)
+    assert at.slider(key="cmp_eps").value == pytest.approx(0.01)
+    assert any("No repeatability run" in c.value and "0.5% RSE" in c.value for c in at.caption)
+
+
+def test_compare_warns_when_a_published_table_meets_local_runs(app):
+    at = app.open_page("compare", source=None)
+    at.multiselect(key="cmp_series").set_value(["Official 036 table (published) · 036",
+                                                f"{app.RUN_A} · seed036"]).run()
+    assert not at.exception
+    assert any("baselines differ" in w.value for w in at.warning)
+    at.multiselect(key="cmp_series").set_value([f"{app.RUN_A} · baseline", f"{app.RUN_A} · seed036"]).run()
+    assert not any("baselines differ" in w.value for w in at.warning)
+
+
+def test_overview_flags_sol_above_100_percent_on_the_published_table(app):
+    at = app.open_page("overview")
+    flag = [w.value for w in at.warning if "SOL above 100%" in w.value]
+    assert flag and "decode 1/o" in flag[0]  # 036 at 5.490 µs beat the write-up's 16.8 MB probe (5.79 µs)
