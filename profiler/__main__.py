@@ -170,7 +170,9 @@ def format_run(run: dict) -> str:
         flags = sorted({f"{r['candidate']}:{f}" for r in recs.values() for f in r.get("flags", [])})
         lines.append(row + f"  {'yes' if ok else 'NO':<5} {' '.join(flags)}")
     for f in run.get("failures", []):
-        lines.append(f"FAILED {f['load']}/{f['family']} M={f['M']} {f['candidate']}: {'; '.join(f['reasons'])[:200]}")
+        how = f" ({f['kind']}, {f.get('phase', '?')})" if "kind" in f else ""
+        lines.append(f"FAILED {f['load']}/{f['family']} M={f['M']} {f['candidate']}{how}: "
+                     f"{'; '.join(f['reasons'])[:300]}")
     bad = [r for r in run["results"] if not r["correct"]]
     for r in bad:
         lines.append(f"INCORRECT {r['load']}/{r['family']} M={r['M']} {r['candidate']}: "
