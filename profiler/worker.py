@@ -38,7 +38,7 @@ PROTOCOL between the parent (Worker) and the child (`python -m profiler.worker`)
     {"msg": "fatal", "candidate", "phase", "kind", "error"}   the process cannot go on (sticky CUDA error,
                                                    sys.exit, global state it could not restore); it exits next
     {"msg": "error", "error"}                      the task itself was bad (a harness bug); the process is fine
-The child's stderr is forwarded line by line to the parent's log and its last lines are kept: when the child
+The child's stderr is forwarded line by line to the parent's log (from the waiting thread) and its last lines kept: when the child
 dies without a word (os._exit, a signal, the OOM killer) or the watchdog kills it, the parent names the candidate
 and phase of the last "step" message, the exit code or signal, and the last stderr lines (faulthandler is on, so
 a segfault prints the candidate's Python frame).
@@ -410,7 +410,9 @@ class Worker:
         self.started += 1
         self._q, self._tail = queue.Queue(), collections.deque(maxlen=STDERR_TAIL_LINES)
         threading.Thread(target=self._read_protocol, args=(self.proc, self._q), daemon=True).start()
-        threading.Thread(target=self._read_stderr, args=(self.proc, self._tail), daemon=True).start()
+        self._stderr_thread = threading.Thread(target=self._read_stderr, args=(self.proc, self._q, self._tail),
+                                               daemon=True)
+        self._stderr_thread.start()
         self._send({"op": "init", "config": self.config})
         msg = self._wait({"ready"}, timeout_s)
         self.environment = msg["environment"]
@@ -464,7 +466,10 @@ class Worker:
             except queue.Empty:
                 continue
             kind = msg.get("msg")
-            if kind == "step":
+            if kind == "stderr":  # forwarded here, in the caller's thread (Streamlit elements need that)
+                if self.log is not None:
+                    self.log(f"[worker] {msg['text']}")
+            elif kind == "step":
                 self._last = {"candidate": msg.get("candidate"), "phase": msg.get("phase")}
             elif kind in wanted:
                 return msg
@@ -476,6 +481,7 @@ class Worker:
                 raise WorkerError(msg.get("error") or "worker error")
             elif kind == "eof":
                 code = self._reap(self.proc)
+                self._stderr_thread.join(timeout=5)  # the last words (a faulthandler dump) may still be in flight
                 tail = _stderr_summary(list(self._tail))
                 raise self._died("died", exit_description(code) + (f"; last stderr: {tail}" if tail else ""))
 
@@ -492,11 +498,11 @@ class Worker:
                 q.put({"msg": "log", "text": line})
         q.put({"msg": "eof"})
 
-    def _read_stderr(self, proc, tail) -> None:
+    @staticmethod
+    def _read_stderr(proc, q, tail) -> None:
         for line in proc.stderr:
             tail.append(line)
-            if self.log is not None:
-                self.log(f"[worker] {line.rstrip()}")
+            q.put({"msg": "stderr", "text": line.rstrip()})
 
     @staticmethod
     def _reap(proc, timeout_s: float = 10.0) -> int | None:
