@@ -11,7 +11,9 @@ scratch and counters must be reset); input and weights never modified; on CUDA t
 new inputs copied into its static input and must give the new answers (stale output), and a capture that fails
 or holds no GPU work is named by its cause; a second weight draw with outlier columns is prepared and checked;
 every step is guarded (profiler.guards: a changed global setting or a replaced harness function fails the
-candidate and is restored); a candidate's sys.exit() is a verdict, not an exit.
+candidate and is restored); a candidate's sys.exit() is a verdict, not an exit. A step that leaves the CUDA
+context unusable (a sticky fault) raises CudaFault: nothing else can be checked in that process (the worker
+reports it and a fresh one takes over).
 
 The rules (make_input, make_weight, reference, check_output, ...) are re-exported here for existing callers.
 """
@@ -80,6 +82,31 @@ def _combine(checks: list[Check], reasons: list[str]) -> Check:
 
     return Check(not reasons, reasons, rel_l2=worst("rel_l2"), max_row_rel=worst("max_row_rel"),
                  sparse_rel=worst("sparse_rel"))
+
+
+class CudaFault(RuntimeError):
+    """A candidate's step left the CUDA context unusable (a sticky error: illegal address, device-side assert,
+    ...): nothing else can run in this process. `reason` names the step and the error."""
+
+    def __init__(self, reason: str, context_error: str):
+        super().__init__(f"{reason} (the CUDA context is unusable afterwards: {context_error})")
+        self.reason, self.context_error = reason, context_error
+
+
+def cuda_context_error(device) -> str | None:
+    """None when the CUDA context still runs a tiny kernel correctly (or the device is not CUDA); else the error."""
+    torch = _torch()
+    if torch.device(device).type != "cuda":
+        return None
+    try:
+        torch.cuda.synchronize(device)
+        probe = torch.ones(1, device=device)
+        probe.add_(1.0)
+        if float(probe.item()) != 2.0:
+            return "a tiny kernel returned a wrong value"
+    except Exception as exc:
+        return _err(exc)
+    return None
 
 
 def _sync(device) -> None:
@@ -158,6 +185,9 @@ class _Lifecycle:
             self.reasons.append(f"{what} called sys.exit({exc.code!r})")
         except Exception as exc:  # a candidate's bug is a verdict, not a harness crash
             self.reasons.append(f"{what} raised {_err(exc)}")
+            lost = cuda_context_error(self.device)
+            if lost is not None:
+                raise CudaFault(self.reasons[-1], lost) from exc
         changed = self.guard.check(what)
         self.reasons += changed
         return value, ok and not changed
@@ -296,6 +326,9 @@ def _graph_checks(life: _Lifecycle):
             torch.cuda.synchronize(life.device)
         except Exception as exc:
             life.reasons.append(f"graph replay {j + 1} raised {_err(exc)}")
+            lost = cuda_context_error(life.device)
+            if lost is not None:
+                raise CudaFault(life.reasons[-1], lost) from exc
             return None
         context = "repeat, same input" if j == 2 else "new input"
         if not life.judge(y_static, ref, rows, prev_ref, x_static, x_new, f"graph replay {j + 1}", context):

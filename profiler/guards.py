@@ -157,7 +157,8 @@ class Guard:
         """Reasons for every setting or harness function changed since the snapshot (then restored)."""
         reasons = []
         now = snapshot()
-        changed = [k for k in self.settings if now.get(k) != self.settings[k]]
+        # None: unknown right now (a CUDA read failed); not a change the candidate can be blamed for here.
+        changed = [k for k in self.settings if now.get(k) is not None and now.get(k) != self.settings[k]]
         for key in changed:
             reasons.append(f"changed global setting {key} (from {self.settings[key]!r} to {now.get(key)!r}) "
                            f"in {where}")
@@ -179,7 +180,7 @@ class Guard:
                 except Exception:
                     pass
         now = snapshot()
-        left = [k for k, v in self.settings.items() if now.get(k) != v]
+        left = [k for k, v in self.settings.items() if now.get(k) is not None and now.get(k) != v]
         if left:  # the process cannot be trusted any more: the worker dies and a fresh one takes over
             raise TaintedProcess(f"could not restore global settings {left}")
 
@@ -188,60 +189,78 @@ class TaintedProcess(RuntimeError):
     """Global state that could not be restored: the process must not measure anything else."""
 
 
-# --- persisting L2 (CUDA runtime through ctypes) -----------------------------------------------------------
-CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06  # cudaLimitPersistingL2CacheSize (driver_types.h)
+# --- persisting L2 (CUDA runtime through ctypes; the driver API where the runtime is linked in statically) ------
+CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06  # cudaLimitPersistingL2CacheSize == CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+_LIBS: dict = {}
 
 
-_CUDART: list = []
-
-
-def _cudart():
-    """The CUDA runtime library this process (torch) loaded, found in /proc/self/maps; None elsewhere."""
-    if _CUDART:
-        return _CUDART[0]
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "libcudart" in line}
-    except OSError:
-        return None
-    for path in sorted(paths):
+def _cuda_libs() -> tuple[Any, Any]:
+    """(CUDA runtime this process loaded -- found in /proc/self/maps -- or None, libcuda driver or None)."""
+    if not _LIBS:
+        runtime = None
         try:
-            _CUDART.append(ctypes.CDLL(path))
-            return _CUDART[0]
+            with open("/proc/self/maps") as maps:
+                paths = sorted({line.split()[-1] for line in maps if "libcudart" in line})
         except OSError:
-            continue
-    return None
+            paths = []
+        for path in paths:
+            try:
+                runtime = ctypes.CDLL(path)
+                break
+            except OSError:
+                continue
+        try:
+            driver = ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            driver = None
+        if runtime is not None or driver is not None:
+            _LIBS.update(runtime=runtime, driver=driver)
+        else:
+            return None, None
+    return _LIBS["runtime"], _LIBS["driver"]
 
 
-def _persisting_l2_limit() -> int | str:
-    lib = _cudart()
-    if lib is None:
-        return "unknown (no CUDA runtime)"
+def _persisting_l2_limit() -> int | None:
+    """The persisting-L2 limit in bytes; None where it cannot be read (no CUDA, or a context already broken by
+    a sticky fault: the guard then skips it rather than blame the next candidate)."""
+    runtime, driver = _cuda_libs()
     value = ctypes.c_size_t(0)
-    rc = lib.cudaDeviceGetLimit(ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE)
-    return int(value.value) if rc == 0 else f"unknown (cudaDeviceGetLimit error {rc})"
+    if runtime is not None:
+        rc = runtime.cudaDeviceGetLimit(ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE)
+    elif driver is not None:
+        rc = driver.cuCtxGetLimit(ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE)
+    else:
+        return None
+    return int(value.value) if rc == 0 else None
 
 
-def _set_persisting_l2_limit(value) -> None:
-    lib = _cudart()
-    if lib is not None and isinstance(value, int):
-        lib.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(value))
+def _set_persisting_l2_limit(value) -> int:
+    runtime, driver = _cuda_libs()
+    if not isinstance(value, int):
+        return -1
+    if runtime is not None:
+        return runtime.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(value))
+    if driver is not None:
+        return driver.cuCtxSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(value))
+    return -1
 
 
 def reset_persisting_l2(device) -> str:
     """Evict persisting L2 lines and set the persisting-L2 limit to 0, so no candidate can keep its weights in
-    L2 across the flush (cudaCtxResetPersistingL2Cache, cudaDeviceSetLimit). "ok", or why it could not."""
+    L2 across the flush (cudaDeviceSetLimit + cudaCtxResetPersistingL2Cache, or their driver-API twins).
+    "ok", or why it could not."""
     import torch
 
     if torch.device(device).type != "cuda":
         return "not a CUDA device"
-    lib = _cudart()
-    if lib is None:
-        return "CUDA runtime library not found in this process"
+    runtime, driver = _cuda_libs()
+    if runtime is None and driver is None:
+        return "no CUDA runtime or driver library found in this process"
     with torch.cuda.device(device):
         torch.cuda.synchronize(device)
-        rc_limit = lib.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
-        rc_reset = lib.cudaCtxResetPersistingL2Cache()
+        rc_limit = _set_persisting_l2_limit(0)
+        rc_reset = runtime.cudaCtxResetPersistingL2Cache() if runtime is not None else \
+            driver.cuCtxResetPersistingL2Cache()
     if rc_limit or rc_reset:
-        return f"cudaDeviceSetLimit -> {rc_limit}, cudaCtxResetPersistingL2Cache -> {rc_reset}"
+        return f"set limit -> error {rc_limit}, reset persisting L2 -> error {rc_reset}"
     return "ok"

@@ -152,12 +152,17 @@ def _capture(sess, timer, fn, what: str) -> tuple[object, list[str]]:
     """Capture fn with the timer, guarded like a candidate step -> (handle, []) or (None, reasons)."""
     from profiler.contract import capture_checked
 
+    from profiler.worker import Fatal, _CURRENT
+
     handle, reasons = None, []
     try:
         handle, why = capture_checked(fn, timer.capture)
         reasons = [why] if why else []
     except SystemExit as exc:
         reasons = [f"{what}: run() called sys.exit({exc.code!r})"]
+    if reasons and sess.healthy() is not None:
+        raise Fatal("cuda_fault", f"{what}: {reasons[0]} (the CUDA context is unusable afterwards: "
+                                  f"{sess.healthy()})", _CURRENT["candidate"], _CURRENT["phase"])
     reasons += sess.guard_check(what)
     return (None if reasons else handle), reasons
 
@@ -233,10 +238,10 @@ def _error_record(chk) -> dict:
 
 def measure_one_shape(sess, task: dict) -> dict:
     """The shape task (profiler.worker): check every candidate, time the correct ones together -> result."""
-    from profiler.contract import check_candidate
-    from profiler.guards import reset_persisting_l2
+    from profiler.contract import CudaFault, check_candidate
+    from profiler.guards import TaintedProcess, reset_persisting_l2
     from profiler.rules import default_contract, error_vs_baseline
-    from profiler.worker import step
+    from profiler.worker import Fatal, step
 
     shape, settings = task["shape"], SweepSettings.from_dict(task.get("settings", {}))
     cands = [(c["name"], c["spec"]) for c in task["candidates"]]
@@ -257,9 +262,14 @@ def measure_one_shape(sess, task: dict) -> dict:
             failures.append(failure_record(shape, name, "incorrect", "prepare", reasons))
             continue
         step(name, "check")
-        chk = check_candidate(cand, shape, sess.device, seed=settings.seed, contract=contract, weight=weight,
-                              state=state, baseline_rel_l2=base_rel, keep_graph=settings.mode == "cold",
-                              guard=sess.guard, **_check_options(settings.check))
+        try:
+            chk = check_candidate(cand, shape, sess.device, seed=settings.seed, contract=contract, weight=weight,
+                                  state=state, baseline_rel_l2=base_rel, keep_graph=settings.mode == "cold",
+                                  guard=sess.guard, **_check_options(settings.check))
+        except CudaFault as exc:
+            raise Fatal("cuda_fault", str(exc), name, "check") from None
+        except TaintedProcess as exc:
+            raise Fatal("tainted", str(exc), name, "check") from None
         if j == 0:
             base_rel = chk.rel_l2
             chk.vs_baseline = error_vs_baseline(chk.rel_l2, base_rel)  # 1.0, or None for a NaN/absent error

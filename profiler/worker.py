@@ -151,19 +151,9 @@ class Session:
 
     def healthy(self) -> str | None:
         """None when the CUDA context still works; else the error (a sticky fault: illegal address, ...)."""
-        if not self.cuda:
-            return None
-        import torch
+        from profiler.contract import cuda_context_error
 
-        try:
-            torch.cuda.synchronize(self.device)
-            probe = torch.ones(1, device=self.device)
-            probe.add_(1.0)
-            if float(probe.item()) != 2.0:
-                return "a tiny kernel returned a wrong value"
-        except Exception as exc:
-            return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
-        return None
+        return cuda_context_error(self.device)
 
     def guard_check(self, where: str) -> list[str]:
         from profiler.guards import TaintedProcess
@@ -224,6 +214,10 @@ class Session:
             state, reasons = None, [f"prepare() called sys.exit({exc.code!r})"]
         except Exception as exc:
             state, reasons = None, [f"prepare() raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]]
+            lost = self.healthy()
+            if lost is not None:  # before the guard: its CUDA-side reads would fail too
+                raise Fatal("cuda_fault", f"{reasons[0]} (the CUDA context is unusable afterwards: {lost})",
+                            name, "prepare")
         reasons += self.guard_check("prepare()")
         if reasons:
             return None, reasons
