@@ -245,7 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--no-probes", action="store_true", help="skip the HBM/compute probes (no below_floor flag)")
     r.add_argument("--shape-timeout-s", type=float, default=120.0,
-                   help="watchdog: a shape (all its candidates, in the worker) must finish within this")
+                   help="watchdog: a step of a shape in the worker (one candidate's prepare, check or capture, or "
+                        "the paired timing) that makes no progress for this many seconds is stopped and blamed")
     r.add_argument("--max-incidents", type=int, default=2,
                    help="a candidate whose worker died or hung at this many shapes is not run at the others")
     pr = sub.add_parser("probe", help="HBM read probes + compute probe only, into a run file")

@@ -1,4 +1,4 @@
-"""The run-file schema (INTERFACES.md, 'Run file', schema_version 1): validate, load, and write atomically.
+"""The run-file schema (profiler/README.md, "Run file", schema_version 1): validate, load, and write atomically.
 
 Torch-free on purpose: the dashboard and the app read run files on machines without CUDA.
 Errors name the file and the JSON path of the bad field, e.g.

@@ -62,7 +62,8 @@ class SweepSettings:
     flush_bytes: int | None = None
     command: str = ""
     candidates: list = field(default_factory=list)
-    shape_timeout_s: float = 120.0      # watchdog: a shape task (all its candidates) must answer within this
+    shape_timeout_s: float = 120.0      # watchdog: a step of a shape (one candidate's load/prepare/check/capture,
+                                        # or the shape's timing) that makes no progress for this long is stopped
     max_incidents: int = 2              # a candidate whose worker died/hung at this many shapes skips the rest
     check: str = "full"                 # "full" lifecycle contract | "quick" (one eager call: a tuner's screen)
 

@@ -414,8 +414,9 @@ class Worker:
 
     def call(self, task: dict, timeout_s: float) -> dict:
         """Run one task in the child (started if needed) -> result dict. Raises WorkerDied when the child dies,
-        reports a fatal error, or the watchdog (timeout_s for the whole task) runs out; WorkerError for a
-        harness error the child survived."""
+        reports a fatal error, or the watchdog runs out: timeout_s without progress (each "step" message restarts
+        it, so a shape with many candidates is not cut short, and the step that hangs is the one named);
+        WorkerError for a harness error the child survived."""
         if not self.alive:
             self.start()
         self._last = {"candidate": None, "phase": None}
@@ -454,7 +455,7 @@ class Worker:
             left = deadline - time.monotonic()
             if left <= 0:
                 self._kill(self.proc)
-                raise self._died("timeout", f"no answer within {timeout_s:.0f} s (watchdog; --shape-timeout-s)")
+                raise self._died("timeout", f"no progress for {timeout_s:.0f} s (watchdog; --shape-timeout-s)")
             try:
                 msg = self._q.get(timeout=min(left, 1.0))
             except queue.Empty:
@@ -463,8 +464,9 @@ class Worker:
             if kind == "stderr":  # forwarded here, in the caller's thread (Streamlit elements need that)
                 if self.log is not None:
                     self.log(f"[worker] {msg['text']}")
-            elif kind == "step":
+            elif kind == "step":  # progress: the watchdog restarts, so it stops exactly the step that hangs
                 self._last = {"candidate": msg.get("candidate"), "phase": msg.get("phase")}
+                deadline = time.monotonic() + timeout_s
             elif kind in wanted:
                 return msg
             elif kind == "fatal":
