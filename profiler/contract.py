@@ -300,14 +300,14 @@ def _graph_checks(life: _Lifecycle):
     from profiler import timing
 
     x_static, _, prev_ref = life.new_input(life.seed + 100)  # prev_ref: the capture-time input's answer
+    before = len(life.reasons)
     captured, ok = life.step("capture: run()", lambda: capture_checked(
         lambda: life.candidate.run(life.state, life.family, x_static),
         lambda fn: timing.capture_graph(fn, life.device)))
-    if not ok:
-        return None
-    handle, why = captured
-    if why:
-        life.reasons.append(why)
+    handle, why = captured if captured is not None else (None, None)
+    if why:  # the cause first; a guard reason from the same step (e.g. a failed capture left its stream current)
+        life.reasons.insert(before, why)
+    if not ok or why:
         return None
     handle.keep = x_static  # the graph reads this memory on every replay (timing reuses the graph)
     y_static = handle.output
