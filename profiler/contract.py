@@ -41,6 +41,10 @@ _OTHER_STREAM = ("capture sequence contains a fork that was not joined", "cudaEr
                  "cudaErrorStreamCaptureImplicit", "cudaErrorStreamCaptureIsolation")
 HOST_SYNC_CAUSE = "run() synchronised with the host during capture (.item(), .cpu(), printing a tensor)"
 OTHER_STREAM_CAUSE = "run() launched work on another stream that was not joined back to the capturing stream"
+NOT_CAPTURABLE_CAUSE = ("run() made a call a CUDA graph cannot capture, and an eager call shows no host sync (work "
+                        "queued on another stream? a library handle or allocation set up during capture?)")
+UNKNOWN_CAPTURE_CAUSE = ("run() made a call a CUDA graph cannot capture (a host sync such as .item(), .cpu() or "
+                         "printing a tensor, or work queued on another stream)")
 EMPTY_GRAPH_CAUSE = "the captured graph holds no GPU work (did run() launch on another stream?)"
 
 
@@ -128,25 +132,64 @@ def _chain_text(exc: BaseException) -> str:
     return " | ".join(parts)
 
 
-def capture_failure(exc: BaseException) -> str:
-    """One reason for a failed capture, naming what run() did when the CUDA error says so."""
+def syncs_with_host(fn: Callable[[], Any]) -> bool | None:
+    """Call fn once eagerly with torch's CUDA sync debug mode set to "error": True when it synchronises with the
+    host (.item(), .cpu(), a D2H copy, an explicit synchronize), False when it runs without, None when this torch
+    cannot tell (no CUDA, or fn failed for another reason)."""
+    torch = _torch()
+    try:
+        previous = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode("error")
+    except Exception:
+        return None
+    try:
+        fn()
+        return False
+    except RuntimeError as exc:
+        return True if "synchroniz" in str(exc) else None  # torch: "called a synchronizing CUDA operation"
+    except Exception:
+        return None
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
+
+
+def capture_failure(exc: BaseException, fn: Callable[[], Any] | None = None) -> str:
+    """One reason for a failed capture. The CUDA error after an invalidated capture ("operation failed due to a
+    previous error during capture") does not say what run() did, so run() is called once more eagerly with the sync
+    debug mode on: a host sync shows there; work on another stream does not."""
     text = _chain_text(exc)
+    raw = f" [{_err(exc)}]"
     if any(s in text for s in _OTHER_STREAM):
-        return f"CUDA graph capture failed: {OTHER_STREAM_CAUSE} [{_err(exc)}]"
+        return f"CUDA graph capture failed: {OTHER_STREAM_CAUSE}{raw}"
     if any(s in text for s in _HOST_SYNC):
-        return f"CUDA graph capture failed: {HOST_SYNC_CAUSE} [{_err(exc)}]"
+        synced = syncs_with_host(fn) if fn is not None else None
+        cause = {True: HOST_SYNC_CAUSE, False: NOT_CAPTURABLE_CAUSE}.get(synced, UNKNOWN_CAPTURE_CAUSE)
+        return f"CUDA graph capture failed: {cause}{raw}"
     return f"CUDA graph capture failed: {_err(exc)}"
+
+
+def _current_stream():
+    """The current CUDA stream where CUDA is in use here, else None."""
+    torch = _torch()
+    try:
+        return torch.cuda.current_stream() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    except Exception:
+        return None
 
 
 def capture_checked(fn: Callable[[], Any], capture: Callable[[Callable[[], Any]], Any]):
     """capture(fn) -> (handle, None) or (None, reason): a capture error named by its cause, or a graph torch
-    reports empty (run() queued no work on the capturing stream)."""
+    reports empty (run() queued no work on the capturing stream). A failed capture can leave torch's capture
+    stream current; it is set back here (the harness's own state, not the candidate's doing)."""
+    stream = _current_stream()
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         try:
             handle = capture(fn)
         except Exception as exc:
-            return None, capture_failure(exc)
+            if stream is not None:
+                _torch().cuda.set_stream(stream)
+            return None, capture_failure(exc, fn)
     if any("CUDA Graph is empty" in str(w.message) for w in seen):
         return None, f"CUDA graph capture: {EMPTY_GRAPH_CAUSE}"
     return handle, None

@@ -17,6 +17,8 @@ import ctypes
 import importlib
 from typing import Any, Callable
 
+PERSISTING_L2_SETTING = "persisting L2 limit (cudaLimitPersistingL2CacheSize)"
+
 # (name, getter, setter). A getter may raise (torch refuses to read the legacy TF32 flag after the new
 # fp32_precision API was used): the snapshot then holds "unreadable", which still differs from a readable value.
 
@@ -71,8 +73,7 @@ def _settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
                  torch.backends.cuda.preferred_blas_library),
                 ("torch.cuda.current_device()", torch.cuda.current_device, torch.cuda.set_device),
                 ("torch.cuda.current_stream()", torch.cuda.current_stream, torch.cuda.set_stream),
-                ("persisting L2 limit (cudaLimitPersistingL2CacheSize)", _persisting_l2_limit,
-                 _set_persisting_l2_limit)]
+                (PERSISTING_L2_SETTING, persisting_l2_limit, _set_persisting_l2_limit)]
     return out
 
 
@@ -170,6 +171,11 @@ class Guard:
             self.restore()
         return reasons
 
+    def harness_set(self, name: str, value) -> None:
+        """Record a setting the harness itself changed (the persisting-L2 reset) as the value to hold to."""
+        if name in self.settings:
+            self.settings[name] = value
+
     def restore(self) -> None:
         """Set every setting back to the snapshot (legacy flags first, the new API last; see _settings)."""
         for name, _, setter in _settings():
@@ -220,7 +226,7 @@ def _cuda_libs() -> tuple[Any, Any]:
     return _LIBS["runtime"], _LIBS["driver"]
 
 
-def _persisting_l2_limit() -> int | None:
+def persisting_l2_limit() -> int | None:
     """The persisting-L2 limit in bytes; None where it cannot be read (no CUDA, or a context already broken by
     a sticky fault: the guard then skips it rather than blame the next candidate)."""
     runtime, driver = _cuda_libs()

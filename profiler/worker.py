@@ -38,10 +38,11 @@ PROTOCOL between the parent (Worker) and the child (`python -m profiler.worker`)
     {"msg": "fatal", "candidate", "phase", "kind", "error"}   the process cannot go on (sticky CUDA error,
                                                    sys.exit, global state it could not restore); it exits next
     {"msg": "error", "error"}                      the task itself was bad (a harness bug); the process is fine
-The child's stderr is forwarded line by line to the parent's log (from the waiting thread) and its last lines kept: when the child
-dies without a word (os._exit, a signal, the OOM killer) or the watchdog kills it, the parent names the candidate
-and phase of the last "step" message, the exit code or signal, and the last stderr lines (faulthandler is on, so
-a segfault prints the candidate's Python frame).
+The child's stderr is forwarded line by line to the parent's log (from the waiting thread) and its last lines
+kept: when the child dies without a word (os._exit, a signal, the OOM killer) or the watchdog kills it, the
+parent names the candidate and phase of the last "step" message, the exit code or signal, and the last stderr
+lines (faulthandler is on, so a segfault prints the candidate's Python frame). The watchdog restarts at every
+"step" message: it stops exactly the step that makes no progress.
 """
 from __future__ import annotations
 
@@ -102,6 +103,10 @@ class Session:
         torch.backends.cuda.matmul.allow_tf32 = False
         if config.get("init"):
             _call_hook(config["init"])
+        if self.device.type == "cuda":
+            # The harness sets the persisting-L2 limit to 0 before every timed shape; the H200's driver default is
+            # not 0 (seen on the device), so take the snapshot after the first reset, not before.
+            guards.reset_persisting_l2(self.device)
         self.guard = guards.Guard(harness=guards.harness_now())
         self.candidates: dict[str, Any] = {}
         self.load_errors: dict[str, dict] = {}
@@ -213,7 +218,7 @@ class Session:
         except SystemExit as exc:
             state, reasons = None, [f"prepare() called sys.exit({exc.code!r})"]
         except Exception as exc:
-            state, reasons = None, [f"prepare() raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]]
+            state, reasons = None, [f"prepare() raised {_err(exc)}"]
             lost = self.healthy()
             if lost is not None:  # before the guard: its CUDA-side reads would fail too
                 raise Fatal("cuda_fault", f"{reasons[0]} (the CUDA context is unusable afterwards: {lost})",
@@ -223,6 +228,10 @@ class Session:
             return None, reasons
         self.states[key] = state
         return state, []
+
+
+def _err(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
 
 
 def _call_hook(spec: str) -> None:

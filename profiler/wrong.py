@@ -163,10 +163,10 @@ class WeightMutated(TorchLinear):
 
 class MemoByPointer(TorchLinear):
     """Memoizes on the input's address: right in eager calls (fresh tensors have fresh addresses), but a
-    CUDA graph's static input always has the same address, so capture records no work and replays are
-    stale. GPU-only failure."""
+    CUDA graph's static input always has the same address, so capture records no work (named: the graph holds
+    no GPU work) and replays would be stale. GPU-only failure."""
 
-    name, expect = "memo_by_pointer", "STALE"
+    name, expect = "memo_by_pointer", ("STALE", "holds no GPU work")  # H200: the capture records no kernel
 
     def run(self, state, family, x):
         if state.get("ptr") == x.data_ptr():

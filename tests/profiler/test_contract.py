@@ -245,3 +245,40 @@ def test_graph_path_on_cpu_passes_the_control_and_names_stale_replays(cpu_graphs
     c = C.check_candidate(wrong.MemoByPointer(), BF16, "cpu", contract=CONTRACT, use_graph=True, keep_graph=True)
     assert not c.ok and c.graph is None
     assert c.reasons[0].startswith("graph replay 1: STALE output"), c.reasons
+
+
+# --- capture failures are named by cause (the GPU test of the known-wrong set sees the real CUDA errors) --------
+def _invalidated(first: str | None):
+    """The exception torch raises at the end of an invalidated capture, chained to run()'s own error."""
+    try:
+        try:
+            if first:
+                raise RuntimeError(first)
+        finally:
+            raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
+    except RuntimeError as exc:
+        return exc
+
+
+@pytest.mark.parametrize("synced, cause", [(True, C.HOST_SYNC_CAUSE), (False, C.NOT_CAPTURABLE_CAUSE),
+                                           (None, C.UNKNOWN_CAPTURE_CAUSE)])
+def test_invalidated_capture_is_named_by_an_eager_sync_check(monkeypatch, synced, cause):
+    monkeypatch.setattr(C, "syncs_with_host", lambda fn: synced)
+    why = C.capture_failure(_invalidated("CUDA error: operation not permitted when stream is capturing"), lambda: 0)
+    assert why.startswith(f"CUDA graph capture failed: {cause} [RuntimeError: CUDA error: operation failed due to")
+
+
+def test_unjoined_stream_and_empty_graph_are_named():
+    why = C.capture_failure(_invalidated("capture sequence contains a fork that was not joined to the primary "
+                                         "stream"))
+    assert C.OTHER_STREAM_CAUSE in why
+
+    def empty_capture(fn):
+        import warnings
+
+        warnings.warn("The CUDA Graph is empty. This usually means that the graph was attempted to be captured on "
+                      "wrong device or stream.")
+        return "handle"
+
+    assert C.capture_checked(lambda: None, empty_capture) == (None, f"CUDA graph capture: {C.EMPTY_GRAPH_CAUSE}")
+    assert C.capture_checked(lambda: None, lambda fn: "handle") == ("handle", None)

@@ -56,7 +56,7 @@ def test_persisting_l2_is_reset_and_a_limit_change_is_named():
     reasons = g.check("run()")
     print(reasons)
     assert any("persisting L2 limit" in r for r in reasons)
-    assert guards._persisting_l2_limit() == 0
+    assert guards.persisting_l2_limit() == 0
 
 
 def test_flush_makes_l2_cold(timer):

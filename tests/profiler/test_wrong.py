@@ -108,3 +108,20 @@ def test_control_passes_on_gpu_with_graph(shape):
     c = C.check_candidate(wrong.TorchLinear(), shape, "cuda", contract=CONTRACT, keep_graph=True)
     assert c.ok, c.reasons
     assert c.graph is not None and tuple(c.graph.output.shape) == (shape["M"], shape["N"])
+
+
+def test_guard_holds_candidates_to_a_value_the_harness_set():
+    from profiler.guards import Guard
+
+    g = Guard()
+    key = "torch.backends.cudnn.benchmark"
+    before = torch.backends.cudnn.benchmark
+    try:
+        torch.backends.cudnn.benchmark = not before
+        g.harness_set(key, not before)   # the harness's own change (like the persisting-L2 reset)
+        assert g.check("run()") == []
+        torch.backends.cudnn.benchmark = before  # now a candidate changes it back: named and undone
+        assert g.check("run()") == [f"changed global setting {key} (from {not before!r} to {before!r}) in run()"]
+        assert torch.backends.cudnn.benchmark is (not before)
+    finally:
+        torch.backends.cudnn.benchmark = before
