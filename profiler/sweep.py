@@ -395,8 +395,11 @@ def _floor_lookup(probe_records: list[dict]) -> dict[int, dict]:
             for p in probe_records if p.get("kind", "read") == "read"}
 
 
-class _Workers:
-    """The parent's worker, respawned after a death, with the record of every process it started."""
+class WorkerPool:
+    """The parent's worker, respawned after a death, with the record of every process it started.
+
+    WorkerPool({"device": "cuda", "mode": "cold", "flush_bytes": None, "init": None}, log).call(task, timeout_s,
+    what) -> result (profiler.worker task kinds); measure_shape_isolated() adds the retry-without-the-culprit loop."""
 
     def __init__(self, config: dict, log):
         from profiler.worker import Worker
@@ -433,7 +436,7 @@ class _Workers:
         self.worker.close()
 
 
-def _load_all(workers: _Workers, specs: list[str], timeout_s: float) -> tuple[list[dict], dict[str, str]]:
+def _load_all(workers: WorkerPool, specs: list[str], timeout_s: float) -> tuple[list[dict], dict[str, str]]:
     """Load every spec in the worker -> (loaded records in spec order, {spec: refusal reason}). A spec whose
     module took the worker down is refused with the cause; a broken spec raises SweepInputError."""
     from profiler.worker import WorkerDied
@@ -465,9 +468,12 @@ def _names(loaded: list[dict]) -> list[str]:
     return unique_names(raw)
 
 
-def _measure_shape_isolated(workers: _Workers, shape: dict, live: list[dict], task_base: dict, settings,
-                            incidents: dict, log) -> dict:
-    """One shape in the worker, again in a fresh one without the candidate that took it down -> merged result."""
+def measure_shape_isolated(workers: WorkerPool, shape: dict, live: list[dict], task_base: dict, settings,
+                           incidents: dict, log) -> dict:
+    """One shape in the worker, again in a fresh one without the candidate that took it down -> merged
+    {"results", "pairs", "failures", "info", "telemetry"}. `live`: [{"spec", "name"}] (the first is the baseline of
+    the pairs); task_base: {"kind": "shape", "settings": asdict(settings), "floor": ...}; `incidents` counts the
+    workers each candidate took down (updated here). The tuner can call this with method specs."""
     from profiler.worker import WorkerDied, WorkerError
 
     merged = {"results": [], "pairs": [], "failures": [], "info": {}, "telemetry": None}
@@ -511,7 +517,7 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
     specs = [str(s) for s in specs]
     t_start = time.perf_counter()
     writer = RunWriter(out_path)  # refuses an existing file before any work
-    workers = _Workers({"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes,
+    workers = WorkerPool({"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes,
                         "init": worker_init}, log)
     run = None
     try:
@@ -553,7 +559,7 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
                         f"(max_incidents {settings.max_incidents})"]))
                 else:
                     live.append(c)
-            merged = _measure_shape_isolated(workers, shape, live, task_base | {
+            merged = measure_shape_isolated(workers, shape, live, task_base | {
                 "floor": floors.get(shape_bytes(shape))}, settings, incidents, log)
             run["results"] += merged["results"]
             run["pairs"] += merged["pairs"]

@@ -151,3 +151,26 @@ def test_gpu_tf32_flipper_leaves_the_router_baseline_correct(tmp_path):
     for p in run["pairs"]:
         print(p["load"], p["ratio_median"])
         assert 0.9 < p["ratio_median"] < 1.1  # the second baseline was not sped up by TF32 either
+
+
+def test_tuner_style_shape_task_with_method_specs_and_quick_checks():
+    """What the tuner sends: one method + config per candidate, one eager check each, then paired timing."""
+    from dataclasses import asdict
+
+    from kernels.candidate import method_spec
+    from profiler.sweep import SweepSettings, WorkerPool, measure_shape_isolated
+
+    shape = _shapes(1)[0]
+    cands = [{"spec": method_spec("torch_linear", {}), "name": "torch_linear"},
+             {"spec": wrong.spec(wrong.NaNRow), "name": "nan_row"}]
+    settings = SweepSettings(check="quick", min_pairs=8, batch_rounds=8, instances=2, max_seconds_per_shape=0.1)
+    pool = WorkerPool({"device": "cpu", "mode": "cold", "flush_bytes": None, "init": f"{FAKE}:install"}, lambda m: None)
+    try:
+        res = measure_shape_isolated(pool, shape, cands, {"kind": "shape", "settings": asdict(settings)}, settings,
+                                     {}, lambda m: None)
+    finally:
+        pool.close()
+    assert [r["candidate"] for r in res["results"]] == ["torch_linear"]
+    assert res["results"][0]["n_samples"] >= 16 and res["info"]["instances"] == 2
+    (f,) = res["failures"]
+    assert f["candidate"] == "nan_row" and "eager call 1" in f["reasons"][0]
