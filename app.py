@@ -14,7 +14,7 @@ def _page(file: str, title: str, icon: str, default: bool = False) -> st.Page:
 
 pg = st.navigation({
     "Results": [_page("overview", "Overview", "flag", default=True),
-                _page("where_time_goes", "Where time goes", "timer"),
+                _page("where_time_goes", "Where time goes", "timer"), _page("kernels", "Kernels", "memory"),
                 _page("shapes", "Shapes", "table_chart"), _page("compare", "Compare", "compare_arrows")],
     "Hardware": [_page("roofline", "Roofline", "show_chart"), _page("probes", "Probes", "sensors")],
     "Plans": [_page("planner", "Planner", "calculate"), _page("dispatch", "Dispatch", "alt_route"),

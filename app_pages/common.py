@@ -264,7 +264,8 @@ def _run_view(label: str, path: str, box, probes_only_ok: bool = False) -> View:
     if not cands:
         if probes_only_ok:
             return View(label, "measured", "run", path, "", "", data, None, "the run has no results")
-        raise ValueError(f"{Path(path).name} has no results (a probe-only run? see the Probes page)")
+        raise ValueError(f"{Path(path).name} has no results (a probe-only run? see the Probes page; an explain run? "
+                         "see the Kernels page)")
     base_default = "baseline" if "baseline" in cands else cands[0]
     base = sticky_select(box, "Baseline", cands, "baseline", cands.index(base_default))
     others = [c for c in cands if c != base] or cands

@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import common
-from dashboard import figures, planner, scoring, views
+from dashboard import figures, kernels, planner, scoring, views
 
 
 def _environment(v) -> None:
@@ -101,6 +101,12 @@ fig_df = bd.loads.assign(label=bd.loads["load"])
 if ci is not None:
     fig_df = fig_df.merge(cmp.loads[["load", "ci_low", "ci_high"]], on="load", how="left")
 st.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
+far = kernels.furthest_from_floor(wide)
+if far:
+    st.caption("Furthest from the floor (lowest SOL): open a shape on the Kernels page to see what its call launches.")
+    for cell, key in zip(st.columns(len(far)), far):
+        cell.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
+                       query_params={"shape": key})
 
 st.subheader(f"Gap to {target:.4f}×")
 if bd.score >= target:

@@ -3,7 +3,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages import common
-from dashboard import figures, scoring, views
+from dashboard import figures, kernels, scoring, views
 
 st.title("Where the time goes")
 v = common.view()
@@ -31,6 +31,13 @@ st.dataframe(sub, hide_index=True, width="stretch", column_config={
     "share": st.column_config.NumberColumn("share of load", format="percent"),
     "load_speedup": st.column_config.NumberColumn("load speedup × (derived)", format="%.4f"),
     "new_score": st.column_config.NumberColumn("score then (derived)", format="%.4f")})
+
+far = kernels.furthest_from_floor(wide)
+if far:
+    st.markdown("**Furthest from the floor** (lowest SOL of " + v.candidate + "): what the call launches, per kernel —")
+    for cell, key in zip(st.columns(len(far)), far):
+        cell.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
+                       query_params={"shape": key})
 
 if v.kind == "run":
     st.subheader("Local (measured) vs official (published), same shapes")

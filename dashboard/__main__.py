@@ -1,4 +1,4 @@
-"""`python -m dashboard summarize <official csv | run file>` and `python -m dashboard report ...`.
+"""`python -m dashboard summarize <official csv | run file>`, `table`, `explain RUN` and `report ...`.
 
 Bad input ends with one line on stderr and exit status 2 — never a traceback.
 """
@@ -11,6 +11,7 @@ from pathlib import Path
 
 from datasets import DatasetError, load_official, load_workload
 from dashboard import runs, scoring, views
+from dashboard.kernels import ExplainError
 from dashboard.summary import format_shape_table, format_unscored_pairs, format_breakdown, format_loads
 from profiler.runfile import RunFileError
 
@@ -89,6 +90,18 @@ def cmd_table(args) -> int:
     return 0
 
 
+def cmd_explain(args) -> int:
+    """The kernel breakdown of an explain run (python -m profiler explain), as terminal tables."""
+    from dashboard import kernel_report, kernels
+
+    path = Path(args.path)
+    if not path.is_file() or path.suffix.lower() != ".json":
+        raise CliError(f"{path}: expected an existing explain run .json")
+    data = kernels.from_run_data(runs.load_run_data(path))
+    print(kernel_report.format_text(data, kernel_report.tables(data, load_workload(), args.candidate, args.shape)))
+    return 0
+
+
 # --- report hook: dashboard/report.py is written by another engineer ----------------------------------------
 def cmd_report(args) -> int:
     try:
@@ -113,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--baseline", default="baseline")
     table.add_argument("--candidate", help="default: the last candidate in the run")
     table.set_defaults(func=cmd_table)
+    expl = sub.add_parser("explain", help="per-kernel breakdown of an explain run: time, bytes vs ideal, grid, findings")
+    expl.add_argument("path", help="an explain run datasets/runs/*_explain-*.json (python -m profiler explain)")
+    expl.add_argument("--candidate", help="only this candidate")
+    expl.add_argument("--shape", help="only this shape key, e.g. 'decode 16/router'")
+    expl.set_defaults(func=cmd_explain, baseline=None)
     # Listed for --help only: main() hands everything after 'report' to dashboard.report.main untouched.
     sub.add_parser("report", help="write a report (dashboard/report.py); arguments are passed through")
     return parser
@@ -124,12 +142,12 @@ def main(argv: list[str] | None = None) -> int:
         args = argparse.Namespace(command="report", report_args=argv[1:], func=cmd_report)
     else:
         args = build_parser().parse_args(argv)
-        if (args.baseline is None) != (args.candidate is None):
+        if args.command != "explain" and (args.baseline is None) != (args.candidate is None):
             print("error: give both --baseline and --candidate, or neither", file=sys.stderr)
             return EXIT_BAD_INPUT
     try:
         return int(args.func(args) or 0)
-    except (CliError, DatasetError, RunFileError, scoring.ScoringError) as exc:
+    except (CliError, DatasetError, RunFileError, scoring.ScoringError, ExplainError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except (OSError, UnicodeDecodeError) as exc:

@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from dashboard import compare, figures, runs, scoring, views
+from dashboard import compare, figures, kernels, runs, scoring, views
 
 SOURCE_WORDS = {"measured": "measured (run file)", "published": "published (write-up, official run)",
                 "uploaded": "uploaded table (as given)"}
@@ -224,6 +224,10 @@ def build_from_path(path, baseline: str | None = None, candidate: str | None = N
         data = views.official_run_data(table, load_seed_probes(), path, candidate=name)
         return build(data, "baseline", name, workload, official, "published" if is_official else "uploaded", shape)
     data = runs.load_run_data(path)
+    if kernels.is_explain_run(data.run):  # an explain run: its kernel breakdown (dashboard.kernel_report)
+        from dashboard import kernel_report
+
+        return kernel_report.build_report(kernels.from_run_data(data), workload, candidate, shape)
     if baseline is None or candidate is None:
         pairs = runs.candidate_pairs(data)
         if not pairs:

@@ -1,103 +1,191 @@
-"""The workload spec (datasets/workload.json) as DataFrames: the 30 scored shapes and the nearby shapes."""
+"""A workload (datasets/workloads/<name>.json): the projections one model runs, and every fact derived from them.
+
+    load_workload(ref=None, *, inside_project=False) -> Workload   # a name, a path, or None (muse_bf16_proj)
+    resolve_workload(ref=None, *, inside_project=False) -> Path
+    list_workloads() -> list[str]                                  # names in datasets/workloads/
+    workload_from_dict(spec, source="<workload>", prefix="") -> Workload
+    Workload.to_dict() -> dict                                     # what a run file embeds under "workload"
+    workload_of_run(run, source="<run>") -> (Workload, note | None)
+
+The facts (N at (family, M), shape rows, keys) are Workload methods; shape-only facts (dtype and shape bytes, the
+shape key) live in datasets/shapes.py. Every other layer asks here instead of reading the JSON fields itself.
+"""
 from __future__ import annotations
 
-import math
+import copy
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import pandas as pd
 
 from datasets.errors import DatasetError
 from datasets.jsonfile import JsonInputError, read_json
-from datasets.paths import WORKLOAD_JSON
+from datasets.paths import DEFAULT_WORKLOAD, PROJECT_DIR, WORKLOAD_JSON, WORKLOADS_DIR
+from datasets.selection import select_shapes
+from datasets.shapes import NEARBY_LOAD, SHAPE_COLUMNS, shape_key
+from datasets.workload_spec import NAME_RE, check_spec
 
-SHAPE_COLUMNS = ["load", "family", "M", "N", "K", "x_dtype", "w_dtype", "y_dtype", "weight", "rel_l2_tol"]
-KNOWN_DTYPES = ("bfloat16", "float16", "float32")
-NEARBY_LOAD = "nearby"
+__all__ = ["Workload", "load_workload", "resolve_workload", "list_workloads", "workload_from_dict",
+           "workload_of_run", "RUN_KEY", "DEFAULT_WORKLOAD", "SHAPE_COLUMNS", "NEARBY_LOAD"]
+
+RUN_KEY = "workload"                    # the run file's top-level field holding Workload.to_dict()
+MAX_WORKLOAD_BYTES = 1 << 20            # a workload is a few KB; a bigger file is not one
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Workload:
-    shapes: pd.DataFrame          # 30 scored shapes, loads in spec order × families in spec order
-    nearby: pd.DataFrame          # generalization shapes, load == "nearby", never scored
+    shapes: pd.DataFrame          # scored shapes, loads in spec order × families in spec order
+    nearby: pd.DataFrame          # the nearby list's shapes (load "nearby"), families × M, never scored
     families: dict                # family name -> its JSON record
     loads: list                   # [{"load": ..., "M": ...}, ...] in spec order
     contract: dict                # correctness-contract constants
     load_order: list
     family_order: list
+    name: str
+    spec: dict                    # the validated JSON object, as read (what to_dict returns)
+    origin: str                   # where it came from: a file path, or "<run file> (embedded)"
+
+    # --- facts ---------------------------------------------------------------------------------------------
+    @property
+    def source(self) -> str:
+        return self.spec["source"]
+
+    @property
+    def nearby_m(self) -> list[int]:
+        return list(self.spec.get("nearby", {}).get("M", []))
+
+    @property
+    def load_m(self) -> dict[str, int]:
+        """load name -> M, in spec order."""
+        return {entry["load"]: int(entry["M"]) for entry in self.loads}
+
+    def load_at(self, M: int) -> str | None:
+        """The scored load whose M this is, or None (each load has its own M; the loader checks it)."""
+        return next((entry["load"] for entry in self.loads if int(entry["M"]) == int(M)), None)
+
+    def is_scored(self, load: str) -> bool:
+        return load in self.load_order
+
+    def family(self, name: str) -> dict:
+        """The family's JSON record; ValueError naming the workload's families when `name` is not one."""
+        if name not in self.families:
+            raise ValueError(f"unknown family {name!r}; {self.name} has {', '.join(self.family_order)}")
+        return self.families[name]
+
+    def n_at(self, family: str, M: int) -> int:
+        """The family's N at M: its N_by_M entry (only at a scored load's M), else its N. The one N-by-M rule."""
+        spec = self.family(family)
+        return int(spec.get("N_by_M", {}).get(str(int(M)), spec["N"]))
 
     def shape_key(self, load: str, family: str, M: int) -> str:
-        """The key used in run files and UIs (INTERFACES.md, 'Shape identity')."""
-        return f"nearby/{family}/M{M}" if load == NEARBY_LOAD else f"{load}/{family}"
+        """The key used in run files and UIs (datasets.shapes.shape_key)."""
+        return shape_key(load, family, M)
+
+    def shape(self, family: str, M: int) -> dict:
+        """The shape row at any (family, M): the scored one when M is a load's M, else an unscored "nearby" one
+        (whether or not M is in the nearby list). N follows n_at, so the row depends on (family, M) only."""
+        M = int(M)
+        spec = self.family(family)
+        load = self.load_at(M) or NEARBY_LOAD
+        return {"load": load, "family": family, "M": M, "N": self.n_at(family, M), "K": int(spec["K"]),
+                "x_dtype": spec["x_dtype"], "w_dtype": spec["w_dtype"], "y_dtype": spec["y_dtype"],
+                "weight": spec["weight"], "rel_l2_tol": float(spec["rel_l2_tol"])}
+
+    def scored_rows(self) -> list[dict]:
+        """The scored shapes as dicts, in the order of `shapes` (loads × families)."""
+        return [self.shape(family, entry["M"]) for entry in self.loads for family in self.family_order]
+
+    def nearby_rows(self) -> list[dict]:
+        """The nearby shapes as dicts, in the order of `nearby` (families × nearby M)."""
+        return [self.shape(family, M) for family in self.family_order for M in self.nearby_m]
+
+    def select(self, selection: str) -> list[dict]:
+        """Shape rows for a --shapes selection (datasets.selection.select_shapes)."""
+        return select_shapes(selection, self)
+
+    @property
+    def fingerprint(self) -> str:
+        """12 hex digits identifying what is measured and scored (names, N, K, dtypes, tolerances, weights, loads,
+        nearby M, contract), blind to prose fields, so two runs can be checked to share a workload."""
+        measured = {"name": self.name,
+                    "families": {f: {k: v for k, v in rec.items() if k != "note"} for f, rec in self.families.items()},
+                    "loads": [[entry["load"], entry["M"]] for entry in self.loads],
+                    "contract": {k: v for k, v in self.contract.items() if k not in ("note", "reference")},
+                    "nearby": self.nearby_m}
+        return hashlib.sha256(json.dumps(measured, sort_keys=True).encode()).hexdigest()[:12]
+
+    def to_dict(self) -> dict:
+        """The JSON object to embed in a run file (under RUN_KEY); workload_from_dict reads it back."""
+        return copy.deepcopy(self.spec)
 
 
-def _require(record: dict, key: str, kind, path: Path, where: str):
-    if key not in record:
-        raise DatasetError(path, f"{where}.{key}", "missing")
-    value = record[key]
-    if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-        raise DatasetError(path, f"{where}.{key}", f"expected a positive integer, got {value!r}")
-    if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))
-                          or not math.isfinite(value) or value <= 0):
-        raise DatasetError(path, f"{where}.{key}", f"expected a positive number, got {value!r}")
-    if kind is str and value not in KNOWN_DTYPES:
-        raise DatasetError(path, f"{where}.{key}", f"expected one of {KNOWN_DTYPES}, got {value!r}")
-    return value
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=SHAPE_COLUMNS)
 
 
-def _family_row(path: Path, name: str, fam: dict, load: str, M: int, N: int) -> dict:
-    where = f"families.{name}"
-    row = {"load": load, "family": name, "M": M, "N": N, "K": _require(fam, "K", int, path, where)}
-    for key in ("x_dtype", "w_dtype", "y_dtype"):
-        row[key] = _require(fam, key, str, path, where)
-    row["weight"] = _require(fam, "weight", float, path, where)
-    row["rel_l2_tol"] = float(_require(fam, "rel_l2_tol", float, path, where))
-    return row
+def workload_from_dict(spec, source: str = "<workload>", prefix: str = "", origin: str = "") -> Workload:
+    """Validate a workload JSON object (DatasetError names `source` and the field) and build the Workload."""
+    check_spec(spec, source, prefix)
+    spec = copy.deepcopy(spec)
+    bare = Workload(shapes=_frame([]), nearby=_frame([]), families=spec["families"], loads=spec["loads"],
+                    contract=spec["contract"], load_order=[e["load"] for e in spec["loads"]],
+                    family_order=list(spec["families"]), name=spec["name"], spec=spec, origin=origin or source)
+    return Workload(shapes=_frame(bare.scored_rows()), nearby=_frame(bare.nearby_rows()),
+                    families=bare.families, loads=bare.loads, contract=bare.contract, load_order=bare.load_order,
+                    family_order=bare.family_order, name=bare.name, spec=spec, origin=bare.origin)
 
 
-def _scored_n(path: Path, name: str, fam: dict, M: int) -> int:
-    """The family's N at this M: its general N unless N_by_M overrides it (unpooler at M=1 and M=8)."""
-    n_by_m = fam.get("N_by_M", {})
-    if str(M) in n_by_m:
-        return _require(n_by_m, str(M), int, path, f"families.{name}.N_by_M")
-    return _require(fam, "N", int, path, f"families.{name}")
+# --- finding and reading workload files ----------------------------------------------------------------------
+def list_workloads() -> list[str]:
+    return sorted(p.stem for p in WORKLOADS_DIR.glob("*.json") if p.is_file())
 
 
-def load_workload(path: str | Path | None = None) -> Workload:
-    path = Path(path) if path is not None else WORKLOAD_JSON
+def resolve_workload(ref: str | Path | None = None, *, inside_project: bool = False) -> Path:
+    """The file a workload reference means: None or "" -> the default (muse_bf16_proj); a bare name (no '/', no
+    '.json') -> datasets/workloads/<name>.json; anything else is a path to a .json file. With inside_project (the
+    app, where a path is typed by whoever uses the page) a path must lie inside the repository."""
+    if ref is None or str(ref) == "":
+        return WORKLOAD_JSON
+    text = str(ref)
+    if isinstance(ref, str) and NAME_RE.fullmatch(text) and not text.endswith(".json"):
+        path = WORKLOADS_DIR / f"{text}.json"
+        if not path.is_file():
+            raise DatasetError(text, "workload", f"no workload named {text!r} in datasets/workloads/ "
+                                                 f"(known: {', '.join(list_workloads())}); or give a .json path")
+        return path
+    path = Path(text)
+    if path.suffix != ".json":
+        raise DatasetError(path, "workload", f"expected a workload name or a .json file, got {text!r}")
+    if inside_project and not path.resolve().is_relative_to(PROJECT_DIR):
+        raise DatasetError(path, "workload", f"{text!r} is outside the project; only files inside it are read here")
+    return path
+
+
+def load_workload(ref: str | Path | None = None, *, inside_project: bool = False) -> Workload:
+    """Read and validate a workload by name or path (see resolve_workload); errors are one DatasetError line."""
+    path = resolve_workload(ref, inside_project=inside_project)
     try:
-        spec = read_json(path)
+        spec = read_json(path, max_bytes=MAX_WORKLOAD_BYTES)
     except JsonInputError as exc:
         raise DatasetError(path, "(json)", str(exc).split(": ", 1)[-1]) from None
-    if not isinstance(spec, dict):
-        raise DatasetError(path, "(json)", f"top level must be an object, got {type(spec).__name__}")
-    for key in ("families", "loads", "contract", "nearby"):
-        if key not in spec:
-            raise DatasetError(path, key, "missing")
-    families = spec["families"]
-    loads = spec["loads"]
-    load_order = []
-    rows = []
-    for i, entry in enumerate(loads):
-        load = entry.get("load")
-        if not isinstance(load, str) or not load or load == NEARBY_LOAD:
-            raise DatasetError(path, f"loads[{i}].load", f"expected a load name, got {load!r}")
-        if load in load_order:
-            raise DatasetError(path, f"loads[{i}].load", f"duplicate load {load!r}")
-        load_order.append(load)
-        M = _require(entry, "M", int, path, f"loads[{i}]")
-        for name, fam in families.items():
-            rows.append(_family_row(path, name, fam, load, M, _scored_n(path, name, fam, M)))
-    nearby_m = spec["nearby"].get("M", [])
-    nearby_rows = []
-    for name, fam in families.items():
-        for j, M in enumerate(nearby_m):
-            _require({"M": M}, "M", int, path, f"nearby.M[{j}]")
-            N = _require(fam, "N", int, path, f"families.{name}")  # general N, never the N_by_M slice
-            nearby_rows.append(_family_row(path, name, fam, NEARBY_LOAD, M, N))
-    return Workload(
-        shapes=pd.DataFrame(rows, columns=SHAPE_COLUMNS),
-        nearby=pd.DataFrame(nearby_rows, columns=SHAPE_COLUMNS),
-        families=dict(families), loads=list(loads), contract=dict(spec["contract"]),
-        load_order=load_order, family_order=list(families),
-    )
+    workload = workload_from_dict(spec, str(path), origin=str(path))
+    if path.resolve().parent == WORKLOADS_DIR and path.stem != workload.name:
+        raise DatasetError(path, "name", f"{workload.name!r} differs from the file name; a workload in "
+                                         f"datasets/workloads/ is found by its name, so it must be {path.stem!r}")
+    return workload
+
+
+# --- the workload of a run file ------------------------------------------------------------------------------
+def workload_of_run(run: Mapping, source: str = "<run>") -> tuple[Workload, str | None]:
+    """The workload a run was measured with: its embedded RUN_KEY object, or for a run recorded before runs carried
+    one, the default workload, with a note (to show the reader) saying it was assumed."""
+    if RUN_KEY in run:
+        name = Path(source).name
+        return workload_from_dict(run[RUN_KEY], name, RUN_KEY, origin=f"{name} (embedded)"), None
+    note = (f"{Path(source).name} does not record its workload (it was written before run files embedded one); "
+            f"assuming the default workload {DEFAULT_WORKLOAD}.")
+    return load_workload(), note
+

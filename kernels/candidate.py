@@ -62,12 +62,17 @@ class PlanCandidate(Candidate):
         for method, config in self.plan.methods_for(family, N):
             key = (method, json.dumps(config, sort_keys=True))
             states[key] = get_method(method).prepare(weight, family, config)
-        return {"family": family, "N": N, "states": states}
+        return {"family": family, "N": N, "K": int(weight.shape[1]), "states": states}
 
     def run(self, state, family: str, x):
-        entry = self.plan.entry(family, int(x.shape[0]), state["N"])
+        M = int(x.shape[0])
+        entry = self.plan.entry(family, M, state["N"])
         st = state["states"][(entry.method, json.dumps(entry.config, sort_keys=True))]
-        return get_method(entry.method).run(st, x)
+        method = get_method(entry.method)
+        # A range's guard was checked when the plan loaded (up to kernels.plans.GUARD_CHECK_MAX_M); check the
+        # M actually run too, so a rejected config can never launch (host-side, not in a captured graph).
+        method.check_supports(family, M, state["N"], state["K"], entry.config)
+        return method.run(st, x)
 
     def describe(self, family: str, M: int, N: int | None = None) -> str:
         """The entry's method + config at (M, N); N=None: the workload's N at M (kernels.plans SELECT RULE)."""
@@ -86,10 +91,14 @@ class MethodCandidate(Candidate):
         self.name = format_config(self.method.name, self.config)
 
     def prepare(self, family: str, weight):
-        return self.method.prepare(weight, family, self.config)
+        N, K = int(weight.shape[0]), int(weight.shape[1])
+        return {"N": N, "K": K, "state": self.method.prepare(weight, family, self.config)}
 
     def run(self, state, family: str, x):
-        return self.method.run(state, x)
+        # The guard decides at every call (it is host-side: a captured graph holds only the kernels), so a
+        # config the guard rejects at this shape raises PlanError instead of launching.
+        self.method.check_supports(family, int(x.shape[0]), state["N"], state["K"], self.config)
+        return self.method.run(state["state"], x)
 
     def describe(self, family: str, M: int, N: int | None = None) -> str:
         return self.name

@@ -39,6 +39,12 @@ def smem_reason(config: dict, weight_rows_per_tile: int = 1) -> str | None:
     return None if need <= SMEM_BYTES else f"{need} B of pipelined tiles exceed {SMEM_BYTES} B shared memory"
 
 
+def format_config(method: str, config: dict) -> str:
+    """'gemv BN=1 num_warps=16 cache=.cg' -- the human label of a method + config (run files, Dispatch page)."""
+    parts = [f"{k}={v if v != '' else 'default'}" for k, v in config.items()]
+    return " ".join([method, *parts])
+
+
 @lru_cache(maxsize=None)
 def _load_impl(impl: str) -> Any:
     module_name, _, attr = impl.partition(":")
@@ -91,6 +97,12 @@ class Method:
         if self.guard is None:
             return None
         return self.guard(family, M, N, K, dict(self.configs[0] if config is None else config))
+
+    def check_supports(self, family: str, M: int, N: int, K: int, config: dict) -> None:
+        """Raise PlanError naming the method, shape and the guard's reason when it rejects (family, M, N, K)."""
+        reason = self.supports(family, M, N, K, config)
+        if reason:
+            raise PlanError(f"{format_config(self.name, config)} rejects {family} M={M} N={N} K={K}: {reason}")
 
     def prepare(self, weight, family: str, config: dict):
         return _load_impl(self.impl).prepare(weight, family, config)

@@ -11,6 +11,10 @@ ALL_FAMILIES = (*BF16_FAMILIES, "router")
 
 SPLITK_MAX_M = 32   # kernels/launch/splitk.py sizes the fused counters for this
 PACKED_MAX_M = 64
+# Workspace rows of the single-launch methods (FP32 [MAX_M, N], allocated at prepare): the scored M reach 256;
+# stream-K also serves the nearby M up to 512 (16 MB of workspace at N=8192). Above, plans use the library.
+SPLITK_ATOMIC_MAX_M = 256
+STREAMK_MAX_M = 512
 
 
 def _gemv_guard(family, M, N, K, config):
@@ -29,6 +33,26 @@ def _packed_guard(family, M, N, K, config):
     if N % config["BN"] or K % config["BK"]:
         return f"packed needs N % BN == 0 and K % BK == 0 (N={N}, K={K}, BN={config['BN']}, BK={config['BK']})"
     return smem_reason(config)
+
+
+def _tiles_reason(N, K, config, k_unit: int) -> str | None:
+    """The single-launch kernels leave N and K unmasked: whole BN tiles and whole K steps of k_unit."""
+    if N % config["BN"] or K % k_unit:
+        return (f"needs N % BN == 0 and K % {k_unit} == 0 (N={N}, K={K}, BN={config['BN']}, BK={config['BK']}"
+                f"{', SPLIT=' + str(config['SPLIT']) if 'SPLIT' in config else ''})")
+    return None
+
+
+def _splitk_atomic_guard(family, M, N, K, config):
+    if not 1 <= M <= SPLITK_ATOMIC_MAX_M:
+        return f"splitk_atomic serves 1 <= M <= {SPLITK_ATOMIC_MAX_M} (its workspace rows)"
+    return _tiles_reason(N, K, config, config["BK"] * config["SPLIT"]) or smem_reason(config)
+
+
+def _streamk_guard(family, M, N, K, config):
+    if not 1 <= M <= STREAMK_MAX_M:
+        return f"streamk serves 1 <= M <= {STREAMK_MAX_M} (its workspace rows)"
+    return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
 
 
 GEMV_CONFIGS = config_table(("BN", "num_warps", "cache"), [
@@ -71,6 +95,42 @@ PACKED_CONFIGS = config_table(TILE_KEYS, [
     (32, 32, 512, 2, 4, 2),
     (32, 32, 256, 2, 8, 3),
     (32, 64, 256, 1, 8, 3),
+])
+
+# Single-launch split-K (kernels/triton/splitk_atomic.py). Grid = N/BN x SPLIT x ceil(M/BM). Screened on the H200
+# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json, cold, overhead subtracted): BM=16 with
+# BK=64 x SPLIT=16 won at qkv_gate M=4-16 (12.85-13.14 us vs F.linear 13.98-14.42, vs the splitk plan entry
+# 13.09-13.20) and at the unpooler's M=8, N=1024 slice (5.55 vs 6.93); it tied or lost at M=32 and lost 2-6x at
+# M >= 64 (an earlier screen of 64- and 128-row tiles lost 1.3-3.7x there: the atomic traffic of large split
+# tiles), so the rows are small-M shapes. SPLIT=1 rows are the plain small-M tensor-core path (W read once, x
+# rows on chip, M padded to BM; no workspace): o (K=1024) tied F.linear at M=12 (6.30 vs 6.30).
+SPLITK_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
+    (16, 64, 64, 16, 4, 4),    # default: qkv_gate M <= 16 (576 programs of 8 K steps)
+    (16, 64, 128, 8, 4, 4),    # unpooler N=1024 M <= 8 (128 programs of 4 K steps)
+    (16, 32, 128, 8, 4, 4),
+    (16, 32, 64, 16, 4, 4),    # unpooler N=1024: 512 programs
+    (16, 64, 64, 32, 4, 4),    # qkv_gate: 1152 programs of 4 K steps
+    (16, 64, 64, 16, 4, 3),
+    (16, 128, 128, 4, 8, 4),   # pooler N=4096: 128 programs with 128-wide tiles
+    (16, 64, 256, 4, 4, 3),
+    (32, 64, 128, 8, 4, 4),    # M = 17..32 in one M tile
+    (32, 64, 64, 16, 4, 4),
+    (16, 64, 128, 1, 4, 4),    # no split: o (K=1024), 128 programs
+    (16, 32, 128, 1, 4, 4),    # no split: o, 256 programs
+])
+
+STREAMK_KEYS = ("BM", "BN", "BK", "num_warps", "num_stages", "TMA")
+# Stream-K (kernels/triton/streamk.py): one program per SM, for M = 64-512 where the tiles (e.g. 2 x 18 of
+# 128 x 128 at qkv_gate M=256) are fewer than the 132 SMs. Screened on the H200 (same run file): never faster
+# than F.linear -- at best 0.93-0.95x (qkv_gate/pooler M=64), 0.42-0.77x at M=128 and 0.39-0.65x at M=256 --
+# the split tiles' FP32 atomic traffic and per-segment pipeline restarts cost more than the idle SMs they fill.
+# The four best rows of the first screen are kept so the tuner keeps checking; the library route stays the
+# plans' choice there.
+STREAMK_CONFIGS = config_table(STREAMK_KEYS, [
+    (64, 64, 128, 4, 4, 1),    # default
+    (64, 128, 64, 4, 4, 1),
+    (128, 64, 64, 4, 4, 1),
+    (128, 128, 64, 8, 4, 1),
 ])
 
 _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), "SPLIT": (1, 2, 4, 8, 16),
@@ -118,6 +178,28 @@ DENSE_METHODS: tuple[Method, ...] = (
         params=_TILE_PARAMS,
         configs=PACKED_CONFIGS,
         guard=_packed_guard,
+    ),
+    Method(
+        name="splitk_atomic",
+        families=BF16_FAMILIES,
+        impl="kernels.launch.splitk_atomic:SPLITK_ATOMIC",
+        description="single-launch split-K: tl.dot tiles (M padded to BM), FP32 atomic adds into a zeroed workspace, "
+                    "the last split of a tile writes y and re-zeroes it (K constexpr, unmasked K loads; SPLIT=1: "
+                    "direct store)",
+        params={**_TILE_PARAMS, "BM": (16, 32, 64, 128), "SPLIT": (1, 2, 4, 8, 16, 32)},
+        configs=SPLITK_ATOMIC_CONFIGS,
+        guard=_splitk_atomic_guard,
+    ),
+    Method(
+        name="streamk",
+        families=BF16_FAMILIES,
+        impl="kernels.launch.streamk:STREAMK",
+        description="stream-K GEMM on one program per SM: equal runs of tile K steps, split tiles summed with FP32 "
+                    "atomics in a workspace the finishing program converts and re-zeroes (TMA or pointer loads)",
+        params={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "num_warps": (4, 8),
+                "num_stages": (2, 3, 4), "TMA": (0, 1)},
+        configs=STREAMK_CONFIGS,
+        guard=_streamk_guard,
     ),
     Method(
         name="mm_wt",

@@ -16,6 +16,9 @@ GEMV_MAX_ELEMS_PER_THREAD = 64  # fp32 accumulator values per thread before the 
 # gemv_wide unrolls its K steps at compile time; projlab's bound is the workload's largest K (qkv_gate, pooler,
 # router: 8192) -- longer unrolls were never compiled or measured.
 GEMV_WIDE_MAX_K = 8192
+# Workspace rows of router_hilo_fused (FP32 [MAX_M, 256] = 4 MB at prepare): serves every M a plan dispatches
+# to a Triton route at the router's N.
+HILO_FUSED_MAX_M = 4096
 
 
 def _accumulator_reason(what: str, config) -> str | None:
@@ -47,6 +50,14 @@ def _tile_guard(weight_rows_per_tile):
             return f"needs K % (BK*SPLIT) == 0 (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})"
         return smem_reason(config, weight_rows_per_tile)
     return guard
+
+
+def _hilo_fused_guard(family, M, N, K, config):
+    if not 1 <= M <= HILO_FUSED_MAX_M:
+        return f"router_hilo_fused serves 1 <= M <= {HILO_FUSED_MAX_M} (its workspace rows)"
+    if N % config["BN"]:
+        return f"router_hilo_fused needs N % BN == 0 (N={N}, BN={config['BN']})"
+    return _tile_guard(2)(family, M, N, K, config)
 
 
 def _gemv_wide_guard(family, M, N, K, config):
@@ -104,6 +115,20 @@ HILO_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
 # The PDL variant runs the same kernel: the same space minus the configs that lost by 2x at every M.
 HILO_ATOMIC_PDL_CONFIGS = tuple(c for c in HILO_ATOMIC_CONFIGS if c["BM"] != 128)
 
+# router_hilo_fused: grid = 256/BN x SPLIT x ceil(M/BM). Screened on the H200
+# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json) against router_hilo_atomic_pdl (zero-fill +
+# PDL + atomics into y): 5.58 vs 5.20 us at M=16, 9.84 vs 6.72 at M=128, 10.58 vs 8.26 at M=256 -- the last
+# arriver's extra L2 round trips (release/acquire on the tile counter, then the exchange) cost more than the
+# zero-fill launch that PDL overlaps. The six best rows of the first screen are kept for the tuner.
+HILO_FUSED_CONFIGS = config_table(TILE_KEYS, [
+    (16, 32, 128, 16, 4, 3),   # default
+    (16, 32, 64, 32, 4, 3),
+    (16, 16, 128, 32, 4, 3),   # 512 programs at M <= 16
+    (16, 64, 128, 16, 4, 4),
+    (64, 64, 128, 8, 8, 3),
+    (128, 64, 64, 8, 8, 3),    # M >= 256
+])
+
 GEMV_WIDE_KEYS = ("BN", "BK", "num_warps", "cache")
 # Measured (same run): BN=4 BK=1024 4 warps .cg 5.34 us vs torch_linear 6.14 us at o M=1; BN >= 16 lost.
 GEMV_WIDE_CONFIGS = config_table(GEMV_WIDE_KEYS, [
@@ -143,6 +168,11 @@ ROUTER_METHODS: tuple[Method, ...] = (
         description="one cuBLAS product x @ [H; L]^T with FP32 output (torch.mm out_dtype), then y = left + right "
                     "(seed 009)",
         params={}, configs=({},), guard=None),
+    Method(
+        name="router_hilo_fused", families=ROUTER, impl="kernels.launch.router:ROUTER_HILO_FUSED",
+        description="hi/lo rows interleaved, single-launch split-K: FP32 atomic adds into a zeroed workspace, the "
+                    "last split of a tile copies it to y and re-zeroes it (no zero-fill launch)",
+        params=TILE_PARAMS, configs=HILO_FUSED_CONFIGS, guard=_hilo_fused_guard),
     Method(
         name="gemv_wide", families=("o",), impl="kernels.launch.gemv_wide:GEMV_WIDE",
         description="one-token GEMV for short rows: BN whole rows per program held in registers, K unrolled "

@@ -16,7 +16,8 @@ SELECT RULE -- `Plan.entry/select/describe(family, M, N=None)`:
 
 Guards are checked at every M of a range (up to GUARD_CHECK_MAX_M, and at the upper end) with the entry's N,
 or, for a generic entry, with the workload's N for that M (as before N-specific entries existed).
-Coverage: every scored (family, M, N) of the workload must be selectable (N-specific or generic).
+Coverage: every scored (family, M, N) of the workload must be selectable (N-specific or generic), and every
+family's generic entries must cover 1..DISPATCH_MAX_M without a gap (so any M and any N dispatch).
 
 Torch-free. A plan that names an unknown method, an invalid config, a family a method does not serve, a range
 its guard rejects, overlapping or unordered ranges, or that leaves a scored (family, M, N) uncovered raises
@@ -28,7 +29,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernels.method import PlanError
+from kernels.method import PlanError, format_config
 from kernels.registry import get_method
 
 PLANS_DIR = Path(__file__).resolve().parent / "plans"
@@ -36,14 +37,18 @@ TOP_KEYS = {"name", "description", "gpu", "tuned_from", "notes", "families"}
 REQUIRED_TOP = {"name", "families"}
 ENTRY_KEYS = {"M", "N", "method", "config", "note"}
 GUARD_CHECK_MAX_M = 512  # guards are checked at every M of a range up to here, and at the range's upper end
+# Every plan dispatches every M from 1 to here for every family it lists (its generic entries cover the whole
+# range without a gap), so a run never meets "no entry covers M". 2^20 tokens in one projection call is far
+# beyond any decode or prefill step of this workload; the tuner fills the M above its tuned range with the
+# library (with_library_fallback).
+DISPATCH_MAX_M = 1 << 20
+LIBRARY_METHOD = "torch_linear"   # serves every family at every shape: the fallback outside tuned ranges
+LIBRARY_NOTE = "library fallback beyond the tuned range (not measured; torch_linear serves every shape)"
 
-__all__ = ["PlanError", "Plan", "Entry", "load_plan", "plan_from_dict", "list_plans", "format_config", "PLANS_DIR"]
+__all__ = ["PlanError", "Plan", "Entry", "load_plan", "plan_from_dict", "list_plans", "format_config", "PLANS_DIR",
+           "DISPATCH_MAX_M", "with_library_fallback"]
 
 
-def format_config(method: str, config: dict) -> str:
-    """'gemv BN=1 num_warps=16 cache=.cg' -- the human label used in run files and the Dispatch page."""
-    parts = [f"{k}={v if v != '' else 'default'}" for k, v in config.items()]
-    return " ".join([method, *parts])
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,40 @@ class Plan:
                              for f, es in self.entries.items()}}
 
 
+def generic_with_library(entries: list[dict]) -> list[dict]:
+    """The family's entries with every gap of the generic (no "N") entries in 1..DISPATCH_MAX_M filled by the
+    library (torch_linear), merged into an adjacent library entry where there is one. N-specific entries are
+    kept as they are, after the generic ones."""
+    generic = sorted((dict(e, M=list(e["M"])) for e in entries if "N" not in e), key=lambda e: e["M"][0])
+    specific = [dict(e, M=list(e["M"])) for e in entries if "N" in e]
+    out: list[dict] = []
+    nxt = 1
+    for e in generic + [None]:
+        lo = e["M"][0] if e is not None else DISPATCH_MAX_M + 1
+        if lo > nxt:
+            gap_hi = min(lo - 1, DISPATCH_MAX_M)
+            if out and out[-1]["method"] == LIBRARY_METHOD and out[-1]["config"] == {}:
+                out[-1]["M"][1] = gap_hi
+                if LIBRARY_NOTE not in out[-1].get("note", ""):
+                    out[-1]["note"] = "; ".join(filter(None, (out[-1].get("note"), LIBRARY_NOTE)))
+            else:
+                out.append({"M": [nxt, gap_hi], "method": LIBRARY_METHOD, "config": {}, "note": LIBRARY_NOTE})
+        if e is None:
+            break
+        out.append(e)
+        nxt = e["M"][1] + 1
+    return out + specific
+
+
+def with_library_fallback(plan: dict) -> dict:
+    """A copy of a plan dict whose every family dispatches 1..DISPATCH_MAX_M (generic_with_library per family).
+    The tuner writes plans this way; it also brings an older plan file's coverage up to date without
+    re-measuring anything (the added entries are the library, labelled as not measured)."""
+    out = dict(plan)
+    out["families"] = {fam: generic_with_library(entries) for fam, entries in plan["families"].items()}
+    return out
+
+
 def list_plans() -> list[str]:
     return sorted(p.stem for p in PLANS_DIR.glob("*.json"))
 
@@ -273,6 +312,21 @@ def _check_order(path: str, family: str, parsed: list[Entry]) -> None:
                                 f"M {prev.lo}..{prev.hi} (ranges must be ascending and disjoint)")
 
 
+def _check_dispatch(path: str, family: str, parsed: list[Entry]) -> None:
+    """The generic entries (ascending, disjoint: _check_order) cover 1..DISPATCH_MAX_M without a gap."""
+    nxt = 1
+    for e in (e for e in parsed if e.N is None):
+        if e.lo > nxt:
+            break
+        nxt = e.hi + 1
+    if nxt <= DISPATCH_MAX_M:
+        generic = [e for e in parsed if e.N is None and e.lo > nxt]
+        gap_hi = generic[0].lo - 1 if generic else DISPATCH_MAX_M
+        raise PlanError(f"{path}: family {family!r}: M {nxt}..{gap_hi} is not covered by a generic entry (a plan "
+                        f"must dispatch every M from 1 to {DISPATCH_MAX_M} at any N; "
+                        "with_library_fallback fills gaps with torch_linear)")
+
+
 def plan_from_dict(data, path: str = "<plan>", workload=None) -> Plan:
     """Validate a plan's JSON object; `path` names it in errors."""
     if workload is None:
@@ -306,17 +360,13 @@ def plan_from_dict(data, path: str = "<plan>", workload=None) -> Plan:
         parsed = [_entry(f"{path}: family {family!r} entry {i + 1}", family, raw, spec)
                   for i, raw in enumerate(raw_entries)]
         _check_order(path, family, parsed)
+        _check_dispatch(path, family, parsed)
         entries[family] = parsed
     plan = Plan(name=data["name"], path=path, description=data.get("description", ""), gpu=data.get("gpu"),
                 tuned_from=data.get("tuned_from"), notes=data.get("notes", ""), entries=entries,
                 workload_n=_workload_n(workload))
     for family, shapes in _scored(workload).items():
-        for M, N, _K in shapes:
-            if family not in entries:
-                raise PlanError(f"{path}: family {family!r}: missing (scored M={M} N={N} is not covered)")
-            try:
-                plan.entry(family, M, N)
-            except PlanError:
-                raise PlanError(f"{path}: family {family!r}: scored M={M} N={N} is not covered by any range "
-                                f"(no entry for N={N} and no generic entry holds M={M})") from None
+        if family not in entries:   # (a listed family dispatches every M at any N: _check_dispatch)
+            M, N, _K = shapes[0]
+            raise PlanError(f"{path}: family {family!r}: missing (scored M={M} N={N} is not covered)")
     return plan

@@ -1,4 +1,4 @@
-"""python -m profiler run|probe|summarize|tune — see `python -m profiler <cmd> --help`."""
+"""python -m profiler run|probe|summarize|tune|explain — see `python -m profiler <cmd> --help`."""
 from __future__ import annotations
 
 import argparse
@@ -256,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("summarize", help="print a run file's per-shape table")
     s.add_argument("run")
     sub.add_parser("tune", help="tune a plan (profiler.tune)", add_help=False)
+    from profiler.explain_cli import add_arguments as explain_arguments
+
+    explain_arguments(sub.add_parser("explain", help="per-kernel breakdown of each call (Nsight Compute + Kineto)"))
     return p
 
 
@@ -268,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return int(tune_main(argv[1:]) or 0)
     args = build_parser().parse_args(argv)
+    if args.cmd == "explain":
+        from profiler.explain_cli import cmd_explain
+
+        return cmd_explain(args, argv)
     return {"run": cmd_run, "probe": cmd_probe, "summarize": cmd_summarize}[args.cmd](args, argv)
 
 

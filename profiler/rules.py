@@ -6,7 +6,7 @@
     check_output(y, ref, rel_l2_tol, *, sparse_rows=..., expect_shape, expect_dtype, contract, where) -> Check
 
 Rules (seed write-up "The actual error rule", "Sparse probe rows", "What a useful correctness check has to
-catch"; every number is in datasets/workload.json "contract"):
+catch"; every number is in the workload's "contract" block, datasets/workloads/muse_bf16_proj.json):
 - reference = FP64 product, converted to the output dtype, compared in FP64;
 - whole-output rel-L2 <= the family's rel_l2_tol (1% BF16 families, 0.01% router);
 - every row <= row_bound_factor x tol, row denominator max(row ref norm, 0.1 x mean row norm, floor);
@@ -69,7 +69,7 @@ def as_dtype(dtype):
 
 
 def default_contract() -> dict:
-    """The workload's contract numbers (datasets/workload.json "contract")."""
+    """The workload's contract numbers (the workload's "contract" block, datasets/workloads/muse_bf16_proj.json)."""
     from datasets import load_workload
 
     return dict(load_workload().contract)

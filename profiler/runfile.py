@@ -150,6 +150,9 @@ def validate_run(run, source: str = "<run>") -> None:
         _check_record(record, FAILURE, f"failures[{i}]", fail)
     for i, record in enumerate(run["environment"].get("workers") or []):
         _check_record(record, WORKER, f"environment.workers[{i}]", fail)
+    from profiler.runfile_explain import validate_explain  # explain runs: kernels, calls, failures
+
+    validate_explain(run, fail, _check_record)
 
 
 def _check_results(results: list, fail) -> None:

@@ -138,7 +138,15 @@ def git_info(root: Path | None = None) -> dict:
     root = root or Path(__file__).resolve().parents[1]
     # The device host gets a copy of the tree without .git: the caller passes the sha it copied from.
     env_sha = os.environ.get("PROJLAB_GIT_SHA") or None
+    if env_sha:   # an explicit sha wins: the copied tree may sit inside another checkout whose HEAD is not it
+        return {"git_sha": env_sha, "git_dirty": None}
     try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        # A copy of the tree placed inside another checkout (the device gets one under the main checkout's
+        # .scratch/) must not report that checkout's HEAD: only a repository rooted here counts.
+        if not top or Path(top).resolve() != Path(root).resolve():
+            return {"git_sha": env_sha, "git_dirty": None if env_sha else False}
         p = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         sha = p.stdout.strip()
         if p.returncode != 0 or len(sha) != 40:  # a copied tree without git objects prints "HEAD"

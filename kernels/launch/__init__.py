@@ -13,6 +13,13 @@ def impl(prepare, run) -> SimpleNamespace:
     return SimpleNamespace(prepare=prepare, run=run)
 
 
+def require(ok: bool, what: str, message: str) -> None:
+    """Raise ValueError("what: message") unless ok: the launcher's check of what its kernel leaves unmasked
+    (the Triton tutorials assert it; a ValueError also survives `python -O` and names the method)."""
+    if not ok:
+        raise ValueError(f"{what}: {message}")
+
+
 def check_input(x, K: int, dtype, what: str) -> int:
     """Validate a [M, K] activation with unit stride along K; returns M."""
     if x.dim() != 2 or x.shape[1] != K:

@@ -6,7 +6,8 @@ and allocates only through torch, so every call can be captured in a CUDA graph 
 """
 from __future__ import annotations
 
-from kernels.launch import check_input, impl
+from kernels.launch import check_input, impl, require
+from kernels.methods_router import HILO_FUSED_MAX_M
 
 SUM_BLOCK = 1024       # elements per program of the split-K sum kernel
 ZERO_BLOCK = 1024      # elements per program of the PDL zero-fill kernel
@@ -61,8 +62,20 @@ def _dot_meta(cfg: dict) -> dict:
 
 # ---------------------------------------------------------------- router_gemv_fp32 (M = 1, direct FP32)
 
+def _check_k_steps(K: int, config: dict, what: str) -> None:
+    """router_gemv_fp32's K loop is unrolled and unmasked: whole BK steps only."""
+    require(K % config["BK"] == 0, what, f"needs K % BK == 0 (K={K}, BK={config['BK']})")
+
+
+def _check_k_slices(K: int, config: dict, what: str) -> None:
+    """The hi/lo split-K kernels' K slices are unmasked: K // SPLIT must be whole BK steps."""
+    require(K % (config["BK"] * config["SPLIT"]) == 0, what,
+            f"needs K % (BK*SPLIT) == 0 (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})")
+
+
 def prepare_gemv_fp32(weight, family: str, config: dict) -> dict:
     N, K = _check_weight(weight, "router_gemv_fp32")
+    _check_k_steps(K, config, "router_gemv_fp32")
     return {"w": weight.contiguous(), "N": N, "K": K, "config": dict(config)}
 
 
@@ -74,8 +87,8 @@ def run_gemv_fp32(state: dict, x):
 
     w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
     M = _check_x(state, x, "router_gemv_fp32")
-    if M != 1:
-        raise ValueError(f"router_gemv_fp32 serves M=1 only, got M={M}")
+    require(M == 1, "router_gemv_fp32", f"serves M=1 only, got M={M}")
+    _check_k_steps(K, cfg, "router_gemv_fp32")
     y = torch.empty((1, N), dtype=torch.float32, device=x.device)
     router_gemv_fp32_kernel[(triton.cdiv(N, cfg["BN"]),)](
         x, w, y, N, w.stride(0), K=K, BN=cfg["BN"], BK=cfg["BK"], CACHE=cfg["cache"],
@@ -87,6 +100,7 @@ def run_gemv_fp32(state: dict, x):
 
 def prepare_hilo_splitk(weight, family: str, config: dict) -> dict:
     N, K = _check_weight(weight, "router_hilo_splitk")
+    _check_k_slices(K, config, "router_hilo_splitk")
     hi, lo = split_hilo(weight)
     return {"hi": hi, "lo": lo, "N": N, "K": K, "config": dict(config)}
 
@@ -99,6 +113,7 @@ def run_hilo_splitk(state: dict, x):
 
     hi, lo, N, K, cfg = state["hi"], state["lo"], state["N"], state["K"], state["config"]
     M = _check_x(state, x, "router_hilo_splitk")
+    _check_k_slices(K, cfg, "router_hilo_splitk")
     y = torch.empty((M, N), dtype=torch.float32, device=x.device)
     split = cfg["SPLIT"]
     # Every partial is written by its owner before the sum reads it, so the scratch needs no zero-fill.
@@ -115,6 +130,7 @@ def run_hilo_splitk(state: dict, x):
 
 def prepare_hilo_atomic(weight, family: str, config: dict) -> dict:
     N, K = _check_weight(weight, "router_hilo_atomic")
+    _check_k_slices(K, config, "router_hilo_atomic")
     hi, lo = split_hilo(weight)
     return {"w2": interleave_rows(hi, lo), "N": N, "K": K, "config": dict(config)}
 
@@ -127,6 +143,7 @@ def run_hilo_atomic(state: dict, x):
 
     w2, N, K, cfg = state["w2"], state["N"], state["K"], state["config"]
     M = _check_x(state, x, "router_hilo_atomic")
+    _check_k_slices(K, cfg, "router_hilo_atomic")
     # The atomic adds accumulate into y, so its zero-fill is part of every call (and of its timing).
     y = torch.zeros((M, N), dtype=torch.float32, device=x.device)
     grid = (triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]), cfg["SPLIT"])
@@ -143,6 +160,7 @@ def run_hilo_atomic_pdl(state: dict, x):
 
     w2, N, K, cfg = state["w2"], state["N"], state["K"], state["config"]
     M = _check_x(state, x, "router_hilo_atomic_pdl")
+    _check_k_slices(K, cfg, "router_hilo_atomic_pdl")
     y = torch.empty((M, N), dtype=torch.float32, device=x.device)
     # Producer: a Triton zero-fill that calls griddepcontrol.launch_dependents first. It is launched normally
     # (stream order keeps it after whatever wrote x and last used y's memory).
@@ -153,6 +171,37 @@ def run_hilo_atomic_pdl(state: dict, x):
     grid = (triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]), cfg["SPLIT"])
     router_hilo_atomic_kernel[grid](x, w2, y, M, N, x.stride(0), w2.stride(0), y.stride(0),
                                     K=K, USE_PDL=True, launch_pdl=True, **_dot_meta(cfg))
+    return y
+
+
+# ---------------------------------------------------------------- router_hilo_fused (one launch, no zero-fill)
+
+def prepare_hilo_fused(weight, family: str, config: dict) -> dict:
+    from kernels.launch.splitk_atomic import check_tiling, workspace
+
+    N, K = _check_weight(weight, "router_hilo_fused")
+    check_tiling(N, K, config, "router_hilo_fused")
+    hi, lo = split_hilo(weight)
+    ws, cnt = workspace(HILO_FUSED_MAX_M, N, config, weight.device)
+    return {"w2": interleave_rows(hi, lo), "N": N, "K": K, "config": dict(config), "ws": ws, "cnt": cnt}
+
+
+def run_hilo_fused(state: dict, x):
+    """The dense single-launch split-K kernel with HILO=True: FP32 partials added into a persistent workspace,
+    the last split of a tile copies it to y and re-zeroes it (no zero-fill launch, no PDL)."""
+    import torch
+    import triton
+
+    from kernels.triton.splitk_atomic import splitk_atomic_kernel
+
+    w2, N, K, cfg = state["w2"], state["N"], state["K"], state["config"]
+    M = _check_x(state, x, "router_hilo_fused")
+    require(1 <= M <= HILO_FUSED_MAX_M, "router_hilo_fused",
+            f"serves 1 <= M <= {HILO_FUSED_MAX_M} (its workspace rows), got M={M}")
+    y = torch.empty((M, N), dtype=torch.float32, device=x.device)
+    grid = (N // cfg["BN"], cfg["SPLIT"], triton.cdiv(M, cfg["BM"]))
+    splitk_atomic_kernel[grid](x, w2, y, state["ws"], state["cnt"], M, N, x.stride(0), w2.stride(0), y.stride(0),
+                               K=K, HILO=True, **_dot_meta(cfg))
     return y
 
 
@@ -180,3 +229,4 @@ ROUTER_HILO_SPLITK = impl(prepare_hilo_splitk, run_hilo_splitk)
 ROUTER_HILO_ATOMIC = impl(prepare_hilo_atomic, run_hilo_atomic)
 ROUTER_HILO_ATOMIC_PDL = impl(prepare_hilo_atomic, run_hilo_atomic_pdl)
 ROUTER_HILO_PACKED_MM = impl(prepare_hilo_packed_mm, run_hilo_packed_mm)
+ROUTER_HILO_FUSED = impl(prepare_hilo_fused, run_hilo_fused)

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "screenshots"
 FIXTURES = ROOT / "tests" / "fixtures" / "app"
 # url_path of each page in app.py's st.navigation; the default page (Overview) lives at "/".
-PAGES = {"overview": "", "where_time_goes": "where_time_goes", "shapes": "shapes", "compare": "compare",
-         "roofline": "roofline", "probes": "probes", "planner": "planner", "dispatch": "dispatch",
+PAGES = {"overview": "", "where_time_goes": "where_time_goes", "kernels": "kernels", "shapes": "shapes",
+         "compare": "compare", "roofline": "roofline", "probes": "probes", "planner": "planner", "dispatch": "dispatch",
          "ledger": "ledger", "run": "run", "reports": "reports"}
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",

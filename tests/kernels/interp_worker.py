@@ -51,6 +51,8 @@ def case(method, config, M, N, K, dtype, calls=3, seed=0):
     extra = {}
     if "counters" in state:
         extra["counters_zero"] = bool((state["counters"] == 0).all())
+    if "ws" in state:   # the single-launch methods: every call must leave workspace and counters zero
+        extra["workspace_zero"] = bool((state["ws"] == 0).all() and (state["cnt"] == 0).all())
     return {"method": method, "config": config, "M": M, "N": N, "K": K, "dtype": str(dtype), "rel": worst, **extra}
 
 
@@ -66,4 +68,14 @@ for method in ("splitk", "splitk_fused"):
 for split in (1, 2, 4):
     for M in (1, 3, 17):
         out.append(case("packed", {**small_tile, "BK": 64, "SPLIT": split}, M, 64, 256, torch.float32))
+tile = {"num_warps": 4, "num_stages": 2}
+for cfg in ({"BM": 16, "BN": 32, "BK": 32, "SPLIT": 4}, {"BM": 16, "BN": 32, "BK": 64, "SPLIT": 1},
+            {"BM": 32, "BN": 16, "BK": 32, "SPLIT": 8}):
+    for M, N, K in ((1, 64, 256), (17, 96, 256), (40, 32, 512)):   # M tiles, padded rows, 2-3 N tiles
+        out.append(case("splitk_atomic", {**tile, **cfg}, M, N, K, torch.float32))
+for tma in (0, 1):
+    for bm, bn, bk in ((16, 32, 32), (32, 16, 64)):
+        # CPU: 5 programs (kernels.launch.streamk.CPU_PROGRAMS) over uneven runs: tiles split between programs
+        for M, N, K in ((1, 64, 256), (20, 96, 256), (40, 32, 128)):
+            out.append(case("streamk", {**tile, "BM": bm, "BN": bn, "BK": bk, "TMA": tma}, M, N, K, torch.float32))
 print("RESULTS " + json.dumps(out))

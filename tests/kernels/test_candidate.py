@@ -106,7 +106,7 @@ def test_plan_candidate_dispatches_by_the_weights_n(monkeypatch):
 
     from kernels import registry
     from kernels.method import Method
-    from kernels.plans import plan_from_dict
+    from kernels.plans import DISPATCH_MAX_M, plan_from_dict
 
     calls = []
 
@@ -123,7 +123,7 @@ def test_plan_candidate_dispatches_by_the_weights_n(monkeypatch):
     fake = _Fake("fake_n", ("unpooler",), base.impl, "fake N=1024 method")
     monkeypatch.setitem(registry.METHODS, "fake_n", fake)
     data = json.loads((PLANS_DIR / "baseline.json").read_text())
-    data["families"]["unpooler"] = [{"M": [1, 256], "method": "torch_linear", "config": {}},
+    data["families"]["unpooler"] = [{"M": [1, DISPATCH_MAX_M], "method": "torch_linear", "config": {}},
                                     {"M": [1, 8], "N": 1024, "method": "fake_n", "config": {}}]
     cand = PlanCandidate(plan_from_dict(data, "n.json"))
     K = 64
@@ -208,3 +208,42 @@ def test_module_with_spaces_in_its_name_loads(tmp_path):
     mod = tmp_path / "my kernels.py"
     mod.write_text(GOOD)
     assert load_candidate(str(mod)).name == "mine"
+
+
+def test_method_candidate_never_runs_a_config_its_guard_rejects(monkeypatch):
+    """router_gemv_fp32 with BK=1024 at K=1000 (the guard says K % BK != 0) once ran under the interpreter and
+    read past the weight rows. Now the launcher refuses it at prepare, and every run() asks the guard first."""
+    from kernels.launch import router as R
+
+    cand = MethodCandidate("router_gemv_fp32", {"BN": 1, "BK": 1024, "num_warps": 4, "cache": ".cg"})
+    w = torch.randn(256, 1000)
+    with pytest.raises(ValueError, match=r"router_gemv_fp32: needs K % BK == 0 \(K=1000, BK=1024\)"):
+        cand.prepare("router", w)
+    launched = []
+    monkeypatch.setattr(R, "_check_k_steps", lambda *a: None)       # a launcher that forgot its check
+    monkeypatch.setattr(R.ROUTER_GEMV_FP32, "run", lambda state, x: launched.append(x))
+    state = cand.prepare("router", w)
+    with pytest.raises(PlanError, match=r"rejects router M=1 N=256 K=1000: router_gemv_fp32 needs K % BK == 0"):
+        cand.run(state, "router", torch.randn(1, 1000).bfloat16())
+    with pytest.raises(PlanError, match="M=1 only"):
+        cand.run(state, "router", torch.randn(2, 1000).bfloat16())
+    assert launched == []
+
+
+def test_plan_candidate_checks_the_guard_of_the_entry_it_runs(monkeypatch):
+    """Plans check guards at load only up to GUARD_CHECK_MAX_M and at a range's top; run() checks the M it runs."""
+    from kernels import registry
+    from kernels.method import Method
+
+    def guard(family, M, N, K, config):
+        return None if M != 777 else "fake guard rejects M=777"
+
+    base = registry.METHODS["torch_linear"]
+    monkeypatch.setitem(registry.METHODS, "torch_linear",
+                        Method("torch_linear", base.families, base.impl, base.description, guard=guard))
+    cand = load_candidate("baseline")
+    w = (torch.randn(16, 32) * 32 ** -0.5).bfloat16()
+    state = cand.prepare("o", w)
+    assert cand.run(state, "o", torch.randn(776, 32).bfloat16()).shape == (776, 16)
+    with pytest.raises(PlanError, match="rejects o M=777 N=16 K=32: fake guard rejects M=777"):
+        cand.run(state, "o", torch.randn(777, 32).bfloat16())

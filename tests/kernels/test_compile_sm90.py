@@ -13,7 +13,9 @@ import pytest
 
 triton = pytest.importorskip("triton")
 
-from kernels.methods_dense import GEMV_CONFIGS, PACKED_CONFIGS, SPLITK_CONFIGS  # noqa: E402
+from kernels.methods_dense import (GEMV_CONFIGS, PACKED_CONFIGS, SPLITK_ATOMIC_CONFIGS,  # noqa: E402
+                                   SPLITK_CONFIGS, STREAMK_CONFIGS)
+from kernels.methods_router import HILO_FUSED_CONFIGS  # noqa: E402
 
 PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 pytestmark = pytest.mark.skipif(not os.path.exists(PTXAS), reason="triton's bundled ptxas not found")
@@ -85,3 +87,63 @@ def test_packed_compiles_pipelined(cfg):
                            "stride_xm": "i32", "stride_os": "i32", "stride_om": "i32", "stride_on": "i32"}, cfg)
     k, spills = _compile(packed_kernel, sig, meta, cfg["num_warps"], cfg["num_stages"])
     assert spills == 0 and "cp.async" in k.asm["ptx"]
+
+
+SPLITK_ATOMIC_SIG = {"x_ptr": "*bf16", "w_ptr": "*bf16", "y_ptr": "*bf16", "ws_ptr": "*fp32", "cnt_ptr": "*i32",
+                     "M": "i32", "N": "i32", "stride_xm": "i32", "stride_wn": "i32", "stride_ym": "i32",
+                     "K": "constexpr", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+                     "SPLIT": "constexpr", "HILO": "constexpr"}
+
+
+def _check_single_launch(k, split):
+    """One launch: the reduction is the atomic workspace, taken out and zeroed by the last arriver."""
+    ptx = k.asm["ptx"]
+    if split > 1:
+        assert "atom.global.gpu.acq_rel.add" in ptx          # the arrival counter (release/acquire)
+        assert "atom.global.gpu.relaxed.exch.b32" in ptx     # the last arriver's take-and-zero
+        assert re.search(r"atom\.global\.gpu\.relaxed\.add(\.v[24])?\.f32", ptx)   # FP32 partials added
+    else:
+        assert "atom.global" not in ptx
+
+
+@pytest.mark.parametrize("cfg", SPLITK_ATOMIC_CONFIGS, ids=str)
+def test_splitk_atomic_compiles_pipelined_without_spills(cfg):
+    from kernels.triton.splitk_atomic import splitk_atomic_kernel
+
+    for K in sorted({K for K in (8192, 4096, 1024) if K % (cfg["BK"] * cfg["SPLIT"]) == 0}):
+        consts = {"K": K, **{k: cfg[k] for k in ("BM", "BN", "BK", "SPLIT")}, "HILO": False}
+        k, spills = _compile(splitk_atomic_kernel, SPLITK_ATOMIC_SIG, consts, cfg["num_warps"], cfg["num_stages"])
+        assert spills == 0
+        # a slice of several K steps is software-pipelined (cp.async); a single step has no loop to pipeline
+        assert ("cp.async" in k.asm["ptx"]) == (K // cfg["SPLIT"] > cfg["BK"]), K
+        _check_single_launch(k, cfg["SPLIT"])
+
+
+@pytest.mark.parametrize("cfg", HILO_FUSED_CONFIGS, ids=str)
+def test_router_hilo_fused_compiles_without_spills(cfg):
+    from kernels.triton.splitk_atomic import splitk_atomic_kernel
+
+    sig = {**SPLITK_ATOMIC_SIG, "y_ptr": "*fp32"}
+    consts = {"K": 8192, **{k: cfg[k] for k in ("BM", "BN", "BK", "SPLIT")}, "HILO": True}
+    k, spills = _compile(splitk_atomic_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
+    assert spills == 0 and "cp.async" in k.asm["ptx"]
+    _check_single_launch(k, cfg["SPLIT"])
+
+
+@pytest.mark.parametrize("cfg", STREAMK_CONFIGS, ids=str)
+def test_streamk_compiles_to_wgmma_without_spills(cfg):
+    from kernels.triton.streamk import streamk_kernel
+
+    tma = cfg["TMA"]
+    desc = (lambda rows: f"tensordesc<bf16[{rows}, {cfg['BK']}]>") if tma else (lambda rows: "constexpr")
+    sig = {"x_ptr": "*bf16", "w_ptr": "*bf16", "x_desc": desc(cfg["BM"]), "w_desc": desc(cfg["BN"]),
+           "y_ptr": "*bf16", "ws_ptr": "*fp32", "cnt_ptr": "*i32", "M": "i32", "N": "i32", "stride_xm": "i32",
+           "stride_wn": "i32", "stride_ym": "i32", "K": "constexpr", "BM": "constexpr", "BN": "constexpr",
+           "BK": "constexpr", "TMA": "constexpr"}
+    consts = {"K": 8192, **{k: cfg[k] for k in ("BM", "BN", "BK")}, "TMA": tma,
+              **({} if tma else {"x_desc": None, "w_desc": None})}
+    k, spills = _compile(streamk_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
+    ptx = k.asm["ptx"]
+    assert spills == 0 and "wgmma.mma_async" in ptx                # Hopper tensor-core path, not mma.sync
+    assert ("cp.async.bulk.tensor" in ptx) == bool(tma)            # TMA copies exactly when asked for
+    assert "atom.global.gpu.acq_rel.add" in ptx and "atom.global.gpu.relaxed.exch.b32" in ptx

@@ -1,4 +1,5 @@
-"""Kernel logic of gemv / splitk / splitk_fused / packed under the Triton interpreter (CPU), through the launchers.
+"""Kernel logic of gemv / splitk / splitk_fused / packed / splitk_atomic / streamk under the Triton interpreter
+(CPU), through the launchers.
 
 The interpreter runs in a subprocess (TRITON_INTERPRET=1 must be set before triton is imported, and must not
 leak into other tests). FACTS 7: tl.dot on bf16 operands is wrong in the interpreter, so the tl.dot kernels
@@ -29,7 +30,7 @@ def results():
 
 def test_every_case_ran(results):
     methods = {r["method"] for r in results}
-    assert methods == {"gemv", "splitk", "splitk_fused", "packed"}
+    assert methods == {"gemv", "splitk", "splitk_fused", "packed", "splitk_atomic", "streamk"}
 
 
 def test_gemv_bf16_matches_fp64(results):
@@ -38,7 +39,7 @@ def test_gemv_bf16_matches_fp64(results):
         assert r["rel"] < 6e-3, r
 
 
-@pytest.mark.parametrize("method", ["splitk", "splitk_fused", "packed"])
+@pytest.mark.parametrize("method", ["splitk", "splitk_fused", "packed", "splitk_atomic", "streamk"])
 def test_dot_kernels_fp32_match_fp64(results, method):
     rows = [r for r in results if r["method"] == method]
     assert rows
@@ -49,3 +50,12 @@ def test_dot_kernels_fp32_match_fp64(results, method):
 def test_fused_counters_reset_after_every_call(results):
     rows = [r for r in results if r["method"] == "splitk_fused"]
     assert rows and all(r["counters_zero"] for r in rows)
+
+
+@pytest.mark.parametrize("method", ["splitk_atomic", "streamk"])
+def test_single_launch_methods_leave_workspace_and_counters_zero(results, method):
+    """Three calls on fresh inputs with one prepared state: the last arriver of every split tile took the sum out
+    and zeroed it, so the next call (or graph replay) starts clean -- no memset launch needed."""
+    rows = [r for r in results if r["method"] == method]
+    assert len(rows) >= 9 and all(r["workspace_zero"] for r in rows)
+

@@ -1,10 +1,14 @@
 """Dense method records: names, config spaces, guards (torch-free)."""
 import pytest
 
-from kernels.methods_dense import DENSE_METHODS, PACKED_MAX_M, SPLITK_MAX_M
+from kernels.methods_dense import DENSE_METHODS, PACKED_MAX_M, SPLITK_ATOMIC_MAX_M, SPLITK_MAX_M, STREAMK_MAX_M
 from kernels.registry import METHODS, get_method
 
-DENSE_NAMES = {"torch_linear", "gemv", "splitk", "splitk_fused", "packed", "mm_wt", "mm_swapped"}
+DENSE_NAMES = {"torch_linear", "gemv", "splitk", "splitk_fused", "packed", "splitk_atomic", "streamk", "mm_wt",
+               "mm_swapped"}
+# The workload's dense shapes: (family, N, K) at the scored M (the unpooler's M=1 and M=8 are N=1024).
+DENSE_SHAPES = (("qkv_gate", 2304, 8192), ("o", 8192, 1024), ("pooler", 4096, 8192), ("unpooler", 8192, 4096),
+                ("unpooler", 1024, 4096))
 
 
 def test_names_registered():
@@ -21,8 +25,8 @@ def test_baseline_serves_every_family_including_router():
 @pytest.mark.parametrize("method", sorted(DENSE_NAMES))
 def test_every_config_valid_and_space_small(method):
     m = get_method(method)
-    # Each config is one Triton compile per constexpr set in the tuning sweep (whole H200 tune: ~64 s with up
-    # to 12 per method); 16 keeps it well under the sweep's 240 s budget.
+    # Each config is one Triton compile per constexpr set (and per K for the methods with K constexpr) in the
+    # tuning sweep; kernels.warm compiles them in parallel first, and 16 per method keeps that count sane.
     assert 1 <= len(m.configs) <= 16
     for cfg in m.configs:
         assert m.check_config(cfg) is None, cfg
@@ -72,3 +76,36 @@ def test_swapped_alignment_rule():
     from kernels.launch.mm_orient import swapped_ok
 
     assert [M for M in range(1, 33) if swapped_ok(M)] == [8, 16, 24, 32]
+
+
+def test_splitk_atomic_guard_names_what_the_kernel_leaves_unmasked():
+    m = get_method("splitk_atomic")
+    cfg = {"BM": 16, "BN": 64, "BK": 128, "SPLIT": 8, "num_warps": 4, "num_stages": 4}
+    for M in (1, 2, 16, 17, SPLITK_ATOMIC_MAX_M):
+        assert m.supports("qkv_gate", M, 2304, 8192, cfg) is None
+    assert "workspace" in m.supports("qkv_gate", SPLITK_ATOMIC_MAX_M + 1, 2304, 8192, cfg)
+    assert "K % 1024 == 0" in m.supports("qkv_gate", 8, 2304, 8000, cfg)        # BK * SPLIT must tile K
+    assert "N % BN == 0" in m.supports("qkv_gate", 8, 2300, 8192, cfg)          # no N mask either
+    assert m.supports("o", 8, 8192, 1024, cfg) is None                           # 8 slices of 128 = 1024
+    assert m.supports("o", 8, 8192, 1024, {**cfg, "SPLIT": 16}) is not None      # 16 x 128 > 1024
+    big = {"BM": 128, "BN": 128, "BK": 256, "SPLIT": 1, "num_warps": 8, "num_stages": 4}
+    assert "shared memory" in m.supports("o", 8, 8192, 1024, big)
+
+
+def test_streamk_guard():
+    m = get_method("streamk")
+    for fam, N, K in DENSE_SHAPES:
+        for M in (1, 128, 255, 256, STREAMK_MAX_M):
+            assert m.supports(fam, M, N, K) is None, (fam, N, M)
+    assert "workspace" in m.supports("o", STREAMK_MAX_M + 1, 8192, 1024)
+    assert "K % 128 == 0" in m.supports("o", 128, 8192, 1000)     # the default config: BK=128
+
+
+@pytest.mark.parametrize("method", ["splitk_atomic", "streamk"])
+def test_new_methods_have_a_config_for_every_dense_family(method):
+    """The tuner can only pick a method at a shape some config admits: each scored small/large M is reachable."""
+    m = get_method(method)
+    scored = (1, 8, 16, 32) if method == "splitk_atomic" else (128, 256)
+    for fam, N, K in DENSE_SHAPES:
+        for M in scored:
+            assert any(m.supports(fam, M, N, K, c) is None for c in m.configs), (fam, N, M)

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from kernels.method import PlanError
+from kernels.plans import DISPATCH_MAX_M as TOP
 from kernels.plans import PLANS_DIR, list_plans, load_plan, plan_from_dict
 
 SCORED_M = (1, 8, 16, 32, 128, 256)
@@ -32,15 +33,19 @@ def _err(tmp_path, data) -> str:
     return msg
 
 
-@pytest.mark.parametrize("name", ["baseline", "seed036"])
-def test_shipped_plans_load_and_cover_1_to_256(name):
+@pytest.mark.parametrize("name", ["baseline", "seed036", "best"])
+def test_shipped_plans_dispatch_every_m_at_any_n(name):
+    """No run may meet "no entry covers M": every family dispatches 1..DISPATCH_MAX_M (>= 4096), at the
+    workload's N and at an N no entry names; above the tuned range that is the library."""
     plan = load_plan(name)
-    assert name in list_plans()
+    assert name in list_plans() and TOP >= 4096
     for fam in FAMILIES:
-        assert plan.gaps(fam) == []
-        for M in SCORED_M:
+        assert plan.gaps(fam, 4096) == [] and plan.gaps(fam, 600, N=12345) == []
+        for M in (*SCORED_M, 384, 512, 1024, 4096, TOP):
             method, config = plan.select(fam, M)
             assert isinstance(method, str) and isinstance(config, dict)
+        for M in (384, 512, 4096, TOP):
+            assert plan.select(fam, M) == ("torch_linear", {})
 
 
 def test_baseline_is_torch_linear_everywhere():
@@ -77,14 +82,14 @@ def test_unknown_method(tmp_path):
     data = _base()
     data["families"]["o"][0]["method"] = "warp_drive"
     msg = _err(tmp_path, data)
-    assert "'o'" in msg and "warp_drive" in msg and "M 1..256" in msg
+    assert "'o'" in msg and "warp_drive" in msg and f"M 1..{TOP}" in msg
 
 
 def test_invalid_config_value_and_keys(tmp_path):
     data = _base()
     data["families"]["qkv_gate"] = [
         {"M": [1, 1], "method": "gemv", "config": {"BN": 3, "num_warps": 16, "cache": ".cg"}},
-        {"M": [2, 256], "method": "torch_linear", "config": {}}]
+        {"M": [2, TOP], "method": "torch_linear", "config": {}}]
     msg = _err(tmp_path, data)
     assert "'qkv_gate'" in msg and "BN=3" in msg and "config" in msg
     data["families"]["qkv_gate"][0]["config"] = {"BN": 1}
@@ -94,7 +99,7 @@ def test_invalid_config_value_and_keys(tmp_path):
 def test_family_not_served(tmp_path):
     data = _base()
     data["families"]["router"] = [{"M": [1, 1], "method": "gemv", "config": {"BN": 1, "num_warps": 16, "cache": ".cg"}},
-                                  {"M": [2, 256], "method": "torch_linear", "config": {}}]
+                                  {"M": [2, TOP], "method": "torch_linear", "config": {}}]
     msg = _err(tmp_path, data)
     assert "'router'" in msg and "does not serve" in msg
 
@@ -102,7 +107,7 @@ def test_family_not_served(tmp_path):
 def test_guard_rejects_range(tmp_path):
     data = _base()
     data["families"]["pooler"] = [{"M": [1, 2], "method": "gemv", "config": {"BN": 1, "num_warps": 16, "cache": ".cg"}},
-                                  {"M": [3, 256], "method": "torch_linear", "config": {}}]
+                                  {"M": [3, TOP], "method": "torch_linear", "config": {}}]
     msg = _err(tmp_path, data)
     assert "'pooler'" in msg and "M=2" in msg
 
@@ -110,24 +115,17 @@ def test_guard_rejects_range(tmp_path):
 def test_overlapping_ranges(tmp_path):
     data = _base()
     data["families"]["o"] = [{"M": [1, 16], "method": "torch_linear", "config": {}},
-                             {"M": [16, 256], "method": "mm_wt", "config": {}}]
+                             {"M": [16, TOP], "method": "mm_wt", "config": {}}]
     msg = _err(tmp_path, data)
     assert "'o'" in msg and "overlaps" in msg and "16" in msg
 
 
 def test_unordered_ranges(tmp_path):
     data = _base()
-    data["families"]["o"] = [{"M": [17, 256], "method": "mm_wt", "config": {}},
+    data["families"]["o"] = [{"M": [17, TOP], "method": "mm_wt", "config": {}},
                              {"M": [1, 16], "method": "torch_linear", "config": {}}]
     msg = _err(tmp_path, data)
     assert "'o'" in msg and "out of order" in msg
-
-
-def test_uncovered_scored_m(tmp_path):
-    data = _base()
-    data["families"]["unpooler"] = [{"M": [1, 100], "method": "torch_linear", "config": {}}]
-    msg = _err(tmp_path, data)
-    assert "'unpooler'" in msg and "M=128" in msg and "not covered" in msg
 
 
 def test_missing_family(tmp_path):
@@ -139,7 +137,7 @@ def test_missing_family(tmp_path):
 
 def test_unknown_family_and_fields(tmp_path):
     data = _base()
-    data["families"]["lm_head"] = [{"M": [1, 256], "method": "torch_linear", "config": {}}]
+    data["families"]["lm_head"] = [{"M": [1, TOP], "method": "torch_linear", "config": {}}]
     assert "'lm_head'" in _err(tmp_path, data)
     data = _base()
     data["speed"] = "fast"
@@ -178,13 +176,18 @@ def test_bad_json_and_missing_file(tmp_path):
         load_plan("no_such_plan_name")
 
 
-def test_select_outside_plan_names_family_and_m():
+def test_a_plan_that_does_not_dispatch_every_m_is_refused(tmp_path):
     data = copy.deepcopy(_base())
     data["families"]["o"] = [{"M": [1, 256], "method": "torch_linear", "config": {}}]
+    msg = _err(tmp_path, data)
+    assert "'o'" in msg and f"M 257..{TOP}" in msg and "with_library_fallback" in msg
+    data["families"]["o"] = [{"M": [1, 8], "method": "torch_linear", "config": {}},
+                             {"M": [17, TOP], "method": "mm_wt", "config": {}}]
+    assert "M 9..16 is not covered" in _err(tmp_path, data)
+    data["families"]["o"] = [{"M": [1, TOP], "method": "torch_linear", "config": {}}]
     plan = plan_from_dict(data, "mem.json")
-    with pytest.raises(PlanError, match="mem.json.*'o'.*M=300"):
-        plan.select("o", 300)
-    assert plan.gaps("o", 300) == [(257, 300)]
+    with pytest.raises(PlanError, match="mem.json.*'o'.*M=" + str(TOP + 1)):   # past the dispatch bound
+        plan.select("o", TOP + 1)
 
 
 def test_plans_module_imports_without_torch():
@@ -212,7 +215,7 @@ SPLITK = {"BM": 16, "BN": 64, "BK": 128, "SPLIT": 4, "num_warps": 4, "num_stages
 def _n_specific():
     """Baseline plan; unpooler: torch_linear for any N, gemv/splitk only at N=1024 (the M=1 and M=8 slice)."""
     data = _base()
-    data["families"]["unpooler"] = [{"M": [1, 256], "method": "torch_linear", "config": {}},
+    data["families"]["unpooler"] = [{"M": [1, TOP], "method": "torch_linear", "config": {}},
                                     {"M": [1, 1], "N": 1024, "method": "gemv", "config": dict(GEMV)},
                                     {"M": [2, 8], "N": 1024, "method": "splitk", "config": dict(SPLITK)}]
     return data
@@ -239,34 +242,22 @@ def test_select_without_n_uses_the_workloads_n_at_m():
     assert plan.select("unpooler", 7)[0] == "torch_linear"
 
 
-def test_n_specific_only_family_errors_name_n():
+def test_n_specific_entries_do_not_stand_in_for_generic_ones(tmp_path):
     data = _base()
     data["families"]["unpooler"] = [{"M": [1, 8], "N": 1024, "method": "torch_linear", "config": {}},
-                                    {"M": [9, 256], "method": "torch_linear", "config": {}}]
-    plan = plan_from_dict(data, "only.json")   # scored shapes covered: M=1, 8 at N=1024; 16.. generic
-    with pytest.raises(PlanError, match=r"only.json.*'unpooler'.*M=3 N=8192"):
-        plan.select("unpooler", 3)
-    assert plan.gaps("unpooler") == [(2, 7)]             # what runs on the workload: M=2..7 are N=8192
-    assert plan.gaps("unpooler", N=1024) == []
+                                    {"M": [9, TOP], "method": "torch_linear", "config": {}}]
+    msg = _err(tmp_path, data)   # the scored shapes are covered, but M=3 at N=8192 (a nearby shape) is not
+    assert "'unpooler'" in msg and "M 1..8 is not covered by a generic entry" in msg
 
 
-def test_coverage_error_names_family_m_and_n(tmp_path):
+def test_n_specific_entries_only_take_over_at_their_n():
     data = _base()
-    data["families"]["unpooler"] = [{"M": [1, 1], "N": 1024, "method": "torch_linear", "config": {}},
-                                    {"M": [2, 256], "method": "torch_linear", "config": {}},
-                                    {"M": [9, 9], "N": 1024, "method": "torch_linear", "config": {}}]
-    assert plan_from_dict(data, "ok.json").select("unpooler", 8)[0] == "torch_linear"   # M=8 N=1024: generic
-    data["families"]["unpooler"] = [{"M": [1, 8], "N": 1024, "method": "torch_linear", "config": {}},
-                                    {"M": [9, 256], "method": "torch_linear", "config": {}}]
-    plan_from_dict(data, "ok.json")
-    data["families"]["unpooler"] = [{"M": [1, 7], "N": 1024, "method": "torch_linear", "config": {}},
-                                    {"M": [9, 256], "method": "torch_linear", "config": {}}]
-    msg = _err(tmp_path, data)
-    assert "'unpooler'" in msg and "M=8 N=1024" in msg and "not covered" in msg
-    data["families"]["unpooler"] = [{"M": [1, 8], "N": 8192, "method": "torch_linear", "config": {}},
-                                    {"M": [9, 256], "method": "torch_linear", "config": {}}]
-    msg = _err(tmp_path, data)   # an entry for another N does not cover the N=1024 slice
-    assert "M=1 N=1024" in msg
+    data["families"]["unpooler"] = [{"M": [1, 1], "N": 1024, "method": "gemv", "config": dict(GEMV)},
+                                    {"M": [1, TOP], "method": "torch_linear", "config": {}},
+                                    {"M": [8, 8], "N": 8192, "method": "mm_wt", "config": {}}]
+    plan = plan_from_dict(data, "ok.json")
+    assert plan.select("unpooler", 8)[0] == "torch_linear"          # M=8 runs N=1024: the generic entry
+    assert plan.select("unpooler", 8, 8192)[0] == "mm_wt" and plan.select("unpooler", 1)[0] == "gemv"
 
 
 def test_n_specific_and_generic_lists_are_validated_separately(tmp_path):
@@ -280,9 +271,9 @@ def test_n_specific_and_generic_lists_are_validated_separately(tmp_path):
     msg = _err(tmp_path, data)
     assert "N=1024" in msg and "out of order" in msg
     data = _n_specific()
-    data["families"]["unpooler"].append({"M": [200, 256], "method": "mm_wt", "config": {}})   # generic overlap
+    data["families"]["unpooler"].append({"M": [200, TOP], "method": "mm_wt", "config": {}})   # generic overlap
     msg = _err(tmp_path, data)
-    assert "overlaps" in msg and "M 200..256" in msg and "(entries for N=" not in msg
+    assert "overlaps" in msg and f"M 200..{TOP}" in msg and "(entries for N=" not in msg
 
 
 @pytest.mark.parametrize("bad", ["1024", 0, -8, 1024.0, True, [1024]])
@@ -310,7 +301,7 @@ def test_table_covering_and_to_dict_carry_n(tmp_path):
     plan = plan_from_dict(_n_specific(), "n.json")
     rows = [r for r in plan.table() if r["family"] == "unpooler"]
     assert [(r["N"], r["M_lo"], r["M_hi"], r["method"]) for r in rows] == [
-        (None, 1, 256, "torch_linear"), (1024, 1, 1, "gemv"), (1024, 2, 8, "splitk")]
+        (None, 1, TOP, "torch_linear"), (1024, 1, 1, "gemv"), (1024, 2, 8, "splitk")]
     assert all(r["N"] is None for r in plan.table() if r["family"] != "unpooler")
     runs = plan.covering("unpooler")   # the workload's N at each M
     assert [(r["M_lo"], r["M_hi"], r["N"], r["method"]) for r in runs] == [

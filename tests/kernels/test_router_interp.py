@@ -3,7 +3,8 @@ before triton is imported and must not leak into other tests).
 
 FACTS 7: tl.dot on bf16 operands is wrong in the interpreter, so the split-K and atomic kernels run fp32
 operands (hi/lo cast to fp32: identical index math, masks, split slices, interleaved pair sums and the sum
-kernel). The GEMV kernels have no tl.dot and run their real dtypes. The PDL path (inline griddepcontrol asm)
+kernel). The GEMV kernels have no tl.dot and run their real dtypes. router_hilo_fused runs kernels/triton/splitk_atomic.py
+with HILO=True here (the launcher insists on BF16 inputs, so the kernel is called directly). The PDL path (inline griddepcontrol asm)
 cannot run in the interpreter; it is covered by the GPU tests.
 """
 import json
@@ -28,6 +29,7 @@ def _worker() -> list[dict]:
     from kernels.triton.gemv_wide import gemv_wide_kernel
     from kernels.triton.router import (router_gemv_fp32_kernel, router_hilo_atomic_kernel,
                                        router_hilo_splitk_kernel, splitk_sum_kernel)
+    from kernels.triton.splitk_atomic import splitk_atomic_kernel
 
     def rel(y, ref):
         return float((y.double() - ref).norm() / ref.norm())
@@ -58,6 +60,16 @@ def _worker() -> list[dict]:
                 x, w2, y, M, N, x.stride(0), w2.stride(0), y.stride(0), K=K, BM=bm, BN=bn, BK=bk, SPLIT=split,
                 USE_PDL=False)
             out.append({"case": f"atomic S{split} BM{bm} BN{bn}", "M": M, "rel": rel(y, ref)})
+            # router_hilo_fused's kernel: the same interleaved rows through the single-launch split-K (HILO=True),
+            # called twice on one workspace to show the last arriver leaves it zero.
+            ws, cnt = torch.zeros(64, N), torch.zeros(triton.cdiv(64, bm) * (N // bn), dtype=torch.int32)
+            for _ in range(2):
+                y = torch.full((M, N), float("nan"))
+                splitk_atomic_kernel[(N // bn, split, triton.cdiv(M, bm))](
+                    x, w2, y, ws, cnt, M, N, x.stride(0), w2.stride(0), y.stride(0), K=K, BM=bm, BN=bn, BK=bk,
+                    SPLIT=split, HILO=True)
+            out.append({"case": f"fused S{split} BM{bm} BN{bn}", "M": M, "rel": rel(y, ref),
+                        "zero": bool((ws == 0).all() and (cnt == 0).all())})
     wb = (torch.randn(256, 1024, generator=g) * 1024 ** -0.5).to(torch.bfloat16)
     x = torch.randn(1, 1024, generator=g).to(torch.bfloat16)
     ref = x.double() @ wb.double().T
@@ -79,8 +91,13 @@ def results():
 
 def test_all_cases_ran(results):
     kinds = {r["case"].split()[0] for r in results}
-    assert kinds == {"gemv_fp32", "splitk", "atomic", "gemv_wide"}
+    assert kinds == {"gemv_fp32", "splitk", "atomic", "fused", "gemv_wide"}
     assert {r["M"] for r in results if r["case"].startswith("atomic")} == {1, 3, 17, 33}
+    assert {r["M"] for r in results if r["case"].startswith("fused")} == {1, 3, 17, 33}
+
+
+def test_fused_router_leaves_workspace_and_counters_zero(results):
+    assert all(r["zero"] for r in results if r["case"].startswith("fused"))
 
 
 def test_router_kernels_fp32_exact(results):

@@ -4,7 +4,7 @@ import pytest
 from kernels.registry import METHODS
 
 ROUTER_NAMES = ("router_gemv_fp32", "router_hilo_splitk", "router_hilo_atomic", "router_hilo_atomic_pdl",
-                "router_hilo_packed_mm")
+                "router_hilo_packed_mm", "router_hilo_fused")
 RN, RK = 256, 8192
 
 
@@ -14,7 +14,7 @@ def test_router_methods_registered_and_configs_valid():
         assert m.configs, name
         for cfg in m.configs:
             assert m.check_config(cfg) is None, (name, cfg)
-        assert len(m.configs) <= 10, f"{name}: keep the tuning space small (compile time)"
+        assert len(m.configs) <= 12, f"{name}: keep the tuning space small (compile time)"
     assert all(METHODS[n].families == ("router",) for n in ROUTER_NAMES)
     assert METHODS["gemv_wide"].families == ("o",)
 
@@ -99,9 +99,12 @@ def test_prepare_states_never_see_activations():
     pytest.importorskip("torch")
     from kernels.launch import router as R
 
-    w = _w32()
-    for prep in (R.prepare_gemv_fp32, R.prepare_hilo_splitk, R.prepare_hilo_atomic, R.prepare_hilo_packed_mm):
-        state = prep(w, "router", {})
+    w = _w32(K=RK)     # the default configs' K steps tile the router's K
+    preps = {"router_gemv_fp32": R.prepare_gemv_fp32, "router_hilo_splitk": R.prepare_hilo_splitk,
+             "router_hilo_atomic": R.prepare_hilo_atomic, "router_hilo_packed_mm": R.prepare_hilo_packed_mm,
+             "router_hilo_fused": R.prepare_hilo_fused}
+    for name, prep in preps.items():
+        state = prep(w, "router", dict(METHODS[name].configs[0]))
         assert state["N"] == w.shape[0] and state["K"] == w.shape[1]
     st = R.prepare_hilo_packed_mm(w, "router", {})
     hi, lo = R.split_hilo(w)
@@ -116,3 +119,14 @@ def test_gemv_guards_name_the_offending_values():
     assert "K=16384" in wide.supports("o", 1, 8192, 16384, wide.configs[0])
     assert "BK=1024" in wide.supports("o", 1, 8192, 1000, wide.configs[0])
     assert "would spill" in fp32.supports("router", 1, RN, RK, {"BN": 4, "BK": 8192, "num_warps": 4, "cache": ""})
+
+
+def test_hilo_fused_guard_bounds_and_reasons():
+    from kernels.methods_router import HILO_FUSED_MAX_M
+
+    m = METHODS["router_hilo_fused"]
+    cfg = m.configs[0]
+    assert m.supports("router", HILO_FUSED_MAX_M, RN, RK, cfg) is None
+    assert "workspace" in m.supports("router", HILO_FUSED_MAX_M + 1, RN, RK, cfg)
+    assert "N % BN" in m.supports("router", 8, 250, RK, cfg)
+    assert "K % (BK*SPLIT)" in m.supports("router", 8, RN, 8000, cfg)

@@ -1,0 +1,149 @@
+"""Kernels: inside one call — which kernels it launches, how long each runs, the bytes it moves against the ideal,
+each kernel against the probe roof, and findings in plain words (an explain run, `python -m profiler explain`)."""
+import streamlit as st
+
+from app_pages import common
+from dashboard import kernel_figures, kernel_findings, kernel_report, kernels, scoring
+
+EXPLAIN_HELP = ("Make one on the H200: `python -m profiler explain --plan baseline --plan best --shapes official` "
+                "(Nsight Compute + one CUDA-graph replay per call).")
+
+st.title("Kernels")
+st.caption("Inside a call: what it launches, per kernel. Kernel times from one CUDA-graph replay behind an L2 "
+           "flush (Kineto, measured); DRAM/L2 bytes, grid and throughputs from Nsight Compute on one cold call "
+           "(measured); floors, shares, gaps and findings derived from those and the run's own probes.")
+
+
+def _head(path, limit: int = 1 << 20) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(limit)
+    except OSError:
+        return ""
+
+
+def _explain_sources() -> tuple[dict[str, str], int]:
+    """Explain runs among the run files (label → path) and the index of the one to open first: the most
+    candidates, then the newest."""
+    out, sizes = {}, []
+    for path in common.run_paths():
+        try:
+            run = common.run_data(path).run
+        except common.BAD_INPUT as exc:
+            if '"kernels"' in _head(path):  # looks like an explain run: say why it is not offered
+                st.sidebar.warning(f"Skipped {path.name}: {exc}")
+            continue
+        if kernels.is_explain_run(run):
+            out[f"run: {path.name}"] = str(path)
+            sizes.append(len({c.get("candidate") for c in run.get("calls", [])}))
+    best = max(range(len(sizes)), key=lambda i: (sizes[i], i)) if sizes else 0
+    return out, best
+
+
+sources, first_source = _explain_sources()
+if not sources:
+    st.info(f"No explain run among the run files. {EXPLAIN_HELP}")
+    st.stop()
+labels = list(sources)
+label = common.sticky_select(st.sidebar, "Explain run", labels, "kernels_source", first_source,
+                             help="Run files with a per-kernel breakdown (a 'kernels' list).")
+try:
+    data = kernels.from_run_data(common.run_data(sources[label]))
+    wl = common.workload()
+    ktab = kernels.kernel_table(data)
+    calls = kernels.call_table(data, wl, ktab)
+except common.BAD_INPUT as exc:
+    st.error(f"Cannot use {label}: {exc}")
+    st.stop()
+if calls.empty:
+    st.warning(f"{label} has no profiled kernels (every call failed; see the failures below).")
+    st.dataframe(data.failures, hide_index=True, width="stretch")
+    st.stop()
+if data.run.get("status") == "partial":
+    st.sidebar.warning("Partial run: interrupted; only what finished is shown.")
+
+shapes = data.shapes()
+wanted = st.query_params.get("shape")
+if wanted in shapes and st.session_state.get("_kernels_url_shape") != wanted:
+    st.session_state["kernels_shape"] = wanted  # a link from Overview / Where time goes picks the shape
+    st.session_state["_kernels_url_shape"] = wanted
+worst = calls.sort_values("sol").iloc[0]["shape"]
+shape = common.sticky_select(st, "Shape", shapes, "kernels_shape", shapes.index(worst),
+                             help="Opens on the call furthest from its floor.")
+st.query_params["shape"] = shape
+cands = [c for c in data.candidates() if c in set(calls["candidate"])]
+chosen = st.multiselect("Candidates", cands, default=cands, key="kernels_cands") or cands
+
+here = calls[(calls["shape"] == shape) & calls["candidate"].isin(chosen)]
+first = here.iloc[0]
+m = st.columns(4)
+m[0].metric("Floor (derived)", f"{first['floor_us']:.2f} µs", help=f"{first['bound']}-bound: max of the read probe at "
+            f"the ideal bytes ({first['memory_floor_us']:.2f} µs) and 2MNK at the measured peak "
+            f"({first['compute_floor_us']:.2f} µs)")
+m[1].metric("Ideal bytes (weights + x + y)", f"{first['ideal_bytes'] / 1e6:.2f} MB")
+m[2].metric("Kernels per call (measured)", " / ".join(f"{c}: {n}" for c, n in zip(here["candidate"], here["launches"])))
+m[3].metric("SOL (derived)", " / ".join(f"{c}: {s:.0%}" for c, s in zip(here["candidate"], here["sol"])))
+
+parts = kernels.kernel_gap_parts(ktab, calls)
+parts = parts[(parts["shape"] == shape) & parts["candidate"].isin(chosen)]
+st.plotly_chart(kernel_figures.kernel_stack(parts, float(first["floor_us"]), f"{shape}: kernels of each call against "
+                                            "the floor"), width="stretch")
+
+st.subheader("Findings (derived)")
+found = kernel_findings.findings(here, ktab, shape, data.sm_count, data.run.get("compute_peak_tflops"))
+if found.empty:
+    st.caption("No rule fired for this shape.")
+for cand, grp in found.groupby("candidate", sort=False):
+    st.markdown(f"**{cand}**\n" + "\n".join(f"- {t}" for t in grp["text"]))
+st.caption("Rules and thresholds: dashboard/kernel_findings.py (one place). Findings are ordered by the time they "
+           "account for.")
+
+c = st.columns(2)
+c[0].plotly_chart(kernel_figures.bytes_vs_ideal(here, f"{shape}: DRAM bytes vs ideal"), width="stretch")
+probe = data.curve.points() if data.curve is not None else None
+if probe is not None:
+    probe = probe.assign(tbps=probe["bytes"] / probe["us_monotone"] / 1e6)
+rows = ktab[(ktab["shape"] == shape) & ktab["candidate"].isin(chosen)]
+c[1].plotly_chart(kernel_figures.kernel_roofline(rows, probe, f"{shape}: each kernel under the probe roof"),
+                  width="stretch")
+
+st.subheader("Every kernel (measured and derived)")
+num = st.column_config.NumberColumn
+st.dataframe(rows, hide_index=True, width="stretch", column_config={
+    "time_us": num("time µs (replay or ncu, see time_basis)", format="%.3f"),
+    "duration_us": num("ncu µs (one cold call)", format="%.3f"), "replay_us": num("replay µs", format="%.3f"),
+    "share": num("share of call", format="percent"), "bw_vs_probe": num("vs probe", format="percent"),
+    "achieved_tbps": num("TB/s (derived)", format="%.3f"), "grid_fill": num("grid fill", format="percent")})
+common.download_csv(rows, f"kernels_{shape.replace('/', '_').replace(' ', '-')}.csv",
+                    "Download this shape's kernels (CSV)")
+common.download_csv(ktab, f"kernels_{data.path.stem}.csv", "Download every kernel of the run (CSV)")
+
+st.subheader("Where each call's gap to the floor goes (derived, µs)")
+gap_cols = ["candidate", "time_us", "floor_us", "gap_us", "side_kernels_us", "between_us", "excess_bytes_us",
+            "main_slow_us", "main_kernel", "main_grid", "main_waves", "excess_ratio", "time_basis"]
+st.dataframe(here[gap_cols], hide_index=True, width="stretch")
+
+st.subheader("Per load")
+cand = st.selectbox("Candidate", cands, index=len(cands) - 1, key="kernels_load_cand")
+loads = kernels.gap_by_load(calls, cand, scoring.family_weights(wl), wl.load_order)
+st.plotly_chart(kernel_figures.gap_parts_bars(loads, kernels.GAP_PARTS, f"{cand}: the gap to the floor per load, by "
+                                              "cause"), width="stretch")
+st.dataframe(loads, hide_index=True, width="stretch")
+st.caption("Under-filled grid is a model: the main kernel's time × the share of SMs its grid leaves idle, capped at "
+           "its time over its floor (dashboard/kernels.py says why).")
+with st.expander("Export this shape's breakdown as a report (same as `python -m dashboard report RUN --shape ...`)"):
+    try:
+        rep = kernel_report.build_report(data, wl, shape=shape)
+    except common.BAD_INPUT as exc:
+        st.error(f"Cannot build the report: {exc}")
+    else:
+        r = st.columns(4)
+        for cell, (fmt, mime) in zip(r, (("html", "text/html"), ("md", "text/markdown"), ("csv", "text/csv"),
+                                         ("json", "application/json"))):
+            cell.download_button(fmt.upper(), getattr(rep, {"md": "markdown"}.get(fmt, fmt)),
+                                 file_name=f"{rep.stem}.{fmt}", mime=mime, key=f"kernels_rep_{fmt}")
+if len(data.failures):
+    with st.expander(f"Failures ({len(data.failures)})"):
+        st.dataframe(data.failures, hide_index=True, width="stretch")
+env = data.run.get("environment", {})
+st.caption(f"ncu {env.get('ncu_version', '?')} on {env.get('gpu', '?')}; command: `{env.get('ncu_command', '?')}`")

@@ -1,0 +1,107 @@
+"""`python -m profiler explain`: arguments and the command (profiler/__main__.py only hooks it in)."""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import shlex
+import sys
+import time
+from pathlib import Path
+
+EXIT_MISSING = 2
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plan", action="append", help="plan name or .json path (repeatable)")
+    p.add_argument("--candidate", action="append", help="a user's module .py with prepare(weight), run(state, family, x)")
+    p.add_argument("--shapes", choices=("official", "nearby", "all"), default="official")
+    p.add_argument("--shape", action="append", metavar="KEY",
+                   help="only this shape (repeatable), e.g. 'decode 16/router' or 'nearby/router/M9'")
+    p.add_argument("--out", help="run file (default datasets/runs/<date>_<gpu>_<label>.json; never overwritten)")
+    p.add_argument("--label", help="run label (default: explain- and the plan names)")
+    p.add_argument("--trace", metavar="DIR", help="write one Chrome/Perfetto trace JSON per shape (Kineto) here")
+    p.add_argument("--keep", metavar="DIR", help="keep ncu reports, raw CSVs and child logs here")
+    p.add_argument("--shapes-per-ncu", type=int, default=10,
+                   help="shapes per ncu process; the run file is flushed after each (default 10)")
+    p.add_argument("--no-probes", action="store_true", help="skip the HBM/compute probes (no floors in the run)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _missing_tools() -> tuple[list[str], object]:
+    """What explain needs and this machine lacks, each in words that say where it looked."""
+    from profiler.ncu import NcuError, ncu_tool
+
+    problems = []
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            problems.append(f"a CUDA GPU (torch {torch.__version__}: torch.cuda.is_available() is False)")
+    except Exception as exc:
+        problems.append(f"torch with CUDA (importing torch failed: {type(exc).__name__}: {exc})")
+    try:
+        tool = ncu_tool()
+    except NcuError as exc:
+        problems.append(str(exc).removeprefix("needs "))
+        tool = None
+    return problems, tool
+
+
+def _select(shapes: list[dict], keys: list[str] | None) -> list[dict]:
+    from profiler.sweep import shape_key
+
+    if not keys:
+        return shapes
+    known = {shape_key(s): s for s in shapes}
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        raise ValueError(f"unknown --shape {unknown}; known e.g. {list(known)[:4]}")
+    return [known[k] for k in dict.fromkeys(keys)]
+
+
+def cmd_explain(args, argv) -> int:
+    specs = list(args.plan or []) + [str(Path(c).resolve()) for c in (args.candidate or [])]
+    if not specs:
+        print("profiler explain: give at least one --plan or --candidate", file=sys.stderr)
+        return 1
+    problems, tool = _missing_tools()
+    if problems:
+        print(f"profiler explain: needs {' and '.join(problems)}", file=sys.stderr)
+        return EXIT_MISSING
+    import torch
+
+    from datasets import RUNS_DIR
+    from kernels.candidate import load_candidate
+    from profiler.explain import ExplainSettings, format_explain, run_explain
+    from profiler.runfile import RunFileError, run_filename
+    from profiler.sweep import select_shapes, unique_names
+
+    try:
+        candidates = [load_candidate(s) for s in specs]
+        shapes = _select(select_shapes(args.shapes), args.shape)
+    except Exception as exc:  # PlanError / CandidateError / an unknown shape key: one line naming it
+        print(f"profiler explain: {exc}", file=sys.stderr)
+        return 1
+    names = unique_names(candidates)
+    label = args.label or ("explain-" + "-".join(Path(s).stem for s in specs))[:80]
+    try:
+        out = Path(args.out) if args.out else Path(RUNS_DIR) / run_filename(dt.date.today(),
+                                                                            torch.cuda.get_device_name(), label)
+    except RunFileError as exc:
+        print(f"profiler explain: {exc}", file=sys.stderr)
+        return 1
+    if out.exists():
+        print(f"profiler explain: {out} exists; runs are never overwritten (pick --out or --label)", file=sys.stderr)
+        return 1
+    settings = ExplainSettings(shapes=args.shapes, only=list(args.shape or []), seed=args.seed,
+                               probes=not args.no_probes, trace_dir=args.trace, keep_dir=args.keep,
+                               shapes_per_ncu=args.shapes_per_ncu,
+                               command="python -m profiler " + " ".join(shlex.quote(a) for a in argv))
+    t0 = time.perf_counter()
+    run = run_explain(specs, names, shapes, out, label=label, settings=settings, tool=tool,
+                      log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(format_explain(run))
+    print(f"\nwrote {out}  (status {run['status']}; {len(run['kernels'])} kernel records, "
+          f"{len(run['failures'])} failures) in {time.perf_counter() - t0:.1f} s")
+    print(f"analysis: python -m dashboard explain {out}")
+    return 0

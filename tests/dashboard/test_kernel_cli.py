@@ -1,0 +1,53 @@
+"""`python -m dashboard explain` and `python -m dashboard report` on the committed H200 explain run (subprocesses):
+the printed table carries the run's numbers, bad input is one line with exit status 2."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = ROOT / "datasets" / "runs" / "2026-12-01_nvidia-h200_explain-baseline-best.json"
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "dashboard", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_explain_prints_every_kernel_of_a_candidate():
+    out = cli("explain", str(RUN), "--candidate", "best")
+    assert out.returncode == 0, out.stderr
+    run = json.loads(RUN.read_text())
+    best = [k for k in run["kernels"] if k["candidate"] == "best"]
+    rows = [l for l in out.stdout.splitlines() if l[:22].strip() and " best " in l[:40] and "/" in l[:22]]
+    assert len(rows) == len(best)
+    router = next(l for l in rows if l.startswith("decode 16/router") and "router_hilo_atomic_kernel" in l)
+    k = next(k for k in best if k["load"] == "decode 16" and k["family"] == "router" and k["index"] == 1)
+    assert f"{(k['dram_read_bytes'] + k['dram_write_bytes']) / 1e6:.2f}" in router and f" {k['grid']} " in router
+    assert "Gap to the floor per load" in out.stdout and "baseline" not in out.stdout.split("Gap to the floor")[1]
+
+
+def test_explain_one_shape_shows_both_candidates_and_findings():
+    out = cli("explain", str(RUN), "--shape", "verify 1/unpooler")
+    assert out.returncode == 0, out.stderr
+    assert "grid of 48 programs leaves 84 of 132 SMs idle" in out.stdout
+    assert "  baseline:" in out.stdout and "  best:" in out.stdout
+
+
+def test_explain_bad_input_is_one_line():
+    for args, needle in [((str(RUN), "--candidate", "nope"), "no profiled candidate 'nope'"),
+                         ((str(RUN), "--shape", "decode 9/o"), "no profiled shape 'decode 9/o'"),
+                         (("datasets/runs/2026-11-30_nvidia-h200_tune.json",), "not an explain run"),
+                         (("missing.json",), "expected an existing explain run")]:
+        out = cli("explain", *args)
+        assert out.returncode == 2, args
+        assert needle in out.stderr and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_report_of_an_explain_run_is_its_kernel_breakdown(tmp_path):
+    out = cli("report", str(RUN), "--out", str(tmp_path), "--candidate", "best", "--format", "md,csv")
+    assert out.returncode == 0, out.stderr
+    md = (tmp_path / "explain-baseline-best_kernels_best.md").read_text()
+    assert "## kernels" in md and "## gap per load" in md and "router_hilo_atomic_kernel" in md
+    csv = (tmp_path / "explain-baseline-best_kernels_best.csv").read_text().splitlines()
+    assert len(csv) - 1 == sum(1 for k in json.loads(RUN.read_text())["kernels"] if k["candidate"] == "best")

@@ -1,0 +1,98 @@
+"""GPU: the single-launch methods (splitk_atomic, streamk, router_hilo_fused) pass the full contract
+(profiler.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph replays with new
+inputs, inputs and weights unchanged) with every config at every official shape its guard admits, and the default
+config at the nearby shapes; and their workspace and counters are zero after eager calls and graph replays that
+mix M (a tile counter left non-zero would corrupt the next call)."""
+import pytest
+
+from kernels.registry import get_method
+
+pytestmark = pytest.mark.gpu
+
+NEW = ("splitk_atomic", "streamk", "router_hilo_fused")
+
+
+def _rows(which):
+    from datasets import load_workload
+
+    wl = load_workload()
+    frames = {"official": [wl.shapes], "nearby": [wl.nearby], "extra": []}[which]
+    rows = [r._asdict() for df in frames for r in df.itertuples(index=False)]
+    if which == "extra":    # past the nearby shapes: M the dispatch must also serve (streamk up to 512)
+        for fam, spec in wl.families.items():
+            for M in (384, 512):
+                rows.append({"load": "nearby", "family": fam, "M": M, "N": int(spec["N"]), "K": int(spec["K"]),
+                             **{k: spec[k] for k in ("x_dtype", "w_dtype", "y_dtype", "rel_l2_tol")}})
+    return rows
+
+
+def _cases():
+    out = []
+    for name in NEW:
+        m = get_method(name)
+        for i, cfg in enumerate(m.configs):
+            for which in ("official", "nearby", "extra") if i == 0 else ("official",):
+                for row in _rows(which):
+                    admitted = m.supports(row["family"], int(row["M"]), int(row["N"]), int(row["K"]), cfg)
+                    if row["family"] in m.families and admitted is None:
+                        out.append(pytest.param(name, i, row, id=f"{name}-c{i}-{row['family']}-M{row['M']}"))
+    return out
+
+
+@pytest.mark.parametrize("name,config_index,row", _cases())
+def test_contract(name, config_index, row):
+    import torch
+
+    from kernels.candidate import MethodCandidate
+    from profiler.contract import check_candidate
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    cfg = get_method(name).configs[config_index]
+    check = check_candidate(MethodCandidate(name, cfg), row, "cuda", seed=int(row["M"]))
+    assert check.ok, (name, cfg, row["family"], row["M"], check.reasons)
+
+
+@pytest.mark.parametrize("name,family,N,K", [("splitk_atomic", "qkv_gate", 2304, 8192),
+                                             ("streamk", "pooler", 4096, 8192),
+                                             ("router_hilo_fused", "router", 256, 8192)])
+def test_workspace_zero_after_calls_and_replays_of_mixed_m(name, family, N, K):
+    """Eager calls at M = 8, 16, 3 then graphs captured at two M replayed alternately with new inputs: every
+    output right, and the workspace and counters all zero at the end."""
+    import torch
+
+    from profiler.contract import make_input, make_weight, reference
+
+    method = get_method(name)
+    cfg = next(c for c in method.configs if c.get("SPLIT", 2) > 1)
+    w = make_weight(family, N, K, 1, "cuda", dtype="float32" if family == "router" else "bfloat16")
+    y_dtype = "float32" if family == "router" else "bfloat16"
+    tol = 1e-4 if family == "router" else 1e-2
+    state = method.prepare(w, family, cfg)
+
+    def rel(y, x):
+        ref = reference(x, w, y_dtype)
+        return float((y.double() - ref).norm() / ref.norm())
+
+    Ms = (8, 16, 3) if name != "streamk" else (128, 256, 100)
+    for i, M in enumerate(Ms):
+        x, _ = make_input(M, K, 10 + i, "cuda")
+        assert rel(method.run(state, x), x) < tol, (M, i)
+    graphs = []
+    for M in Ms[:2]:
+        x_static, _ = make_input(M, K, 20 + M, "cuda")
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            method.run(state, x_static)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y_static = method.run(state, x_static)
+        graphs.append((g, x_static, y_static))
+    for i in range(20):
+        g, x_static, y_static = graphs[i % 2]
+        x_static.copy_(make_input(x_static.shape[0], K, 100 + i, "cuda")[0])
+        g.replay()
+        torch.cuda.synchronize()
+        assert rel(y_static, x_static) < tol, i
+    assert not bool(state["ws"].any()) and not bool(state["cnt"].any())
