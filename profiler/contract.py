@@ -240,7 +240,8 @@ class _Lifecycle:
         ends, so no later input (the graph's static one included) can reuse an earlier one's address: a
         candidate that memoizes on the address would otherwise return an older call's answer, which the
         stale hint (it compares with the previous answer only) could not name."""
-        x, rows = make_input(self.M, self.K, seed, self.device, dtype=self.x_dtype, contract=self.kw["contract"])
+        x, rows = make_input(self.M, self.K, seed, self.device, dtype=self.x_dtype, contract=self.kw["contract"],
+                             vary=True)
         self.inputs.append(x)
         return x, rows, reference(x, self.w_ref if w_ref is None else w_ref, self.y_dtype)
 

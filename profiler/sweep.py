@@ -172,7 +172,7 @@ def _timing_input(shape, settings, device, instance: int):
     from profiler.rules import make_input
 
     return make_input(int(shape["M"]), int(shape["K"]), settings.seed + TIMING_SEED_OFFSET + instance, device,
-                      dtype=shape["x_dtype"], vary=False)[0]
+                      dtype=shape["x_dtype"])[0]  # vary=False: unscaled, one-hot rows only
 
 
 def _cold_instances(sess, timer, cand, state, shape, settings, check_graph) -> tuple[list, list[str]]:

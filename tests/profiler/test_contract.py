@@ -16,7 +16,7 @@ ROUTER = dict(load="test", family="router", M=16, N=32, K=512, x_dtype="bfloat16
 
 @pytest.mark.parametrize("M, expected", [(8, 1), (16, 2), (256, 32)])
 def test_probe_layout_keeps_the_one_hot_rule_and_adds_kinds(M, expected):
-    x, rows = C.make_input(M, 64, 0, "cpu", contract=CONTRACT)
+    x, rows = C.make_input(M, 64, 0, "cpu", contract=CONTRACT, vary=True)
     kinds = list(rows.values())
     # the write-up's one-hot rows are unchanged (same rows as before), plus as many dominant and few-nonzero
     # rows and one zero row, all distinct
@@ -31,7 +31,7 @@ def _is_power_of_two(v: float) -> bool:
 
 
 def test_each_probe_kind_has_its_shape_and_dominant_rows_hide_from_nonzero_counts():
-    x, rows = C.make_input(64, 1024, 5, "cpu", contract=CONTRACT)
+    x, rows = C.make_input(64, 1024, 5, "cpu", contract=CONTRACT, vary=True)
     dense = [r for r in range(64) if r not in rows]
     for r, kind in rows.items():
         nz = torch.nonzero(x[r]).flatten()
@@ -61,8 +61,8 @@ def test_input_magnitude_varies_across_calls_and_timing_inputs_do_not():
     exps = [rules.input_scale_exponent(s, CONTRACT) for s in range(1, 6)]
     assert min(exps) == -8 and max(exps) == 8
     for seed in (1, 2):
-        x, rows = C.make_input(16, 64, seed, "cpu", contract=CONTRACT)
-        plain, plain_rows = C.make_input(16, 64, seed, "cpu", contract=CONTRACT, vary=False)
+        x, rows = C.make_input(16, 64, seed, "cpu", contract=CONTRACT, vary=True)
+        plain, plain_rows = C.make_input(16, 64, seed, "cpu", contract=CONTRACT)
         assert set(plain_rows.values()) <= {"one_hot"}
         r = next(r for r in range(16) if r not in rows and r not in plain_rows)
         e = rules.input_scale_exponent(seed, CONTRACT)
@@ -89,6 +89,12 @@ def test_zero_rows_must_be_exactly_zero():
     c = C.check_output(y, ref, 0.01, sparse_rows={4: "zero"}, contract=CONTRACT)
     assert not c.ok and c.reasons == ["zero input row 4 gave a nonzero output row (max |y| 1.000e-30; must be "
                                       "exactly 0)"]
+
+
+def test_default_inputs_are_the_old_timing_inputs():
+    """Callers that time (sweep, tuner, explain) get unscaled inputs with the write-up's one-hot rows only."""
+    x, rows = C.make_input(16, 64, 3, "cpu", contract=CONTRACT)
+    assert rows == {r: "one_hot" for r in C.sparse_probe_rows(16, 3, CONTRACT)}
 
 
 def test_inputs_differ_by_seed_and_repeat_with_seed():

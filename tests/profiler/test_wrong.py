@@ -50,7 +50,7 @@ def test_one_hot_int8_passes_the_one_hot_rows_and_fails_the_new_probe_rows():
     cand, shape = wrong.OneHotInt8(), dict(BF16, M=64)
     w = C.make_weight("qkv_gate", shape["N"], shape["K"], 0, "cpu")
     state = cand.prepare("qkv_gate", w)
-    x, rows = C.make_input(64, shape["K"], 1, "cpu", contract=CONTRACT)
+    x, rows = C.make_input(64, shape["K"], 1, "cpu", contract=CONTRACT, vary=True)
     y = cand.run(state, "qkv_gate", x)
     ref = C.reference(x, w, "bfloat16")
     one_hot = {r: k for r, k in rows.items() if k == "one_hot"}
