@@ -26,6 +26,7 @@ def test_a_tree_copied_inside_another_checkout_records_the_sha_it_was_given(tmp_
     copy.mkdir(parents=True)
     monkeypatch.setenv("PROJLAB_GIT_SHA", "1" * 40)
     assert git_info(copy) == {"git_sha": "1" * 40, "git_dirty": None}
-    assert git_info(tmp_path)["git_sha"] == outer  # the repository's own root still reports its HEAD
+    assert git_info(tmp_path)["git_sha"] == "1" * 40  # an explicit sha wins everywhere
     monkeypatch.delenv("PROJLAB_GIT_SHA")
+    assert git_info(tmp_path)["git_sha"] == outer  # the repository's own root reports its HEAD
     assert git_info(copy) == {"git_sha": None, "git_dirty": False}
