@@ -223,6 +223,20 @@ def check_spec(spec, workload=None) -> None:
     load_plan(text, workload)
 
 
+def resolve_spec(spec) -> str:
+    """The spec with a file path made absolute (against the current directory), so another process -- the
+    profiler's worker runs in the repository root -- finds the same file; names and method specs unchanged."""
+    text = str(spec)
+    if text.startswith(METHOD_PREFIX):
+        return text
+    match = _OBJECT_SPEC.match(text)
+    if match:
+        return f"{Path(match['path']).resolve()}:{match['attr']}"
+    if text.endswith((".py", ".json")) and Path(text).exists():
+        return str(Path(text).resolve())
+    return text
+
+
 def load_candidate(spec, workload=None) -> Candidate:
     """A plan name (kernels/plans/<name>.json), a plan .json path, a user's .py module path, `file.py:Name` or
     `method:NAME[:{json config}]` (module docstring)."""

@@ -513,8 +513,11 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
     worker_init: 'file.py:function' run in every worker before its first task (tests: a fake timer)."""
     from profiler.runfile import RunWriter, new_run
 
+    from kernels.candidate import resolve_spec
+
     settings = settings or SweepSettings()
-    specs = [str(s) for s in specs]
+    given = [str(s) for s in specs]
+    specs = [resolve_spec(s) for s in given]  # the worker runs in the repository root: file paths made absolute
     t_start = time.perf_counter()
     writer = RunWriter(out_path)  # refuses an existing file before any work
     workers = WorkerPool({"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes,
@@ -527,7 +530,7 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
         env = dict(workers.worker.environment or {})
         env["settings"] = asdict(settings) | {"flush_bytes": env.pop("flush_bytes", settings.flush_bytes),
                                               "allow_tf32": False, "min_clock_fraction": MIN_CLOCK_FRACTION,
-                                              "specs": specs}
+                                              "specs": given}
         env["workers"] = workers.records
         log(f"replay overhead {env.get('replay_overhead_us', 0):.2f} us (95% CI "
             f"{env.get('replay_overhead_ci_us', [0, 0])[0]:.2f}-{env.get('replay_overhead_ci_us', [0, 0])[1]:.2f}); "

@@ -59,14 +59,15 @@ class Boom:
 '''
 
 
-def test_sweep_records_prepare_failures_and_never_overwrites(tmp_path):
+def test_sweep_records_prepare_failures_and_never_overwrites(tmp_path, monkeypatch):
     from profiler.runfile import RunFileError
 
-    mod = tmp_path / "boom.py"
-    mod.write_text(BOOM)
+    (tmp_path / "boom.py").write_text(BOOM)
+    monkeypatch.chdir(tmp_path)  # a path relative to the user's directory; the worker runs in the repository root
     out = tmp_path / "r.json"
-    _sweep([CONTROL, f"{mod}:Boom"], _shapes(1), out, probes=False)
+    _sweep([CONTROL, "boom.py:Boom"], _shapes(1), out, probes=False)
     run = load_run(out)
+    assert run["environment"]["settings"]["specs"][1] == "boom.py:Boom"  # recorded as given
     assert len(run["results"]) == 1
     f = run["failures"][0]
     assert (f["candidate"], f["kind"], f["phase"]) == ("boom", "incorrect", "prepare")
