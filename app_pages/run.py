@@ -58,6 +58,7 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
     from datasets import RUNS_DIR
     from profiler.runfile import RunFileError, run_filename, safe_label
     from profiler.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep, select_shapes
+    from profiler.worker import WorkerDied, WorkerError
 
     bar = st.progress(0.0, text="starting the worker process")
     log = st.empty()
@@ -74,7 +75,7 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
         settings = SweepSettings(mode=mode, shapes=shapes, command=cmd)
         run = run_sweep(chosen, select_shapes(shapes), out, label=label, settings=settings, progress=progress,
                         log=lambda m: log.text(m))
-    except (SweepInputError, WorkerStartError, RunFileError) as exc:  # user-facing: one line, no traceback
+    except (SweepInputError, WorkerStartError, RunFileError, WorkerError, WorkerDied) as exc:  # one line
         st.error(f"Run failed: {exc}")
         st.stop()
     bar.progress(1.0, text="done")

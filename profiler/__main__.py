@@ -135,6 +135,7 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True) -> dic
     """run_sweep; every user-facing problem is one line and an exit (130 after Ctrl-C, 1 otherwise)."""
     from profiler.runfile import RunFileError
     from profiler.sweep import SweepInputError, WorkerStartError, run_sweep
+    from profiler.worker import WorkerDied, WorkerError
 
     try:
         return run_sweep(specs, shapes, out, label=label, settings=settings, progress=_Progress(),
@@ -142,8 +143,12 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True) -> dic
     except KeyboardInterrupt:
         print(f"profiler {cmd}: interrupted; partial run in {out}", file=sys.stderr)
         raise SystemExit(130)
-    except (SweepInputError, WorkerStartError, RunFileError) as exc:
+    except (SweepInputError, WorkerStartError, RunFileError, WorkerError) as exc:
         print(f"profiler {cmd}: {exc}", file=sys.stderr)
+        raise SystemExit(1)
+    except WorkerDied as exc:  # outside a shape (probes, harness code): nothing to blame a candidate for
+        print(f"profiler {cmd}: the worker process was lost in {exc.phase or 'start-up'} ({exc.kind}): {exc.message}; "
+              f"partial run (if any) in {out}", file=sys.stderr)
         raise SystemExit(1)
 
 

@@ -430,10 +430,10 @@ class WorkerPool:
     def index(self) -> int:
         return len(self.records) - 1
 
-    def close(self) -> None:
+    def close(self, force: bool = False) -> None:
         if self.records and self.records[-1]["ended"] == "running":
-            self.records[-1]["ended"] = "closed"
-        self.worker.close()
+            self.records[-1]["ended"] = "stopped (interrupted)" if force else "closed"
+        self.worker.close(force)
 
 
 def _load_all(workers: WorkerPool, specs: list[str], timeout_s: float) -> tuple[list[dict], dict[str, str]]:
@@ -582,7 +582,7 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
         writer.finalize(run)
         run["status"] = "complete"
     except KeyboardInterrupt:
-        workers.close()
+        workers.close(force=True)
         if run is not None:
             run["environment"]["wall_seconds"] = round(time.perf_counter() - t_start, 2)
             run["interrupted"] = True

@@ -432,11 +432,13 @@ class Worker:
         self._send({"op": "task", "task": task})
         return self._wait({"done"}, timeout_s)["result"]
 
-    def close(self) -> None:
-        """Ask the child to exit; kill it if it does not within a few seconds."""
+    def close(self, force: bool = False) -> None:
+        """Ask the child to exit (force: kill it now, e.g. after Ctrl-C); kill it if it does not within seconds."""
         proc, self.proc = self.proc, None
         if proc is None:
             return
+        if force:
+            self._kill(proc)
         if proc.poll() is None:
             try:
                 proc.stdin.write(json.dumps({"op": "exit"}) + "\n")
