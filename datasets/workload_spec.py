@@ -34,9 +34,11 @@ FAMILY_OPTIONAL = ("N_by_M", "note")
 LOAD_REQUIRED = ("load", "M")
 LOAD_OPTIONAL = ("note",)
 CONTRACT_NUMBERS = ("row_bound_factor", "row_denominator_mean_fraction", "row_denominator_floor",
-                    "sparse_probe_rel_tol")
-CONTRACT_COUNTS = ("sparse_probe_every_rows", "sparse_probe_min_M")
-CONTRACT_OPTIONAL = ("reference", "note")
+                    "sparse_probe_rel_tol", "probe_noise_rel", "outlier_column_scale", "vs_baseline_flag_factor")
+CONTRACT_COUNTS = ("sparse_probe_every_rows", "sparse_probe_min_M", "outlier_column_every")
+CONTRACT_EXPONENTS = ("input_scale_exponents",)  # non-empty lists of integers: powers of two, exact scalings
+MAX_SCALE_EXPONENT = 30                           # 2^30 x an O(1) input stays far inside BF16/FP32 range
+CONTRACT_OPTIONAL = ("reference", "note", "probe_note")
 SCORE_OPTIONAL = ("per_load", "overall")
 NEARBY_REQUIRED = ("M",)
 NEARBY_OPTIONAL = ("note",)
@@ -180,9 +182,15 @@ def _check_n_by_m(c: _Checker, n_by_m, where: str, load_m: dict[int, str]) -> No
 
 
 def _check_contract(c: _Checker, contract) -> None:
-    c.record(contract, "contract", CONTRACT_NUMBERS + CONTRACT_COUNTS, CONTRACT_OPTIONAL)
+    c.record(contract, "contract", CONTRACT_NUMBERS + CONTRACT_COUNTS + CONTRACT_EXPONENTS, CONTRACT_OPTIONAL)
     for key in CONTRACT_NUMBERS:
         c.number(contract[key], f"contract.{key}")
+    for key in CONTRACT_EXPONENTS:
+        value = contract[key]
+        exact = isinstance(value, list) and value and all(_is_int(e) and abs(e) <= MAX_SCALE_EXPONENT for e in value)
+        if not exact:
+            c.fail(f"contract.{key}", f"expected a non-empty list of integers within +-{MAX_SCALE_EXPONENT}, "
+                                      f"got {_shown(value)}")
     for key in CONTRACT_COUNTS:
         c.count(contract[key], f"contract.{key}")
     for key in CONTRACT_OPTIONAL:

@@ -1,16 +1,26 @@
-"""The candidate protocol the profiler times: a plan, or a user's own module.
+"""The candidate protocol the profiler times: a plan, one method, or a user's own module.
 
     class Candidate: name; prepare(family, weight) -> state; run(state, family, x) -> y;
                      describe(family, M, N=None) -> str
 
 prepare() sees weights only (never activations) and may take as long as it likes; run() is what is timed.
 Torch-free at import.
+
+Candidate specs (strings, so a candidate can be named on the command line and sent to a worker process):
+    baseline | kernels/plans/x.json           a dispatch plan (by name, or a plan file)
+    my_kernels.py                             a module with prepare(weight) and run(state, family, x)
+    some/file.py:ClassName                    a class (instantiated without arguments) or object in a file that
+                                              follows the Candidate protocol, e.g. profiler/wrong.py:StaleOutput
+    method:gemv  |  method:gemv:{"BN": 1, "num_warps": 16, "cache": ".cg"}   one method with one config
+check_spec(spec) validates a spec without running any of the candidate's code (the profiler's parent process
+calls it before a worker loads the candidate); load_candidate(spec) builds it.
 """
 from __future__ import annotations
 
 import importlib.util
 import inspect
 import json
+import re
 from pathlib import Path
 
 from kernels.method import PlanError
@@ -100,14 +110,7 @@ class ModuleCandidate(Candidate):
 
     def __init__(self, path):
         self.path = Path(path)
-        if not self.path.is_file():
-            raise CandidateError(f"{self.path}: no such module file")
-        spec = importlib.util.spec_from_file_location(f"projlab_candidate_{self.path.stem}", self.path)
-        module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:  # the user's import error, named with the file
-            raise CandidateError(f"{self.path}: importing the module failed: {type(exc).__name__}: {exc}") from exc
+        module = _import_file(self.path)
         missing = [f for f in ("prepare", "run") if not callable(getattr(module, f, None))]
         if missing:
             raise CandidateError(f"{self.path}: module must define callable(s) {missing} "
@@ -137,9 +140,112 @@ class ModuleCandidate(Candidate):
         return str(fn(family, M)) if callable(fn) else f"module {self.path.name}"
 
 
-def load_candidate(spec, workload=None) -> Candidate:
-    """A plan name (kernels/plans/<name>.json), a plan .json path, or a user's .py module path."""
+class ObjectCandidate(Candidate):
+    """A class or object named in a .py file (`file.py:Name`) that follows the Candidate protocol itself."""
+
+    def __init__(self, path, attr: str):
+        self.path = Path(path)
+        module = _import_file(self.path)
+        if not hasattr(module, attr):
+            raise CandidateError(f"{self.path}: no attribute {attr!r}")
+        obj = getattr(module, attr)
+        try:
+            obj = obj() if isinstance(obj, type) else obj
+        except Exception as exc:
+            raise CandidateError(f"{self.path}: {attr}() failed: {type(exc).__name__}: {exc}") from exc
+        missing = [f for f in ("prepare", "run") if not callable(getattr(obj, f, None))]
+        if missing:
+            raise CandidateError(f"{self.path}: {attr} must have callable(s) {missing} "
+                                 "(prepare(family, weight) -> state, run(state, family, x) -> y)")
+        self.obj = obj
+        self.name = str(getattr(obj, "name", attr))
+
+    def prepare(self, family: str, weight):
+        return self.obj.prepare(family, weight)
+
+    def run(self, state, family: str, x):
+        return self.obj.run(state, family, x)
+
+    def describe(self, family: str, M: int, N: int | None = None) -> str:
+        fn = getattr(self.obj, "describe", None)
+        return str(fn(family, M)) if callable(fn) else self.name
+
+
+def _import_file(path: Path):
+    if not path.is_file():
+        raise CandidateError(f"{path}: no such module file")
+    name = "projlab_candidate_" + re.sub(r"\W", "_", path.stem)  # `my kernels.py` -> a valid module name
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's import error, named with the file
+        raise CandidateError(f"{path}: importing the module failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+_OBJECT_SPEC = re.compile(r"^(?P<path>.+\.py):(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
+METHOD_PREFIX = "method:"
+
+
+def _method_spec(text: str) -> tuple[str, dict | None]:
+    """'method:NAME' or 'method:NAME:{json config}' -> (NAME, config or None)."""
+    name, _, config = text[len(METHOD_PREFIX):].partition(":")
+    if not config:
+        return name, None
+    try:
+        parsed = json.loads(config)
+    except ValueError as exc:
+        raise CandidateError(f"{text!r}: the config after the method name is not valid JSON ({exc})") from None
+    if not isinstance(parsed, dict):
+        raise CandidateError(f"{text!r}: the config must be a JSON object, got {type(parsed).__name__}")
+    return name, parsed
+
+
+def method_spec(method: str, config: dict | None = None) -> str:
+    """The spec string of one method + config (what the tuner sends to a worker)."""
+    return METHOD_PREFIX + method + ("" if config is None else ":" + json.dumps(config, sort_keys=True))
+
+
+def check_spec(spec, workload=None) -> None:
+    """Raise CandidateError/PlanError when `spec` cannot name a candidate; runs none of the candidate's code
+    (a module file must exist; a plan must parse; a method and its config must pass the method's checks)."""
     text = str(spec)
+    if text.startswith(METHOD_PREFIX):
+        MethodCandidate(*_method_spec(text))
+        return
+    match = _OBJECT_SPEC.match(text)
+    if match or text.endswith(".py"):
+        path = Path(match["path"] if match else text)
+        if not path.is_file():
+            raise CandidateError(f"{path}: no such module file")
+        return
+    load_plan(text, workload)
+
+
+def resolve_spec(spec) -> str:
+    """The spec with a file path made absolute (against the current directory), so another process -- the
+    profiler's worker runs in the repository root -- finds the same file; names and method specs unchanged."""
+    text = str(spec)
+    if text.startswith(METHOD_PREFIX):
+        return text
+    match = _OBJECT_SPEC.match(text)
+    if match:
+        return f"{Path(match['path']).resolve()}:{match['attr']}"
+    if text.endswith((".py", ".json")) and Path(text).exists():
+        return str(Path(text).resolve())
+    return text
+
+
+def load_candidate(spec, workload=None) -> Candidate:
+    """A plan name (kernels/plans/<name>.json), a plan .json path, a user's .py module path, `file.py:Name` or
+    `method:NAME[:{json config}]` (module docstring)."""
+    text = str(spec)
+    if text.startswith(METHOD_PREFIX):
+        return MethodCandidate(*_method_spec(text))
+    match = _OBJECT_SPEC.match(text)
+    if match:
+        return ObjectCandidate(match["path"], match["attr"])
     if text.endswith(".py"):
         return ModuleCandidate(text)
     return PlanCandidate(load_plan(text, workload))

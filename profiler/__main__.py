@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import shlex
 import sys
 import time
@@ -47,24 +48,61 @@ class _Progress:
             print(f"{stage}: {i}/{n}", file=sys.stderr, flush=True)
 
 
-def _default_out(gpu: str, label: str) -> Path:
+def _default_out(label: str) -> Path:
     from datasets import RUNS_DIR
     from profiler.runfile import run_filename
+    from profiler.telemetry import cuda_device_name
 
-    return Path(RUNS_DIR) / run_filename(dt.date.today(), gpu, label)
+    # The GPU's name from the driver: this process never creates a CUDA context (the worker does).
+    return Path(RUNS_DIR) / run_filename(dt.date.today(), cuda_device_name() or "unknown-gpu", label)
 
 
-def _load_candidates(specs: list[str]):
-    from kernels.candidate import load_candidate
+def _out_path(cmd: str, out: str | None, label: str) -> Path:
+    """--out (must be a new .json file: runs are never overwritten) or the default run path; exit 1 otherwise."""
+    path = Path(out) if out else _default_out(label)
+    problem = None
+    if path.suffix != ".json":
+        problem = "must end in .json"
+    elif os.path.lexists(path):
+        problem = "exists; runs are never overwritten (pick another --out or --label)"
+    elif path.parent.exists() and not path.parent.is_dir():
+        problem = f"cannot be written: {path.parent} is not a folder"
+    if problem:
+        print(f"profiler {cmd}: --out {path} {problem}", file=sys.stderr)
+        raise SystemExit(1)
+    return path
 
-    out = []
+
+def _label(cmd: str, raw: str) -> str:
+    """A label usable in a file name; says so when it had to change (`my kernels` -> `my-kernels`)."""
+    from profiler.runfile import safe_label
+
+    label = safe_label(raw)
+    if label != raw:
+        print(f"profiler {cmd}: label {raw!r} -> {label!r} (letters, digits, '.', '_', '-' only)", file=sys.stderr)
+    return label
+
+
+def _check_specs(specs: list[str]) -> None:
+    """Exit 1 with one line per spec that cannot name a candidate; runs none of the candidates' code."""
+    from kernels.candidate import check_spec
+
+    bad = []
     for spec in specs:
         try:
-            out.append(load_candidate(spec))
+            check_spec(spec)
         except Exception as exc:  # PlanError / CandidateError name the file and the problem
-            print(f"profiler run: cannot load candidate {spec!r}: {exc}", file=sys.stderr)
-            raise SystemExit(1)
-    return out
+            bad.append(f"profiler run: cannot load candidate {spec!r}: {exc}")
+    if bad:
+        print("\n".join(bad), file=sys.stderr)
+        raise SystemExit(1)
+
+
+def _spec_label(spec: str) -> str:
+    if spec.startswith("method:"):
+        return spec.split(":")[1]
+    _, _, attr = spec.partition(".py:")
+    return attr if attr else Path(spec).stem
 
 
 def cmd_run(args, argv) -> int:
@@ -72,52 +110,57 @@ def cmd_run(args, argv) -> int:
     if not specs:
         print("profiler run: give at least one --plan (the first is the baseline of every pair)", file=sys.stderr)
         return 1
+    _check_specs(specs)
+    label = _label("run", args.label or "-vs-".join(_spec_label(s) for s in specs)[:80])
+    out = _out_path("run", args.out, label)
     _cuda_or_exit("run")
-    import torch
+    from profiler.sweep import SweepSettings, select_shapes
 
-    from profiler.sweep import SweepSettings, run_sweep, select_shapes
-
-    candidates = _load_candidates(specs)
-    shapes = select_shapes(args.shapes)
-    label = args.label or "-vs-".join(Path(s).stem for s in specs)[:80]
-    out = Path(args.out) if args.out else _default_out(torch.cuda.get_device_name(), label)
-    if out.exists():
-        print(f"profiler run: {out} exists; runs are never overwritten (pick --out or --label)", file=sys.stderr)
-        return 1
     settings = SweepSettings(mode=args.mode, shapes=args.shapes, max_seconds_per_shape=args.max_seconds_per_shape,
-                             seed=args.seed, probes=not args.no_probes,
+                             seed=args.seed, probes=not args.no_probes, shape_timeout_s=args.shape_timeout_s,
+                             max_incidents=args.max_incidents,
                              command="python -m profiler " + " ".join(shlex.quote(a) for a in argv))
+    shapes = select_shapes(args.shapes)
     t0 = time.perf_counter()
-    try:
-        run = run_sweep(candidates, shapes, out, label=label, settings=settings, progress=_Progress(),
-                        log=lambda m: print(m, file=sys.stderr))
-    except KeyboardInterrupt:
-        print(f"profiler run: interrupted; partial run in {out}", file=sys.stderr)
-        return 130
+    run = _sweep("run", specs, shapes, out, label, settings)
     print(format_run(run))
     print(f"\nwrote {out}  (status {run.get('status', 'complete')})")
     print(f"wall time: {time.perf_counter() - t0:.1f} s total, {run['environment'].get('sweep_seconds')} s for "
-          f"{len(shapes)} shapes x {len(candidates)} candidates (correctness + timing)")
+          f"{len(shapes)} shapes x {len(specs)} candidates (correctness + timing)")
     print(f"overall score: python -m dashboard summarize {out}")
     return 0
 
 
+def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True) -> dict:
+    """run_sweep; every user-facing problem is one line and an exit (130 after Ctrl-C, 1 otherwise)."""
+    from profiler.runfile import RunFileError
+    from profiler.sweep import SweepInputError, WorkerStartError, run_sweep
+    from profiler.worker import WorkerDied, WorkerError
+
+    try:
+        return run_sweep(specs, shapes, out, label=label, settings=settings, progress=_Progress(),
+                         log=lambda m: print(m, file=sys.stderr), measure_shapes=measure_shapes)
+    except KeyboardInterrupt:
+        print(f"profiler {cmd}: interrupted; partial run in {out}", file=sys.stderr)
+        raise SystemExit(130)
+    except (SweepInputError, WorkerStartError, RunFileError, WorkerError) as exc:
+        print(f"profiler {cmd}: {exc}", file=sys.stderr)
+        raise SystemExit(1)
+    except WorkerDied as exc:  # outside a shape (probes, harness code): nothing to blame a candidate for
+        print(f"profiler {cmd}: the worker process was lost in {exc.phase or 'start-up'} ({exc.kind}): {exc.message}; "
+              f"partial run (if any) in {out}", file=sys.stderr)
+        raise SystemExit(1)
+
+
 def cmd_probe(args, argv) -> int:
+    label = _label("probe", args.label or "probes")
+    out = _out_path("probe", args.out, label)
     _cuda_or_exit("probe")
-    import torch
+    from profiler.sweep import SweepSettings, select_shapes
 
-    from profiler.sweep import SweepSettings, run_sweep, select_shapes
-
-    label = args.label or "probes"
-    out = Path(args.out) if args.out else _default_out(torch.cuda.get_device_name(), label)
-    if out.exists():
-        print(f"profiler probe: {out} exists; runs are never overwritten", file=sys.stderr)
-        return 1
     settings = SweepSettings(shapes=args.shapes, command="python -m profiler " + " ".join(argv))
     # Probes only: the shapes give the byte counts to probe, no candidate is run.
-    shapes = select_shapes(args.shapes)
-    run = run_sweep([], shapes, out, label=label, settings=settings, progress=_Progress(),
-                    log=lambda m: print(m, file=sys.stderr), measure_shapes=False)
+    run = _sweep("probe", [], select_shapes(args.shapes), out, label, settings, measure_shapes=False)
     print(format_probes(run))
     print(f"\nwrote {out}")
     return 0
@@ -170,7 +213,9 @@ def format_run(run: dict) -> str:
         flags = sorted({f"{r['candidate']}:{f}" for r in recs.values() for f in r.get("flags", [])})
         lines.append(row + f"  {'yes' if ok else 'NO':<5} {' '.join(flags)}")
     for f in run.get("failures", []):
-        lines.append(f"FAILED {f['load']}/{f['family']} M={f['M']} {f['candidate']}: {'; '.join(f['reasons'])[:200]}")
+        how = f" ({f['kind']}, {f.get('phase', '?')})" if "kind" in f else ""
+        lines.append(f"FAILED {f['load']}/{f['family']} M={f['M']} {f['candidate']}{how}: "
+                     f"{'; '.join(f['reasons'])[:300]}")
     bad = [r for r in run["results"] if not r["correct"]]
     for r in bad:
         lines.append(f"INCORRECT {r['load']}/{r['family']} M={r['M']} {r['candidate']}: "
@@ -194,7 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="correctness + paired timing of plans/candidates over a shape set")
     r.add_argument("--plan", action="append", help="plan name or .json path (repeatable; first = baseline)")
-    r.add_argument("--candidate", action="append", help="a user's module .py with prepare(weight), run(state, family, x)")
+    r.add_argument("--candidate", action="append",
+                   help="a module .py with prepare(weight), run(state, family, x); or file.py:Class (the Candidate "
+                        "protocol, e.g. profiler/wrong.py:StaleOutput); or method:NAME[:{json config}]")
     r.add_argument("--shapes", choices=("official", "nearby", "all"), default="official")
     r.add_argument("--mode", choices=("cold", "stream"), default="cold")
     r.add_argument("--out", help="run file (default datasets/runs/<date>_<gpu>_<label>.json; never overwritten)")
@@ -202,6 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-seconds-per-shape", type=float, default=2.0)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--no-probes", action="store_true", help="skip the HBM/compute probes (no below_floor flag)")
+    r.add_argument("--shape-timeout-s", type=float, default=120.0,
+                   help="watchdog: a step of a shape in the worker (one candidate's prepare, check or capture, or "
+                        "the paired timing) that makes no progress for this many seconds is stopped and blamed")
+    r.add_argument("--max-incidents", type=int, default=2,
+                   help="a candidate whose worker died or hung at this many shapes is not run at the others")
     pr = sub.add_parser("probe", help="HBM read probes + compute probe only, into a run file")
     pr.add_argument("--shapes", choices=("official", "nearby", "all"), default="official")
     pr.add_argument("--out")
@@ -218,6 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "tune":  # everything after `tune` belongs to profiler.tune
+        if not {"-h", "--help"} & set(argv[1:]):
+            _cuda_or_exit("tune")
         from profiler.tune import main as tune_main
 
         return int(tune_main(argv[1:]) or 0)

@@ -14,6 +14,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from profiler.stats import bootstrap_ci
+
 # (name, kind, BLOCK elements of fp32, num_warps)
 READ_DESIGNS = (
     ("oneshot_b2048", "oneshot", 2048, 4),
@@ -122,7 +124,9 @@ def run_read_probes(timer, plan: list[tuple[int, str]], n_rounds: int = 24,
         med = np.median(samples, axis=0)
         best = int(np.argmin(med))
         us = float(med[best])
+        lo, hi = bootstrap_ci(samples[:, best])  # the probe's noise: a floor is only undercut beyond it
         records.append({"bytes": int(nbytes), "us": us, "tbps": nbytes / us / 1e6 if us > 0 else None,
+                        "ci_low_us": float(lo), "ci_high_us": float(hi), "n_samples": int(samples.shape[0]),
                         "design": names[best], "kind": "read", "for_shape": label,
                         "designs_us": {n: round(float(m), 3) for n, m in zip(names, med)}})
         del graphs

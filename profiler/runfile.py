@@ -1,4 +1,4 @@
-"""The run-file schema (INTERFACES.md, 'Run file', schema_version 1): validate, load, and write atomically.
+"""The run-file schema (profiler/README.md, "Run file", schema_version 1): validate, load, and write atomically.
 
 Torch-free on purpose: the dashboard and the app read run files on machines without CUDA.
 Errors name the file and the JSON path of the bad field, e.g.
@@ -16,7 +16,10 @@ from pathlib import Path
 
 SCHEMA_VERSION = 1
 STATUSES = ("complete", "partial")
-KNOWN_FLAGS = ("below_floor", "throttled", "wide_ci", "incorrect")  # documented; other strings are accepted
+KNOWN_FLAGS = ("below_floor", "throttled", "wide_ci", "less_accurate", "incorrect")  # other strings are accepted
+FAILURE_KINDS = ("incorrect", "load", "died", "timeout", "cuda_fault", "exit", "tainted", "skipped", "not_timed",
+                 "error")  # documented (profiler/README.md); other strings are accepted
+MAX_US_PER_CALL = 1e6  # one projection call taking more than 1 s is not a measurement of it: rejected
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the label becomes part of the file name
 SHAPE_FIELDS = ("load", "family", "M", "N", "K")
 
@@ -34,8 +37,16 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _is_time(v) -> bool:
+    return _is_number(v) and 0 < v <= MAX_US_PER_CALL
+
+
 _KINDS = {
     "number": _is_number,
+    "time": _is_time,
+    "time or null": lambda v: v is None or _is_time(v),
+    "list of times": lambda v: isinstance(v, list) and all(_is_time(x) for x in v),
+    "positive number or null": lambda v: v is None or (_is_number(v) and v > 0),
     "positive number": lambda v: _is_number(v) and v > 0,
     "integer": _is_int,
     "positive integer": lambda v: _is_int(v) and v > 0,
@@ -55,28 +66,33 @@ _KINDS = {
 TOP = [("schema_version", "integer", True), ("status", "string", True), ("label", "non-empty string", True),
        ("created_utc", "non-empty string", True), ("environment", "object", True), ("results", "list", True),
        ("pairs", "list", True), ("telemetry", "list", False), ("probes", "list", False),
-       ("compute_peak_tflops", "number or null", False), ("compute_probe", "object or null", False)]
+       ("compute_peak_tflops", "positive number or null", False), ("compute_probe", "object or null", False),
+       ("failures", "list", False)]
 ENVIRONMENT = [("gpu", "string", False), ("sm_count", "positive integer", False), ("l2_bytes", "positive integer", False),
                ("clocks", "object", False), ("throttle_reasons", "list of strings", False),
                ("replay_overhead_us", "number", False), ("replay_overhead_ci_us", "pair of numbers", False),
-               ("settings", "object", False), ("git_dirty", "boolean", False)]
+               ("settings", "object", False), ("git_dirty", "boolean", False), ("workers", "list", False)]
 SHAPE = [("load", "non-empty string", True), ("family", "non-empty string", True), ("M", "positive integer", True),
          ("N", "positive integer", True), ("K", "positive integer", True)]
-RESULT = SHAPE + [("candidate", "non-empty string", True), ("median_us", "positive number", True),
-                  ("correct", "boolean", True), ("method", "string", False), ("ci_low_us", "number or null", False),
-                  ("ci_high_us", "number or null", False), ("samples_us", "list of numbers", False),
+RESULT = SHAPE + [("candidate", "non-empty string", True), ("median_us", "time", True),
+                  ("correct", "boolean", True), ("method", "string", False), ("ci_low_us", "time or null", False),
+                  ("ci_high_us", "time or null", False), ("samples_us", "list of times", False),
                   ("n_samples", "integer", False), ("error", "object or null", False),
                   ("flags", "list of strings", False), ("throttled_samples", "integer", False)]
 PAIR = SHAPE + [("baseline", "non-empty string", True), ("candidate", "non-empty string", True),
                 ("ratio_median", "positive number", True), ("ratio_ci_low", "number or null", False),
                 ("ratio_ci_high", "number or null", False), ("rse", "number or null", False),
                 ("n_pairs", "integer", False), ("ratios", "list of numbers", False)]
-PROBE = [("bytes", "positive integer", True), ("us", "positive number", True), ("tbps", "number or null", False),
+PROBE = [("bytes", "positive integer", True), ("us", "time", True), ("tbps", "number or null", False),
+         ("ci_low_us", "time or null", False), ("ci_high_us", "time or null", False),
          ("design", "string", False), ("kind", "string", False), ("for_shape", "string", False),
          ("designs_us", "object", False)]
 TELEMETRY = [("t_s", "number", True)]
 COMPUTE_PROBE = [("M", "positive integer", True), ("N", "positive integer", True), ("K", "positive integer", True),
-                 ("us", "positive number", True)]
+                 ("us", "time", True)]
+FAILURE = SHAPE + [("candidate", "non-empty string", True), ("reasons", "list of strings", True),
+                   ("kind", "string", False), ("phase", "string", False), ("error", "object or null", False)]
+WORKER = [("index", "integer", True), ("ended", "string", False)]
 
 
 def _check_record(record, fields, where: str, fail, null_ok: bool = False) -> None:
@@ -92,10 +108,21 @@ def _check_record(record, fields, where: str, fail, null_ok: bool = False) -> No
         if null_ok and not required and record[key] is None:
             continue
         if not _KINDS[kind](record[key]):
-            # Name the basic type first ("expected number, got 'abc'"), the sign second.
-            base = kind.removeprefix("positive ")
-            shown = base if not _KINDS[base](record[key]) else kind
-            fail(path, f"expected {shown}, got {record[key]!r}")
+            fail(path, f"expected {_expected(kind, record[key])}, got {record[key]!r}")
+
+
+def _expected(kind: str, value) -> str:
+    """What the field must be, naming the basic type first ("expected number, got 'abc'"), the range second."""
+    if kind.startswith("time") or kind == "list of times":
+        many = kind == "list of times"
+        if many and not (isinstance(value, list) and all(_is_number(x) for x in value)):
+            return "list of numbers"
+        if not many and not _is_number(value):
+            return "number" + (" or null" if kind.endswith("null") else "")
+        what = "times" if many else "a time"
+        return f"{what} in us with 0 < t <= {MAX_US_PER_CALL:.0e} (at most 1 s per call)"
+    base = kind.removeprefix("positive ")
+    return base if not _KINDS[base](value) else kind
 
 
 def validate_run(run, source: str = "<run>") -> None:
@@ -117,24 +144,51 @@ def validate_run(run, source: str = "<run>") -> None:
     for name, fields in (("probes", PROBE), ("telemetry", TELEMETRY)):
         for i, record in enumerate(run.get(name, [])):
             _check_record(record, fields, f"{name}[{i}]", fail)
-    seen: dict[tuple, int] = {}
-    for i, record in enumerate(run["results"]):
-        _check_record(record, RESULT, f"results[{i}]", fail)
-        key = tuple(record[f] for f in SHAPE_FIELDS) + (record["candidate"],)
-        if key in seen:
-            fail(f"results[{i}]", f"duplicate result for candidate {record['candidate']!r} at "
-                 f"{record['load']}/{record['family']} M={record['M']} (first at results[{seen[key]}])")
-        seen[key] = i
-    for i, record in enumerate(run["pairs"]):
-        _check_record(record, PAIR, f"pairs[{i}]", fail)
-        shape = tuple(record[f] for f in SHAPE_FIELDS)
-        for role in ("baseline", "candidate"):
-            if shape + (record[role],) not in seen:
-                fail(f"pairs[{i}].{role}", f"no result for {record[role]!r} at "
-                     f"{record['load']}/{record['family']} M={record['M']}")
+    _check_results(run["results"], fail)
+    _check_pairs(run["pairs"], {tuple(r[f] for f in SHAPE_FIELDS) + (r["candidate"],) for r in run["results"]}, fail)
+    for i, record in enumerate(run.get("failures", [])):
+        _check_record(record, FAILURE, f"failures[{i}]", fail)
+    for i, record in enumerate(run["environment"].get("workers") or []):
+        _check_record(record, WORKER, f"environment.workers[{i}]", fail)
     from profiler.runfile_explain import validate_explain  # explain runs: kernels, calls, failures
 
     validate_explain(run, fail, _check_record)
+
+
+def _check_results(results: list, fail) -> None:
+    """Each result well-formed; no candidate twice at a shape; no (load, family, M, candidate) at two N (one
+    shape has one N: a second N means two different shapes under one name, which a score would mix up)."""
+    seen: dict[tuple, int] = {}
+    at_n: dict[tuple, tuple[int, int]] = {}
+    for i, record in enumerate(results):
+        _check_record(record, RESULT, f"results[{i}]", fail)
+        key = tuple(record[f] for f in SHAPE_FIELDS) + (record["candidate"],)
+        where = f"{record['load']}/{record['family']} M={record['M']}"
+        if key in seen:
+            fail(f"results[{i}]", f"duplicate result for candidate {record['candidate']!r} at {where} "
+                 f"(first at results[{seen[key]}])")
+        seen[key] = i
+        lfm = (record["load"], record["family"], record["M"], record["candidate"])
+        if lfm in at_n and at_n[lfm][0] != record["N"]:
+            fail(f"results[{i}].N", f"candidate {record['candidate']!r} at {where} has N={record['N']} here and "
+                 f"N={at_n[lfm][0]} at results[{at_n[lfm][1]}]")
+        at_n.setdefault(lfm, (record["N"], i))
+
+
+def _check_pairs(pairs: list, results: set, fail) -> None:
+    seen: dict[tuple, int] = {}
+    for i, record in enumerate(pairs):
+        _check_record(record, PAIR, f"pairs[{i}]", fail)
+        shape = tuple(record[f] for f in SHAPE_FIELDS)
+        for role in ("baseline", "candidate"):
+            if shape + (record[role],) not in results:
+                fail(f"pairs[{i}].{role}", f"no result for {record[role]!r} at "
+                     f"{record['load']}/{record['family']} M={record['M']}")
+        key = shape + (record["baseline"], record["candidate"])
+        if key in seen:
+            fail(f"pairs[{i}]", f"duplicate pair {record['baseline']!r} vs {record['candidate']!r} at "
+                 f"{record['load']}/{record['family']} M={record['M']} (first at pairs[{seen[key]}])")
+        seen[key] = i
 
 
 def load_run(path) -> dict:
@@ -209,6 +263,14 @@ def new_run(label: str, environment: dict, created_utc: str | None = None) -> di
            "probes": [], "compute_peak_tflops": None, "compute_probe": None, "results": [], "pairs": []}
     validate_run(run, source=f"new run {label!r}")
     return run
+
+
+def safe_label(text: str, default: str = "run") -> str:
+    """A label from any text (a file name, a user's --label): runs of other characters -> '-', no '..', no leading
+    or trailing '.', '_' or '-', at most 80 characters ("my kernels" -> "my-kernels", "../../x" -> "x")."""
+    label = re.sub(r"[^A-Za-z0-9._-]+", "-", str(text))
+    label = re.sub(r"\.{2,}", ".", label).strip("-._")[:80].strip("-._")
+    return label if LABEL_RE.match(label) else default
 
 
 def slug(text: str) -> str:

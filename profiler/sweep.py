@@ -1,21 +1,28 @@
-"""Run orchestration: probes, then per shape: correctness of every candidate, paired timing, records, flush.
+"""One run: probes, then per shape: correctness of every candidate, paired timing of the correct ones, records.
 
-    run_sweep(candidates, shapes, out_path, *, label, settings=SweepSettings(), device="cuda",
-              progress=None, log=print) -> dict (the run, as written)
+    run_sweep(specs, shapes, out_path, *, label, settings=SweepSettings(), device="cuda", progress=None,
+              log=print, measure_shapes=True, worker_init=None) -> dict (the run, as written)
 
-`candidates`: objects with name, prepare(family, weight), run(state, family, x), describe(family, M)
-(kernels.candidate.Candidate). The first is the baseline of every pair. Repeated names get "#2", "#3".
+`specs`: candidate specs (kernels.candidate: plan name, plan .json, module .py, file.py:Class,
+method:NAME:{config}); the first is the baseline of every pair. Repeated names get "#2", "#3".
 `shapes`: dicts with load, family, M, N, K, x_dtype, w_dtype, y_dtype, rel_l2_tol (select_shapes()).
-The run file is flushed after probes and after every shape (status "partial"); finalized "complete" at
-the end. Ctrl-C leaves a valid partial file and re-raises KeyboardInterrupt.
+
+This process only orchestrates: every candidate is loaded, prepared, checked and timed in a worker process
+(profiler.worker), one shape per task. When the worker dies or hangs, the candidate it was running gets a failure
+record with the cause, and the shape is measured again in a fresh worker without it; a candidate that took a
+worker down at `max_incidents` shapes is not run at the remaining ones. The run file is flushed after probes and
+after every shape (status "partial"); finalized "complete" at the end. Ctrl-C leaves a valid partial file and
+re-raises KeyboardInterrupt.
+
+In the worker, measure_one_shape() is the unit of work: a candidate that fails its checks is not timed there;
+before the timed part, persisting L2 is reset (no candidate can pin its weights across the flush).
 """
 from __future__ import annotations
 
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import asdict, dataclass, field, fields
 from typing import Callable, Sequence
 
 import numpy as np
@@ -24,8 +31,19 @@ from profiler import stats
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 STREAM_MIN_CALLS = 24          # stream mode: at least this many calls per replay
-STREAM_L2_MULTIPLE = 3         # stream mode: rotated copies total >= 3 x L2 (issue 3)
-MIN_CLOCK_FRACTION = 0.75      # issue 3: samples below 75% of max SM clock are dropped
+STREAM_L2_MULTIPLE = 3         # stream mode: rotated copies total >= 3 x L2 (a served decode step's cold L2)
+MIN_CLOCK_FRACTION = 0.75      # samples below 75% of the max SM clock are dropped (clock-throttled batches)
+TIMING_SEED_OFFSET = 300       # timing inputs: seed + 300 + instance (never one of the check's inputs)
+PROBE_TIMEOUT_S = 900.0        # the probe task (harness code only): ~12 s on the H200, generous
+INCIDENT_KINDS = ("died", "timeout", "cuda_fault", "exit", "tainted")  # a worker was lost to the candidate
+
+
+class SweepInputError(ValueError):
+    """A candidate spec that cannot be used (broken module, unknown plan); the message names it."""
+
+
+class WorkerStartError(RuntimeError):
+    """A worker process could not start (no CUDA, a broken install): nothing can be measured."""
 
 
 @dataclass
@@ -44,10 +62,19 @@ class SweepSettings:
     flush_bytes: int | None = None
     command: str = ""
     candidates: list = field(default_factory=list)
+    shape_timeout_s: float = 120.0      # watchdog: a step of a shape (one candidate's load/prepare/check/capture,
+                                        # or the shape's timing) that makes no progress for this long is stopped
+    max_incidents: int = 2              # a candidate whose worker died/hung at this many shapes skips the rest
+    check: str = "full"                 # "full" lifecycle contract | "quick" (one eager call: a tuner's screen)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SweepSettings":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def shape_key(shape) -> str:
-    """INTERFACES: f"{load}/{family}" for scored shapes, f"nearby/{family}/M{M}" for nearby ones."""
+    """f"{load}/{family}" for scored shapes, f"nearby/{family}/M{M}" for nearby ones."""
     if shape["load"] == "nearby":
         return f"nearby/{shape['family']}/M{int(shape['M'])}"
     return f"{shape['load']}/{shape['family']}"
@@ -75,9 +102,10 @@ def select_shapes(which: str, workload=None) -> list[dict]:
 
 
 def unique_names(candidates) -> list[str]:
+    """Names in order, repeated ones suffixed "#2", "#3"; takes names or objects with a .name."""
     names, seen = [], {}
     for c in candidates:
-        base = str(getattr(c, "name", type(c).__name__))
+        base = c if isinstance(c, str) else str(getattr(c, "name", type(c).__name__))
         seen[base] = seen.get(base, 0) + 1
         names.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
     return names
@@ -87,241 +115,480 @@ def _finite(v):
     return float(v) if v is not None and math.isfinite(v) else None
 
 
-class _ShapeState:
-    """Per-run caches: weights per (family, N, K, dtype) and prepared states per (candidate, weight)."""
-
-    def __init__(self, device, seed):
-        self.device, self.seed = device, seed
-        self.weights, self.states = {}, {}
-
-    def weight(self, shape):
-        from profiler.contract import make_weight
-
-        key = (shape["family"], int(shape["N"]), int(shape["K"]), shape["w_dtype"])
-        if key not in self.weights:
-            self.weights[key] = make_weight(shape["family"], key[1], key[2], self.seed, self.device,
-                                            dtype=shape["w_dtype"])
-        return self.weights[key]
-
-    def state(self, j, cand, shape, weight):
-        key = (j, shape["family"], int(shape["N"]), int(shape["K"]))
-        if key not in self.states:
-            self.states[key] = cand.prepare(shape["family"], weight)
-        return self.states[key]
+def _flags(median_us, lo, hi, floor: dict | None, dropped, vs_baseline=None, error_factor=None) -> list[str]:
+    """below_floor: under the probe floor by more than the probe's noise (its CI low, or its median where the
+    probe has no CI); throttled; wide_ci; less_accurate: error > error_factor x the baseline's."""
+    flags = []
+    if floor is not None:
+        bound = floor.get("ci_low_us") if floor.get("ci_low_us") is not None else floor.get("us")
+        if bound is not None and median_us < bound:
+            flags.append("below_floor")
+    if dropped:
+        flags.append("throttled")
+    if stats.ci_too_wide(median_us, lo if lo is not None else float("nan"), hi if hi is not None else float("nan")):
+        flags.append("wide_ci")
+    if error_factor is not None and vs_baseline is not None and vs_baseline > error_factor:
+        flags.append("less_accurate")
+    return flags
 
 
-def _stream_graphs(timer, candidates, shape, weight, seed, device):
-    """Per candidate one graph of R calls rotating through copies of weights+input totalling >= 3 x L2."""
-    from profiler.contract import make_input
+def failure_record(shape: dict, candidate: str, kind: str, phase: str, reasons: list[str], **extra) -> dict:
+    """A run file `failures` record (profiler/README.md)."""
+    base = {k: shape[k] for k in ("load", "family")} | {k: int(shape[k]) for k in ("M", "N", "K")}
+    return base | {"candidate": candidate, "kind": kind, "phase": phase,
+                   "reasons": [str(r)[:600] for r in reasons]} | extra
+
+
+# =================================================================================== in the worker process
+
+def _check_options(check: str) -> dict:
+    if check == "quick":
+        return {"n_calls": 1, "use_graph": False, "outliers": False}
+    if check != "full":
+        raise ValueError(f"settings.check must be 'full' or 'quick', not {check!r}")
+    return {}
+
+
+def _capture(sess, timer, fn, what: str) -> tuple[object, list[str]]:
+    """Capture fn with the timer, guarded like a candidate step -> (handle, []) or (None, reasons)."""
+    from profiler.contract import capture_checked
+
+    from profiler.worker import Fatal, _CURRENT
+
+    handle, reasons = None, []
+    try:
+        handle, why = capture_checked(fn, timer.capture)
+        reasons = [why] if why else []
+    except SystemExit as exc:
+        reasons = [f"{what}: run() called sys.exit({exc.code!r})"]
+    if reasons and sess.healthy() is not None:
+        raise Fatal("cuda_fault", f"{what}: {reasons[0]} (the CUDA context is unusable afterwards: "
+                                  f"{sess.healthy()})", _CURRENT["candidate"], _CURRENT["phase"])
+    reasons += sess.guard_check(what)
+    return (None if reasons else handle), reasons
+
+
+def _timing_input(shape, settings, device, instance: int):
+    from profiler.rules import make_input
+
+    return make_input(int(shape["M"]), int(shape["K"]), settings.seed + TIMING_SEED_OFFSET + instance, device,
+                      dtype=shape["x_dtype"])[0]  # vary=False: unscaled, one-hot rows only
+
+
+def _cold_instances(sess, timer, cand, state, shape, settings, check_graph) -> tuple[list, list[str]]:
+    """settings.instances graphs of the candidate, each on its own timing input; the first is the graph the
+    check replayed (its static input gets a timing input copied in)."""
+    family, instances = shape["family"], []
+    for k in range(settings.instances):
+        x = _timing_input(shape, settings, sess.device, k)
+        if k == 0 and check_graph is not None:
+            check_graph.keep.copy_(x)
+            instances.append(check_graph)
+            continue
+        handle, reasons = _capture(sess, timer, lambda x=x: cand.run(state, family, x), "timing capture")
+        if reasons:
+            return [], reasons
+        handle.keep = x
+        instances.append(handle)
+    return instances, []
+
+
+def _stream_graphs(sess, timer, cands, shape, weight, settings) -> tuple[list, dict]:
+    """Per candidate one graph of R calls rotating through copies of weights+input totalling >= 3 x L2.
+    -> (graphs of the candidates that captured, {index: reasons} of those that did not)."""
+    from profiler.rules import make_input
+    from profiler.worker import step
 
     n_copies = max(1, math.ceil(STREAM_L2_MULTIPLE * timer.l2_bytes / shape_bytes(shape)))
     reps = max(1, math.ceil(STREAM_MIN_CALLS / n_copies))
     fam, M, K = shape["family"], int(shape["M"]), int(shape["K"])
     weights = [weight] + [weight.clone() for _ in range(n_copies - 1)]
-    xs = [make_input(M, K, seed + 500 + c, device, dtype=shape["x_dtype"])[0] for c in range(n_copies)]
-    graphs = []
-    for cand in candidates:
-        states = [cand.prepare(fam, w) for w in weights]
-        fns = [(lambda s=s, x=x: cand.run(s, fam, x)) for s, x in zip(states, xs)] * reps
-        h = timer.capture(fns)
-        h.keep = (states, xs, weights)
-        graphs.append(h)
-    return graphs
-
-
-def _cold_graph(timer, cand, state, shape, seed, device, instance: int = 0):
-    from profiler.contract import make_input
-
-    x, _ = make_input(int(shape["M"]), int(shape["K"]), seed + 300 + instance, device, dtype=shape["x_dtype"])
-    h = timer.capture(lambda: cand.run(state, shape["family"], x))
-    h.keep = x
-    return h
-
-
-def _flags(median_us, lo, hi, floor_us, dropped, correct) -> list[str]:
-    flags = []
-    if floor_us is not None and median_us < floor_us:
-        flags.append("below_floor")
-    if dropped:
-        flags.append("throttled")
-    if stats.ci_too_wide(median_us, lo if lo is not None else float("nan"), hi if hi is not None else float("nan")):
-        flags.append("wide_ci")
-    if not correct:
-        flags.append("incorrect")
-    return flags
-
-
-def measure_one_shape(timer, candidates, names, shape, cache: _ShapeState, settings: SweepSettings, device,
-                      telemetry=None, floor_us=None) -> tuple[list[dict], list[dict], list[dict], dict]:
-    """Check and time all candidates at one shape -> (results, pairs, failures, info)."""
-    from profiler.contract import check_candidate, error_vs_baseline
-    from profiler.timing import measure_shape
-
-    weight = cache.weight(shape)
-    base = {k: shape[k] for k in ("load", "family")} | {k: int(shape[k]) for k in ("M", "N", "K")}
-    checks, graphs, timed, failures = [], [], [], []
-    base_rel = None
-    for j, cand in enumerate(candidates):
+    xs = [make_input(M, K, settings.seed + 500 + c, sess.device, dtype=shape["x_dtype"], sparse=False)[0]
+          for c in range(n_copies)]
+    graphs, failed = [], {}
+    for i, (name, cand) in enumerate(cands):
+        step(name, "capture")
         try:
-            state = cache.state(j, cand, shape, weight)
+            states = [cand.prepare(fam, w) for w in weights]
         except Exception as exc:
-            failures.append(base | {"candidate": names[j], "reasons": [f"prepare raised {type(exc).__name__}: {exc}"]})
+            failed[i] = [f"stream mode: prepare() raised {type(exc).__name__}: {exc}"[:300]]
             continue
-        chk = check_candidate(cand, shape, device, seed=settings.seed, weight=weight, state=state,
-                              baseline_rel_l2=base_rel, keep_graph=settings.mode == "cold")
+        fns = [(lambda s=s, x=x: cand.run(s, fam, x)) for s, x in zip(states, xs)] * reps
+        handle, reasons = _capture(sess, timer, fns, "stream capture")
+        if reasons:
+            failed[i] = reasons
+            continue
+        handle.keep = (states, xs, weights)
+        graphs.append(handle)
+    return graphs, failed
+
+
+def _assert_healthy(sess, name: str, phase: str, reasons: list[str]) -> None:
+    """After a failed step on CUDA: when the context is dead (a sticky fault), this worker must end."""
+    from profiler.worker import Fatal
+
+    why = sess.healthy()
+    if why is not None:
+        cause = "; ".join(reasons)[:400] or why
+        raise Fatal("cuda_fault", f"{cause} (the CUDA context is unusable afterwards: {why})", name, phase)
+
+
+def _error_record(chk) -> dict:
+    return {k: (_finite(v) if isinstance(v, float) else v) for k, v in chk.to_dict().items()}
+
+
+def measure_one_shape(sess, task: dict) -> dict:
+    """The shape task (profiler.worker): check every candidate, time the correct ones together -> result."""
+    from profiler.contract import CudaFault, check_candidate
+    from profiler.guards import PERSISTING_L2_SETTING, TaintedProcess, persisting_l2_limit, reset_persisting_l2
+    from profiler.rules import default_contract, error_vs_baseline
+    from profiler.worker import Fatal, step
+
+    shape, settings = task["shape"], SweepSettings.from_dict(task.get("settings", {}))
+    cands = [(c["name"], c["spec"]) for c in task["candidates"]]
+    contract = default_contract()
+    timer = sess.timer(settings.mode)
+    weight = sess.weight(shape, settings.seed)
+    failures, checks, instances, timed, loaded = [], [], [], [], []
+    base_rel = None
+    for j, (name, spec) in enumerate(cands):
+        cand = sess.load(spec, name)
+        if cand is None:
+            err = sess.load_errors[spec]
+            failures.append(failure_record(shape, name, "load", "load", [err["error"]]))
+            continue
+        state, reasons = sess.state(spec, name, cand, shape, weight, settings.seed)
+        if reasons:
+            _assert_healthy(sess, name, "prepare", reasons)
+            failures.append(failure_record(shape, name, "incorrect", "prepare", reasons))
+            continue
+        step(name, "check")
+        try:
+            chk = check_candidate(cand, shape, sess.device, seed=settings.seed, contract=contract, weight=weight,
+                                  state=state, baseline_rel_l2=base_rel, keep_graph=settings.mode == "cold",
+                                  guard=sess.guard, **_check_options(settings.check))
+        except CudaFault as exc:
+            raise Fatal("cuda_fault", str(exc), name, "check") from None
+        except TaintedProcess as exc:
+            raise Fatal("tainted", str(exc), name, "check") from None
         if j == 0:
             base_rel = chk.rel_l2
             chk.vs_baseline = error_vs_baseline(chk.rel_l2, base_rel)  # 1.0, or None for a NaN/absent error
-        handle = chk.graph
-        if handle is None and settings.mode == "cold":
-            try:  # incorrect but runnable: still timed (flagged) so its speed is visible, never scored as ok
-                handle = _cold_graph(timer, cand, state, shape, settings.seed, device)
-            except Exception as exc:
-                failures.append(base | {"candidate": names[j], "reasons": chk.reasons +
-                                        [f"not timed: capture failed: {type(exc).__name__}: {exc}"[:300]]})
+        if not chk.ok:
+            _assert_healthy(sess, name, "check", chk.reasons)
+            failures.append(failure_record(shape, name, "incorrect", "check", chk.reasons,
+                                           error=_error_record(chk)))
+            continue
+        if settings.mode == "cold":
+            step(name, "capture")
+            insts, reasons = _cold_instances(sess, timer, cand, state, shape, settings, chk.graph)
+            if reasons:
+                _assert_healthy(sess, name, "capture", reasons)
+                failures.append(failure_record(shape, name, "not_timed", "capture", reasons,
+                                               error=_error_record(chk)))
                 continue
+            instances.append(insts)
         chk.graph = None
-        instances = [handle]
-        if settings.mode == "cold":  # more instances: own input/output buffers (measure_shape says why)
-            try:
-                instances += [_cold_graph(timer, cand, state, shape, settings.seed, device, k)
-                              for k in range(1, settings.instances)]
-            except Exception as exc:
-                failures.append(base | {"candidate": names[j], "reasons": chk.reasons +
-                                        [f"not timed: capture failed: {type(exc).__name__}: {exc}"[:300]]})
-                continue
         checks.append(chk)
-        graphs.append(instances)
         timed.append(j)
+        loaded.append((name, cand))
     if settings.mode == "stream" and timed:
-        graphs = _stream_graphs(timer, [candidates[j] for j in timed], shape, weight, settings.seed, device)
-    info = {}
-    if not graphs:
-        return [], [], failures, info
-    max_mhz = telemetry.max_sm_mhz() if telemetry is not None and telemetry.available else None
-    ms = measure_shape(graphs, timer, min_pairs=settings.min_pairs, rse_target=settings.rse_target,
-                       max_seconds=settings.max_seconds_per_shape, warmup_seconds=settings.warmup_seconds,
-                       batch_rounds=settings.batch_rounds,
-                       clock=telemetry.sm_mhz if telemetry is not None and telemetry.available else None,
-                       min_clock_mhz=MIN_CLOCK_FRACTION * max_mhz if max_mhz else None)
-    info = {"stopped_by": ms.stopped_by, "elapsed_s": round(ms.elapsed_s, 3), "dropped_rounds": ms.dropped_rounds,
-            "instances": max(len(g) if isinstance(g, list) else 1 for g in graphs),
-            "clocks_mhz": [c for c in ms.clocks_mhz if c is not None]}
-    results = []
-    for col, (j, chk) in enumerate(zip(timed, checks)):
+        graphs, failed = _stream_graphs(sess, timer, loaded, shape, weight, settings)
+        failures += [failure_record(shape, loaded[i][0], "not_timed", "capture", failed[i]) for i in sorted(failed)]
+        keep = [i for i in range(len(loaded)) if i not in failed]
+        timed, checks, loaded = [timed[i] for i in keep], [checks[i] for i in keep], [loaded[i] for i in keep]
+        instances = graphs
+    out = {"kind": "shape", "key": shape_key(shape), "results": [], "pairs": [], "failures": failures, "info": {}}
+    if instances:
+        step(None, "time")
+        l2 = reset_persisting_l2(sess.device) if sess.cuda else "not a CUDA device"
+        if sess.cuda:  # the harness's own change: the guard holds candidates to the value it leaves
+            sess.guard.harness_set(PERSISTING_L2_SETTING, persisting_l2_limit())
+        ms = _measure(sess, timer, instances, settings)
+        out["info"] = {"stopped_by": ms.stopped_by, "elapsed_s": round(ms.elapsed_s, 3),
+                       "dropped_rounds": ms.dropped_rounds, "persisting_l2_reset": l2,
+                       "instances": max(len(g) if isinstance(g, list) else 1 for g in instances),
+                       "clocks_mhz": [c for c in ms.clocks_mhz if c is not None]}
+        names = [cands[j][0] for j in timed]
+        out["results"], bad = _results(shape, names, [c for _, c in loaded], checks, ms, task.get("floor"),
+                                       settings, contract)
+        out["failures"] += bad
+        out["pairs"] = _pairs(shape, names, ms, settings, have={r["candidate"] for r in out["results"]},
+                              baseline=cands[0][0] if timed and timed[0] == 0 else None)
+    out["telemetry"] = sess.telemetry.sample()
+    return out
+
+
+def _measure(sess, timer, instances, settings):
+    from profiler import timing
+
+    tel = sess.telemetry
+    max_mhz = tel.max_sm_mhz() if tel.available else None
+    return timing.measure_shape(instances, timer, min_pairs=settings.min_pairs, rse_target=settings.rse_target,
+                                max_seconds=settings.max_seconds_per_shape, warmup_seconds=settings.warmup_seconds,
+                                batch_rounds=settings.batch_rounds, clock=tel.sm_mhz if tel.available else None,
+                                min_clock_mhz=MIN_CLOCK_FRACTION * max_mhz if max_mhz else None)
+
+
+def _results(shape, names, cands, checks, ms, floor, settings, contract) -> tuple[list[dict], list[dict]]:
+    """Result records of the timed candidates, and failures for those whose samples are unusable."""
+    base = {k: shape[k] for k in ("load", "family")} | {k: int(shape[k]) for k in ("M", "N", "K")}
+    results, failures = [], []
+    for col, (name, cand, chk) in enumerate(zip(names, cands, checks)):
         s = ms.samples_us[:, col] if len(ms.samples_us) else np.empty(0)
         summ = stats.summarize_samples(s, seed=settings.seed)
         med = summ["median_us"]
-        if not (math.isfinite(med) and med > 0):
-            failures.append(base | {"candidate": names[j], "reasons": chk.reasons + [
-                f"no usable timing (median {med!r} us; dropped rounds {ms.dropped_rounds})"]})
+        if not (len(s) and np.isfinite(s).all() and (s > 0).all() and math.isfinite(med)):
+            failures.append(failure_record(shape, name, "not_timed", "time", [
+                f"no usable timing: {int(np.sum(~(s > 0)))} of {len(s)} samples <= 0 us or not finite after "
+                f"subtracting the replay overhead (dropped rounds {ms.dropped_rounds})"], error=_error_record(chk)))
             continue
         lo, hi = _finite(summ["ci_low_us"]), _finite(summ["ci_high_us"])
         results.append(base | {
-            "candidate": names[j], "method": str(candidates[j].describe(shape["family"], int(shape["M"]))),
+            "candidate": name, "method": str(cand.describe(shape["family"], int(shape["M"]))),
             "median_us": med, "ci_low_us": lo, "ci_high_us": hi, "samples_us": [round(float(v), 4) for v in s],
-            "n_samples": int(s.size), "correct": bool(chk.ok),
-            "error": {k: (_finite(v) if isinstance(v, float) else v) for k, v in chk.to_dict().items()},
-            "flags": _flags(med, lo, hi, floor_us, ms.dropped_rounds, chk.ok),
-            "throttled_samples": int(ms.dropped_rounds), "floor_us": floor_us, "bytes": shape_bytes(shape),
-            "stopped_by": ms.stopped_by})
+            "n_samples": int(s.size), "correct": True, "error": _error_record(chk),
+            "flags": _flags(med, lo, hi, floor, ms.dropped_rounds, chk.vs_baseline,
+                            float(contract["vs_baseline_flag_factor"])),
+            "throttled_samples": int(ms.dropped_rounds), "floor_us": (floor or {}).get("us"),
+            "bytes": shape_bytes(shape), "stopped_by": ms.stopped_by})
+    return results, failures
+
+
+def _pairs(shape, names, ms, settings, have: set, baseline: str | None) -> list[dict]:
+    base = {k: shape[k] for k in ("load", "family")} | {k: int(shape[k]) for k in ("M", "N", "K")}
+    if baseline is None or baseline not in have:
+        return []
     pairs = []
-    have = {r["candidate"] for r in results}
-    if names[0] in have and timed and timed[0] == 0:
-        for col, j in enumerate(timed):
-            if col == 0 or names[j] not in have:
-                continue
-            p = stats.summarize_pairs(ms.samples_us[:, 0], ms.samples_us[:, col], seed=settings.seed)
-            if not (math.isfinite(p["ratio_median"]) and p["ratio_median"] > 0):
-                continue
-            pairs.append(base | {"baseline": names[0], "candidate": names[j],
-                                 "ratio_median": p["ratio_median"], "ratio_ci_low": _finite(p["ratio_ci_low"]),
-                                 "ratio_ci_high": _finite(p["ratio_ci_high"]), "rse": _finite(p["rse"]),
-                                 "n_pairs": p["n_pairs"], "ratios": [round(v, 6) for v in p["ratios"]]})
-    return results, pairs, failures, info
+    for col, name in enumerate(names):
+        if col == 0 or name not in have:
+            continue
+        p = stats.summarize_pairs(ms.samples_us[:, 0], ms.samples_us[:, col], seed=settings.seed)
+        if not (math.isfinite(p["ratio_median"]) and p["ratio_median"] > 0):
+            continue
+        pairs.append(base | {"baseline": baseline, "candidate": name, "ratio_median": p["ratio_median"],
+                             "ratio_ci_low": _finite(p["ratio_ci_low"]), "ratio_ci_high": _finite(p["ratio_ci_high"]),
+                             "rse": _finite(p["rse"]), "n_pairs": p["n_pairs"],
+                             "ratios": [round(v, 6) for v in p["ratios"]]})
+    return pairs
 
 
-def _floor_lookup(probes: list[dict]) -> dict[int, float]:
-    return {int(p["bytes"]): float(p["us"]) for p in probes if p.get("kind", "read") == "read"}
-
-
-def run_sweep(candidates: Sequence, shapes: Sequence[dict], out_path, *, label: str,
-              settings: SweepSettings | None = None, device="cuda", progress: Callable | None = None,
-              log: Callable[[str], None] = print, measure_shapes: bool = True) -> dict:
-    """Probes, then every shape; returns the run dict (also written to out_path).
-    measure_shapes=False: probes only (`python -m profiler probe`); the shapes only give byte counts."""
-    import torch
-
+def measure_probes(sess, shape_bytes_by_key: dict, rounds: int) -> dict:
+    """The probe task: HBM read probes at the run's shape sizes, the write-up's and a log sweep; compute probe."""
     from datasets import load_seed_probes
-    from profiler.probes import log_sweep_bytes, probe_plan, run_compute_probe, run_read_probes
+    from profiler import probes
+
+    t0 = time.perf_counter()
+    seed_probes = load_seed_probes()
+    plan = probes.probe_plan(shape_bytes_by_key, zip(seed_probes["label"], seed_probes["bytes"]),
+                             probes.log_sweep_bytes())
+    cold = sess.timer("cold")
+    read = probes.run_read_probes(cold, plan, n_rounds=rounds)
+    compute = probes.run_compute_probe(cold)
+    return {"probes": read, "compute_probe": compute, "seconds": round(time.perf_counter() - t0, 2)}
+
+
+# =================================================================================== in the parent process
+
+def _floor_lookup(probe_records: list[dict]) -> dict[int, dict]:
+    return {int(p["bytes"]): {"us": float(p["us"]), "ci_low_us": p.get("ci_low_us"), "ci_high_us": p.get("ci_high_us")}
+            for p in probe_records if p.get("kind", "read") == "read"}
+
+
+class WorkerPool:
+    """The parent's worker, respawned after a death, with the record of every process it started.
+
+    WorkerPool({"device": "cuda", "mode": "cold", "flush_bytes": None, "init": None}, log).call(task, timeout_s,
+    what) -> result (profiler.worker task kinds); measure_shape_isolated() adds the retry-without-the-culprit loop."""
+
+    def __init__(self, config: dict, log):
+        from profiler.worker import Worker
+
+        self.worker = Worker(config, log=log)
+        self.records: list[dict] = []
+        self.log = log
+
+    def call(self, task: dict, timeout_s: float, what: str) -> dict:
+        from profiler.worker import WorkerDied
+
+        if not self.worker.alive:
+            try:
+                env = self.worker.start()
+            except WorkerDied as exc:
+                raise WorkerStartError(f"the worker process could not start ({exc.kind}): {exc.message}") from None
+            self.records.append({"index": len(self.records), "started_for": what,
+                                 "replay_overhead_us": env.get("replay_overhead_us"),
+                                 "replay_overhead_ci_us": env.get("replay_overhead_ci_us"), "ended": "running"})
+        return self.worker.call(task, timeout_s)
+
+    def died(self, why: str) -> None:
+        if self.records:
+            self.records[-1]["ended"] = why[:300]
+        self.log(f"worker {len(self.records) - 1} lost: {why}; the next task starts a fresh one")
+
+    @property
+    def index(self) -> int:
+        return len(self.records) - 1
+
+    def close(self, force: bool = False) -> None:
+        if self.records and self.records[-1]["ended"] == "running":
+            self.records[-1]["ended"] = "stopped (interrupted)" if force else "closed"
+        self.worker.close(force)
+
+
+def _load_all(workers: WorkerPool, specs: list[str], timeout_s: float) -> tuple[list[dict], dict[str, str]]:
+    """Load every spec in the worker -> (loaded records in spec order, {spec: refusal reason}). A spec whose
+    module took the worker down is refused with the cause; a broken spec raises SweepInputError."""
+    from profiler.worker import WorkerDied
+
+    refused, pending = {}, list(specs)
+    while True:
+        try:
+            loaded = workers.call({"kind": "load", "specs": pending}, timeout_s, "load")["loaded"]
+            break
+        except WorkerDied as exc:
+            workers.died(str(exc))
+            culprit = exc.candidate if exc.candidate in pending else pending[0]
+            refused[culprit] = f"the worker died while loading it: {exc.message}"
+            pending = [s for s in pending if s != culprit]
+    broken = [r for r in loaded if r["error"] and not r["refused"]]
+    if broken:
+        raise SweepInputError("; ".join(f"cannot load candidate {r['spec']!r}: {r['error']}" for r in broken))
+    for r in loaded:
+        if r["refused"]:
+            refused[r["spec"]] = f"refused at load: {r['error']}"
+    by_spec = {r["spec"]: r for r in loaded}
+    return [by_spec.get(s, {"spec": s, "name": None}) for s in specs], refused
+
+
+def _names(loaded: list[dict]) -> list[str]:
+    from pathlib import Path
+
+    raw = [r["name"] or Path(r["spec"].split(":")[0]).stem or r["spec"] for r in loaded]
+    return unique_names(raw)
+
+
+def measure_shape_isolated(workers: WorkerPool, shape: dict, live: list[dict], task_base: dict, settings,
+                           incidents: dict, log) -> dict:
+    """One shape in the worker, again in a fresh one without the candidate that took it down -> merged
+    {"results", "pairs", "failures", "info", "telemetry"}. `live`: [{"spec", "name"}] (the first is the baseline of
+    the pairs); task_base: {"kind": "shape", "settings": asdict(settings), "floor": ...}; `incidents` counts the
+    workers each candidate took down (updated here). The tuner can call this with method specs."""
+    from profiler.worker import WorkerDied, WorkerError
+
+    merged = {"results": [], "pairs": [], "failures": [], "info": {}, "telemetry": None}
+    while live:
+        task = task_base | {"shape": shape, "candidates": live}
+        try:
+            res = workers.call(task, settings.shape_timeout_s, shape_key(shape))
+        except WorkerDied as exc:
+            workers.died(f"{exc.kind}: {exc.message}")
+            names = [c["name"] for c in live]
+            culprits = [exc.candidate] if exc.candidate in names else names  # timing/harness phase: all of them
+            what = ("during paired timing of all candidates" if exc.phase == "time" else f"in {exc.phase}")
+            for name in culprits:
+                merged["failures"].append(failure_record(shape, name, exc.kind, exc.phase or "unknown",
+                                                         [f"worker {exc.kind} {what}: {exc.message}"],
+                                                         worker=workers.index))
+                incidents[name] = incidents.get(name, 0) + 1
+            live = [c for c in live if c["name"] not in culprits]
+            continue
+        except WorkerError as exc:
+            log(f"{shape_key(shape)}: harness error in the worker: {exc}")
+            merged["failures"] += [failure_record(shape, c["name"], "error", "harness", [f"harness error: {exc}"])
+                                   for c in live]
+            break
+        for key in ("results", "pairs", "failures"):
+            merged[key] += [r | {"worker": workers.index} for r in res[key]]
+        merged["info"], merged["telemetry"] = res["info"], res.get("telemetry")
+        break
+    return merged
+
+
+def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: str,
+              settings: SweepSettings | None = None, device="cuda", progress: Callable | None = None,
+              log: Callable[[str], None] = print, measure_shapes: bool = True, worker_init: str | None = None) -> dict:
+    """Probes, then every shape, all in a worker process; returns the run dict (also written to out_path).
+    measure_shapes=False: probes only (`python -m profiler probe`); the shapes only give byte counts.
+    worker_init: 'file.py:function' run in every worker before its first task (tests: a fake timer)."""
     from profiler.runfile import RunWriter, new_run
-    from profiler.telemetry import Telemetry, environment
-    from profiler.timing import ColdTimer, StreamTimer
+
+    from kernels.candidate import resolve_spec
 
     settings = settings or SweepSettings()
+    given = [str(s) for s in specs]
+    specs = [resolve_spec(s) for s in given]  # the worker runs in the repository root: file paths made absolute
     t_start = time.perf_counter()
-    device = torch.device(device)
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
-    # The FP32 router baseline must run true FP32 (issue 4); a candidate must not be able to flip this for
-    # the others, so it is pinned here and recorded.
-    torch.backends.cuda.matmul.allow_tf32 = False
-    names = unique_names(candidates)
-    settings.candidates = names
-    writer = RunWriter(out_path)  # refuses an existing file before any GPU work
-    pci = getattr(torch.cuda.get_device_properties(device), "pci_bus_id", None) if device.type == "cuda" else None
-    telem = Telemetry(device.index or 0, pci)
-    env = environment(device, telem)
-    cold = ColdTimer(device, flush_bytes=settings.flush_bytes)
-    timer = cold if settings.mode == "cold" else StreamTimer(device)
-    env["replay_overhead_us"] = timer.overhead_us
-    env["replay_overhead_ci_us"] = [float(v) for v in timer.overhead_ci_us]
-    if timer is not cold:
-        env["probe_replay_overhead_us"] = cold.overhead_us
-    env["settings"] = asdict(settings) | {"flush_bytes": cold.flush_bytes, "allow_tf32": False,
-                                          "min_clock_fraction": MIN_CLOCK_FRACTION}
-    log(f"replay overhead {timer.overhead_us:.2f} us (95% CI {timer.overhead_ci_us[0]:.2f}-"
-        f"{timer.overhead_ci_us[1]:.2f}); flush reads {cold.flush_bytes / 1e6:.0f} MB (L2 {cold.l2_bytes / 1e6:.1f} MB)")
-    run = new_run(label, env)
-    run["failures"] = []
-    run["shape_info"] = {}
+    writer = RunWriter(out_path)  # refuses an existing file before any work
+    workers = WorkerPool({"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes,
+                        "init": worker_init}, log)
+    run = None
     try:
+        loaded, refused = _load_all(workers, specs, settings.shape_timeout_s) if specs else ([], {})
+        names = _names(loaded)
+        settings.candidates = names
+        env = dict(workers.worker.environment or {})
+        env["settings"] = asdict(settings) | {"flush_bytes": env.pop("flush_bytes", settings.flush_bytes),
+                                              "allow_tf32": False, "min_clock_fraction": MIN_CLOCK_FRACTION,
+                                              "specs": given}
+        env["workers"] = workers.records
+        log(f"replay overhead {env.get('replay_overhead_us', 0):.2f} us (95% CI "
+            f"{env.get('replay_overhead_ci_us', [0, 0])[0]:.2f}-{env.get('replay_overhead_ci_us', [0, 0])[1]:.2f}); "
+            f"flush reads {(env['settings']['flush_bytes'] or 0) / 1e6:.0f} MB; candidates run in a worker process")
+        run = new_run(label, env)
+        run["failures"], run["shape_info"] = [], {}
         if settings.probes:
-            t0 = time.perf_counter()
-            seed_probes = load_seed_probes()
-            plan = probe_plan({shape_key(s): shape_bytes(s) for s in shapes},
-                              zip(seed_probes["label"], seed_probes["bytes"]), log_sweep_bytes())
-            run["probes"] = run_read_probes(cold, plan, n_rounds=settings.probe_rounds,
-                                            progress=(lambda i, n: progress("probes", i, n)) if progress else None)
-            run["compute_probe"] = run_compute_probe(cold)
-            run["compute_peak_tflops"] = run["compute_probe"]["tflops"]
-            run["environment"]["probe_seconds"] = round(time.perf_counter() - t0, 2)
-            run["telemetry"].append(telem.sample())
+            res = workers.call({"kind": "probes", "shape_bytes": {shape_key(s): shape_bytes(s) for s in shapes},
+                                "rounds": settings.probe_rounds}, PROBE_TIMEOUT_S, "probes")
+            run["probes"], run["compute_probe"] = res["probes"], res["compute_probe"]
+            run["compute_peak_tflops"] = res["compute_probe"]["tflops"]
+            run["environment"]["probe_seconds"] = res["seconds"]
             writer.flush(run)
+            if progress:
+                progress("probes", 1, 1)
         floors = _floor_lookup(run["probes"])
-        cache = _ShapeState(device, settings.seed)
+        candidates = [{"spec": s, "name": n} for s, n in zip(specs, names)]
+        incidents: dict[str, int] = {}
+        task_base = {"kind": "shape", "settings": asdict(settings)}
         t_shapes = time.perf_counter()
         for i, shape in enumerate(shapes if measure_shapes else []):
-            res, pairs, fails, info = measure_one_shape(timer, candidates, names, shape, cache, settings, device,
-                                                        telemetry=telem, floor_us=floors.get(shape_bytes(shape)))
-            run["results"] += res
-            run["pairs"] += pairs
-            run["failures"] += fails
-            run["shape_info"][shape_key(shape)] = info
-            run["telemetry"].append(telem.sample())
+            live, skipped = [], []
+            for c in candidates:
+                if c["spec"] in refused:
+                    skipped.append(failure_record(shape, c["name"], "load", "load", [refused[c["spec"]]]))
+                elif incidents.get(c["name"], 0) >= settings.max_incidents:
+                    skipped.append(failure_record(shape, c["name"], "skipped", "none", [
+                        f"not run: its worker died or hung at {incidents[c['name']]} shapes already "
+                        f"(max_incidents {settings.max_incidents})"]))
+                else:
+                    live.append(c)
+            merged = measure_shape_isolated(workers, shape, live, task_base | {
+                "floor": floors.get(shape_bytes(shape))}, settings, incidents, log)
+            run["results"] += merged["results"]
+            run["pairs"] += merged["pairs"]
+            run["failures"] += skipped + merged["failures"]
+            run["shape_info"][shape_key(shape)] = merged["info"]
+            if merged["telemetry"]:
+                run["telemetry"].append(merged["telemetry"])
             writer.flush(run)
             if progress:
                 progress("shapes", i + 1, len(shapes))
         env = run["environment"]
         env["sweep_seconds"] = round(time.perf_counter() - t_shapes, 2)
         env["wall_seconds"] = round(time.perf_counter() - t_start, 2)
-        env.setdefault("clocks", {})["sm_mhz_end"] = telem.sm_mhz()
+        if run["telemetry"]:
+            env.setdefault("clocks", {})["sm_mhz_end"] = run["telemetry"][-1].get("sm_mhz")
+        workers.close()
         writer.finalize(run)
         run["status"] = "complete"
     except KeyboardInterrupt:
-        run["environment"]["wall_seconds"] = round(time.perf_counter() - t_start, 2)
-        run["interrupted"] = True
-        writer.flush(run)
-        print(f"\ninterrupted: partial run kept in {out_path}", file=sys.stderr)
+        workers.close(force=True)
+        if run is not None:
+            run["environment"]["wall_seconds"] = round(time.perf_counter() - t_start, 2)
+            run["interrupted"] = True
+            writer.flush(run)
+            print(f"\ninterrupted: partial run kept in {out_path}", file=sys.stderr)
         raise
+    finally:
+        workers.close()
     return run

@@ -5,6 +5,7 @@ machine without NVML still works, it just cannot flag throttling.
 """
 from __future__ import annotations
 
+import ctypes
 import platform
 import os
 import subprocess
@@ -115,6 +116,21 @@ class Telemetry:
                 "power_w": rec["power_w"],
                 "power_limit_w": round(limit_mw / 1000.0, 1) if limit_mw is not None else None,
                 "temperature_c": rec["temp_c"], "throttle_reasons": rec["throttle"]}
+
+
+def cuda_device_name(index: int = 0) -> str | None:
+    """The CUDA device's name from the driver API (libcuda through ctypes: milliseconds, no torch import and no CUDA
+    context); None where there is no driver or no device. Honours CUDA_VISIBLE_DEVICES like torch does."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    count, dev, name = ctypes.c_int(0), ctypes.c_int(0), ctypes.create_string_buffer(256)
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value <= index:
+        return None
+    if cuda.cuDeviceGet(ctypes.byref(dev), index) != 0 or cuda.cuDeviceGetName(name, len(name), dev) != 0:
+        return None
+    return name.value.decode(errors="replace")
 
 
 def git_info(root: Path | None = None) -> dict:

@@ -67,6 +67,8 @@ BAD = [
     ("missing contract number", _delete(["contract", "row_bound_factor"]), "contract.row_bound_factor", ["missing"]),
     ("fractional probe spacing", _set(["contract", "sparse_probe_every_rows"], 8.5),
      "contract.sparse_probe_every_rows", ["8.5"]),
+    ("input scales that are not integer exponents", _set(["contract", "input_scale_exponents"], [0, 0.5]),
+     "contract.input_scale_exponents", ["list of integers", "0.5"]),
     ("nearby M repeated", _set(["nearby", "M"], [2, 3, 2]), "nearby.M[2]", ["duplicate M=2", "nearby.M[0]"]),
     ("nearby M that is scored", _set(["nearby", "M"], [2, 8]), "nearby.M[1]", ["'verify 1'", "never scored"]),
     ("nearby M not a list", _set(["nearby", "M"], 3), "nearby.M", ["list"]),

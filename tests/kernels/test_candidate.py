@@ -150,6 +150,66 @@ def test_plan_candidate_dispatches_by_the_weights_n(monkeypatch):
     assert cand.describe("unpooler", 3) == "torch_linear"  # the workload's N at M=3 is 8192
 
 
+OBJECT = '''
+import torch.nn.functional as F
+class Mine:
+    name = "mine_obj"
+    def prepare(self, family, weight):
+        return {"w": weight}
+    def run(self, state, family, x):
+        return F.linear(x, state["w"])
+NOT_A_CANDIDATE = 3
+'''
+
+
+def test_object_spec_loads_a_class_following_the_protocol(tmp_path):
+    from kernels.candidate import ObjectCandidate
+
+    mod = tmp_path / "objs.py"
+    mod.write_text(OBJECT)
+    cand = load_candidate(f"{mod}:Mine")
+    assert isinstance(cand, ObjectCandidate) and cand.name == "mine_obj"
+    w, x = torch.randn(8, 32).bfloat16(), torch.randn(2, 32).bfloat16()
+    assert _rel(cand.run(cand.prepare("o", w), "o", x), _ref(x, w)) < 1e-2
+    for attr, words in (("Absent", "no attribute 'Absent'"), ("NOT_A_CANDIDATE", r"must have callable\(s\)")):
+        with pytest.raises(CandidateError, match=words):
+            load_candidate(f"{mod}:{attr}")
+
+
+def test_method_spec_round_trips_and_is_checked():
+    from kernels.candidate import check_spec, method_spec
+
+    spec = method_spec("gemv", {"BN": 1, "num_warps": 16, "cache": ".cg"})
+    assert spec == 'method:gemv:{"BN": 1, "cache": ".cg", "num_warps": 16}'
+    cand = load_candidate(spec)
+    assert isinstance(cand, MethodCandidate) and cand.config == {"BN": 1, "num_warps": 16, "cache": ".cg"}
+    assert load_candidate("method:gemv").name == MethodCandidate("gemv").name
+    check_spec(spec)
+    with pytest.raises(PlanError):
+        check_spec('method:gemv:{"BN": 5, "num_warps": 4, "cache": ""}')
+    with pytest.raises(CandidateError, match="must be a JSON object"):
+        check_spec("method:gemv:[1]")
+
+
+def test_check_spec_runs_no_candidate_code(tmp_path):
+    from kernels.candidate import check_spec
+
+    mod = tmp_path / "explodes.py"
+    mod.write_text("raise SystemExit('imported!')\n")
+    check_spec(str(mod))            # exists: fine, and the module was not imported
+    check_spec(f"{mod}:Anything")
+    with pytest.raises(CandidateError, match="no such module file"):
+        check_spec(str(tmp_path / "absent.py:X"))
+    with pytest.raises(PlanError):
+        check_spec("no_such_plan")
+
+
+def test_module_with_spaces_in_its_name_loads(tmp_path):
+    mod = tmp_path / "my kernels.py"
+    mod.write_text(GOOD)
+    assert load_candidate(str(mod)).name == "mine"
+
+
 def test_method_candidate_never_runs_a_config_its_guard_rejects(monkeypatch):
     """router_gemv_fp32 with BK=1024 at K=1000 (the guard says K % BK != 0) once ran under the interpreter and
     read past the weight rows. Now the launcher refuses it at prepare, and every run() asks the guard first."""

@@ -1,7 +1,7 @@
-"""CLI behaviour that does not need a GPU: the no-CUDA exit, summarize, tune dispatch."""
+"""CLI behaviour that does not need a GPU: the no-CUDA exits (run, probe, tune), bad input as one line, summarize."""
+import os
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -20,23 +20,72 @@ def _cuda():
         return False
 
 
+def _cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "profiler", *args], cwd=cwd, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def _one_line(p) -> str:
+    assert "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    return lines[0]
+
+
 @pytest.mark.skipif(_cuda(), reason="checks the no-CUDA path")
-@pytest.mark.parametrize("cmd", [["run", "--plan", "baseline"], ["probe"]])
+@pytest.mark.parametrize("cmd", [["run", "--plan", "baseline"], ["probe"], ["tune"], ["tune", "--families", "o"]])
 def test_no_cuda_exits_2_with_one_line(cmd):
-    p = subprocess.run([sys.executable, "-m", "profiler", *cmd], cwd=ROOT, capture_output=True, text=True)
+    p = _cli(*cmd)
     assert p.returncode == 2
-    assert "Traceback" not in p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1 and "CUDA" in p.stderr
+    line = _one_line(p)
+    assert line.startswith(f"profiler {cmd[0]}: needs a CUDA GPU") or "importing torch failed" in line
+
+
+def test_tune_help_reaches_the_real_tuner_without_cuda():
+    p = _cli("tune", "--help")
+    assert p.returncode == 0 and "usage: python -m profiler tune" in p.stdout and "--out-plan" in p.stdout
 
 
 def test_run_without_plan_is_an_error():
-    p = subprocess.run([sys.executable, "-m", "profiler", "run"], cwd=ROOT, capture_output=True, text=True)
+    p = _cli("run")
     assert p.returncode == 1 and "--plan" in p.stderr
+
+
+@pytest.mark.parametrize("spec, words", [("no_such_plan", "no such plan file"), ("absent.py", "no such module file"),
+                                         ("method:no_such_method", "unknown method"),
+                                         ("method:gemv:{not json", "not valid JSON")])
+def test_bad_candidate_spec_is_one_line_before_anything_runs(spec, words):
+    p = _cli("run", "--plan", "baseline", "--candidate", spec)
+    assert p.returncode == 1
+    line = _one_line(p)
+    assert spec in line and words in line, line
+
+
+def test_out_never_overwrites_anything(tmp_path):
+    existing = tmp_path / "keep.json"
+    existing.write_text("{}")
+    dangling = tmp_path / "link.json"
+    dangling.symlink_to(tmp_path / "nowhere.json")
+    for out, words in ((existing, "exists; runs are never overwritten"), (dangling, "exists"),
+                       (ROOT / "README.md", "must end in .json"), (tmp_path, "must end in .json")):
+        p = _cli("run", "--plan", "baseline", "--out", str(out))
+        assert p.returncode == 1 and words in _one_line(p), (out, p.stderr)
+    assert existing.read_text() == "{}" and dangling.is_symlink()
+
+
+@pytest.mark.skipif(_cuda(), reason="stops at the no-CUDA exit, after the label")
+@pytest.mark.parametrize("args, label", [(["--candidate", "my kernels.py"], "baseline-vs-my-kernels"),
+                                         (["--label", "../../x"], "x")])
+def test_odd_labels_are_sanitised_not_a_traceback(tmp_path, args, label):
+    (tmp_path / "my kernels.py").write_text("def prepare(w):\n    return w\ndef run(s, f, x):\n    return x\n")
+    p = _cli("run", "--plan", "baseline", *args, cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert f"-> '{label}'" in p.stderr.splitlines()[0]
 
 
 def _synthetic_run(tmp_path):
     env = {"gpu": "Test GPU", "replay_overhead_us": 3.3, "replay_overhead_ci_us": [3.2, 3.4],
-           "settings": {"mode": "cold", "candidates": ["baseline", "fast"]}}
+           "settings": {"mode": "cold", "candidates": ["baseline", "fast", "dies"]}}
     run = new_run("synthetic", env)
     shape = {"load": "decode 1", "family": "qkv_gate", "M": 1, "N": 2304, "K": 8192}
     run["results"] = [shape | {"candidate": "baseline", "median_us": 14.0, "correct": True, "flags": []},
@@ -44,6 +93,8 @@ def _synthetic_run(tmp_path):
                                "error": {"reasons": ["eager call 1: rel-L2 error 2e-2 > tolerance 1e-2"]}}]
     run["pairs"] = [shape | {"baseline": "baseline", "candidate": "fast", "ratio_median": 1.4,
                              "ratio_ci_low": 1.39, "ratio_ci_high": 1.41}]
+    run["failures"] = [shape | {"candidate": "dies", "kind": "died", "phase": "check",
+                                "reasons": ["worker died in check: exit code 7"]}]
     run["probes"] = [{"bytes": 37748736, "us": 10.1, "tbps": 3.74, "design": "persistent_b8192"}]
     path = tmp_path / "run.json"
     write_run_atomic(run, path)
@@ -52,27 +103,19 @@ def _synthetic_run(tmp_path):
 
 def test_summarize_prints_table(tmp_path):
     path = _synthetic_run(tmp_path)
-    p = subprocess.run([sys.executable, "-m", "profiler", "summarize", str(path)], cwd=ROOT, capture_output=True,
-                       text=True)
+    p = _cli("summarize", str(path))
     assert p.returncode == 0, p.stderr
     assert "decode 1/qkv_gate" in p.stdout and "1.4000 [1.3900,1.4100]" in p.stdout
     assert "INCORRECT" in p.stdout and "persistent_b8192" in p.stdout
+    assert "FAILED decode 1/qkv_gate M=1 dies (died, check): worker died in check: exit code 7" in p.stdout
 
 
-def test_summarize_bad_file_names_it(tmp_path):
+@pytest.mark.parametrize("content, words", [(b"{}", "schema_version: missing"), (b'{"a": "\xff\xfe"}', "UTF-8"),
+                                            (b"[" * 1000 + b"]" * 1000, "nest"), (b"{not json", "not valid JSON")])
+def test_summarize_bad_file_is_one_line_naming_it(tmp_path, content, words):
     bad = tmp_path / "bad.json"
-    bad.write_text("{}")
-    p = subprocess.run([sys.executable, "-m", "profiler", "summarize", str(bad)], cwd=ROOT, capture_output=True,
-                       text=True)
-    assert p.returncode == 1 and "bad.json" in p.stderr and "Traceback" not in p.stderr
-
-
-def test_tune_dispatches_to_profiler_tune(monkeypatch):
-    seen = {}
-    fake = types.ModuleType("profiler.tune")
-    fake.main = lambda argv: seen.setdefault("argv", argv) and 0
-    monkeypatch.setitem(sys.modules, "profiler.tune", fake)
-    from profiler.__main__ import main
-
-    assert main(["tune", "--plan", "x", "--family", "router"]) == 0
-    assert seen["argv"] == ["--plan", "x", "--family", "router"]
+    bad.write_bytes(content)
+    p = _cli("summarize", str(bad))
+    assert p.returncode == 1
+    line = _one_line(p)
+    assert "bad.json" in line and words in line, line

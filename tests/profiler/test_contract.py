@@ -4,6 +4,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from profiler import contract as C  # noqa: E402
+from profiler import rules  # noqa: E402
 from profiler import wrong  # noqa: E402
 
 CONTRACT = C.default_contract()
@@ -13,16 +14,87 @@ ROUTER = dict(load="test", family="router", M=16, N=32, K=512, x_dtype="bfloat16
               y_dtype="float32", rel_l2_tol=1e-4)
 
 
-@pytest.mark.parametrize("M, expected", [(1, 0), (7, 0), (8, 1), (16, 2), (256, 32)])
-def test_sparse_rows_count(M, expected):
-    x, rows = C.make_input(M, 64, 0, "cpu", contract=CONTRACT)
-    assert len(rows) == expected
-    for r in rows:
-        nz = torch.nonzero(x[r]).flatten()
-        assert nz.numel() == 1
-        v = abs(float(x[r, nz[0]]))
-        assert v == 2.0 ** round(torch.log2(torch.tensor(v)).item())  # a power of two
+@pytest.mark.parametrize("M, expected", [(8, 1), (16, 2), (256, 32)])
+def test_probe_layout_keeps_the_one_hot_rule_and_adds_kinds(M, expected):
+    x, rows = C.make_input(M, 64, 0, "cpu", contract=CONTRACT, vary=True)
+    kinds = list(rows.values())
+    # the write-up's one-hot rows are unchanged (same rows as before), plus as many dominant and few-nonzero
+    # rows and one zero row, all distinct
+    assert sorted(r for r, k in rows.items() if k == "one_hot") == C.sparse_probe_rows(M, 0, CONTRACT)
+    assert (kinds.count("one_hot"), kinds.count("dominant"), kinds.count("few"), kinds.count("zero")) == \
+        (expected, expected, expected, 1)
     assert x.dtype == torch.bfloat16 and not bool((x == 0).all())
+
+
+def _is_power_of_two(v: float) -> bool:
+    return v != 0 and abs(v) == 2.0 ** round(float(torch.log2(torch.tensor(abs(v)))))
+
+
+def test_each_probe_kind_has_its_shape_and_dominant_rows_hide_from_nonzero_counts():
+    x, rows = C.make_input(64, 1024, 5, "cpu", contract=CONTRACT, vary=True)
+    dense = [r for r in range(64) if r not in rows]
+    for r, kind in rows.items():
+        nz = torch.nonzero(x[r]).flatten()
+        vals = x[r, nz].float()
+        if kind == "zero":
+            assert nz.numel() == 0
+        elif kind == "one_hot":
+            assert nz.numel() == 1 and _is_power_of_two(float(vals[0]))
+        elif kind == "few":
+            assert 2 <= nz.numel() <= 4 and all(_is_power_of_two(float(v)) for v in vals)
+        else:  # dominant: as many nonzeros as a dense row, one power-of-two entry carrying ~all the energy
+            assert nz.numel() == int(torch.count_nonzero(x[dense[0]])) == 1024
+            peak = vals.abs().max()
+            assert _is_power_of_two(float(peak))
+            rest = (vals.abs().sum() - peak) / 1023
+            assert float(peak / rest) > 500  # noise ~2^-10 of the entry, so the column dominates the output
+
+
+def test_small_m_calls_cycle_through_probe_kinds():
+    # the lifecycle's eager calls use seeds 1, 2, 3: at M=1 they see a dominant, a few-nonzero and a zero row
+    assert [C.probe_rows(1, s, CONTRACT) for s in (1, 2, 3, 4)] == \
+        [{0: "dominant"}, {0: "few"}, {0: "zero"}, {}]
+    assert all(len(C.probe_rows(7, s, CONTRACT)) <= 1 for s in range(8))
+
+
+def test_input_magnitude_varies_across_calls_and_timing_inputs_do_not():
+    exps = [rules.input_scale_exponent(s, CONTRACT) for s in range(1, 6)]
+    assert min(exps) == -8 and max(exps) == 8
+    for seed in (1, 2):
+        x, rows = C.make_input(16, 64, seed, "cpu", contract=CONTRACT, vary=True)
+        plain, plain_rows = C.make_input(16, 64, seed, "cpu", contract=CONTRACT)
+        assert set(plain_rows.values()) <= {"one_hot"}
+        r = next(r for r in range(16) if r not in rows and r not in plain_rows)
+        e = rules.input_scale_exponent(seed, CONTRACT)
+        assert torch.equal(x[r].float(), plain[r].float() * 2.0 ** e)
+
+
+def test_outlier_weights_have_scaled_columns():
+    plain = C.make_weight("o", 8, 256, 3, "cpu")
+    out = C.make_weight("o", 8, 256, 3, "cpu", outliers=True)
+    ratio = (out.float() / plain.float())[0]
+    scaled = torch.nonzero(ratio != 1).flatten()
+    assert scaled.numel() == 256 // CONTRACT["outlier_column_every"]
+    assert torch.allclose(ratio[scaled], torch.tensor(float(CONTRACT["outlier_column_scale"])))
+
+
+def test_zero_rows_must_be_exactly_zero():
+    x, w, ref = _ref()
+    y = ref.clone()
+    y[4] = 0.0
+    ref = ref.clone()
+    ref[4] = 0.0
+    assert C.check_output(y, ref, 0.01, sparse_rows={4: "zero"}, contract=CONTRACT).ok
+    y[4, 7] = 1e-30  # far below every tolerance, still not zero
+    c = C.check_output(y, ref, 0.01, sparse_rows={4: "zero"}, contract=CONTRACT)
+    assert not c.ok and c.reasons == ["zero input row 4 gave a nonzero output row (max |y| 1.000e-30; must be "
+                                      "exactly 0)"]
+
+
+def test_default_inputs_are_the_old_timing_inputs():
+    """Callers that time (sweep, tuner, explain) get unscaled inputs with the write-up's one-hot rows only."""
+    x, rows = C.make_input(16, 64, 3, "cpu", contract=CONTRACT)
+    assert rows == {r: "one_hot" for r in C.sparse_probe_rows(16, 3, CONTRACT)}
 
 
 def test_inputs_differ_by_seed_and_repeat_with_seed():
@@ -83,6 +155,8 @@ def test_sparse_probe_row_bound_is_tighter_than_row_bound():
     assert C.check_output(y, ref, 0.01, contract=CONTRACT).ok
     c = C.check_output(y, ref, 0.01, sparse_rows=[8], contract=CONTRACT)
     assert not c.ok and "sparse probe" in c.reasons[0] and c.sparse_rel == pytest.approx(0.004, rel=1e-3)
+    c = C.check_output(y, ref, 0.01, sparse_rows={8: "dominant"}, contract=CONTRACT)
+    assert not c.ok and "(row 8: dominant entry + noise;" in c.reasons[0]
 
 
 def test_small_rows_use_mean_fraction_denominator():
@@ -123,9 +197,9 @@ def test_prepare_and_run_exceptions_are_verdicts():
             raise KeyError("nope")
 
     c = C.check_candidate(Boom(), BF16, "cpu", contract=CONTRACT)
-    assert not c.ok and "run raised RuntimeError: kaput" in c.reasons[0]
+    assert not c.ok and c.reasons[0] == "eager call 1: run() raised RuntimeError: kaput"
     c = C.check_candidate(BadPrep(), BF16, "cpu", contract=CONTRACT)
-    assert not c.ok and "prepare raised KeyError" in c.reasons[0]
+    assert not c.ok and c.reasons[0].startswith("prepare() raised KeyError")
 
 
 def test_error_vs_baseline_ratio_and_unusable_baselines():
@@ -177,3 +251,40 @@ def test_graph_path_on_cpu_passes_the_control_and_names_stale_replays(cpu_graphs
     c = C.check_candidate(wrong.MemoByPointer(), BF16, "cpu", contract=CONTRACT, use_graph=True, keep_graph=True)
     assert not c.ok and c.graph is None
     assert c.reasons[0].startswith("graph replay 1: STALE output"), c.reasons
+
+
+# --- capture failures are named by cause (the GPU test of the known-wrong set sees the real CUDA errors) --------
+def _invalidated(first: str | None):
+    """The exception torch raises at the end of an invalidated capture, chained to run()'s own error."""
+    try:
+        try:
+            if first:
+                raise RuntimeError(first)
+        finally:
+            raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
+    except RuntimeError as exc:
+        return exc
+
+
+@pytest.mark.parametrize("synced, cause", [(True, C.HOST_SYNC_CAUSE), (False, C.NOT_CAPTURABLE_CAUSE),
+                                           (None, C.UNKNOWN_CAPTURE_CAUSE)])
+def test_invalidated_capture_is_named_by_an_eager_sync_check(monkeypatch, synced, cause):
+    monkeypatch.setattr(C, "syncs_with_host", lambda fn: synced)
+    why = C.capture_failure(_invalidated("CUDA error: operation not permitted when stream is capturing"), lambda: 0)
+    assert why.startswith(f"CUDA graph capture failed: {cause} [RuntimeError: CUDA error: operation failed due to")
+
+
+def test_unjoined_stream_and_empty_graph_are_named():
+    why = C.capture_failure(_invalidated("capture sequence contains a fork that was not joined to the primary "
+                                         "stream"))
+    assert C.OTHER_STREAM_CAUSE in why
+
+    def empty_capture(fn):
+        import warnings
+
+        warnings.warn("The CUDA Graph is empty. This usually means that the graph was attempted to be captured on "
+                      "wrong device or stream.")
+        return "handle"
+
+    assert C.capture_checked(lambda: None, empty_capture) == (None, f"CUDA graph capture: {C.EMPTY_GRAPH_CAUSE}")
+    assert C.capture_checked(lambda: None, lambda fn: "handle") == ("handle", None)

@@ -52,7 +52,20 @@ def test_bad_number_names_the_json_path(tmp_path, run):
     (lambda r: r["results"][1].__setitem__("M", 1.5), "r.json: results[1].M: expected integer, got 1.5"),
     (lambda r: r["results"][1].__setitem__("M", True), "r.json: results[1].M: expected integer, got True"),
     (lambda r: r["results"][2].__setitem__("median_us", -1.0),
-     "r.json: results[2].median_us: expected positive number, got -1.0"),
+     "r.json: results[2].median_us: expected a time in us with 0 < t <= 1e+06 (at most 1 s per call), got -1.0"),
+    (lambda r: r["results"][2].__setitem__("median_us", 0), "r.json: results[2].median_us: expected a time in us"),
+    (lambda r: r["results"][2].__setitem__("median_us", 2.5e6),
+     "r.json: results[2].median_us: expected a time in us with 0 < t <= 1e+06 (at most 1 s per call), got 2500000.0"),
+    (lambda r: r["results"][1].__setitem__("samples_us", [10.0, 0.0]),
+     "r.json: results[1].samples_us: expected times in us with 0 < t <= 1e+06"),
+    (lambda r: r["results"][1].__setitem__("ci_low_us", -3.0), "r.json: results[1].ci_low_us: expected a time"),
+    (lambda r: r["probes"][0].__setitem__("us", 1.5e6), "r.json: probes[0].us: expected a time in us"),
+    (lambda r: r.__setitem__("compute_peak_tflops", -780.0),
+     "r.json: compute_peak_tflops: expected positive number or null, got -780.0"),
+    (lambda r: r.__setitem__("failures", [{"load": "decode 1"}]), "r.json: failures[0].family: missing"),
+    (lambda r: r.__setitem__("failures", [{"load": "decode 1", "family": "o", "M": 1, "N": 2, "K": 3,
+                                           "candidate": "x", "reasons": "boom"}]),
+     "r.json: failures[0].reasons: expected list of strings, got 'boom'"),
     (lambda r: r["results"][0].__setitem__("correct", "yes"), "r.json: results[0].correct: expected boolean"),
     (lambda r: r["results"][0].__setitem__("samples_us", [1.0, "x"]),
      "r.json: results[0].samples_us: expected list of numbers"),
@@ -83,6 +96,40 @@ def test_duplicate_results_rejected(tmp_path, run):
     run["results"].append(copy.deepcopy(run["results"][0]))
     msg = _load_error(tmp_path, run)
     assert f"results[{len(run['results']) - 1}]: duplicate result for candidate 'baseline'" in msg
+
+
+@pytest.mark.parametrize("where, value", [("median_us", float("inf")), ("median_us", float("nan")),
+                                          ("samples_us", [1.0, float("inf")])])
+def test_non_finite_times_rejected_in_memory(run, where, value):
+    """JSON cannot hold them, but a run dict about to be written can: validate_run rejects them first."""
+    run["results"][0][where] = value
+    with pytest.raises(RunFileError, match=rf"results\[0\]\.{where}: expected (number|list of numbers)"):
+        runfile.validate_run(run, "r.json")
+
+
+def test_duplicate_pairs_rejected(tmp_path, run):
+    run["pairs"].append(copy.deepcopy(run["pairs"][0]))
+    msg = _load_error(tmp_path, run)
+    assert f"pairs[{len(run['pairs']) - 1}]: duplicate pair 'baseline' vs " in msg and "(first at pairs[0])" in msg
+
+
+def test_same_candidate_at_two_n_rejected(tmp_path, run):
+    twin = copy.deepcopy(run["results"][0])
+    twin["N"] += 1
+    run["results"].append(twin)
+    msg = _load_error(tmp_path, run)
+    i = len(run["results"]) - 1
+    assert msg.startswith(f"r.json: results[{i}].N: candidate 'baseline' at decode 1/qkv_gate M=1 has "
+                          f"N={twin['N']} here and N={twin['N'] - 1} at results[0]"), msg
+
+
+def test_failures_and_workers_accepted(tmp_path, run):
+    run["failures"] = [{"load": "decode 1", "family": "o", "M": 1, "N": 8192, "K": 1024, "candidate": "x",
+                        "kind": "died", "phase": "check", "reasons": ["exit code 7"], "worker": 0}]
+    run["environment"]["workers"] = [{"index": 0, "started_for": "load", "ended": "died: exit code 7"}]
+    assert load_run(_write(tmp_path, run))["failures"][0]["kind"] == "died"
+    run["environment"]["workers"] = [{"ended": "x"}]
+    assert _load_error(tmp_path, run).startswith("r.json: environment.workers[0].index: missing")
 
 
 def test_invalid_json_and_nan(tmp_path):

@@ -44,6 +44,24 @@ def test_log_sweep():
 
 
 def test_flags():
-    assert sweep._flags(10.0, 9.9, 10.1, 11.0, 0, True) == ["below_floor"]
-    assert sweep._flags(10.0, 9.9, 10.1, 9.0, 3, False) == ["throttled", "incorrect"]
-    assert sweep._flags(10.0, 8.0, 12.0, None, 0, True) == ["wide_ci"]
+    floor = {"us": 11.0, "ci_low_us": 10.5}
+    assert sweep._flags(10.0, 9.9, 10.1, floor, 0) == ["below_floor"]
+    # under the probe's median but within its noise (CI low 9.5): not below the floor
+    assert sweep._flags(10.0, 9.9, 10.1, {"us": 10.2, "ci_low_us": 9.5}, 0) == []
+    assert sweep._flags(10.0, 9.9, 10.1, {"us": 10.2}, 0) == ["below_floor"]  # a probe without a CI: its median
+    assert sweep._flags(10.0, 9.9, 10.1, {"us": 9.0, "ci_low_us": 8.9}, 3) == ["throttled"]
+    assert sweep._flags(10.0, 8.0, 12.0, None, 0) == ["wide_ci"]
+    assert sweep._flags(10.0, 9.9, 10.1, None, 0, vs_baseline=4.5, error_factor=4) == ["less_accurate"]
+    assert sweep._flags(10.0, 9.9, 10.1, None, 0, vs_baseline=3.9, error_factor=4) == []
+
+
+def test_failure_record():
+    s = {"load": "decode 1", "family": "o", "M": 1, "N": 8192, "K": 1024, "x_dtype": "bfloat16"}
+    f = sweep.failure_record(s, "x", "died", "check", ["boom"], worker=2)
+    assert f == {"load": "decode 1", "family": "o", "M": 1, "N": 8192, "K": 1024, "candidate": "x",
+                 "kind": "died", "phase": "check", "reasons": ["boom"], "worker": 2}
+
+
+def test_settings_from_dict_ignores_unknown_keys():
+    st = sweep.SweepSettings.from_dict({"mode": "stream", "min_pairs": 7, "not_a_setting": 1})
+    assert (st.mode, st.min_pairs, st.check) == ("stream", 7, "full")
