@@ -105,22 +105,33 @@ def _spec_label(spec: str) -> str:
     return attr if attr else Path(spec).stem
 
 
+def _shapes(cmd: str, selection: str) -> list[dict]:
+    """The --shapes selection's rows, or exit 2 with one line naming what is wrong with it."""
+    from profiler.sweep import select_shapes
+
+    try:
+        return select_shapes(selection)
+    except ValueError as exc:
+        print(f"profiler {cmd}: --shapes: {exc}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def cmd_run(args, argv) -> int:
     specs = list(args.plan or []) + list(args.candidate or [])
     if not specs:
         print("profiler run: give at least one --plan (the first is the baseline of every pair)", file=sys.stderr)
         return 1
     _check_specs(specs)
+    shapes = _shapes("run", args.shapes)
     label = _label("run", args.label or "-vs-".join(_spec_label(s) for s in specs)[:80])
     out = _out_path("run", args.out, label)
     _cuda_or_exit("run")
-    from profiler.sweep import SweepSettings, select_shapes
+    from profiler.sweep import SweepSettings
 
     settings = SweepSettings(mode=args.mode, shapes=args.shapes, max_seconds_per_shape=args.max_seconds_per_shape,
                              seed=args.seed, probes=not args.no_probes, shape_timeout_s=args.shape_timeout_s,
                              max_incidents=args.max_incidents,
                              command="python -m profiler " + " ".join(shlex.quote(a) for a in argv))
-    shapes = select_shapes(args.shapes)
     t0 = time.perf_counter()
     run = _sweep("run", specs, shapes, out, label, settings)
     print(format_run(run))
@@ -156,11 +167,11 @@ def cmd_probe(args, argv) -> int:
     label = _label("probe", args.label or "probes")
     out = _out_path("probe", args.out, label)
     _cuda_or_exit("probe")
-    from profiler.sweep import SweepSettings, select_shapes
+    from profiler.sweep import SweepSettings
 
     settings = SweepSettings(shapes=args.shapes, command="python -m profiler " + " ".join(argv))
     # Probes only: the shapes give the byte counts to probe, no candidate is run.
-    run = _sweep("probe", [], select_shapes(args.shapes), out, label, settings, measure_shapes=False)
+    run = _sweep("probe", [], _shapes("probe", args.shapes), out, label, settings, measure_shapes=False)
     print(format_probes(run))
     print(f"\nwrote {out}")
     return 0
@@ -242,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--candidate", action="append",
                    help="a module .py with prepare(weight), run(state, family, x); or file.py:Class (the Candidate "
                         "protocol, e.g. profiler/wrong.py:StaleOutput); or method:NAME[:{json config}]")
-    r.add_argument("--shapes", choices=("official", "nearby", "all"), default="official")
+    r.add_argument("--shapes", default="official", help="official | nearby | all | FAMILY[,FAMILY]:M,M,... | M=M,M,... ; parts joined by + (e.g. nearby+M=2,384)")
     r.add_argument("--mode", choices=("cold", "stream"), default="cold")
     r.add_argument("--out", help="run file (default datasets/runs/<date>_<gpu>_<label>.json; never overwritten)")
     r.add_argument("--label", help="run label (default: the plan names joined by -vs-)")
@@ -255,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-incidents", type=int, default=2,
                    help="a candidate whose worker died or hung at this many shapes is not run at the others")
     pr = sub.add_parser("probe", help="HBM read probes + compute probe only, into a run file")
-    pr.add_argument("--shapes", choices=("official", "nearby", "all"), default="official")
+    pr.add_argument("--shapes", default="official", help="official | nearby | all | FAMILY[,FAMILY]:M,M,... | M=M,M,... ; parts joined by + (e.g. nearby+M=2,384)")
     pr.add_argument("--out")
     pr.add_argument("--label")
     s = sub.add_parser("summarize", help="print a run file's per-shape table")

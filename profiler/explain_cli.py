@@ -14,7 +14,7 @@ EXIT_MISSING = 2
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", action="append", help="plan name or .json path (repeatable)")
     p.add_argument("--candidate", action="append", help="a user's module .py with prepare(weight), run(state, family, x)")
-    p.add_argument("--shapes", choices=("official", "nearby", "all"), default="official")
+    p.add_argument("--shapes", default="official", help="a selection as for `profiler run --shapes` (official, nearby, all, FAMILY:M,..., M=..., joined by +)")
     p.add_argument("--shape", action="append", metavar="KEY",
                    help="only this shape (repeatable), e.g. 'decode 16/router' or 'nearby/router/M9'")
     p.add_argument("--out", help="run file (default datasets/runs/<date>_<gpu>_<label>.json; never overwritten)")

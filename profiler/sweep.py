@@ -87,18 +87,13 @@ def shape_bytes(shape) -> int:
             + M * N * DTYPE_BYTES[shape["y_dtype"]])
 
 
-def select_shapes(which: str, workload=None) -> list[dict]:
-    """'official' (the 30 scored shapes), 'nearby' (generalization M's) or 'all' (both)."""
+def select_shapes(selection: str, workload=None) -> list[dict]:
+    """The shape rows a --shapes selection names (datasets.select_shapes: 'official', 'nearby', 'all',
+    'qkv_gate:1,64', 'M=3,17', parts joined by '+'); ShapeSelectionError (a ValueError) names a bad one."""
     from datasets import load_workload
+    from datasets.selection import select_shapes as select
 
-    wl = workload or load_workload()
-    frames = {"official": [wl.shapes], "nearby": [wl.nearby], "all": [wl.shapes, wl.nearby]}
-    if which not in frames:
-        raise ValueError(f"--shapes must be official, nearby or all, not {which!r}")
-    rows = []
-    for df in frames[which]:
-        rows += [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in df.to_dict("records")]
-    return rows
+    return select(selection, workload or load_workload())
 
 
 def unique_names(candidates) -> list[str]:
