@@ -1,34 +1,74 @@
 #!/usr/bin/env bash
-# The device session that produced the committed H200 runs (datasets/runs/<date>_nvidia-h200_*.json).
-# Run from the repo root on the GPU host: OUT=/some/dir bash profiler/h200_session.sh
-# Order: tune (writes the best plan) -> paired baseline/seed036/best sweep with probes -> two back-to-back
-# baseline-vs-baseline sweeps over official + nearby shapes (repeatability check) -> best vs baseline on
-# nearby shapes (generalization) -> GPU tests. Each step has its own time limit so one failure cannot eat
-# the others' time. REPEAT="" skips the repeatability sweeps; pass PROJLAB_GIT_SHA=$(git rev-parse HEAD)
-# so run files record the commit (the device copy has no .git). Everything lands in $OUT (copied into datasets/runs by hand, never edited).
+# The device sessions behind the committed H200 runs (datasets/runs/<date>_nvidia-h200_*.json).
+# Run from the repo root on the GPU host:
+#     OUT=/some/dir TAG=r4 PROJLAB_GIT_SHA=<commit> STAGES="tune sweeps" bash profiler/h200_session.sh
+# PROJLAB_GIT_SHA: the device copy has no .git, so run files record the commit they were given. TAG suffixes
+# every run name (never reused: runs are never overwritten). Everything lands in $OUT and is copied into
+# datasets/runs by hand, never edited. Each step has its own time limit so one failure cannot eat the others'.
+# Stages (run in the order given):
+#   tune     re-tune the best plan (TUNE_FAMILIES, default all) -> $OUT/best.json and kernels/plans/best.json
+#   sweeps   paired baseline/seed036/best sweep with probes; a second back-to-back baseline-vs-best sweep
+#            (repeatability of the score); best vs baseline on nearby + extra M (generalization, any-M dispatch)
+#   explain  Nsight Compute + Kineto breakdown of baseline and best over the official shapes
+#   trust    baseline + every known-wrong candidate of profiler/wrong.py over the official shapes, then a
+#            baseline-only sweep (the baseline must stay correct and at its usual time)
+#   gputests the GPU tests of the known-wrong set, the worker and the kernels
+#   repeat   two back-to-back baseline-vs-baseline sweeps over official + nearby shapes
 export PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT}; mkdir -p "$OUT"
-D=$(date -u +%F); P="$OUT/${D}_nvidia-h200"; T=${TAG:+-$TAG}  # TAG=r2 → ..._tune-r2.json (names never reused)
+D=$(date -u +%F); P="$OUT/${D}_nvidia-h200"; T=${TAG:+-$TAG}
 LOG="$OUT/session.log"
+BEST=kernels/plans/best.json
+EXTRA_M=2,4,12,24,48,64,96,200,384,512,1024   # the extra M of the any-M dispatch check (plus the nearby set)
+WRONG="StaleOutput SkippedKTail RouterBF16Weights UninitializedOutput WrongDtype TransposedOutput NaNRow InputMutated
+ScratchNotReset WeightMutated MemoByPointer OneHotInt8 TF32Flipper TimerPatcher SysExit SideStream HostSync
+ExitProcess Segfault Hang FaultAtOneShape"
 step() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
 clean() { tr '\r' '\n' | grep -v 'it/s\]$' | tee -a "$LOG"; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
-  python3 -c "import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__)"; } 2>&1 | tee "$LOG"
-step "tune (all families, official shapes)"
-timeout ${TUNE_S:-270} python3 -m profiler tune --shapes official --out-plan kernels/plans/best.json \
-  --out-run "${P}_tune$T.json" --budget-s ${TUNE_BUDGET_S:-240} 2>&1 | clean | tail -n 60
-cp kernels/plans/best.json "$OUT/best.json" 2>/dev/null
-step "paired sweep: baseline vs seed036 vs best, official, cold, probes"
-timeout 120 python3 -m profiler run --plan baseline --plan seed036 --plan kernels/plans/best.json --shapes official \
-  --label baseline-seed036-best$T --out "${P}_baseline-seed036-best$T.json" 2>&1 | clean | tail -n 45
-for ab in ${REPEAT-a b}; do
-  step "repeatability sweep $ab: baseline vs baseline, official + nearby, cold, probes"
-  timeout 70 python3 -m profiler run --plan baseline --plan baseline --shapes all --label "baseline-vs-baseline-$ab$T" \
-    --out "${P}_baseline-vs-baseline-$ab$T.json" 2>&1 | clean | tail -n 12
-done
-step "generalization: baseline vs best, nearby shapes, no probes"
-timeout 50 python3 -m profiler run --plan baseline --plan kernels/plans/best.json --shapes nearby --no-probes \
-  --label baseline-vs-best-nearby$T --out "${P}_baseline-vs-best-nearby$T.json" 2>&1 | clean | tail -n 12
-if [ "${TEST_S:-0}" -gt 0 ]; then step "GPU tests"
-timeout ${TEST_S} python3 -m pytest -q -m gpu -p no:cacheprovider tests/kernels tests/profiler 2>&1 | tail -n 30 | tee -a "$LOG"; fi
+  python3 -c "import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__)"; } 2>&1 | tee -a "$LOG"
+
+for stage in ${STAGES:-tune sweeps explain trust}; do case $stage in
+tune)
+  step "tune ${TUNE_FAMILIES:-all families}, official shapes"
+  timeout ${TUNE_S:-300} python3 -m profiler tune --shapes official ${TUNE_FAMILIES:+--families $TUNE_FAMILIES} \
+    --base-plan $BEST --out-plan $BEST --out-run "${P}_tune$T.json" --budget-s ${TUNE_BUDGET_S:-260} \
+    --compile-workers 16 2>&1 | clean | tail -n 50
+  cp $BEST "$OUT/best.json" ;;
+sweeps)
+  step "paired sweep: baseline vs seed036 vs best, official, cold, probes"
+  timeout 120 python3 -m profiler run --plan baseline --plan seed036 --plan $BEST --shapes official \
+    --label baseline-seed036-best$T --out "${P}_baseline-seed036-best$T.json" 2>&1 | clean | tail -n 45
+  step "second sweep (back to back): baseline vs best, official, cold, probes"
+  timeout 90 python3 -m profiler run --plan baseline --plan $BEST --shapes official \
+    --label baseline-vs-best-b$T --out "${P}_baseline-vs-best-b$T.json" 2>&1 | clean | tail -n 8
+  step "generalization: baseline vs best, nearby + M=$EXTRA_M, no probes"
+  timeout 150 python3 -m profiler run --plan baseline --plan $BEST --shapes "nearby+M=$EXTRA_M" --no-probes \
+    --max-seconds-per-shape 1.0 --label baseline-vs-best-nearby-extra$T \
+    --out "${P}_baseline-vs-best-nearby-extra$T.json" 2>&1 | clean | tail -n 12 ;;
+explain)
+  step "explain: baseline and best under Nsight Compute + Kineto, official"
+  timeout ${EXPLAIN_S:-150} python3 -m profiler explain --plan baseline --plan $BEST --shapes official \
+    --label explain-baseline-best$T --out "${P}_explain-baseline-best$T.json" 2>&1 | clean | tail -n 12 ;;
+trust)
+  step "isolation: baseline + every known-wrong candidate, official, cold, probes"
+  timeout ${TRUST_S:-300} python3 -m profiler run --plan baseline \
+    $(for c in $WRONG; do printf -- '--candidate profiler/wrong.py:%s ' "$c"; done) --shapes official \
+    --shape-timeout-s 20 --max-seconds-per-shape 1.0 --label baseline-vs-known-wrong$T \
+    --out "${P}_baseline-vs-known-wrong$T.json" 2>&1 | clean | tail -n 60
+  step "baseline only, same session, official, cold, probes"
+  timeout 90 python3 -m profiler run --plan baseline --shapes official --max-seconds-per-shape 1.0 \
+    --label baseline-only$T --out "${P}_baseline-only$T.json" 2>&1 | clean | tail -n 8 ;;
+gputests)
+  step "GPU tests"
+  timeout ${TEST_S:-120} python3 -m pytest -q -m gpu -p no:cacheprovider -n 8 tests/profiler tests/kernels 2>&1 \
+    | tail -n 30 | tee -a "$LOG" ;;
+repeat)
+  for ab in a b; do
+    step "repeatability sweep $ab: baseline vs baseline, official + nearby, cold, probes"
+    timeout 70 python3 -m profiler run --plan baseline --plan baseline --shapes all \
+      --label "baseline-vs-baseline-$ab$T" --out "${P}_baseline-vs-baseline-$ab$T.json" 2>&1 | clean | tail -n 12
+  done ;;
+*) step "unknown stage $stage" ;;
+esac; done
 step done; ls -la "$OUT" | tee -a "$LOG"
