@@ -193,12 +193,16 @@ def shape_table(data: RunData, workload: Workload | None = None) -> pd.DataFrame
 
 
 def candidate_pairs(data: RunData) -> list[tuple[str, str]]:
-    """(baseline, candidate) pairs to score: those in `pairs`, else the first candidate against each other."""
-    if not data.pairs.empty:
-        return list(dict.fromkeys(zip(data.pairs["baseline"], data.pairs["candidate"])))
-    names = data.candidates()
-    base = "baseline" if "baseline" in names else (names[0] if names else None)
-    return [(base, name) for name in names if name != base]
+    """(baseline, candidate) pairs to score: those in `pairs`, then every other candidate of the run against the
+    baseline — also one with no timed result at all (only `failures`: rejected everywhere), so that a summary
+    names it and why it has no score instead of leaving it out."""
+    pairs = list(dict.fromkeys(zip(data.pairs["baseline"], data.pairs["candidate"]))) if not data.pairs.empty else []
+    names = list(dict.fromkeys([*(data.run["environment"].get("settings", {}).get("candidates") or []),
+                                *data.candidates(),
+                                *(data.failures["candidate"] if len(data.failures) else [])]))
+    base = pairs[0][0] if pairs else ("baseline" if "baseline" in names else (names[0] if names else None))
+    paired = {c for _, c in pairs} | {base}
+    return pairs + [(base, name) for name in names if name not in paired]
 
 
 def run_score(data: RunData, baseline: str, candidate: str, workload: Workload | None = None,

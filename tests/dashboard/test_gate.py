@@ -161,3 +161,19 @@ def test_a_blocked_load_still_counts_its_shapes(edit, tmp_path):
     loads = res.loads.set_index("load")
     assert loads.loc["verify 1", "verdict"] == "NO SCORE" and loads["n_shapes"].tolist() == [5] * 6
     assert list(loads.index) == WL.load_order
+
+
+def test_a_candidate_rejected_everywhere_is_still_summarized():
+    """The committed H200 known-wrong run: most wrong candidates have no timed result at all (only failures);
+    the summary must still name each one and why it has no score."""
+    from dashboard import runs as drun
+    from datasets import RUNS_DIR
+
+    data = drun.load_run_data(RUNS_DIR / "2026-12-01_nvidia-h200_baseline-vs-known-wrong-r4.json")
+    pairs = drun.candidate_pairs(data)
+    named = {c for _, c in pairs}
+    assert {b for b, _ in pairs} == {"baseline"}
+    assert {"hang", "segfault", "exit_process", "one_hot_int8", "tf32_flipper", "timer_patcher"} <= named
+    assert len(named) == 21
+    gate = drun.pair_gate(data, "baseline", "hang")
+    assert not gate.ok and "hang failed at 30 scored shapes" in gate.message()
