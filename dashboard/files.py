@@ -5,13 +5,12 @@ run file, never into datasets/ (published and measured data; runs are never over
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Callable
 
 from datasets import DATA_DIR
 from datasets.jsonfile import JsonInputError, read_json
+from profiler.runfile import write_text_atomic
 
 
 class OutputError(ValueError):
@@ -49,19 +48,8 @@ def check_target(path: Path, inputs=()) -> None:
 
 
 def write_atomic(path: Path, text: str) -> Path:
-    """Write `text` to a temp file next to `path`, fsync, then rename over it: a reader (or a crash mid-write)
-    only ever sees the old file or the whole new one. The temp file is removed if anything fails."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    """profiler.runfile.write_text_atomic: temp file, fsync, rename — the old file or the whole new one."""
+    return write_text_atomic(path, text, overwrite=True)
 
 
 def write_files(out_dir, files: dict[str, str | Callable[[], str]], inputs=()) -> list[Path]:

@@ -225,6 +225,13 @@ def write_run_atomic(run: dict, path, overwrite: bool = False) -> Path:
         raise RunFileError(f"{path.name}: refusing to overwrite an existing run file (runs are never overwritten; "
                            f"pick a new label)")
     path.parent.mkdir(parents=True, exist_ok=True)
+    return write_text_atomic(path, text, overwrite=overwrite)
+
+
+def write_text_atomic(path: Path, text: str, overwrite: bool = True) -> Path:
+    """Write `text` to a temp file next to `path`, fsync, then move it into place: a reader (or a crash
+    mid-write) only ever sees the old file or the whole new one; the temp file is removed if anything fails.
+    overwrite=False links instead of renaming, so an existing `path` is never replaced (RunFileError)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
