@@ -61,6 +61,10 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 300.0       # torch import + CUDA context + timer calibration; generous for a cold file cache
 STDERR_TAIL_LINES = 40
+# Prepared states kept across tasks (least recently used dropped first). A sweep keeps a few per family and
+# reuses them at every load; a tuner sends ~100 method configs per point, each holding a copy of the weights
+# (up to 67 MB for the unpooler), so without a bound they would fill the GPU within a few families.
+MAX_CACHED_STATES = 192
 
 
 # ============================================================================================ in the worker
@@ -111,7 +115,7 @@ class Session:
         self.candidates: dict[str, Any] = {}
         self.load_errors: dict[str, dict] = {}
         self.weights: dict = {}
-        self.states: dict = {}
+        self.states: collections.OrderedDict = collections.OrderedDict()
         self._timers: dict = {}
         self._telemetry = None
 
@@ -206,6 +210,7 @@ class Session:
         """(prepared state, []) -- cached per (spec, family, N, K) -- or (None, reasons)."""
         key = (spec, shape["family"], int(shape["N"]), int(shape["K"]), seed)
         if key in self.states:
+            self.states.move_to_end(key)
             return self.states[key], []
         step(name, "prepare")
         reasons = []
@@ -227,6 +232,8 @@ class Session:
         if reasons:
             return None, reasons
         self.states[key] = state
+        while len(self.states) > MAX_CACHED_STATES:
+            self.states.popitem(last=False)
         return state, []
 
 
@@ -288,6 +295,15 @@ def run_shape_task(task: dict, sess: Session | None = None) -> dict:
     return measure_one_shape(sess or session(task.get("worker")), task)
 
 
+def _exit_with_parent(parent_pid: int, every_s: float = 1.0) -> None:
+    """End this worker within a second of its parent's death (a killed CLI or dask worker): an orphan would go on
+    timing its shape on the GPU while a fresh worker measures there too."""
+    while True:
+        time.sleep(every_s)
+        if os.getppid() != parent_pid:
+            os._exit(0)
+
+
 def _child_main() -> int:
     """`python -m profiler.worker`: the child side of the protocol."""
     import faulthandler
@@ -298,7 +314,10 @@ def _child_main() -> int:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", closefd=False)
-    faulthandler.enable()  # a segfault prints the Python frames to stderr, which the parent keeps
+    # A segfault prints the candidate's Python frames to stderr, which the parent keeps (the current thread
+    # only: the parent-watch thread's frames would come first and name nothing useful).
+    faulthandler.enable(all_threads=False)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
 
     def send(msg: dict) -> None:
         proto_out.write(json.dumps(msg, allow_nan=True) + "\n")
