@@ -1,14 +1,13 @@
 """The tuner's measure step through the isolation worker: "check + time these (method, config) at this shape".
 
-    WorkerMeasure(run_shape, settings, log)(shape, [(method, config), ...], timing) -> {"timed", "rejected", "info"}
+    WorkerMeasure(backend, settings, log)(shape, [(method, config), ...], timing) -> {"timed", "rejected", "info"}
 
 is the `measure` function of profiler.tune_rules (its contract is there), used by `python -m profiler tune` and the
 screening bench. Each call is ONE shape task of the worker protocol (profiler.worker): every candidate a
 `method:NAME:{config}` spec named by its label (kernels.method.format_config), checked with the contract's quick
 check (one eager call on fresh inputs with probe rows, vs the FP64 reference) and the passing ones timed together
-(paired rounds, the same sampler as `profiler run`). `run_shape(shape, live, task_base, settings, incidents)` runs
-that task and returns the merged shape result (profiler.sweep.measure_shape_isolated on this host's worker, or a
-dask worker's: profiler.cluster). A candidate whose worker died, hung or broke its CUDA context is a rejection with
+(paired rounds, the same sampler as `profiler run`). `backend` runs that task (profiler.sweep.shape_task) on this
+host's worker (profiler.sweep.LocalBackend) or on a dask worker (profiler.cluster.ClusterGroup). A candidate whose worker died, hung or broke its CUDA context is a rejection with
 the cause, the others are measured again in a fresh worker, and the tune goes on; a candidate that took a worker
 down at `settings.max_incidents` shapes is not run again.
 
@@ -48,8 +47,8 @@ class WorkerMeasure:
     that took a worker down (kinds in profiler.sweep.INCIDENT_KINDS) come back under "failures", for the run file;
     `incidents` counts them per candidate across calls (threads may share one WorkerMeasure)."""
 
-    def __init__(self, run_shape: Callable[..., dict], settings: SweepSettings, log: Callable[[str], None] = print):
-        self.run_shape, self.settings, self.log = run_shape, settings, log
+    def __init__(self, backend, settings: SweepSettings, log: Callable[[str], None] = print):
+        self.backend, self.settings, self.log = backend, settings, log
         self.incidents: dict[str, int] = {}
         self.telemetry: list[dict] = []   # one NVML sample per measured shape, as the worker took it
         self._lock = threading.Lock()   # points may be measured from several threads (a cluster tune)
@@ -70,14 +69,15 @@ class WorkerMeasure:
                                   f"(max_incidents {self.settings.max_incidents})"]
             else:
                 live.append({"spec": method_spec(name, config), "name": label})
+        from profiler.sweep import shape_task
+
         st = timing_settings(self.settings, timing)
-        incidents: dict[str, int] = {}
-        merged = self.run_shape(shape, live, {"kind": "shape", "settings": asdict(st), "floor": None}, st, incidents,
-                                pin)
+        merged = self.backend.call(shape_task, shape, live, {"kind": "shape", "settings": asdict(st), "floor": None},
+                                   st, pin=pin)
         with self._lock:
             if merged.get("telemetry"):
                 self.telemetry.append(merged["telemetry"])
-            for name, n in incidents.items():
+            for name, n in merged["incidents"].items():
                 self.incidents[name] = self.incidents.get(name, 0) + n
         out = tune_measured(merged, labels)
         out["rejected"].update(skipped)

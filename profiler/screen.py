@@ -109,7 +109,7 @@ def main(argv=None) -> int:
     from kernels.registry import METHODS
     from profiler.measure import WorkerMeasure
     from profiler.runfile import RunWriter, new_run, run_filename, utc_now
-    from profiler.sweep import LocalBackend, SweepSettings
+    from profiler.sweep import LocalBackend, SweepSettings, environment_task
     from profiler.telemetry import cuda_device_name
     from profiler.tune import precompile
 
@@ -129,14 +129,14 @@ def main(argv=None) -> int:
               "w_dtype": pt.spec["w_dtype"]} for pt, (_, pick) in zip(pts, cand_lists) if pick for m, c in [pick]]
     skip = precompile(METHODS, pts, args.methods, args.compile_workers, extra_jobs=picks)
     backend = LocalBackend({"device": "cuda", "mode": "cold", "flush_bytes": None, "init": None}, print)
-    env = dict(backend.environment())
+    env = dict(backend.call(environment_task))
     env.update(settings={"mode": "cold", "tool": "screen", "check": "quick", "methods": args.methods,
                          "plan": args.plan, "shapes": args.shapes, "extra_m": args.extra_m, "timing": TIMING,
                          "flush_bytes": env.pop("flush_bytes", None), "seed": args.seed,
                          "command": "python -m profiler.screen " + " ".join(argv or sys.argv[1:])},
                workers=backend.records())
     run = new_run(args.label, env)
-    measure = WorkerMeasure(backend.run_shape, SweepSettings(seed=args.seed), print)
+    measure = WorkerMeasure(backend, SweepSettings(seed=args.seed), print)
     records, lines, info = Records(), [], {}
     print(f"# {env.get('gpu')} torch {env.get('torch')}; replay overhead {env.get('replay_overhead_us', 0):.2f} us "
           f"(subtracted, in the worker); {len(pts)} shapes; setup {time.perf_counter() - t0:.1f} s", flush=True)

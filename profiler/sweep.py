@@ -501,27 +501,40 @@ def measure_shape_isolated(workers: WorkerPool, shape: dict, live: list[dict], t
     return merged
 
 
+def environment_task(pool: WorkerPool) -> dict:
+    """The worker's environment (gpu, versions, replay overhead); starts it."""
+    return pool.call({"kind": "environment"}, PROBE_TIMEOUT_S, "start")["environment"]
+
+
+def load_task(pool: WorkerPool, specs: list[str], timeout_s: float) -> tuple[list[dict], dict[str, str]]:
+    return _load_all(pool, specs, timeout_s)
+
+
+def probes_task(pool: WorkerPool, task: dict) -> dict:
+    return pool.call(task, PROBE_TIMEOUT_S, "probes")
+
+
+def shape_task(pool: WorkerPool, shape: dict, live: list[dict], task_base: dict, settings) -> dict:
+    """measure_shape_isolated as a self-contained task: the merged result plus "incidents", the workers each
+    candidate took down here (the caller keeps the count across shapes)."""
+    incidents: dict[str, int] = {}
+    merged = measure_shape_isolated(pool, shape, live, task_base, settings, incidents, pool.log)
+    return merged | {"incidents": incidents}
+
+
 class LocalBackend:
     """Where the default sweep runs its tasks: this host's one worker process (WorkerPool), one task at a time.
-    profiler.cluster.ClusterGroup has the same methods for the dask workers of one GPU model."""
+    `call(fn, *args)` runs fn(pool, *args) here (fn: environment_task, load_task, probes_task, shape_task, ...).
+    profiler.cluster.ClusterGroup has the same methods and runs fn on a dask worker of one GPU model, with that
+    worker's own pool."""
 
     parallel = 1
 
     def __init__(self, config: dict, log):
-        self.pool, self.log = WorkerPool(config, log), log
+        self.pool = WorkerPool(config, log)
 
-    def environment(self) -> dict:
-        """The worker's environment (gpu, versions, replay overhead); starts it."""
-        return self.pool.call({"kind": "environment"}, PROBE_TIMEOUT_S, "start")["environment"]
-
-    def load_all(self, specs: list[str], timeout_s: float) -> tuple[list[dict], dict[str, str]]:
-        return _load_all(self.pool, specs, timeout_s)
-
-    def probes(self, task: dict) -> dict:
-        return self.pool.call(task, PROBE_TIMEOUT_S, "probes")
-
-    def run_shape(self, shape, live, task_base, settings, incidents, pin=None) -> dict:
-        return measure_shape_isolated(self.pool, shape, live, task_base, settings, incidents, self.log)
+    def call(self, fn: Callable, *args, pin: str | None = None):
+        return fn(self.pool, *args)
 
     def records(self) -> list[dict]:
         return self.pool.records
@@ -607,8 +620,8 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
     t_start = time.perf_counter()
     run = None
     try:
-        env = dict(backend.environment())
-        loaded, refused = backend.load_all(specs, settings.shape_timeout_s) if specs else ([], {})
+        env = dict(backend.call(environment_task))
+        loaded, refused = backend.call(load_task, specs, settings.shape_timeout_s) if specs else ([], {})
         names = _names(loaded)
         settings.candidates = names
         env["settings"] = asdict(settings) | {"flush_bytes": env.pop("flush_bytes", settings.flush_bytes),
@@ -621,8 +634,8 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
         run = new_run(label, env)
         run["failures"], run["shape_info"] = [], {}
         if settings.probes:
-            res = backend.probes({"kind": "probes", "shape_bytes": {shape_key(s): shape_bytes(s) for s in shapes},
-                                  "rounds": settings.probe_rounds})
+            res = backend.call(probes_task, {"kind": "probes", "rounds": settings.probe_rounds,
+                                             "shape_bytes": {shape_key(s): shape_bytes(s) for s in shapes}})
             run["probes"], run["compute_probe"] = res["probes"], res["compute_probe"]
             run["compute_peak_tflops"] = res["compute_probe"]["tflops"]
             run["environment"]["probe_seconds"] = res["seconds"]
@@ -638,10 +651,9 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
 
         def measure(i: int) -> tuple[dict, list]:
             live, skipped = live_candidates(shapes[i], candidates, refused, incidents, settings)
-            found: dict[str, int] = {}
-            merged = backend.run_shape(shapes[i], live, task_base | {"floor": floors.get(shape_bytes(shapes[i]))},
-                                       settings, found, None)
-            for name, n in found.items():
+            merged = backend.call(shape_task, shapes[i], live,
+                                  task_base | {"floor": floors.get(shape_bytes(shapes[i]))}, settings)
+            for name, n in merged.pop("incidents").items():
                 incidents[name] = incidents.get(name, 0) + n
             return merged, skipped
 

@@ -248,12 +248,12 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
     from kernels.registry import METHODS
     from profiler.measure import WorkerMeasure
     from profiler.runfile import new_run
-    from profiler.sweep import SweepSettings, for_each
+    from profiler.sweep import SweepSettings, environment_task, for_each
 
     t0 = time.perf_counter()
     run = None
     try:
-        env = dict(backend.environment())
+        env = dict(backend.call(environment_task))
         gpu = env.get("gpu") or "unknown-gpu"
         env["settings"] = {"mode": "cold", "tool": "tune", "check": "quick", "shapes": settings.shapes,
                            "families": settings.families, "methods": settings.methods,
@@ -264,7 +264,7 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
                            "max_incidents": settings.max_incidents, "command": settings.command}
         env["workers"] = backend.records()
         run = new_run("tune", env)
-        measure = WorkerMeasure(backend.run_shape, SweepSettings(seed=settings.seed,
+        measure = WorkerMeasure(backend, SweepSettings(seed=settings.seed,
                                                                  shape_timeout_s=settings.shape_timeout_s,
                                                                  max_incidents=settings.max_incidents), log)
         done: dict[int, tuple | None] = {}

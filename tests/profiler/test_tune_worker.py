@@ -57,7 +57,7 @@ def test_a_config_its_guard_rejects_is_a_reason_not_a_launch():
     backend = LocalBackend({"device": "cpu", "mode": "cold", "flush_bytes": None, "init": f"{FAKE}:install_keyed"},
                            log=lambda m: None)
     try:
-        measure = WorkerMeasure(backend.run_shape, SweepSettings(), log=lambda m: None)
+        measure = WorkerMeasure(backend, SweepSettings(), log=lambda m: None)
         shape = {"load": "x", "family": "router", "M": 1, "N": 16, "K": 1000, "x_dtype": "bfloat16",
                  "w_dtype": "float32", "y_dtype": "float32", "rel_l2_tol": 1e-4}
         cfg = {"BN": 1, "BK": 1024, "num_warps": 4, "cache": ".cg"}
