@@ -19,6 +19,9 @@ worker could call run_task on a remote host with the same task). Kinds:
     {"kind": "probes", "shape_bytes": {shape key: bytes}, "rounds": int}
         -> {"kind": "probes", "probes": [...], "compute_probe": {...}}
     {"kind": "environment"} -> {"kind": "environment", "environment": {...}}
+    {"kind": "explain_check" | "explain_ncu", ...}   `python -m profiler explain`'s per-shape work
+        (profiler/explain_task.py: contract check + one Kineto replay per call; one NVTX-ranged call per candidate
+        for ncu, the worker then running under ncu: Worker(prefix=[ncu, ...]))
 
 A shape task is what the tuner needs too ("check and time these candidate specs at this shape"): specs
 `method:NAME:{json config}` (kernels.candidate.method_spec), settings {"check": "quick"} for one eager call per
@@ -285,6 +288,10 @@ def run_task(task: dict, config: dict | None = None) -> dict:
         return {"kind": "probes", **measure_probes(sess, task["shape_bytes"], int(task.get("rounds", 24)))}
     if kind == "environment":
         return {"kind": "environment", "environment": sess.environment()}
+    if kind in ("explain_check", "explain_ncu"):
+        from profiler import explain_task
+
+        return getattr(explain_task, kind)(sess, task)
     raise ValueError(f"unknown task kind {kind!r}")
 
 
@@ -402,10 +409,12 @@ def _stderr_summary(lines: list[str], limit: int = 500) -> str:
 class Worker:
     """Parent-side handle of one child process. start() -> environment; call(task, timeout_s) -> result or
     WorkerDied (the process is gone afterwards; the next call starts a fresh one). `prefix`: a command put before
-    the Python interpreter (e.g. a profiler such as ncu)."""
+    the Python interpreter (e.g. a profiler such as ncu), given `exit_timeout_s` to finish after the child ends."""
 
-    def __init__(self, config: dict, log: Callable[[str], None] | None = None, prefix: list[str] | None = None):
+    def __init__(self, config: dict, log: Callable[[str], None] | None = None, prefix: list[str] | None = None,
+                 exit_timeout_s: float = 10.0):
         self.config, self.log, self.prefix = dict(config), log, list(prefix or [])
+        self.exit_timeout_s = exit_timeout_s  # how long an ending child may take (a profiler writing its report)
         self.proc: subprocess.Popen | None = None
         self.environment: dict | None = None
         self.started = 0
@@ -462,7 +471,7 @@ class Worker:
             try:
                 proc.stdin.write(json.dumps({"op": "exit"}) + "\n")
                 proc.stdin.flush()
-                proc.wait(timeout=10)
+                proc.wait(timeout=self.exit_timeout_s)
             except Exception:
                 self._kill(proc)
         for stream in (proc.stdin, proc.stdout, proc.stderr):
@@ -501,12 +510,12 @@ class Worker:
                 return msg
             elif kind == "fatal":
                 self._last = {"candidate": msg.get("candidate"), "phase": msg.get("phase")}
-                self._reap(self.proc)
+                self._reap(self.proc, self.exit_timeout_s)
                 raise self._died(msg.get("kind") or "fatal", msg.get("error") or "fatal error")
             elif kind == "error":
                 raise WorkerError(msg.get("error") or "worker error")
             elif kind == "eof":
-                code = self._reap(self.proc)
+                code = self._reap(self.proc, self.exit_timeout_s)
                 self._stderr_thread.join(timeout=5)  # the last words (a faulthandler dump) may still be in flight
                 tail = _stderr_summary(list(self._tail))
                 raise self._died("died", exit_description(code) + (f"; last stderr: {tail}" if tail else ""))
