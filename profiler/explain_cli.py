@@ -62,6 +62,11 @@ def _select(shapes: list[dict], keys: list[str] | None) -> list[dict]:
     return [known[k] for k in dict.fromkeys(keys)]
 
 
+def _cluster_errors() -> tuple:
+    mod = sys.modules.get("profiler.cluster")   # imported only with --cluster
+    return (mod.ClusterError,) if mod is not None else ()
+
+
 def cmd_explain(args, argv) -> int:
     specs = list(args.plan or []) + [str(Path(c).resolve()) for c in (args.candidate or [])]
     if not specs:
@@ -89,13 +94,13 @@ def cmd_explain(args, argv) -> int:
         print(f"profiler explain: {exc}", file=sys.stderr)
         return 1
     label = args.label or ("explain-" + "-".join(Path(s).stem for s in specs))[:80]
-    try:
-        out = Path(args.out) if args.out else Path(RUNS_DIR) / run_filename(dt.date.today(),
-                                                                            cuda_device_name() or "unknown-gpu", label)
+    try:   # on a cluster the default name takes each GPU model's name (one run file per model)
+        out = Path(args.out) if args.out else None if args.cluster else Path(RUNS_DIR) / run_filename(
+            dt.date.today(), cuda_device_name() or "unknown-gpu", label)
     except RunFileError as exc:
         print(f"profiler explain: {exc}", file=sys.stderr)
         return 1
-    if out.exists():
+    if out is not None and out.exists():
         print(f"profiler explain: {out} exists; runs are never overwritten (pick --out or --label)", file=sys.stderr)
         return 1
     settings = ExplainSettings(shapes=args.shapes, only=list(args.shape or []), seed=args.seed,
@@ -107,9 +112,16 @@ def cmd_explain(args, argv) -> int:
         run = run_explain(specs, shapes, out, label=label, settings=settings, tool=tool, cluster=args.cluster,
                           log=lambda m: print(m, file=sys.stderr, flush=True))
     except KeyboardInterrupt:
-        print(f"profiler explain: interrupted; partial run in {out}", file=sys.stderr)
+        print(f"profiler explain: interrupted; partial run in {out or 'the run file of each GPU model'}",
+              file=sys.stderr)
         return 130
-    except (SweepInputError, WorkerStartError, RunFileError, WorkerError, WorkerDied) as exc:
+    except ImportError as exc:
+        if args.cluster is None:
+            raise
+        print(f"profiler explain: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
+              file=sys.stderr)
+        return EXIT_MISSING
+    except (SweepInputError, WorkerStartError, RunFileError, WorkerError, WorkerDied, *_cluster_errors()) as exc:
         print(f"profiler explain: {exc}", file=sys.stderr)
         return 1
     print(format_explain(run))

@@ -36,6 +36,7 @@ MIN_CLOCK_FRACTION = 0.75      # samples below 75% of the max SM clock are dropp
 TIMING_SEED_OFFSET = 300       # timing inputs: seed + 300 + instance (never one of the check's inputs)
 PROBE_TIMEOUT_S = 900.0        # the probe task (harness code only): ~12 s on the H200, generous
 INCIDENT_KINDS = ("died", "timeout", "cuda_fault", "exit", "tainted")  # a worker was lost to the candidate
+WORKER_IDENTITY = ("hostname", "gpu", "gpu_uuid", "pci_bus_id")  # environment.workers[]: where each process timed
 
 
 class SweepInputError(ValueError):
@@ -413,7 +414,8 @@ class WorkerPool:
                 raise WorkerStartError(f"the worker process could not start ({exc.kind}): {exc.message}") from None
             self.records.append({"index": len(self.records), "started_for": what,
                                  "replay_overhead_us": env.get("replay_overhead_us"),
-                                 "replay_overhead_ci_us": env.get("replay_overhead_ci_us"), "ended": "running"})
+                                 "replay_overhead_ci_us": env.get("replay_overhead_ci_us"), "ended": "running"}
+                                | {k: env[k] for k in WORKER_IDENTITY if env.get(k) is not None})
         return self.worker.call(task, timeout_s)
 
     def died(self, why: str) -> None:
@@ -612,7 +614,7 @@ def _shape_records(run: dict, done: dict, shapes: Sequence[dict]) -> None:
 
 def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict], writer, *, label: str,
              settings: SweepSettings, progress: Callable | None = None, log: Callable[[str], None] = print,
-             measure_shapes: bool = True, total: int | None = None, offset: Callable[[], int] | None = None) -> dict:
+             measure_shapes: bool = True) -> dict:
     """One run file's sweep on `backend` (LocalBackend, or the dask workers of one GPU model): load check,
     probes, then the shapes -- `backend.parallel` at a time, each one task -- flushed as each finishes."""
     from profiler.runfile import new_run
@@ -640,7 +642,7 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
             run["compute_peak_tflops"] = res["compute_probe"]["tflops"]
             run["environment"]["probe_seconds"] = res["seconds"]
             writer.flush(run)
-            if progress and total is None:
+            if progress:
                 progress("probes", 1, 1)
         floors = _floor_lookup(run["probes"])
         candidates = [{"spec": s, "name": n} for s, n in zip(specs, names)]
@@ -663,12 +665,8 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
             run["environment"]["workers"] = backend.records()
             writer.flush(run)
             if progress:
-                n_total = total or len(shapes)
-                at = (offset() if offset else 0) + len(done)
-                if backend.detail() is None:
-                    progress("shapes", at, n_total)
-                else:
-                    progress("shapes", at, n_total, detail=backend.detail())
+                detail = backend.detail()   # per-worker counts on a cluster; the app's progress takes 3 arguments
+                progress("shapes", len(done), len(shapes), **({"detail": detail} if detail is not None else {}))
 
         for_each(range(len(shapes)) if measure_shapes else [], measure, finished, backend.parallel, backend.cancel)
         env = run["environment"]

@@ -194,6 +194,12 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("profiler tune: interrupted; the partial run file is kept (the plan was not written)", file=sys.stderr)
         return 130
+    except ImportError as exc:
+        if args.cluster is None:
+            raise
+        print(f"profiler tune: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
+              file=sys.stderr)
+        return 2
     except TuneError as exc:
         print(f"profiler tune: {exc}", file=sys.stderr)
         return 1
@@ -225,10 +231,13 @@ def tune_sweep(points: list, out_run, out_plan, *, settings: TuneSettings, devic
     config = {"device": str(device), "mode": "cold", "flush_bytes": None, "init": worker_init}
     try:
         if cluster is not None:
-            from profiler.cluster import tune_cluster
+            from profiler.cluster import ClusterError, tune_cluster
 
-            return tune_cluster(cluster, points, out_run, out_plan, settings=settings, config=config,
-                                workload=workload, skip=skip, log=log, progress=progress)
+            try:
+                return tune_cluster(cluster, points, out_run, out_plan, settings=settings, config=config,
+                                    workload=workload, skip=skip, log=log, progress=progress)
+            except ClusterError as exc:
+                raise TuneError(str(exc)) from None
         from profiler.telemetry import cuda_device_name
 
         run_path = Path(out_run) if out_run else default_run_path(cuda_device_name() or "unknown-gpu")
@@ -269,18 +278,23 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
                                                                  max_incidents=settings.max_incidents), log)
         done: dict[int, tuple | None] = {}
 
-        def work(i: int):
+        def work(i: int) -> dict:
             if time.perf_counter() - t0 > settings.budget_s:
-                return None
+                return {"skipped": "budget ran out"}
             t_pt, records = time.perf_counter(), Records()
-            d = tune_point(points[i], METHODS, partial(measure, pin=f"point {i}"), n_finalists=settings.finalists,
-                           only=settings.methods, records=records, skip=skip, log=log)
+            try:
+                d = tune_point(points[i], METHODS, partial(measure, pin=f"point {i}"),
+                               n_finalists=settings.finalists, only=settings.methods, records=records, skip=skip,
+                               log=log)
+            except RuntimeError as exc:   # no candidate passed (or could be timed) there: the family keeps the base
+                log(f"   {exc}")
+                return {"skipped": str(exc)[:600], "records": records}
             log(f"   [{time.perf_counter() - t_pt:.1f} s for this point, {time.perf_counter() - t0:.1f} s total]")
-            return d, records
+            return {"decision": d, "records": records}
 
         def finished(i: int, outcome) -> None:
             done[i] = outcome
-            _point_records(run, done)
+            _point_records(run, done, points)
             run["telemetry"] = list(measure.telemetry)
             run["environment"]["workers"] = backend.records()
             writer.flush(run)
@@ -291,8 +305,8 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
         for_each(range(len(points)), work, finished, backend.parallel, backend.cancel)
         backend.close()
         run["environment"]["workers"] = backend.records()
-        skipped = [f"{points[i].family} M={points[i].M}" for i in sorted(done) if done[i] is None]
-        decisions = [done[i][0] for i in sorted(done) if done[i] is not None]
+        skipped = [f"{points[i].family} M={points[i].M}" for i in sorted(done) if "skipped" in done[i]]
+        decisions = [done[i]["decision"] for i in sorted(done) if "decision" in done[i]]
         plan = _plan(decisions, skipped, settings, workload, gpu, writer.path)
         write_plan(plan, out_plan, workload)
         run["tune_plan"] = plan
@@ -313,20 +327,22 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
         backend.close()
 
 
-def _point_records(run: dict, done: dict) -> None:
+def _point_records(run: dict, done: dict, points: list) -> None:
     """The run's results, pairs, failures and decisions from the finished points, in point order (points may
     finish in any order on several workers; the file reads the same as a one-worker tune's)."""
     records = Records()
-    decisions = []
+    decisions, skipped = [], []
     for i in sorted(done):
-        if done[i] is None:
-            continue
-        d, rec = done[i]
+        rec = done[i].get("records") or Records()
         records.results += rec.results
         records.pairs += rec.pairs
         records.failures += rec.failures
-        decisions.append(d.to_dict())
-    run.update(results=records.results, pairs=records.pairs, failures=records.failures, tune=decisions)
+        if "decision" in done[i]:
+            decisions.append(done[i]["decision"].to_dict())
+        else:
+            skipped.append({"family": points[i].family, "M": points[i].M, "reason": done[i]["skipped"]})
+    run.update(results=records.results, pairs=records.pairs, failures=records.failures, tune=decisions,
+               tune_skipped=skipped)
 
 
 def _plan(decisions: list, skipped: list, settings: TuneSettings, workload, gpu: str, run_path) -> dict:
@@ -344,7 +360,8 @@ def _plan(decisions: list, skipped: list, settings: TuneSettings, workload, gpu:
              f"neighbour check M+-1 (same-N neighbours decide; winner vs runner-up and vs baseline) with "
              f"{NOISE_TOL:.0%} tolerance, baseline unless the win's CI low > {1 + MIN_WIN:.2f}, ranges split at "
              f"midpoints between scored M, per N (entries with \"N\" for points off the family's N), torch_linear "
-             f"above the largest tuned M." + (f" Budget ran out: {skipped} not tuned." if skipped else ""))
+             f"above the largest tuned M." + (f" Not tuned (budget ran out, or no candidate passed): {skipped}; their "
+                                              f"families keep the base plan." if skipped else ""))
     return make_plan(decisions, METHODS, workload, base, gpu, committed_run_path(run_path), notes)
 
 

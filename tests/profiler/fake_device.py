@@ -155,3 +155,14 @@ def install_fake_nvtx():
                 f.write(text + "\n")
 
     explain_task._nvtx = nvtx
+
+
+def install_keyed_one_gpu():
+    """install_keyed(), and every worker reporting the same GPU UUID: as two dask workers left unpinned on one
+    GPU would (the cluster must refuse them)."""
+    import profiler.telemetry as telemetry
+
+    install_keyed()
+    real = telemetry.environment
+    telemetry.environment = lambda device, tel=None: real(device, tel) | {"gpu": "NVIDIA H200",
+                                                                          "gpu_uuid": "GPU-fake-0"}
