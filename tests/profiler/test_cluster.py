@@ -185,3 +185,24 @@ def test_a_bad_cluster_address_is_one_line_and_no_file(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert "--cluster 'tcp://no such host': expected 'local'" in p.stderr and not out.exists()
+
+
+def test_explain_on_a_local_cluster_records_what_the_single_process_one_does(tmp_path):
+    from test_explain_worker import CRASH_UNDER_NCU, _fake_ncu, _shape
+
+    from profiler import explain
+
+    crasher = tmp_path / "crasher.py"
+    crasher.write_text(CRASH_UNDER_NCU)
+    shapes = [_shape("decode 1", "qkv_gate"), _shape("decode 1", "o")]
+    runs = []
+    for cluster in (None, "local:2"):
+        out = tmp_path / f"explain-{cluster or 'one'}.json".replace(":", "")
+        runs.append(explain.run_explain(["baseline", str(crasher)], shapes, out, label="explain-test",
+                                        settings=explain.ExplainSettings(probes=False, shapes_per_ncu=1),
+                                        tool=_fake_ncu(tmp_path), device="cpu", cluster=cluster,
+                                        worker_init=f"{FAKE}:install_fake_nvtx", log=lambda m: None))
+    one, fleet = runs
+    assert fleet["status"] == "complete" and fleet["calls"] == one["calls"] and fleet["kernels"] == one["kernels"]
+    assert fleet["failures"] == one["failures"] and len(fleet["kernels"]) == 3   # baseline: 2 kernels + 1 (H200 CSV)
+    assert {w["dask_worker"] for w in fleet["environment"]["workers"]} <= {"projlab-0", "projlab-1"}
