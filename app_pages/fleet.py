@@ -1,0 +1,51 @@
+"""Fleet: the same pair's score and SOL per GPU model, side by side, from the one-run-file-per-model of a fleet sweep
+(`python -m profiler run --cluster ...`). Each row is one run file scored on its own (dashboard.fleet)."""
+import streamlit as st
+
+from app_pages import common, terms
+from dashboard import fleet, sources
+
+st.title("Fleet — one sweep on every GPU model")
+st.caption("A fleet sweep (`python -m profiler run --cluster tcp://HOST:8786 ...`) writes one run file per GPU "
+           "model, named `<date>_<gpu>_<label>.json`: results of different models are never scored together. Each "
+           "row below is one run file, scored alone through the correctness gate (**measured**); SOL = Σ w·floor ÷ "
+           "Σ w·time over the scored shapes, with that run's own probes (**derived**).")
+terms.link("score", "sol")
+runs_by_name = {s.name: s for s in common.source_list() if s.kind == "run"}
+sets = fleet.fleet_sets(s.path for s in runs_by_name.values())
+if not sets:
+    st.info("No run files named `<date>_<gpu>_<label>.json` yet: run a sweep (the Run page) or a fleet sweep.")
+    st.stop()
+label = common.url_selectbox(st, "Sweep (run-file label)", list(sets), "fleet", fleet.default_set(sets),
+                             key="fleet_label", what="sweep")
+paths = sets[label]
+try:
+    datas = [common.run_data(p) for p in paths]
+    names = list(dict.fromkeys(n for d in datas for n in sources.candidate_names(d)))
+    pair = sources.default_pair(datas[0]) or (names[0], names[0])
+    c = st.columns(2)
+    base = common.url_selectbox(c[0], "Baseline", names, "fleet_baseline", pair[0], key="fleet_baseline")
+    cand = common.url_selectbox(c[1], "Candidate", names, "fleet_candidate", pair[1], key="fleet_candidate")
+    table = fleet.fleet_table(datas, base, cand, common.workload())
+except common.BAD_INPUT as exc:
+    st.error(f"Cannot show sweep {label!r}: {exc}")
+    st.stop()
+models = table["gpu"].nunique()
+if models < 2:
+    st.info(f"Sweep {label!r} was measured on {models} GPU model: start dask workers on hosts with other GPUs and "
+            "run it with `--cluster` to compare models here.")
+unscored = table[table["status"] != "scored"]
+for row in unscored.itertuples():
+    st.warning(f"{row.gpu} ({row.run}): {row.status}")
+if (table["status"] == "scored").any():
+    st.plotly_chart(fleet.fleet_figure(table), width="stretch")
+num = st.column_config.NumberColumn
+st.dataframe(table, hide_index=True, width="stretch", column_config={
+    "gpu": "GPU model", "run": "run file",
+    "score": num("score × (measured)", format="%.4f"), "time_saved": num("time saved", format="percent"),
+    "equiv_baseline_us": num("baseline µs (score-equiv.)", format="%.2f"),
+    "equiv_candidate_us": num("candidate µs (score-equiv.)", format="%.2f"),
+    "sol_baseline": num("SOL base (derived)", format="percent"),
+    "sol_candidate": num("SOL cand (derived)", format="percent"),
+    "shapes": num("scored shapes", format="%d"), "workers": num("worker processes", format="%d")})
+common.download_csv(table, f"fleet_{sources.safe_name(label)}.csv")
