@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import fleet, sources
+from dashboard import figures, fleet, sources
 
 st.title("Fleet — one sweep on every GPU model")
 st.caption("A fleet sweep (`python -m profiler run --cluster tcp://HOST:8786 ...`) writes one run file per GPU "
@@ -38,7 +38,7 @@ unscored = table[table["status"] != "scored"]
 for row in unscored.itertuples():
     st.warning(f"{row.gpu} ({row.run}): {row.status}")
 if (table["status"] == "scored").any():
-    st.plotly_chart(fleet.fleet_figure(table), width="stretch")
+    st.plotly_chart(figures.fleet_figure(table), width="stretch")
 num = st.column_config.NumberColumn
 st.dataframe(table, hide_index=True, width="stretch", column_config={
     "gpu": "GPU model", "run": "run file",

@@ -8,7 +8,8 @@ so each row here is one run file scored on its own, through the same gate as eve
     default_set(sets)                        -> label              the set measured on the most GPU models
     fleet_table(datas, baseline, candidate, workload) -> DataFrame one row per run file (GPU model)
     overall_sol(wide, weights)               -> (baseline, candidate)   Σ w·floor ÷ Σ w·time over the scored shapes
-    fleet_figure(table)                      -> plotly Figure      score and SOL per GPU model
+
+Its chart is dashboard.figures.fleet_figure.
 """
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from dashboard import runs, scoring, views
 
@@ -91,21 +91,3 @@ def fleet_table(datas: list[runs.RunData], baseline: str, candidate: str, worklo
     rows = [fleet_row(d, baseline, candidate, workload) for d in datas]
     table = pd.DataFrame(rows, columns=COLUMNS)
     return table.sort_values(["gpu", "run"], kind="stable").reset_index(drop=True)
-
-
-def fleet_figure(table: pd.DataFrame) -> go.Figure:
-    """Score (bars, left axis) and the candidate's SOL (markers, right axis) per run file, labelled by GPU."""
-    scored = table[table["status"] == "scored"]
-    names = [f"{g}<br><sub>{r}</sub>" for g, r in zip(scored["gpu"], scored["run"])]
-    fig = go.Figure()
-    fig.add_bar(x=names, y=scored["score"], name="score (measured)", text=[f"{s:.4f}×" for s in scored["score"]],
-                textposition="outside")
-    fig.add_scatter(x=names, y=scored["sol_candidate"], name="SOL candidate (derived)", mode="markers",
-                    marker={"size": 12, "symbol": "diamond"}, yaxis="y2")
-    fig.update_layout(yaxis={"title": "score (× vs baseline)"},
-                      yaxis2={"title": "SOL", "overlaying": "y", "side": "right", "tickformat": ".0%",
-                              "range": [0, max(1.05, float(np.nanmax(scored["sol_candidate"]))
-                                                     if len(scored) and scored["sol_candidate"].notna().any()
-                                                     else 1.05)]},
-                      legend={"orientation": "h"}, margin={"t": 30})
-    return fig
