@@ -190,7 +190,8 @@ def main(argv=None) -> int:
                             command="python -m profiler tune " + " ".join(argv or sys.argv[1:]))
     try:
         outcomes = tune_sweep(scored_points(workload, args.families), args.out_run, args.out_plan,
-                              settings=settings, device=args.device, workload=workload, cluster=args.cluster)
+                              settings=settings, device=args.device, workload=workload, cluster=args.cluster,
+                              progress=_progress)
     except KeyboardInterrupt:
         print("profiler tune: interrupted; the partial run file is kept (the plan was not written)", file=sys.stderr)
         return 130
@@ -206,6 +207,11 @@ def main(argv=None) -> int:
     for out in outcomes:
         print(f"\nplan -> {out['plan_path']}\nrun  -> {out['run_path']} ({out['run']['status']})")
     return 0
+
+
+def _progress(stage: str, i: int, n: int, detail: str | None = None) -> None:
+    """Points done (over every GPU model on a cluster), with the tasks done per worker."""
+    print(f"{stage}: {i}/{n}" + (f"  ({detail})" if detail else ""), file=sys.stderr, flush=True)
 
 
 class TuneError(RuntimeError):
