@@ -170,7 +170,7 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluste
         return run_sweep(specs, shapes, out, label=label, settings=settings, progress=_Progress(),
                          log=lambda m: print(m, file=sys.stderr), measure_shapes=measure_shapes, cluster=cluster)
     except ImportError as exc:
-        if cluster is None:
+        if cluster is None or (exc.name or "").split(".")[0] not in ("dask", "distributed"):
             raise
         print(f"profiler {cmd}: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
               file=sys.stderr)

@@ -97,6 +97,47 @@ def close_pools(sweep_id: str, force: bool = False) -> None:
         _POOLS.pop(key).close(force)
 
 
+def _shipped():
+    """(run_task, close) as functions defined here, inside a function: cloudpickle sends such functions by value,
+    and their arguments and results go as pickled bytes, so the scheduler -- which unpickles every task it is
+    given -- needs no projlab checkout; only the workers import profiler."""
+    def run_task(blob: bytes) -> bytes:
+        import cloudpickle
+
+        from profiler.cluster import on_dask_worker
+
+        sweep_id, config, fn, args = cloudpickle.loads(blob)
+        try:
+            return cloudpickle.dumps(("ok", on_dask_worker(sweep_id, config, fn, args)))
+        except Exception as exc:   # raised again in the caller's process (SweepInputError, WorkerStartError, ...)
+            return cloudpickle.dumps(("error", exc))
+
+    def close(sweep_id: str, force: bool) -> None:
+        from profiler.cluster import close_pools as close_them
+
+        close_them(sweep_id, force)
+
+    return run_task, close
+
+
+RUN_TASK, CLOSE_POOLS = _shipped()
+
+
+def _pack(sweep_id: str, config: dict, fn: Callable, args: tuple) -> bytes:
+    import cloudpickle
+
+    return cloudpickle.dumps((sweep_id, config, fn, args))
+
+
+def _unpack(blob: bytes) -> dict:
+    import cloudpickle
+
+    status, value = cloudpickle.loads(blob)
+    if status == "error":
+        raise value
+    return value
+
+
 # ============================================================================================ in this process
 
 def visible_gpus() -> list[str]:
@@ -161,11 +202,6 @@ def _local_cluster(n: int | None, cpu: bool, log):
     return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR, name="projlab")
 
 
-def _set_allowed_failures(dask_scheduler=None) -> int:
-    dask_scheduler.allowed_failures = ALLOWED_FAILURES
-    return ALLOWED_FAILURES
-
-
 class Fleet:
     """A dask client, the GPU each dask worker times on, and the workers grouped by GPU model."""
 
@@ -185,8 +221,7 @@ class Fleet:
                 self.client.wait_for_workers(len(self.cluster.worker_spec), timeout=START_TIMEOUT_S)
             else:
                 self.client = Client(arg, timeout=CONNECT_TIMEOUT_S)
-                self.client.run_on_scheduler(_set_allowed_failures)
-                log(f"connected to the dask scheduler at {arg}; tasks are retried once after a worker death")
+                self._retry_once(arg)
         except ClusterError:
             self.close()
             raise
@@ -200,6 +235,20 @@ class Fleet:
             raise
 
     # -- start ---------------------------------------------------------------------------------------------
+    def _retry_once(self, address: str) -> None:
+        """Set the scheduler's allowed-failures to 1 (a task is retried once after its worker died)."""
+        def set_failures(dask_scheduler=None, n=ALLOWED_FAILURES):   # nested: sent by value, the scheduler host
+            dask_scheduler.allowed_failures = n                        # needs no projlab checkout
+            return n
+
+        try:
+            self.client.run_on_scheduler(set_failures)
+            self.log(f"connected to the dask scheduler at {address}; a task is retried once after a worker death")
+        except Exception as exc:
+            self.log(f"connected to the dask scheduler at {address}; could not set its allowed-failures to "
+                     f"{ALLOWED_FAILURES} ({type(exc).__name__}: {exc}): a task whose worker dies is retried as "
+                     f"the scheduler is configured (distributed.scheduler.allowed-failures, default 3)")
+
     def _identify(self) -> dict[str, dict]:
         """{dask worker name: the environment its projlab worker reports}; refuses two workers on one GPU."""
         from profiler.sweep import environment_task
@@ -207,16 +256,20 @@ class Fleet:
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         if not workers:
             raise ClusterError(f"--cluster {self.spec}: the scheduler has no workers (start them with `dask worker`)")
-        futures = {addr: self.client.submit(on_dask_worker, self.sweep_id, self.config, environment_task, (),
+        futures = {addr: self.client.submit(RUN_TASK, _pack(self.sweep_id, self.config, environment_task, ()),
                                             workers=[addr], allow_other_workers=False, pure=False)
                    for addr in workers}
         envs = {}
         for addr, fut in futures.items():
             try:
-                out = fut.result(timeout=START_TIMEOUT_S)
+                out = _unpack(fut.result(timeout=START_TIMEOUT_S))
             except TimeoutError:
                 raise ClusterError(f"dask worker {addr}: its projlab worker did not start within "
                                    f"{START_TIMEOUT_S:.0f} s") from None
+            except ModuleNotFoundError as exc:   # the worker runs outside a projlab checkout
+                raise ClusterError(f"dask worker {addr} cannot import {exc.name!r}: start `dask worker` from a "
+                                   f"projlab checkout of the same commit with PYTHONPATH set to it (README, "
+                                   f"'--cluster')") from None
             envs[out["dask_worker"]] = out["result"] | {"dask_address": addr, "dask_host": workers[addr]["host"]}
         gpu_share = {}
         for name, env in sorted(envs.items()):
@@ -256,7 +309,7 @@ class Fleet:
     def submit(self, fn: Callable, args: tuple, workers: list[str] | None, loose: bool):
         if self.cancelled.is_set():
             raise KeyboardInterrupt("the sweep was cancelled")
-        fut = self.client.submit(on_dask_worker, self.sweep_id, self.config, fn, args, workers=workers,
+        fut = self.client.submit(RUN_TASK, _pack(self.sweep_id, self.config, fn, args), workers=workers,
                                  allow_other_workers=loose, pure=False)
         with self._lock:
             self._futures.add(fut)
@@ -267,7 +320,7 @@ class Fleet:
         from concurrent.futures import CancelledError
 
         try:
-            return fut.result()
+            return _unpack(fut.result())
         except CancelledError:
             raise KeyboardInterrupt("the sweep was cancelled") from None
         finally:
@@ -289,7 +342,7 @@ class Fleet:
         addresses = [a for a, w in self.client.scheduler_info(n_workers=-1)["workers"].items()
                      if str(w.get("name")) in names]
         try:
-            self.client.run(close_pools, self.sweep_id, force, workers=addresses)
+            self.client.run(CLOSE_POOLS, self.sweep_id, force, workers=addresses)
         except Exception as exc:   # a worker gone meanwhile: its projlab worker ended with it
             self.log(f"closing the dask workers' projlab workers: {type(exc).__name__}: {exc}")
 
@@ -299,7 +352,7 @@ class Fleet:
         if client is not None:
             try:
                 if cluster is None:
-                    client.run(close_pools, self.sweep_id, True)
+                    client.run(CLOSE_POOLS, self.sweep_id, True)
             except Exception:
                 pass
             client.close()

@@ -116,7 +116,7 @@ def cmd_explain(args, argv) -> int:
               file=sys.stderr)
         return 130
     except ImportError as exc:
-        if args.cluster is None:
+        if args.cluster is None or (exc.name or "").split(".")[0] not in ("dask", "distributed"):
             raise
         print(f"profiler explain: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
               file=sys.stderr)

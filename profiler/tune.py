@@ -196,7 +196,7 @@ def main(argv=None) -> int:
         print("profiler tune: interrupted; the partial run file is kept (the plan was not written)", file=sys.stderr)
         return 130
     except ImportError as exc:
-        if args.cluster is None:
+        if args.cluster is None or (exc.name or "").split(".")[0] not in ("dask", "distributed"):
             raise
         print(f"profiler tune: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
               file=sys.stderr)

@@ -371,6 +371,9 @@ class WorkerDied(RuntimeError):
         super().__init__(message)
         self.kind, self.message, self.candidate, self.phase = kind, message, candidate, phase
 
+    def __reduce__(self):  # picklable with all four fields (it may come back from a dask worker)
+        return WorkerDied, (self.kind, self.message, self.candidate, self.phase)
+
 
 class WorkerError(RuntimeError):
     """The worker answered a task with a harness error (not a candidate's fault)."""
