@@ -166,3 +166,15 @@ def install_keyed_one_gpu():
     real = telemetry.environment
     telemetry.environment = lambda device, tel=None: real(device, tel) | {"gpu": "NVIDIA H200",
                                                                           "gpu_uuid": "GPU-fake-0"}
+
+
+def install_keyed_gpu_from_env():
+    """install_keyed(), the GPU model (and a UUID) taken from $PROJLAB_FAKE_GPU: dask workers started with
+    different values stand for hosts with different GPU models."""
+    import os
+
+    import profiler.telemetry as telemetry
+
+    install_keyed()
+    real, model = telemetry.environment, os.environ.get("PROJLAB_FAKE_GPU", "SYNTHETIC GPU")
+    telemetry.environment = lambda device, tel=None: real(device, tel) | {"gpu": model, "gpu_uuid": f"GPU-{model}"}

@@ -134,6 +134,32 @@ def test_a_dask_worker_killed_mid_sweep_loses_nothing(tmp_path, scheduler):
     assert all((f["kind"], f["phase"]) == ("died", "dask") and "after one retry" in f["reasons"][0] for f in lost)
 
 
+def test_a_fleet_of_two_gpu_models_writes_one_run_file_per_model(tmp_path):
+    """Two dask workers reporting different GPU models (a fake, from each worker's environment): each model runs
+    the whole sweep on its own worker(s) into its own file; nothing of one model is in the other's file."""
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    workers = {f"model-{m}": {"cls": Nanny, "options": {"nthreads": 1, "memory_limit": 0, "silence_logs": 40,
+                                                        "env": {"PROJLAB_FAKE_GPU": f"SYNTHETIC GPU {m}"}}}
+               for m in "AB"}
+    cluster = SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard": False}},
+                          silence_logs=logging.ERROR)
+    try:
+        shapes = _shapes("o:1,16")
+        one = _sweep([CONTROL], shapes, tmp_path / "one.json", probes=False)
+        _sweep([CONTROL], shapes, tmp_path / "r.json", cluster=cluster.scheduler_address, probes=False,
+               init=f"{FAKE}:install_keyed_gpu_from_env")
+    finally:
+        cluster.close()
+    assert not (tmp_path / "r.json").exists()
+    for m in "AB":
+        run = load_run(tmp_path / f"r_synthetic-gpu-{m.lower()}.json")
+        assert run["status"] == "complete" and run["environment"]["gpu"] == f"SYNTHETIC GPU {m}"
+        assert {w["dask_worker"] for w in run["environment"]["workers"]} == {f"model-{m}"}
+        assert {w["gpu"] for w in run["environment"]["workers"]} == {f"SYNTHETIC GPU {m}"}
+        assert measured(run) == measured(one)
+
+
 def test_two_timing_workers_on_one_gpu_are_refused_before_anything_is_measured(tmp_path, scheduler):
     from profiler.cluster import ClusterError
 
