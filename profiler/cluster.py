@@ -37,6 +37,7 @@ ALLOWED_FAILURES = 1          # a task is retried once after its dask worker die
 CONNECT_TIMEOUT_S = 30.0
 START_TIMEOUT_S = 300.0       # local cluster: workers up and their projlab workers started
 LOG_KEEP = 200                # log lines a task brings back from its dask worker
+ADDRESS_CHECK_S = 10.0        # how often a task bound to worker addresses checks that one of them is still there
 
 
 class ClusterError(RuntimeError):
@@ -315,11 +316,21 @@ class Fleet:
             self._futures.add(fut)
         return fut
 
-    def wait(self, fut) -> dict:
-        """The task's output; KeyboardInterrupt after cancel(); distributed.KilledWorker after its second death."""
+    def wait(self, fut, addresses: list[str] | None = None) -> dict:
+        """The task's output; KeyboardInterrupt after cancel(); distributed.KilledWorker after its second death.
+        `addresses`: the task is bound to these workers (a host with two GPU models): ClusterError once none of
+        them is left, instead of waiting for a worker that a restart gave another address."""
         from concurrent.futures import CancelledError
 
         try:
+            while addresses:
+                try:
+                    return _unpack(fut.result(timeout=ADDRESS_CHECK_S))
+                except TimeoutError:
+                    alive = self.client.scheduler_info(n_workers=-1)["workers"]
+                    if fut.status == "pending" and not set(addresses) & set(alive):
+                        raise ClusterError(f"the dask workers {addresses} this task was bound to are gone (a "
+                                           f"host with GPUs of two models binds tasks to worker addresses)")
             return _unpack(fut.result())
         except CancelledError:
             raise KeyboardInterrupt("the sweep was cancelled") from None
@@ -380,6 +391,7 @@ class ClusterGroup:
         self._pins: dict[str, str] = {}
         self._counts: dict[str, int] = {n: 0 for n in names}
         self._lock = threading.Lock()
+        self._closed = False
 
     def call(self, fn: Callable, *args, pin: str | None = None):
         """fn(pool, *args) on one of this group's dask workers (with `pin`, the one that ran that pin before).
@@ -392,8 +404,9 @@ class ClusterGroup:
         target = self._pins.get(pin) if pin else None
         workers = [target] if target else self.where
         fut = self.fleet.submit(fn, args, workers, loose=target is not None)
+        bound = workers if workers and not target and all("://" in w for w in workers) else None
         try:
-            out = self.fleet.wait(fut)
+            out = self.fleet.wait(fut, bound)
         except KilledWorker as exc:
             why = (f"its dask worker died while running it, and again after one retry on another worker "
                    f"({type(exc).__name__}: {exc})")
@@ -450,8 +463,9 @@ class ClusterGroup:
         self.fleet.cancel()
 
     def close(self, force: bool = False) -> None:
-        if self.fleet.client is None:
+        if self.fleet.client is None or self._closed:
             return
+        self._closed = True
         self.fleet.close_pools(self.names, force)
         for rec in self._records:
             if rec.get("ended") == "running":
