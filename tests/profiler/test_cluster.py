@@ -142,7 +142,8 @@ def test_a_fleet_of_two_gpu_models_writes_one_run_file_per_model(tmp_path):
     workers = {f"model-{m}": {"cls": Nanny, "options": {"nthreads": 1, "memory_limit": 0, "silence_logs": 40,
                                                         "env": {"PROJLAB_FAKE_GPU": f"SYNTHETIC GPU {m}"}}}
                for m in "AB"}
-    cluster = SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard": False}},
+    cluster = SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard": False,
+                                                                       "dashboard_address": ":0"}},
                           silence_logs=logging.ERROR)
     try:
         shapes = _shapes("o:1,16")
