@@ -34,18 +34,21 @@ models = table["gpu"].nunique()
 if models < 2:
     st.info(f"Sweep {label!r} was measured on {models} GPU model: start dask workers on hosts with other GPUs and "
             "run it with `--cluster` to compare models here.")
-unscored = table[table["status"] != "scored"]
-for row in unscored.itertuples():
-    st.warning(f"{row.gpu} ({row.run}): {row.status}")
+for row in table[table["status"] != "scored"].itertuples():
+    st.warning(f"{row.gpu} ({row.run}): no score: {row.reason}")
 if (table["status"] == "scored").any():
     st.plotly_chart(figures.fleet_figure(table), width="stretch")
 num = st.column_config.NumberColumn
-st.dataframe(table, hide_index=True, width="stretch", column_config={
-    "gpu": "GPU model", "run": "run file",
-    "score": num("score × (measured)", format="%.4f"), "time_saved": num("time saved", format="percent"),
-    "equiv_baseline_us": num("baseline µs (score-equiv.)", format="%.2f"),
-    "equiv_candidate_us": num("candidate µs (score-equiv.)", format="%.2f"),
-    "sol_baseline": num("SOL base (derived)", format="percent"),
-    "sol_candidate": num("SOL cand (derived)", format="percent"),
-    "shapes": num("scored shapes", format="%d"), "workers": num("worker processes", format="%d")})
+text = st.column_config.TextColumn
+st.dataframe(table, hide_index=True, width="stretch", column_order=[
+    "gpu", "run", "status", "score", "sol_candidate", "sol_baseline", "equiv_candidate_us", "time_saved", "shapes",
+    "hosts"], column_config={  # fits a 1,600 px page; every column (workers, git sha, reason) is in the CSV
+    "gpu": text("GPU model", width=200, pinned=True), "run": text("run file", width=220),
+    "status": text("status", width=80), "score": num("score ×", format="%.4f", width=90,
+                                                     help="measured: the candidate vs the baseline in this run"),
+    "sol_candidate": num("SOL cand", format="percent", width=80, help="derived: Σ w·floor ÷ Σ w·time"),
+    "sol_baseline": num("SOL base", format="percent", width=80, help="derived: Σ w·floor ÷ Σ w·time"),
+    "equiv_candidate_us": num("cand µs", format="%.2f", width=100, help="the candidate's score-equivalent time"),
+    "time_saved": num("saved", format="percent", width=80), "shapes": num("shapes", format="%d", width=60),
+    "hosts": text("hosts", width=120)})
 common.download_csv(table, f"fleet_{sources.safe_name(label)}.csv")

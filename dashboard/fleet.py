@@ -21,7 +21,7 @@ import pandas as pd
 from dashboard import runs, scoring, views
 
 COLUMNS = ["gpu", "run", "status", "score", "time_saved", "equiv_baseline_us", "equiv_candidate_us",
-           "sol_baseline", "sol_candidate", "shapes", "hosts", "workers", "git_sha"]
+           "sol_baseline", "sol_candidate", "shapes", "hosts", "workers", "git_sha", "reason"]
 
 
 def fleet_sets(paths) -> dict[str, list[Path]]:
@@ -68,7 +68,8 @@ def _where(run: dict) -> tuple[str, int]:
 
 
 def fleet_row(data: runs.RunData, baseline: str, candidate: str, workload) -> dict:
-    """One run file's row: its GPU, the pair's score and SOL over the scored shapes, or why there is none."""
+    """One run file's row: its GPU, the pair's score and SOL over the scored shapes; status "scored", or "no score"
+    with the gate's reason."""
     env = data.run.get("environment", {})
     hosts, n_workers = _where(data.run)
     row = {"gpu": env.get("gpu") or "?", "run": data.path.name, "hosts": hosts, "workers": n_workers,
@@ -76,12 +77,12 @@ def fleet_row(data: runs.RunData, baseline: str, candidate: str, workload) -> di
     try:
         bd = runs.run_score(data, baseline, candidate, workload)
     except scoring.ScoringError as exc:
-        return row | {"status": f"no score: {exc}"}
+        return row | {"status": "no score", "reason": str(exc)}
     gate = runs.pair_gate(data, baseline, candidate, workload)
     wide = views.wide_shapes(runs.shape_table(data, workload), data.pairs, baseline, candidate, gate)
     scored = wide.merge(workload.shapes[["load", "family", "M"]], on=["load", "family", "M"])
     sol_b, sol_c = overall_sol(scored, scoring.family_weights(workload))
-    return row | {"status": "scored", "score": bd.score, "time_saved": bd.time_saved,
+    return row | {"status": "scored", "reason": "", "score": bd.score, "time_saved": bd.time_saved,
                   "equiv_baseline_us": bd.equiv_baseline_us, "equiv_candidate_us": bd.equiv_candidate_us,
                   "sol_baseline": sol_b, "sol_candidate": sol_c, "shapes": len(bd.shapes)}
 
