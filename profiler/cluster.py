@@ -392,6 +392,8 @@ class ClusterGroup:
         self._counts: dict[str, int] = {n: 0 for n in names}
         self._lock = threading.Lock()
         self._closed = False
+        self._pool_of: list[str] = []            # the dask-side pool of each record
+        self._pool_now: dict[str, str] = {}      # dask worker name -> its pool (a restarted worker has a new one)
 
     def call(self, fn: Callable, *args, pin: str | None = None):
         """fn(pool, *args) on one of this group's dask workers (with `pin`, the one that ran that pin before).
@@ -429,12 +431,14 @@ class ClusterGroup:
         them."""
         env = self.fleet.envs.get(out["dask_worker"], {})
         with self._lock:
+            self._pool_now[out["dask_worker"]] = out["pool"]
             mapping = {}
             for i, rec in enumerate(out["records"]):
                 key = (out["pool"], i)
                 if key not in self._index:
                     self._index[key] = len(self._records)
                     self._records.append({})
+                    self._pool_of.append(out["pool"])
                 g = self._index[key]
                 self._records[g].update(rec | {"index": g, "dask_worker": out["dask_worker"],
                                                "hostname": rec.get("hostname") or env.get("hostname")})
@@ -467,8 +471,12 @@ class ClusterGroup:
             return
         self._closed = True
         self.fleet.close_pools(self.names, force)
-        for rec in self._records:
-            if rec.get("ended") == "running":
+        for rec, pool in zip(self._records, self._pool_of):
+            if rec.get("ended") != "running":
+                continue
+            if pool != self._pool_now.get(rec["dask_worker"]):   # its dask worker died and was replaced
+                rec["ended"] = "lost with its dask worker (the worker process died or was restarted)"
+            else:
                 rec["ended"] = "stopped (interrupted)" if force else "closed"
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Callable, Sequence
@@ -647,16 +648,19 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
         floors = _floor_lookup(run["probes"])
         candidates = [{"spec": s, "name": n} for s, n in zip(specs, names)]
         incidents: dict[str, int] = {}
+        counting = threading.Lock()   # shapes may run in several threads (a cluster backend)
         task_base = {"kind": "shape", "settings": asdict(settings)}
         t_shapes = time.perf_counter()
         done: dict[int, tuple[dict, list]] = {}
 
         def measure(i: int) -> tuple[dict, list]:
-            live, skipped = live_candidates(shapes[i], candidates, refused, incidents, settings)
+            with counting:
+                live, skipped = live_candidates(shapes[i], candidates, refused, incidents, settings)
             merged = backend.call(shape_task, shapes[i], live,
                                   task_base | {"floor": floors.get(shape_bytes(shapes[i]))}, settings)
-            for name, n in merged.pop("incidents").items():
-                incidents[name] = incidents.get(name, 0) + n
+            with counting:
+                for name, n in merged.pop("incidents").items():
+                    incidents[name] = incidents.get(name, 0) + n
             return merged, skipped
 
         def finished(i: int, outcome: tuple[dict, list]) -> None:

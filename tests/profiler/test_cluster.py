@@ -126,6 +126,8 @@ def test_a_dask_worker_killed_mid_sweep_loses_nothing(tmp_path, scheduler):
     run = _sweep([CONTROL, str(once)], shapes, tmp_path / "once.json", cluster=scheduler, probes=False)
     assert run["status"] == "complete" and once.with_suffix(".killed").exists()
     assert len(run["results"]) == 2 * len(shapes) and run["failures"] == []
+    assert all(w["ended"] in ("closed", "lost with its dask worker (the worker process died or was restarted)")
+               for w in run["environment"]["workers"])
     run = _sweep([CONTROL, str(always)], shapes, tmp_path / "always.json", cluster=scheduler, probes=False)
     assert run["status"] == "complete"
     assert {r["M"] for r in run["results"]} == {1, 32}            # the other shapes are all there
