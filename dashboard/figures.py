@@ -418,3 +418,21 @@ def samples_figure(samples: dict[str, list[float]], floor_us: float | None, titl
         fig.add_hline(y=floor_us, line_dash="dot", annotation_text=f"floor {floor_us:.3f} µs (derived)")
     fig.update_layout(title=_title(title, source), yaxis_title="µs", showlegend=False, **LAYOUT)
     return fig
+
+
+def fleet_figure(table: pd.DataFrame) -> go.Figure:
+    """The Fleet page's chart of dashboard.fleet.fleet_table: score (bars, left axis) and the candidate's SOL
+    (markers, right axis) per run file, labelled by GPU model."""
+    scored = table[table["status"] == "scored"]
+    sol_top = float(np.nanmax(scored["sol_candidate"])) if scored["sol_candidate"].notna().any() else 0.0
+    names = [f"{g}<br><sub>{r}</sub>" for g, r in zip(scored["gpu"], scored["run"])]
+    fig = go.Figure()
+    fig.add_bar(x=names, y=scored["score"], name="score (measured)", text=[f"{s:.4f}×" for s in scored["score"]],
+                textposition="outside")
+    fig.add_scatter(x=names, y=scored["sol_candidate"], name="SOL candidate (derived)", mode="markers",
+                    marker={"size": 12, "symbol": "diamond"}, yaxis="y2")
+    fig.update_layout(yaxis={"title": "score (× vs baseline)"},
+                      yaxis2={"title": "SOL", "overlaying": "y", "side": "right", "tickformat": ".0%",
+                              "range": [0, max(1.05, sol_top)]},
+                      legend={"orientation": "h"}, margin={"t": 30})
+    return fig

@@ -34,18 +34,21 @@ class _Progress:
             tqdm = None
         self._tqdm, self._bars, self._last = tqdm, {}, {}
 
-    def __call__(self, stage: str, i: int, n: int) -> None:
+    def __call__(self, stage: str, i: int, n: int, detail: str | None = None) -> None:
+        """`detail`: a cluster's tasks done per worker ("projlab-0-gpu0:12 projlab-1-gpu1:11"), shown beside."""
         if self._tqdm is not None:
             bar = self._bars.get(stage)
             if bar is None:
                 bar = self._bars[stage] = self._tqdm(total=n, desc=stage, unit="", file=sys.stderr)
+            if detail:
+                bar.set_postfix_str(detail, refresh=False)
             bar.update(i - bar.n)
             if i >= n:
                 bar.close()
             return
         step = max(1, n // 10)
         if i == n or i % step == 0:
-            print(f"{stage}: {i}/{n}", file=sys.stderr, flush=True)
+            print(f"{stage}: {i}/{n}" + (f" ({detail})" if detail else ""), file=sys.stderr, flush=True)
 
 
 def _default_out(label: str) -> Path:
@@ -124,8 +127,11 @@ def cmd_run(args, argv) -> int:
     _check_specs(specs)
     shapes = _shapes("run", args.shapes)
     label = _label("run", args.label or "-vs-".join(_spec_label(s) for s in specs)[:80])
-    out = _out_path("run", args.out, label)
-    _cuda_or_exit("run")
+    # On a cluster the default file name takes each GPU model's name (one run file per model), known once the
+    # workers report; an explicit --out is checked now.
+    out = _out_path("run", args.out, label) if args.out or not args.cluster else None
+    if _local(args.cluster):
+        _cuda_or_exit("run")
     from profiler.sweep import SweepSettings
 
     settings = SweepSettings(mode=args.mode, shapes=args.shapes, max_seconds_per_shape=args.max_seconds_per_shape,
@@ -133,8 +139,9 @@ def cmd_run(args, argv) -> int:
                              max_incidents=args.max_incidents,
                              command="python -m profiler " + " ".join(shlex.quote(a) for a in argv))
     t0 = time.perf_counter()
-    run = _sweep("run", specs, shapes, out, label, settings)
+    run = _sweep("run", specs, shapes, out, label, settings, cluster=args.cluster)
     print(format_run(run))
+    out = out or "the run file of each GPU model (named above)"
     print(f"\nwrote {out}  (status {run.get('status', 'complete')})")
     print(f"wall time: {time.perf_counter() - t0:.1f} s total, {run['environment'].get('sweep_seconds')} s for "
           f"{len(shapes)} shapes x {len(specs)} candidates (correctness + timing)")
@@ -142,7 +149,18 @@ def cmd_run(args, argv) -> int:
     return 0
 
 
-def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True) -> dict:
+def _local(cluster: str | None) -> bool:
+    """No cluster, or a local one: this machine needs CUDA (a remote scheduler's workers bring their own)."""
+    return cluster is None or cluster.startswith("local")
+
+
+def _cluster_errors() -> tuple:
+    """profiler.cluster.ClusterError where dask was imported (only --cluster imports it)."""
+    mod = sys.modules.get("profiler.cluster")
+    return (mod.ClusterError,) if mod is not None else ()
+
+
+def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluster=None) -> dict:
     """run_sweep; every user-facing problem is one line and an exit (130 after Ctrl-C, 1 otherwise)."""
     from profiler.runfile import RunFileError
     from profiler.sweep import SweepInputError, WorkerStartError, run_sweep
@@ -150,10 +168,20 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True) -> dic
 
     try:
         return run_sweep(specs, shapes, out, label=label, settings=settings, progress=_Progress(),
-                         log=lambda m: print(m, file=sys.stderr), measure_shapes=measure_shapes)
+                         log=lambda m: print(m, file=sys.stderr), measure_shapes=measure_shapes, cluster=cluster)
+    except ImportError as exc:
+        if cluster is None or (exc.name or "").split(".")[0] not in ("dask", "distributed"):
+            raise
+        print(f"profiler {cmd}: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
+              file=sys.stderr)
+        raise SystemExit(2)
     except KeyboardInterrupt:
-        print(f"profiler {cmd}: interrupted; partial run in {out}", file=sys.stderr)
+        print(f"profiler {cmd}: interrupted; partial run in {out or 'the run file(s) of each GPU model'}",
+              file=sys.stderr)
         raise SystemExit(130)
+    except _cluster_errors() as exc:
+        print(f"profiler {cmd}: {exc}", file=sys.stderr)
+        raise SystemExit(1)
     except (SweepInputError, WorkerStartError, RunFileError, WorkerError) as exc:
         print(f"profiler {cmd}: {exc}", file=sys.stderr)
         raise SystemExit(1)
@@ -245,6 +273,16 @@ def format_probes(run: dict) -> str:
     return "\n".join(lines)
 
 
+def _option(argv: list[str], name: str) -> str | None:
+    """The value of `name` in argv (`--name V` or `--name=V`), before argparse sees it."""
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m profiler", description="check, time and probe projection kernels")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -265,6 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "the paired timing) that makes no progress for this many seconds is stopped and blamed")
     r.add_argument("--max-incidents", type=int, default=2,
                    help="a candidate whose worker died or hung at this many shapes is not run at the others")
+    r.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="run the shapes on dask workers: 'local' (one per visible GPU, pinned), 'local:N', or a "
+                        "scheduler address tcp://HOST:8786; one run file per GPU model (needs requirements-scale.txt)")
     pr = sub.add_parser("probe", help="HBM read probes + compute probe only, into a run file")
     pr.add_argument("--shapes", default="official", help="official | nearby | all | FAMILY[,FAMILY]:M,M,... | M=M,M,... ; parts joined by + (e.g. nearby+M=2,384)")
     pr.add_argument("--out")
@@ -281,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "tune":  # everything after `tune` belongs to profiler.tune
-        if not {"-h", "--help"} & set(argv[1:]):
+        if not {"-h", "--help"} & set(argv[1:]) and _local(_option(argv, "--cluster")):
             _cuda_or_exit("tune")
         from profiler.tune import main as tune_main
 

@@ -1,24 +1,27 @@
 """`python -m profiler explain`: what each checked call launches, per kernel, written as a run file.
 
-    run_explain(specs, shapes, out_path, *, label, settings, tool, log) -> dict (the run, as written)
+    run_explain(specs, shapes, out_path, *, label, settings, tool, log, device, worker_init, cluster)
+        -> dict (the run, as written)
 
-Order: HBM read probes + compute probe (in this process, the same code as `profiler run`), so the analysis has
-floors; then a child process (profiler.explain_target, mode "check") checks every (shape, candidate) with the
-correctness contract and records one CUDA-graph replay of each passing call under torch.profiler; then ncu
-launches the child again (mode "ncu") and profiles one call of every passing job, in chunks of shapes.
-A child that crashes or breaks its CUDA context costs the job it was on (recorded in `failures`), and a new
-child carries on with the rest. The run file is flushed (status "partial") after the probes and after every
-stage, finalized "complete" at the end; it is never overwritten.
+This process only orchestrates; everything runs in the isolation worker of `python -m profiler run`
+(profiler.worker, task kinds in profiler/explain_task.py), one task per shape with all its candidates:
+probes (HBM read + compute: the analysis's floors); then per shape the "explain_check" task checks every candidate
+with the correctness contract and records one CUDA-graph replay of each passing call under torch.profiler; then
+ncu launches a worker of its own (Worker's `prefix`) and per shape the "explain_ncu" task profiles one call of
+every passing candidate, a chunk of shapes per ncu process (its report is exported when the process ends).
+When a worker dies, hangs or breaks its CUDA context, the worker protocol names the candidate and phase: that
+job gets a failure record with the cause and a fresh worker carries on with the rest (a check is redone without
+the culprit; a Kineto replay that takes the worker down costs the shape's sequences, not its verdicts; under ncu
+the jobs after the culprit go on in a new ncu process). The run file is flushed (status "partial") after the
+probes and after every shape or chunk, finalized "complete" at the end; it is never overwritten. `cluster`: the
+same tasks on dask workers (profiler.cluster; one run file per GPU model).
 
-Run-file additions (profiler/README.md, 'Explain run'): `calls` (one per shape × candidate: check verdict,
-Kineto sequence, ncu launch count and summed kernel time), `kernels` (one per shape × candidate × kernel, from
+Run-file additions (profiler/README.md, 'Explain run'): `calls` (one per shape x candidate: check verdict,
+Kineto sequence, ncu launch count and summed kernel time), `kernels` (one per shape x candidate x kernel, from
 ncu), `failures`; environment.ncu_version / ncu_command / ncu_export_command / ncu_metrics.
 """
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,10 +30,8 @@ from typing import Callable
 
 from profiler import ncu as ncu_mod
 
-ROOT = Path(__file__).resolve().parents[1]
 SHAPE_FIELDS = ("load", "family", "M", "N", "K")
-MAX_RESTARTS = 8          # child processes started after a crash, per stage (each crash costs one job)
-STDERR_TAIL = 400         # characters of a crashed child's stderr kept in the failure reason
+NCU_EXIT_TIMEOUT_S = 600.0   # ncu writes its report after the profiled worker exits: wait for it, never kill it
 
 
 @dataclass
@@ -41,9 +42,10 @@ class ExplainSettings:
     probes: bool = True
     probe_rounds: int = 24
     trace_dir: str | None = None
-    keep_dir: str | None = None                  # keep ncu reports, raw CSVs and child logs here
+    keep_dir: str | None = None                  # keep ncu reports and raw CSVs here
     shapes_per_ncu: int = 10                     # shapes per ncu process (the run file is flushed after each)
-    child_timeout_s: float = 900.0
+    step_timeout_s: float = 600.0                # watchdog: a candidate step (check, replay, profiled call) that
+                                                 # makes no progress this long is stopped (ncu replays each kernel)
     command: str = ""
     candidates: list = field(default_factory=list)
     kind: str = "explain"
@@ -63,262 +65,11 @@ def _base(shape) -> dict:
 
 
 def shape_slug(shape) -> str:
-    """'decode 16/router' → 'decode-16_router' (file names of per-shape traces)."""
+    """'decode 16/router' -> 'decode-16_router' (file names of per-shape traces)."""
     from profiler.runfile import slug
     from profiler.sweep import shape_key
 
     return "_".join(slug(part) for part in shape_key(shape).split("/"))
-
-
-# --- child processes ----------------------------------------------------------------------------------------------
-def read_status(path: Path) -> list[dict]:
-    """Events a child wrote; a torn last line (the child died mid-write) is ignored."""
-    if not path.exists():
-        return []
-    events = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return events
-
-
-def unfinished_start(events: list[dict]) -> dict | None:
-    """The last "start" event with no matching "done"/"check"/"error" after it: where a child died."""
-    open_: dict | None = None
-    for e in events:
-        if e.get("event") == "start":
-            open_ = e
-        elif open_ is not None and _closes(e, open_):
-            open_ = None
-    return open_
-
-
-def _closes(event: dict, start: dict) -> bool:
-    stage = start["stage"]
-    if stage == "check":
-        return event.get("event") == "check" and event.get("job") == start.get("job")
-    if stage == "kineto":
-        return event.get("event") == "done" and event.get("stage") == "kineto" and event.get("shape") == start["shape"]
-    return (event.get("stage") == stage and event.get("job") == start.get("job")
-            and event.get("event") in ("done", "error"))
-
-
-def _tail(text: str) -> str:
-    lines = [l for l in (text or "").strip().splitlines() if l.strip() and not l.startswith("==PROF==")]
-    return " | ".join(lines[-3:])[-STDERR_TAIL:]
-
-
-@dataclass
-class ChildOutcome:
-    events: list = field(default_factory=list)
-    crashes: list = field(default_factory=list)   # {"start": event, "reason": str}
-    attempts: int = 0
-    logs: list = field(default_factory=list)      # (attempt, returncode, stdout tail, stderr tail)
-
-
-def run_child(spec: dict, workdir: Path, finished: Callable[[list, int, dict], bool], *, tag: str | None = None,
-              wrap: Callable[[list, int], list] | None = None, timeout_s: float = 900.0,
-              after: Callable[[int], None] | None = None, log: Callable[[str], None] = print) -> ChildOutcome:
-    """Run profiler.explain_target on `spec` until it exits cleanly, restarting after a crash without the job it
-    was on. `finished(events, job, start)` says whether a job needs no more work; `wrap(cmd, attempt)` wraps the
-    command (ncu); `after(attempt)` runs after every attempt (export that attempt's ncu report)."""
-    out = ChildOutcome()
-    skip = set(spec.get("skip", []))
-    mode = spec["mode"]
-    tag = tag or mode
-    all_jobs = [job for entry in spec["shapes"] for job, _ in entry["jobs"]]
-    while True:
-        out.attempts += 1
-        attempt = out.attempts
-        job_path, status_path = workdir / f"{tag}-{attempt}.json", workdir / f"{tag}-{attempt}.jsonl"
-        job_path.write_text(json.dumps(spec | {"skip": sorted(skip)}))
-        cmd = [sys.executable, "-m", "profiler.explain_target", str(job_path), str(status_path)]
-        cmd = wrap(cmd, attempt) if wrap else cmd
-        try:
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)
-            rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
-        except subprocess.TimeoutExpired as exc:
-            rc = "timeout"
-            stdout = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        (workdir / f"{tag}-{attempt}.log").write_text(f"$ {' '.join(cmd)}\nexit {rc}\n--- stdout\n{stdout}\n"
-                                                       f"--- stderr\n{stderr}\n")
-        out.logs.append((attempt, rc, _tail(stdout), _tail(stderr)))
-        events = read_status(status_path)
-        out.events += events
-        if after:
-            after(attempt)
-        if rc == 0:
-            return out
-        why = (f"child timed out after {timeout_s:.0f} s" if rc == "timeout" else f"child exited {rc}")
-        why += f": {_tail(stderr)}" if _tail(stderr) else ""
-        start = unfinished_start(events)
-        if start is None:
-            out.crashes.append({"start": None, "reason": why})
-            log(f"explain {mode}: {why} (outside any job; remaining jobs recorded as failed)")
-            return out
-        out.crashes.append({"start": start, "reason": why})
-        log(f"explain {mode}: {why} during {start['stage']} of "
-            f"{'job ' + str(start['job']) if 'job' in start else 'shape ' + str(start['shape'])}; restarting")
-        skip |= {j for j in all_jobs if finished(out.events, j, start)} | _culprits(spec, start)
-        if set(all_jobs) <= skip or attempt > MAX_RESTARTS:
-            return out
-
-
-def _culprits(spec: dict, start: dict) -> set[int]:
-    if "job" in start:
-        return {start["job"]}
-    entry = spec["shapes"][start["shape"]]  # a Kineto crash: every job of that shape loses its sequence
-    return {job for job, _ in entry["jobs"]}
-
-
-# --- the two passes ----------------------------------------------------------------------------------------------
-def _check_spec(jobs_by_shape, specs, names, settings) -> dict:
-    trace_dir = Path(settings.trace_dir) if settings.trace_dir else None
-    shapes = []
-    for shape, jobs in jobs_by_shape:
-        trace = str(trace_dir / f"{shape_slug(shape)}.json") if trace_dir else None
-        shapes.append({"shape": shape, "jobs": [[j.job, j.cand] for j in jobs], "trace": trace})
-    return {"mode": "check", "candidates": specs, "names": names, "seed": settings.seed, "skip": [],
-            "shapes": shapes}
-
-
-def _check_finished(events, job, start) -> bool:
-    checked = [e for e in events if e.get("event") == "check" and e.get("job") == job]
-    if not checked:
-        return False
-    if not checked[-1]["ok"]:
-        return True
-    return any(e.get("job") == job and (e.get("event") == "kineto" or
-                                        (e.get("event") == "error" and e.get("stage") == "kineto")) for e in events)
-
-
-def collect_checks(by_shape: list[tuple[dict, list[Job]]], outcome: ChildOutcome) -> tuple[list[dict], list[dict]]:
-    """calls records (one per job that got a verdict; the last event wins) and failures of the check pass."""
-    jobs = [j for _, js in by_shape for j in js]
-    checks, seqs, kin_err = {}, {}, {}
-    for e in outcome.events:
-        if e.get("event") == "check":
-            checks[e["job"]] = e
-        elif e.get("event") == "kineto":
-            seqs[e["job"]] = e["sequence"]
-        elif e.get("event") == "error" and e.get("stage") == "kineto":
-            kin_err[e["job"]] = e["reason"]
-    crash_of = {}  # job -> (stage, reason) of the crash that cost it
-    for c in outcome.crashes:
-        start = c["start"]
-        if start is None:
-            hit, stage = [j.job for j in jobs if j.job not in checks], "check"
-        elif "job" in start:
-            hit, stage = [start["job"]], start["stage"]
-        else:
-            hit, stage = [j.job for j in by_shape[start["shape"]][1]], start["stage"]
-        for job in hit:
-            crash_of.setdefault(job, (stage, c["reason"]))
-    calls, failures = [], []
-    for j in jobs:
-        base = _base(j.shape) | {"candidate": j.name}
-        chk = checks.get(j.job)
-        if chk is None:
-            stage, why = crash_of.get(j.job, ("check", "no verdict (the child stopped before this job)"))
-            failures.append(base | {"stage": "check", "reasons": [f"{stage}: {why}"]})
-            continue
-        error = chk.get("error") or {}
-        calls.append(base | {"method": chk.get("method"), "correct": bool(chk["ok"]), "error": error,
-                             "kineto": seqs.get(j.job), "launches": None, "ncu_us": None})
-        if not chk["ok"]:
-            failures.append(base | {"stage": "check", "reasons": list(error.get("reasons", [])) or ["incorrect"]})
-        elif j.job not in seqs:
-            crash = crash_of.get(j.job)
-            why = kin_err.get(j.job) or (f"{crash[0]}: {crash[1]}" if crash else "kineto: no sequence recorded")
-            failures.append(base | {"stage": "kineto", "reasons": [why]})
-    return calls, failures
-
-
-def _ncu_finished(events, job, start) -> bool:
-    return any(e.get("stage") == "ncu" and e.get("job") == job and e.get("event") in ("done", "error")
-               for e in events)
-
-
-def _profile_chunk(tool, chunk_spec, workdir: Path, settings, log) -> tuple[ChildOutcome, dict[int, list[dict]], list]:
-    """One ncu process (plus restarts) over a chunk of shapes → outcome, kernel records by job, export errors."""
-    records: dict[int, list[dict]] = {}
-    errors: list[str] = []
-    tag = chunk_spec["tag"]
-
-    def wrap(cmd, attempt):
-        return ncu_mod.profile_command(tool.path, workdir / f"{tag}-{attempt}.ncu-rep", cmd)
-
-    def after(attempt):
-        rep = workdir / f"{tag}-{attempt}.ncu-rep"
-        if not rep.exists():
-            errors.append(f"ncu wrote no report in attempt {attempt}")
-            return
-        try:
-            text = ncu_mod.export_csv(tool.path, rep)
-            (workdir / f"{tag}-{attempt}.csv").write_text(text)
-            records.update(ncu_mod.kernel_records(ncu_mod.parse_raw_csv(text, f"{tag}-{attempt}.csv")))
-        except ncu_mod.NcuError as exc:
-            errors.append(str(exc))
-
-    spec = {k: v for k, v in chunk_spec.items() if k != "tag"}
-    outcome = run_child(spec, workdir, _ncu_finished, tag=tag, wrap=wrap, after=after, timeout_s=settings.child_timeout_s,
-                        log=log)
-    return outcome, records, errors
-
-
-def collect_ncu(jobs: list[Job], outcome: ChildOutcome, records: dict, export_errors: list,
-                calls: list[dict]) -> tuple[list[dict], list[dict]]:
-    """kernels records and failures of one ncu chunk; fills launches / ncu_us into the matching calls."""
-    errs = {e["job"]: e["reason"] for e in outcome.events if e.get("event") == "error" and e.get("stage") == "ncu"}
-    crashed = {c["start"]["job"]: c["reason"] for c in outcome.crashes if c["start"] and "job" in c["start"]}
-    lost = next((c["reason"] for c in outcome.crashes if c["start"] is None), None)
-    index = {tuple(_base(c).values()) + (c["candidate"],): c for c in calls}
-    kernels, failures = [], []
-    for j in jobs:
-        base = _base(j.shape) | {"candidate": j.name}
-        call = index.get(tuple(base.values()))
-        recs = records.get(j.job)
-        if recs:
-            method = call.get("method") if call else None
-            kernels += [base | {"method": method} | r for r in recs]
-            if call is not None:
-                call["launches"] = len(recs)
-                call["ncu_us"] = round(sum(r["duration_us"] for r in recs), 4)
-            continue
-        reason = (errs.get(j.job) or (f"ncu: {crashed[j.job]}" if j.job in crashed else None)
-                  or (f"ncu: {lost}" if lost else None) or ("ncu: " + "; ".join(export_errors) if export_errors else None)
-                  or "ncu: no kernel profiled inside the call's NVTX range")
-        failures.append(base | {"stage": "ncu", "reasons": [reason]})
-    return kernels, failures
-
-
-# --- orchestration -----------------------------------------------------------------------------------------------
-def _probes(run, shapes, settings, device, log) -> None:
-    import torch
-
-    from datasets import load_seed_probes
-    from profiler.probes import log_sweep_bytes, probe_plan, run_compute_probe, run_read_probes
-    from profiler.sweep import shape_bytes, shape_key
-    from profiler.timing import ColdTimer
-
-    t0 = time.perf_counter()
-    cold = ColdTimer(device)
-    seed = load_seed_probes()
-    plan = probe_plan({shape_key(s): shape_bytes(s) for s in shapes}, zip(seed["label"], seed["bytes"]),
-                      log_sweep_bytes())
-    run["probes"] = run_read_probes(cold, plan, n_rounds=settings.probe_rounds)
-    run["compute_probe"] = run_compute_probe(cold)
-    run["compute_peak_tflops"] = run["compute_probe"]["tflops"]
-    env = run["environment"]
-    env["replay_overhead_us"] = cold.overhead_us
-    env["replay_overhead_ci_us"] = [float(v) for v in cold.overhead_ci_us]
-    env["probe_seconds"] = round(time.perf_counter() - t0, 2)
-    del cold
-    torch.cuda.empty_cache()
-    log(f"probes: {len(run['probes'])} sizes in {env['probe_seconds']} s")
 
 
 def make_jobs(shapes: list[dict], names: list[str]) -> list[tuple[dict, list[Job]]]:
@@ -332,77 +83,297 @@ def make_jobs(shapes: list[dict], names: list[str]) -> list[tuple[dict, list[Job
     return out
 
 
-def run_explain(specs: list[str], names: list[str], shapes: list[dict], out_path, *, label: str,
-                settings: ExplainSettings, tool: ncu_mod.NcuTool, log: Callable[[str], None] = print) -> dict:
-    """Probes, check + Kineto pass, ncu pass; returns the run (also written to out_path, never overwritten)."""
-    import torch
+def _task_jobs(jobs: list[Job], specs: list[str]) -> list[dict]:
+    return [{"job": j.job, "spec": specs[j.cand], "name": j.name} for j in jobs]
 
-    from profiler.runfile import RunWriter, new_run
-    from profiler.telemetry import Telemetry, environment
+
+# --- the tasks (run with a profiler.sweep.WorkerPool: here, or on a dask worker) ----------------------------------
+def check_task(pool, shape: dict, jobs: list[dict], settings: ExplainSettings) -> dict:
+    """Check + Kineto for one shape's jobs ({"job", "spec", "name"}) in the pool's worker, again in a fresh one
+    without the job that took it down -> {"calls", "kineto", "kineto_errors", "failures": {job: reason}}."""
+    from profiler.sweep import shape_key
+    from profiler.worker import WorkerDied, WorkerError
+
+    live, failures, replay, lost = list(jobs), {}, True, None
+    res = {"calls": [], "kineto": {}, "kineto_errors": {}}
+    trace = str(Path(settings.trace_dir) / f"{shape_slug(shape)}.json") if settings.trace_dir else None
+    while live:
+        task = {"kind": "explain_check", "shape": shape, "candidates": live, "seed": settings.seed, "trace": trace,
+                "kineto": replay}
+        try:
+            res = pool.call(task, settings.step_timeout_s, shape_key(shape))
+        except WorkerDied as exc:
+            pool.died(f"{exc.kind}: {exc.message}")
+            if exc.phase == "kineto":   # the replays took it down: verdicts again, without sequences
+                replay, lost = False, f"kineto: worker {exc.kind}: {exc.message}"
+                continue
+            names = [j["name"] for j in live]
+            culprits = [exc.candidate] if exc.candidate in names else names
+            for j in live:
+                if j["name"] in culprits:
+                    failures[j["job"]] = f"check: worker {exc.kind} in {exc.phase or 'start-up'}: {exc.message}"
+            live = [j for j in live if j["name"] not in culprits]
+            continue
+        except WorkerError as exc:
+            failures.update({j["job"]: f"check: harness error: {exc}" for j in live})
+            break
+        break
+    kineto = {int(k): v for k, v in res["kineto"].items()}
+    errors = {int(k): v for k, v in res["kineto_errors"].items()}
+    if lost:
+        errors.update({c["job"]: lost for c in res["calls"] if c["ok"]})
+    return {"calls": res["calls"], "kineto": kineto, "kineto_errors": errors, "failures": failures}
+
+
+def ncu_task(pool, tool_path: str | None, chunk: list[tuple[dict, list[dict]]], workdir: str | None, tag: str,
+             settings: ExplainSettings) -> dict:
+    """One chunk of shapes profiled in a worker started under ncu, a new ncu process after a death (the jobs
+    after the culprit go on there) -> {"records": {job: [kernel records]}, "errors": {job: reason},
+    "export_errors": [...], "ncu_processes": n}. tool_path None: this host's ncu (profiler.ncu.ncu_tool)."""
+    from profiler.worker import Worker
+
+    tool_path = tool_path or ncu_mod.ncu_tool().path
+    work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="projlab-explain-"))
+    work.mkdir(parents=True, exist_ok=True)
+    pending = [(shape, list(jobs)) for shape, jobs in chunk if jobs]
+    records, errors, export_errors, attempt = {}, {}, [], 0
+    while pending:
+        attempt += 1
+        report = work / f"{tag}-{attempt}.ncu-rep"
+        cmd = ncu_mod.profile_command(tool_path, report, [])
+        worker = Worker(pool.worker.config, log=pool.log, prefix=cmd[:1] + ["--log-file", "stderr"] + cmd[1:],
+                        exit_timeout_s=NCU_EXIT_TIMEOUT_S)
+        try:
+            pending = _profile_shapes(worker, pending, errors, settings)
+        finally:
+            worker.close()
+        _export(tool_path, report, work, records, export_errors, attempt)
+    return {"records": records, "errors": errors, "export_errors": export_errors, "ncu_processes": attempt}
+
+
+def _profile_shapes(worker, pending: list, errors: dict, settings: ExplainSettings) -> list:
+    """Run explain_ncu tasks until one kills the worker -> the jobs still to profile (in a new ncu process)."""
+    from profiler.worker import WorkerDied, WorkerError
+
+    while pending:
+        shape, jobs = pending[0]
+        try:
+            res = worker.call({"kind": "explain_ncu", "shape": shape, "candidates": jobs, "seed": settings.seed},
+                              settings.step_timeout_s)
+        except WorkerDied as exc:
+            names = [j["name"] for j in jobs]
+            if exc.candidate not in names:   # ncu or the worker could not start: nothing more can be profiled
+                for _, js in pending:
+                    errors.update({j["job"]: f"ncu: worker {exc.kind} in {exc.phase or 'start-up'}: {exc.message}"
+                                   for j in js})
+                return []
+            k = names.index(exc.candidate)
+            errors[jobs[k]["job"]] = f"ncu: worker {exc.kind} in {exc.phase}: {exc.message}"
+            return ([(shape, jobs[k + 1:])] if jobs[k + 1:] else []) + pending[1:]
+        except WorkerError as exc:
+            errors.update({j["job"]: f"ncu: harness error: {exc}" for j in jobs})
+        else:
+            errors.update({int(k): v for k, v in res["errors"].items()})
+        pending = pending[1:]
+    return []
+
+
+def _export(tool_path: str, report: Path, work: Path, records: dict, export_errors: list, attempt: int) -> None:
+    """Export one ncu process's report (raw CSV kept next to it) into `records` by job."""
+    if not report.exists():
+        export_errors.append(f"ncu wrote no report in attempt {attempt}")
+        return
+    try:
+        text = ncu_mod.export_csv(tool_path, report)
+        csv = report.with_suffix(".csv")
+        csv.write_text(text)
+        records.update(ncu_mod.kernel_records(ncu_mod.parse_raw_csv(text, csv.name)))
+    except ncu_mod.NcuError as exc:
+        export_errors.append(str(exc))
+
+
+# --- records -----------------------------------------------------------------------------------------------------
+def shape_calls(jobs: list[Job], got: dict) -> tuple[list[dict], list[dict]]:
+    """calls records (one per job that got a verdict) and failures of one shape's check task."""
+    checks = {c["job"]: c for c in got["calls"]}
+    calls, failures = [], []
+    for j in jobs:
+        base = _base(j.shape) | {"candidate": j.name}
+        chk = checks.get(j.job)
+        if chk is None:
+            why = got["failures"].get(j.job, "check: no verdict (the worker stopped before this job)")
+            failures.append(base | {"stage": "check", "reasons": [why]})
+            continue
+        error = chk.get("error") or {}
+        calls.append(base | {"method": chk.get("method"), "correct": bool(chk["ok"]), "error": error,
+                             "kineto": got["kineto"].get(j.job), "launches": None, "ncu_us": None})
+        if not chk["ok"]:
+            failures.append(base | {"stage": "check", "reasons": list(error.get("reasons", [])) or ["incorrect"]})
+        elif j.job not in got["kineto"]:
+            why = got["kineto_errors"].get(j.job, "kineto: no sequence recorded")
+            failures.append(base | {"stage": "kineto", "reasons": [why]})
+    return calls, failures
+
+
+def collect_ncu(jobs: list[Job], got: dict, calls: list[dict]) -> tuple[list[dict], list[dict]]:
+    """kernels records and failures of one ncu chunk; fills launches / ncu_us into the matching calls."""
+    index = {tuple(_base(c).values()) + (c["candidate"],): c for c in calls}
+    kernels, failures = [], []
+    for j in jobs:
+        base = _base(j.shape) | {"candidate": j.name}
+        call = index.get(tuple(base.values()))
+        recs = got["records"].get(j.job)
+        if recs:
+            method = call.get("method") if call else None
+            kernels += [base | {"method": method} | r for r in recs]
+            if call is not None:
+                call["launches"] = len(recs)
+                call["ncu_us"] = round(sum(r["duration_us"] for r in recs), 4)
+            continue
+        reason = (got["errors"].get(j.job)
+                  or ("ncu: " + "; ".join(got["export_errors"]) if got["export_errors"] else None)
+                  or "ncu: no kernel profiled inside the call's NVTX range")
+        failures.append(base | {"stage": "ncu", "reasons": [reason]})
+    return kernels, failures
+
+
+# --- orchestration -----------------------------------------------------------------------------------------------
+def run_explain(specs: list[str], shapes: list[dict], out_path, *, label: str,
+                settings: ExplainSettings, tool: ncu_mod.NcuTool | None, log: Callable[[str], None] = print,
+                device="cuda", worker_init: str | None = None, cluster: str | None = None) -> dict:
+    """Probes, check + Kineto pass, ncu pass, all in worker processes; returns the run (also written to out_path,
+    never overwritten). `tool`: this host's ncu (None with a remote cluster: each host's own)."""
+    from profiler.runfile import RunWriter
+    from profiler.sweep import LocalBackend
+
+    config = {"device": str(device), "mode": "cold", "flush_bytes": None, "init": worker_init}
+    if cluster is not None:
+        from profiler.cluster import run_explain_cluster
+
+        runs = run_explain_cluster(cluster, specs, shapes, out_path, label=label, settings=settings,
+                                   tool=tool, config=config, log=log)
+        return next(iter(runs.values()))
+    writer = RunWriter(out_path)  # refuses an existing file before any work
+    return explain_on(LocalBackend(config, log), specs, shapes, writer, label=label, settings=settings, tool=tool,
+                      log=log)
+
+
+def _ncu_environment(tool: ncu_mod.NcuTool | None) -> dict:
+    path = tool.path if tool else "ncu"
+    return {"ncu_version": tool.version if tool else None, "ncu_path": tool.path if tool else None,
+            "ncu_metrics": list(ncu_mod.METRICS),
+            "ncu_command": " ".join(ncu_mod.profile_command(path, "<report>.ncu-rep",
+                                                            ["python3", "-m", "profiler.worker"])),
+            "ncu_export_command": " ".join(ncu_mod.export_command(path, "<report>.ncu-rep"))}
+
+
+def explain_on(backend, specs: list[str], shapes: list[dict], writer, *, label: str, settings: ExplainSettings,
+               tool: ncu_mod.NcuTool | None, log: Callable[[str], None] = print) -> dict:
+    """One explain run on `backend` (profiler.sweep.LocalBackend, or the dask workers of one GPU model). The
+    candidates are loaded in the worker first (names; a broken spec is a SweepInputError before any file)."""
+    from profiler.runfile import new_run
+    from profiler.sweep import _names, environment_task, load_task, probes_task, shape_bytes, shape_key
 
     t_start = time.perf_counter()
-    device = torch.device("cuda", torch.cuda.current_device())
-    writer = RunWriter(out_path)  # refuses an existing file before any GPU work
-    pci = getattr(torch.cuda.get_device_properties(device), "pci_bus_id", None)
-    telem = Telemetry(device.index or 0, pci)
-    env = environment(device, telem)
-    settings.candidates = list(names)
-    workdir = Path(settings.keep_dir) if settings.keep_dir else Path(tempfile.mkdtemp(prefix="projlab-explain-"))
-    workdir.mkdir(parents=True, exist_ok=True)
     if settings.trace_dir:
         Path(settings.trace_dir).mkdir(parents=True, exist_ok=True)
-    env |= {"ncu_version": tool.version, "ncu_path": tool.path, "ncu_metrics": list(ncu_mod.METRICS),
-            "ncu_command": " ".join(ncu_mod.profile_command(tool.path, "<report>.ncu-rep",
-                                                            ["python3", "-m", "profiler.explain_target", "<jobs>",
-                                                             "<status>"])),
-            "ncu_export_command": " ".join(ncu_mod.export_command(tool.path, "<report>.ncu-rep")),
-            "settings": asdict(settings)}
+    env = dict(backend.call(environment_task))
+    loaded, refused = backend.call(load_task, specs, settings.step_timeout_s)
+    names = _names(loaded)
+    settings.candidates = list(names)
+    env |= {k: v for k, v in _ncu_environment(tool).items() if v is not None}
+    env["settings"] = asdict(settings)
+    env["workers"] = backend.records()
     run = new_run(label, env)
     run |= {"calls": [], "kernels": [], "failures": []}
-    if settings.probes:
-        _probes(run, shapes, settings, device, log)
-        run["telemetry"].append(telem.sample())
+    try:
+        if settings.probes:
+            res = backend.call(probes_task, {"kind": "probes", "rounds": settings.probe_rounds,
+                                             "shape_bytes": {shape_key(s): shape_bytes(s) for s in shapes}})
+            run["probes"], run["compute_probe"] = res["probes"], res["compute_probe"]
+            run["compute_peak_tflops"] = res["compute_probe"]["tflops"]
+            run["environment"]["probe_seconds"] = res["seconds"]
+            writer.flush(run)
+            log(f"probes: {len(run['probes'])} sizes in {res['seconds']} s")
+        by_shape = make_jobs(shapes, names)
+        _check_pass(backend, run, by_shape, specs, refused, writer, settings)
+        log(f"check + kineto: {sum(c['correct'] for c in run['calls'])}/{len(by_shape) * len(names)} calls passed "
+            f"in {run['environment']['check_seconds']} s")
+        _ncu_pass(backend, run, by_shape, specs, writer, settings, tool, log)
+        run["environment"]["wall_seconds"] = round(time.perf_counter() - t_start, 2)
+        backend.close()
+        run["environment"]["workers"] = backend.records()
+        writer.finalize(run)
+        run["status"] = "complete"
+    except KeyboardInterrupt:
+        backend.cancel()
+        backend.close(force=True)
+        run["interrupted"] = True
+        run["environment"]["workers"] = backend.records()
         writer.flush(run)
-    by_shape = make_jobs(shapes, names)
-    jobs = [j for _, js in by_shape for j in js]
+        raise
+    finally:
+        backend.close()
+    return run
 
-    t0 = time.perf_counter()
-    outcome = run_child(_check_spec(by_shape, specs, names, settings), workdir, _check_finished,
-                        timeout_s=settings.child_timeout_s, log=log)
-    run["calls"], run["failures"] = collect_checks(by_shape, outcome)
+
+def _check_pass(backend, run, by_shape, specs, refused, writer, settings) -> None:
+    """Check + Kineto per shape; a candidate refused at load is not run (its jobs fail with the reason)."""
+    from profiler.sweep import for_each
+
+    t0, done = time.perf_counter(), {}
+
+    def work(i):
+        jobs = [j for j in by_shape[i][1] if specs[j.cand] not in refused]
+        got = backend.call(check_task, by_shape[i][0], _task_jobs(jobs, specs), settings) if jobs else {
+            "calls": [], "kineto": {}, "kineto_errors": {}, "failures": {}}
+        got["failures"].update({j.job: f"check: refused at load: {refused[specs[j.cand]]}" for j in by_shape[i][1]
+                                if specs[j.cand] in refused})
+        return got
+
+    def finished(i, got):
+        done[i] = shape_calls(by_shape[i][1], got)
+        run["calls"] = [c for k in sorted(done) for c in done[k][0]]
+        run["failures"] = [f for k in sorted(done) for f in done[k][1]]
+        run["environment"]["workers"] = backend.records()
+        writer.flush(run)
+
+    for_each(range(len(by_shape)), work, finished, backend.parallel, backend.cancel)
     run["environment"]["check_seconds"] = round(time.perf_counter() - t0, 2)
-    run["environment"]["check_children"] = outcome.attempts
-    writer.flush(run)
-    log(f"check + kineto: {sum(c['correct'] for c in run['calls'])}/{len(jobs)} calls passed in "
-        f"{run['environment']['check_seconds']} s")
+
+
+def _ncu_pass(backend, run, by_shape, specs, writer, settings, tool, log) -> None:
+    from profiler.sweep import for_each
 
     passed = {(tuple(_base(c).values()), c["candidate"]) for c in run["calls"] if c["correct"]}
-    t0 = time.perf_counter()
     step = max(1, settings.shapes_per_ncu or len(by_shape))
+    chunks = []
     for k in range(0, len(by_shape), step):
         chunk = [(shape, [j for j in js if (tuple(_base(shape).values()), j.name) in passed])
                  for shape, js in by_shape[k:k + step]]
-        chunk = [(s, js) for s, js in chunk if js]
-        if not chunk:
-            continue
-        spec = {"mode": "ncu", "tag": f"ncu-{k // step}", "candidates": specs, "names": names, "seed": settings.seed,
-                "skip": [], "shapes": [{"shape": s, "jobs": [[j.job, j.cand] for j in js], "trace": None}
-                                       for s, js in chunk]}
-        outcome, records, errors = _profile_chunk(tool, spec, workdir, settings, log)
-        kernels, failures = collect_ncu([j for _, js in chunk for j in js], outcome, records, errors, run["calls"])
-        run["kernels"] += kernels
-        run["failures"] += failures
-        run["telemetry"].append(telem.sample())
+        chunks.append([(s, js) for s, js in chunk if js])
+    chunks = [(k, c) for k, c in enumerate(chunks) if c]
+    t0, check_failures, done = time.perf_counter(), list(run["failures"]), {}
+    run["environment"]["ncu_processes"] = 0
+
+    def work(k_chunk):
+        k, chunk = k_chunk
+        return backend.call(ncu_task, tool.path if tool else None,
+                            [(shape, _task_jobs(js, specs)) for shape, js in chunk], settings.keep_dir,
+                            f"ncu-{k}", settings)
+
+    def finished(k_chunk, got):
+        k, chunk = k_chunk
+        done[k] = collect_ncu([j for _, js in chunk for j in js], got, run["calls"])
+        run["kernels"] = [r for i in sorted(done) for r in done[i][0]]
+        run["failures"] = check_failures + [f for i in sorted(done) for f in done[i][1]]
+        run["environment"]["ncu_processes"] += got["ncu_processes"]
         writer.flush(run)
-        log(f"ncu: shapes {k + 1}-{k + len(chunk)} of {len(by_shape)}, {len(kernels)} kernels "
+        log(f"ncu: chunk {k + 1} ({len(chunk)} shapes), {len(done[k][0])} kernels "
             f"({time.perf_counter() - t0:.0f} s so far)")
-    env = run["environment"]
-    env["ncu_seconds"] = round(time.perf_counter() - t0, 2)
-    env["wall_seconds"] = round(time.perf_counter() - t_start, 2)
-    env.setdefault("clocks", {})["sm_mhz_end"] = telem.sm_mhz()
-    writer.finalize(run)
-    run["status"] = "complete"
-    return run
+
+    for_each(chunks, work, finished, backend.parallel, backend.cancel)
+    run["environment"]["ncu_seconds"] = round(time.perf_counter() - t0, 2)
 
 
 def format_explain(run: dict) -> str:

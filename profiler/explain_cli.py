@@ -25,6 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="shapes per ncu process; the run file is flushed after each (default 10)")
     p.add_argument("--no-probes", action="store_true", help="skip the HBM/compute probes (no floors in the run)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="run the shapes on dask workers: 'local' (one per visible GPU), 'local:N', or a scheduler "
+                        "address tcp://HOST:8786 (one run file per GPU model)")
 
 
 def _missing_tools() -> tuple[list[str], object]:
@@ -59,38 +62,45 @@ def _select(shapes: list[dict], keys: list[str] | None) -> list[dict]:
     return [known[k] for k in dict.fromkeys(keys)]
 
 
+def _cluster_errors() -> tuple:
+    mod = sys.modules.get("profiler.cluster")   # imported only with --cluster
+    return (mod.ClusterError,) if mod is not None else ()
+
+
 def cmd_explain(args, argv) -> int:
     specs = list(args.plan or []) + [str(Path(c).resolve()) for c in (args.candidate or [])]
     if not specs:
         print("profiler explain: give at least one --plan or --candidate", file=sys.stderr)
         return 1
-    problems, tool = _missing_tools()
+    from kernels.candidate import check_spec
+
+    remote = args.cluster is not None and not args.cluster.startswith("local")
+    problems, tool = ([], None) if remote else _missing_tools()   # a remote cluster: each host's own CUDA + ncu
     if problems:
         print(f"profiler explain: needs {' and '.join(problems)}", file=sys.stderr)
         return EXIT_MISSING
-    import torch
-
     from datasets import RUNS_DIR
-    from kernels.candidate import load_candidate
     from profiler.explain import ExplainSettings, format_explain, run_explain
     from profiler.runfile import RunFileError, run_filename
-    from profiler.sweep import select_shapes, unique_names
+    from profiler.sweep import SweepInputError, WorkerStartError, select_shapes
+    from profiler.telemetry import cuda_device_name
+    from profiler.worker import WorkerDied, WorkerError
 
     try:
-        candidates = [load_candidate(s) for s in specs]
+        for spec in specs:
+            check_spec(spec)   # names a bad spec without running any candidate code here (the worker loads them)
         shapes = _select(select_shapes(args.shapes), args.shape)
     except Exception as exc:  # PlanError / CandidateError / an unknown shape key: one line naming it
         print(f"profiler explain: {exc}", file=sys.stderr)
         return 1
-    names = unique_names(candidates)
     label = args.label or ("explain-" + "-".join(Path(s).stem for s in specs))[:80]
-    try:
-        out = Path(args.out) if args.out else Path(RUNS_DIR) / run_filename(dt.date.today(),
-                                                                            torch.cuda.get_device_name(), label)
+    try:   # on a cluster the default name takes each GPU model's name (one run file per model)
+        out = Path(args.out) if args.out else None if args.cluster else Path(RUNS_DIR) / run_filename(
+            dt.date.today(), cuda_device_name() or "unknown-gpu", label)
     except RunFileError as exc:
         print(f"profiler explain: {exc}", file=sys.stderr)
         return 1
-    if out.exists():
+    if out is not None and out.exists():
         print(f"profiler explain: {out} exists; runs are never overwritten (pick --out or --label)", file=sys.stderr)
         return 1
     settings = ExplainSettings(shapes=args.shapes, only=list(args.shape or []), seed=args.seed,
@@ -98,8 +108,22 @@ def cmd_explain(args, argv) -> int:
                                shapes_per_ncu=args.shapes_per_ncu,
                                command="python -m profiler " + " ".join(shlex.quote(a) for a in argv))
     t0 = time.perf_counter()
-    run = run_explain(specs, names, shapes, out, label=label, settings=settings, tool=tool,
-                      log=lambda m: print(m, file=sys.stderr, flush=True))
+    try:
+        run = run_explain(specs, shapes, out, label=label, settings=settings, tool=tool, cluster=args.cluster,
+                          log=lambda m: print(m, file=sys.stderr, flush=True))
+    except KeyboardInterrupt:
+        print(f"profiler explain: interrupted; partial run in {out or 'the run file of each GPU model'}",
+              file=sys.stderr)
+        return 130
+    except ImportError as exc:
+        if args.cluster is None or (exc.name or "").split(".")[0] not in ("dask", "distributed"):
+            raise
+        print(f"profiler explain: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
+              file=sys.stderr)
+        return EXIT_MISSING
+    except (SweepInputError, WorkerStartError, RunFileError, WorkerError, WorkerDied, *_cluster_errors()) as exc:
+        print(f"profiler explain: {exc}", file=sys.stderr)
+        return 1
     print(format_explain(run))
     print(f"\nwrote {out}  (status {run['status']}; {len(run['kernels'])} kernel records, "
           f"{len(run['failures'])} failures) in {time.perf_counter() - t0:.1f} s")

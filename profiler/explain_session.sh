@@ -5,8 +5,8 @@
 # 1. dry run: baseline + best on two shapes, no probes — catches a broken setup cheaply and times one job;
 # 2. baseline + best over the 30 official shapes, with probes, one Chrome trace per shape (kept in $OUT/traces);
 # 3. seed036 the same way when the estimate from 1. still fits in BUDGET_S.
-# Each step has a time limit; a run cut short keeps its flushed "partial" file. ncu reports, raw CSVs and the
-# children's logs go to $OUT/keep (tarred at the end with the traces).
+# Each step has a time limit; a run cut short keeps its flushed "partial" file. ncu reports and raw CSVs go to
+# $OUT/keep (tarred at the end with the traces).
 export PYTHONUNBUFFERED=1 PATH="$PATH:/usr/local/cuda/bin"
 OUT=${OUT:?set OUT}; mkdir -p "$OUT"; BUDGET_S=${BUDGET_S:-270}
 D=$(date -u +%F); P="$OUT/${D}_nvidia-h200"; LOG="$OUT/session.log"; START=$(date +%s)
@@ -21,12 +21,11 @@ step "dry run: baseline + best at decode 16/router and verify 1/unpooler, no pro
 timeout 150 python3 -m profiler explain --plan baseline --plan best --shape 'decode 16/router' \
   --shape 'verify 1/unpooler' --no-probes --out "$OUT/dry.json" --keep "$OUT/keep/dry" 2>&1 | tee -a "$LOG" | tail -n 25
 [ -f "$OUT/dry.json" ] || { step "dry run wrote no run file: stopping"; exit 1; }
-# Seconds per shape (2 candidates) from the children's status timestamps, and the fixed start-up cost.
-read PER FIXED < <(python3 - "$OUT/keep/dry" "$(( $(date +%s) - START ))" <<'PY'
-import glob, json, sys
-ev = [json.loads(l) for f in glob.glob(sys.argv[1] + "/*.jsonl") for l in open(f) if l.strip()]
-span = lambda stage: (lambda ts: max(ts) - min(ts) if ts else 0.0)([e["t"] for e in ev if e.get("stage") == stage or (stage == "check" and e.get("event") in ("check", "kineto"))])
-per = (span("check") + span("ncu")) / 2
+# Seconds per shape (2 candidates) from the dry run's check and ncu passes, and the fixed start-up cost.
+read PER FIXED < <(python3 - "$OUT/dry.json" "$(( $(date +%s) - START ))" <<'PY'
+import json, sys
+env = json.load(open(sys.argv[1]))["environment"]
+per = (env.get("check_seconds", 0.0) + env.get("ncu_seconds", 0.0)) / 2
 print(f"{per:.1f}", int(float(sys.argv[2]) - 2 * per))
 PY
 )

@@ -7,9 +7,10 @@ pick, per shape, written as a schema-v1 run file.
                               [--compile-workers 16]
 
 Per shape the candidates are torch_linear, every config of --methods whose guard admits the shape, and the
---plan's own pick there. They are checked and timed by the tuner's measure step (profiler.tune.GpuMeasure: one
-call on a fresh input with sparse probe rows vs the FP64 reference -- failures are recorded, never timed -- then
-profiler.timing.measure_shape, the one sampler of run/tune/bench, all candidates of a shape paired together).
+--plan's own pick there. They are checked and timed by the tuner's measure step (profiler.measure.WorkerMeasure:
+one shape task in the isolation worker; the contract's quick check -- one call on fresh inputs with probe rows vs
+the FP64 reference; failures are recorded, never timed -- then profiler.timing.measure_shape, the one sampler of
+run/tune/bench, all candidates of a shape paired together).
 The run file holds every timed candidate ("correct": true), each one's paired ratio vs torch_linear, the
 rejected ones under "failures", and which candidate was the plan's pick ("plan_pick" on that result).
 Screening numbers: one pass, the plan is not re-tuned; `python -m profiler tune` decides, `python -m profiler
@@ -106,40 +107,39 @@ def main(argv=None) -> int:
     from datasets import RUNS_DIR, load_workload
     from kernels.plans import load_plan
     from kernels.registry import METHODS
+    from profiler.measure import WorkerMeasure
     from profiler.runfile import RunWriter, new_run, run_filename, utc_now
-    from profiler.telemetry import Telemetry, environment
-    from profiler.timing import ColdTimer
-    from profiler.tune import GpuMeasure, precompile
+    from profiler.sweep import LocalBackend, SweepSettings, environment_task
+    from profiler.telemetry import cuda_device_name
+    from profiler.tune import precompile
 
     t0 = time.perf_counter()
-    torch.backends.cuda.matmul.allow_tf32 = False   # the FP32 router baseline must not run TF32
     unknown = sorted(set(args.methods) - set(METHODS))
     if unknown:
         print(f"profiler.screen: unknown method(s) {unknown}; known: {sorted(METHODS)}", file=sys.stderr)
         return 1
     workload = load_workload()
     plan = load_plan(args.plan) if args.plan else None
-    device = torch.device("cuda", torch.cuda.current_device())
-    telem = Telemetry(device.index, getattr(torch.cuda.get_device_properties(device), "pci_bus_id", None))
-    env = environment(device, telem)
-    out = Path(args.out_run or Path(RUNS_DIR) / run_filename(utc_now(), env.get("gpu", "unknown-gpu"), args.label))
+    out = Path(args.out_run or Path(RUNS_DIR) / run_filename(utc_now(), cuda_device_name() or "unknown-gpu",
+                                                             args.label))
     writer = RunWriter(out)
     pts = points(workload, args.shapes, args.extra_m, args.families)
     cand_lists = [candidates_at(pt, METHODS, args.methods, plan) for pt in pts]
     picks = [{"method": m, "config": c, "family": pt.family, "M": pt.M, "N": pt.N, "K": pt.K,
               "w_dtype": pt.spec["w_dtype"]} for pt, (_, pick) in zip(pts, cand_lists) if pick for m, c in [pick]]
     skip = precompile(METHODS, pts, args.methods, args.compile_workers, extra_jobs=picks)
-    timer = ColdTimer(device)
-    env.update(replay_overhead_us=timer.overhead_us, replay_overhead_ci_us=list(timer.overhead_ci_us),
-               settings={"mode": "cold", "tool": "screen", "methods": args.methods, "plan": args.plan,
-                         "shapes": args.shapes, "extra_m": args.extra_m, "timing": TIMING,
-                         "flush_bytes": timer.flush_bytes, "seed": args.seed,
-                         "command": "python -m profiler.screen " + " ".join(argv or sys.argv[1:])})
+    backend = LocalBackend({"device": "cuda", "mode": "cold", "flush_bytes": None, "init": None}, print)
+    env = dict(backend.call(environment_task))
+    env.update(settings={"mode": "cold", "tool": "screen", "check": "quick", "methods": args.methods,
+                         "plan": args.plan, "shapes": args.shapes, "extra_m": args.extra_m, "timing": TIMING,
+                         "flush_bytes": env.pop("flush_bytes", None), "seed": args.seed,
+                         "command": "python -m profiler.screen " + " ".join(argv or sys.argv[1:])},
+               workers=backend.records())
     run = new_run(args.label, env)
-    measure = GpuMeasure(METHODS, device, args.seed, timer, telem)
+    measure = WorkerMeasure(backend, SweepSettings(seed=args.seed), print)
     records, lines, info = Records(), [], {}
-    print(f"# {env.get('gpu')} torch {torch.__version__}; replay overhead {timer.overhead_us:.2f} us (subtracted); "
-          f"{len(pts)} shapes; setup {time.perf_counter() - t0:.1f} s", flush=True)
+    print(f"# {env.get('gpu')} torch {env.get('torch')}; replay overhead {env.get('replay_overhead_us', 0):.2f} us "
+          f"(subtracted, in the worker); {len(pts)} shapes; setup {time.perf_counter() - t0:.1f} s", flush=True)
     for pt, (cands, pick) in zip(pts, cand_lists):
         if time.perf_counter() - t0 > args.budget_s:
             print(f"# budget {args.budget_s:.0f} s spent: stopped before {pt.load}/{pt.family} M={pt.M}")
@@ -151,9 +151,10 @@ def main(argv=None) -> int:
         info[f"{pt.load}/{pt.family}/M{pt.M}"] = got["info"]
         lines.append(line(pt, rows, _key(*pick) if pick else None, len(got["rejected"]), args.methods))
         print(lines[-1], flush=True)
-        run.update(results=records.results, pairs=records.pairs, failures=records.failures, shape_info=info)
-        run["telemetry"].append(telem.sample())
+        run.update(results=records.results, pairs=records.pairs, failures=records.failures, shape_info=info,
+                   telemetry=list(measure.telemetry))
         writer.flush(run)
+    backend.close()
     writer.finalize(run)
     print("\n".join(["", f"# summary (us, cold, overhead subtracted; x = speed-up vs torch_linear): run -> {out}",
                      *lines]))
@@ -183,6 +184,7 @@ def _record(pt: Point, got: dict, pick, records: Records) -> list[dict]:
     base = next((t for t in ok if t.method == BASELINE), None)
     if base is not None:
         records.pairs += [pair_record(pt, base, t) for t in ok if t is not base]
+    records.failures += list(got.get("failures", []))
     records.failures += [{**shape_fields(pt), "candidate": k, "reasons": v} for k, v in got["rejected"].items()]
     return rows
 

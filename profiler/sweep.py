@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Callable, Sequence
@@ -36,6 +37,7 @@ MIN_CLOCK_FRACTION = 0.75      # samples below 75% of the max SM clock are dropp
 TIMING_SEED_OFFSET = 300       # timing inputs: seed + 300 + instance (never one of the check's inputs)
 PROBE_TIMEOUT_S = 900.0        # the probe task (harness code only): ~12 s on the H200, generous
 INCIDENT_KINDS = ("died", "timeout", "cuda_fault", "exit", "tainted")  # a worker was lost to the candidate
+WORKER_IDENTITY = ("hostname", "gpu", "gpu_uuid", "pci_bus_id")  # environment.workers[]: where each process timed
 
 
 class SweepInputError(ValueError):
@@ -413,7 +415,8 @@ class WorkerPool:
                 raise WorkerStartError(f"the worker process could not start ({exc.kind}): {exc.message}") from None
             self.records.append({"index": len(self.records), "started_for": what,
                                  "replay_overhead_us": env.get("replay_overhead_us"),
-                                 "replay_overhead_ci_us": env.get("replay_overhead_ci_us"), "ended": "running"})
+                                 "replay_overhead_ci_us": env.get("replay_overhead_ci_us"), "ended": "running"}
+                                | {k: env[k] for k in WORKER_IDENTITY if env.get(k) is not None})
         return self.worker.call(task, timeout_s)
 
     def died(self, why: str) -> None:
@@ -497,44 +500,145 @@ def measure_shape_isolated(workers: WorkerPool, shape: dict, live: list[dict], t
             merged[key] += [r | {"worker": workers.index} for r in res[key]]
         merged["info"], merged["telemetry"] = res["info"], res.get("telemetry")
         break
+    merged["worker"] = workers.index  # the process that measured the shape last (a per-shape reference)
     return merged
+
+
+def environment_task(pool: WorkerPool) -> dict:
+    """The worker's environment (gpu, versions, replay overhead); starts it."""
+    return pool.call({"kind": "environment"}, PROBE_TIMEOUT_S, "start")["environment"]
+
+
+def load_task(pool: WorkerPool, specs: list[str], timeout_s: float) -> tuple[list[dict], dict[str, str]]:
+    return _load_all(pool, specs, timeout_s)
+
+
+def probes_task(pool: WorkerPool, task: dict) -> dict:
+    return pool.call(task, PROBE_TIMEOUT_S, "probes")
+
+
+def shape_task(pool: WorkerPool, shape: dict, live: list[dict], task_base: dict, settings) -> dict:
+    """measure_shape_isolated as a self-contained task: the merged result plus "incidents", the workers each
+    candidate took down here (the caller keeps the count across shapes)."""
+    incidents: dict[str, int] = {}
+    merged = measure_shape_isolated(pool, shape, live, task_base, settings, incidents, pool.log)
+    return merged | {"incidents": incidents}
+
+
+class LocalBackend:
+    """Where the default sweep runs its tasks: this host's one worker process (WorkerPool), one task at a time.
+    `call(fn, *args)` runs fn(pool, *args) here (fn: environment_task, load_task, probes_task, shape_task, ...).
+    profiler.cluster.ClusterGroup has the same methods and runs fn on a dask worker of one GPU model, with that
+    worker's own pool."""
+
+    parallel = 1
+
+    def __init__(self, config: dict, log):
+        self.pool = WorkerPool(config, log)
+
+    def call(self, fn: Callable, *args, pin: str | None = None):
+        return fn(self.pool, *args)
+
+    def records(self) -> list[dict]:
+        return self.pool.records
+
+    def detail(self) -> str | None:
+        return None
+
+    def cancel(self) -> None:
+        pass
+
+    def close(self, force: bool = False) -> None:
+        self.pool.close(force)
 
 
 def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: str,
               settings: SweepSettings | None = None, device="cuda", progress: Callable | None = None,
-              log: Callable[[str], None] = print, measure_shapes: bool = True, worker_init: str | None = None) -> dict:
+              log: Callable[[str], None] = print, measure_shapes: bool = True, worker_init: str | None = None,
+              cluster: str | None = None) -> dict:
     """Probes, then every shape, all in a worker process; returns the run dict (also written to out_path).
     measure_shapes=False: probes only (`python -m profiler probe`); the shapes only give byte counts.
-    worker_init: 'file.py:function' run in every worker before its first task (tests: a fake timer)."""
-    from profiler.runfile import RunWriter, new_run
-
+    worker_init: 'file.py:function' run in every worker before its first task (tests: a fake timer).
+    cluster: a dask scheduler address or "local" / "local:N" (profiler.cluster.run_sweep_cluster; one run file
+    per GPU model, the returned run is the first model's); None: this host's one worker (dask never imported)."""
     from kernels.candidate import resolve_spec
 
     settings = settings or SweepSettings()
     given = [str(s) for s in specs]
-    specs = [resolve_spec(s) for s in given]  # the worker runs in the repository root: file paths made absolute
-    t_start = time.perf_counter()
+    resolved = [resolve_spec(s) for s in given]  # the worker runs in the repository root: file paths made absolute
+    config = {"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes, "init": worker_init}
+    if cluster is not None:
+        from profiler.cluster import run_sweep_cluster
+
+        runs = run_sweep_cluster(cluster, resolved, given, shapes, out_path, label=label, settings=settings,
+                                 config=config, progress=progress, log=log, measure_shapes=measure_shapes)
+        return next(iter(runs.values()))
+    from profiler.runfile import RunWriter
+
     writer = RunWriter(out_path)  # refuses an existing file before any work
-    workers = WorkerPool({"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes,
-                        "init": worker_init}, log)
+    return sweep_on(LocalBackend(config, log), resolved, given, shapes, writer, label=label, settings=settings,
+                    progress=progress, log=log, measure_shapes=measure_shapes)
+
+
+def live_candidates(shape: dict, candidates: list[dict], refused: dict, incidents: dict,
+                    settings: SweepSettings) -> tuple[list[dict], list[dict]]:
+    """(candidates to run at this shape, failure records of those that will not: refused at load, or past
+    max_incidents)."""
+    live, skipped = [], []
+    for c in candidates:
+        if c["spec"] in refused:
+            skipped.append(failure_record(shape, c["name"], "load", "load", [refused[c["spec"]]]))
+        elif incidents.get(c["name"], 0) >= settings.max_incidents:
+            skipped.append(failure_record(shape, c["name"], "skipped", "none", [
+                f"not run: its worker died or hung at {incidents[c['name']]} shapes already "
+                f"(max_incidents {settings.max_incidents})"]))
+        else:
+            live.append(c)
+    return live, skipped
+
+
+def _shape_records(run: dict, done: dict, shapes: Sequence[dict]) -> None:
+    """Rebuild results, pairs, failures, shape_info and per-shape telemetry from the finished shapes, in shape
+    order (tasks may finish in any order on several workers; the file reads the same as a one-worker run's)."""
+    run["results"], run["pairs"], run["failures"], run["shape_info"], telemetry = [], [], [], {}, []
+    for i in sorted(done):
+        merged, skipped = done[i]
+        run["results"] += merged["results"]
+        run["pairs"] += merged["pairs"]
+        run["failures"] += skipped + merged["failures"]
+        run["shape_info"][shape_key(shapes[i])] = merged["info"] | (
+            {"worker": merged["worker"]} if merged.get("worker") is not None else {})
+        if merged["telemetry"]:
+            telemetry.append(merged["telemetry"])
+    run["telemetry"] = telemetry
+
+
+def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict], writer, *, label: str,
+             settings: SweepSettings, progress: Callable | None = None, log: Callable[[str], None] = print,
+             measure_shapes: bool = True) -> dict:
+    """One run file's sweep on `backend` (LocalBackend, or the dask workers of one GPU model): load check,
+    probes, then the shapes -- `backend.parallel` at a time, each one task -- flushed as each finishes."""
+    from profiler.runfile import new_run
+
+    t_start = time.perf_counter()
     run = None
     try:
-        loaded, refused = _load_all(workers, specs, settings.shape_timeout_s) if specs else ([], {})
+        env = dict(backend.call(environment_task))
+        loaded, refused = backend.call(load_task, specs, settings.shape_timeout_s) if specs else ([], {})
         names = _names(loaded)
         settings.candidates = names
-        env = dict(workers.worker.environment or {})
         env["settings"] = asdict(settings) | {"flush_bytes": env.pop("flush_bytes", settings.flush_bytes),
                                               "allow_tf32": False, "min_clock_fraction": MIN_CLOCK_FRACTION,
                                               "specs": given}
-        env["workers"] = workers.records
-        log(f"replay overhead {env.get('replay_overhead_us', 0):.2f} us (95% CI "
-            f"{env.get('replay_overhead_ci_us', [0, 0])[0]:.2f}-{env.get('replay_overhead_ci_us', [0, 0])[1]:.2f}); "
+        env["workers"] = backend.records()
+        ci = env.get("replay_overhead_ci_us", [0, 0])
+        log(f"replay overhead {env.get('replay_overhead_us', 0):.2f} us (95% CI {ci[0]:.2f}-{ci[1]:.2f}); "
             f"flush reads {(env['settings']['flush_bytes'] or 0) / 1e6:.0f} MB; candidates run in a worker process")
         run = new_run(label, env)
         run["failures"], run["shape_info"] = [], {}
         if settings.probes:
-            res = workers.call({"kind": "probes", "shape_bytes": {shape_key(s): shape_bytes(s) for s in shapes},
-                                "rounds": settings.probe_rounds}, PROBE_TIMEOUT_S, "probes")
+            res = backend.call(probes_task, {"kind": "probes", "rounds": settings.probe_rounds,
+                                             "shape_bytes": {shape_key(s): shape_bytes(s) for s in shapes}})
             run["probes"], run["compute_probe"] = res["probes"], res["compute_probe"]
             run["compute_peak_tflops"] = res["compute_probe"]["tflops"]
             run["environment"]["probe_seconds"] = res["seconds"]
@@ -544,46 +648,79 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
         floors = _floor_lookup(run["probes"])
         candidates = [{"spec": s, "name": n} for s, n in zip(specs, names)]
         incidents: dict[str, int] = {}
+        counting = threading.Lock()   # shapes may run in several threads (a cluster backend)
         task_base = {"kind": "shape", "settings": asdict(settings)}
         t_shapes = time.perf_counter()
-        for i, shape in enumerate(shapes if measure_shapes else []):
-            live, skipped = [], []
-            for c in candidates:
-                if c["spec"] in refused:
-                    skipped.append(failure_record(shape, c["name"], "load", "load", [refused[c["spec"]]]))
-                elif incidents.get(c["name"], 0) >= settings.max_incidents:
-                    skipped.append(failure_record(shape, c["name"], "skipped", "none", [
-                        f"not run: its worker died or hung at {incidents[c['name']]} shapes already "
-                        f"(max_incidents {settings.max_incidents})"]))
-                else:
-                    live.append(c)
-            merged = measure_shape_isolated(workers, shape, live, task_base | {
-                "floor": floors.get(shape_bytes(shape))}, settings, incidents, log)
-            run["results"] += merged["results"]
-            run["pairs"] += merged["pairs"]
-            run["failures"] += skipped + merged["failures"]
-            run["shape_info"][shape_key(shape)] = merged["info"]
-            if merged["telemetry"]:
-                run["telemetry"].append(merged["telemetry"])
+        done: dict[int, tuple[dict, list]] = {}
+
+        def measure(i: int) -> tuple[dict, list]:
+            with counting:
+                live, skipped = live_candidates(shapes[i], candidates, refused, incidents, settings)
+            merged = backend.call(shape_task, shapes[i], live,
+                                  task_base | {"floor": floors.get(shape_bytes(shapes[i]))}, settings)
+            with counting:
+                for name, n in merged.pop("incidents").items():
+                    incidents[name] = incidents.get(name, 0) + n
+            return merged, skipped
+
+        def finished(i: int, outcome: tuple[dict, list]) -> None:
+            done[i] = outcome
+            _shape_records(run, done, shapes)
+            run["environment"]["workers"] = backend.records()
             writer.flush(run)
             if progress:
-                progress("shapes", i + 1, len(shapes))
+                detail = backend.detail()   # per-worker counts on a cluster; the app's progress takes 3 arguments
+                progress("shapes", len(done), len(shapes), **({"detail": detail} if detail is not None else {}))
+
+        for_each(range(len(shapes)) if measure_shapes else [], measure, finished, backend.parallel, backend.cancel)
         env = run["environment"]
         env["sweep_seconds"] = round(time.perf_counter() - t_shapes, 2)
         env["wall_seconds"] = round(time.perf_counter() - t_start, 2)
         if run["telemetry"]:
             env.setdefault("clocks", {})["sm_mhz_end"] = run["telemetry"][-1].get("sm_mhz")
-        workers.close()
+        backend.close()
+        env["workers"] = backend.records()
         writer.finalize(run)
         run["status"] = "complete"
     except KeyboardInterrupt:
-        workers.close(force=True)
+        backend.cancel()
+        backend.close(force=True)
         if run is not None:
             run["environment"]["wall_seconds"] = round(time.perf_counter() - t_start, 2)
+            run["environment"]["workers"] = backend.records()
             run["interrupted"] = True
             writer.flush(run)
-            print(f"\ninterrupted: partial run kept in {out_path}", file=sys.stderr)
+            print(f"\ninterrupted: partial run kept in {writer.path}", file=sys.stderr)
         raise
     finally:
-        workers.close()
+        backend.close()
     return run
+
+
+def for_each(items, work: Callable, finished: Callable, parallel: int = 1, cancel: Callable = lambda: None) -> None:
+    """finished(item, work(item)) for every item: in order in this thread (parallel 1), or `parallel` at a time in
+    threads, each finished() called here as its work ends. Ctrl-C (or an error) cancels what is still queued
+    (`cancel` stops the tasks already running elsewhere) and is raised once the threads have returned."""
+    items = list(items)
+    if parallel <= 1:
+        for item in items:
+            finished(item, work(item))
+        return
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="projlab-task")
+    futures = {pool.submit(work, item): item for item in items}
+    try:
+        pending = set(futures)
+        while pending:
+            # A timeout keeps the main thread responsive to Ctrl-C.
+            ready, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in sorted(ready, key=lambda f: items.index(futures[f])):
+                finished(futures[fut], fut.result())
+    except BaseException:
+        for fut in futures:
+            fut.cancel()
+        cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -158,6 +158,15 @@ def git_info(root: Path | None = None) -> dict:
         return {"git_sha": env_sha, "git_dirty": None if env_sha else False}
 
 
+def gpu_uuid(props) -> str | None:
+    """The device's UUID as the CUDA runtime sees it ("GPU-..."): which physical GPU a process times on, whatever
+    CUDA_VISIBLE_DEVICES renumbered (NVML's index would not follow it). None where torch does not expose it."""
+    text = str(getattr(props, "uuid", "") or "")
+    if not text:
+        return None
+    return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"
+
+
 def environment(device, telemetry: Telemetry | None = None) -> dict:
     """gpu, sm_count, l2_bytes, driver, versions, git, NVML clocks/power/temperature/throttle reasons."""
     import torch
@@ -177,7 +186,8 @@ def environment(device, telemetry: Telemetry | None = None) -> dict:
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(device)
         env.update(gpu=props.name, sm_count=int(props.multi_processor_count), l2_bytes=int(props.L2_cache_size),
-                   total_memory_bytes=int(props.total_memory), capability=f"{props.major}.{props.minor}")
+                   total_memory_bytes=int(props.total_memory), capability=f"{props.major}.{props.minor}",
+                   gpu_uuid=gpu_uuid(props), pci_bus_id=getattr(props, "pci_bus_id", None) or None)
     env.update(git_info())
     if telemetry is not None:
         env.update({k: v for k, v in telemetry.snapshot().items() if not (k == "driver" and v is None)})

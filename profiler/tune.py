@@ -6,16 +6,19 @@
     python -m profiler tune --extend-plan kernels/plans/best.json    # no GPU: add the library fallback only
 
 The selection rules (candidates, funnel, neighbour and significance rules, ranges per N, the library fallback
-above the tuned range) are profiler/tune_rules.py, torch-free and tested on CPU. This module is the GPU side:
-`GpuMeasure`, the one "check + time these candidates at this shape" step the rules call, and the CLI that writes
-the plan and the tune run file (schema v1: results of every timed candidate, baseline-vs-winner pairs,
-failures, and the decisions under "tune"; never overwritten).
+above the tuned range) are profiler/tune_rules.py, torch-free and tested on CPU. The one "check + time these
+candidates at this shape" step the rules call is profiler.measure.WorkerMeasure: a shape task of the isolation
+worker (profiler.worker), as in `python -m profiler run`, so a config that crashes, hangs or breaks its CUDA
+context is a rejection with its cause and the tune goes on. This process only orchestrates and writes the plan
+and the tune run file (schema v1: results of every timed candidate, baseline-vs-winner pairs, failures, and the
+decisions under "tune"; never overwritten). `--cluster` fans the points out over dask workers (profiler.cluster):
+each point's stages run on one worker, the rules run here, so the same measurements give the same plan.
 
-Timing is profiler.timing.measure_shape -- the same sampler as `python -m profiler run` and the screening
-bench: CUDA graphs, read-based L2 flush, replay overhead subtracted, paired alternating rounds, warm-up by time,
-batches below 75% of the max SM clock dropped, RSE stopping rule per stage (tune_rules.SCREEN / FINAL).
+Timing is profiler.timing.measure_shape in the worker -- the same sampler as `python -m profiler run` and the
+screening bench: CUDA graphs, read-based L2 flush, replay overhead subtracted, paired alternating rounds, warm-up
+by time, batches below 75% of the max SM clock dropped, RSE stopping rule per stage (tune_rules.SCREEN / FINAL).
 Compiles: before the first point, every candidate's Triton kernels are compiled in parallel processes
-(kernels.warm), so the sweep itself only loads them from Triton's cache.
+(kernels.warm), so the workers only load them from Triton's cache.
 """
 from __future__ import annotations
 
@@ -24,120 +27,16 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
+from profiler.sweep import MIN_CLOCK_FRACTION
 from profiler.tune_rules import FINALISTS, MIN_WIN, NOISE_TOL, SCREEN, FINAL, Records, candidates, make_plan
 from profiler.tune_rules import scored_points, tune_point
 
 DEFAULT_BUDGET_S = 900.0   # soft: points left when it runs out keep the base plan's entries
-MIN_CLOCK_FRACTION = 0.75  # batches whose SM clock read below this fraction of the max are dropped (as in run)
-
-
-class GpuMeasure:
-    """measure(shape, cands, timing) -> {"timed", "rejected", "info"} on one GPU (see profiler.tune_rules).
-
-    Keeps the weights and prepared states of one family (per N) between calls; a new family frees the last."""
-
-    def __init__(self, methods: dict, device, seed: int = 0, timer=None, telemetry=None):
-        from profiler.timing import ColdTimer
-
-        self.methods, self.device, self.seed = methods, device, seed
-        self.timer = timer if timer is not None else ColdTimer(device)
-        self.telemetry = telemetry
-        self._weights: dict = {}
-        self._states: dict = {}
-
-    def weight(self, shape: dict):
-        from profiler.contract import make_weight
-
-        key = (shape["family"], int(shape["N"]), int(shape["K"]))
-        if key not in self._weights:
-            self._weights = {k: v for k, v in self._weights.items() if k[0] == key[0]}
-            self._states = {k: v for k, v in self._states.items() if k[0] == key[0]}
-            self._weights[key] = make_weight(key[0], key[1], key[2], self.seed, self.device,
-                                             dtype=shape["w_dtype"])
-        return self._weights[key]
-
-    def state(self, shape: dict, name: str, config: dict):
-        key = (shape["family"], int(shape["N"]), name, json.dumps(config, sort_keys=True))
-        if key not in self._states:
-            self._states[key] = self.methods[name].prepare(self.weight(shape), shape["family"], config)
-        return self._states[key]
-
-    def check(self, shape: dict, name: str, config: dict, x, rows) -> list[str]:
-        """One call on a fresh input with sparse probe rows vs the FP64 reference; [] when it passes."""
-        from profiler.contract import check_output, reference
-
-        M, N = int(shape["M"]), int(shape["N"])
-        try:
-            self.methods[name].check_supports(shape["family"], M, N, int(shape["K"]), config)
-            y = self.methods[name].run(self.state(shape, name, config), x)
-            ref = reference(x, self.weight(shape), shape["y_dtype"])
-            c = check_output(y, ref, float(shape["rel_l2_tol"]), sparse_rows=rows, expect_shape=(M, N),
-                             expect_dtype=shape["y_dtype"], where=f"{shape['family']} M={M}")
-            return [] if c.ok else list(c.reasons)
-        except Exception as exc:  # a candidate's bug is a verdict, not a sweep crash
-            return [f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]]
-
-    def __call__(self, shape: dict, cands: list, timing: dict) -> dict:
-        from kernels.method import format_config
-        from profiler.contract import make_input
-
-        x, rows = make_input(int(shape["M"]), int(shape["K"]), self.seed + int(shape["M"]), self.device,
-                             dtype=shape["x_dtype"])
-        rejected, live = {}, []
-        for name, config in cands:
-            reasons = self.check(shape, name, config, x, rows)
-            if reasons:
-                rejected[format_config(name, config)] = reasons
-            else:
-                live.append((name, config))
-        timed, capture_failed, info = self.time(shape, live, timing) if live else ([], {}, {})
-        return {"timed": timed, "rejected": {**rejected, **capture_failed}, "info": info}
-
-    def time(self, shape: dict, live: list, timing: dict) -> tuple[list, dict, dict]:
-        """Paired cold samples of the checked candidates (measure_shape) -> (timed rows, capture failures, info)."""
-        from kernels.method import format_config
-        from profiler.timing import measure_shape
-
-        graphs, timed_cands, failed = [], [], {}
-        for name, config in live:
-            try:
-                graphs.append(self._instances(shape, name, config, int(timing.get("instances", 2))))
-                timed_cands.append((name, config))
-            except Exception as exc:
-                failed[format_config(name, config)] = [
-                    f"capture failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]]
-        if not graphs:
-            return [], failed, {}
-        kw = {k: timing[k] for k in ("min_pairs", "rse_target", "max_seconds", "warmup_seconds", "batch_rounds")}
-        ms = measure_shape(graphs, self.timer, **kw, **self._clock_gate())
-        timed = [{"method": n, "config": c, "samples_us": ms.samples_us[:, i].tolist()}
-                 for i, (n, c) in enumerate(timed_cands)]
-        info = {"stopped_by": ms.stopped_by, "elapsed_s": round(ms.elapsed_s, 3), "dropped_rounds": ms.dropped_rounds,
-                "clocks_mhz": [c for c in ms.clocks_mhz if c is not None]}
-        return timed, failed, info
-
-    def _instances(self, shape: dict, name: str, config: dict, n: int) -> list:
-        """n graph captures of one candidate, each with its own input (and output) buffers."""
-        from profiler.contract import make_input
-
-        st, run = self.state(shape, name, config), self.methods[name].run
-        out = []
-        for k in range(n):
-            xk, _ = make_input(int(shape["M"]), int(shape["K"]), self.seed + 300 + k, self.device,
-                               dtype=shape["x_dtype"])
-            h = self.timer.capture(lambda run=run, st=st, xk=xk: run(st, xk))
-            h.keep = xk
-            out.append(h)
-        return out
-
-    def _clock_gate(self) -> dict:
-        t = self.telemetry
-        if t is None or not t.available:
-            return {}
-        top = t.max_sm_mhz()
-        return {"clock": t.sm_mhz, "min_clock_mhz": MIN_CLOCK_FRACTION * top if top else None}
 
 
 # ------------------------------------------------------------------------------------------ compiles
@@ -241,90 +140,235 @@ def parse_args(argv):
                    help="processes that compile the candidates' Triton kernels first (0: compile in the sweep)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cuda")
+    p.add_argument("--shape-timeout-s", type=float, default=120.0,
+                   help="watchdog: a candidate step in the worker that makes no progress for this long is stopped "
+                        "and the candidate rejected at that point")
+    p.add_argument("--max-incidents", type=int, default=2,
+                   help="a candidate config whose worker died or hung at this many shapes is not run again")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="fan the points out over dask workers: 'local' (one worker per visible GPU), 'local:N', or "
+                        "a scheduler address tcp://HOST:8786; one plan and run file per GPU model")
     p.add_argument("--extend-plan", default=None, metavar="PLAN",
                    help="only rewrite PLAN with the library fallback above its ranges (no GPU, nothing measured)")
     return p.parse_args(argv)
+
+
+@dataclass
+class TuneSettings:
+    """What a tune was asked to do (recorded under environment.settings)."""
+    shapes: str = "official"
+    families: list | None = None
+    methods: list | None = None
+    base_plan: str = "baseline"
+    budget_s: float = DEFAULT_BUDGET_S
+    finalists: int = FINALISTS
+    compile_workers: int = 0
+    seed: int = 0
+    shape_timeout_s: float = 120.0
+    max_incidents: int = 2
+    command: str = ""
 
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.extend_plan:
         return extend_plan(args.extend_plan)
-    import torch
+    if args.cluster is None or args.cluster.startswith("local"):
+        import torch
 
-    if not torch.cuda.is_available():
-        print("profiler tune: needs a CUDA GPU (torch.cuda.is_available() is False); run it on the H200",
+        if not torch.cuda.is_available():
+            print("profiler tune: needs a CUDA GPU (torch.cuda.is_available() is False); run it on the H200",
+                  file=sys.stderr)
+            return 2
+    from datasets import load_workload
+
+    workload = load_workload()
+    settings = TuneSettings(shapes=args.shapes, families=args.families, methods=args.methods,
+                            base_plan=args.base_plan, budget_s=args.budget_s, finalists=args.finalists,
+                            compile_workers=args.compile_workers, seed=args.seed,
+                            shape_timeout_s=args.shape_timeout_s, max_incidents=args.max_incidents,
+                            command="python -m profiler tune " + " ".join(argv or sys.argv[1:]))
+    try:
+        outcomes = tune_sweep(scored_points(workload, args.families), args.out_run, args.out_plan,
+                              settings=settings, device=args.device, workload=workload, cluster=args.cluster,
+                              progress=_progress)
+    except KeyboardInterrupt:
+        print("profiler tune: interrupted; the partial run file is kept (the plan was not written)", file=sys.stderr)
+        return 130
+    except ImportError as exc:
+        if args.cluster is None or (exc.name or "").split(".")[0] not in ("dask", "distributed"):
+            raise
+        print(f"profiler tune: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
               file=sys.stderr)
         return 2
-    return _tune(args, argv)
+    except TuneError as exc:
+        print(f"profiler tune: {exc}", file=sys.stderr)
+        return 1
+    for out in outcomes:
+        print(f"\nplan -> {out['plan_path']}\nrun  -> {out['run_path']} ({out['run']['status']})")
+    return 0
 
 
-def _tune(args, argv) -> int:
-    import torch
+def _progress(stage: str, i: int, n: int, detail: str | None = None) -> None:
+    """Points done (over every GPU model on a cluster), with the tasks done per worker."""
+    print(f"{stage}: {i}/{n}" + (f"  ({detail})" if detail else ""), file=sys.stderr, flush=True)
 
-    from datasets import load_workload
-    from kernels.plans import load_plan
+
+class TuneError(RuntimeError):
+    """A tune that cannot start or go on (a worker that cannot start, a run file that exists); one line."""
+
+
+def tune_sweep(points: list, out_run, out_plan, *, settings: TuneSettings, device="cuda",
+               worker_init: str | None = None, workload=None, cluster: str | None = None,
+               log: Callable[[str], None] = print, progress: Callable | None = None) -> list[dict]:
+    """Compile every candidate (kernels.warm), then tune every point through the isolation worker (or the dask
+    workers of each GPU model: `cluster`), write the plan and the tune run file. Returns one
+    {"plan", "plan_path", "run", "run_path"} per GPU model (one without a cluster)."""
     from kernels.registry import METHODS
-    from profiler.runfile import RunWriter, new_run
-    from profiler.telemetry import Telemetry, environment
-    from profiler.timing import ColdTimer
+    from profiler.runfile import RunFileError, RunWriter
+    from profiler.sweep import LocalBackend, WorkerStartError
+
+    if workload is None:
+        from datasets import load_workload
+
+        workload = load_workload()
+    local = cluster is None or str(cluster).startswith("local")
+    skip = precompile(METHODS, points, settings.methods, settings.compile_workers if local else 0, log=log)
+    config = {"device": str(device), "mode": "cold", "flush_bytes": None, "init": worker_init}
+    try:
+        if cluster is not None:
+            from profiler.cluster import ClusterError, tune_cluster
+
+            try:
+                return tune_cluster(cluster, points, out_run, out_plan, settings=settings, config=config,
+                                    workload=workload, skip=skip, log=log, progress=progress)
+            except ClusterError as exc:
+                raise TuneError(str(exc)) from None
+        from profiler.telemetry import cuda_device_name
+
+        run_path = Path(out_run) if out_run else default_run_path(cuda_device_name() or "unknown-gpu")
+        writer = RunWriter(run_path)                      # refuses an existing run file before any work
+        return [tune_on(LocalBackend(config, log), points, writer, out_plan, settings=settings, workload=workload,
+                        skip=skip, log=log, progress=progress)]
+    except (RunFileError, WorkerStartError) as exc:
+        raise TuneError(str(exc)) from None
+
+
+def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, workload, skip: dict,
+            log: Callable[[str], None] = print, progress: Callable | None = None) -> dict:
+    """Tune every point on `backend` (profiler.sweep.LocalBackend, or the dask workers of one GPU model): each
+    point's stages run one after another, `backend.parallel` points at a time, every measurement one worker task
+    (profiler.measure.WorkerMeasure); the run file is flushed as each point finishes. Writes the plan at the end
+    (not after Ctrl-C: the partial run is kept)."""
+    from kernels.registry import METHODS
+    from profiler.measure import WorkerMeasure
+    from profiler.runfile import new_run
+    from profiler.sweep import SweepSettings, environment_task, for_each
 
     t0 = time.perf_counter()
-    torch.backends.cuda.matmul.allow_tf32 = False   # the FP32 router baseline must not run TF32
-    workload = load_workload()
-    device = torch.device(args.device)
-    if device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
-    telem = Telemetry(device.index, getattr(torch.cuda.get_device_properties(device), "pci_bus_id", None))
-    env = environment(device, telem)
-    gpu = env.get("gpu") or "unknown-gpu"
-    run_path = Path(args.out_run) if args.out_run else default_run_path(gpu)
-    writer = RunWriter(run_path)                      # refuses an existing run file before any work
-    points = scored_points(workload, args.families)
-    skip = precompile(METHODS, points, args.methods, args.compile_workers)
-    timer = ColdTimer(device)
-    env.update(replay_overhead_us=timer.overhead_us, replay_overhead_ci_us=list(timer.overhead_ci_us),
-               settings={"mode": "cold", "tool": "tune", "shapes": args.shapes, "families": args.families,
-                         "methods": args.methods, "flush_bytes": timer.flush_bytes, "seed": args.seed,
-                         "screen": SCREEN, "final": FINAL, "finalists": args.finalists, "noise_tol": NOISE_TOL,
-                         "min_win": MIN_WIN, "budget_s": args.budget_s, "min_clock_fraction": MIN_CLOCK_FRACTION,
-                         "command": "python -m profiler tune " + " ".join(argv or sys.argv[1:])})
-    run = new_run("tune", env)
-    measure = GpuMeasure(METHODS, device, args.seed, timer, telem)
+    run = None
+    try:
+        env = dict(backend.call(environment_task))
+        gpu = env.get("gpu") or "unknown-gpu"
+        env["settings"] = {"mode": "cold", "tool": "tune", "check": "quick", "shapes": settings.shapes,
+                           "families": settings.families, "methods": settings.methods,
+                           "flush_bytes": env.pop("flush_bytes", None), "seed": settings.seed, "screen": SCREEN,
+                           "final": FINAL, "finalists": settings.finalists, "noise_tol": NOISE_TOL,
+                           "min_win": MIN_WIN, "budget_s": settings.budget_s,
+                           "min_clock_fraction": MIN_CLOCK_FRACTION, "shape_timeout_s": settings.shape_timeout_s,
+                           "max_incidents": settings.max_incidents, "command": settings.command}
+        env["workers"] = backend.records()
+        run = new_run("tune", env)
+        measure = WorkerMeasure(backend, SweepSettings(seed=settings.seed,
+                                                                 shape_timeout_s=settings.shape_timeout_s,
+                                                                 max_incidents=settings.max_incidents), log)
+        done: dict[int, tuple | None] = {}
+
+        def work(i: int) -> dict:
+            if time.perf_counter() - t0 > settings.budget_s:
+                return {"skipped": "budget ran out"}
+            t_pt, records = time.perf_counter(), Records()
+            try:
+                d = tune_point(points[i], METHODS, partial(measure, pin=f"point {i}"),
+                               n_finalists=settings.finalists, only=settings.methods, records=records, skip=skip,
+                               log=log)
+            except RuntimeError as exc:   # no candidate passed (or could be timed) there: the family keeps the base
+                log(f"   {exc}")
+                return {"skipped": str(exc)[:600], "records": records}
+            log(f"   [{time.perf_counter() - t_pt:.1f} s for this point, {time.perf_counter() - t0:.1f} s total]")
+            return {"decision": d, "records": records}
+
+        def finished(i: int, outcome) -> None:
+            done[i] = outcome
+            _point_records(run, done, points)
+            run["telemetry"] = list(measure.telemetry)
+            run["environment"]["workers"] = backend.records()
+            writer.flush(run)
+            if progress:
+                kw = {"detail": backend.detail()} if backend.detail() is not None else {}
+                progress("points", len(done), len(points), **kw)
+
+        for_each(range(len(points)), work, finished, backend.parallel, backend.cancel)
+        backend.close()
+        run["environment"]["workers"] = backend.records()
+        skipped = [f"{points[i].family} M={points[i].M}" for i in sorted(done) if "skipped" in done[i]]
+        decisions = [done[i]["decision"] for i in sorted(done) if "decision" in done[i]]
+        plan = _plan(decisions, skipped, settings, workload, gpu, writer.path)
+        write_plan(plan, out_plan, workload)
+        run["tune_plan"] = plan
+        (writer.flush if skipped else writer.finalize)(run)
+        run["status"] = "partial" if skipped else "complete"
+        log(f"tune elapsed {time.perf_counter() - t0:.1f} s")
+        return {"plan": plan, "plan_path": str(out_plan), "run": run, "run_path": str(writer.path)}
+    except KeyboardInterrupt:
+        backend.cancel()
+        backend.close(force=True)
+        if run is not None:
+            run["interrupted"] = True
+            run["environment"]["workers"] = backend.records()
+            writer.flush(run)
+            print(f"\ninterrupted: partial tune run kept in {writer.path}", file=sys.stderr)
+        raise
+    finally:
+        backend.close()
+
+
+def _point_records(run: dict, done: dict, points: list) -> None:
+    """The run's results, pairs, failures and decisions from the finished points, in point order (points may
+    finish in any order on several workers; the file reads the same as a one-worker tune's)."""
     records = Records()
     decisions, skipped = [], []
-    for pt in points:
-        if time.perf_counter() - t0 > args.budget_s:
-            skipped.append(f"{pt.family} M={pt.M}")
-            continue
-        t_pt = time.perf_counter()
-        decisions.append(tune_point(pt, METHODS, measure, n_finalists=args.finalists, only=args.methods,
-                                    records=records, skip=skip))
-        print(f"   [{time.perf_counter() - t_pt:.1f} s for this point, {time.perf_counter() - t0:.1f} s total]",
-              flush=True)
-        run.update(results=records.results, pairs=records.pairs, failures=records.failures,
-                   tune=[d.to_dict() for d in decisions])
-        run["telemetry"].append(telem.sample())
-        writer.flush(run)
-    base = load_plan(args.base_plan).to_dict()
+    for i in sorted(done):
+        rec = done[i].get("records") or Records()
+        records.results += rec.results
+        records.pairs += rec.pairs
+        records.failures += rec.failures
+        if "decision" in done[i]:
+            decisions.append(done[i]["decision"].to_dict())
+        else:
+            skipped.append({"family": points[i].family, "M": points[i].M, "reason": done[i]["skipped"]})
+    run.update(results=records.results, pairs=records.pairs, failures=records.failures, tune=decisions,
+               tune_skipped=skipped)
+
+
+def _plan(decisions: list, skipped: list, settings: TuneSettings, workload, gpu: str, run_path) -> dict:
+    """The `best` plan from the decisions; a family with a point left out (budget) keeps the base plan."""
+    from kernels.plans import load_plan
+    from kernels.registry import METHODS
+
+    base = load_plan(settings.base_plan).to_dict()
     skipped_fams = {s.split()[0] for s in skipped}
     decisions = [d for d in decisions if d.family not in skipped_fams]   # a half-tuned family keeps the base
     notes = (f"Tuned by profiler/tune.py on {gpu}, {len(decisions)} scored points; families "
-             f"{sorted({d.family for d in decisions})} tuned, others from plan {args.base_plan!r}. Rule: funnel "
-             f"(screen every admitted config, {args.finalists} finalists + baseline), measure_shape timing (screen "
-             f"RSE {SCREEN['rse_target']:.0%}, finals and neighbours RSE {FINAL['rse_target']:.1%}), neighbour check "
-             f"M+-1 (same-N neighbours decide; winner vs runner-up and vs baseline) with {NOISE_TOL:.0%} tolerance, "
-             f"baseline unless the win's CI low > {1 + MIN_WIN:.2f}, ranges split at midpoints between scored M, per "
-             f"N (entries with \"N\" for points off the family's N), torch_linear above the largest tuned M."
-             + (f" Budget ran out: {skipped} not tuned." if skipped else ""))
-    plan = make_plan(decisions, METHODS, workload, base, gpu, committed_run_path(run_path), notes)
-    write_plan(plan, args.out_plan, workload)
-    run["tune"] = [d.to_dict() for d in decisions]
-    run["tune_plan"] = plan
-    (writer.flush if skipped else writer.finalize)(run)
-    print(f"\nplan -> {args.out_plan}\nrun  -> {run_path} ({'partial' if skipped else 'complete'})")
-    print(f"tune elapsed {time.perf_counter() - t0:.1f} s")
-    return 0
+             f"{sorted({d.family for d in decisions})} tuned, others from plan {settings.base_plan!r}. Rule: funnel "
+             f"(screen every admitted config, {settings.finalists} finalists + baseline), measure_shape timing "
+             f"(screen RSE {SCREEN['rse_target']:.0%}, finals and neighbours RSE {FINAL['rse_target']:.1%}), "
+             f"neighbour check M+-1 (same-N neighbours decide; winner vs runner-up and vs baseline) with "
+             f"{NOISE_TOL:.0%} tolerance, baseline unless the win's CI low > {1 + MIN_WIN:.2f}, ranges split at "
+             f"midpoints between scored M, per N (entries with \"N\" for points off the family's N), torch_linear "
+             f"above the largest tuned M." + (f" Not tuned (budget ran out, or no candidate passed): {skipped}; their "
+                                              f"families keep the base plan." if skipped else ""))
+    return make_plan(decisions, METHODS, workload, base, gpu, committed_run_path(run_path), notes)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ tests give a fake):
     measure(shape: dict, cands: list[(method, config)], timing: dict) -> {
         "timed": [{"method": str, "config": dict, "samples_us": [float, ...]}, ...],   # paired by index
         "rejected": {label: [reason, ...]},      # failed the correctness check: never timed
-        "info": {...}}                           # how the sampler stopped, dropped rounds, clocks
+        "info": {...},                           # how the sampler stopped, dropped rounds, clocks
+        "failures": [run-file failure record, ...]}   # optional: kept in the run file as they are (a worker
+                                                      # that a candidate took down: its cause)
     shape: load, family, M, N, K, x_dtype, w_dtype, y_dtype, rel_l2_tol; timing: measure_shape's keyword
     arguments plus "instances" (graph captures per candidate).
 
@@ -155,7 +157,9 @@ def candidates(methods: dict, family: str, M: int, N: int, K: int, only=None) ->
 # ------------------------------------------------------------------------------------------ measuring
 
 def _timed(measured: dict, stage: str, pt: Point, records: Records) -> tuple[list[Timed], dict]:
-    """Timed records of one measure() call; timings without a positive finite median become failures."""
+    """Timed records of one measure() call; timings without a positive finite median become failures (and the
+    call's own failure records are kept)."""
+    records.failures += list(measured.get("failures", []))
     timed, failed = [], {}
     for row in measured["timed"]:
         t = Timed(row["method"], dict(row["config"]), np.asarray(row["samples_us"], dtype=np.float64), stage)

@@ -19,6 +19,9 @@ worker could call run_task on a remote host with the same task). Kinds:
     {"kind": "probes", "shape_bytes": {shape key: bytes}, "rounds": int}
         -> {"kind": "probes", "probes": [...], "compute_probe": {...}}
     {"kind": "environment"} -> {"kind": "environment", "environment": {...}}
+    {"kind": "explain_check" | "explain_ncu", ...}   `python -m profiler explain`'s per-shape work
+        (profiler/explain_task.py: contract check + one Kineto replay per call; one NVTX-ranged call per candidate
+        for ncu, the worker then running under ncu: Worker(prefix=[ncu, ...]))
 
 A shape task is what the tuner needs too ("check and time these candidate specs at this shape"): specs
 `method:NAME:{json config}` (kernels.candidate.method_spec), settings {"check": "quick"} for one eager call per
@@ -61,6 +64,10 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 300.0       # torch import + CUDA context + timer calibration; generous for a cold file cache
 STDERR_TAIL_LINES = 40
+# Prepared states kept across tasks (least recently used dropped first). A sweep keeps a few per family and
+# reuses them at every load; a tuner sends ~100 method configs per point, each holding a copy of the weights
+# (up to 67 MB for the unpooler), so without a bound they would fill the GPU within a few families.
+MAX_CACHED_STATES = 192
 
 
 # ============================================================================================ in the worker
@@ -111,7 +118,7 @@ class Session:
         self.candidates: dict[str, Any] = {}
         self.load_errors: dict[str, dict] = {}
         self.weights: dict = {}
-        self.states: dict = {}
+        self.states: collections.OrderedDict = collections.OrderedDict()
         self._timers: dict = {}
         self._telemetry = None
 
@@ -206,6 +213,7 @@ class Session:
         """(prepared state, []) -- cached per (spec, family, N, K) -- or (None, reasons)."""
         key = (spec, shape["family"], int(shape["N"]), int(shape["K"]), seed)
         if key in self.states:
+            self.states.move_to_end(key)
             return self.states[key], []
         step(name, "prepare")
         reasons = []
@@ -227,6 +235,8 @@ class Session:
         if reasons:
             return None, reasons
         self.states[key] = state
+        while len(self.states) > MAX_CACHED_STATES:
+            self.states.popitem(last=False)
         return state, []
 
 
@@ -278,6 +288,10 @@ def run_task(task: dict, config: dict | None = None) -> dict:
         return {"kind": "probes", **measure_probes(sess, task["shape_bytes"], int(task.get("rounds", 24)))}
     if kind == "environment":
         return {"kind": "environment", "environment": sess.environment()}
+    if kind in ("explain_check", "explain_ncu"):
+        from profiler import explain_task
+
+        return getattr(explain_task, kind)(sess, task)
     raise ValueError(f"unknown task kind {kind!r}")
 
 
@@ -286,6 +300,15 @@ def run_shape_task(task: dict, sess: Session | None = None) -> dict:
     from profiler.sweep import measure_one_shape
 
     return measure_one_shape(sess or session(task.get("worker")), task)
+
+
+def _exit_with_parent(parent_pid: int, every_s: float = 1.0) -> None:
+    """End this worker within a second of its parent's death (a killed CLI or dask worker): an orphan would go on
+    timing its shape on the GPU while a fresh worker measures there too."""
+    while True:
+        time.sleep(every_s)
+        if os.getppid() != parent_pid:
+            os._exit(0)
 
 
 def _child_main() -> int:
@@ -298,7 +321,10 @@ def _child_main() -> int:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", closefd=False)
-    faulthandler.enable()  # a segfault prints the Python frames to stderr, which the parent keeps
+    # A segfault prints the candidate's Python frames to stderr, which the parent keeps (the current thread
+    # only: the parent-watch thread's frames would come first and name nothing useful).
+    faulthandler.enable(all_threads=False)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
 
     def send(msg: dict) -> None:
         proto_out.write(json.dumps(msg, allow_nan=True) + "\n")
@@ -345,6 +371,9 @@ class WorkerDied(RuntimeError):
         super().__init__(message)
         self.kind, self.message, self.candidate, self.phase = kind, message, candidate, phase
 
+    def __reduce__(self):  # picklable with all four fields (it may come back from a dask worker)
+        return WorkerDied, (self.kind, self.message, self.candidate, self.phase)
+
 
 class WorkerError(RuntimeError):
     """The worker answered a task with a harness error (not a candidate's fault)."""
@@ -383,10 +412,12 @@ def _stderr_summary(lines: list[str], limit: int = 500) -> str:
 class Worker:
     """Parent-side handle of one child process. start() -> environment; call(task, timeout_s) -> result or
     WorkerDied (the process is gone afterwards; the next call starts a fresh one). `prefix`: a command put before
-    the Python interpreter (e.g. a profiler such as ncu)."""
+    the Python interpreter (e.g. a profiler such as ncu), given `exit_timeout_s` to finish after the child ends."""
 
-    def __init__(self, config: dict, log: Callable[[str], None] | None = None, prefix: list[str] | None = None):
+    def __init__(self, config: dict, log: Callable[[str], None] | None = None, prefix: list[str] | None = None,
+                 exit_timeout_s: float = 10.0):
         self.config, self.log, self.prefix = dict(config), log, list(prefix or [])
+        self.exit_timeout_s = exit_timeout_s  # how long an ending child may take (a profiler writing its report)
         self.proc: subprocess.Popen | None = None
         self.environment: dict | None = None
         self.started = 0
@@ -443,7 +474,7 @@ class Worker:
             try:
                 proc.stdin.write(json.dumps({"op": "exit"}) + "\n")
                 proc.stdin.flush()
-                proc.wait(timeout=10)
+                proc.wait(timeout=self.exit_timeout_s)
             except Exception:
                 self._kill(proc)
         for stream in (proc.stdin, proc.stdout, proc.stderr):
@@ -482,12 +513,12 @@ class Worker:
                 return msg
             elif kind == "fatal":
                 self._last = {"candidate": msg.get("candidate"), "phase": msg.get("phase")}
-                self._reap(self.proc)
+                self._reap(self.proc, self.exit_timeout_s)
                 raise self._died(msg.get("kind") or "fatal", msg.get("error") or "fatal error")
             elif kind == "error":
                 raise WorkerError(msg.get("error") or "worker error")
             elif kind == "eof":
-                code = self._reap(self.proc)
+                code = self._reap(self.proc, self.exit_timeout_s)
                 self._stderr_thread.join(timeout=5)  # the last words (a faulthandler dump) may still be in flight
                 tail = _stderr_summary(list(self._tail))
                 raise self._died("died", exit_description(code) + (f"; last stderr: {tail}" if tail else ""))

@@ -32,3 +32,29 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def fleet_run_files(tmp_path):
+    """make(break_b=False) -> two run files of one fleet sweep ('fleet-demo'): the SYNTHETIC app fixtures
+    synthetic_a / synthetic_b under the made-up GPU names 'SYNTHETIC GPU A/B' (not measurements); break_b marks one
+    scored decode-16 result of B's candidate incorrect (the gate must then refuse B's score)."""
+    import json
+
+    fixtures = ROOT / "tests" / "fixtures" / "app"
+
+    def make(break_b: bool = False) -> list[Path]:
+        paths = []
+        for src, gpu in (("synthetic_a.json", "A"), ("synthetic_b.json", "B")):
+            run = json.loads((fixtures / src).read_text())
+            run["label"] = "fleet-demo"
+            run["environment"]["gpu"] = f"SYNTHETIC GPU {gpu} (test fixture, not a measurement)"
+            if break_b and gpu == "B":
+                bad = next(r for r in run["results"] if r["candidate"] != "baseline" and r["load"] == "decode 16")
+                bad["correct"], bad["flags"] = False, ["incorrect"]
+            path = tmp_path / f"2026-12-02_synthetic-gpu-{gpu.lower()}_fleet-demo.json"
+            path.write_text(json.dumps(run))
+            paths.append(path)
+        return paths
+
+    return make

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "app"
 PAGES = ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline", "probes", "planner", "dispatch",
-         "ledger", "run", "reports"]
+         "ledger", "run", "reports", "fleet"]
 SOURCE_PAGES = ["overview", "where_time_goes", "shapes", "roofline", "probes", "planner", "reports"]
 RUN_A = "run: synthetic_a.json"
 

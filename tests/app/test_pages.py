@@ -9,7 +9,7 @@ import pytest
 from dashboard import runs
 
 PAGES = ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline", "probes", "planner", "dispatch",
-         "ledger", "run", "reports"]
+         "ledger", "run", "reports", "fleet"]
 SOURCE_PAGES = ["overview", "where_time_goes", "shapes", "roofline", "probes", "planner", "reports"]
 
 

@@ -4,6 +4,8 @@ It runs each "graph" eagerly once at capture and returns made-up times (10 us +-
 overhead): the sweep's orchestration, records and failure handling can be tested without a GPU, but no number
 it produces is a measurement, so tests must not assert anything about the times themselves.
 """
+import zlib
+
 import numpy as np
 
 from profiler.timing import GraphHandle
@@ -54,3 +56,125 @@ def install_high_floors():
 
     install()
     probes.run_read_probes = lambda timer, plan, n_rounds=0, progress=None: fake_read_probes(timer, plan, us=50.0)
+
+
+class KeyedFakeTimer(FakeTimer):
+    """Made-up times that are a pure function of the task: each candidate gets a speed from its name and M (the
+    candidate named by the worker's last "step"), the noise of batch b of a shape a seed from the candidates and
+    b. The same shape task gives the same samples in any worker process, in any order -- so a sweep or tune on
+    several workers can be compared with a one-worker one. Warm-up batches draw nothing."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self._batches = {}
+
+    def capture(self, fn):
+        from profiler.worker import _CURRENT
+
+        handle = super().capture(fn)
+        out = handle.output
+        handle.fake_key = f"{_CURRENT['candidate']}|{tuple(out.shape) if hasattr(out, 'shape') else out}"
+        handle.fake_us = 5.0 + zlib.crc32(str(_CURRENT["candidate"]).encode()) % 1000 / 100.0
+        if hasattr(out, "shape"):
+            handle.fake_us *= 1.0 + out.shape[0] / 64.0
+        self._batches = {}  # a new task captures before it samples: its batch numbers start again
+        return handle
+
+    def sample(self, graphs, n_rounds, clock=None, clock_out=None):
+        if clock_out is not None:
+            clock_out.append(1980)
+        key = "/".join(getattr(g, "fake_key", "?") for g in graphs)
+        b = self._batches[key] = self._batches.get(key, -1) + 1
+        rng = np.random.default_rng([zlib.crc32(key.encode()), b])
+        base = np.array([getattr(g, "fake_us", 10.0) for g in graphs])
+        return base * (1.0 + 0.001 * rng.standard_normal((n_rounds, len(graphs))))
+
+
+def install_keyed():
+    """install() with KeyedFakeTimer: samples that depend only on the task, never on the process or order."""
+    import profiler.timing as timing
+
+    install()
+    timing.ColdTimer = KeyedFakeTimer
+    timing.StreamTimer = KeyedFakeTimer
+
+
+def crash_method():
+    """A registry Method whose run() ends its process at M == 16 (as a CUDA fault or a segfault would); elsewhere
+    it is F.linear. Its impl lives in a module this file puts in sys.modules (install_keyed_with_crasher)."""
+    from kernels.method import Method
+
+    return Method("crash_mm", ("o",), "projlab_fake_methods:CRASH", "dies at M=16", params={"at": (16,)},
+                  configs=({"at": 16},))
+
+
+class _Crash:
+    @staticmethod
+    def prepare(weight, family, config):
+        return {"w": weight, "at": config["at"]}
+
+    @staticmethod
+    def run(state, x):
+        import os
+
+        import torch.nn.functional as F
+
+        if x.shape[0] == state["at"]:
+            os._exit(9)
+        return F.linear(x, state["w"])
+
+
+def register_crasher():
+    """Put crash_mm in this process's method registry (the test's and, through the init hook, the worker's)."""
+    import sys
+    import types
+
+    from kernels.registry import METHODS
+
+    sys.modules["projlab_fake_methods"] = types.SimpleNamespace(CRASH=_Crash)
+    METHODS["crash_mm"] = crash_method()
+
+
+def install_keyed_with_crasher():
+    install_keyed()
+    register_crasher()
+
+
+def install_fake_nvtx():
+    """install(), and NVTX ranges noted in $FAKE_NCU_RANGES (set by fake_ncu.py) instead of pushed: a CPU has no
+    NVTX, and the fake ncu reports the fixture's kernels of exactly the jobs whose range was pushed."""
+    import os
+
+    import profiler.explain_task as explain_task
+
+    install()
+
+    def nvtx(sess, op, text=""):
+        if op == "push" and os.environ.get("FAKE_NCU_RANGES"):
+            with open(os.environ["FAKE_NCU_RANGES"], "a") as f:
+                f.write(text + "\n")
+
+    explain_task._nvtx = nvtx
+
+
+def install_keyed_one_gpu():
+    """install_keyed(), and every worker reporting the same GPU UUID: as two dask workers left unpinned on one
+    GPU would (the cluster must refuse them)."""
+    import profiler.telemetry as telemetry
+
+    install_keyed()
+    real = telemetry.environment
+    telemetry.environment = lambda device, tel=None: real(device, tel) | {"gpu": "NVIDIA H200",
+                                                                          "gpu_uuid": "GPU-fake-0"}
+
+
+def install_keyed_gpu_from_env():
+    """install_keyed(), the GPU model (and a UUID) taken from $PROJLAB_FAKE_GPU: dask workers started with
+    different values stand for hosts with different GPU models."""
+    import os
+
+    import profiler.telemetry as telemetry
+
+    install_keyed()
+    real, model = telemetry.environment, os.environ.get("PROJLAB_FAKE_GPU", "SYNTHETIC GPU")
+    telemetry.environment = lambda device, tel=None: real(device, tel) | {"gpu": model, "gpu_uuid": f"GPU-{model}"}

@@ -1,5 +1,5 @@
 """`python -m profiler explain` end to end on the GPU (skips without CUDA or ncu): a crashing candidate becomes a
-recorded failure, the baseline's kernels are recorded with the Kineto sequence of its replay."""
+recorded failure (its worker died), the baseline's kernels are recorded with the Kineto sequence of its replay."""
 import json
 import subprocess
 import sys
@@ -30,4 +30,4 @@ def test_explain_one_shape_with_a_crashing_candidate(tmp_path):
     call = next(c for c in run["calls"] if c["candidate"] == "baseline")
     assert base and len(base) == call["launches"] == call["kineto"]["launches"]
     crash = [f for f in run["failures"] if f["candidate"] == "crash"]
-    assert crash and crash[0]["stage"] == "check" and "exited" in crash[0]["reasons"][0]
+    assert crash and crash[0]["stage"] == "check" and "worker died in check: exit code 139" in crash[0]["reasons"][0]

@@ -1,6 +1,7 @@
 """The tuner on CPU: the selection rules (profiler/tune_rules.py) -- robustness rule, range building, candidates,
-a whole tune_point driven by a measure step that runs the REAL correctness check (profiler.tune.GpuMeasure.check,
-through torch on CPU) with timings from a table -- the plan it writes (validates, dispatches any M), and the CLI."""
+a whole tune_point driven by a measure step that runs the worker's REAL quick correctness check
+(profiler.contract.check_candidate with one eager call, through torch on CPU) with timings from a table -- the plan
+it writes (validates, dispatches any M), and the CLI. The tuner through the worker process: test_tune_worker.py."""
 import json
 
 import numpy as np
@@ -220,14 +221,38 @@ def cpu_measure():
                                    params={"v": (1, 2)}, configs=({"v": 1}, {"v": 2})),
                "fake_lossy": _Lossy("fake_lossy", ("router",), base.impl, "bf16 weights")}
 
-    class _CpuMeasure(tune.GpuMeasure):
-        """GpuMeasure's real check on CPU; timings from a table {(method, v or None, M): us} (None: no timing)."""
+    class _Candidate:
+        """One method + config as the worker's MethodCandidate runs it (guard at every call)."""
+
+        def __init__(self, name, config):
+            self.method, self.config = methods[name], config
+
+        def prepare(self, family, weight):
+            return {"N": weight.shape[0], "K": weight.shape[1], "s": self.method.prepare(weight, family, self.config)}
+
+        def run(self, state, family, x):
+            self.method.check_supports(family, int(x.shape[0]), state["N"], state["K"], self.config)
+            return self.method.run(state["s"], x)
+
+    class _CpuMeasure:
+        """The worker's quick check (profiler.contract.check_candidate, one eager call) on CPU, in this process;
+        timings from a table {(method, v or None, M): us}."""
 
         def __init__(self, table):
-            super().__init__(methods, "cpu", timer=object())
             self.table, self.calls = table, []
 
-        def time(self, shape, live, timing):
+        def __call__(self, shape, cands, timing):
+            from kernels.method import format_config
+            from profiler.contract import check_candidate
+
+            rejected, live = {}, []
+            for name, config in cands:
+                chk = check_candidate(_Candidate(name, config), shape, "cpu", n_calls=1, use_graph=False,
+                                      outliers=False)
+                if chk.ok:
+                    live.append((name, config))
+                else:
+                    rejected[format_config(name, config)] = list(chk.reasons)
             M = int(shape["M"])
             self.calls.append((M, [(n, c.get("v")) for n, c in live]))
             rng = np.random.default_rng(M)
@@ -235,7 +260,7 @@ def cpu_measure():
             rows = [{"method": name, "config": c,
                      "samples_us": list(self.table[(name, c.get("v"), M)] * (1 + 0.001 * rng.standard_normal(n)))}
                     for name, c in live]
-            return rows, {}, {"stopped_by": "rse"}
+            return {"timed": rows, "rejected": rejected, "info": {"stopped_by": "rse"}}
 
     return methods, _CpuMeasure
 
@@ -317,19 +342,6 @@ def test_a_timing_that_is_not_a_speed_is_a_failure_never_a_result(cpu_measure):
     run = new_run("tune", {})
     run.update(results=records.results, pairs=records.pairs, failures=records.failures)
     validate_run(run)                                   # what the tuner writes is a valid schema-v1 run
-
-
-def test_guard_rejection_is_a_reason_not_a_launch(cpu_measure):
-    """GpuMeasure.check refuses a config its guard rejects before calling the method (router_gemv_fp32 BK=1024
-    at K=1000 once ran under the interpreter and read out of bounds)."""
-    pytest.importorskip("torch")
-    m = tune.GpuMeasure(METHODS, "cpu", timer=object())
-    shape = {"load": "x", "family": "router", "M": 1, "N": 256, "K": 1000, "x_dtype": "bfloat16",
-             "w_dtype": "float32", "y_dtype": "float32", "rel_l2_tol": 1e-4}
-    cfg = {"BN": 1, "BK": 1024, "num_warps": 4, "cache": ".cg"}
-    reasons = m.check(shape, "router_gemv_fp32", cfg, None, [])
-    assert reasons and "K % BK == 0" in reasons[0] and "PlanError" in reasons[0]
-    assert m._states == {}                              # nothing was even prepared
 
 
 # --- CLI ----------------------------------------------------------------------------------------------------------

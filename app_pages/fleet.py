@@ -1,0 +1,54 @@
+"""Fleet: the same pair's score and SOL per GPU model, side by side, from the one-run-file-per-model of a fleet sweep
+(`python -m profiler run --cluster ...`). Each row is one run file scored on its own (dashboard.fleet)."""
+import streamlit as st
+
+from app_pages import common, terms
+from dashboard import figures, fleet, sources
+
+st.title("Fleet — one sweep on every GPU model")
+st.caption("A fleet sweep (`python -m profiler run --cluster tcp://HOST:8786 ...`) writes one run file per GPU "
+           "model, named `<date>_<gpu>_<label>.json`: results of different models are never scored together. Each "
+           "row below is one run file, scored alone through the correctness gate (**measured**); SOL = Σ w·floor ÷ "
+           "Σ w·time over the scored shapes, with that run's own probes (**derived**).")
+terms.link("score", "sol")
+runs_by_name = {s.name: s for s in common.source_list() if s.kind == "run"}
+sets = fleet.fleet_sets(s.path for s in runs_by_name.values())
+if not sets:
+    st.info("No run files named `<date>_<gpu>_<label>.json` yet: run a sweep (the Run page) or a fleet sweep.")
+    st.stop()
+label = common.url_selectbox(st, "Sweep (run-file label)", list(sets), "fleet", fleet.default_set(sets),
+                             key="fleet_label", what="sweep")
+paths = sets[label]
+try:
+    datas = [common.run_data(p) for p in paths]
+    names = list(dict.fromkeys(n for d in datas for n in sources.candidate_names(d)))
+    pair = sources.default_pair(datas[0]) or (names[0], names[0])
+    c = st.columns(2)
+    base = common.url_selectbox(c[0], "Baseline", names, "fleet_baseline", pair[0], key="fleet_baseline")
+    cand = common.url_selectbox(c[1], "Candidate", names, "fleet_candidate", pair[1], key="fleet_candidate")
+    table = fleet.fleet_table(datas, base, cand, common.workload())
+except common.BAD_INPUT as exc:
+    st.error(f"Cannot show sweep {label!r}: {exc}")
+    st.stop()
+models = table["gpu"].nunique()
+if models < 2:
+    st.info(f"Sweep {label!r} was measured on {models} GPU model: start dask workers on hosts with other GPUs and "
+            "run it with `--cluster` to compare models here.")
+for row in table[table["status"] != "scored"].itertuples():
+    st.warning(f"{row.gpu} ({row.run}): no score: {row.reason}")
+if (table["status"] == "scored").any():
+    st.plotly_chart(figures.fleet_figure(table), width="stretch")
+num = st.column_config.NumberColumn
+text = st.column_config.TextColumn
+st.dataframe(table, hide_index=True, width="stretch", column_order=[
+    "gpu", "run", "status", "score", "sol_candidate", "sol_baseline", "equiv_candidate_us", "time_saved", "shapes",
+    "hosts"], column_config={  # fits a 1,600 px page; every column (workers, git sha, reason) is in the CSV
+    "gpu": text("GPU model", width=200, pinned=True), "run": text("run file", width=220),
+    "status": text("status", width=80), "score": num("score ×", format="%.4f", width=90,
+                                                     help="measured: the candidate vs the baseline in this run"),
+    "sol_candidate": num("SOL cand", format="percent", width=80, help="derived: Σ w·floor ÷ Σ w·time"),
+    "sol_baseline": num("SOL base", format="percent", width=80, help="derived: Σ w·floor ÷ Σ w·time"),
+    "equiv_candidate_us": num("cand µs", format="%.2f", width=100, help="the candidate's score-equivalent time"),
+    "time_saved": num("saved", format="percent", width=80), "shapes": num("shapes", format="%d", width=60),
+    "hosts": text("hosts", width=120)})
+common.download_csv(table, f"fleet_{sources.safe_name(label)}.csv")
