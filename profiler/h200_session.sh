@@ -14,6 +14,10 @@
 #            baseline-only sweep (the baseline must stay correct and at its usual time)
 #   gputests the GPU tests of the known-wrong set, the worker and the kernels
 #   repeat   two back-to-back baseline-vs-baseline sweeps over official + nearby shapes
+#   cluster  baseline vs best, official, twice in one process and twice through `--cluster local` (a dask cluster
+#            of one worker per GPU), alternating: the same scores and the cost of the cluster path. Installs dask
+#            from .whl/ (wheels brought with the tree: the GPU host has no package index) when it is not there.
+#   llama    the llama31_8b_decode workload: tune its plan, then baseline vs that plan with probes, then explain
 export PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT}; mkdir -p "$OUT"
 D=$(date -u +%F); P="$OUT/${D}_nvidia-h200"; T=${TAG:+-$TAG}
@@ -69,6 +73,31 @@ repeat)
     timeout 70 python3 -m profiler run --plan baseline --plan baseline --shapes all \
       --label "baseline-vs-baseline-$ab$T" --out "${P}_baseline-vs-baseline-$ab$T.json" 2>&1 | clean | tail -n 12
   done ;;
+cluster)
+  if ! python3 -c "import distributed" 2>/dev/null && [ -d .whl ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/projlab-site .whl/*.whl
+    export PYTHONPATH=/tmp/projlab-site${PYTHONPATH:+:$PYTHONPATH}
+  fi
+  for r in "" -r2; do
+    step "single process: baseline vs best, official, cold, probes$r"
+    timeout 120 python3 -m profiler run --plan baseline --plan $BEST --shapes official \
+      --label baseline-best-single$r$T --out "${P}_baseline-best-single$r$T.json" 2>&1 | clean | tail -n 8
+    step "--cluster local: baseline vs best, official, cold, probes$r"
+    timeout 180 python3 -m profiler run --plan baseline --plan $BEST --shapes official --cluster local \
+      --label baseline-best-cluster$r$T --out "${P}_baseline-best-cluster$r$T.json" 2>&1 | clean | tail -n 12
+  done ;;
+llama)
+  W=llama31_8b_decode; LP=kernels/plans/$W.json
+  step "tune $W, official shapes"
+  timeout ${TUNE_S:-300} python3 -m profiler tune --workload $W --shapes official --out-plan $LP \
+    --out-run "${P}_tune-$W$T.json" --budget-s ${TUNE_BUDGET_S:-240} --compile-workers 16 2>&1 | clean | tail -n 40
+  cp $LP "$OUT/$W.json"
+  step "paired sweep: baseline vs $W plan, official, cold, probes"
+  timeout 120 python3 -m profiler run --workload $W --plan baseline --plan $LP --shapes official \
+    --label baseline-vs-$W$T --out "${P}_baseline-vs-$W$T.json" 2>&1 | clean | tail -n 30
+  step "explain: baseline and the $W plan under Nsight Compute + Kineto, official"
+  timeout ${EXPLAIN_S:-150} python3 -m profiler explain --workload $W --plan baseline --plan $LP --shapes official \
+    --label explain-$W$T --out "${P}_explain-$W$T.json" 2>&1 | clean | tail -n 12 ;;
 *) step "unknown stage $stage" ;;
 esac; done
 step done; ls -la "$OUT" | tee -a "$LOG"
