@@ -15,6 +15,9 @@ PACKED_MAX_M = 64
 # stream-K also serves the nearby M up to 512 (16 MB of workspace at N=8192). Above, plans use the library.
 SPLITK_ATOMIC_MAX_M = 256
 STREAMK_MAX_M = 512
+# The second-round single-launch variants target the small-M shapes where splitk_atomic won (M = 4-16) and the
+# M = 32 neighbour; above, splitk_atomic lost 2-6x (screen r2 below), so their workspace holds 32 rows.
+SPLITK_ATOMIC2_MAX_M = 32
 
 
 def _gemv_guard(family, M, N, K, config):
@@ -47,6 +50,20 @@ def _splitk_atomic_guard(family, M, N, K, config):
     if not 1 <= M <= SPLITK_ATOMIC_MAX_M:
         return f"splitk_atomic serves 1 <= M <= {SPLITK_ATOMIC_MAX_M} (its workspace rows)"
     return _tiles_reason(N, K, config, config["BK"] * config["SPLIT"]) or smem_reason(config)
+
+
+def _splitk_atomic2_guard(family, M, N, K, config):
+    if not 1 <= M <= SPLITK_ATOMIC2_MAX_M:
+        return f"splitk_atomic_v2/_kn serve 1 <= M <= {SPLITK_ATOMIC2_MAX_M} (their workspace rows)"
+    if K % config["BK"] == 0 and K // config["BK"] < config["SPLIT"]:
+        return f"needs K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']}): a slice per split"
+    return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
+
+
+def _streamk_small_guard(family, M, N, K, config):
+    if not 1 <= M <= SPLITK_ATOMIC2_MAX_M:
+        return f"streamk_small serves 1 <= M <= {SPLITK_ATOMIC2_MAX_M} (the small-M screen)"
+    return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
 
 
 def _streamk_guard(family, M, N, K, config):
@@ -133,6 +150,43 @@ STREAMK_CONFIGS = config_table(STREAMK_KEYS, [
     (128, 128, 64, 8, 4, 1),
 ])
 
+SPLITK_ATOMIC2_KEYS = (*TILE_KEYS, "W_LOAD", "PREFETCH")
+# Second round of the single-launch split-K (kernels/triton/splitk_atomic2.py), for the gap at qkv_gate M = 8-16:
+# splitk_atomic measured 13.07-13.28 us there (datasets/runs/2026-12-01_nvidia-h200_tune-r4.json) against a
+# floor (weight bytes / measured HBM read bandwidth) of ~9.3-9.7 us. Each row changes one thing against the
+# control row (16, 64, 64, 16, 4, 4, "cg", 0) = splitk_atomic's default through the new kernel:
+# PREFETCH=1 puts the tile's workspace lines and counter in L2 at program start (cold mode evicts them, so the
+# tail's atomics and acq_rel counter would otherwise wait on HBM); W_LOAD "tma" (bulk tensor copies) against the
+# pipelined pointer loads (cp.async.cg: a cache modifier or evict_first on tl.load compiles to the same PTX once
+# pipelined, tests/kernels/test_compile_splitk2.py, so it is no knob); BM=32 is the M = 17-32 tile;
+# SPLIT=11 and 33 make N/BN * SPLIT a multiple of the 132 SMs (qkv_gate: 36 tiles x 11 = 3 x 132; pooler 64 and
+# the unpooler's N=1024 slice 16 tiles x 33 = 16 / 4 x 132) where SPLIT=16 leaves 576 = 4.36 x 132 programs;
+# BK=128 x SPLIT=8 is the tile of an earlier quick kernel that measured 11.76 us at qkv_gate M=8 in another harness.
+SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
+    (16, 64, 64, 16, 4, 4, "cg", 1),            # default: splitk_atomic's r4 pick + L2 prefetch of the tail
+    (16, 64, 64, 16, 4, 4, "cg", 0),            # control: splitk_atomic's r4 pick, same kernel, no prefetch
+    (32, 64, 64, 16, 4, 4, "cg", 1),            # M = 17..32 in one M tile
+    (16, 64, 64, 16, 4, 4, "tma", 1),
+    (16, 64, 64, 11, 4, 4, "cg", 1),            # qkv_gate: 396 programs = 3 per SM
+    (16, 64, 64, 33, 4, 4, "cg", 1),            # pooler 2112 = 16 per SM, unpooler N=1024 528 = 4 per SM
+    (16, 64, 128, 8, 4, 4, "cg", 1),            # the quick kernel's qkv_gate tile
+])
+# The same kernel on the weight stored [K, N] (a [BK, BN] tile is BK runs of BN contiguous elements instead of
+# the transposed view of [N, K]).
+SPLITK_ATOMIC_KN_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
+    (16, 64, 64, 16, 4, 4, "cg", 1),            # default: as splitk_atomic_v2's default
+    (16, 64, 128, 8, 4, 4, "cg", 1),
+    (16, 64, 64, 16, 4, 4, "tma", 1),
+])
+# Stream-K (kernels/triton/streamk.py) on 16-row tiles: one program per SM over equal runs of tile K steps, so
+# the 132 SMs get the same number of weight bytes at any N (the split-K grids above only divide evenly at
+# chosen SPLIT). One program per SM has to keep enough weight bytes in flight alone: 16-32 KB per stage and
+# 3-5 stages ahead.
+STREAMK_SMALL_CONFIGS = config_table(STREAMK_KEYS, [
+    (16, 64, 128, 4, 6, 0),     # default
+    (16, 128, 128, 4, 4, 1),
+])
+
 _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), "SPLIT": (1, 2, 4, 8, 16),
                 "num_warps": (4, 8), "num_stages": (2, 3, 4)}
 
@@ -189,6 +243,39 @@ DENSE_METHODS: tuple[Method, ...] = (
         params={**_TILE_PARAMS, "BM": (16, 32, 64, 128), "SPLIT": (1, 2, 4, 8, 16, 32)},
         configs=SPLITK_ATOMIC_CONFIGS,
         guard=_splitk_atomic_guard,
+    ),
+    Method(
+        name="splitk_atomic_v2",
+        families=BF16_FAMILIES,
+        impl="kernels.launch.splitk_atomic2:SPLITK_ATOMIC_V2",
+        description="splitk_atomic with knobs: weight load (.cg / default / evict_first / TMA), L2 prefetch of the "
+                    "tile's workspace and counter, SPLIT that need not divide the K steps (balanced grids)",
+        params={**_TILE_PARAMS, "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33),
+                "num_stages": (2, 3, 4, 5, 6), "num_warps": (2, 4, 8),
+                "W_LOAD": ("cg", "tma"), "PREFETCH": (0, 1)},
+        configs=SPLITK_ATOMIC_V2_CONFIGS,
+        guard=_splitk_atomic2_guard,
+    ),
+    Method(
+        name="splitk_atomic_kn",
+        families=BF16_FAMILIES,
+        impl="kernels.launch.splitk_atomic2:SPLITK_ATOMIC_KN",
+        description="splitk_atomic_v2 on the weight stored [K, N] at prepare: [BK, BN] tiles contiguous along N",
+        params={**_TILE_PARAMS, "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33),
+                "num_stages": (2, 3, 4, 5, 6), "num_warps": (2, 4, 8),
+                "W_LOAD": ("cg", "tma"), "PREFETCH": (0, 1)},
+        configs=SPLITK_ATOMIC_KN_CONFIGS,
+        guard=_splitk_atomic2_guard,
+    ),
+    Method(
+        name="streamk_small",
+        families=BF16_FAMILIES,
+        impl="kernels.launch.streamk:STREAMK",
+        description="the streamk kernel on 16/32-row tiles for M <= 32: one program per SM, equal runs of K steps",
+        params={"BM": (16, 32), "BN": (64, 128), "BK": (64, 128), "num_warps": (4, 8),
+                "num_stages": (3, 4, 5, 6), "TMA": (0, 1)},
+        configs=STREAMK_SMALL_CONFIGS,
+        guard=_streamk_small_guard,
     ),
     Method(
         name="streamk",

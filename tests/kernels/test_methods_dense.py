@@ -5,7 +5,7 @@ from kernels.methods_dense import DENSE_METHODS, PACKED_MAX_M, SPLITK_ATOMIC_MAX
 from kernels.registry import METHODS, get_method
 
 DENSE_NAMES = {"torch_linear", "gemv", "splitk", "splitk_fused", "packed", "splitk_atomic", "streamk", "mm_wt",
-               "mm_swapped"}
+               "mm_swapped", "splitk_atomic_v2", "splitk_atomic_kn", "streamk_small"}
 # The workload's dense shapes: (family, N, K) at the scored M (the unpooler's M=1 and M=8 are N=1024).
 DENSE_SHAPES = (("qkv_gate", 2304, 8192), ("o", 8192, 1024), ("pooler", 4096, 8192), ("unpooler", 8192, 4096),
                 ("unpooler", 1024, 4096))
@@ -109,3 +109,57 @@ def test_new_methods_have_a_config_for_every_dense_family(method):
     for fam, N, K in DENSE_SHAPES:
         for M in scored:
             assert any(m.supports(fam, M, N, K, c) is None for c in m.configs), (fam, N, M)
+
+
+@pytest.mark.parametrize("method", ["splitk_atomic_v2", "splitk_atomic_kn"])
+def test_splitk_atomic2_guard(method):
+    """Small M only (workspace rows); whole BN tiles and BK steps; SPLIT need not divide the K steps but every
+    slice needs one."""
+    from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M
+
+    m = get_method(method)
+    cfg = {"BM": 16, "BN": 64, "BK": 64, "SPLIT": 11, "num_warps": 4, "num_stages": 4, "W_LOAD": "cg",
+           "PREFETCH": 1}
+    for M in (1, 8, 17, SPLITK_ATOMIC2_MAX_M):
+        assert m.supports("qkv_gate", M, 2304, 8192, cfg) is None      # 128 steps in 11 slices of 11-12
+    assert "workspace" in m.supports("qkv_gate", SPLITK_ATOMIC2_MAX_M + 1, 2304, 8192, cfg)
+    assert "N % BN == 0" in m.supports("qkv_gate", 8, 2300, 8192, cfg)
+    assert "K % 64 == 0" in m.supports("qkv_gate", 8, 2304, 8100, cfg)
+    assert "K / BK >= SPLIT" in m.supports("o", 8, 8192, 512, cfg)      # 8 steps < 11 slices
+    assert "shared memory" in m.supports("o", 8, 8192, 1024, {**cfg, "BM": 32, "BN": 128, "BK": 512,
+                                                              "num_stages": 6})
+
+
+def test_streamk_small_guard():
+    from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M
+
+    m = get_method("streamk_small")
+    for fam, N, K in DENSE_SHAPES:
+        assert m.supports(fam, 8, N, K) is None, (fam, N)
+    assert m.supports("qkv_gate", SPLITK_ATOMIC2_MAX_M + 1, 2304, 8192)
+
+
+@pytest.mark.parametrize("method", ["splitk_atomic_v2", "splitk_atomic_kn", "streamk_small"])
+def test_small_m_methods_reach_every_dense_family(method):
+    m = get_method(method)
+    for fam, N, K in DENSE_SHAPES:
+        for M in (1, 8, 16, 32):
+            assert any(m.supports(fam, M, N, K, c) is None for c in m.configs), (fam, N, M)
+
+
+@pytest.mark.parametrize("method", ["splitk_atomic_v2", "splitk_atomic_kn", "streamk_small"])
+def test_plan_accepts_every_config_of_the_new_methods(tmp_path, method):
+    """A plan entry holds method + a config with exactly the method's keys: each config loads in a plan
+    (best.json with its qkv_gate M=2..12 entry swapped), and best.json itself still loads unchanged."""
+    import json
+
+    from kernels.plans import PLANS_DIR, load_plan
+
+    best = json.loads((PLANS_DIR / "best.json").read_text())
+    entry = next(e for e in best["families"]["qkv_gate"] if e["M"] == [2, 12])
+    for config in get_method(method).configs:
+        entry.update(method=method, config=dict(config))
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(best))
+        assert load_plan(path).select("qkv_gate", 8, 2304) == (method, config)
+    assert load_plan("best").select("qkv_gate", 8, 2304)[0] == "splitk_atomic"

@@ -1,0 +1,72 @@
+"""Every config of some methods, once, at one shape: PASS/FAIL lines vs the FP64 product (a pre-screen check).
+
+    python -m kernels.selfcheck_configs splitk_atomic_v2 splitk_atomic_kn streamk_small --family qkv_gate --M 16
+
+Per config: prepare on a random weight, two calls on fresh inputs (the second one shows a workspace or counter
+left dirty by the first), rel-L2 of each vs the FP64 product against the family's tolerance, and, for the
+methods with a workspace, workspace and counters zero afterwards. A config the guard rejects at the shape is
+reported SKIP. Exit 1 when any config FAILs. The full contract is profiler/contract.py (the screen runs it too).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def check_config(method, family: str, M: int, N: int, K: int, config: dict, tol: float, device) -> str:
+    """'' when the config is right at this shape, else the reason."""
+    import torch
+
+    from kernels.selfcheck import make_problem, rel_l2
+
+    x, w = make_problem(family, M, N, K, device, seed=M)
+    state = method.prepare(w, family, config)
+    for call in range(2):
+        if call:
+            x = torch.randn(M, K, device=device).to(torch.bfloat16)
+        y = method.run(state, x)
+        err = rel_l2(y, (x.double() @ w.double().t()).to(y.dtype))
+        if not err <= tol:
+            return f"call {call}: rel_l2 {err:.3e} > {tol}"
+    if isinstance(state, dict) and "ws" in state and (state["ws"].any() or state["cnt"].any()):
+        return "workspace or counters not zero after the calls"
+    return ""
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m kernels.selfcheck_configs", description=__doc__.splitlines()[0])
+    p.add_argument("methods", nargs="+")
+    p.add_argument("--family", default="qkv_gate")
+    p.add_argument("--M", type=int, default=16)
+    args = p.parse_args(sys.argv[1:] if argv is None else argv)
+    import torch
+
+    from datasets import load_workload
+    from kernels.method import format_config
+    from kernels.registry import get_method
+
+    spec = load_workload().families[args.family]
+    M = args.M
+    N, K = int(spec.get("N_by_M", {}).get(str(M), spec["N"])), int(spec["K"])
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    failed = 0
+    for name in args.methods:
+        method = get_method(name)
+        for config in method.configs:
+            label = f"{format_config(name, config)} {args.family} M={M} N={N} K={K}"
+            reason = method.supports(args.family, M, N, K, config)
+            if reason:
+                print(f"SKIP {label}: {reason}")
+                continue
+            try:
+                why = check_config(method, args.family, M, N, K, config, float(spec["rel_l2_tol"]), device)
+            except Exception as exc:   # report and go on: one broken config must not hide the others
+                why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+            failed += bool(why)
+            print(f"{'FAIL' if why else 'PASS'} {label}{': ' + why if why else ''}", flush=True)
+    print(f"# {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

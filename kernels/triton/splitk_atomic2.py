@@ -1,0 +1,108 @@
+"""Single-launch split-K, second design round: the `splitk_atomic` kernel with the weight stream and the tail as
+knobs, for y[M,N] = x[M,K] @ w^T.
+
+Same reduction as kernels/triton/splitk_atomic.py (FP32 atomic adds into a persistent zeroed workspace, an
+acq_rel arrival counter per output tile, the last arriver takes the sum out with an atomic exchange, writes y
+and resets the counter: one launch, no memset, graph-replay safe). What differs, each a constexpr:
+
+- W_KN: the weight is stored [K, N] row-major (made once at prepare), so a [BK, BN] tile is BK rows of BN
+  contiguous elements; W_KN=False reads the [N, K] weight as a transposed [BK, BN] view, as splitk_atomic does.
+- W_LOAD: how the weight tile is fetched -- "cg" (pointer loads that Triton's software pipeliner turns into
+  16-byte cp.async copies into shared memory) or "tma" (a host-built tensor descriptor: Hopper's bulk tensor copy,
+  one instruction per tile). The pipelined pointer load is cp.async.cg whatever cache modifier or eviction
+  policy tl.load is given (sm_90 PTX of "", ".cg" and evict_first compared identical, triton 3.6), so those are
+  not knobs here.
+- PREFETCH: at program start, prefetch this tile's workspace lines and counter into L2. The profiler's cold
+  mode reads 4x L2 of other data before every timed call, so without it the first atomic on each workspace line
+  and the counter's acq_rel round trip each wait for HBM, on the critical path of the last program of a tile.
+- SPLIT need not divide the K steps: slice s covers K steps [s*T/SPLIT, (s+1)*T/SPLIT) of T = K/BK, so the
+  program count N/BN * SPLIT can be a multiple of the 132 SMs (e.g. 36 tiles x 11 = 3 x 132 at qkv_gate).
+  When it divides, the trip count is a compile-time constant, as in splitk_atomic.
+"""
+import triton
+import triton.language as tl
+
+from kernels.triton.splitk_atomic import _take_and_zero
+
+LINE_FP32 = tl.constexpr(32)   # FP32 elements per 128-byte cache line: one prefetch per line
+
+
+@triton.jit
+def _prefetch_l2(ptrs):
+    """prefetch.global.L2 at every pointer of `ptrs` (a hint: no value, no ordering). Not pure, so it is kept."""
+    tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs], dtype=tl.int32,
+                              is_pure=False, pack=1)
+
+
+@triton.jit
+def _load_w(w_ptrs, w_desc, pid_n, ks, BN: tl.constexpr, BK: tl.constexpr, W_KN: tl.constexpr,
+            W_LOAD: tl.constexpr):
+    """The [BK, BN] tile of w^T at K step ks."""
+    if W_LOAD == "tma":
+        if W_KN:
+            w = w_desc.load([ks * BK, pid_n * BN])
+        else:
+            w = w_desc.load([pid_n * BN, ks * BK]).T
+    else:
+        # Each weight byte is read once: ".cg" keeps it in L2 only (what an unpipelined load would honour).
+        w = tl.load(w_ptrs, cache_modifier=".cg")
+    return w
+
+
+@triton.jit(do_not_specialize=["M"])
+def splitk_atomic2_kernel(x_ptr, w_ptr, w_desc, y_ptr, ws_ptr, cnt_ptr, M, N, stride_xm, stride_w, stride_ym,
+                          K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                          SPLIT: tl.constexpr, W_KN: tl.constexpr, W_LOAD: tl.constexpr, PREFETCH: tl.constexpr):
+    """y[M,N] = x[M,K] @ w^T with w [N,K] (W_KN=False) or w^T stored [K,N] (W_KN=True);
+    grid (N/BN, SPLIT, cdiv(M, BM))."""
+    pid_n = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    STEPS: tl.constexpr = K // BK
+    if STEPS % SPLIT == 0:
+        k_lo = pid_s * (STEPS // SPLIT)
+        n_steps = STEPS // SPLIT                        # constexpr trip count
+    else:
+        k_lo = pid_s * STEPS // SPLIT
+        n_steps = (pid_s + 1) * STEPS // SPLIT - k_lo   # T/SPLIT rounded down or up
+    rm = pid_m * BM + tl.arange(0, BM)
+    row_ok = rm < M
+    rm_load = tl.where(row_ok, rm, 0)                   # padded rows re-read row 0; their outputs are dropped
+    rn = pid_n * BN + tl.arange(0, BN)
+    tile = pid_m * tl.num_programs(0) + pid_n
+    if PREFETCH and SPLIT > 1:
+        lines = pid_n * BN + tl.arange(0, (BN + LINE_FP32 - 1) // LINE_FP32) * LINE_FP32
+        _prefetch_l2(ws_ptr + rm_load[:, None] * N + lines[None, :])
+        _prefetch_l2(cnt_ptr + tile + tl.zeros([1], dtype=tl.int32))
+    rk = k_lo * BK + tl.arange(0, BK)
+    x_ptrs = x_ptr + rm_load[:, None] * stride_xm + rk[None, :]
+    if W_KN:
+        w_ptrs = w_ptr + rk[:, None] * stride_w + rn[None, :]     # [BK, BN] rows of wT, contiguous along N
+        w_step = BK * stride_w
+    else:
+        w_ptrs = w_ptr + rn[None, :] * stride_w + rk[:, None]     # [BK, BN] view of w^T
+        w_step = BK
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for i in range(0, n_steps):
+        x = tl.load(x_ptrs)
+        w = _load_w(w_ptrs, w_desc, pid_n, k_lo + i, BN, BK, W_KN, W_LOAD)
+        acc = tl.dot(x, w, acc)
+        x_ptrs += BK
+        w_ptrs += w_step
+    mask = row_ok[:, None] & (rn < N)[None, :]
+    y_ptrs = y_ptr + rm[:, None] * stride_ym + rn[None, :]
+    if SPLIT == 1:
+        tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
+    else:
+        ws_ptrs = ws_ptr + rm[:, None] * N + rn[None, :]
+        # relaxed: the adds only need atomicity; the counter's release below orders them before the last
+        # arriver's reads.
+        tl.atomic_add(ws_ptrs, acc, mask=mask, sem="relaxed")
+        tl.debug_barrier()       # every thread's adds are issued before the counter's release
+        arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
+        if arrived == SPLIT - 1:
+            # The acquire above makes every split's adds visible; the exchange reads the sum at L2 and leaves
+            # zeros behind in one pass.
+            total = _take_and_zero(ws_ptrs, mask, BM, BN)
+            tl.store(y_ptrs, total.to(y_ptr.dtype.element_ty), mask=mask)
+            tl.atomic_xchg(cnt_ptr + tile, 0, sem="relaxed")
