@@ -126,7 +126,7 @@ def test_splitk_atomic2_guard(method):
     assert "N % BN == 0" in m.supports("qkv_gate", 8, 2300, 8192, cfg)
     assert "K % 64 == 0" in m.supports("qkv_gate", 8, 2304, 8100, cfg)
     assert "K / BK >= SPLIT" in m.supports("o", 8, 8192, 512, cfg)      # 8 steps < 11 slices
-    assert "shared memory" in m.supports("o", 8, 8192, 1024, {**cfg, "BM": 32, "BN": 128, "BK": 512,
+    assert "shared memory" in m.supports("o", 8, 8192, 1024, {**cfg, "BM": 32, "BN": 128, "BK": 512, "SPLIT": 2,
                                                               "num_stages": 6})
 
 
