@@ -361,7 +361,7 @@ def compare_figure(shapes: pd.DataFrame, eps: float, source: str, labels: dict[s
 
 def dispatch_figure(regions: pd.DataFrame, shapes: pd.DataFrame | None, source: str,
                     selected_M: int | None = None) -> go.Figure:
-    """A plan's M-regions per family as horizontal spans on a log M axis, official shapes as markers.
+    """A plan's M-regions per family as horizontal spans on a log M axis, the workload's scored shapes as markers.
 
     `regions` columns: family, M_lo, M_hi, method; `shapes` columns: family, M, load."""
     methods = list(dict.fromkeys(regions["method"]))
@@ -375,7 +375,7 @@ def dispatch_figure(regions: pd.DataFrame, shapes: pd.DataFrame | None, source: 
                     hovertemplate=f"{r.family} M {r.M_lo}–{r.M_hi}: {r.method}<extra></extra>")
         shown.add(r.method)
     if shapes is not None and len(shapes):
-        fig.add_scatter(y=shapes["family"], x=shapes["M"], mode="markers", name="official shapes",
+        fig.add_scatter(y=shapes["family"], x=shapes["M"], mode="markers", name="scored shapes",
                         marker=dict(symbol="x", size=10, color="black"), text=shapes["load"],
                         hovertemplate="%{text}: %{y} M=%{x}<extra></extra>")
     if selected_M:

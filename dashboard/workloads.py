@@ -85,3 +85,11 @@ def family_colors(families) -> dict[str, str]:
             out[fam] = free[i % len(free)]
             i += 1
     return out
+
+
+_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+
+
+def count_word(n: int) -> str:
+    """'six' for 6 (prose reads 'the six loads'); digits above twelve."""
+    return _WORDS[n] if 0 <= n < len(_WORDS) else str(n)
