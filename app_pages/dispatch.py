@@ -57,7 +57,9 @@ try:
         except JsonInputError as exc:
             raise PlanError(str(exc)) from None
     wl, wl_note = plan_workload(data, name)
-    plan = plan_from_dict(data, name if choice == UPLOAD else str(PLANS_DIR / name), wl)
+    # the recorded workload is read above (validated there); the plan's own fields are checked against it
+    body = {k: val for k, val in data.items() if k != "workload"} if isinstance(data, dict) else data
+    plan = plan_from_dict(body, name if choice == UPLOAD else str(PLANS_DIR / name), wl)
 except (PlanError, DatasetError, ValueError, OSError) as exc:
     st.error(f"Cannot use plan {choice!r}: {exc}")
     st.stop()
