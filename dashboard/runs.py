@@ -1,5 +1,8 @@
 """Run files (datasets/runs/*.json) as DataFrames, with metrics, floors, SOL and scores per candidate pair.
 
+Each run is read with its own workload (RunData.workload: the one embedded in the run, or for an older run the
+default muse_bf16_proj, with RunData.workload_note saying it was assumed); `workload=None` means that one.
+
 Every score goes through dashboard.scoring's gate: `status_rows` turns a run's results and its `failures` into the
 per-(shape, candidate) statuses the gate reads, and `run_score` / `pair_gate` never look at a median without them.
 """
@@ -14,6 +17,7 @@ import pandas as pd
 
 from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, Workload, workload_of_run
 from datasets.jsonfile import JsonInputError, read_json
+from datasets.workload import RUN_KEY
 from profiler.runfile import RunFileError, load_run, validate_run
 from dashboard import metrics, roofline, scoring
 from dashboard.workloads import default_workload
@@ -297,7 +301,8 @@ def default_run(paths: list[Path], workload: Workload | None = None) -> Path | N
     for p in paths:
         try:
             run = read_json(p)
-            wl = workload or (run_workload(run, p.name)[0] if isinstance(run, dict) else default_workload())
+            embedded = isinstance(run, dict) and RUN_KEY in run   # else the default, read once (not per file)
+            wl = workload or (run_workload(run, p.name)[0] if embedded else default_workload())
         except (JsonInputError, RunFileError):
             continue
         want = {(r.load, r.family, int(r.M)) for r in wl.shapes.itertuples()}

@@ -156,3 +156,11 @@ def test_fleet_scores_a_sweep_of_another_workload(tiny):
     table = at.dataframe[0].value
     assert list(table["status"]) == ["scored"] and float(table["score"].iloc[0]) == pytest.approx(math.sqrt(2))
     assert any("Workload: **tiny_bf16_synthetic**" in c.value for c in at.caption)
+
+
+def test_probes_page_labels_the_write_up_probes_for_another_workload(tiny):
+    at = tiny.open_page("probes", TINY)
+    assert not at.exception and not at.error
+    assert "overlaid as a hardware reference only" in tiny.text_of(at)
+    at = tiny.open_page("probes", "run: synthetic_a.json")
+    assert "hardware reference only" not in tiny.text_of(at)
