@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard import compare, runs as drun, scoring, sources, views
+from dashboard import compare, runs as drun, scoring, sources, views, workloads
 from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload
 from profiler.runfile import RunFileError
 
@@ -42,8 +42,27 @@ def _workload(path: str | None, mtime: float):
 
 
 def workload():
+    """The default workload (muse_bf16_proj): what the published tables belong to. A page showing a run uses the
+    run's own workload instead (View.workload, run_data(path).workload)."""
     from datasets.paths import WORKLOAD_JSON
     return _workload(None, _mtime(WORKLOAD_JSON))
+
+
+@st.cache_data(show_spinner=False)
+def _named_workload(name: str, mtime: float):
+    return load_workload(name)
+
+
+def named_workload(name: str):
+    """A workload of datasets/workloads/ by name (the Shapes page's picker), cached by the file's mtime."""
+    from datasets.workload import resolve_workload
+    return _named_workload(name, _mtime(resolve_workload(name)))
+
+
+def official_note(wl, what: str = "this run") -> str | None:
+    """None when the published muse tables (official 036, ledger, seed probes) apply to `wl`, else the line that
+    says they do not (dashboard.workloads.official_only)."""
+    return workloads.official_only(wl, what)
 
 
 @st.cache_data(show_spinner=False)
@@ -83,7 +102,7 @@ def seed_probes() -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False)
 def _run_data(path: str, mtime: float) -> drun.RunData:
-    return drun.load_run_data(path, workload())
+    return drun.load_run_data(path)   # with the run's own workload (embedded, or muse assumed with a note)
 
 
 def run_data(path) -> drun.RunData:
@@ -113,7 +132,7 @@ def source_list() -> list[sources.Source]:
 
 @st.cache_data(show_spinner=False)
 def _default_run(key: tuple) -> str | None:
-    found = drun.default_run([Path(p) for p, _ in key], workload())
+    found = drun.default_run([Path(p) for p, _ in key])
     return str(found) if found else None
 
 
@@ -286,13 +305,18 @@ class View:
         return SOURCE_NOTE[self.source]
 
     @property
+    def workload(self):
+        """The workload of the run shown (a per-shape table: muse_bf16_proj, whose format it is)."""
+        return drun.workload_of(self.data)
+
+    @property
     def run(self) -> dict | None:
         return self.data.run if self.kind == "run" else None
 
     def shape_table(self) -> pd.DataFrame:
         """Long per-shape × candidate table with metrics, floors and SOL (dashboard.runs.shape_table)."""
         if self.table is None:
-            self.table = drun.shape_table(self.data, workload())
+            self.table = drun.shape_table(self.data)
         return self.table
 
     def wide(self) -> pd.DataFrame:
@@ -302,7 +326,7 @@ class View:
 @st.cache_data(show_spinner=False)
 def _run_comparison(path: str, mtime: float, baseline: str, candidate: str, include: bool) -> "compare.Comparison":
     data = run_data(path)
-    weights = scoring.family_weights(workload())
+    weights = scoring.family_weights(data.workload)
     return compare.compare_candidates(data.results, baseline, [candidate], Path(path).name, weights,
                                       failures=data.failures, include_below_floor=include)
 
@@ -319,7 +343,7 @@ def _report(kind: str, path: str, mtime: float, provenance: str, baseline: str, 
     from dashboard import report
 
     src = sources.run_source(path) if kind == "run" else sources.table_source(path)
-    return report.build(source_data(src), baseline, candidate, workload(), official(), source=provenance,
+    return report.build(source_data(src), baseline, candidate, None, official(), source=provenance,
                         shape=shape, include_below_floor=include)
 
 
@@ -327,6 +351,11 @@ def report_for(v: "View", shape: str | None = None):
     """dashboard.report.build for the view (whole run, or one shape), cached like the file it comes from: the
     bootstrap CIs and figures take most of a second to rebuild on every widget change."""
     return _report(v.kind, v.path, _mtime(v.path), v.source, v.baseline, v.candidate, shape, v.include_below_floor)
+
+
+def series_workload(kind: str, path):
+    """The workload of a Compare series: a run's own, a per-shape table's muse_bf16_proj."""
+    return run_data(path).workload if kind == "run" else workload()
 
 
 def series_frame(specs: tuple) -> pd.DataFrame:
@@ -344,7 +373,8 @@ def series_frame(specs: tuple) -> pd.DataFrame:
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _compared(specs: tuple, mtimes: tuple, reference: str, eps: float, include: bool) -> "compare.Comparison":
-    weights = scoring.family_weights(workload())
+    # the Compare page pairs only series of one workload (workloads.mismatch), so the first one's weights apply
+    weights = scoring.family_weights(series_workload(specs[0][1], specs[0][2]))
     return compare.compare(series_frame(specs), reference, weights, eps, include_below_floor=include)
 
 
@@ -418,14 +448,14 @@ def view(sidebar=True, probes_only_ok: bool = False) -> View:
                             "the run has no results")
             raise ValueError(f"{src.path.name} has no results (a probe-only run? see the Probes page; an explain run? see the Kernels page)")
         base, cand = _pair(box, src, data)
-        shape_gate = drun.pair_gate(data, base, cand, workload(), False, scored_only=False)
+        shape_gate = drun.pair_gate(data, base, cand, None, False, scored_only=False)
         include = _floor_toggle(box, shape_gate)
         if include:
-            shape_gate = drun.pair_gate(data, base, cand, workload(), True, scored_only=False)
-        gate = drun.pair_gate(data, base, cand, workload(), include)
+            shape_gate = drun.pair_gate(data, base, cand, None, True, scored_only=False)
+        gate = drun.pair_gate(data, base, cand, None, include)
         bd, err = None, None
         try:
-            bd = drun.run_score(data, base, cand, workload(), include)
+            bd = drun.run_score(data, base, cand, None, include)
         except scoring.ScoringError as exc:
             err = str(exc)
         if data.status == "partial":
@@ -437,8 +467,18 @@ def view(sidebar=True, probes_only_ok: bool = False) -> View:
     except BAD_INPUT as exc:
         st.error(f"Cannot use {src.label}: {exc}")
         st.stop()
+    _workload_notice(box, v)
     _notice(v)
     return v
+
+
+def _workload_notice(box, v: View) -> None:
+    """Which workload the view is scored with; for a run that does not record one, that muse was assumed."""
+    wl = v.workload
+    box.caption(f"Workload: **{wl.name}** — {len(wl.family_order)} families ({', '.join(wl.family_order)}), "
+                f"{len(wl.load_order)} loads ({', '.join(wl.load_order)})")
+    if v.kind == "run" and v.data.workload_note:
+        box.info(v.data.workload_note)
 
 
 def caption_source(v: View, what: str = "") -> None:

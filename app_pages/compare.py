@@ -7,13 +7,35 @@ the sources (dashboard.repeatability), one band per level; without one it is 1%,
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import compare, figures, glossary, repeatability, views
+from dashboard import compare, figures, glossary, repeatability, runs, scoring, sources, views, workloads
 
 
 @st.cache_data(show_spinner=False)
 def _bands(key: tuple) -> "repeatability.SameBands | None":
     """SAME bands of the run sources, once per set of (path, mtime)."""
-    return repeatability.same_bands([common.run_data(path) for path, _ in key], common.workload())
+    return repeatability.same_bands([common.run_data(path) for path, _ in key])  # each run with its own workload
+
+
+def _own_scores(chosen: list[str]) -> None:
+    """Each chosen run's own score (its default pair, in its own workload), when the series cannot be paired."""
+    rows = []
+    for path in dict.fromkeys(str(options[k][1].path) for k in chosen if options[k][0] == "run"):
+        data = common.run_data(path)
+        pair = sources.default_pair(data)
+        row = {"run": data.path.name, "workload": data.workload.name}
+        try:
+            bd = runs.run_score(data, *pair)
+            row |= {"pair": f"{pair[1]} vs {pair[0]}", "score": bd.score, "note": ""}
+        except (scoring.ScoringError, TypeError) as exc:
+            row |= {"pair": f"{pair[1]} vs {pair[0]}" if pair else "—", "score": None, "note": str(exc)}
+        rows.append(row)
+    if any(options[k][0] == "table" for k in chosen):
+        ref = scoring.score_official(common.official(), common.workload())
+        rows.append({"run": "official_036.csv (published)", "workload": common.workload().name,
+                     "pair": "036 vs baseline", "score": ref.score, "note": ""})
+    st.subheader("Each run's own score")
+    st.dataframe(rows, hide_index=True, width="stretch", placeholder="—", column_config={
+        "score": st.column_config.NumberColumn("score × (derived, its own workload)", format="%.4f")})
 
 
 st.title("Compare")
@@ -56,6 +78,13 @@ if len(chosen) < 2:
     st.info("Pick at least two series.")
     st.stop()
 
+named = [(short.get(k, k), common.series_workload(options[k][0], options[k][1].path)) for k in chosen]
+refusal = workloads.mismatch(named)
+if refusal:  # shapes of different workloads are different projections: no ratio, CI or verdict across them
+    st.error(refusal)
+    _own_scores(chosen)
+    st.stop()
+wl = named[0][1]   # every series' workload (mismatch said they agree)
 bands = _bands(tuple(run_files))
 c1, c2 = st.columns(2)
 ref = common.url_selectbox(c1, "Reference (ratios are reference ÷ series)", chosen, "reference", chosen[0],
@@ -103,8 +132,9 @@ st.dataframe(overall, hide_index=True, width="stretch", placeholder="—",
              column_config={"name": series_col,
                             **common.ratio_ci_columns("score", "score vs reference × (derived)"),
                             "delta_pct": num("Δ score-equivalent time %", format="%+.2f")})
-if (res.overall["n_loads"] < 6).any():
-    st.caption("Fewer than six loads in common: this is a geometric mean over the loads present, not the "
+if (res.overall["n_loads"] < len(wl.load_order)).any():
+    st.caption(f"Fewer than {workloads.count_word(len(wl.load_order))} loads in common: this is a geometric mean "
+               "over the loads present, not the "
                "benchmark score.")
 st.subheader("Per load")
 st.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
@@ -114,7 +144,7 @@ st.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
                             "series_us": num("Σw·series µs", format="%.1f"), **common.ratio_ci_columns(),
                             "delta_pct": num("Δ time %", format="%+.2f")})
 st.subheader("Per shape")
-order = views.shape_order(common.workload().load_order, common.workload().family_order)
+order = views.shape_order(wl.load_order, wl.family_order)
 st.plotly_chart(figures.compare_figure(res.shapes, eps, "derived from the series' samples", short, order),
                 width="stretch")
 verdicts = st.multiselect("Verdicts", list(compare.VERDICTS), default=list(compare.VERDICTS), key="cmp_verdicts")

@@ -1,8 +1,11 @@
 """Dispatch: which method each family runs at a chosen M under a plan; the whole plan; official shapes' regions.
 
 A plan entry may be N-specific ("N": 1024 applies only to a weight with N=1024); every lookup here passes the
-workload's N for (family, M) (datasets: families[f]["N_by_M"], else the family's N), as the profiler does."""
-from datasets.jsonfile import JsonInputError, parse_json
+workload's N for (family, M) (datasets: families[f]["N_by_M"], else the family's N), as the profiler does. The
+workload is the plan's own when it records one ("workload": a workload object or a workload name), else
+muse_bf16_proj, which every plan tuned before plans recorded a workload was tuned for."""
+from datasets import DatasetError, load_workload, workload_from_dict
+from datasets.jsonfile import JsonInputError, parse_json, read_json
 
 import pandas as pd
 import streamlit as st
@@ -18,6 +21,21 @@ c1, c2 = st.columns([1, 2])
 UPLOAD = "(upload a plan JSON)"
 # Only the project's plans (kernels/plans/*.json, by name) or an upload: a typed server path could reveal which
 # files exist and print parts of any JSON the server can read.
+
+
+def plan_workload(data, name: str):
+    """(workload, note | None): the plan's recorded workload, or the default with a note saying it was assumed."""
+    rec = data.get("workload") if isinstance(data, dict) else None
+    if isinstance(rec, dict):
+        return workload_from_dict(rec, name, "workload", origin=f"{name} (embedded)"), None
+    if isinstance(rec, str):
+        return load_workload(rec), None
+    if rec is not None:
+        raise PlanError(f"{name}: workload: expected a workload object or name, got {type(rec).__name__}")
+    return common.workload(), (f"{name} does not record its workload; assuming the default "
+                               f"{common.workload().name}.")
+
+
 choice = common.url_selectbox(c1, "Plan", names + [UPLOAD], "plan", "best" if "best" in names else names[0],
                               key="dispatch_plan", what="plan")
 try:
@@ -32,26 +50,34 @@ try:
             data = parse_json(up.getvalue(), name, max_bytes=common.MAX_UPLOAD_BYTES)
         except JsonInputError as exc:
             raise PlanError(str(exc)) from None
-        plan = plan_from_dict(data, name, common.workload())
     else:
-        plan = load_plan(PLANS_DIR / f"{choice}.json", common.workload())
-except (PlanError, ValueError, OSError) as exc:
+        name = f"{choice}.json"
+        try:
+            data = read_json(PLANS_DIR / name, max_bytes=common.MAX_UPLOAD_BYTES)
+        except JsonInputError as exc:
+            raise PlanError(str(exc)) from None
+    wl, wl_note = plan_workload(data, name)
+    # the recorded workload is read above (validated there); the plan's own fields are checked against it
+    body = {k: val for k, val in data.items() if k != "workload"} if isinstance(data, dict) else data
+    plan = plan_from_dict(body, name if choice == UPLOAD else str(PLANS_DIR / name), wl)
+except (PlanError, DatasetError, ValueError, OSError) as exc:
     st.error(f"Cannot use plan {choice!r}: {exc}")
     st.stop()
 
 st.markdown(f"**{plan.name}** — {plan.description}  \nGPU: `{plan.gpu or 'not tuned on a GPU'}` · tuned from: "
             f"`{plan.tuned_from or '—'}`")
+st.caption(f"Workload: **{wl.name}** — families {', '.join(wl.family_order)}; loads "
+           f"{', '.join(f'{load} (M={M})' for load, M in wl.load_m.items())}")
+if wl_note:
+    st.info(wl_note)
 if plan.notes:
     with st.expander("Plan notes"):
         st.write(plan.notes)
 
-wl = common.workload()
-
 
 def n_at(family: str, M: int) -> int:
-    """The workload's N for (family, M): the unpooler is N=1024 at M=1 and M=8, N=8192 elsewhere."""
-    spec = wl.families[family]
-    return int(spec.get("N_by_M", {}).get(str(M), spec["N"]))
+    """The workload's N for (family, M) (muse: the unpooler is N=1024 at M=1 and M=8, N=8192 elsewhere)."""
+    return wl.n_at(family, M)
 
 
 def n_text(n) -> str:
@@ -93,7 +119,7 @@ st.subheader("The whole plan")
 st.dataframe(table.drop(columns=["config"]), hide_index=True, width="stretch", column_config={
     "label": st.column_config.TextColumn("config", width=300), "note": st.column_config.TextColumn(width=380)})
 common.download_csv(table.drop(columns=["config"]), f"plan_{plan.name}.csv")
-st.subheader("Where each official shape falls")
+st.subheader("Where each scored shape of the workload falls")
 regions = pd.DataFrame([{"load": r.load, "family": r.family, "M": r.M, "N": r.N, **lookup(r.family, int(r.M), int(r.N))}
                         for r in shapes.itertuples()])
 regions = regions.assign(method=regions["config"]).drop(columns=["config"])  # the full label, as run files show it

@@ -26,7 +26,9 @@ try:
     c = st.columns(2)
     base = common.url_selectbox(c[0], "Baseline", names, "fleet_baseline", pair[0], key="fleet_baseline")
     cand = common.url_selectbox(c[1], "Candidate", names, "fleet_candidate", pair[1], key="fleet_candidate")
-    table = fleet.fleet_table(datas, base, cand, common.workload())
+    table = fleet.fleet_table(datas, base, cand)   # each run file with its own workload
+    for name in dict.fromkeys(d.workload.name for d in datas):
+        st.caption(f"Workload: **{name}**")
 except common.BAD_INPUT as exc:
     st.error(f"Cannot show sweep {label!r}: {exc}")
     st.stop()

@@ -29,7 +29,7 @@ def _head(path, limit: int = 1 << 20) -> str:
 def _shape_report(path: str, mtime: float, shape: str, _data):
     """kernel_report.build_report once per (explain run file and its mtime, shape): it draws every figure (0.6 s),
     too slow for each rerun of the page. A built report is never modified, so one shared copy is fine."""
-    return kernel_report.build_report(_data, common.workload(), shape=shape)
+    return kernel_report.build_report(_data, shape=shape)   # the run's own workload
 
 
 def _explain_sources() -> tuple[dict[str, str], int]:
@@ -59,7 +59,7 @@ label = common.url_selectbox(st.sidebar, "Explain run", labels, "explain", label
                              what="explain run", help="Run files with a per-kernel breakdown (a 'kernels' list).")
 try:
     data = kernels.from_run_data(common.run_data(sources[label]))
-    wl = common.workload()
+    wl = data.workload
     ktab = kernels.kernel_table(data)
     calls = kernels.call_table(data, wl, ktab)
 except common.BAD_INPUT as exc:

@@ -7,6 +7,8 @@ from dashboard import figures
 st.title("Ledger — candidate history")
 st.caption("Source: datasets/seed_ledger.csv — **published** (the write-up's official checks and scored "
            "submissions; 'local' rows are the author's lab runs, not official).")
+st.caption("The ledger belongs to the write-up's workload, muse_bf16_proj: its scores are of that workload's 30 "
+           "shapes and say nothing about a run of another workload.")
 terms.link("provenance", "ci")
 try:
     led = common.ledger()

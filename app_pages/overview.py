@@ -3,7 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import common, targets, terms
-from dashboard import compare, figures, glossary, kernels, planner, scoring, views
+from dashboard import compare, figures, glossary, kernels, planner, scoring, views, workloads
 
 
 def _environment(v) -> None:
@@ -58,7 +58,8 @@ if v.breakdown is None:  # view() said why there is no score (gate); show every 
     _environment(v)
     st.stop()
 bd = v.breakdown
-weights = scoring.family_weights(common.workload())
+weights = scoring.family_weights(v.workload)
+n_loads = len(v.workload.load_order)
 
 tag = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"
 c = st.columns(4)
@@ -66,13 +67,15 @@ c[0].metric(f"Score ({tag} times; derived)", f"{bd.score:.4f}×", help=glossary.
 ci_slot = c[0].empty()
 c[1].metric("Aggregate time saved (derived)", f"{bd.time_saved:.2%}")
 c[2].metric(f"Score-equivalent time, {v.baseline} (derived)", f"{bd.equiv_baseline_us:,.1f} µs",
-            help="Geometric mean over the six loads of Σ weight × time")
+            help=f"Geometric mean over the {workloads.count_word(n_loads)} loads of Σ weight × time")
 c[3].metric(f"Score-equivalent time, {v.candidate} (derived)", f"{bd.equiv_candidate_us:,.1f} µs",
-            help="Geometric mean over the six loads of Σ weight × time")
-if v.source != "published":
+            help=f"Geometric mean over the {workloads.count_word(n_loads)} loads of Σ weight × time")
+if v.source != "published" and common.official_note(v.workload) is None:
     ref = scoring.score_official(common.official(), common.workload())
     st.caption(f"For reference, the official 036 table (published) scores {ref.score:.4f}× against its baseline "
                "(a different baseline: not comparable).")
+elif v.source != "published":
+    st.caption(f"No official reference score: {common.official_note(v.workload)}.")
 else:
     st.caption("Recomputed (derived) from the table's 3-decimal published times. The write-up's own figures — "
                "score 1.301203, score-equivalent 4,830.8 / 3,712.56 µs — come from the evaluator's estimates.")
@@ -106,7 +109,8 @@ else:
     g[0].metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(bd.score, target):.3%}")
     g[1].metric("Aggregate speed factor needed (derived)",
                 f"{planner.required_speed_factor(bd.score, target):.5f}×")
-    g[2].metric("…or one load alone by (derived)", f"{planner.single_load_factor(bd.score, target):.4f}×")
+    g[2].metric("…or one load alone by (derived)",
+                f"{planner.single_load_factor(bd.score, target, len(bd.loads)):.4f}×")
     st.caption("Per load: the last table column is the ratio that load alone would need (others unchanged). "
                "The Planner page shows it per shape.")
 

@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages import common, targets, terms
-from dashboard import figures, planner
+from dashboard import figures, planner, workloads
 
 st.title("Planner — what would it take?")
 v = common.view()
@@ -18,7 +18,9 @@ ratios = bd.load_ratios()
 tab_agg, tab_amdahl, tab_tile, tab_target = st.tabs(["Aggregation", "Amdahl", "Tile geometry", "Target"])
 
 with tab_agg:
-    st.markdown("Change one load's ratio; the score is the geometric mean of the six, so it moves by r^(1/6).")
+    n = len(ratios)
+    st.markdown(f"Change one load's ratio; the score is the geometric mean of the {workloads.count_word(n)}, so it "
+                f"moves by r^(1/{n}).")
     c1, c2, c3 = st.columns(3)
     load = c1.selectbox("Load", list(ratios), key="agg_load")
     others_at_one = c2.toggle("Others held at 1.00× (write-up's calculator)", value=False, key="agg_one")
@@ -75,7 +77,8 @@ with tab_target:
     m1, m2, m3 = st.columns(3)
     m1.metric("Current score", f"{bd.score:.4f}×", help=v.note)
     m2.metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(bd.score, target):.3%}")
-    m3.metric("Single-load factor needed (derived)", f"{planner.single_load_factor(bd.score, target):.4f}×")
+    m3.metric("Single-load factor needed (derived)",
+              f"{planner.single_load_factor(bd.score, target, len(ratios)):.4f}×")
     tgt = planner.shape_targets(bd, target)
     num = st.column_config.NumberColumn
     st.dataframe(tgt, hide_index=True, width="stretch", placeholder="—", column_config={

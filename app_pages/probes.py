@@ -11,6 +11,10 @@ common.caption_source(v, "Probe times are measured (run probes) or published (th
                          "time (derived).")
 terms.link("floor", "provenance")
 seed = common.seed_probes()
+muse_only = common.official_note(v.workload) if v.kind == "run" else None
+if muse_only is not None:
+    st.caption(f"The write-up's four probes come with muse_bf16_proj's published data ({muse_only}); they are HBM "
+               "read times of an H200, so they are overlaid as a hardware reference only.")
 probes = pd.DataFrame(v.run.get("probes", [])) if v.run else pd.DataFrame()
 if v.kind != "run":
     st.info("The published table has no probe curve of its own; showing the write-up's four probes "

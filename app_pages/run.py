@@ -90,7 +90,7 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
     data = runs.load_run_data(out)
     for base, cand in runs.candidate_pairs(data):
         try:
-            bd = runs.run_score(data, base, cand, common.workload())
+            bd = runs.run_score(data, base, cand)
         except scoring.ScoringError as exc:
             st.warning(f"{cand} vs {base}: not scored: {exc}")
             continue

@@ -1,19 +1,25 @@
-"""Shapes: the 30-shape table — candidate time, ratio with CI, SOL and method first, then baseline, floor, bound,
-MB and GFLOP; every other column (M/N/K, intensity, floors, official times, other candidates) in a second table
-and the CSV. Filterable, sortable, downloadable."""
+"""Shapes: the scored-shape table (30 for muse_bf16_proj) — candidate time, ratio with CI, SOL and method first,
+then baseline, floor, bound, MB and GFLOP; every other column (M/N/K, intensity, floors, official times, other candidates) in a second table
+and the CSV. Filterable, sortable, downloadable. The official times are joined only for muse_bf16_proj runs (the
+table is that workload's); a picker at the bottom lists any workload's shapes (datasets/workloads/*.json)."""
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import glossary, views
+from dashboard import glossary, metrics, views
+from datasets import list_workloads
 
 st.title("Shapes")
 v = common.view()
 common.caption_source(v, "MB, GFLOP, floors and SOL are **derived**; times are as labelled.")
 terms.link("ratio", "ci", "floor", "sol", "sol_over")
 wide = views.readable_shapes(v.wide())
-off = common.official().rename(columns={"baseline_us": "official_baseline_us", "candidate_us": "official_036_us"})
-wide = wide.merge(off[["load", "family", "official_baseline_us", "official_036_us"]], on=["load", "family"],
-                  how="left")
+muse_only = common.official_note(v.workload)
+if muse_only is None:
+    off = common.official().rename(columns={"baseline_us": "official_baseline_us", "candidate_us": "official_036_us"})
+    wide = wide.merge(off[["load", "family", "official_baseline_us", "official_036_us"]], on=["load", "family"],
+                      how="left")
+else:
+    st.caption(f"No official-time columns: {muse_only}.")
 others = {}  # other candidates of the run: their measured medians, one column each
 if v.kind == "run":
     table = v.shape_table()
@@ -82,3 +88,20 @@ with st.expander("All columns (the whole method, M, N, K, intensity, both floors
         **{k: c for k, c in common.shape_ratio_columns(v).items() if k.startswith("ratio_")},
         "official_baseline_us": num("official baseline µs (published)", format="%.3f"),
         "official_036_us": num("official 036 µs (published)", format="%.3f"), **others})
+
+st.subheader("Shapes of a workload")
+names = list_workloads()
+current = v.workload.name if v.workload.name in names else names[0]
+picked = st.selectbox("Workload (datasets/workloads/)", names, index=names.index(current), key="shapes_workload",
+                      help="Every workload file's scored shapes, whatever the run in the sidebar measured.")
+try:
+    wl = common.named_workload(picked)
+except common.BAD_INPUT as exc:
+    st.error(f"Cannot read workload {picked!r}: {exc}")
+    st.stop()
+spec = metrics.add_metrics(wl.shapes.copy())
+st.caption(f"{wl.name}: {len(wl.family_order)} families ({', '.join(wl.family_order)}) × {len(wl.load_order)} loads "
+           f"({', '.join(f'{load} M={M}' for load, M in wl.load_m.items())}); source: {wl.source}")
+st.dataframe(spec, hide_index=True, width="stretch", column_order=[
+    c for c in ("load", "family", "M", "N", "K", "x_dtype", "w_dtype", "y_dtype", "weight", "bytes", "flops")
+    if c in spec], column_config={"bytes": num("bytes", format="%d"), "flops": num("FLOPs", format="%.3e")})

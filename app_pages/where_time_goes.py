@@ -4,18 +4,19 @@ import numpy as np
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import figures, glossary, kernels, scoring, views
+from dashboard import figures, glossary, kernels, scoring, views, workloads
 
 st.title("Where the time goes")
 v = common.view()
 common.caption_source(v, "Lower is better.")
 terms.link("floor", "above_floor", "sigma_w")
-wl = common.workload()
+wl = v.workload
 wide = v.wide()
 scored = wide[wide["load"].isin(wl.load_order)]
 if scored.empty:
     # e.g. a nearby-only run: its shapes belong to no load, so there is nothing to split per load or per family
-    st.info(f"{v.label} has no shapes of the six scored loads (only {', '.join(sorted(set(wide['load'])))} "
+    n_loads = workloads.count_word(len(wl.load_order))
+    st.info(f"{v.label} has no shapes of the {n_loads} scored loads (only {', '.join(sorted(set(wide['load'])))} "
             "shapes), so there is no time per load or per family to show. The Shapes page lists its shapes.")
     st.stop()
 
@@ -35,7 +36,8 @@ st.dataframe(above, hide_index=True, width="stretch", column_config={
     "candidate_above_us": num(f"{v.candidate} above floor µs", format="%.2f", help=glossary.short("above_floor")),
     "candidate_us": num(f"{v.candidate} µs", format="%.2f"), "floor_us": num("floor µs", format="%.2f"),
     "candidate_share_above": num(f"share of {v.candidate} time above floor", format="percent")})
-st.caption("Summed over the six loads, each shape once (µs per call). Negative where a kernel beat its floor's "
+st.caption(f"Summed over the {workloads.count_word(len(wl.load_order))} loads, each shape once (µs per call). "
+           "Negative where a kernel beat its floor's "
            "probe (SOL above 100%, see the glossary).")
 
 st.subheader("One load")
@@ -66,7 +68,10 @@ if far:
         cell.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
                        query_params={"shape": key})
 
-if v.kind == "run":
+if v.kind == "run" and common.official_note(wl) is not None:
+    st.subheader("Local (measured) vs official (published), same shapes")
+    st.info(f"Not shown: {common.official_note(wl)}.")
+elif v.kind == "run":
     st.subheader("Local (measured) vs official (published), same shapes")
     side = views.local_vs_official(v.shape_table(), common.official())
     if side.empty:

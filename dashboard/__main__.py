@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from datasets import DatasetError, load_workload
-from dashboard import runs, scoring, sources, views
+from dashboard import runs, scoring, sources, views, workloads
 from dashboard.kernels import ExplainError
 from dashboard.summary import format_breakdown, format_loads, format_shape_table, format_unscored_pairs
 from profiler.runfile import RunFileError
@@ -36,13 +36,25 @@ def summarize_table(path: Path) -> tuple[str, list[str]]:
     src = sources.table_source(path)
     data = sources.load(src, workload)
     breakdown = runs.run_score(data, "baseline", sources.table_candidate(src), workload)
-    text = format_breakdown(breakdown, f"{path.name}: {src.words} — per-shape timings; score derived from them")
+    text = format_breakdown(breakdown, f"{path.name}: {src.words} — per-shape timings; score derived from them\n"
+                                       f"  workload: {workloads.describe(workload)} (the official table's format)")
     if src.provenance == sources.PUBLISHED:
         text += ("\n  note: recomputed from the displayed 3-decimal times; the published figures (score "
                  "1.301203, 4,830.8 / 3,712.56 µs) come from the evaluator's paired-ratio estimates")
     else:
         text += "\n  note: not the published official table (its content differs); its times are taken as given"
     return text, []
+
+
+def _load(path: Path) -> runs.RunData:
+    """The run with its own workload (embedded; an older run: muse_bf16_proj assumed, with a note)."""
+    return runs.load_run_data(path)
+
+
+def _workload_line(data: runs.RunData) -> str:
+    """The header line naming the run's workload; for an older run, a second line with the assumed-workload note."""
+    line = f"  workload: {workloads.describe(data.workload)}"
+    return f"{line}\n  note: {data.workload_note}" if data.workload_note else line
 
 
 def _score_pair(data, base: str, cand: str, workload, include: bool) -> tuple[list[str], bool, str | None]:
@@ -70,13 +82,13 @@ def _score_pair(data, base: str, cand: str, workload, include: bool) -> tuple[li
 def summarize_run(path: Path, baseline: str | None, candidate: str | None,
                   include_below_floor: bool = False) -> tuple[str, list[str]]:
     """Every pair of the run (or the one asked for): score, or why not. Returns (text, refusals)."""
-    workload = load_workload()
-    data = runs.load_run_data(path, workload)
+    data = _load(path)
+    workload = data.workload
     pairs = [sources.resolve_pair(data, baseline, candidate)] if baseline or candidate else runs.candidate_pairs(data)
     if not pairs:
         raise CliError(f"{path.name}: needs results for two candidates to score (found {data.candidates()})")
     blocks = [f"{path.name}: run file, label {data.label!r}, status {data.status}, "
-              f"gpu {data.run['environment'].get('gpu') or '?'}"]
+              f"gpu {data.run['environment'].get('gpu') or '?'}", _workload_line(data)]
     shown, refused = 0, []
     for base, cand in pairs:
         text, ok, refusal = _score_pair(data, base, cand, workload, include_below_floor)
@@ -87,7 +99,7 @@ def summarize_run(path: Path, baseline: str | None, candidate: str | None,
         gates = {(b, c): runs.pair_gate(data, b, c, workload, include_below_floor, scored_only=False)
                  for b, c in dict.fromkeys(zip(data.pairs["baseline"], data.pairs["candidate"]))}
         refused = [f"{c} vs {b}: {g.message()}{_hint(g)}" for (b, c), g in gates.items() if g.refused]
-        return "\n".join(blocks[:1] + [format_unscored_pairs(data.pairs, gates,
+        return "\n".join(blocks[:2] + [format_unscored_pairs(data.pairs, gates,
                                                               "nearby shapes only (never scored; no score):")]), refused
     if not shown and not refused:
         raise CliError(f"{path.name}: no candidate pair could be scored ({blocks[-1]})")
@@ -122,8 +134,8 @@ def cmd_summarize(args) -> int:
 
 def cmd_table(args) -> int:
     path = _existing(args.path, (".json",), "a run .json")
-    workload = load_workload()
-    data = runs.load_run_data(path, workload)
+    data = _load(path)
+    workload = data.workload
     base, cand = sources.resolve_pair(data, args.baseline, args.candidate)
     shapes = runs.shape_table(data, workload)
     scored = data.results["load"].isin(workload.load_order).any()
@@ -132,7 +144,8 @@ def cmd_table(args) -> int:
     wide = wide[wide["load"].isin(workload.load_order)] if scored else wide
     methods = shapes[shapes["candidate"] == cand].set_index("shape")["method"].to_dict()
     text = format_shape_table(wide, methods, views.load_sol(wide, scoring.family_weights(workload)),
-                              f"{path.name}: {cand} vs {base} (measured times; ratios, floors, SOL derived)")
+                              f"{path.name}: {cand} vs {base} (measured times; ratios, floors, SOL derived)\n"
+                              f"{_workload_line(data)}")
     verdict = runs.pair_gate(data, base, cand, workload, args.include_below_floor, scored_only=scored)
     if verdict.ok:
         return _finish(text, [])
@@ -145,8 +158,10 @@ def cmd_explain(args) -> int:
     from dashboard import kernel_report, kernels
 
     path = _existing(args.path, (".json",), "an explain run .json")
-    data = kernels.from_run_data(runs.load_run_data(path))
-    print(kernel_report.format_text(data, kernel_report.tables(data, load_workload(), args.candidate, args.shape)))
+    run = _load(path)
+    data = kernels.from_run_data(run)
+    print(_workload_line(run).strip())
+    print(kernel_report.format_text(data, kernel_report.tables(data, run.workload, args.candidate, args.shape)))
     return 0
 
 

@@ -11,8 +11,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-FAMILY_COLORS = {"qkv_gate": "#4c78a8", "o": "#f58518", "pooler": "#54a24b", "unpooler": "#b279a2",
-                 "router": "#e45756"}
+from dashboard.workloads import family_colors
+
+FAMILY_COLORS = family_colors(["qkv_gate", "o", "pooler", "unpooler", "router"])  # muse's; others: family_colors
 SERIES_COLORS = ["#7f7f7f", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 VERDICT_SYMBOLS = {"FAST": "triangle-up", "SLOW": "triangle-down", "SAME": "circle", "AMBIGUOUS": "diamond-open",
                    "NO SAMPLES": "x", "INCORRECT": "x", "FAILED": "x", "BELOW FLOOR": "x", "NO SCORE": "x"}
@@ -73,6 +74,7 @@ def load_time_bars(df: pd.DataFrame, series: dict[str, str], source: str, load_o
     """
     loads = [l for l in (load_order or list(dict.fromkeys(df["load"]))) if l in set(df["load"])]
     fig = go.Figure()
+    fam_colors = family_colors(df["family"])
     for fam in dict.fromkeys(df["family"]):
         sub = df[df["family"] == fam].set_index("load")
         x0, x1, y = [], [], []
@@ -81,7 +83,7 @@ def load_time_bars(df: pd.DataFrame, series: dict[str, str], source: str, load_o
                 x0.append(load)
                 x1.append(name)
                 y.append(float(sub[col].get(load, np.nan)) if load in sub.index else np.nan)
-        fig.add_bar(x=[x0, x1], y=y, name=fam, marker_color=FAMILY_COLORS.get(fam),
+        fig.add_bar(x=[x0, x1], y=y, name=fam, marker_color=fam_colors[fam],
                     hovertemplate="%{x}<br>" + fam + ": %{y:.3f} µs<extra></extra>")
     if floor_col and floor_col in df and df[floor_col].notna().any():
         floors = df.groupby("load", sort=False)[floor_col].sum(min_count=1)
@@ -132,10 +134,11 @@ def above_floor_bars(df: pd.DataFrame, series: dict[str, str], source: str, colo
 def share_bars(shares: pd.DataFrame, source: str) -> go.Figure:
     """Time shares: columns load, family, share (0..1) — 100%-stacked horizontal bars per load."""
     fig = go.Figure()
+    fam_colors = family_colors(shares["family"])
     for fam in dict.fromkeys(shares["family"]):
         sub = shares[shares["family"] == fam]
         fig.add_bar(y=sub["load"], x=sub["share"] * 100, name=fam, orientation="h",
-                    marker_color=FAMILY_COLORS.get(fam), hovertemplate="%{y} " + fam + ": %{x:.1f}%<extra></extra>")
+                    marker_color=fam_colors[fam], hovertemplate="%{y} " + fam + ": %{x:.1f}%<extra></extra>")
     fig.update_layout(barmode="stack", title=_title("Share of each load's time per family (%)", source),
                       xaxis_title="% of the load's time", yaxis_autorange="reversed", **LAYOUT)
     return fig
@@ -358,7 +361,7 @@ def compare_figure(shapes: pd.DataFrame, eps: float, source: str, labels: dict[s
 
 def dispatch_figure(regions: pd.DataFrame, shapes: pd.DataFrame | None, source: str,
                     selected_M: int | None = None) -> go.Figure:
-    """A plan's M-regions per family as horizontal spans on a log M axis, official shapes as markers.
+    """A plan's M-regions per family as horizontal spans on a log M axis, the workload's scored shapes as markers.
 
     `regions` columns: family, M_lo, M_hi, method; `shapes` columns: family, M, load."""
     methods = list(dict.fromkeys(regions["method"]))
@@ -372,7 +375,7 @@ def dispatch_figure(regions: pd.DataFrame, shapes: pd.DataFrame | None, source: 
                     hovertemplate=f"{r.family} M {r.M_lo}–{r.M_hi}: {r.method}<extra></extra>")
         shown.add(r.method)
     if shapes is not None and len(shapes):
-        fig.add_scatter(y=shapes["family"], x=shapes["M"], mode="markers", name="official shapes",
+        fig.add_scatter(y=shapes["family"], x=shapes["M"], mode="markers", name="scored shapes",
                         marker=dict(symbol="x", size=10, color="black"), text=shapes["load"],
                         hovertemplate="%{text}: %{y} M=%{x}<extra></extra>")
     if selected_M:

@@ -67,9 +67,10 @@ def _where(run: dict) -> tuple[str, int]:
     return ", ".join(hosts), len(workers)
 
 
-def fleet_row(data: runs.RunData, baseline: str, candidate: str, workload) -> dict:
-    """One run file's row: its GPU, the pair's score and SOL over the scored shapes; status "scored", or "no score"
-    with the gate's reason."""
+def fleet_row(data: runs.RunData, baseline: str, candidate: str, workload=None) -> dict:
+    """One run file's row: its GPU, the pair's score and SOL over the scored shapes (of the run's own workload
+    unless `workload` is given); status "scored", or "no score" with the gate's reason."""
+    workload = runs.workload_of(data, workload)
     env = data.run.get("environment", {})
     hosts, n_workers = _where(data.run)
     row = {"gpu": env.get("gpu") or "?", "run": data.path.name, "hosts": hosts, "workers": n_workers,
@@ -87,7 +88,7 @@ def fleet_row(data: runs.RunData, baseline: str, candidate: str, workload) -> di
                   "sol_baseline": sol_b, "sol_candidate": sol_c, "shapes": len(bd.shapes)}
 
 
-def fleet_table(datas: list[runs.RunData], baseline: str, candidate: str, workload) -> pd.DataFrame:
+def fleet_table(datas: list[runs.RunData], baseline: str, candidate: str, workload=None) -> pd.DataFrame:
     """One row per run file, by GPU model: measured per model, never pooled across models."""
     rows = [fleet_row(d, baseline, candidate, workload) for d in datas]
     table = pd.DataFrame(rows, columns=COLUMNS)

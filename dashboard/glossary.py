@@ -33,11 +33,13 @@ TERMS: dict[str, Term] = {t.key: t for t in [
          "Resampling the timing samples (paired by round where both series come from one run) 1,000 times gives "
          "the 95% interval. It covers sampling noise only: two back-to-back runs of identical kernels differ by "
          "more than one run's CI (where buffers land in memory changes between runs)."),
-    Term("sigma_w", "Σw", "Weighted sum over a load's five shapes: Σ weight × time.",
-         "Each load has five shapes (one per family); its time is Σ w·t with the workload's family weight w "
-         "(62 for every family, so it cancels in ratios). The load ratio is Σw·baseline ÷ Σw·candidate."),
-    Term("score", "score", "Geometric mean of the six load ratios.",
-         "The benchmark score: the geometric mean of the six per-load ratios (decode 1/16/32, verify 1/16/32). "
+    Term("sigma_w", "Σw", "Weighted sum over a load's shapes (one per family): Σ weight × time.",
+         "Each load has one shape per family of the run's workload (five in muse_bf16_proj); its time is Σ w·t "
+         "with the workload's family weight w (muse: 62 for every family, so it cancels in ratios). The load "
+         "ratio is Σw·baseline ÷ Σw·candidate."),
+    Term("score", "score", "Geometric mean of the load ratios (six in muse_bf16_proj).",
+         "The benchmark score: the geometric mean of the per-load ratios of the run's workload (muse_bf16_proj: "
+         "six, decode 1/16/32 and verify 1/16/32). "
          "*Score-equivalent time* is the geometric mean over loads of Σw·t per side; *time saved* = 1 − 1/score."),
     Term("floor", "floor", "The least time a shape could take: max(memory floor, compute floor).",
          "*Memory floor*: the time the run's HBM read probes took for the shape's bytes (weights + activations + "

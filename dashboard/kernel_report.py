@@ -10,6 +10,7 @@ import math
 import pandas as pd
 
 from dashboard import kernel_figures, kernel_findings, kernels, scoring
+from dashboard.workloads import default_workload
 
 KERNEL_COLUMNS = ["shape", "candidate", "index", "launches", "kernel", "time_us", "time_basis", "duration_us", "share",
                   "dram_read_bytes", "dram_write_bytes", "l2_bytes", "achieved_tbps", "bw_vs_probe",
@@ -22,9 +23,11 @@ CALL_COLUMNS = ["shape", "candidate", "launches", "time_us", "floor_us", "bound"
                 "main_kernel", "main_grid", "main_bw_vs_probe", "method"]
 
 
-def tables(data: kernels.ExplainData, workload, candidate: str | None = None,
+def tables(data: kernels.ExplainData, workload=None, candidate: str | None = None,
            shape: str | None = None) -> dict[str, pd.DataFrame]:
-    """kernels, calls, findings (every row of the run, or one candidate / shape) and per-load gaps per candidate."""
+    """kernels, calls, findings (every row of the run, or one candidate / shape) and per-load gaps per candidate;
+    the workload is the run's own unless given."""
+    workload = workload or data.workload or default_workload()
     ktab = kernels.kernel_table(data)
     calls = kernels.call_table(data, workload, ktab)
     if candidate is not None:
@@ -97,10 +100,11 @@ def format_text(data: kernels.ExplainData, t: dict[str, pd.DataFrame]) -> str:
     return "\n".join(lines)
 
 
-def build_report(data: kernels.ExplainData, workload, candidate: str | None = None, shape: str | None = None):
+def build_report(data: kernels.ExplainData, workload=None, candidate: str | None = None, shape: str | None = None):
     """A dashboard.report.Report of the kernel breakdown (tables + figures)."""
     from dashboard.report import Report, _slug
 
+    workload = workload or data.workload or default_workload()
     t = tables(data, workload, candidate, shape)
     env = data.run.get("environment", {})
     summary = {"run": data.label, "status": data.run.get("status", "complete"), "gpu": env.get("gpu", "—"),

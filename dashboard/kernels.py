@@ -51,6 +51,7 @@ class ExplainData:
     failures: pd.DataFrame
     curve: roofline.ProbeCurve | None
     sm_count: int
+    workload: object = None     # the run's workload (dashboard.runs.RunData.workload)
 
     @property
     def label(self) -> str:
@@ -80,7 +81,8 @@ def from_run_data(data: runs.RunData) -> ExplainData:
     kernels = _keyed(pd.DataFrame(run["kernels"]))
     calls = _keyed(pd.DataFrame(run.get("calls", [])))
     failures = _keyed(pd.DataFrame(run.get("failures", [])))
-    return ExplainData(data.path, run, kernels, calls, failures, runs.probe_curve(data), int(sm))
+    return ExplainData(data.path, run, kernels, calls, failures, runs.probe_curve(data), int(sm),
+                       runs.workload_of(data))
 
 
 def load_explain(path) -> ExplainData:

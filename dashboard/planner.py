@@ -12,7 +12,7 @@ import pandas as pd
 
 from dashboard.scoring import ScoreBreakdown, geomean
 
-N_LOADS = 6  # the score is the geometric mean of six load ratios
+N_LOADS = 6  # muse_bf16_proj's six loads: the default only; a breakdown passes its own count
 FP32_PARTIAL_BYTES = 4  # split-K partial sums are kept in FP32
 
 
@@ -82,7 +82,7 @@ def shape_targets(breakdown: ScoreBreakdown, target: float) -> pd.DataFrame:
     time, so by Amdahl it needs s = f / (1/F − (1 − f)). When f ≤ 1 − 1/F even an instant kernel falls short:
     feasible is False, speedup_needed is inf and `reason` says why.
     """
-    factor = single_load_factor(breakdown.score, target)
+    factor = single_load_factor(breakdown.score, target, len(breakdown.loads))
     sums = dict(zip(breakdown.loads["load"], breakdown.loads["candidate_sum_us"]))
     rows = []
     for rec in breakdown.shapes.itertuples():

@@ -43,10 +43,10 @@ def _ceil(x: float) -> float:
     return math.ceil(round(x / ROUND_TO, 6)) * ROUND_TO
 
 
-def same_bands(datas, workload) -> SameBands | None:
+def same_bands(datas, workload=None) -> SameBands | None:
     """Per-shape, per-load and per-score SAME bands from the repeatability runs among `datas` (RunData); None if
     there is none. Per shape: ratio of the medians at scored shapes (the point the Compare page's CI is around);
-    per load and score: dashboard.runs.run_score of the pair."""
+    per load and score: dashboard.runs.run_score of the pair (each run with its own workload unless given)."""
     shape_dev, load_dev, score_dev, names, n = 0.0, 0.0, 0.0, [], 0
     for data in datas:
         pairs = repeat_pairs(data) if len(data.results) else []

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from dashboard import compare, figures, files, glossary, kernels, runs, scoring, sources, views
+from dashboard import compare, figures, files, glossary, kernels, runs, scoring, sources, views, workloads
 from dashboard import report_render as render
 
 SOURCE_WORDS = sources.PROVENANCE  # one definition of the provenance words, shared with the app and the CLI
@@ -141,9 +141,11 @@ def _slug(text: str) -> str:
 
 
 # --- building ----------------------------------------------------------------------------------------------------
-def build(data: runs.RunData, baseline: str, candidate: str, workload, official: pd.DataFrame | None = None,
+def build(data: runs.RunData, baseline: str, candidate: str, workload=None, official: pd.DataFrame | None = None,
           source: str = "measured", shape: str | None = None, include_below_floor: bool = False) -> Report:
-    """Whole-run report, or a per-shape one when `shape` is a shape key (e.g. 'decode 1/router')."""
+    """Whole-run report, or a per-shape one when `shape` is a shape key (e.g. 'decode 1/router'). The workload is
+    the run's own unless given; `official` (muse_bf16_proj's published table) is joined only for that workload."""
+    workload = runs.workload_of(data, workload)
     if shape is not None:
         return _shape_report(data, baseline, candidate, workload, source, shape, include_below_floor)
     return _run_report(data, baseline, candidate, workload, official, source, include_below_floor)
@@ -159,7 +161,12 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
     env = data.run.get("environment", {})
     summary = {"run": label, "status": data.run.get("status", "complete"), "gpu": env.get("gpu", "—"),
                "created_utc": data.run.get("created_utc", "—"), "baseline": baseline, "candidate": candidate}
+    summary["workload"] = workload.name
+    if data.workload_note:
+        summary["workload_note"] = data.workload_note
     facts = [("Run", f"{label} ({data.path.name})"), ("Status", summary["status"]), ("GPU", summary["gpu"]),
+             ("Workload", workloads.describe(workload) + (" — assumed: the run does not record its workload"
+                                                          if data.workload_note else "")),
              ("Created (UTC)", summary["created_utc"]), ("Baseline", baseline), ("Candidate", candidate)]
     tables: dict[str, pd.DataFrame] = {}
     display: dict[str, pd.DataFrame] = {}
@@ -179,7 +186,7 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
         summary.update({"score": bd.score, "time_saved": bd.time_saved,
                         "score_equivalent_baseline_us": bd.equiv_baseline_us,
                         "score_equivalent_candidate_us": bd.equiv_candidate_us})
-        facts.append(("Score (derived)", f"{bd.score:.4f}× (geometric mean of the six load ratios)"))
+        facts.append(("Score (derived)", f"{bd.score:.4f}× (geometric mean of the {len(bd.loads)} load ratios)"))
         loads = bd.loads.merge(views.load_sol(wide, scoring.family_weights(workload)), on="load", how="left")
         has_samples = data.results["samples_us"].map(lambda s: isinstance(s, list) and len(s) > 0).all()
         if has_samples:
@@ -207,12 +214,16 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
                  figures.time_vs_floor(pts, tag, colors)]
     if source == "measured" and not data.probes.empty:
         figs.append(figures.probe_curve(data.probes, None, "measured"))
-    if source == "measured" and official is not None:
+    notes = []
+    muse_only = workloads.official_only(workload)
+    if source == "measured" and official is not None and muse_only is None:
         side = views.local_vs_official(table, official)
         if len(side):
             tables["local vs official"] = side
             display["Local (measured) vs official (published); different baselines"] = _numbers(side)
-    notes = []
+    elif source == "measured" and muse_only is not None:
+        summary["official_table"] = muse_only
+        notes.append(render.Note("Official table", f"Not shown: {muse_only}."))
     if source == "measured":
         clock = views.clock_summary(data.run)
         if clock["sm_min_mhz"] is not None:
@@ -296,13 +307,13 @@ def build_from_path(path, baseline: str | None = None, candidate: str | None = N
     from datasets import load_official, load_workload
 
     path = Path(path)
-    workload = workload or load_workload()
-    official = load_official(workload=workload)
+    official = load_official(workload=load_workload())   # the published table is muse_bf16_proj's
     if path.suffix.lower() == ".csv":
         src = sources.table_source(path)
         data = sources.load(src, workload)
         return build(data, "baseline", sources.table_candidate(src), workload, official, src.provenance, shape)
     data = runs.load_run_data(path, workload)
+    workload = data.workload
     if kernels.is_explain_run(data.run):  # an explain run: its kernel breakdown (dashboard.kernel_report)
         from dashboard import kernel_report
 

@@ -1,5 +1,8 @@
 """Run files (datasets/runs/*.json) as DataFrames, with metrics, floors, SOL and scores per candidate pair.
 
+Each run is read with its own workload (RunData.workload: the one embedded in the run, or for an older run the
+default muse_bf16_proj, with RunData.workload_note saying it was assumed); `workload=None` means that one.
+
 Every score goes through dashboard.scoring's gate: `status_rows` turns a run's results and its `failures` into the
 per-(shape, candidate) statuses the gate reads, and `run_score` / `pair_gate` never look at a median without them.
 """
@@ -12,10 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from datasets import NEARBY_LOAD, RUNS_DIR, Workload, load_workload
+from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, Workload, workload_of_run
 from datasets.jsonfile import JsonInputError, read_json
+from datasets.workload import RUN_KEY
 from profiler.runfile import RunFileError, load_run, validate_run
 from dashboard import metrics, roofline, scoring
+from dashboard.workloads import default_workload
 
 RUN_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})_(.+?)_(.+)\.json$")
 SCALAR_RESULT_COLUMNS = ["load", "family", "M", "N", "K", "candidate", "method", "median_us", "ci_low_us",
@@ -33,6 +38,11 @@ class RunData:
     environment: pd.DataFrame    # key, value (nested keys flattened with '.')
     # shape, load, family, M, N, K, candidate, status ('failed'), reason: candidates that were not timed there
     failures: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FAILURE_COLUMNS))
+    # the workload the run was measured with (datasets.workload_of_run); None only for a hand-built RunData, which
+    # reads as the default workload (see workload_of)
+    workload: Workload | None = None
+    # set when the run does not record its workload and the default was assumed: say so wherever it is shown
+    workload_note: str | None = None
 
     @property
     def status(self) -> str:
@@ -112,13 +122,31 @@ def check_against_workload(run: dict, source: str, workload: Workload) -> None:
         raise RunFileError(f"{source}: compute_peak_tflops: expected a positive number, got {peak!r}")
 
 
+def workload_of(data: RunData, workload: Workload | None = None) -> Workload:
+    """`workload` when given, else the run's own (the default for a hand-built RunData without one)."""
+    return workload or data.workload or default_workload()
+
+
+def run_workload(run: dict, source: str) -> tuple[Workload, str | None]:
+    """datasets.workload_of_run, with a broken embedded workload as a RunFileError naming the file and field."""
+    try:
+        return workload_of_run(run, source)
+    except DatasetError as exc:
+        raise RunFileError(str(exc)) from None
+
+
 def load_run_data(path, workload: Workload | None = None) -> RunData:
     """Load and validate a run file (profiler.runfile.load_run, then check_against_workload) and tabulate it.
 
-    Results get a `status` (ok / incorrect / below_floor, see dashboard.scoring) and a `reason` column."""
+    The workload is the run's own (embedded, or the default with a note for an older run); passing `workload`
+    checks the run against that one instead. Results get a `status` (ok / incorrect / below_floor, see
+    dashboard.scoring) and a `reason` column."""
     path = Path(path)
     run = load_run(path)
-    check_against_workload(run, path.name, workload or load_workload())
+    note = None
+    if workload is None:
+        workload, note = run_workload(run, path.name)
+    check_against_workload(run, path.name, workload)
     results = _with_key(pd.DataFrame(run["results"]))
     for column in ("method", "ci_low_us", "ci_high_us", "n_samples", "flags", "throttled_samples", "samples_us",
                    "error"):
@@ -133,7 +161,7 @@ def load_run_data(path, workload: Workload | None = None) -> RunData:
     return RunData(path=path, run=run, results=results, pairs=_with_key(pd.DataFrame(run["pairs"])),
                    probes=pd.DataFrame(run.get("probes", []), columns=None),
                    environment=pd.DataFrame(env_rows, columns=["key", "value"]),
-                   failures=_failures(run, path.name))
+                   failures=_failures(run, path.name), workload=workload, workload_note=note)
 
 
 def status_rows(data: RunData) -> pd.DataFrame:
@@ -152,7 +180,7 @@ def status_rows(data: RunData) -> pd.DataFrame:
 def pair_gate(data: RunData, baseline: str, candidate: str, workload: Workload | None = None,
               include_below_floor: bool = False, scored_only: bool = True) -> scoring.Gate:
     """dashboard.scoring.gate_pair over the run's scored shapes (scored_only) or every shape either side has."""
-    shapes = (workload or load_workload()).shapes if scored_only else None
+    shapes = workload_of(data, workload).shapes if scored_only else None
     return scoring.gate_pair(status_rows(data), baseline, candidate, shapes, include_below_floor,
                              scope="scored" if scored_only else "")
 
@@ -172,7 +200,7 @@ def probe_curve(data: RunData) -> roofline.ProbeCurve | None:
 
 def shape_table(data: RunData, workload: Workload | None = None) -> pd.DataFrame:
     """Results joined with metrics, memory/compute floors, which bound applies and SOL = floor ÷ median."""
-    workload = workload or load_workload()
+    workload = workload_of(data, workload)
     if data.results.empty:
         return pd.DataFrame()
     dtypes = pd.DataFrame([{"family": name, "x_dtype": f["x_dtype"], "w_dtype": f["w_dtype"],
@@ -209,7 +237,7 @@ def run_score(data: RunData, baseline: str, candidate: str, workload: Workload |
               include_below_floor: bool = False) -> scoring.ScoreBreakdown:
     """Score `candidate` against `baseline` from the run's per-shape medians, through the gate: NoScore (a
     ScoringError) when a scored shape of either side is incorrect, failed, missing or below the floor."""
-    workload = workload or load_workload()
+    workload = workload_of(data, workload)
     if data.results.empty:
         raise scoring.ScoringError(f"{data.path.name}: the run has no results")
     return scoring.score_long(status_rows(data), baseline, candidate, workload, include_below_floor)
@@ -234,7 +262,7 @@ def list_runs(runs_dir=RUNS_DIR) -> list[Path]:
 
 def scored_candidates(data: RunData, workload: Workload | None = None) -> list[str]:
     """Candidates with a correct, timed result at every scored shape of the workload (what a score needs)."""
-    workload = workload or load_workload()
+    workload = workload_of(data, workload)
     if data.results.empty:
         return []
     want = {(r.load, r.family, int(r.M)) for r in workload.shapes.itertuples()}
@@ -265,24 +293,25 @@ def _scored_count_raw(run, want: set) -> int:
 def default_run(paths: list[Path], workload: Workload | None = None) -> Path | None:
     """The committed run to open first: most fully scored candidates (a paired sweep beats a tune log or a
     probe-only run), then the newest by created_utc, then by file name. Unreadable files are skipped (the picker
-    still lists them).
+    still lists them). Each run is counted against its own workload (or `workload` when given).
 
     Every file is ranked from its raw JSON and only the winner is validated (the next one if it fails): validating
     and tabulating all 13 committed runs made the app's first page 0.3 s slower."""
-    workload = workload or load_workload()
-    want = {(r.load, r.family, int(r.M)) for r in workload.shapes.itertuples()}
     ranked = []
     for p in paths:
         try:
             run = read_json(p)
-        except JsonInputError:
+            embedded = isinstance(run, dict) and RUN_KEY in run   # else the default, read once (not per file)
+            wl = workload or (run_workload(run, p.name)[0] if embedded else default_workload())
+        except (JsonInputError, RunFileError):
             continue
+        want = {(r.load, r.family, int(r.M)) for r in wl.shapes.itertuples()}
         created = str(run.get("created_utc") or "") if isinstance(run, dict) else ""
-        ranked.append(((_scored_count_raw(run, want), created, p.name), p, run))
-    for _, p, run in sorted(ranked, key=lambda kpr: kpr[0], reverse=True):
+        ranked.append(((_scored_count_raw(run, want), created, p.name), p, run, wl))
+    for _, p, run, wl in sorted(ranked, key=lambda kpr: kpr[0], reverse=True):
         try:
             validate_run(run, source=p.name)  # what load_run_data checks after reading
-            check_against_workload(run, p.name, workload)
+            check_against_workload(run, p.name, wl)
         except RunFileError:
             continue
         return p

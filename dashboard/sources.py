@@ -120,12 +120,14 @@ def table_candidate(source: Source) -> str:
 
 
 def load(source: Source, workload: Workload | None = None) -> runs.RunData:
-    """A run file as RunData (validated), or a per-shape table presented as one (candidates baseline and
-    '036' for the published table, 'candidate' for any other)."""
+    """A run file as RunData (validated, with its own workload unless `workload` is given), or a per-shape table
+    presented as one (candidates baseline and '036' for the published table, 'candidate' for any other; a table is
+    in muse_bf16_proj's official format)."""
     if source.kind == "run":
         return runs.load_run_data(source.path, workload)
     table = load_official(source.path, workload)
-    return views.official_run_data(table, load_seed_probes(), source.path, candidate=table_candidate(source))
+    return views.official_run_data(table, load_seed_probes(), source.path, candidate=table_candidate(source),
+                                   workload=workload)
 
 
 def candidate_names(data: runs.RunData) -> list[str]:

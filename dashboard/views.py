@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard import runs, scoring
+from dashboard.workloads import default_workload
 
 # The write-up's "applicable" dense BF16 peak used in its roofline arithmetic (seed section 'A rough way to ask
 # how much room was left'): a published model input, not a measurement of this lab.
@@ -20,8 +21,9 @@ OFFICIAL_CANDIDATE = "036"
 
 
 def official_run_data(official: pd.DataFrame, seed_probes: pd.DataFrame, path: Path,
-                      candidate: str = OFFICIAL_CANDIDATE) -> runs.RunData:
-    """A RunData view of a per-shape table (baseline_us / candidate_us) so runs.shape_table applies."""
+                      candidate: str = OFFICIAL_CANDIDATE, workload=None) -> runs.RunData:
+    """A RunData view of a per-shape table (baseline_us / candidate_us) so runs.shape_table applies. A per-shape
+    table is in the official format, which is muse_bf16_proj's (datasets.load_official checks it against that)."""
     rows = []
     for name, col in (("baseline", "baseline_us"), (candidate, "candidate_us")):
         part = official[["load", "family", "M", "N", "K"]].copy()
@@ -37,7 +39,8 @@ def official_run_data(official: pd.DataFrame, seed_probes: pd.DataFrame, path: P
     run = {"status": "complete", "label": path.stem, "environment": {}, "compute_peak_tflops": SEED_PEAK_TFLOPS,
            "results": [], "pairs": []}
     return runs.RunData(path=path, run=run, results=results, pairs=pd.DataFrame(),
-                        probes=seed_probes[["bytes", "us"]].copy(), environment=pd.DataFrame(columns=["key", "value"]))
+                        probes=seed_probes[["bytes", "us"]].copy(), environment=pd.DataFrame(columns=["key", "value"]),
+                        workload=workload or default_workload())
 
 
 def wide_shapes(table: pd.DataFrame, pairs: pd.DataFrame, baseline: str, candidate: str,
