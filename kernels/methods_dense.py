@@ -1,13 +1,12 @@
-"""The dense BF16 methods (and the baseline, which also serves the router): Method records and guards only.
+"""The dense BF16 methods (and the baseline, which serves every dtype signature): Method records and guards only.
 
 Torch-free: implementations are named by "module:attr" strings and imported on first use.
 """
 from __future__ import annotations
 
-from kernels.method import TILE_KEYS, Method, config_table, smem_reason
+from kernels.method import BF16, TILE_KEYS, Method, config_table, smem_reason
 
-BF16_FAMILIES = ("qkv_gate", "o", "pooler", "unpooler")
-ALL_FAMILIES = (*BF16_FAMILIES, "router")
+BF16_ONLY = (BF16,)   # the Triton/cuBLAS dense methods: BF16 x, w and y (FP32 accumulation inside)
 
 SPLITK_MAX_M = 32   # kernels/launch/splitk.py sizes the fused counters for this
 PACKED_MAX_M = 64
@@ -17,17 +16,17 @@ SPLITK_ATOMIC_MAX_M = 256
 STREAMK_MAX_M = 512
 
 
-def _gemv_guard(family, M, N, K, config):
+def _gemv_guard(M, N, K, config):
     return None if M == 1 else "gemv serves M=1 only"
 
 
-def _splitk_guard(family, M, N, K, config):
+def _splitk_guard(M, N, K, config):
     if not 1 <= M <= SPLITK_MAX_M:
         return f"split-K serves 1 <= M <= {SPLITK_MAX_M}"
     return smem_reason(config)
 
 
-def _packed_guard(family, M, N, K, config):
+def _packed_guard(M, N, K, config):
     if not 1 <= M <= PACKED_MAX_M:
         return f"packed serves 1 <= M <= {PACKED_MAX_M}"
     if N % config["BN"] or K % config["BK"]:
@@ -43,13 +42,13 @@ def _tiles_reason(N, K, config, k_unit: int) -> str | None:
     return None
 
 
-def _splitk_atomic_guard(family, M, N, K, config):
+def _splitk_atomic_guard(M, N, K, config):
     if not 1 <= M <= SPLITK_ATOMIC_MAX_M:
         return f"splitk_atomic serves 1 <= M <= {SPLITK_ATOMIC_MAX_M} (its workspace rows)"
     return _tiles_reason(N, K, config, config["BK"] * config["SPLIT"]) or smem_reason(config)
 
 
-def _streamk_guard(family, M, N, K, config):
+def _streamk_guard(M, N, K, config):
     if not 1 <= M <= STREAMK_MAX_M:
         return f"streamk serves 1 <= M <= {STREAMK_MAX_M} (its workspace rows)"
     return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
@@ -139,13 +138,13 @@ _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), 
 DENSE_METHODS: tuple[Method, ...] = (
     Method(
         name="torch_linear",
-        families=ALL_FAMILIES,
+        dtypes=None,
         impl="kernels.launch.torch_linear:TORCH_LINEAR",
         description="baseline: F.linear(x, w) (cuBLAS); router: F.linear(x.float(), w_fp32), TF32 off, FP32 out",
     ),
     Method(
         name="gemv",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.gemv:GEMV",
         description="Triton GEMV for M=1: BN output rows per program, whole K (or a K loop), streaming weight loads",
         params={"BN": (1, 2, 4, 8), "num_warps": (4, 8, 16, 32), "cache": ("", ".cg")},
@@ -154,7 +153,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="splitk",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.splitk:SPLITK",
         description="Triton tiled tl.dot GEMM, K split in SPLIT chunks -> fp32 partials, then a reduce kernel (bf16)",
         params=_TILE_PARAMS,
@@ -163,7 +162,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="splitk_fused",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.splitk:SPLITK_FUSED",
         description="split-K without a reduce launch: the last block to arrive at a tile (atomic counter) sums it",
         params=_TILE_PARAMS,
@@ -172,7 +171,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="packed",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.packed:PACKED",
         description="weights re-laid as contiguous BN x BK tiles at prepare; Triton tl.dot kernel (+ reduce if SPLIT>1)",
         params=_TILE_PARAMS,
@@ -181,7 +180,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="splitk_atomic",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.splitk_atomic:SPLITK_ATOMIC",
         description="single-launch split-K: tl.dot tiles (M padded to BM), FP32 atomic adds into a zeroed workspace, "
                     "the last split of a tile writes y and re-zeroes it (K constexpr, unmasked K loads; SPLIT=1: "
@@ -192,7 +191,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="streamk",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.streamk:STREAMK",
         description="stream-K GEMM on one program per SM: equal runs of tile K steps, split tiles summed with FP32 "
                     "atomics in a workspace the finishing program converts and re-zeroes (TMA or pointer loads)",
@@ -203,13 +202,13 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="mm_wt",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.mm_orient:MM_WT",
         description="pre-transposed weights wT[K,N] (made at prepare), torch.mm(x, wT)",
     ),
     Method(
         name="mm_swapped",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.mm_orient:MM_SWAPPED",
         description="Y^T = W X^T via torch.mm(w, x.T), returned as the .T view; F.linear when M % 8 != 0",
     ),

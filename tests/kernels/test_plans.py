@@ -15,7 +15,10 @@ FAMILIES = ("qkv_gate", "o", "pooler", "unpooler", "router")
 
 
 def _base():
-    return json.loads((PLANS_DIR / "baseline.json").read_text())
+    """A plan naming muse's five families, torch_linear everywhere (what baseline.json listed by name before its
+    one "*" entry list): the template the error tests edit."""
+    return {"name": "baseline", "description": "", "gpu": None, "tuned_from": None, "notes": "",
+            "families": {f: [{"M": [1, TOP], "method": "torch_linear", "config": {}}] for f in FAMILIES}}
 
 
 def _write(tmp_path, data, name="p.json"):
@@ -101,7 +104,8 @@ def test_family_not_served(tmp_path):
     data["families"]["router"] = [{"M": [1, 1], "method": "gemv", "config": {"BN": 1, "num_warps": 16, "cache": ".cg"}},
                                   {"M": [2, TOP], "method": "torch_linear", "config": {}}]
     msg = _err(tmp_path, data)
-    assert "'router'" in msg and "does not serve" in msg
+    assert "'router'" in msg and "entry 1" in msg and "method 'gemv' computes x bfloat16, w bfloat16, y bfloat16, "\
+        "not x bfloat16, w float32, y float32" in msg
 
 
 def test_guard_rejects_range(tmp_path):
@@ -324,7 +328,9 @@ def test_existing_plan_files_load_unchanged(name):
     plan = load_plan(name)
     raw = json.loads((PLANS_DIR / f"{name}.json").read_text())
     assert plan.to_dict()["families"] == raw["families"]      # nothing is added or rewritten
-    raw_n = {(fam, e.get("N")) for fam, entries in raw["families"].items() for e in entries}
+    named = {fam: entries for fam, entries in raw["families"].items() if fam != "*"}
+    named |= {fam: raw["families"]["*"] for fam in FAMILIES if fam not in named and "*" in raw["families"]}
+    raw_n = {(fam, e.get("N")) for fam, entries in named.items() for e in entries}
     assert {(r["family"], r["N"]) for r in plan.table()} == raw_n
     for fam in FAMILIES:
         for M in SCORED_M:
