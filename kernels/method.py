@@ -94,7 +94,14 @@ class Method:
     guard: Guard | None = None
 
     def __post_init__(self):
-        # A bad or repeated tuning config is a registry bug: catch it at import, not mid-sweep on the GPU.
+        # A bad or repeated tuning config, or a signature that is not three known dtype names (a family name where
+        # a signature belongs), is a registry bug: catch it at import, not mid-sweep on the GPU.
+        from datasets.shapes import KNOWN_DTYPES
+
+        for sig in self.dtypes or ():
+            if not (isinstance(sig, tuple) and len(sig) == 3 and all(d in KNOWN_DTYPES for d in sig)):
+                raise PlanError(f"registry: method {self.name!r}: dtype signature {sig!r} is not (x_dtype, w_dtype, "
+                                f"y_dtype) of {list(KNOWN_DTYPES)}")
         seen = set()
         for config in self.configs:
             reason = self.check_config(config)

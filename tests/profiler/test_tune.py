@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from datasets import load_workload
+from kernels.method import BF16_X_FP32_W as FP32_W
 from kernels.method import Method
 from kernels.plans import DISPATCH_MAX_M, LIBRARY_NOTE
 from kernels.registry import METHODS
@@ -219,9 +220,9 @@ def cpu_measure():
 
     base = METHODS["torch_linear"]
     methods = {"torch_linear": base,
-               "fake_fast": Method("fake_fast", ("router",), base.impl, "baseline under another name",
+               "fake_fast": Method("fake_fast", (FP32_W,), base.impl, "baseline under another name",
                                    params={"v": (1, 2)}, configs=({"v": 1}, {"v": 2})),
-               "fake_lossy": _Lossy("fake_lossy", ("router",), base.impl, "bf16 weights")}
+               "fake_lossy": _Lossy("fake_lossy", (FP32_W,), base.impl, "bf16 weights")}
 
     class _Candidate:
         """One method + config as the worker's MethodCandidate runs it (guard at every call)."""
