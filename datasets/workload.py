@@ -5,6 +5,8 @@
     list_workloads() -> list[str]                                  # names in datasets/workloads/
     workload_from_dict(spec, source="<workload>", prefix="") -> Workload
     Workload.to_dict() -> dict                                     # what a run file embeds under "workload"
+    Workload.ref -> {"name", "fingerprint"}                        # what a plan records (kernels/plans.py)
+    Workload.dtypes(family) -> (x_dtype, w_dtype, y_dtype)         # what a kernel method must compute
     workload_of_run(run, source="<run>") -> (Workload, note | None)
 
 The facts (N at (family, M), shape rows, keys) are Workload methods; shape-only facts (dtype and shape bytes, the

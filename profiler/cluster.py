@@ -607,7 +607,8 @@ def tune_cluster(spec: str, points: list, out_run, out_plan, *, settings, config
     try:
         groups = fleet.groups()
         runs = model_paths(out_run, list(groups), default_run_path)
-        plans = model_paths(out_plan, list(groups), lambda m: Path(f"kernels/plans/{default_plan_name(workload)}.json"))
+        default_plan = Path(f"kernels/plans/{default_plan_name(workload)}.json")
+        plans = model_paths(out_plan, list(groups), lambda m: default_plan)
         writers = {m: RunWriter(p) for m, p in runs.items()}
         bars = _FleetProgress(progress, groups)
         out = _each_group(fleet, groups, lambda m, g: tune_on(

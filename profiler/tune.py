@@ -209,7 +209,8 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             return 2
     out_plan = args.out_plan or f"kernels/plans/{default_plan_name(workload)}.json"
-    settings = TuneSettings(shapes=args.shapes, workload=workload.name, families=args.families, methods=args.methods,
+    settings = TuneSettings(shapes=args.shapes, workload=workload.name, families=args.families,
+                            methods=args.methods,
                             base_plan=args.base_plan, budget_s=args.budget_s, finalists=args.finalists,
                             compile_workers=args.compile_workers, seed=args.seed,
                             shape_timeout_s=args.shape_timeout_s, max_incidents=args.max_incidents,
@@ -389,7 +390,8 @@ def _plan(decisions: list, skipped: list, settings: TuneSettings, workload, gpu:
     base = load_plan(settings.base_plan, workload).to_dict()
     skipped_fams = {s.split()[0] for s in skipped}
     decisions = [d for d in decisions if d.family not in skipped_fams]   # a half-tuned family keeps the base
-    notes = (f"Tuned by profiler/tune.py on {gpu} for workload {workload.name}, {len(decisions)} scored points; families "
+    notes = (f"Tuned by profiler/tune.py on {gpu} for workload {workload.name}, {len(decisions)} scored points; "
+             f"families "
              f"{sorted({d.family for d in decisions})} tuned, others from plan {settings.base_plan!r}. Rule: funnel "
              f"(screen every admitted config, {settings.finalists} finalists + baseline), measure_shape timing "
              f"(screen RSE {SCREEN['rse_target']:.0%}, finals and neighbours RSE {FINAL['rse_target']:.1%}), "
