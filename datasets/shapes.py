@@ -36,6 +36,17 @@ def shape_key_of(shape: Mapping) -> str:
     return shape_key(shape["load"], shape["family"], shape["M"])
 
 
+def dtype_signature(shape: Mapping) -> tuple[str, str, str]:
+    """(x_dtype, w_dtype, y_dtype) of a shape row or a workload family record: what a kernel method must compute
+    (kernels/method.py serves dtype signatures, not family names)."""
+    return (str(shape["x_dtype"]), str(shape["w_dtype"]), str(shape["y_dtype"]))
+
+
+def n_at(family_record: Mapping, M: int) -> int:
+    """A workload family record's N at M: its N_by_M entry, else its N (the one N-by-M rule; Workload.n_at)."""
+    return int(family_record.get("N_by_M", {}).get(str(int(M)), family_record["N"]))
+
+
 def dtype_bytes(name: str) -> int:
     try:
         return DTYPE_BYTES[name]

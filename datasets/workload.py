@@ -5,6 +5,8 @@
     list_workloads() -> list[str]                                  # names in datasets/workloads/
     workload_from_dict(spec, source="<workload>", prefix="") -> Workload
     Workload.to_dict() -> dict                                     # what a run file embeds under "workload"
+    Workload.ref -> {"name", "fingerprint"}                        # what a plan records (kernels/plans.py)
+    Workload.dtypes(family) -> (x_dtype, w_dtype, y_dtype)         # what a kernel method must compute
     workload_of_run(run, source="<run>") -> (Workload, note | None)
 
 The facts (N at (family, M), shape rows, keys) are Workload methods; shape-only facts (dtype and shape bytes, the
@@ -26,6 +28,8 @@ from datasets.jsonfile import JsonInputError, read_json
 from datasets.paths import DEFAULT_WORKLOAD, PROJECT_DIR, WORKLOAD_JSON, WORKLOADS_DIR
 from datasets.selection import select_shapes
 from datasets.shapes import NEARBY_LOAD, SHAPE_COLUMNS, shape_key
+from datasets.shapes import dtype_signature
+from datasets.shapes import n_at as family_n_at
 from datasets.workload_spec import NAME_RE, check_spec
 
 __all__ = ["Workload", "load_workload", "resolve_workload", "list_workloads", "workload_from_dict",
@@ -77,8 +81,7 @@ class Workload:
 
     def n_at(self, family: str, M: int) -> int:
         """The family's N at M: its N_by_M entry (only at a scored load's M), else its N. The one N-by-M rule."""
-        spec = self.family(family)
-        return int(spec.get("N_by_M", {}).get(str(int(M)), spec["N"]))
+        return family_n_at(self.family(family), M)
 
     def shape_key(self, load: str, family: str, M: int) -> str:
         """The key used in run files and UIs (datasets.shapes.shape_key)."""
@@ -116,6 +119,15 @@ class Workload:
                     "contract": {k: v for k, v in self.contract.items() if k not in ("note", "reference")},
                     "nearby": self.nearby_m}
         return hashlib.sha256(json.dumps(measured, sort_keys=True).encode()).hexdigest()[:12]
+
+    @property
+    def ref(self) -> dict:
+        """{"name", "fingerprint"}: how a plan records the workload it was tuned for (kernels/plans.py)."""
+        return {"name": self.name, "fingerprint": self.fingerprint}
+
+    def dtypes(self, family: str) -> tuple[str, str, str]:
+        """The family's (x_dtype, w_dtype, y_dtype) (datasets.shapes.dtype_signature)."""
+        return dtype_signature(self.family(family))
 
     def to_dict(self) -> dict:
         """The JSON object to embed in a run file (under RUN_KEY); workload_from_dict reads it back."""

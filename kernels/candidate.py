@@ -62,7 +62,8 @@ class PlanCandidate(Candidate):
         for method, config in self.plan.methods_for(family, N):
             key = (method, json.dumps(config, sort_keys=True))
             states[key] = get_method(method).prepare(weight, family, config)
-        return {"family": family, "N": N, "K": int(weight.shape[1]), "states": states}
+        return {"family": family, "N": N, "K": int(weight.shape[1]), "states": states,
+                "dtypes": self.plan.workload.dtypes(family)}
 
     def run(self, state, family: str, x):
         M = int(x.shape[0])
@@ -71,7 +72,7 @@ class PlanCandidate(Candidate):
         method = get_method(entry.method)
         # A range's guard was checked when the plan loaded (up to kernels.plans.GUARD_CHECK_MAX_M); check the
         # M actually run too, so a rejected config can never launch (host-side, not in a captured graph).
-        method.check_supports(family, M, state["N"], state["K"], entry.config)
+        method.check_supports(state["dtypes"], M, state["N"], state["K"], entry.config, family)
         return method.run(st, x)
 
     def describe(self, family: str, M: int, N: int | None = None) -> str:
@@ -80,9 +81,11 @@ class PlanCandidate(Candidate):
 
 
 class MethodCandidate(Candidate):
-    """One method with one config for every M (what a tuning sweep or a method test times/checks)."""
+    """One method with one config for every M (what a tuning sweep or a method test times/checks). The family's
+    dtypes come from `workload` (None: the default workload), the one the shapes were drawn from."""
 
-    def __init__(self, method: str, config: dict | None = None):
+    def __init__(self, method: str, config: dict | None = None, workload=None):
+        self.workload = workload
         self.method = get_method(method)
         self.config = dict(self.method.configs[0] if config is None else config)
         reason = self.method.check_config(self.config)
@@ -92,12 +95,23 @@ class MethodCandidate(Candidate):
 
     def prepare(self, family: str, weight):
         N, K = int(weight.shape[0]), int(weight.shape[1])
-        return {"N": N, "K": K, "state": self.method.prepare(weight, family, self.config)}
+        if self.workload is None:
+            from datasets import load_workload
+
+            self.workload = load_workload()
+        try:
+            dtypes = self.workload.dtypes(family)
+        except ValueError as exc:
+            raise PlanError(f"{self.name}: {exc}") from None
+        reason = self.method.dtype_reason(dtypes)
+        if reason:   # refused before prepare() sees a weight it was not written for
+            raise PlanError(f"{self.name}: {reason} (family {family!r} of workload {self.workload.name})")
+        return {"N": N, "K": K, "dtypes": dtypes, "state": self.method.prepare(weight, family, self.config)}
 
     def run(self, state, family: str, x):
         # The guard decides at every call (it is host-side: a captured graph holds only the kernels), so a
         # config the guard rejects at this shape raises PlanError instead of launching.
-        self.method.check_supports(family, int(x.shape[0]), state["N"], state["K"], self.config)
+        self.method.check_supports(state["dtypes"], int(x.shape[0]), state["N"], state["K"], self.config, family)
         return self.method.run(state["state"], x)
 
     def describe(self, family: str, M: int, N: int | None = None) -> str:
@@ -212,7 +226,7 @@ def check_spec(spec, workload=None) -> None:
     (a module file must exist; a plan must parse; a method and its config must pass the method's checks)."""
     text = str(spec)
     if text.startswith(METHOD_PREFIX):
-        MethodCandidate(*_method_spec(text))
+        MethodCandidate(*_method_spec(text), workload=workload)
         return
     match = _OBJECT_SPEC.match(text)
     if match or text.endswith(".py"):
@@ -242,7 +256,7 @@ def load_candidate(spec, workload=None) -> Candidate:
     `method:NAME[:{json config}]` (module docstring)."""
     text = str(spec)
     if text.startswith(METHOD_PREFIX):
-        return MethodCandidate(*_method_spec(text))
+        return MethodCandidate(*_method_spec(text), workload=workload)
     match = _OBJECT_SPEC.match(text)
     if match:
         return ObjectCandidate(match["path"], match["attr"])

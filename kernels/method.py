@@ -1,5 +1,8 @@
-"""What a dispatchable projection method is: a name, the families it serves, its tuning space, a shape guard,
-and a lazily imported implementation (so plans can be read and validated without torch)."""
+"""What a dispatchable projection method is: a name, the dtype signatures it computes, its tuning space, a shape
+guard, and a lazily imported implementation (so plans can be read and validated without torch).
+
+A method serves DTYPE SIGNATURES (x_dtype, w_dtype, y_dtype), never family names: the workload says which dtypes
+a family has (datasets/workloads/*.json), so one method serves every workload's families of its dtypes."""
 from __future__ import annotations
 
 import importlib
@@ -12,8 +15,29 @@ class PlanError(ValueError):
     """A plan or a method configuration that cannot be used; the message names the file, family, M or field."""
 
 
-# A guard returns None when (family, M, N, K, config) is supported, else a short reason.
-Guard = Callable[[str, int, int, int, dict], "str | None"]
+# A guard returns None when (M, N, K, config) is supported, else a short reason (dtypes are checked before it).
+Guard = Callable[[int, int, int, dict], "str | None"]
+
+Signature = tuple  # (x_dtype, w_dtype, y_dtype), torch dtype names as in a workload file
+BF16 = ("bfloat16", "bfloat16", "bfloat16")            # BF16 activations, weights and output
+BF16_X_FP32_W = ("bfloat16", "float32", "float32")     # BF16 activations, FP32 weights and output (muse's router)
+
+
+def signature(dtypes) -> Signature:
+    """(x, w, y) dtype names from a 3-tuple, or from a mapping with x_dtype/w_dtype/y_dtype (a shape row or a
+    workload family record)."""
+    if isinstance(dtypes, (tuple, list)) and len(dtypes) == 3:
+        return tuple(str(d) for d in dtypes)
+    try:
+        return (str(dtypes["x_dtype"]), str(dtypes["w_dtype"]), str(dtypes["y_dtype"]))
+    except (KeyError, TypeError):
+        raise TypeError(f"expected (x_dtype, w_dtype, y_dtype) or a shape/family mapping, got {dtypes!r}") from None
+
+
+def format_signature(sig) -> str:
+    """'x bfloat16, w float32, y float32'."""
+    x, w, y = signature(sig)
+    return f"x {x}, w {w}, y {y}"
 
 # H200 (sm_90): the largest shared memory one block may opt into (CUDA C Programming Guide, compute
 # capability 9.0 table: 227 KB per block).
@@ -53,15 +77,16 @@ def _load_impl(impl: str) -> Any:
 
 @dataclass(frozen=True)
 class Method:
-    """One way to compute y[M,N] = x[M,K] @ w[N,K]^T for some families.
+    """One way to compute y[M,N] = x[M,K] @ w[N,K]^T for some dtype signatures.
 
-    `impl` is "package.module:attr"; attr has `prepare(weight, family, config) -> state` (weights only, never
-    activations) and `run(state, x) -> y`. `params` lists each config key's allowed values; `configs` is the
-    tuning space (configs[0] is the default).
+    `dtypes`: the (x_dtype, w_dtype, y_dtype) signatures it computes; None: every signature (the library,
+    torch_linear). `impl` is "package.module:attr"; attr has `prepare(weight, family, config) -> state` (weights
+    only, never activations) and `run(state, x) -> y`. `params` lists each config key's allowed values; `configs`
+    is the tuning space (configs[0] is the default).
     """
 
     name: str
-    families: tuple[str, ...]
+    dtypes: tuple[Signature, ...] | None
     impl: str
     description: str
     params: dict[str, tuple] = field(default_factory=dict)
@@ -69,7 +94,14 @@ class Method:
     guard: Guard | None = None
 
     def __post_init__(self):
-        # A bad or repeated tuning config is a registry bug: catch it at import, not mid-sweep on the GPU.
+        # A bad or repeated tuning config, or a signature that is not three known dtype names (a family name where
+        # a signature belongs), is a registry bug: catch it at import, not mid-sweep on the GPU.
+        from datasets.shapes import KNOWN_DTYPES
+
+        for sig in self.dtypes or ():
+            if not (isinstance(sig, tuple) and len(sig) == 3 and all(d in KNOWN_DTYPES for d in sig)):
+                raise PlanError(f"registry: method {self.name!r}: dtype signature {sig!r} is not (x_dtype, w_dtype, "
+                                f"y_dtype) of {list(KNOWN_DTYPES)}")
         seen = set()
         for config in self.configs:
             reason = self.check_config(config)
@@ -91,18 +123,32 @@ class Method:
                 return f"method {self.name!r}: {key}={value!r} not in {list(self.params[key])}"
         return None
 
-    def supports(self, family: str, M: int, N: int, K: int, config: dict | None = None) -> str | None:
-        if family not in self.families:
-            return f"method {self.name!r} does not serve family {family!r}"
-        if self.guard is None:
-            return None
-        return self.guard(family, M, N, K, dict(self.configs[0] if config is None else config))
+    def serves(self, dtypes) -> bool:
+        """Whether it computes this (x, w, y) dtype signature (a tuple, or a shape/family mapping)."""
+        return self.dtypes is None or signature(dtypes) in self.dtypes
 
-    def check_supports(self, family: str, M: int, N: int, K: int, config: dict) -> None:
-        """Raise PlanError naming the method, shape and the guard's reason when it rejects (family, M, N, K)."""
-        reason = self.supports(family, M, N, K, config)
+    def dtype_reason(self, dtypes) -> str | None:
+        """None when it serves the signature, else the reason naming both."""
+        if self.serves(dtypes):
+            return None
+        served = "; ".join(format_signature(s) for s in self.dtypes)
+        return f"method {self.name!r} computes {served}, not {format_signature(dtypes)}"
+
+    def supports(self, dtypes, M: int, N: int, K: int, config: dict | None = None) -> str | None:
+        """None when it computes the shape y[M,N] = x[M,K] @ w[N,K]^T at these dtypes (a (x, w, y) tuple, or the
+        shape row / workload family record that holds them) with `config` (None: the default), else why not."""
+        reason = self.dtype_reason(dtypes)
+        if reason or self.guard is None:
+            return reason
+        return self.guard(M, N, K, dict(self.configs[0] if config is None else config))
+
+    def check_supports(self, dtypes, M: int, N: int, K: int, config: dict, family: str | None = None) -> None:
+        """Raise PlanError naming the method, shape (the family where given, else the dtypes) and the reason when
+        it rejects (dtypes, M, N, K)."""
+        reason = self.supports(dtypes, M, N, K, config)
         if reason:
-            raise PlanError(f"{format_config(self.name, config)} rejects {family} M={M} N={N} K={K}: {reason}")
+            what = family if family is not None else f"({format_signature(dtypes)})"
+            raise PlanError(f"{format_config(self.name, config)} rejects {what} M={M} N={N} K={K}: {reason}")
 
     def prepare(self, weight, family: str, config: dict):
         return _load_impl(self.impl).prepare(weight, family, config)

@@ -1,13 +1,12 @@
-"""The dense BF16 methods (and the baseline, which also serves the router): Method records and guards only.
+"""The dense BF16 methods (and the baseline, which serves every dtype signature): Method records and guards only.
 
 Torch-free: implementations are named by "module:attr" strings and imported on first use.
 """
 from __future__ import annotations
 
-from kernels.method import TILE_KEYS, Method, config_table, smem_reason
+from kernels.method import BF16, TILE_KEYS, Method, config_table, smem_reason
 
-BF16_FAMILIES = ("qkv_gate", "o", "pooler", "unpooler")
-ALL_FAMILIES = (*BF16_FAMILIES, "router")
+BF16_ONLY = (BF16,)   # the Triton/cuBLAS dense methods: BF16 x, w and y (FP32 accumulation inside)
 
 SPLITK_MAX_M = 32   # kernels/launch/splitk.py sizes the fused counters for this
 PACKED_MAX_M = 64
@@ -20,17 +19,17 @@ STREAMK_MAX_M = 512
 SPLITK_ATOMIC2_MAX_M = 32
 
 
-def _gemv_guard(family, M, N, K, config):
+def _gemv_guard(M, N, K, config):
     return None if M == 1 else "gemv serves M=1 only"
 
 
-def _splitk_guard(family, M, N, K, config):
+def _splitk_guard(M, N, K, config):
     if not 1 <= M <= SPLITK_MAX_M:
         return f"split-K serves 1 <= M <= {SPLITK_MAX_M}"
     return smem_reason(config)
 
 
-def _packed_guard(family, M, N, K, config):
+def _packed_guard(M, N, K, config):
     if not 1 <= M <= PACKED_MAX_M:
         return f"packed serves 1 <= M <= {PACKED_MAX_M}"
     if N % config["BN"] or K % config["BK"]:
@@ -46,13 +45,13 @@ def _tiles_reason(N, K, config, k_unit: int) -> str | None:
     return None
 
 
-def _splitk_atomic_guard(family, M, N, K, config):
+def _splitk_atomic_guard(M, N, K, config):
     if not 1 <= M <= SPLITK_ATOMIC_MAX_M:
         return f"splitk_atomic serves 1 <= M <= {SPLITK_ATOMIC_MAX_M} (its workspace rows)"
     return _tiles_reason(N, K, config, config["BK"] * config["SPLIT"]) or smem_reason(config)
 
 
-def _splitk_atomic2_guard(family, M, N, K, config):
+def _splitk_atomic2_guard(M, N, K, config):
     if not 1 <= M <= SPLITK_ATOMIC2_MAX_M:
         return f"splitk_atomic_v2/_kn serve 1 <= M <= {SPLITK_ATOMIC2_MAX_M} (their workspace rows)"
     if K % config["BK"] == 0 and K // config["BK"] < config["SPLIT"]:
@@ -60,13 +59,13 @@ def _splitk_atomic2_guard(family, M, N, K, config):
     return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
 
 
-def _streamk_small_guard(family, M, N, K, config):
+def _streamk_small_guard(M, N, K, config):
     if not 1 <= M <= SPLITK_ATOMIC2_MAX_M:
         return f"streamk_small serves 1 <= M <= {SPLITK_ATOMIC2_MAX_M} (the small-M screen)"
     return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
 
 
-def _streamk_guard(family, M, N, K, config):
+def _streamk_guard(M, N, K, config):
     if not 1 <= M <= STREAMK_MAX_M:
         return f"streamk serves 1 <= M <= {STREAMK_MAX_M} (its workspace rows)"
     return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
@@ -193,13 +192,13 @@ _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), 
 DENSE_METHODS: tuple[Method, ...] = (
     Method(
         name="torch_linear",
-        families=ALL_FAMILIES,
+        dtypes=None,
         impl="kernels.launch.torch_linear:TORCH_LINEAR",
         description="baseline: F.linear(x, w) (cuBLAS); router: F.linear(x.float(), w_fp32), TF32 off, FP32 out",
     ),
     Method(
         name="gemv",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.gemv:GEMV",
         description="Triton GEMV for M=1: BN output rows per program, whole K (or a K loop), streaming weight loads",
         params={"BN": (1, 2, 4, 8), "num_warps": (4, 8, 16, 32), "cache": ("", ".cg")},
@@ -208,7 +207,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="splitk",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.splitk:SPLITK",
         description="Triton tiled tl.dot GEMM, K split in SPLIT chunks -> fp32 partials, then a reduce kernel (bf16)",
         params=_TILE_PARAMS,
@@ -217,7 +216,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="splitk_fused",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.splitk:SPLITK_FUSED",
         description="split-K without a reduce launch: the last block to arrive at a tile (atomic counter) sums it",
         params=_TILE_PARAMS,
@@ -226,7 +225,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="packed",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.packed:PACKED",
         description="weights re-laid as contiguous BN x BK tiles at prepare; Triton tl.dot kernel (+ reduce if SPLIT>1)",
         params=_TILE_PARAMS,
@@ -235,7 +234,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="splitk_atomic",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.splitk_atomic:SPLITK_ATOMIC",
         description="single-launch split-K: tl.dot tiles (M padded to BM), FP32 atomic adds into a zeroed workspace, "
                     "the last split of a tile writes y and re-zeroes it (K constexpr, unmasked K loads; SPLIT=1: "
@@ -246,7 +245,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="splitk_atomic_v2",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.splitk_atomic2:SPLITK_ATOMIC_V2",
         description="splitk_atomic with knobs: weight load (.cg / default / evict_first / TMA), L2 prefetch of the "
                     "tile's workspace and counter, SPLIT that need not divide the K steps (balanced grids)",
@@ -258,7 +257,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="splitk_atomic_kn",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.splitk_atomic2:SPLITK_ATOMIC_KN",
         description="splitk_atomic_v2 on the weight stored [K, N] at prepare: [BK, BN] tiles contiguous along N",
         params={**_TILE_PARAMS, "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33),
@@ -269,7 +268,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="streamk_small",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.streamk:STREAMK",
         description="the streamk kernel on 16/32-row tiles for M <= 32: one program per SM, equal runs of K steps",
         params={"BM": (16, 32), "BN": (64, 128), "BK": (64, 128), "num_warps": (4, 8),
@@ -279,7 +278,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="streamk",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.streamk:STREAMK",
         description="stream-K GEMM on one program per SM: equal runs of tile K steps, split tiles summed with FP32 "
                     "atomics in a workspace the finishing program converts and re-zeroes (TMA or pointer loads)",
@@ -290,13 +289,13 @@ DENSE_METHODS: tuple[Method, ...] = (
     ),
     Method(
         name="mm_wt",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.mm_orient:MM_WT",
         description="pre-transposed weights wT[K,N] (made at prepare), torch.mm(x, wT)",
     ),
     Method(
         name="mm_swapped",
-        families=BF16_FAMILIES,
+        dtypes=BF16_ONLY,
         impl="kernels.launch.mm_orient:MM_SWAPPED",
         description="Y^T = W X^T via torch.mm(w, x.T), returned as the .T view; F.linear when M % 8 != 0",
     ),

@@ -1,4 +1,5 @@
-"""Router methods (FP32 weights, FP32 output) and the wide one-token o-projection GEMV: Method records + guards.
+"""Methods for BF16 x with FP32 weights and FP32 output (muse's router) and the wide one-token BF16 GEMV (written
+for muse's o-projection): Method records + guards.
 
 Torch-free: implementations live in kernels/launch/router.py and kernels/launch/gemv_wide.py (jit code in
 kernels/triton/router.py and kernels/triton/gemv_wide.py) and are imported on first use.
@@ -9,12 +10,15 @@ permitted scheme, W ~ H + L with H = bf16(W), L = bf16(W - fp32(H)), BF16 produc
 """
 from __future__ import annotations
 
-from kernels.method import TILE_KEYS, Method, config_table, smem_reason
+from kernels.method import BF16, BF16_X_FP32_W, TILE_KEYS, Method, config_table, smem_reason
 
-ROUTER = ("router",)
+# The router methods read FP32 weights (directly, or as a hi/lo BF16 pair made at prepare) and write FP32 output
+# from BF16 activations: muse's router family, and any workload family with those dtypes.
+FP32_WEIGHTS = (BF16_X_FP32_W,)
 GEMV_MAX_ELEMS_PER_THREAD = 64  # fp32 accumulator values per thread before the wide GEMVs start to spill
-# gemv_wide unrolls its K steps at compile time; projlab's bound is the workload's largest K (qkv_gate, pooler,
-# router: 8192) -- longer unrolls were never compiled or measured.
+# gemv_wide serves any BF16 shape at M=1 its guard admits (it was written and measured for muse's o, K=1024). It
+# unrolls its K steps at compile time; the bound is muse's largest K (8192) -- longer unrolls were never compiled
+# or measured, so a K above it is refused by the guard, whatever the family.
 GEMV_WIDE_MAX_K = 8192
 # Workspace rows of router_hilo_fused (FP32 [MAX_M, 256] = 4 MB at prepare): serves every M a plan dispatches
 # to a Triton route at the router's N.
@@ -33,7 +37,7 @@ def _accumulator_reason(what: str, config) -> str | None:
 
 # ------------------------------------------------------------------------------------------------ guards
 
-def _gemv_fp32_guard(family, M, N, K, config):
+def _gemv_fp32_guard(M, N, K, config):
     if M != 1:
         return "router_gemv_fp32 serves M=1 only"
     if K % config["BK"]:
@@ -43,7 +47,7 @@ def _gemv_fp32_guard(family, M, N, K, config):
 
 def _tile_guard(weight_rows_per_tile):
     """Guard for the hi/lo tensor-core methods: K slices must tile exactly; pipelined tiles must fit in smem."""
-    def guard(family, M, N, K, config):
+    def guard(M, N, K, config):
         if M < 1:
             return "M must be >= 1"
         if K % (config["BK"] * config["SPLIT"]):
@@ -52,15 +56,15 @@ def _tile_guard(weight_rows_per_tile):
     return guard
 
 
-def _hilo_fused_guard(family, M, N, K, config):
+def _hilo_fused_guard(M, N, K, config):
     if not 1 <= M <= HILO_FUSED_MAX_M:
         return f"router_hilo_fused serves 1 <= M <= {HILO_FUSED_MAX_M} (its workspace rows)"
     if N % config["BN"]:
         return f"router_hilo_fused needs N % BN == 0 (N={N}, BN={config['BN']})"
-    return _tile_guard(2)(family, M, N, K, config)
+    return _tile_guard(2)(M, N, K, config)
 
 
-def _gemv_wide_guard(family, M, N, K, config):
+def _gemv_wide_guard(M, N, K, config):
     if M != 1:
         return "gemv_wide serves M=1 only"
     if N % config["BN"] or K % config["BK"]:
@@ -145,36 +149,36 @@ GEMV_WIDE_CONFIGS = config_table(GEMV_WIDE_KEYS, [
 
 ROUTER_METHODS: tuple[Method, ...] = (
     Method(
-        name="router_gemv_fp32", families=ROUTER, impl="kernels.launch.router:ROUTER_GEMV_FP32",
+        name="router_gemv_fp32", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_GEMV_FP32",
         description="one-token GEMV reading the FP32 router weight directly (BN rows per program, K unrolled)",
         params={"BN": (1, 2, 4), "BK": (1024, 2048, 4096, 8192), "num_warps": (4, 8, 16),
                 "cache": ("", ".cg")},
         configs=GEMV_FP32_CONFIGS, guard=_gemv_fp32_guard),
     Method(
-        name="router_hilo_splitk", families=ROUTER, impl="kernels.launch.router:ROUTER_HILO_SPLITK",
+        name="router_hilo_splitk", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_HILO_SPLITK",
         description="hi/lo BF16 split-K: FP32 partials per K slice + a sum kernel (seed 002)",
         params=TILE_PARAMS, configs=HILO_SPLITK_CONFIGS, guard=_tile_guard(2)),
     Method(
-        name="router_hilo_atomic", families=ROUTER, impl="kernels.launch.router:ROUTER_HILO_ATOMIC",
+        name="router_hilo_atomic", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_HILO_ATOMIC",
         description="hi/lo rows interleaved, split-K with FP32 atomic adds into a zero-filled output (seed 030)",
         params=TILE_PARAMS, configs=HILO_ATOMIC_CONFIGS, guard=_tile_guard(2)),
     Method(
-        name="router_hilo_atomic_pdl", families=ROUTER, impl="kernels.launch.router:ROUTER_HILO_ATOMIC_PDL",
+        name="router_hilo_atomic_pdl", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_HILO_ATOMIC_PDL",
         description="router_hilo_atomic after a Triton zero-fill, with programmatic dependent launch "
                     "(the GEMM's loads and products overlap the fill; gdc_wait before the atomics; seed 039)",
         params=TILE_PARAMS, configs=HILO_ATOMIC_PDL_CONFIGS, guard=_tile_guard(2)),
     Method(
-        name="router_hilo_packed_mm", families=ROUTER, impl="kernels.launch.router:ROUTER_HILO_PACKED_MM",
+        name="router_hilo_packed_mm", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_HILO_PACKED_MM",
         description="one cuBLAS product x @ [H; L]^T with FP32 output (torch.mm out_dtype), then y = left + right "
                     "(seed 009)",
         params={}, configs=({},), guard=None),
     Method(
-        name="router_hilo_fused", families=ROUTER, impl="kernels.launch.router:ROUTER_HILO_FUSED",
+        name="router_hilo_fused", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_HILO_FUSED",
         description="hi/lo rows interleaved, single-launch split-K: FP32 atomic adds into a zeroed workspace, the "
                     "last split of a tile copies it to y and re-zeroes it (no zero-fill launch)",
         params=TILE_PARAMS, configs=HILO_FUSED_CONFIGS, guard=_hilo_fused_guard),
     Method(
-        name="gemv_wide", families=("o",), impl="kernels.launch.gemv_wide:GEMV_WIDE",
+        name="gemv_wide", dtypes=(BF16,), impl="kernels.launch.gemv_wide:GEMV_WIDE",
         description="one-token GEMV for short rows: BN whole rows per program held in registers, K unrolled "
                     "(o-projection M=1)",
         params={"BN": (2, 4, 8, 16, 32), "BK": (256, 512, 1024), "num_warps": (2, 4, 8),

@@ -19,9 +19,18 @@ or, for a generic entry, with the workload's N for that M (as before N-specific 
 Coverage: every scored (family, M, N) of the workload must be selectable (N-specific or generic), and every
 family's generic entries must cover 1..DISPATCH_MAX_M without a gap (so any M and any N dispatch).
 
-Torch-free. A plan that names an unknown method, an invalid config, a family a method does not serve, a range
-its guard rejects, overlapping or unordered ranges, or that leaves a scored (family, M, N) uncovered raises
-PlanError naming the plan file, the family and the M (and N) or field.
+WORKLOAD -- a plan is validated against one workload (datasets/workload.py) and records the one it was tuned for:
+  "workload": {"name": ..., "fingerprint": ...}   (Workload.ref). load_plan/plan_from_dict refuse a plan whose
+  recorded workload differs from the one given (name or fingerprint) with one PlanError line. A plan without the
+  field that names families was written before plans recorded their workload: it is taken as muse_bf16_proj's.
+  The family "*" holds entries for every family of the workload that the plan does not list by name; a plan
+  whose only family is "*" records no workload and runs on any workload (baseline.json: torch_linear everywhere).
+Each family's entries are checked against that family's dtypes in the workload: a method must compute the
+family's (x_dtype, w_dtype, y_dtype) (kernels/method.py serves dtype signatures, not family names).
+
+Torch-free. A plan that names an unknown method, an invalid config, a method that does not compute a family's
+dtypes, a range its guard rejects, overlapping or unordered ranges, or that leaves a scored (family, M, N)
+uncovered raises PlanError naming the plan file, the family and the M (and N) or field.
 """
 from __future__ import annotations
 
@@ -33,7 +42,9 @@ from kernels.method import PlanError, format_config
 from kernels.registry import get_method
 
 PLANS_DIR = Path(__file__).resolve().parent / "plans"
-TOP_KEYS = {"name", "description", "gpu", "tuned_from", "notes", "families"}
+TOP_KEYS = {"name", "description", "gpu", "tuned_from", "notes", "families", "workload"}
+ANY_FAMILY = "*"         # entries for every workload family the plan does not list by name
+WORKLOAD_KEYS = {"name", "fingerprint"}
 REQUIRED_TOP = {"name", "families"}
 ENTRY_KEYS = {"M", "N", "method", "config", "note"}
 GUARD_CHECK_MAX_M = 512  # guards are checked at every M of a range up to here, and at the range's upper end
@@ -83,20 +94,20 @@ class Plan:
     tuned_from: str | None
     notes: str
     entries: dict[str, list[Entry]] = field(default_factory=dict)
-
-    # family -> (general N, {M: N}) from the workload the plan was validated against (empty: N unknown)
-    workload_n: dict[str, tuple[int, dict[int, int]]] = field(default_factory=dict)
+    workload: object = None          # the datasets.workload.Workload the plan was validated against
+    recorded: dict | None = None     # the plan's "workload" field ({"name", "fingerprint"}); None: any workload
+    any_family: list | None = None   # the raw "*" entries (written back by to_dict), None when the plan has none
+    from_any: frozenset = frozenset()  # the families whose entries come from "*" (not listed by name)
 
     @property
     def families(self) -> list[str]:
         return list(self.entries)
 
     def n_at(self, family: str, M: int) -> int | None:
-        """The workload's N for (family, M): N_by_M, else the family's N; None when the plan has no workload N."""
-        if family not in self.workload_n:
+        """The workload's N for (family, M) (Workload.n_at); None for a family the workload does not have."""
+        if self.workload is None or family not in self.workload.families:
             return None
-        general, by_m = self.workload_n[family]
-        return int(by_m.get(int(M), general))
+        return self.workload.n_at(family, M)
 
     def entry(self, family: str, M: int, N: int | None = None) -> Entry:
         """The entry that runs family at (M, N); see the SELECT RULE in the module docstring."""
@@ -166,11 +177,18 @@ class Plan:
         return out
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "description": self.description, "gpu": self.gpu, "tuned_from": self.tuned_from,
-                "notes": self.notes,
-                "families": {f: [{"M": [e.lo, e.hi], **({"N": e.N} if e.N is not None else {}), "method": e.method,
-                                  "config": dict(e.config), **({"note": e.note} if e.note else {})} for e in es]
-                             for f, es in self.entries.items()}}
+        """The plan as its file holds it: named families, the "*" entries as written, the recorded workload."""
+        named = {f: es for f, es in self.entries.items() if f not in self.from_any}
+        out = {"name": self.name, "description": self.description, "gpu": self.gpu, "tuned_from": self.tuned_from,
+               "notes": self.notes,
+               "families": {f: [{"M": [e.lo, e.hi], **({"N": e.N} if e.N is not None else {}), "method": e.method,
+                                 "config": dict(e.config), **({"note": e.note} if e.note else {})} for e in es]
+                            for f, es in named.items()}}
+        if self.any_family is not None:
+            out["families"][ANY_FAMILY] = [dict(e) for e in self.any_family]
+        if self.recorded is not None:
+            out["workload"] = dict(self.recorded)
+        return out
 
 
 def generic_with_library(entries: list[dict]) -> list[dict]:
@@ -241,10 +259,6 @@ def _scored(workload) -> dict[str, list[tuple[int, int, int]]]:
     return out
 
 
-def _n_for(family_spec: dict, M: int) -> int:
-    return int(family_spec.get("N_by_M", {}).get(str(M), family_spec["N"]))
-
-
 def _int_range(where: str, rng) -> tuple[int, int]:
     ok = (isinstance(rng, list) and len(rng) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in rng))
     if not ok:
@@ -255,12 +269,7 @@ def _int_range(where: str, rng) -> tuple[int, int]:
     return lo, hi
 
 
-def _workload_n(workload) -> dict[str, tuple[int, dict[int, int]]]:
-    return {f: (int(spec["N"]), {int(m): int(n) for m, n in spec.get("N_by_M", {}).items()})
-            for f, spec in workload.families.items()}
-
-
-def _entry(where: str, family: str, raw, spec: dict) -> Entry:
+def _entry(where: str, family: str, raw, workload) -> Entry:
     if not isinstance(raw, dict):
         raise PlanError(f"{where}: entry must be an object, got {type(raw).__name__}")
     unknown = sorted(set(raw) - ENTRY_KEYS)
@@ -287,12 +296,14 @@ def _entry(where: str, family: str, raw, spec: dict) -> Entry:
     reason = method.check_config(config)
     if reason:
         raise PlanError(f"{where}: field 'config': {reason}")
-    if family not in method.families:
-        raise PlanError(f"{where}: method {method.name!r} does not serve family {family!r}")
+    spec = workload.family(family)
+    reason = method.dtype_reason(spec)
+    if reason:
+        raise PlanError(f"{where}: {reason} (family {family!r} of workload {workload.name})")
     K = int(spec["K"])
     for M in (*range(lo, min(hi, GUARD_CHECK_MAX_M) + 1), hi):
-        n = _n_for(spec, M) if N is None else N
-        reason = method.supports(family, M, n, K, config)
+        n = workload.n_at(family, M) if N is None else N
+        reason = method.supports(spec, M, n, K, config)
         if reason:
             raise PlanError(f"{where}: method {method.name!r} rejects M={M} N={n}: {reason}")
     return Entry(family, lo, hi, method.name, dict(config), str(raw.get("note", "")), N)
@@ -327,8 +338,41 @@ def _check_dispatch(path: str, family: str, parsed: list[Entry]) -> None:
                         "with_library_fallback fills gaps with torch_linear)")
 
 
+def _recorded(path: str, data: dict) -> dict | None:
+    """The plan's "workload" field, checked: {"name": str, "fingerprint": str}, or None (absent)."""
+    rec = data.get("workload")
+    if rec is None:
+        return None
+    if not (isinstance(rec, dict) and set(rec) == WORKLOAD_KEYS and all(isinstance(v, str) for v in rec.values())):
+        raise PlanError(f"{path}: field 'workload' must be {{\"name\": str, \"fingerprint\": str}} (the workload "
+                        f"the plan was tuned for), got {rec!r}")
+    return dict(rec)
+
+
+def _check_workload(path: str, data: dict, workload) -> dict | None:
+    """The recorded workload ref; PlanError when it is not `workload` (a plan without one that names families is
+    the default workload's: it was written before plans recorded theirs)."""
+    rec = _recorded(path, data)
+    families = data["families"]
+    if rec is None and set(families) == {ANY_FAMILY}:
+        return None   # a generic plan: every family of any workload
+    if rec is None:
+        from datasets.paths import DEFAULT_WORKLOAD
+
+        if workload.name == DEFAULT_WORKLOAD:
+            return None
+        raise PlanError(f"{path}: records no workload, so it is for the default workload {DEFAULT_WORKLOAD}, not "
+                        f"{workload.name}; tune a plan for it (python -m profiler tune --workload {workload.name} "
+                        f"--out-plan kernels/plans/<name>.json)")
+    if rec != workload.ref:
+        raise PlanError(f"{path}: tuned for workload {rec['name']} (fingerprint {rec['fingerprint']}), not "
+                        f"{workload.name} (fingerprint {workload.fingerprint}); tune a plan for it (python -m "
+                        f"profiler tune --workload {workload.name} --out-plan kernels/plans/<name>.json)")
+    return rec
+
+
 def plan_from_dict(data, path: str = "<plan>", workload=None) -> Plan:
-    """Validate a plan's JSON object; `path` names it in errors."""
+    """Validate a plan's JSON object against `workload` (None: the default workload); `path` names it in errors."""
     if workload is None:
         from datasets import load_workload
 
@@ -350,21 +394,28 @@ def plan_from_dict(data, path: str = "<plan>", workload=None) -> Plan:
     families = data["families"]
     if not isinstance(families, dict):
         raise PlanError(f"{path}: field 'families' must be an object")
-    entries: dict[str, list[Entry]] = {}
+    recorded = _check_workload(path, data, workload)
     for family, raw_entries in families.items():
-        if family not in workload.families:
-            raise PlanError(f"{path}: family {family!r}: not a workload family {sorted(workload.families)}")
+        if family != ANY_FAMILY and family not in workload.families:
+            raise PlanError(f"{path}: family {family!r}: not a family of workload {workload.name} "
+                            f"({', '.join(workload.family_order)})")
         if not isinstance(raw_entries, list):
             raise PlanError(f"{path}: family {family!r}: must be a list of entries")
-        spec = workload.families[family]
-        parsed = [_entry(f"{path}: family {family!r} entry {i + 1}", family, raw, spec)
+    any_raw = families.get(ANY_FAMILY)
+    from_any = [f for f in workload.family_order if f not in families] if any_raw is not None else []
+    entries: dict[str, list[Entry]] = {}
+    for family in [f for f in families if f != ANY_FAMILY] + from_any:
+        raw_entries = families[family] if family in families else any_raw
+        label = family if family in families else f"{ANY_FAMILY} (as {family})"
+        parsed = [_entry(f"{path}: family {label!r} entry {i + 1}", family, raw, workload)
                   for i, raw in enumerate(raw_entries)]
         _check_order(path, family, parsed)
         _check_dispatch(path, family, parsed)
         entries[family] = parsed
     plan = Plan(name=data["name"], path=path, description=data.get("description", ""), gpu=data.get("gpu"),
                 tuned_from=data.get("tuned_from"), notes=data.get("notes", ""), entries=entries,
-                workload_n=_workload_n(workload))
+                workload=workload, recorded=recorded,
+                any_family=[dict(e) for e in any_raw] if any_raw is not None else None, from_any=frozenset(from_any))
     for family, shapes in _scored(workload).items():
         if family not in entries:   # (a listed family dispatches every M at any N: _check_dispatch)
             M, N, _K = shapes[0]

@@ -13,17 +13,18 @@ import argparse
 import sys
 
 
-def check_config(method, family: str, M: int, N: int, K: int, config: dict, tol: float, device) -> str:
-    """'' when the config is right at this shape, else the reason."""
+def check_config(method, shape: dict, config: dict, device) -> str:
+    """'' when the config is right at this shape (a Workload.shape row), else the reason."""
     import torch
 
     from kernels.selfcheck import make_problem, rel_l2
 
-    x, w = make_problem(family, M, N, K, device, seed=M)
-    state = method.prepare(w, family, config)
+    M, N, K, tol = int(shape["M"]), int(shape["N"]), int(shape["K"]), float(shape["rel_l2_tol"])
+    x, w = make_problem(shape, M, N, K, device, seed=M)
+    state = method.prepare(w, shape["family"], config)
     for call in range(2):
         if call:
-            x = torch.randn(M, K, device=device).to(torch.bfloat16)
+            x = torch.randn(M, K, device=device).to(x.dtype)
         y = method.run(state, x)
         err = rel_l2(y, (x.double() @ w.double().t()).to(y.dtype))
         if not err <= tol:
@@ -38,6 +39,7 @@ def main(argv=None) -> int:
     p.add_argument("methods", nargs="+")
     p.add_argument("--family", default="qkv_gate")
     p.add_argument("--M", type=int, default=16)
+    p.add_argument("--workload", default=None, help="a workload name or .json file (default muse_bf16_proj)")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     import torch
 
@@ -45,21 +47,20 @@ def main(argv=None) -> int:
     from kernels.method import format_config
     from kernels.registry import get_method
 
-    spec = load_workload().families[args.family]
-    M = args.M
-    N, K = int(spec.get("N_by_M", {}).get(str(M), spec["N"])), int(spec["K"])
+    shape = load_workload(args.workload).shape(args.family, args.M)
+    M, N, K = shape["M"], shape["N"], shape["K"]
     device = "cuda" if torch.cuda.is_available() else "cpu"
     failed = 0
     for name in args.methods:
         method = get_method(name)
         for config in method.configs:
             label = f"{format_config(name, config)} {args.family} M={M} N={N} K={K}"
-            reason = method.supports(args.family, M, N, K, config)
+            reason = method.supports(shape, M, N, K, config)
             if reason:
                 print(f"SKIP {label}: {reason}")
                 continue
             try:
-                why = check_config(method, args.family, M, N, K, config, float(spec["rel_l2_tol"]), device)
+                why = check_config(method, shape, config, device)
             except Exception as exc:   # report and go on: one broken config must not hide the others
                 why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
             failed += bool(why)

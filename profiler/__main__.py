@@ -86,14 +86,15 @@ def _label(cmd: str, raw: str) -> str:
     return label
 
 
-def _check_specs(specs: list[str]) -> None:
-    """Exit 1 with one line per spec that cannot name a candidate; runs none of the candidates' code."""
+def _check_specs(specs: list[str], workload) -> None:
+    """Exit 1 with one line per spec that cannot name a candidate for `workload` (a plan tuned for another
+    workload, a method that computes none of its dtypes...); runs none of the candidates' code."""
     from kernels.candidate import check_spec
 
     bad = []
     for spec in specs:
         try:
-            check_spec(spec)
+            check_spec(spec, workload)
         except Exception as exc:  # PlanError / CandidateError name the file and the problem
             bad.append(f"profiler run: cannot load candidate {spec!r}: {exc}")
     if bad:
@@ -108,12 +109,12 @@ def _spec_label(spec: str) -> str:
     return attr if attr else Path(spec).stem
 
 
-def _shapes(cmd: str, selection: str) -> list[dict]:
-    """The --shapes selection's rows, or exit 2 with one line naming what is wrong with it."""
+def _shapes(cmd: str, selection: str, workload) -> list[dict]:
+    """The --shapes selection's rows in `workload`, or exit 2 with one line naming what is wrong with it."""
     from profiler.sweep import select_shapes
 
     try:
-        return select_shapes(selection)
+        return select_shapes(selection, workload)
     except ValueError as exc:
         print(f"profiler {cmd}: --shapes: {exc}", file=sys.stderr)
         raise SystemExit(2)
@@ -124,8 +125,11 @@ def cmd_run(args, argv) -> int:
     if not specs:
         print("profiler run: give at least one --plan (the first is the baseline of every pair)", file=sys.stderr)
         return 1
-    _check_specs(specs)
-    shapes = _shapes("run", args.shapes)
+    from profiler.cli_workload import workload_or_exit
+
+    workload = workload_or_exit("run", args.workload)
+    _check_specs(specs, workload)
+    shapes = _shapes("run", args.shapes, workload)
     label = _label("run", args.label or "-vs-".join(_spec_label(s) for s in specs)[:80])
     # On a cluster the default file name takes each GPU model's name (one run file per model), known once the
     # workers report; an explicit --out is checked now.
@@ -139,7 +143,7 @@ def cmd_run(args, argv) -> int:
                              max_incidents=args.max_incidents,
                              command="python -m profiler " + " ".join(shlex.quote(a) for a in argv))
     t0 = time.perf_counter()
-    run = _sweep("run", specs, shapes, out, label, settings, cluster=args.cluster)
+    run = _sweep("run", specs, shapes, out, label, settings, cluster=args.cluster, workload=workload)
     print(format_run(run))
     out = out or "the run file of each GPU model (named above)"
     print(f"\nwrote {out}  (status {run.get('status', 'complete')})")
@@ -160,7 +164,7 @@ def _cluster_errors() -> tuple:
     return (mod.ClusterError,) if mod is not None else ()
 
 
-def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluster=None) -> dict:
+def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluster=None, workload=None) -> dict:
     """run_sweep; every user-facing problem is one line and an exit (130 after Ctrl-C, 1 otherwise)."""
     from profiler.runfile import RunFileError
     from profiler.sweep import SweepInputError, WorkerStartError, run_sweep
@@ -168,7 +172,8 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluste
 
     try:
         return run_sweep(specs, shapes, out, label=label, settings=settings, progress=_Progress(),
-                         log=lambda m: print(m, file=sys.stderr), measure_shapes=measure_shapes, cluster=cluster)
+                         log=lambda m: print(m, file=sys.stderr), measure_shapes=measure_shapes, cluster=cluster,
+                         workload=workload)
     except ImportError as exc:
         if cluster is None or (exc.name or "").split(".")[0] not in ("dask", "distributed"):
             raise
@@ -192,6 +197,10 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluste
 
 
 def cmd_probe(args, argv) -> int:
+    from profiler.cli_workload import workload_or_exit
+
+    workload = workload_or_exit("probe", args.workload)
+    shapes = _shapes("probe", args.shapes, workload)
     label = _label("probe", args.label or "probes")
     out = _out_path("probe", args.out, label)
     _cuda_or_exit("probe")
@@ -199,7 +208,7 @@ def cmd_probe(args, argv) -> int:
 
     settings = SweepSettings(shapes=args.shapes, command="python -m profiler " + " ".join(argv))
     # Probes only: the shapes give the byte counts to probe, no candidate is run.
-    run = _sweep("probe", [], _shapes("probe", args.shapes), out, label, settings, measure_shapes=False)
+    run = _sweep("probe", [], shapes, out, label, settings, measure_shapes=False, workload=workload)
     print(format_probes(run))
     print(f"\nwrote {out}")
     return 0
@@ -284,6 +293,8 @@ def _option(argv: list[str], name: str) -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from profiler.cli_workload import add_workload_argument
+
     p = argparse.ArgumentParser(prog="python -m profiler", description="check, time and probe projection kernels")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="correctness + paired timing of plans/candidates over a shape set")
@@ -292,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a module .py with prepare(weight), run(state, family, x); or file.py:Class (the Candidate "
                         "protocol, e.g. profiler/wrong.py:StaleOutput); or method:NAME[:{json config}]")
     r.add_argument("--shapes", default="official", help="official | nearby | all | FAMILY[,FAMILY]:M,M,... | M=M,M,... ; parts joined by + (e.g. nearby+M=2,384)")
+    add_workload_argument(r)
     r.add_argument("--mode", choices=("cold", "stream"), default="cold")
     r.add_argument("--out", help="run file (default datasets/runs/<date>_<gpu>_<label>.json; never overwritten)")
     r.add_argument("--label", help="run label (default: the plan names joined by -vs-)")
@@ -308,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "scheduler address tcp://HOST:8786; one run file per GPU model (needs requirements-scale.txt)")
     pr = sub.add_parser("probe", help="HBM read probes + compute probe only, into a run file")
     pr.add_argument("--shapes", default="official", help="official | nearby | all | FAMILY[,FAMILY]:M,M,... | M=M,M,... ; parts joined by + (e.g. nearby+M=2,384)")
+    add_workload_argument(pr)
     pr.add_argument("--out")
     pr.add_argument("--label")
     s = sub.add_parser("summarize", help="print a run file's per-shape table")
@@ -323,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "tune":  # everything after `tune` belongs to profiler.tune
         if not {"-h", "--help"} & set(argv[1:]) and _local(_option(argv, "--cluster")):
+            from profiler.cli_workload import workload_or_exit
+
+            workload_or_exit("tune", _option(argv, "--workload"))   # a bad workload is one line, before CUDA
             _cuda_or_exit("tune")
         from profiler.tune import main as tune_main
 

@@ -574,8 +574,9 @@ class _FleetProgress:
 
 def run_sweep_cluster(spec: str, specs: list[str], given: list[str], shapes: list[dict], out_path, *, label: str,
                       settings, config: dict, progress: Callable | None = None, log: Callable[[str], None] = print,
-                      measure_shapes: bool = True) -> dict:
-    """profiler.sweep.run_sweep on a dask cluster -> {gpu model: run} (one run file each)."""
+                      measure_shapes: bool = True, workload=None) -> dict:
+    """profiler.sweep.run_sweep on a dask cluster -> {gpu model: run} (one run file each). `workload` goes into
+    every task (the dask workers' projlab workers build plans and the contract from it) and every run file."""
     from profiler.runfile import RunWriter
     from profiler.sweep import sweep_on
 
@@ -587,7 +588,7 @@ def run_sweep_cluster(spec: str, specs: list[str], given: list[str], shapes: lis
         bars = _FleetProgress(progress, groups)
         runs = _each_group(fleet, groups, lambda m, g: sweep_on(
             g, specs, given, shapes, writers[m], label=label, settings=deepcopy(settings),
-            progress=bars.for_group(m), log=log, measure_shapes=measure_shapes))
+            progress=bars.for_group(m), log=log, measure_shapes=measure_shapes, workload=workload))
         for model, run in runs.items():
             log(f"{model}: run file {paths[model]} ({run['status']}, {len(run['results'])} results)")
         return runs
@@ -600,13 +601,14 @@ def tune_cluster(spec: str, points: list, out_run, out_plan, *, settings, config
     """profiler.tune on a dask cluster: per GPU model, its points fanned out over that model's workers (each
     point's stages on one worker; the rules here) -> one {"plan", "plan_path", "run", "run_path"} per model."""
     from profiler.runfile import RunWriter
-    from profiler.tune import default_run_path, tune_on
+    from profiler.tune import default_plan_name, default_run_path, tune_on
 
     fleet = Fleet(spec, config, log)
     try:
         groups = fleet.groups()
         runs = model_paths(out_run, list(groups), default_run_path)
-        plans = model_paths(out_plan, list(groups), lambda m: Path("kernels/plans/best.json"))
+        default_plan = Path(f"kernels/plans/{default_plan_name(workload)}.json")
+        plans = model_paths(out_plan, list(groups), lambda m: default_plan)
         writers = {m: RunWriter(p) for m, p in runs.items()}
         bars = _FleetProgress(progress, groups)
         out = _each_group(fleet, groups, lambda m, g: tune_on(
@@ -618,7 +620,7 @@ def tune_cluster(spec: str, points: list, out_run, out_plan, *, settings, config
 
 
 def run_explain_cluster(spec: str, specs: list[str], shapes: list[dict], out_path, *, label: str, settings,
-                        tool, config: dict, log: Callable[[str], None] = print) -> dict:
+                        tool, config: dict, log: Callable[[str], None] = print, workload=None) -> dict:
     """profiler.explain on a dask cluster -> {gpu model: run}. Each dask worker profiles with its host's ncu
     (`tool` is used only on this host's local cluster)."""
     from profiler.explain import explain_on
@@ -631,7 +633,8 @@ def run_explain_cluster(spec: str, specs: list[str], shapes: list[dict], out_pat
         writers = {m: RunWriter(p) for m, p in paths.items()}
         local_tool = tool if fleet.cluster is not None else None
         runs = _each_group(fleet, groups, lambda m, g: explain_on(
-            g, specs, shapes, writers[m], label=label, settings=deepcopy(settings), tool=local_tool, log=log))
+            g, specs, shapes, writers[m], label=label, settings=deepcopy(settings), tool=local_tool, log=log,
+            workload=workload))
         for model, run in runs.items():
             log(f"{model}: run file {paths[model]} ({run['status']}, {len(run['kernels'])} kernel records)")
         return runs

@@ -49,6 +49,13 @@ class ExplainSettings:
     command: str = ""
     candidates: list = field(default_factory=list)
     kind: str = "explain"
+    # The workload's JSON object (Workload.to_dict), sent with every worker task; the run file embeds it at its
+    # top level ("workload"), not in environment.settings (recorded()).
+    workload: dict | None = None
+
+    def recorded(self) -> dict:
+        """What environment.settings records: everything but the workload (the run holds it once, at the top)."""
+        return {k: v for k, v in asdict(self).items() if k != "workload"}
 
 
 @dataclass
@@ -99,7 +106,7 @@ def check_task(pool, shape: dict, jobs: list[dict], settings: ExplainSettings) -
     trace = str(Path(settings.trace_dir) / f"{shape_slug(shape)}.json") if settings.trace_dir else None
     while live:
         task = {"kind": "explain_check", "shape": shape, "candidates": live, "seed": settings.seed, "trace": trace,
-                "kineto": replay}
+                "kineto": replay, "workload": settings.workload}
         try:
             res = pool.call(task, settings.step_timeout_s, shape_key(shape))
         except WorkerDied as exc:
@@ -158,8 +165,8 @@ def _profile_shapes(worker, pending: list, errors: dict, settings: ExplainSettin
     while pending:
         shape, jobs = pending[0]
         try:
-            res = worker.call({"kind": "explain_ncu", "shape": shape, "candidates": jobs, "seed": settings.seed},
-                              settings.step_timeout_s)
+            res = worker.call({"kind": "explain_ncu", "shape": shape, "candidates": jobs, "seed": settings.seed,
+                               "workload": settings.workload}, settings.step_timeout_s)
         except WorkerDied as exc:
             names = [j["name"] for j in jobs]
             if exc.candidate not in names:   # ncu or the worker could not start: nothing more can be profiled
@@ -240,9 +247,15 @@ def collect_ncu(jobs: list[Job], got: dict, calls: list[dict]) -> tuple[list[dic
 # --- orchestration -----------------------------------------------------------------------------------------------
 def run_explain(specs: list[str], shapes: list[dict], out_path, *, label: str,
                 settings: ExplainSettings, tool: ncu_mod.NcuTool | None, log: Callable[[str], None] = print,
-                device="cuda", worker_init: str | None = None, cluster: str | None = None) -> dict:
+                device="cuda", worker_init: str | None = None, cluster: str | None = None, workload=None) -> dict:
     """Probes, check + Kineto pass, ncu pass, all in worker processes; returns the run (also written to out_path,
-    never overwritten). `tool`: this host's ncu (None with a remote cluster: each host's own)."""
+    never overwritten). `tool`: this host's ncu (None with a remote cluster: each host's own). `workload`: the
+    Workload the shapes come from (None: the default); every task carries it, the run file embeds it."""
+    if workload is None:
+        from datasets import load_workload
+
+        workload = load_workload()
+    settings.workload = workload.to_dict()
     from profiler.runfile import RunWriter
     from profiler.sweep import LocalBackend
 
@@ -251,11 +264,11 @@ def run_explain(specs: list[str], shapes: list[dict], out_path, *, label: str,
         from profiler.cluster import run_explain_cluster
 
         runs = run_explain_cluster(cluster, specs, shapes, out_path, label=label, settings=settings,
-                                   tool=tool, config=config, log=log)
+                                   tool=tool, config=config, log=log, workload=workload)
         return next(iter(runs.values()))
     writer = RunWriter(out_path)  # refuses an existing file before any work
     return explain_on(LocalBackend(config, log), specs, shapes, writer, label=label, settings=settings, tool=tool,
-                      log=log)
+                      log=log, workload=workload)
 
 
 def _ncu_environment(tool: ncu_mod.NcuTool | None) -> dict:
@@ -268,9 +281,17 @@ def _ncu_environment(tool: ncu_mod.NcuTool | None) -> dict:
 
 
 def explain_on(backend, specs: list[str], shapes: list[dict], writer, *, label: str, settings: ExplainSettings,
-               tool: ncu_mod.NcuTool | None, log: Callable[[str], None] = print) -> dict:
+               tool: ncu_mod.NcuTool | None, log: Callable[[str], None] = print, workload=None) -> dict:
     """One explain run on `backend` (profiler.sweep.LocalBackend, or the dask workers of one GPU model). The
     candidates are loaded in the worker first (names; a broken spec is a SweepInputError before any file)."""
+    from datasets.workload import workload_from_dict
+
+    if workload is None:
+        from datasets import load_workload
+
+        workload = (workload_from_dict(settings.workload, "settings", "workload") if settings.workload
+                    else load_workload())
+    settings.workload = workload.to_dict()
     from profiler.runfile import new_run
     from profiler.sweep import _names, environment_task, load_task, probes_task, shape_bytes, shape_key
 
@@ -278,13 +299,13 @@ def explain_on(backend, specs: list[str], shapes: list[dict], writer, *, label: 
     if settings.trace_dir:
         Path(settings.trace_dir).mkdir(parents=True, exist_ok=True)
     env = dict(backend.call(environment_task))
-    loaded, refused = backend.call(load_task, specs, settings.step_timeout_s)
+    loaded, refused = backend.call(load_task, specs, settings.step_timeout_s, settings.workload)
     names = _names(loaded)
     settings.candidates = list(names)
     env |= {k: v for k, v in _ncu_environment(tool).items() if v is not None}
-    env["settings"] = asdict(settings)
+    env["settings"] = settings.recorded()
     env["workers"] = backend.records()
-    run = new_run(label, env)
+    run = new_run(label, env, workload=workload)
     run |= {"calls": [], "kernels": [], "failures": []}
     try:
         if settings.probes:

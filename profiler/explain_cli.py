@@ -15,6 +15,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", action="append", help="plan name or .json path (repeatable)")
     p.add_argument("--candidate", action="append", help="a user's module .py with prepare(weight), run(state, family, x)")
     p.add_argument("--shapes", default="official", help="a selection as for `profiler run --shapes` (official, nearby, all, FAMILY:M,..., M=..., joined by +)")
+    from profiler.cli_workload import add_workload_argument
+
+    add_workload_argument(p)
     p.add_argument("--shape", action="append", metavar="KEY",
                    help="only this shape (repeatable), e.g. 'decode 16/router' or 'nearby/router/M9'")
     p.add_argument("--out", help="run file (default datasets/runs/<date>_<gpu>_<label>.json; never overwritten)")
@@ -73,7 +76,9 @@ def cmd_explain(args, argv) -> int:
         print("profiler explain: give at least one --plan or --candidate", file=sys.stderr)
         return 1
     from kernels.candidate import check_spec
+    from profiler.cli_workload import workload_or_exit
 
+    workload = workload_or_exit("explain", args.workload)
     remote = args.cluster is not None and not args.cluster.startswith("local")
     problems, tool = ([], None) if remote else _missing_tools()   # a remote cluster: each host's own CUDA + ncu
     if problems:
@@ -88,8 +93,8 @@ def cmd_explain(args, argv) -> int:
 
     try:
         for spec in specs:
-            check_spec(spec)   # names a bad spec without running any candidate code here (the worker loads them)
-        shapes = _select(select_shapes(args.shapes), args.shape)
+            check_spec(spec, workload)   # names a bad spec without running candidate code (the worker loads them)
+        shapes = _select(select_shapes(args.shapes, workload), args.shape)
     except Exception as exc:  # PlanError / CandidateError / an unknown shape key: one line naming it
         print(f"profiler explain: {exc}", file=sys.stderr)
         return 1
@@ -110,7 +115,7 @@ def cmd_explain(args, argv) -> int:
     t0 = time.perf_counter()
     try:
         run = run_explain(specs, shapes, out, label=label, settings=settings, tool=tool, cluster=args.cluster,
-                          log=lambda m: print(m, file=sys.stderr, flush=True))
+                          log=lambda m: print(m, file=sys.stderr, flush=True), workload=workload)
     except KeyboardInterrupt:
         print(f"profiler explain: interrupted; partial run in {out or 'the run file of each GPU model'}",
               file=sys.stderr)

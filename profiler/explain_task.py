@@ -69,7 +69,8 @@ def explain_check(sess, task: dict) -> dict:
         step(c["name"], "check")
         try:
             chk = check_candidate(cand, shape, sess.device, seed=seed, weight=sess.weight(shape, seed), state=state,
-                                  baseline_rel_l2=base_rel, keep_graph=sess.cuda, guard=sess.guard)
+                                  baseline_rel_l2=base_rel, keep_graph=sess.cuda, guard=sess.guard,
+                                  contract=sess.workload.contract if sess.workload is not None else None)
         except CudaFault as exc:
             raise Fatal("cuda_fault", str(exc), c["name"], "check") from None
         except TaintedProcess as exc:

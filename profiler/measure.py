@@ -47,8 +47,11 @@ class WorkerMeasure:
     that took a worker down (kinds in profiler.sweep.INCIDENT_KINDS) come back under "failures", for the run file;
     `incidents` counts them per candidate across calls (threads may share one WorkerMeasure)."""
 
-    def __init__(self, backend, settings: SweepSettings, log: Callable[[str], None] = print):
+    def __init__(self, backend, settings: SweepSettings, log: Callable[[str], None] = print, workload=None):
+        """`workload`: the Workload the shapes come from (None: the default); every task carries it, so the
+        worker checks candidates with its contract and its dtypes."""
         self.backend, self.settings, self.log = backend, settings, log
+        self.workload = workload.to_dict() if workload is not None else None
         self.incidents: dict[str, int] = {}
         self.telemetry: list[dict] = []   # one NVML sample per measured shape, as the worker took it
         self._lock = threading.Lock()   # points may be measured from several threads (a cluster tune)
@@ -72,7 +75,8 @@ class WorkerMeasure:
         from profiler.sweep import shape_task
 
         st = timing_settings(self.settings, timing)
-        merged = self.backend.call(shape_task, shape, live, {"kind": "shape", "settings": asdict(st), "floor": None},
+        merged = self.backend.call(shape_task, shape, live, {"kind": "shape", "settings": asdict(st), "floor": None,
+                                                             "workload": self.workload},
                                    st, pin=pin)
         with self._lock:
             if merged.get("telemetry"):

@@ -6,7 +6,8 @@
     check_output(y, ref, rel_l2_tol, *, sparse_rows=..., expect_shape, expect_dtype, contract, where) -> Check
 
 Rules (seed write-up "The actual error rule", "Sparse probe rows", "What a useful correctness check has to
-catch"; every number is in the workload's "contract" block, datasets/workloads/muse_bf16_proj.json):
+catch"; every number is in the workload's "contract" block, e.g. datasets/workloads/muse_bf16_proj.json, passed
+in by the harness from the task's workload):
 - reference = FP64 product, converted to the output dtype, compared in FP64;
 - whole-output rel-L2 <= the family's rel_l2_tol (1% BF16 families, 0.01% router);
 - every row <= row_bound_factor x tol, row denominator max(row ref norm, 0.1 x mean row norm, floor);
@@ -68,14 +69,19 @@ def as_dtype(dtype):
     return dtype if isinstance(dtype, torch.dtype) else getattr(torch, str(dtype))
 
 
-def default_contract() -> dict:
-    """The workload's contract numbers (the workload's "contract" block, datasets/workloads/muse_bf16_proj.json)."""
-    from datasets import load_workload
+def default_contract(workload=None) -> dict:
+    """The contract numbers of `workload` (its "contract" block); None: the default workload's
+    (datasets/workloads/muse_bf16_proj.json). The harness passes the task's workload's contract explicitly."""
+    if workload is None:
+        from datasets import load_workload
 
-    return dict(load_workload().contract)
+        workload = load_workload()
+    return dict(workload.contract)
 
 
 def _family_w_dtype(family: str) -> str:
+    """A default-workload family's weight dtype: only for callers that name a muse family and no dtype (tests);
+    the harness always passes the shape's w_dtype."""
     from datasets import load_workload
 
     return load_workload().families[family]["w_dtype"]

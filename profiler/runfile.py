@@ -153,6 +153,27 @@ def validate_run(run, source: str = "<run>") -> None:
     from profiler.runfile_explain import validate_explain  # explain runs: kernels, calls, failures
 
     validate_explain(run, fail, _check_record)
+    _check_workload(run, source, fail)
+
+
+def _check_workload(run: dict, source: str, fail) -> None:
+    """The embedded workload (top-level "workload", datasets.workload.RUN_KEY) is a valid workload and holds every
+    family the run's results, pairs and failures name. A run written before runs embedded one has none: readers
+    take the default workload (datasets.workload.workload_of_run)."""
+    from datasets.errors import DatasetError
+    from datasets.workload import RUN_KEY, workload_from_dict
+
+    if RUN_KEY not in run:
+        return
+    try:
+        workload = workload_from_dict(run[RUN_KEY], Path(source).name, RUN_KEY)
+    except DatasetError as exc:
+        raise RunFileError(str(exc)) from None
+    for name in ("results", "pairs", "failures"):
+        for i, record in enumerate(run.get(name) or []):
+            if record["family"] not in workload.families:
+                fail(f"{name}[{i}].family", f"{record['family']!r} is not a family of the run's workload "
+                                            f"{workload.name} ({', '.join(workload.family_order)})")
 
 
 def _check_results(results: list, fail) -> None:
@@ -263,11 +284,17 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def new_run(label: str, environment: dict, created_utc: str | None = None) -> dict:
-    """An empty, valid run (status 'partial' until finished) for the profiler to fill."""
+def new_run(label: str, environment: dict, created_utc: str | None = None, workload=None) -> dict:
+    """An empty, valid run (status 'partial' until finished) for the profiler to fill. `workload` (a
+    datasets.workload.Workload): embedded under "workload" (datasets.workload.RUN_KEY), as every run the profiler
+    writes does."""
     run = {"schema_version": SCHEMA_VERSION, "status": "partial", "label": label,
            "created_utc": created_utc or utc_now(), "environment": dict(environment), "telemetry": [],
            "probes": [], "compute_peak_tflops": None, "compute_probe": None, "results": [], "pairs": []}
+    if workload is not None:
+        from datasets.workload import RUN_KEY
+
+        run[RUN_KEY] = workload.to_dict()
     validate_run(run, source=f"new run {label!r}")
     return run
 

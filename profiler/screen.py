@@ -1,7 +1,7 @@
 """Screening bench (not a timed test): chosen methods x every admitted config against torch_linear and a plan's
 pick, per shape, written as a schema-v1 run file.
 
-    python -m profiler.screen --methods splitk_atomic streamk router_hilo_fused [--plan best]
+    python -m profiler.screen --methods splitk_atomic streamk router_hilo_fused [--plan best] [--workload NAME|FILE]
                               [--shapes official] [--extra-m 4 12 64 200] [--families qkv_gate o ...]
                               [--out-run datasets/runs/<date>_<gpu>_screen-<label>.json] [--label screen]
                               [--compile-workers 16]
@@ -23,8 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from profiler.tune_rules import (BASELINE, Point, Records, n_for, pair_record, result_records, shape_fields,
-                                 skipped)
+from profiler.tune_rules import BASELINE, Point, Records, pair_record, result_records, shape_fields, skipped
 
 # One pass per shape with every candidate paired: 1% RSE of every ratio or 1.2 s, 2 graph instances each.
 TIMING = {"min_pairs": 24, "rse_target": 0.01, "max_seconds": 1.2, "batch_rounds": 8, "warmup_seconds": 0.05,
@@ -39,7 +38,7 @@ def points(workload, shapes: str, extra_m, families) -> list[Point]:
     for fam, spec in workload.families.items():
         if families and fam not in families:
             continue
-        out += [Point(fam, M, n_for(spec, M), int(spec["K"]), "nearby", spec) for M in extra_m]
+        out += [Point(fam, M, workload.n_at(fam, M), int(spec["K"]), "nearby", spec) for M in extra_m]
     return out
 
 
@@ -47,7 +46,7 @@ def candidates_at(pt: Point, methods: dict, names, plan) -> tuple[list, tuple | 
     """torch_linear, every admitted config of `names`, and the plan's pick (None without a plan)."""
     from profiler.tune_rules import candidates
 
-    cands = candidates(methods, pt.family, pt.M, pt.N, pt.K, only=names)
+    cands = candidates(methods, pt.spec, pt.M, pt.N, pt.K, only=names)
     pick = None
     if plan is not None:
         pick = plan.select(pt.family, pt.M, pt.N)
@@ -85,7 +84,11 @@ def _key(method: str, config: dict) -> str:
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m profiler.screen", description=__doc__.splitlines()[0])
     p.add_argument("--methods", nargs="+", required=True, help="methods whose every config is screened")
-    p.add_argument("--plan", default="best", help="whose pick is timed alongside ('' for none)")
+    p.add_argument("--plan", default=None, help="whose pick is timed alongside ('' for none; default: best for the "
+                                                "default workload, the plan named after another workload if any)")
+    from profiler.cli_workload import add_workload_argument
+
+    add_workload_argument(p)
     p.add_argument("--shapes", default="official", choices=["official", "none"])
     p.add_argument("--extra-m", nargs="*", type=int, default=[], help="more M per family (load 'nearby')")
     p.add_argument("--families", nargs="+", default=None)
@@ -99,27 +102,32 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    from profiler.cli_workload import workload_or_exit
+
+    workload = workload_or_exit("screen", args.workload)
     import torch
 
     if not torch.cuda.is_available():
         print("profiler.screen: needs a CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
         return 2
-    from datasets import RUNS_DIR, load_workload
-    from kernels.plans import load_plan
+    from datasets import RUNS_DIR
+    from kernels.plans import PLANS_DIR, load_plan
     from kernels.registry import METHODS
     from profiler.measure import WorkerMeasure
     from profiler.runfile import RunWriter, new_run, run_filename, utc_now
     from profiler.sweep import LocalBackend, SweepSettings, environment_task
     from profiler.telemetry import cuda_device_name
-    from profiler.tune import precompile
+    from profiler.tune import default_plan_name, precompile
 
     t0 = time.perf_counter()
     unknown = sorted(set(args.methods) - set(METHODS))
     if unknown:
         print(f"profiler.screen: unknown method(s) {unknown}; known: {sorted(METHODS)}", file=sys.stderr)
         return 1
-    workload = load_workload()
-    plan = load_plan(args.plan) if args.plan else None
+    if args.plan is None:
+        default = default_plan_name(workload)
+        args.plan = default if (PLANS_DIR / f"{default}.json").is_file() else ""
+    plan = load_plan(args.plan, workload) if args.plan else None
     out = Path(args.out_run or Path(RUNS_DIR) / run_filename(utc_now(), cuda_device_name() or "unknown-gpu",
                                                              args.label))
     writer = RunWriter(out)
@@ -130,13 +138,14 @@ def main(argv=None) -> int:
     skip = precompile(METHODS, pts, args.methods, args.compile_workers, extra_jobs=picks)
     backend = LocalBackend({"device": "cuda", "mode": "cold", "flush_bytes": None, "init": None}, print)
     env = dict(backend.call(environment_task))
-    env.update(settings={"mode": "cold", "tool": "screen", "check": "quick", "methods": args.methods,
+    env.update(settings={"mode": "cold", "tool": "screen", "check": "quick", "workload": workload.name,
+                         "methods": args.methods,
                          "plan": args.plan, "shapes": args.shapes, "extra_m": args.extra_m, "timing": TIMING,
                          "flush_bytes": env.pop("flush_bytes", None), "seed": args.seed,
                          "command": "python -m profiler.screen " + " ".join(argv or sys.argv[1:])},
                workers=backend.records())
-    run = new_run(args.label, env)
-    measure = WorkerMeasure(backend, SweepSettings(seed=args.seed), print)
+    run = new_run(args.label, env, workload=workload)
+    measure = WorkerMeasure(backend, SweepSettings(seed=args.seed), print, workload=workload)
     records, lines, info = Records(), [], {}
     print(f"# {env.get('gpu')} torch {env.get('torch')}; replay overhead {env.get('replay_overhead_us', 0):.2f} us "
           f"(subtracted, in the worker); {len(pts)} shapes; setup {time.perf_counter() - t0:.1f} s", flush=True)

@@ -1,7 +1,11 @@
 """One run: probes, then per shape: correctness of every candidate, paired timing of the correct ones, records.
 
     run_sweep(specs, shapes, out_path, *, label, settings=SweepSettings(), device="cuda", progress=None,
-              log=print, measure_shapes=True, worker_init=None) -> dict (the run, as written)
+              log=print, measure_shapes=True, worker_init=None, cluster=None, workload=None) -> dict (the run)
+
+`workload`: the datasets.workload.Workload the shapes come from (None: the default, muse_bf16_proj). It is
+embedded in the run file (top-level "workload") and sent with every task, so the worker loads plans and takes the
+contract's numbers from it, never from its own default.
 
 `specs`: candidate specs (kernels.candidate: plan name, plan .json, module .py, file.py:Class,
 method:NAME:{config}); the first is the baseline of every pair. Repeated names get "#2", "#3".
@@ -28,9 +32,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from datasets.shapes import DTYPE_BYTES, shape_bytes  # noqa: F401  (re-exported: one place for shape facts)
+from datasets.shapes import shape_key_of as shape_key
 from profiler import stats
 
-DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 STREAM_MIN_CALLS = 24          # stream mode: at least this many calls per replay
 STREAM_L2_MULTIPLE = 3         # stream mode: rotated copies total >= 3 x L2 (a served decode step's cold L2)
 MIN_CLOCK_FRACTION = 0.75      # samples below 75% of the max SM clock are dropped (clock-throttled batches)
@@ -73,20 +78,6 @@ class SweepSettings:
     def from_dict(cls, data: dict) -> "SweepSettings":
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
-
-
-def shape_key(shape) -> str:
-    """f"{load}/{family}" for scored shapes, f"nearby/{family}/M{M}" for nearby ones."""
-    if shape["load"] == "nearby":
-        return f"nearby/{shape['family']}/M{int(shape['M'])}"
-    return f"{shape['load']}/{shape['family']}"
-
-
-def shape_bytes(shape) -> int:
-    """Bytes the baseline must move: weights + input + output (each once)."""
-    M, N, K = int(shape["M"]), int(shape["N"]), int(shape["K"])
-    return (N * K * DTYPE_BYTES[shape["w_dtype"]] + M * K * DTYPE_BYTES[shape["x_dtype"]]
-            + M * N * DTYPE_BYTES[shape["y_dtype"]])
 
 
 def select_shapes(selection: str, workload=None) -> list[dict]:
@@ -243,7 +234,7 @@ def measure_one_shape(sess, task: dict) -> dict:
 
     shape, settings = task["shape"], SweepSettings.from_dict(task.get("settings", {}))
     cands = [(c["name"], c["spec"]) for c in task["candidates"]]
-    contract = default_contract()
+    contract = sess.workload.contract if sess.workload is not None else default_contract()
     timer = sess.timer(settings.mode)
     weight = sess.weight(shape, settings.seed)
     failures, checks, instances, timed, loaded = [], [], [], [], []
@@ -434,7 +425,8 @@ class WorkerPool:
         self.worker.close(force)
 
 
-def _load_all(workers: WorkerPool, specs: list[str], timeout_s: float) -> tuple[list[dict], dict[str, str]]:
+def _load_all(workers: WorkerPool, specs: list[str], timeout_s: float,
+              workload: dict | None = None) -> tuple[list[dict], dict[str, str]]:
     """Load every spec in the worker -> (loaded records in spec order, {spec: refusal reason}). A spec whose
     module took the worker down is refused with the cause; a broken spec raises SweepInputError."""
     from profiler.worker import WorkerDied
@@ -442,7 +434,8 @@ def _load_all(workers: WorkerPool, specs: list[str], timeout_s: float) -> tuple[
     refused, pending = {}, list(specs)
     while True:
         try:
-            loaded = workers.call({"kind": "load", "specs": pending}, timeout_s, "load")["loaded"]
+            loaded = workers.call({"kind": "load", "specs": pending, "workload": workload}, timeout_s,
+                                  "load")["loaded"]
             break
         except WorkerDied as exc:
             workers.died(str(exc))
@@ -509,8 +502,11 @@ def environment_task(pool: WorkerPool) -> dict:
     return pool.call({"kind": "environment"}, PROBE_TIMEOUT_S, "start")["environment"]
 
 
-def load_task(pool: WorkerPool, specs: list[str], timeout_s: float) -> tuple[list[dict], dict[str, str]]:
-    return _load_all(pool, specs, timeout_s)
+def load_task(pool: WorkerPool, specs: list[str], timeout_s: float,
+              workload: dict | None = None) -> tuple[list[dict], dict[str, str]]:
+    """Load every spec in the worker; `workload`: the workload's JSON object (Workload.to_dict; None: the
+    default), which plans are validated against there."""
+    return _load_all(pool, specs, timeout_s, workload)
 
 
 def probes_task(pool: WorkerPool, task: dict) -> dict:
@@ -555,7 +551,7 @@ class LocalBackend:
 def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: str,
               settings: SweepSettings | None = None, device="cuda", progress: Callable | None = None,
               log: Callable[[str], None] = print, measure_shapes: bool = True, worker_init: str | None = None,
-              cluster: str | None = None) -> dict:
+              cluster: str | None = None, workload=None) -> dict:
     """Probes, then every shape, all in a worker process; returns the run dict (also written to out_path).
     measure_shapes=False: probes only (`python -m profiler probe`); the shapes only give byte counts.
     worker_init: 'file.py:function' run in every worker before its first task (tests: a fake timer).
@@ -563,6 +559,10 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
     per GPU model, the returned run is the first model's); None: this host's one worker (dask never imported)."""
     from kernels.candidate import resolve_spec
 
+    if workload is None:
+        from datasets import load_workload
+
+        workload = load_workload()
     settings = settings or SweepSettings()
     given = [str(s) for s in specs]
     resolved = [resolve_spec(s) for s in given]  # the worker runs in the repository root: file paths made absolute
@@ -571,13 +571,14 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
         from profiler.cluster import run_sweep_cluster
 
         runs = run_sweep_cluster(cluster, resolved, given, shapes, out_path, label=label, settings=settings,
-                                 config=config, progress=progress, log=log, measure_shapes=measure_shapes)
+                                 config=config, progress=progress, log=log, measure_shapes=measure_shapes,
+                                 workload=workload)
         return next(iter(runs.values()))
     from profiler.runfile import RunWriter
 
     writer = RunWriter(out_path)  # refuses an existing file before any work
     return sweep_on(LocalBackend(config, log), resolved, given, shapes, writer, label=label, settings=settings,
-                    progress=progress, log=log, measure_shapes=measure_shapes)
+                    progress=progress, log=log, measure_shapes=measure_shapes, workload=workload)
 
 
 def live_candidates(shape: dict, candidates: list[dict], refused: dict, incidents: dict,
@@ -615,16 +616,23 @@ def _shape_records(run: dict, done: dict, shapes: Sequence[dict]) -> None:
 
 def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict], writer, *, label: str,
              settings: SweepSettings, progress: Callable | None = None, log: Callable[[str], None] = print,
-             measure_shapes: bool = True) -> dict:
+             measure_shapes: bool = True, workload=None) -> dict:
     """One run file's sweep on `backend` (LocalBackend, or the dask workers of one GPU model): load check,
-    probes, then the shapes -- `backend.parallel` at a time, each one task -- flushed as each finishes."""
+    probes, then the shapes -- `backend.parallel` at a time, each one task -- flushed as each finishes.
+    `workload` (None: the default) is embedded in the run and sent with the load and shape tasks."""
     from profiler.runfile import new_run
+
+    if workload is None:
+        from datasets import load_workload
+
+        workload = load_workload()
+    wl_spec = workload.to_dict()
 
     t_start = time.perf_counter()
     run = None
     try:
         env = dict(backend.call(environment_task))
-        loaded, refused = backend.call(load_task, specs, settings.shape_timeout_s) if specs else ([], {})
+        loaded, refused = (backend.call(load_task, specs, settings.shape_timeout_s, wl_spec) if specs else ([], {}))
         names = _names(loaded)
         settings.candidates = names
         env["settings"] = asdict(settings) | {"flush_bytes": env.pop("flush_bytes", settings.flush_bytes),
@@ -634,7 +642,7 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
         ci = env.get("replay_overhead_ci_us", [0, 0])
         log(f"replay overhead {env.get('replay_overhead_us', 0):.2f} us (95% CI {ci[0]:.2f}-{ci[1]:.2f}); "
             f"flush reads {(env['settings']['flush_bytes'] or 0) / 1e6:.0f} MB; candidates run in a worker process")
-        run = new_run(label, env)
+        run = new_run(label, env, workload=workload)
         run["failures"], run["shape_info"] = [], {}
         if settings.probes:
             res = backend.call(probes_task, {"kind": "probes", "rounds": settings.probe_rounds,
@@ -649,7 +657,7 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
         candidates = [{"spec": s, "name": n} for s, n in zip(specs, names)]
         incidents: dict[str, int] = {}
         counting = threading.Lock()   # shapes may run in several threads (a cluster backend)
-        task_base = {"kind": "shape", "settings": asdict(settings)}
+        task_base = {"kind": "shape", "settings": asdict(settings), "workload": wl_spec}
         t_shapes = time.perf_counter()
         done: dict[int, tuple[dict, list]] = {}
 

@@ -1,9 +1,15 @@
-"""The tuning sweep on the GPU: try every registered method x config per scored (family, M), write the `best` plan.
+"""The tuning sweep on the GPU: try every registered method x config per scored (family, M) of a workload, write
+its plan.
 
-    python -m profiler tune --shapes official [--families router o ...] [--methods ...]
+    python -m profiler tune --shapes official [--workload NAME|FILE] [--families router o ...] [--methods ...]
                             [--out-plan kernels/plans/best.json] [--out-run datasets/runs/<date>_<gpu>_tune.json]
                             [--budget-s 900] [--compile-workers 16]
     python -m profiler tune --extend-plan kernels/plans/best.json    # no GPU: add the library fallback only
+
+The workload (default muse_bf16_proj) gives the points (every family at every load's M; neighbours M+-1 at their
+own N), the candidates (methods computing each family's dtypes) and the contract; the plan records it ("workload":
+name + fingerprint) and is named after --out-plan's file (default: kernels/plans/best.json for the default
+workload, kernels/plans/<workload name>.json for another).
 
 The selection rules (candidates, funnel, neighbour and significance rules, ranges per N, the library fallback
 above the tuned range) are profiler/tune_rules.py, torch-free and tested on CPU. The one "check + time these
@@ -45,7 +51,7 @@ def warm_jobs(methods: dict, points, only=None) -> list[dict]:
     """Every candidate at every point, as kernels.warm jobs."""
     jobs = []
     for pt in points:
-        for name, config in candidates(methods, pt.family, pt.M, pt.N, pt.K, only):
+        for name, config in candidates(methods, pt.spec, pt.M, pt.N, pt.K, only):
             jobs.append({"method": name, "config": config, "family": pt.family, "M": pt.M, "N": pt.N,
                          "K": pt.K, "w_dtype": pt.spec["w_dtype"]})
     return jobs
@@ -90,6 +96,13 @@ def default_run_path(gpu: str) -> Path:
     return Path(RUNS_DIR) / run_filename(utc_now(), gpu, "tune")
 
 
+def default_plan_name(workload) -> str:
+    """'best' for the default workload (kernels/plans/best.json), the workload's name for another."""
+    from datasets.paths import DEFAULT_WORKLOAD
+
+    return "best" if workload.name == DEFAULT_WORKLOAD else workload.name
+
+
 def write_plan(plan: dict, path, workload) -> None:
     """Validate, then write atomically (a temp file renamed over the old plan)."""
     from kernels.plans import plan_from_dict
@@ -102,8 +115,9 @@ def write_plan(plan: dict, path, workload) -> None:
     os.replace(tmp, path)
 
 
-def extend_plan(path) -> int:
-    """--extend-plan: rewrite a plan file with the library fallback (kernels.plans.with_library_fallback)."""
+def extend_plan(path, workload=None) -> int:
+    """--extend-plan: rewrite a plan file with the library fallback (kernels.plans.with_library_fallback),
+    validated against `workload` (None: the default)."""
     from datasets import load_workload
     from datasets.jsonfile import JsonInputError, read_json
     from kernels.method import PlanError
@@ -111,7 +125,7 @@ def extend_plan(path) -> int:
 
     try:
         plan = with_library_fallback(read_json(path))
-        write_plan(plan, path, load_workload())
+        write_plan(plan, path, workload or load_workload())
     except (JsonInputError, PlanError, KeyError, TypeError, AttributeError, OSError) as exc:
         print(f"profiler tune --extend-plan: {path}: {exc}", file=sys.stderr)
         return 1
@@ -128,9 +142,13 @@ def _max_m() -> int:
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m profiler tune", description=__doc__.split("\n")[0])
     p.add_argument("--shapes", default="official", choices=["official"], help="which shapes to tune (scored)")
+    from profiler.cli_workload import add_workload_argument
+
+    add_workload_argument(p)
     p.add_argument("--families", nargs="+", default=None, help="restrict to these families")
     p.add_argument("--methods", nargs="+", default=None, help="restrict to these methods (baseline always in)")
-    p.add_argument("--out-plan", default="kernels/plans/best.json")
+    p.add_argument("--out-plan", default=None,
+                   help="default kernels/plans/best.json (default workload), kernels/plans/<workload>.json otherwise")
     p.add_argument("--out-run", default=None, help="default datasets/runs/<date>_<gpu>_tune.json")
     p.add_argument("--base-plan", default="baseline", help="entries for families not tuned")
     p.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S,
@@ -157,6 +175,7 @@ def parse_args(argv):
 class TuneSettings:
     """What a tune was asked to do (recorded under environment.settings)."""
     shapes: str = "official"
+    workload: str = ""             # the workload's name (the run file embeds the whole workload)
     families: list | None = None
     methods: list | None = None
     base_plan: str = "baseline"
@@ -171,8 +190,17 @@ class TuneSettings:
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    from profiler.cli_workload import workload_or_exit
+
+    workload = workload_or_exit("tune", args.workload)
+    if args.families:
+        unknown = [f for f in args.families if f not in workload.families]
+        if unknown:
+            print(f"profiler tune: --families: unknown family {unknown[0]!r}; {workload.name} has "
+                  f"{', '.join(workload.family_order)}", file=sys.stderr)
+            return 2
     if args.extend_plan:
-        return extend_plan(args.extend_plan)
+        return extend_plan(args.extend_plan, workload)
     if args.cluster is None or args.cluster.startswith("local"):
         import torch
 
@@ -180,16 +208,15 @@ def main(argv=None) -> int:
             print("profiler tune: needs a CUDA GPU (torch.cuda.is_available() is False); run it on the H200",
                   file=sys.stderr)
             return 2
-    from datasets import load_workload
-
-    workload = load_workload()
-    settings = TuneSettings(shapes=args.shapes, families=args.families, methods=args.methods,
+    out_plan = args.out_plan or f"kernels/plans/{default_plan_name(workload)}.json"
+    settings = TuneSettings(shapes=args.shapes, workload=workload.name, families=args.families,
+                            methods=args.methods,
                             base_plan=args.base_plan, budget_s=args.budget_s, finalists=args.finalists,
                             compile_workers=args.compile_workers, seed=args.seed,
                             shape_timeout_s=args.shape_timeout_s, max_incidents=args.max_incidents,
                             command="python -m profiler tune " + " ".join(argv or sys.argv[1:]))
     try:
-        outcomes = tune_sweep(scored_points(workload, args.families), args.out_run, args.out_plan,
+        outcomes = tune_sweep(scored_points(workload, args.families), args.out_run, out_plan,
                               settings=settings, device=args.device, workload=workload, cluster=args.cluster,
                               progress=_progress)
     except KeyboardInterrupt:
@@ -271,6 +298,7 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
         env = dict(backend.call(environment_task))
         gpu = env.get("gpu") or "unknown-gpu"
         env["settings"] = {"mode": "cold", "tool": "tune", "check": "quick", "shapes": settings.shapes,
+                           "workload": workload.name,
                            "families": settings.families, "methods": settings.methods,
                            "flush_bytes": env.pop("flush_bytes", None), "seed": settings.seed, "screen": SCREEN,
                            "final": FINAL, "finalists": settings.finalists, "noise_tol": NOISE_TOL,
@@ -278,10 +306,11 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
                            "min_clock_fraction": MIN_CLOCK_FRACTION, "shape_timeout_s": settings.shape_timeout_s,
                            "max_incidents": settings.max_incidents, "command": settings.command}
         env["workers"] = backend.records()
-        run = new_run("tune", env)
+        run = new_run("tune", env, workload=workload)
         measure = WorkerMeasure(backend, SweepSettings(seed=settings.seed,
                                                                  shape_timeout_s=settings.shape_timeout_s,
-                                                                 max_incidents=settings.max_incidents), log)
+                                                                 max_incidents=settings.max_incidents), log,
+                                workload=workload)
         done: dict[int, tuple | None] = {}
 
         def work(i: int) -> dict:
@@ -313,7 +342,7 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
         run["environment"]["workers"] = backend.records()
         skipped = [f"{points[i].family} M={points[i].M}" for i in sorted(done) if "skipped" in done[i]]
         decisions = [done[i]["decision"] for i in sorted(done) if "decision" in done[i]]
-        plan = _plan(decisions, skipped, settings, workload, gpu, writer.path)
+        plan = _plan(decisions, skipped, settings, workload, gpu, writer.path, Path(out_plan).stem)
         write_plan(plan, out_plan, workload)
         run["tune_plan"] = plan
         (writer.flush if skipped else writer.finalize)(run)
@@ -351,15 +380,18 @@ def _point_records(run: dict, done: dict, points: list) -> None:
                tune_skipped=skipped)
 
 
-def _plan(decisions: list, skipped: list, settings: TuneSettings, workload, gpu: str, run_path) -> dict:
-    """The `best` plan from the decisions; a family with a point left out (budget) keeps the base plan."""
+def _plan(decisions: list, skipped: list, settings: TuneSettings, workload, gpu: str, run_path,
+          name: str = "best") -> dict:
+    """The tuned plan (named `name`, recording `workload`) from the decisions; a family with a point left out
+    (budget) keeps the base plan."""
     from kernels.plans import load_plan
     from kernels.registry import METHODS
 
-    base = load_plan(settings.base_plan).to_dict()
+    base = load_plan(settings.base_plan, workload).to_dict()
     skipped_fams = {s.split()[0] for s in skipped}
     decisions = [d for d in decisions if d.family not in skipped_fams]   # a half-tuned family keeps the base
-    notes = (f"Tuned by profiler/tune.py on {gpu}, {len(decisions)} scored points; families "
+    notes = (f"Tuned by profiler/tune.py on {gpu} for workload {workload.name}, {len(decisions)} scored points; "
+             f"families "
              f"{sorted({d.family for d in decisions})} tuned, others from plan {settings.base_plan!r}. Rule: funnel "
              f"(screen every admitted config, {settings.finalists} finalists + baseline), measure_shape timing "
              f"(screen RSE {SCREEN['rse_target']:.0%}, finals and neighbours RSE {FINAL['rse_target']:.1%}), "
@@ -368,7 +400,7 @@ def _plan(decisions: list, skipped: list, settings: TuneSettings, workload, gpu:
              f"midpoints between scored M, per N (entries with \"N\" for points off the family's N), torch_linear "
              f"above the largest tuned M." + (f" Not tuned (budget ran out, or no candidate passed): {skipped}; their "
                                               f"families keep the base plan." if skipped else ""))
-    return make_plan(decisions, METHODS, workload, base, gpu, committed_run_path(run_path), notes)
+    return make_plan(decisions, METHODS, workload, base, gpu, committed_run_path(run_path), notes, name)
 
 
 if __name__ == "__main__":

@@ -14,13 +14,14 @@ tests give a fake):
     arguments plus "instances" (graph captures per candidate).
 
 Algorithm for one scored (family, M) point (`tune_point`; the write-up's funnel):
- 1. Candidates: every method serving the family x each of its configs whose guard admits (family, M, N, K);
-    the baseline (torch_linear) always among them, first.
+ 1. Candidates: every method computing the family's dtypes (x, w, y: kernels/method.py serves dtype signatures,
+    never family names) x each of its configs whose guard admits (M, N, K); the baseline (torch_linear) always
+    among them, first.
  2. Screen: measure all (correctness first: a failing candidate is dropped with its reasons), SCREEN timing.
  3. Finals: the `finalists` fastest plus the baseline, measured again together with FINAL timing; winner =
     lowest median, runner-up = the next.
  4. Neighbours: winner, runner-up and baseline measured at M-1 and M+1 (where the winner's and runner-up's
-    guards admit them), each at THAT neighbour's N (n_for: the unpooler's M=7 and M=9 are N=8192 although
+    guards admit them), each at THAT neighbour's N (n_at: muse's unpooler M=7 and M=9 are N=8192 although
     M=8 is N=1024). Only neighbours at the point's N decide (`robust_choice`):
     a. a winner that fails correctness at one loses to the runner-up (or the baseline, if that failed too);
     b. a winner more than NOISE_TOL slower than the baseline at one loses to the better (lower summed median
@@ -47,6 +48,7 @@ from typing import Callable
 
 import numpy as np
 
+from datasets.shapes import n_at as n_for   # the one N-by-M rule (Workload.n_at on a family record)
 from kernels.method import format_config
 from kernels.plans import LIBRARY_METHOD, with_library_fallback
 from profiler.stats import bootstrap_ci, summarize_pairs
@@ -133,23 +135,20 @@ class Records:
     failures: list = field(default_factory=list)
 
 
-def n_for(spec: dict, M: int) -> int:
-    return int(spec.get("N_by_M", {}).get(str(M), spec["N"]))
-
-
 def scored_points(workload, families=None) -> list[Point]:
     """The scored (family, M) points in workload order, optionally restricted to `families`."""
-    return [Point(r.family, int(r.M), int(r.N), int(r.K), r.load, workload.families[r.family])
-            for r in workload.shapes.itertuples() if not families or r.family in families]
+    return [Point(r["family"], r["M"], r["N"], r["K"], r["load"], workload.family(r["family"]))
+            for r in workload.scored_rows() if not families or r["family"] in families]
 
 
-def candidates(methods: dict, family: str, M: int, N: int, K: int, only=None) -> list[tuple[str, dict]]:
-    """(method, config) pairs whose guard admits the shape; the baseline first."""
+def candidates(methods: dict, dtypes, M: int, N: int, K: int, only=None) -> list[tuple[str, dict]]:
+    """(method, config) pairs computing `dtypes` (an (x, w, y) tuple, or the shape/family record holding them)
+    whose guard admits the shape; the baseline first."""
     out = []
     for name, method in methods.items():
-        if family not in method.families or (only and name not in only and name != BASELINE):
+        if not method.serves(dtypes) or (only and name not in only and name != BASELINE):
             continue
-        out += [(name, dict(c)) for c in method.configs if method.supports(family, M, N, K, c) is None]
+        out += [(name, dict(c)) for c in method.configs if method.supports(dtypes, M, N, K, c) is None]
     out.sort(key=lambda c: c[0] != BASELINE)
     return out
 
@@ -271,7 +270,7 @@ def neighbour_points(pt: Point, methods: dict, trio: list[Timed]) -> list[Point]
     out = []
     for m in (pt.M - 1, pt.M + 1):
         n = n_for(pt.spec, m)
-        if m >= 1 and all(methods[t.method].supports(pt.family, m, n, pt.K, t.config) is None for t in trio[:2]):
+        if m >= 1 and all(methods[t.method].supports(pt.spec, m, n, pt.K, t.config) is None for t in trio[:2]):
             out.append(Point(pt.family, m, n, pt.K, "nearby", pt.spec))
     return out
 
@@ -296,7 +295,7 @@ def tune_point(pt: Point, methods: dict, measure: Measure, *, n_finalists: int =
     """Steps 1-4 of the module docstring at one scored point; appends what was measured to `records`.
     `skip`: candidates left out with a reason (kernels.warm: they raised when compiled in a worker)."""
     records = records if records is not None else Records()
-    cands, left_out = skipped(candidates(methods, pt.family, pt.M, pt.N, pt.K, only), pt.family, skip)
+    cands, left_out = skipped(candidates(methods, pt.spec, pt.M, pt.N, pt.K, only), pt.family, skip)
     got = measure(pt.shape(), cands, screen)
     rejected = {**left_out, **got["rejected"]}
     screened, failed = _timed(got, "screen", pt, records)
@@ -410,7 +409,7 @@ def build_ranges(family: str, winners: dict, spec: dict, methods: dict, notes: d
 
     def admits_generic(choice, M):
         name, config = choice
-        return all(methods[name].supports(family, M, n, K, config) is None for n in {n_for(spec, M), general})
+        return all(methods[name].supports(spec, M, n, K, config) is None for n in {n_for(spec, M), general})
 
     gen_points = by_n.pop(general, [])
     if gen_points:
@@ -420,18 +419,23 @@ def build_ranges(family: str, winners: dict, spec: dict, methods: dict, notes: d
     for N, pts in sorted(by_n.items()):
         def admits_n(choice, M, N=N):
             name, config = choice
-            return methods[name].supports(family, M, N, K, config) is None
+            return methods[name].supports(spec, M, N, K, config) is None
 
         entries += _merge(_owners(pts, winners, pts[0], pts[-1], admits_n), notes, N)
     return entries
 
 
 def make_plan(decisions: list[Decision], methods: dict, workload, base_plan: dict, gpu: str | None,
-              run_path: str, notes: str) -> dict:
-    """The `best` plan: tuned families from the decisions, the others from base_plan; all with the fallback."""
-    plan = {"name": "best", "description": "Tuned dispatch: per scored (family, M) the fastest correct method x "
+              run_path: str, notes: str, name: str = "best") -> dict:
+    """The tuned plan for `workload` (it records the workload's name and fingerprint): tuned families from the
+    decisions, the others from base_plan (its "*" entries spelt out per family); all with the fallback."""
+    base = dict(base_plan["families"])
+    generic = base.pop("*", None)
+    families = {f: base[f] if f in base else [dict(e) for e in generic] for f in workload.family_order
+                if f in base or generic is not None}
+    plan = {"name": name, "description": "Tuned dispatch: per scored (family, M) the fastest correct method x "
             "config (cold timing, funnel + neighbour check; profiler/tune.py)",
-            "gpu": gpu, "tuned_from": run_path, "notes": notes, "families": dict(base_plan["families"])}
+            "gpu": gpu, "tuned_from": run_path, "notes": notes, "workload": workload.ref, "families": families}
     by_family: dict = {}
     for d in decisions:
         by_family.setdefault(d.family, {})[d.M] = d
@@ -439,5 +443,5 @@ def make_plan(decisions: list[Decision], methods: dict, workload, base_plan: dic
         winners = {M: (d.method, d.config) for M, d in ds.items()}
         note = {M: f"tuned at M={M}: {d.median_us:.2f} us" + (f" vs baseline {d.baseline_us:.2f} us"
                                                               if d.baseline_us else "") for M, d in ds.items()}
-        plan["families"][family] = build_ranges(family, winners, workload.families[family], methods, note)
+        plan["families"][family] = build_ranges(family, winners, workload.family(family), methods, note)
     return with_library_fallback(plan)

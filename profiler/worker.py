@@ -6,6 +6,10 @@ Units of work are TASKS: plain JSON-able dicts, answered by plain dicts, so any 
 (`run_task(task) -> result` in this process; `Worker(config).call(task)` in a child process; a dask.distributed
 worker could call run_task on a remote host with the same task). Kinds:
 
+Every task may carry "workload": the workload's JSON object (datasets.workload.Workload.to_dict; absent or null:
+the one of the previous task, the default workload at first; the sweep sends it with every load and shape task). The worker builds plans, dtypes and the contract's numbers from it (Session.use_workload),
+never from its own default, so a remote worker measures exactly the workload the parent chose.
+
     {"kind": "load", "specs": [spec, ...]}
         -> {"kind": "load", "loaded": [{"spec", "name", "error": str | None, "refused": bool}, ...]}
         Loads every candidate spec (kernels.candidate.load_candidate); `refused`: the harness refused it (it
@@ -115,6 +119,7 @@ class Session:
             # not 0 (seen on the device), so take the snapshot after the first reset, not before.
             guards.reset_persisting_l2(self.device)
         self.guard = guards.Guard(harness=guards.harness_now())
+        self.workload = None                 # datasets.workload.Workload of the current task (use_workload)
         self.candidates: dict[str, Any] = {}
         self.load_errors: dict[str, dict] = {}
         self.weights: dict = {}
@@ -175,6 +180,23 @@ class Session:
         except TaintedProcess as exc:
             raise Fatal("tainted", str(exc), _CURRENT["candidate"], _CURRENT["phase"]) from None
 
+    # -- the workload -------------------------------------------------------------------------------------
+    def use_workload(self, spec: dict | None) -> None:
+        """Take the task's workload (its JSON object). None (a task that needs none: environment, probes) keeps the
+        current one (the default workload at first). Candidates loaded and states prepared for another workload
+        are dropped (a plan is validated against one workload)."""
+        from datasets.workload import load_workload, workload_from_dict
+
+        if spec is None and self.workload is not None:
+            return
+        workload = load_workload() if spec is None else workload_from_dict(spec, "task", "workload")
+        if self.workload is not None and self.workload.fingerprint == workload.fingerprint:
+            return
+        self.workload = workload
+        self.candidates.clear()
+        self.load_errors.clear()
+        self.states.clear()
+
     # -- candidates ---------------------------------------------------------------------------------------
     def load(self, spec: str, name: str | None = None):
         """The candidate for `spec` (loaded once per process) or None; errors go to self.load_errors[spec]."""
@@ -187,7 +209,7 @@ class Session:
         step(name or spec, "load")
         refused, error, cand = False, None, None
         try:
-            cand = load_candidate(spec)
+            cand = load_candidate(spec, self.workload)
         except SystemExit as exc:
             refused, error = True, f"importing it called sys.exit({exc.code!r})"
         except Exception as exc:
@@ -270,6 +292,7 @@ def run_task(task: dict, config: dict | None = None) -> dict:
     """Run one task in THIS process (module docstring). `config`: the session's config (device, mode, ...),
     also taken from task["worker"]; the in-process default is CUDA, cold mode."""
     sess = session(config or task.get("worker"))
+    sess.use_workload(task.get("workload"))
     kind = task.get("kind")
     if kind == "shape":
         return run_shape_task(task, sess)
@@ -299,7 +322,9 @@ def run_shape_task(task: dict, sess: Session | None = None) -> dict:
     """Check and time every candidate of task["candidates"] at task["shape"] in this process -> result dict."""
     from profiler.sweep import measure_one_shape
 
-    return measure_one_shape(sess or session(task.get("worker")), task)
+    sess = sess or session(task.get("worker"))
+    sess.use_workload(task.get("workload"))
+    return measure_one_shape(sess, task)
 
 
 def _exit_with_parent(parent_pid: int, every_s: float = 1.0) -> None:

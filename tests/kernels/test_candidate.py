@@ -105,7 +105,7 @@ def test_plan_candidate_dispatches_by_the_weights_n(monkeypatch):
     import json
 
     from kernels import registry
-    from kernels.method import Method
+    from kernels.method import BF16, Method
     from kernels.plans import DISPATCH_MAX_M, plan_from_dict
 
     calls = []
@@ -120,7 +120,7 @@ def test_plan_candidate_dispatches_by_the_weights_n(monkeypatch):
             return (x.float() @ state["w"].float().t()).to(state["w"].dtype)
 
     base = registry.METHODS["torch_linear"]
-    fake = _Fake("fake_n", ("unpooler",), base.impl, "fake N=1024 method")
+    fake = _Fake("fake_n", (BF16,), base.impl, "fake N=1024 method")
     monkeypatch.setitem(registry.METHODS, "fake_n", fake)
     data = json.loads((PLANS_DIR / "baseline.json").read_text())
     data["families"]["unpooler"] = [{"M": [1, DISPATCH_MAX_M], "method": "torch_linear", "config": {}},
@@ -235,12 +235,12 @@ def test_plan_candidate_checks_the_guard_of_the_entry_it_runs(monkeypatch):
     from kernels import registry
     from kernels.method import Method
 
-    def guard(family, M, N, K, config):
+    def guard(M, N, K, config):
         return None if M != 777 else "fake guard rejects M=777"
 
     base = registry.METHODS["torch_linear"]
     monkeypatch.setitem(registry.METHODS, "torch_linear",
-                        Method("torch_linear", base.families, base.impl, base.description, guard=guard))
+                        Method("torch_linear", base.dtypes, base.impl, base.description, guard=guard))
     cand = load_candidate("baseline")
     w = (torch.randn(16, 32) * 32 ** -0.5).bfloat16()
     state = cand.prepare("o", w)

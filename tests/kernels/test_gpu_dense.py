@@ -21,7 +21,7 @@ def _shapes():
 def _admitted(method, config=None):
     m = get_method(method)
     for row in _shapes():
-        if m.supports(row["family"], int(row["M"]), int(row["N"]), int(row["K"]), config) is None:
+        if m.supports(row, int(row["M"]), int(row["N"]), int(row["K"]), config) is None:
             yield row
 
 

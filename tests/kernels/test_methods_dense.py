@@ -1,9 +1,12 @@
 """Dense method records: names, config spaces, guards (torch-free)."""
 import pytest
 
+from datasets import load_workload
+from kernels.method import BF16, BF16_X_FP32_W as FP32_W
 from kernels.methods_dense import DENSE_METHODS, PACKED_MAX_M, SPLITK_ATOMIC_MAX_M, SPLITK_MAX_M, STREAMK_MAX_M
 from kernels.registry import METHODS, get_method
 
+MUSE = load_workload()
 DENSE_NAMES = {"torch_linear", "gemv", "splitk", "splitk_fused", "packed", "splitk_atomic", "streamk", "mm_wt",
                "mm_swapped", "splitk_atomic_v2", "splitk_atomic_kn", "streamk_small"}
 # The workload's dense shapes: (family, N, K) at the scored M (the unpooler's M=1 and M=8 are N=1024).
@@ -16,10 +19,16 @@ def test_names_registered():
     assert DENSE_NAMES <= set(METHODS)
 
 
-def test_baseline_serves_every_family_including_router():
-    assert set(get_method("torch_linear").families) == {"qkv_gate", "o", "pooler", "unpooler", "router"}
+def test_baseline_serves_every_dtype_signature_the_dense_methods_bf16_only():
+    """Methods serve dtype signatures, not family names: the library serves every one (router included); the
+    Triton/cuBLAS dense methods compute BF16 x, w and y only, and say so when asked for FP32 weights."""
+    base = get_method("torch_linear")
+    assert base.dtypes is None and base.serves(FP32_W) and base.serves(BF16) and base.serves(("float16",) * 3)
     for name in DENSE_NAMES - {"torch_linear"}:
-        assert "router" not in get_method(name).families
+        m = get_method(name)
+        assert m.dtypes == (BF16,) and not m.serves(FP32_W) and not m.serves(MUSE.family("router"))
+        assert m.serves(MUSE.family("qkv_gate"))
+        assert "float32" in m.supports(FP32_W, 1, 256, 8192)
 
 
 @pytest.mark.parametrize("method", sorted(DENSE_NAMES))
@@ -41,34 +50,34 @@ def test_check_config_rejects_bad_keys_and_values():
 
 def test_gemv_guard_m1_only():
     m = get_method("gemv")
-    assert m.supports("qkv_gate", 1, 2304, 8192) is None
-    assert "M=1" in m.supports("qkv_gate", 2, 2304, 8192)
-    assert "does not serve" in m.supports("router", 1, 256, 8192)
+    assert m.supports(BF16, 1, 2304, 8192) is None
+    assert "M=1" in m.supports(BF16, 2, 2304, 8192)
+    assert "not x bfloat16, w float32, y float32" in m.supports(FP32_W, 1, 256, 8192)
 
 
 @pytest.mark.parametrize("method", ["splitk", "splitk_fused"])
 def test_splitk_guard(method):
     m = get_method(method)
     for M in (1, 2, 17, SPLITK_MAX_M):
-        assert m.supports("pooler", M, 4096, 8192) is None
-    assert m.supports("pooler", SPLITK_MAX_M + 1, 4096, 8192)
+        assert m.supports(BF16, M, 4096, 8192) is None
+    assert m.supports(BF16, SPLITK_MAX_M + 1, 4096, 8192)
     huge = {"BM": 32, "BN": 128, "BK": 512, "SPLIT": 1, "num_warps": 8, "num_stages": 4}
-    assert "shared memory" in m.supports("pooler", 8, 4096, 8192, huge)
+    assert "shared memory" in m.supports(BF16, 8, 4096, 8192, huge)
 
 
 def test_packed_guard_divisibility_and_m():
     m = get_method("packed")
-    assert m.supports("pooler", 16, 4096, 8192) is None
-    assert m.supports("pooler", PACKED_MAX_M + 1, 4096, 8192)
-    assert "N % BN" in m.supports("pooler", 16, 4100, 8192)
-    assert "K % BK" in m.supports("pooler", 16, 4096, 8000)
+    assert m.supports(BF16, 16, 4096, 8192) is None
+    assert m.supports(BF16, PACKED_MAX_M + 1, 4096, 8192)
+    assert "N % BN" in m.supports(BF16, 16, 4100, 8192)
+    assert "K % BK" in m.supports(BF16, 16, 4096, 8000)
 
 
 def test_library_methods_admit_every_m():
     for name in ("torch_linear", "mm_wt", "mm_swapped"):
         m = get_method(name)
         for M in (1, 3, 17, 129, 255, 256):
-            assert m.supports("o", M, 8192, 1024) is None
+            assert m.supports(BF16, M, 8192, 1024) is None
 
 
 def test_swapped_alignment_rule():
@@ -82,23 +91,23 @@ def test_splitk_atomic_guard_names_what_the_kernel_leaves_unmasked():
     m = get_method("splitk_atomic")
     cfg = {"BM": 16, "BN": 64, "BK": 128, "SPLIT": 8, "num_warps": 4, "num_stages": 4}
     for M in (1, 2, 16, 17, SPLITK_ATOMIC_MAX_M):
-        assert m.supports("qkv_gate", M, 2304, 8192, cfg) is None
-    assert "workspace" in m.supports("qkv_gate", SPLITK_ATOMIC_MAX_M + 1, 2304, 8192, cfg)
-    assert "K % 1024 == 0" in m.supports("qkv_gate", 8, 2304, 8000, cfg)        # BK * SPLIT must tile K
-    assert "N % BN == 0" in m.supports("qkv_gate", 8, 2300, 8192, cfg)          # no N mask either
-    assert m.supports("o", 8, 8192, 1024, cfg) is None                           # 8 slices of 128 = 1024
-    assert m.supports("o", 8, 8192, 1024, {**cfg, "SPLIT": 16}) is not None      # 16 x 128 > 1024
+        assert m.supports(BF16, M, 2304, 8192, cfg) is None
+    assert "workspace" in m.supports(BF16, SPLITK_ATOMIC_MAX_M + 1, 2304, 8192, cfg)
+    assert "K % 1024 == 0" in m.supports(BF16, 8, 2304, 8000, cfg)        # BK * SPLIT must tile K
+    assert "N % BN == 0" in m.supports(BF16, 8, 2300, 8192, cfg)          # no N mask either
+    assert m.supports(BF16, 8, 8192, 1024, cfg) is None                           # 8 slices of 128 = 1024
+    assert m.supports(BF16, 8, 8192, 1024, {**cfg, "SPLIT": 16}) is not None      # 16 x 128 > 1024
     big = {"BM": 128, "BN": 128, "BK": 256, "SPLIT": 1, "num_warps": 8, "num_stages": 4}
-    assert "shared memory" in m.supports("o", 8, 8192, 1024, big)
+    assert "shared memory" in m.supports(BF16, 8, 8192, 1024, big)
 
 
 def test_streamk_guard():
     m = get_method("streamk")
     for fam, N, K in DENSE_SHAPES:
         for M in (1, 128, 255, 256, STREAMK_MAX_M):
-            assert m.supports(fam, M, N, K) is None, (fam, N, M)
-    assert "workspace" in m.supports("o", STREAMK_MAX_M + 1, 8192, 1024)
-    assert "K % 128 == 0" in m.supports("o", 128, 8192, 1000)     # the default config: BK=128
+            assert m.supports(MUSE.family(fam), M, N, K) is None, (fam, N, M)
+    assert "workspace" in m.supports(BF16, STREAMK_MAX_M + 1, 8192, 1024)
+    assert "K % 128 == 0" in m.supports(BF16, 128, 8192, 1000)     # the default config: BK=128
 
 
 @pytest.mark.parametrize("method", ["splitk_atomic", "streamk"])
@@ -108,7 +117,7 @@ def test_new_methods_have_a_config_for_every_dense_family(method):
     scored = (1, 8, 16, 32) if method == "splitk_atomic" else (128, 256)
     for fam, N, K in DENSE_SHAPES:
         for M in scored:
-            assert any(m.supports(fam, M, N, K, c) is None for c in m.configs), (fam, N, M)
+            assert any(m.supports(MUSE.family(fam), M, N, K, c) is None for c in m.configs), (fam, N, M)
 
 
 @pytest.mark.parametrize("method", ["splitk_atomic_v2", "splitk_atomic_kn"])
@@ -121,12 +130,12 @@ def test_splitk_atomic2_guard(method):
     cfg = {"BM": 16, "BN": 64, "BK": 64, "SPLIT": 11, "num_warps": 4, "num_stages": 4, "W_LOAD": "cg",
            "PREFETCH": 1}
     for M in (1, 8, 17, SPLITK_ATOMIC2_MAX_M):
-        assert m.supports("qkv_gate", M, 2304, 8192, cfg) is None      # 128 steps in 11 slices of 11-12
-    assert "workspace" in m.supports("qkv_gate", SPLITK_ATOMIC2_MAX_M + 1, 2304, 8192, cfg)
-    assert "N % BN == 0" in m.supports("qkv_gate", 8, 2300, 8192, cfg)
-    assert "K % 64 == 0" in m.supports("qkv_gate", 8, 2304, 8100, cfg)
-    assert "K / BK >= SPLIT" in m.supports("o", 8, 8192, 512, cfg)      # 8 steps < 11 slices
-    assert "shared memory" in m.supports("o", 8, 8192, 1024, {**cfg, "BM": 32, "BN": 128, "BK": 512, "SPLIT": 2,
+        assert m.supports(BF16, M, 2304, 8192, cfg) is None      # 128 steps in 11 slices of 11-12
+    assert "workspace" in m.supports(BF16, SPLITK_ATOMIC2_MAX_M + 1, 2304, 8192, cfg)
+    assert "N % BN == 0" in m.supports(BF16, 8, 2300, 8192, cfg)
+    assert "K % 64 == 0" in m.supports(BF16, 8, 2304, 8100, cfg)
+    assert "K / BK >= SPLIT" in m.supports(BF16, 8, 8192, 512, cfg)      # 8 steps < 11 slices
+    assert "shared memory" in m.supports(BF16, 8, 8192, 1024, {**cfg, "BM": 32, "BN": 128, "BK": 512, "SPLIT": 2,
                                                               "num_stages": 6})
 
 
@@ -135,8 +144,8 @@ def test_streamk_small_guard():
 
     m = get_method("streamk_small")
     for fam, N, K in DENSE_SHAPES:
-        assert m.supports(fam, 8, N, K) is None, (fam, N)
-    assert m.supports("qkv_gate", SPLITK_ATOMIC2_MAX_M + 1, 2304, 8192)
+        assert m.supports(BF16, 8, N, K) is None, (fam, N)
+    assert m.supports(BF16, SPLITK_ATOMIC2_MAX_M + 1, 2304, 8192)
 
 
 @pytest.mark.parametrize("method", ["splitk_atomic_v2", "splitk_atomic_kn", "streamk_small"])
@@ -144,7 +153,7 @@ def test_small_m_methods_reach_every_dense_family(method):
     m = get_method(method)
     for fam, N, K in DENSE_SHAPES:
         for M in (1, 8, 16, 32):
-            assert any(m.supports(fam, M, N, K, c) is None for c in m.configs), (fam, N, M)
+            assert any(m.supports(MUSE.family(fam), M, N, K, c) is None for c in m.configs), (fam, N, M)
 
 
 @pytest.mark.parametrize("method", ["splitk_atomic_v2", "splitk_atomic_kn", "streamk_small"])

@@ -3,6 +3,7 @@ import copy
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,10 @@ FAMILIES = ("qkv_gate", "o", "pooler", "unpooler", "router")
 
 
 def _base():
-    return json.loads((PLANS_DIR / "baseline.json").read_text())
+    """A plan naming muse's five families, torch_linear everywhere (what baseline.json listed by name before its
+    one "*" entry list): the template the error tests edit."""
+    return {"name": "baseline", "description": "", "gpu": None, "tuned_from": None, "notes": "",
+            "families": {f: [{"M": [1, TOP], "method": "torch_linear", "config": {}}] for f in FAMILIES}}
 
 
 def _write(tmp_path, data, name="p.json"):
@@ -101,7 +105,8 @@ def test_family_not_served(tmp_path):
     data["families"]["router"] = [{"M": [1, 1], "method": "gemv", "config": {"BN": 1, "num_warps": 16, "cache": ".cg"}},
                                   {"M": [2, TOP], "method": "torch_linear", "config": {}}]
     msg = _err(tmp_path, data)
-    assert "'router'" in msg and "does not serve" in msg
+    assert "'router'" in msg and "entry 1" in msg and "method 'gemv' computes x bfloat16, w bfloat16, y bfloat16, "\
+        "not x bfloat16, w float32, y float32" in msg
 
 
 def test_guard_rejects_range(tmp_path):
@@ -199,12 +204,16 @@ def test_plans_module_imports_without_torch():
 
 
 def test_registry_rejects_repeated_or_invalid_tuning_configs():
-    from kernels.method import Method, PlanError
+    from kernels.method import BF16, Method, PlanError
 
     with pytest.raises(PlanError, match="twice"):
-        Method("m", ("o",), "x:y", "", params={"A": (1, 2)}, configs=({"A": 1}, {"A": 1}))
+        Method("m", (BF16,), "x:y", "", params={"A": (1, 2)}, configs=({"A": 1}, {"A": 1}))
     with pytest.raises(PlanError, match="not in"):
-        Method("m", ("o",), "x:y", "", params={"A": (1, 2)}, configs=({"A": 3},))
+        Method("m", (BF16,), "x:y", "", params={"A": (1, 2)}, configs=({"A": 3},))
+    # a method serves dtype signatures: a family name (or a misspelt dtype) where one belongs is a registry bug
+    for bad in (("o",), ("bfloat16", "bf16", "bfloat16")):
+        with pytest.raises(PlanError, match="is not \\(x_dtype, w_dtype, y_dtype\\)"):
+            Method("m", (bad,), "x:y", "")
 
 
 # --- N-specific entries ("N": the entry applies only when the weight's N equals it) -------------------------------
@@ -324,10 +333,96 @@ def test_existing_plan_files_load_unchanged(name):
     plan = load_plan(name)
     raw = json.loads((PLANS_DIR / f"{name}.json").read_text())
     assert plan.to_dict()["families"] == raw["families"]      # nothing is added or rewritten
-    raw_n = {(fam, e.get("N")) for fam, entries in raw["families"].items() for e in entries}
+    named = {fam: entries for fam, entries in raw["families"].items() if fam != "*"}
+    named |= {fam: raw["families"]["*"] for fam in FAMILIES if fam not in named and "*" in raw["families"]}
+    raw_n = {(fam, e.get("N")) for fam, entries in named.items() for e in entries}
     assert {(r["family"], r["N"]) for r in plan.table()} == raw_n
     for fam in FAMILIES:
         for M in SCORED_M:
             assert plan.select(fam, M) == plan.select(fam, M, plan.n_at(fam, M))
         if all(n is None for f, n in raw_n if f == fam):
             assert plan.select(fam, 3) == plan.select(fam, 3, 12345)   # generic entries only: any N
+
+
+# --- plans and workloads ---------------------------------------------------------------------------------------
+TINY = Path(__file__).resolve().parents[1] / "fixtures" / "workloads" / "tiny.json"
+
+
+@pytest.mark.parametrize("ref", [None, "llama31_8b_decode", str(TINY)])
+def test_the_baseline_plan_serves_every_family_of_any_workload(ref):
+    from datasets import load_workload
+
+    wl = load_workload(ref)
+    plan = load_plan("baseline", wl)
+    assert plan.families == wl.family_order and plan.recorded is None
+    for fam in wl.family_order:
+        for M in (1, 7, TOP):
+            assert plan.select(fam, M) == ("torch_linear", {})
+    assert plan.to_dict()["families"] == {"*": [{"M": [1, TOP], "method": "torch_linear", "config": {}}]}
+
+
+@pytest.mark.parametrize("name", ["best", "seed036"])
+def test_a_plan_tuned_for_one_workload_is_refused_for_another(name):
+    from datasets import load_workload
+
+    muse, llama = load_workload(), load_workload("llama31_8b_decode")
+    assert load_plan(name, muse).recorded == muse.ref
+    with pytest.raises(PlanError) as info:
+        load_plan(name, llama)
+    msg = str(info.value)
+    assert "\n" not in msg and f"{name}.json" in msg
+    assert f"tuned for workload muse_bf16_proj (fingerprint {muse.fingerprint}), not llama31_8b_decode" in msg
+
+
+def test_a_plan_without_a_workload_that_names_families_is_the_default_workloads(tmp_path):
+    from datasets import load_workload
+
+    path = _write(tmp_path, _base())
+    assert load_plan(path).families == list(FAMILIES)
+    with pytest.raises(PlanError, match="records no workload, so it is for the default workload muse_bf16_proj, "
+                                        "not tiny_synthetic"):
+        load_plan(path, load_workload(TINY))
+
+
+def test_a_recorded_workload_that_differs_only_in_fingerprint_is_refused(tmp_path):
+    from datasets import load_workload
+
+    tiny = load_workload(TINY)
+    spec = tiny.to_dict()
+    spec["families"]["proj"]["K"] = 256                       # same name, another workload
+    changed = tmp_path / "tiny_k256.json"
+    changed.write_text(json.dumps(spec))
+    data = {"name": "t", "workload": load_workload(changed).ref,
+            "families": {"*": [{"M": [1, TOP], "method": "torch_linear", "config": {}}]}}
+    assert load_plan(_write(tmp_path, data), load_workload(changed)).recorded["name"] == "tiny_synthetic"
+    with pytest.raises(PlanError, match=r"tuned for workload tiny_synthetic \(fingerprint "):
+        load_plan(_write(tmp_path, data), tiny)
+
+
+@pytest.mark.parametrize("bad", ["muse_bf16_proj", {"name": "x"}, {"name": "x", "fingerprint": 3},
+                                 {"name": "x", "fingerprint": "y", "extra": 1}])
+def test_a_malformed_workload_field_is_one_line(tmp_path, bad):
+    data = _base() | {"workload": bad}
+    assert "field 'workload' must be" in _err(tmp_path, data)
+
+
+def test_a_method_that_does_not_compute_a_familys_dtypes_is_named_with_plan_and_family(tmp_path):
+    """The dtype check is per workload family: gemv (BF16 only) under "*" passes the tiny workload's BF16
+    family and is refused at its FP32-weight family, naming the plan, the family and the method."""
+    from datasets import load_workload
+
+    gemv = {"M": [1, 1], "method": "gemv", "config": {"BN": 1, "num_warps": 16, "cache": ".cg"}}
+    rest = {"M": [2, TOP], "method": "torch_linear", "config": {}}
+    data = {"name": "t", "families": {"*": [gemv, rest]}}
+    path = _write(tmp_path, data)
+    with pytest.raises(PlanError) as info:
+        load_plan(path, load_workload(TINY))
+    msg = str(info.value)
+    assert str(path) in msg and "family '* (as gate)' entry 1" in msg and "method 'gemv' computes x bfloat16, w " \
+        "bfloat16, y bfloat16, not x bfloat16, w float32, y float32 (family 'gate' of workload tiny_synthetic)" in msg
+    lib = {"M": [1, TOP], "method": "torch_linear", "config": {}}
+    data["families"]["gate"] = [lib]                          # the FP32 family listed by name: the plan loads
+    data["workload"] = load_workload(TINY).ref                # (a plan naming families records its workload)
+    plan = load_plan(_write(tmp_path, data), load_workload(TINY))
+    assert plan.select("proj", 1)[0] == "gemv" and plan.select("gate", 1)[0] == "torch_linear"
+    assert plan.to_dict()["families"] == {"gate": [lib], "*": [gemv, rest]}

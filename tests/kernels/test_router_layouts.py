@@ -1,6 +1,8 @@
 """Router prepare() layouts and the router / gemv_wide Method records (CPU, no kernels run)."""
 import pytest
 
+from datasets import load_workload
+from kernels.method import BF16, BF16_X_FP32_W as FP32_W
 from kernels.registry import METHODS
 
 ROUTER_NAMES = ("router_gemv_fp32", "router_hilo_splitk", "router_hilo_atomic", "router_hilo_atomic_pdl",
@@ -15,8 +17,11 @@ def test_router_methods_registered_and_configs_valid():
         for cfg in m.configs:
             assert m.check_config(cfg) is None, (name, cfg)
         assert len(m.configs) <= 12, f"{name}: keep the tuning space small (compile time)"
-    assert all(METHODS[n].families == ("router",) for n in ROUTER_NAMES)
-    assert METHODS["gemv_wide"].families == ("o",)
+    assert all(METHODS[n].dtypes == (FP32_W,) for n in ROUTER_NAMES)   # BF16 x, FP32 w and y (muse's router)
+    assert METHODS["gemv_wide"].dtypes == (BF16,)
+    muse = load_workload()
+    assert all(METHODS[n].serves(muse.family("router")) for n in ROUTER_NAMES)
+    assert METHODS["gemv_wide"].serves(muse.family("o")) and not METHODS["gemv_wide"].serves(muse.family("router"))
 
 
 @pytest.mark.parametrize("M", [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 128, 129, 255, 256])
@@ -24,26 +29,26 @@ def test_hilo_guards_admit_every_router_m(M):
     for name in ROUTER_NAMES[1:]:
         m = METHODS[name]
         for cfg in m.configs:
-            assert m.supports("router", M, RN, RK, cfg) is None, (name, cfg, M)
+            assert m.supports(FP32_W, M, RN, RK, cfg) is None, (name, cfg, M)
 
 
 def test_m1_only_guards():
     g, w = METHODS["router_gemv_fp32"], METHODS["gemv_wide"]
     for cfg in g.configs:
-        assert g.supports("router", 1, RN, RK, cfg) is None
-        assert "M=1" in g.supports("router", 2, RN, RK, cfg)
+        assert g.supports(FP32_W, 1, RN, RK, cfg) is None
+        assert "M=1" in g.supports(FP32_W, 2, RN, RK, cfg)
     for cfg in w.configs:
-        assert w.supports("o", 1, 8192, 1024, cfg) is None
-        assert w.supports("o", 8, 8192, 1024, cfg) is not None
-    assert "family" in w.supports("router", 1, RN, RK, w.configs[0])
+        assert w.supports(BF16, 1, 8192, 1024, cfg) is None
+        assert w.supports(BF16, 8, 8192, 1024, cfg) is not None
+    assert "not x bfloat16, w float32, y float32" in w.supports(FP32_W, 1, RN, RK, w.configs[0])
 
 
 def test_tile_guard_rejects_bad_split_and_smem():
     m = METHODS["router_hilo_atomic"]
     bad_split = dict(m.configs[0], SPLIT=64, BK=256)          # 64*256 = 16384 does not divide 8192
-    assert "K %" in m.supports("router", 8, RN, RK, bad_split)
+    assert "K %" in m.supports(FP32_W, 8, RN, RK, bad_split)
     big = dict(m.configs[0], BM=128, BN=128, BK=256, SPLIT=1, num_stages=5)
-    assert "shared memory" in m.supports("router", 8, RN, RK, big)
+    assert "shared memory" in m.supports(FP32_W, 8, RN, RK, big)
 
 
 def _w32(N=64, K=512, seed=0):
@@ -114,11 +119,11 @@ def test_prepare_states_never_see_activations():
 
 def test_gemv_guards_name_the_offending_values():
     wide, fp32 = METHODS["gemv_wide"], METHODS["router_gemv_fp32"]
-    spill = wide.supports("o", 1, 8192, 1024, {"BN": 32, "BK": 1024, "num_warps": 4, "cache": ""})
+    spill = wide.supports(BF16, 1, 8192, 1024, {"BN": 32, "BK": 1024, "num_warps": 4, "cache": ""})
     assert "would spill" in spill and "BN=32" in spill and "num_warps=4" in spill
-    assert "K=16384" in wide.supports("o", 1, 8192, 16384, wide.configs[0])
-    assert "BK=1024" in wide.supports("o", 1, 8192, 1000, wide.configs[0])
-    assert "would spill" in fp32.supports("router", 1, RN, RK, {"BN": 4, "BK": 8192, "num_warps": 4, "cache": ""})
+    assert "K=16384" in wide.supports(BF16, 1, 8192, 16384, wide.configs[0])
+    assert "BK=1024" in wide.supports(BF16, 1, 8192, 1000, wide.configs[0])
+    assert "would spill" in fp32.supports(FP32_W, 1, RN, RK, {"BN": 4, "BK": 8192, "num_warps": 4, "cache": ""})
 
 
 def test_hilo_fused_guard_bounds_and_reasons():
@@ -126,7 +131,7 @@ def test_hilo_fused_guard_bounds_and_reasons():
 
     m = METHODS["router_hilo_fused"]
     cfg = m.configs[0]
-    assert m.supports("router", HILO_FUSED_MAX_M, RN, RK, cfg) is None
-    assert "workspace" in m.supports("router", HILO_FUSED_MAX_M + 1, RN, RK, cfg)
-    assert "N % BN" in m.supports("router", 8, 250, RK, cfg)
-    assert "K % (BK*SPLIT)" in m.supports("router", 8, RN, 8000, cfg)
+    assert m.supports(FP32_W, HILO_FUSED_MAX_M, RN, RK, cfg) is None
+    assert "workspace" in m.supports(FP32_W, HILO_FUSED_MAX_M + 1, RN, RK, cfg)
+    assert "N % BN" in m.supports(FP32_W, 8, 250, RK, cfg)
+    assert "K % (BK*SPLIT)" in m.supports(FP32_W, 8, RN, 8000, cfg)

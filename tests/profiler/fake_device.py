@@ -102,9 +102,9 @@ def install_keyed():
 def crash_method():
     """A registry Method whose run() ends its process at M == 16 (as a CUDA fault or a segfault would); elsewhere
     it is F.linear. Its impl lives in a module this file puts in sys.modules (install_keyed_with_crasher)."""
-    from kernels.method import Method
+    from kernels.method import BF16, Method
 
-    return Method("crash_mm", ("o",), "projlab_fake_methods:CRASH", "dies at M=16", params={"at": (16,)},
+    return Method("crash_mm", (BF16,), "projlab_fake_methods:CRASH", "dies at M=16", params={"at": (16,)},
                   configs=({"at": 16},))
 
 

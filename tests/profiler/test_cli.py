@@ -119,3 +119,58 @@ def test_summarize_bad_file_is_one_line_naming_it(tmp_path, content, words):
     assert p.returncode == 1
     line = _one_line(p)
     assert "bad.json" in line and words in line, line
+
+
+# --- --workload -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cmd", [["run", "--plan", "baseline"], ["probe"], ["tune"], ["explain", "--plan", "baseline"]])
+@pytest.mark.parametrize("ref, words", [("no_such_workload", "no workload named 'no_such_workload'"),
+                                        ("absent/dir/w.json", "w.json: file, field '(json)': cannot read"),
+                                        ("datasets/seed_probes.csv", "expected a workload name or a .json file"),
+                                        ("MALFORMED", "field 'families.proj.N'")])
+def test_a_bad_workload_is_exit_2_with_one_line_before_anything_else(tmp_path, cmd, ref, words):
+    if ref == "MALFORMED":
+        spec = __import__("json").loads((ROOT / "tests/fixtures/workloads/tiny.json").read_text())
+        spec["families"]["proj"]["N"] = -1
+        ref = str(tmp_path / "bad.json")
+        Path(ref).write_text(__import__("json").dumps(spec))
+    p = _cli(*cmd, "--workload", ref)
+    assert p.returncode == 2
+    line = _one_line(p)
+    assert line.startswith(f"profiler {cmd[0]}: --workload: ") and words in line
+
+
+def test_shapes_are_validated_against_the_workload():
+    p = _cli("run", "--plan", "baseline", "--shapes", "qkv:1")               # the default workload has no qkv
+    assert p.returncode == 2 and "unknown family 'qkv'; muse_bf16_proj has qkv_gate" in _one_line(p)
+    p = _cli("run", "--workload", "llama31_8b_decode", "--plan", "baseline", "--shapes", "qkv_gate:64")
+    assert p.returncode == 2 and "unknown family 'qkv_gate'; llama31_8b_decode has qkv, o, gate_up, down" in \
+        _one_line(p)
+
+
+def test_a_plan_for_another_workload_is_refused_by_run_in_one_line():
+    p = _cli("run", "--workload", "llama31_8b_decode", "--plan", "baseline", "--plan", "best", "--shapes", "qkv:1")
+    assert p.returncode == 1
+    assert "cannot load candidate 'best'" in _one_line(p) and "tuned for workload muse_bf16_proj" in p.stderr
+
+
+@pytest.mark.skipif(_cuda(), reason="checks the no-CUDA path")
+@pytest.mark.parametrize("args", [["run", "--workload", "llama31_8b_decode", "--plan", "baseline", "--shapes",
+                                   "qkv:1,32+down:official"],
+                                  ["run", "--workload", "datasets/workloads/llama31_8b_decode.json", "--plan",
+                                   "baseline", "--shapes", "official"],
+                                  ["run", "--plan", "baseline", "--plan", "best", "--shapes", "qkv_gate:64"],
+                                  ["probe", "--workload", "llama31_8b_decode", "--shapes", "qkv:64"],
+                                  ["tune", "--workload", "llama31_8b_decode",
+                                   "--out-plan", "kernels/plans/llama31_8b_decode.json"]])
+def test_good_workload_and_shapes_get_as_far_as_the_gpu(args):
+    """Everything the CPU can check passes (workload, plans against it, --shapes in it); the next stop is CUDA."""
+    p = _cli(*args)
+    assert p.returncode == 2
+    line = _one_line(p)
+    assert f"profiler {args[0]}: needs a CUDA GPU" in line or "importing torch failed" in line
+
+
+def test_workload_help_is_on_every_command():
+    for cmd in ("run", "probe", "explain", "tune"):
+        p = _cli(cmd, "--help")
+        assert p.returncode == 0 and "--workload NAME|FILE" in p.stdout, cmd

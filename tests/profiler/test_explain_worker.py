@@ -172,3 +172,25 @@ def test_an_export_error_is_the_reason_when_no_kernel_came_back():
     got = {"records": {}, "errors": {}, "export_errors": ["ncu wrote no report in attempt 1"]}
     _, failures = explain.collect_ncu(jobs[:1], got, calls)
     assert failures[0]["reasons"] == ["ncu: ncu wrote no report in attempt 1"]
+
+
+def test_the_check_task_carries_the_workload_to_the_worker():
+    """A tiny-workload shape (family 'gate', FP32 weights): the worker loads the "*" baseline plan against the
+    workload the task carries -- under its own default (muse) the plan would have no family 'gate' -- and checks it
+    with that workload's contract."""
+    from datasets import load_workload
+
+    tiny = load_workload(HERE.parent / "fixtures" / "workloads" / "tiny.json")
+    shape = tiny.shape("gate", 4)
+    ((shape, jobs),) = explain.make_jobs([shape], ["baseline"])
+    pool = _pool()
+    try:
+        settings = explain.ExplainSettings(workload=tiny.to_dict())
+        got = explain.check_task(pool, shape, explain._task_jobs(jobs, ["baseline"]), settings)
+        assert got["calls"][0]["ok"] and got["calls"][0]["method"] == "torch_linear"
+        bare = explain.check_task(pool, shape, explain._task_jobs(jobs, ["baseline"]),
+                                  explain.ExplainSettings(workload=load_workload().to_dict()))
+        assert not bare["calls"][0]["ok"] and "not in plan" in bare["calls"][0]["error"]["reasons"][0]
+    finally:
+        pool.close()
+    assert "workload" not in settings.recorded()

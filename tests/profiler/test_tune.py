@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from datasets import load_workload
+from kernels.method import BF16_X_FP32_W as FP32_W
 from kernels.method import Method
 from kernels.plans import DISPATCH_MAX_M, LIBRARY_NOTE
 from kernels.registry import METHODS
@@ -102,15 +104,16 @@ def test_build_ranges_falls_back_to_baseline():
 
 
 def test_candidates_baseline_first_and_guarded():
-    c = rules.candidates(METHODS, "router", 1, 256, 8192)
+    c = rules.candidates(METHODS, ROUTER_SPEC, 1, 256, 8192)
     assert c[0] == ("torch_linear", {})
     names = {n for n, _ in c}
     assert {"router_gemv_fp32", "router_hilo_atomic_pdl", "router_hilo_packed_mm", "router_hilo_fused"} <= names
-    assert "router_gemv_fp32" not in {n for n, _ in rules.candidates(METHODS, "router", 2, 256, 8192)}
-    only = rules.candidates(METHODS, "router", 8, 256, 8192, only=["router_hilo_splitk"])
+    assert "router_gemv_fp32" not in {n for n, _ in rules.candidates(METHODS, ROUTER_SPEC, 2, 256, 8192)}
+    only = rules.candidates(METHODS, ROUTER_SPEC, 8, 256, 8192, only=["router_hilo_splitk"])
     assert {n for n, _ in only} == {"torch_linear", "router_hilo_splitk"}
     # a config its guard rejects is never a candidate: splitk_atomic's SPLIT/BK grid must tile K=1024 exactly
-    o16 = [c for n, c in rules.candidates(METHODS, "o", 16, 8192, 1024) if n == "splitk_atomic"]
+    o_spec = load_workload().family("o")
+    o16 = [c for n, c in rules.candidates(METHODS, o_spec, 16, 8192, 1024) if n == "splitk_atomic"]
     assert o16 and all(1024 % (c["BK"] * c["SPLIT"]) == 0 for c in o16)
 
 
@@ -217,9 +220,9 @@ def cpu_measure():
 
     base = METHODS["torch_linear"]
     methods = {"torch_linear": base,
-               "fake_fast": Method("fake_fast", ("router",), base.impl, "baseline under another name",
+               "fake_fast": Method("fake_fast", (FP32_W,), base.impl, "baseline under another name",
                                    params={"v": (1, 2)}, configs=({"v": 1}, {"v": 2})),
-               "fake_lossy": _Lossy("fake_lossy", ("router",), base.impl, "bf16 weights")}
+               "fake_lossy": _Lossy("fake_lossy", (FP32_W,), base.impl, "bf16 weights")}
 
     class _Candidate:
         """One method + config as the worker's MethodCandidate runs it (guard at every call)."""
@@ -228,10 +231,11 @@ def cpu_measure():
             self.method, self.config = methods[name], config
 
         def prepare(self, family, weight):
-            return {"N": weight.shape[0], "K": weight.shape[1], "s": self.method.prepare(weight, family, self.config)}
+            return {"N": weight.shape[0], "K": weight.shape[1], "dtypes": load_workload().dtypes(family),
+                    "s": self.method.prepare(weight, family, self.config)}
 
         def run(self, state, family, x):
-            self.method.check_supports(family, int(x.shape[0]), state["N"], state["K"], self.config)
+            self.method.check_supports(state["dtypes"], int(x.shape[0]), state["N"], state["K"], self.config, family)
             return self.method.run(state["s"], x)
 
     class _CpuMeasure:
