@@ -1,10 +1,11 @@
 """Dispatch: which method each family runs at a chosen M under a plan; the whole plan; official shapes' regions.
 
 A plan entry may be N-specific ("N": 1024 applies only to a weight with N=1024); every lookup here passes the
-workload's N for (family, M) (datasets: families[f]["N_by_M"], else the family's N), as the profiler does. The
-workload is the plan's own when it records one ("workload": a workload object or a workload name), else
-muse_bf16_proj, which every plan tuned before plans recorded a workload was tuned for."""
-from datasets import DatasetError, load_workload, workload_from_dict
+workload's N for (family, M) (Workload.n_at), as the profiler does. The workload is the one the plan records
+("workload": {"name", "fingerprint"}, found in datasets/workloads/ by name and checked by fingerprint); a generic plan
+(only "*" entries, e.g. baseline) serves any workload, picked here; a plan that names families but records no
+workload was tuned before plans recorded one: muse_bf16_proj's."""
+from datasets import DatasetError, list_workloads, load_workload
 from datasets.jsonfile import JsonInputError, parse_json, read_json
 
 import pandas as pd
@@ -12,7 +13,7 @@ import streamlit as st
 
 from app_pages import common
 from dashboard import figures
-from kernels.plans import PLANS_DIR, PlanError, list_plans, load_plan, plan_from_dict
+from kernels.plans import ANY_FAMILY, PLANS_DIR, PlanError, list_plans, plan_from_dict
 
 st.title("Dispatch")
 st.caption("Plans are data files (kernels/plans/*.json). Methods are what the plan **says** runs, not a measurement.")
@@ -23,17 +24,26 @@ UPLOAD = "(upload a plan JSON)"
 # files exist and print parts of any JSON the server can read.
 
 
-def plan_workload(data, name: str):
-    """(workload, note | None): the plan's recorded workload, or the default with a note saying it was assumed."""
-    rec = data.get("workload") if isinstance(data, dict) else None
-    if isinstance(rec, dict):
-        return workload_from_dict(rec, name, "workload", origin=f"{name} (embedded)"), None
-    if isinstance(rec, str):
-        return load_workload(rec), None
-    if rec is not None:
-        raise PlanError(f"{name}: workload: expected a workload object or name, got {type(rec).__name__}")
-    return common.workload(), (f"{name} does not record its workload; assuming the default "
-                               f"{common.workload().name}.")
+def plan_workload(data, name: str, column):
+    """(workload, note | None) to read the plan against: the one it records, the one picked for a generic plan,
+    or the default with a note saying it was assumed. Errors are PlanError/DatasetError lines."""
+    if not isinstance(data, dict) or not isinstance(data.get("families"), dict):
+        return common.workload(), None       # plan_from_dict names what is wrong with the file
+    rec = data.get("workload")
+    if isinstance(rec, dict) and isinstance(rec.get("name"), str):
+        if rec["name"] not in list_workloads():
+            raise PlanError(f"{name}: tuned for workload {rec['name']!r}, which is not in datasets/workloads/ "
+                            f"(known: {', '.join(list_workloads())})")
+        return load_workload(rec["name"]), None   # plan_from_dict checks the recorded fingerprint against it
+    if rec is None and set(data["families"]) == {ANY_FAMILY}:
+        names = list_workloads()
+        picked = column.selectbox("Workload (a generic plan serves any)", names, key="dispatch_workload",
+                                  index=names.index(common.workload().name))
+        return load_workload(picked), None
+    if rec is None:
+        return common.workload(), (f"{name} does not record its workload; assuming the default "
+                                   f"{common.workload().name}.")
+    return common.workload(), None           # a malformed field: plan_from_dict names it
 
 
 choice = common.url_selectbox(c1, "Plan", names + [UPLOAD], "plan", "best" if "best" in names else names[0],
@@ -56,10 +66,8 @@ try:
             data = read_json(PLANS_DIR / name, max_bytes=common.MAX_UPLOAD_BYTES)
         except JsonInputError as exc:
             raise PlanError(str(exc)) from None
-    wl, wl_note = plan_workload(data, name)
-    # the recorded workload is read above (validated there); the plan's own fields are checked against it
-    body = {k: val for k, val in data.items() if k != "workload"} if isinstance(data, dict) else data
-    plan = plan_from_dict(body, name if choice == UPLOAD else str(PLANS_DIR / name), wl)
+    wl, wl_note = plan_workload(data, name, c2)
+    plan = plan_from_dict(data, name if choice == UPLOAD else str(PLANS_DIR / name), wl)
 except (PlanError, DatasetError, ValueError, OSError) as exc:
     st.error(f"Cannot use plan {choice!r}: {exc}")
     st.stop()

@@ -34,21 +34,35 @@ if not ok:
                 "(an H200 for numbers comparable with the committed runs), then copy the new file from "
                 "`datasets/runs/` here — it appears in the sidebar automatically:")
     st.code(CLI, language="bash")
-    st.markdown("Other useful forms: `--shapes nearby|all`, `--mode stream`, `--candidate path/to/module.py`, "
+    st.markdown("Other useful forms: `--shapes nearby|all|qkv_gate:1,64|M=3,17`, `--workload NAME|FILE` (another "
+                "model's projections, datasets/workloads/), `--mode stream`, `--candidate path/to/module.py`, "
                 "`python -m profiler probe`, `python -m profiler summarize RUN.json`.")
     st.stop()
 
-from kernels.plans import list_plans  # noqa: E402  (torch-free; only reached with CUDA)
+from datasets import DatasetError, list_workloads, load_workload  # noqa: E402
+from datasets.selection import ShapeSelectionError, select_shapes  # noqa: E402
+from kernels.plans import PlanError, list_plans, load_plan  # noqa: E402  (torch-free; only reached with CUDA)
 
 st.success(f"CUDA device: {why}")
 plans = list_plans()
-c1, c2, c3 = st.columns(3)
+c0, c1, c2, c3 = st.columns(4)
+names = list_workloads()
+wl_name = c0.selectbox("Workload", names, index=names.index(common.workload().name), key="run_workload")
 chosen = c1.multiselect("Plans", plans, default=[p for p in ("baseline", "seed036") if p in plans], key="run_plans")
-shapes = c2.selectbox("Shapes", ["official", "nearby", "all"], key="run_shapes")
+shapes = c2.text_input("Shapes (official, nearby, all, FAMILY:M,..., M=M,...; join with +)", "official",
+                       key="run_shapes")
 mode = c3.selectbox("Mode", ["cold", "stream"], key="run_mode")
 label = st.text_input("Run label (letters, digits, . _ -; anything else becomes -)", "app-run", key="run_label")
-cmd = "python -m profiler run " + " ".join(f"--plan {shlex.quote(p)}" for p in chosen) + \
-    f" --shapes {shapes} --mode {mode} --label {shlex.quote(label)}"
+try:       # every input is checked here, one line each, before a worker starts
+    workload = load_workload(wl_name)
+    shape_rows = select_shapes(shapes, workload)
+    for p in chosen:
+        load_plan(p, workload)
+except (DatasetError, ShapeSelectionError, PlanError) as exc:
+    st.error(str(exc))
+    st.stop()
+cmd = "python -m profiler run " + f"--workload {wl_name} " + " ".join(f"--plan {shlex.quote(p)}" for p in chosen) \
+    + f" --shapes {shlex.quote(shapes)} --mode {mode} --label {shlex.quote(label)}"
 st.caption("The first plan is the baseline of every pair. Equivalent CLI:")
 st.code(cmd, language="bash")
 if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
@@ -57,7 +71,7 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
 
     from datasets import RUNS_DIR
     from profiler.runfile import RunFileError, run_filename, safe_label
-    from profiler.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep, select_shapes
+    from profiler.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep
     from profiler.worker import WorkerDied, WorkerError
 
     bar = st.progress(0.0, text="starting the worker process")
@@ -73,8 +87,8 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
         st.stop()
     try:
         settings = SweepSettings(mode=mode, shapes=shapes, command=cmd)
-        run = run_sweep(chosen, select_shapes(shapes), out, label=label, settings=settings, progress=progress,
-                        log=lambda m: log.text(m))
+        run = run_sweep(chosen, shape_rows, out, label=label, settings=settings, progress=progress,
+                        log=lambda m: log.text(m), workload=workload)
     except (SweepInputError, WorkerStartError, RunFileError, WorkerError, WorkerDied) as exc:  # one line
         st.error(f"Run failed: {exc}")
         st.stop()

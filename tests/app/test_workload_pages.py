@@ -116,36 +116,52 @@ def test_report_page_builds_the_other_workloads_report(tiny):
 
 
 def test_dispatch_reads_the_workload_a_plan_records(tiny, tmp_path):
-    """A plan recording its workload is checked against that one: by name (muse, so the shipped entries apply) or
-    embedded (the tiny run's: 'up' is a family of it, so validation gets past the family check to the methods)."""
+    """A plan is read against the workload it records ({"name", "fingerprint"}): the shipped best (muse) and a plan
+    recording llama31_8b_decode show that workload's families and loads; a fingerprint that differs is one error."""
     import json
 
-    best = json.loads((tiny.ROOT / "kernels" / "plans" / "best.json").read_text())
-    path = tmp_path / "named.json"
-    path.write_text(json.dumps({**best, "workload": "muse_bf16_proj"}))
-    at = tiny.upload_plan(tiny.open_page("dispatch", None), path)
+    from datasets import load_workload
+
+    at = tiny.open_page("dispatch", None)
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert not any("does not record its workload" in i.value for i in at.info)
     assert list(at.dataframe[0].value["family"]) == ["qkv_gate", "o", "pooler", "unpooler", "router"]
 
-    wl = json.loads((tiny.ROOT / "tests" / "fixtures" / "runs" / TINY_FILE).read_text())["workload"]
+    llama = load_workload("llama31_8b_decode")
     every_m = [{"M": [1, 1 << 20], "method": "torch_linear", "config": {}}]
-    plan = {"name": "tiny_fixture", "description": "SYNTHETIC test plan for tiny_bf16_synthetic", "gpu": None,
-            "tuned_from": None, "families": {"up": every_m, "down": every_m}, "workload": wl}
-    path = tmp_path / "tiny_plan.json"
+    plan = {"name": "llama_fixture", "description": "SYNTHETIC test plan for llama31_8b_decode", "gpu": None,
+            "tuned_from": None, "families": {f: every_m for f in llama.family_order}, "workload": llama.ref}
+    path = tmp_path / "llama_plan.json"
     path.write_text(json.dumps(plan))
     at = tiny.upload_plan(tiny.open_page("dispatch", None), path)
-    assert not at.exception
-    if at.error:   # the registry's methods name the families they serve (kernels/): muse's only, so far
-        assert len(at.error) == 1 and "not a workload family" not in at.error[0].value
-        assert "family 'up'" in at.error[0].value
-    else:
-        assert list(at.dataframe[0].value["family"]) == ["up", "down"]
-        assert list(at.dataframe[2].value["load"]) == ["step 1", "step 1", "step 4", "step 4"]
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert list(at.dataframe[0].value["family"]) == ["qkv", "o", "gate_up", "down"]
+    assert list(at.dataframe[2].value["load"].unique()) == ["decode 1", "decode 8", "decode 32", "prefill 128"]
+
+    path.write_text(json.dumps({**plan, "workload": {**llama.ref, "fingerprint": "000000000000"}}))
+    at = tiny.upload_plan(tiny.open_page("dispatch", None), path)
+    assert not at.exception and len(at.error) == 1 and "fingerprint 000000000000" in at.error[0].value
 
 
-def test_dispatch_says_when_a_plan_records_no_workload(tiny):
+def test_dispatch_reads_a_generic_plan_against_the_picked_workload(tiny):
     at = tiny.open_page("dispatch", None)
+    at.selectbox(key="dispatch_plan").set_value("baseline").run()
+    assert at.selectbox(key="dispatch_workload").value == "muse_bf16_proj"
+    at.selectbox(key="dispatch_workload").set_value("llama31_8b_decode").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert list(at.dataframe[0].value["family"]) == ["qkv", "o", "gate_up", "down"]
+    assert set(at.dataframe[0].value["method"]) == {"torch_linear"}
+
+
+def test_dispatch_says_when_a_plan_records_no_workload(tiny, tmp_path):
+    import json
+
+    best = json.loads((tiny.ROOT / "kernels" / "plans" / "best.json").read_text())
+    best.pop("workload")
+    path = tmp_path / "old_best.json"
+    path.write_text(json.dumps(best))
+    at = tiny.upload_plan(tiny.open_page("dispatch", None), path)
+    assert not at.exception and not at.error
     assert any("does not record its workload; assuming the default muse_bf16_proj" in i.value for i in at.info)
 
 
@@ -164,3 +180,24 @@ def test_probes_page_labels_the_write_up_probes_for_another_workload(tiny):
     assert "overlaid as a hardware reference only" in tiny.text_of(at)
     at = tiny.open_page("probes", "run: synthetic_a.json")
     assert "hardware reference only" not in tiny.text_of(at)
+
+
+def test_run_page_checks_workload_shapes_and_plans_before_a_worker_starts(app, monkeypatch):
+    """With a (faked) CUDA device the Run page offers every workload; a selection the workload lacks and a plan
+    tuned for another workload are one st.error each, and the CLI line names the workload."""
+    import profiler.telemetry
+
+    monkeypatch.setattr(profiler.telemetry, "cuda_device_name", lambda: "FAKE GPU (test)")
+    at = app.open_page("run", None)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "llama31_8b_decode" in at.selectbox(key="run_workload").options
+    at.selectbox(key="run_workload").set_value("llama31_8b_decode").run()
+    at.multiselect(key="run_plans").set_value(["baseline"]).run()
+    at.text_input(key="run_shapes").set_value("qkv:1,64").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("--workload llama31_8b_decode --plan baseline --shapes qkv:1,64" in c.value for c in at.code)
+    at.text_input(key="run_shapes").set_value("qkv_gate:64").run()
+    assert len(at.error) == 1 and "unknown family 'qkv_gate'" in at.error[0].value
+    at.text_input(key="run_shapes").set_value("official").run()
+    at.multiselect(key="run_plans").set_value(["baseline", "best"]).run()
+    assert len(at.error) == 1 and "tuned for workload muse_bf16_proj" in at.error[0].value
