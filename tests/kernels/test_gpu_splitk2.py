@@ -21,8 +21,7 @@ def _cases():
         m = get_method(name)
         for i, cfg in enumerate(m.configs):
             for row in rows:
-                if row["family"] in m.families and m.supports(row["family"], int(row["M"]), int(row["N"]),
-                                                              int(row["K"]), cfg) is None:
+                if m.supports(row, int(row["M"]), int(row["N"]), int(row["K"]), cfg) is None:
                     out.append(pytest.param(name, i, row, id=f"{name}-c{i}-{row['family']}-M{row['M']}"))
     return out
 
