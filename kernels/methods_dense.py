@@ -162,20 +162,27 @@ SPLITK_ATOMIC2_KEYS = (*TILE_KEYS, "W_LOAD", "PREFETCH")
 # the unpooler's N=1024 slice 16 tiles x 33 = 16 / 4 x 132) where SPLIT=16 leaves 576 = 4.36 x 132 programs;
 # BK=128 x SPLIT=8 is the tile of an earlier quick kernel that measured 11.76 us at qkv_gate M=8 in another harness.
 SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
-    (16, 64, 64, 16, 4, 4, "cg", 1),            # default: splitk_atomic's r4 pick + L2 prefetch of the tail
-    (16, 64, 64, 16, 4, 4, "cg", 0),            # control: splitk_atomic's r4 pick, same kernel, no prefetch
-    (32, 64, 64, 16, 4, 4, "cg", 1),            # M = 17..32 in one M tile
-    (16, 64, 64, 16, 4, 4, "tma", 1),
-    (16, 64, 64, 11, 4, 4, "cg", 1),            # qkv_gate: 396 programs = 3 per SM
-    (16, 64, 64, 33, 4, 4, "cg", 1),            # pooler 2112 = 16 per SM, unpooler N=1024 528 = 4 per SM
-    (16, 64, 128, 8, 4, 4, "cg", 1),            # the quick kernel's qkv_gate tile
+    # The r5 screen (datasets/runs/2026-12-01_nvidia-h200_screen-splitk-v2.json) ran every knob with the L2
+    # prefetch on, which cost 2.6-3.2 us at qkv_gate M=8-16 (15.52/16.43 us against 12.90/13.20 without); there the
+    # balanced SPLIT=11 (14.19/14.86) and BK=128 x SPLIT=8 (14.80/15.10) beat the prefetching control by 1.3-1.6
+    # us. So every knob is tried again without the prefetch, and the prefetch row is kept as the measured loser.
+    (16, 64, 64, 16, 4, 4, "cg", 0),            # default: splitk_atomic's r4 pick (the same kernel)
+    (16, 64, 64, 11, 4, 4, "cg", 0),            # qkv_gate: 396 programs = 3 per SM, 11-12 K steps each
+    (16, 64, 64, 11, 4, 6, "cg", 0),            # the same with a deeper pipeline for the longer slices
+    (16, 64, 64, 22, 4, 4, "cg", 0),            # qkv_gate: 792 programs = 6 per SM
+    (16, 64, 128, 8, 4, 4, "cg", 0),            # the quick kernel's qkv_gate tile
+    (16, 64, 64, 33, 4, 4, "cg", 0),            # pooler 2112 = 16 per SM, unpooler N=1024 528 = 4 per SM
+    (32, 64, 64, 16, 4, 4, "cg", 0),            # M = 17..32 in one M tile
+    (16, 64, 64, 16, 4, 4, "tma", 0),
+    (16, 64, 64, 11, 4, 4, "tma", 0),
+    (16, 64, 64, 16, 4, 4, "cg", 1),            # the L2 prefetch of the tail (measured slower, r5 screen)
 ])
 # The same kernel on the weight stored [K, N] (a [BK, BN] tile is BK runs of BN contiguous elements instead of
 # the transposed view of [N, K]).
 SPLITK_ATOMIC_KN_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
-    (16, 64, 64, 16, 4, 4, "cg", 1),            # default: as splitk_atomic_v2's default
-    (16, 64, 128, 8, 4, 4, "cg", 1),
-    (16, 64, 64, 16, 4, 4, "tma", 1),
+    (16, 64, 64, 16, 4, 4, "cg", 0),            # default: as splitk_atomic_v2's default
+    (16, 64, 64, 11, 4, 4, "cg", 0),
+    (16, 64, 128, 8, 4, 4, "cg", 0),
 ])
 # Stream-K (kernels/triton/streamk.py) on 16-row tiles: one program per SM over equal runs of tile K steps, so
 # the 132 SMs get the same number of weight bytes at any N (the split-K grids above only divide evenly at

@@ -201,3 +201,34 @@ def test_run_page_checks_workload_shapes_and_plans_before_a_worker_starts(app, m
     at.text_input(key="run_shapes").set_value("official").run()
     at.multiselect(key="run_plans").set_value(["baseline", "best"]).run()
     assert len(at.error) == 1 and "tuned for workload muse_bf16_proj" in at.error[0].value
+
+
+LLAMA_RUN = "run: 2026-12-01_nvidia-h200_baseline-vs-llama31_8b_decode-r5.json"
+LLAMA_EXPLAIN = "2026-12-01_nvidia-h200_explain-llama31_8b_decode-r5.json"
+
+
+@pytest.mark.parametrize("page", ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline",
+                                  "probes", "planner", "reports"])
+def test_every_page_opens_the_committed_llama_run(app, page):
+    """The committed H200 run of llama31_8b_decode (its workload embedded) opens on every page that reads a run,
+    with that workload's families, and no error."""
+    at = app.open_page(page, LLAMA_RUN)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    text = app.text_of(at) + " ".join(c.value for c in at.sidebar.caption)
+    assert "gate_up" in text or "llama31_8b_decode" in text
+
+
+def test_overview_scores_the_committed_llama_run_per_load(app):
+    at = app.open_page("overview", LLAMA_RUN)
+    loads = [df.value for df in at.dataframe if "load" in getattr(df.value, "columns", [])]
+    assert any(list(df["load"]) == ["decode 1", "decode 8", "decode 32", "prefill 128"] for df in loads)
+    assert any(m.value.startswith("1.049") for m in at.metric)
+
+
+def test_fleet_scores_the_committed_llama_sweep(app):
+    at = app.open_page("fleet", None)
+    at.selectbox(key="fleet_label").set_value("baseline-vs-llama31_8b_decode-r5").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert list(at.dataframe[0].value["status"]) == ["scored"]
+    assert any("Workload: **llama31_8b_decode**" in c.value for c in at.caption)

@@ -138,3 +138,25 @@ def test_figures_draw_families_muse_does_not_have():
     assert fig.data[0].marker.color != fig.data[1].marker.color
     shares = views.time_shares(wide, {"up": 1, "down": 2})
     assert [t.name for t in figures.share_bars(shares, "synthetic").data] == ["up", "down"]
+
+
+# The committed H200 runs of the second shipped workload (measured; their workload is embedded).
+LLAMA_RUN = ROOT / "datasets" / "runs" / "2026-12-01_nvidia-h200_baseline-vs-llama31_8b_decode-r5.json"
+LLAMA_EXPLAIN = ROOT / "datasets" / "runs" / "2026-12-01_nvidia-h200_explain-llama31_8b_decode-r5.json"
+LLAMA_LINE = "workload: llama31_8b_decode (4 families: qkv, o, gate_up, down; 4 loads: decode 1, decode 8, decode 32, " \
+             "prefill 128)"
+
+
+def test_cli_reads_the_committed_llama_runs(tmp_path):
+    out = cli("summarize", str(LLAMA_RUN))
+    assert out.returncode == 0, out.stderr
+    assert LLAMA_LINE in out.stdout and "score (geometric mean of load ratios): 1.049339" in out.stdout
+    out = cli("table", str(LLAMA_RUN), "--candidate", "llama31_8b_decode")
+    assert out.returncode == 0 and "prefill 128/gate_up" in out.stdout and "decode 1     baseline  84.0%" in out.stdout
+    out = cli("report", str(LLAMA_RUN), "--out", str(tmp_path), "--format", "md,json")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(next(tmp_path.glob("*.json")).read_text())["summary"]
+    assert summary["workload"] == "llama31_8b_decode" and summary["score"] == pytest.approx(1.049339, abs=5e-7)
+    out = cli("explain", str(LLAMA_EXPLAIN), "--shape", "decode 1/gate_up")
+    assert out.returncode == 0, out.stderr
+    assert "gemv_wide_kernel" in out.stdout and "decode 1/gate_up" in out.stdout
