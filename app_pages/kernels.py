@@ -78,7 +78,7 @@ worst = calls.sort_values("sol").iloc[0]["shape"]
 shape = common.url_selectbox(st, "Shape", shapes, "shape", worst, key="kernels_shape", what="shape",
                              help="Opens on the call furthest from its floor.")
 cands = [c for c in data.candidates() if c in set(calls["candidate"])]
-chosen = st.multiselect("Candidates", cands, default=cands, key="kernels_cands") or cands
+chosen = st.multiselect("Candidates", cands, default=cands, key=f"kernels_cands|{label}") or cands
 
 here = calls[(calls["shape"] == shape) & calls["candidate"].isin(chosen)]
 first = here.iloc[0]

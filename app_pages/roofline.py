@@ -17,7 +17,9 @@ src = ("measured roofs (run probes, compute probe)" if v.kind == "run"
 common.caption_source(v, f"Roofs: {src}. Points: achieved = 2MNK ÷ time (derived). The baseline is drawn as open "
                          "rings under the other candidates.")
 terms.link("floor", "sol", "sol_over")
-cands = st.multiselect("Candidates", v.data.candidates(), default=[v.baseline, v.candidate], key="roof_cands")
+# Keyed by the source: another run has other candidates, and a selection kept from the last one would be emptied.
+cands = st.multiselect("Candidates", v.data.candidates(), default=[v.baseline, v.candidate],
+                       key=f"roof_cands|{v.label}")
 pts = views.roofline_points(table, cands)
 colors = figures.series_colors(v.data.candidates(), v.baseline)
 st.plotly_chart(figures.roofline(pts, tbps, peak, src, colors=colors, hollow=(v.baseline,)), width="stretch")

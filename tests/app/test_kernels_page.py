@@ -9,11 +9,15 @@ from datasets import load_workload
 RUN_NAME = "2026-12-01_nvidia-h200_explain-baseline-best.json"
 
 
-def _open(app, query=None):
+def _open(app, query=None, pin=True):
+    """The Kernels page; pin=True opens RUN_NAME through its ?explain= link (the default run changes as runs are
+    committed)."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=90)
-    for k, v in (query or {}).items():
+    params = {"explain": RUN_NAME} if pin else {}
+    params.update(query or {})
+    for k, v in params.items():
         at.query_params[k] = v
     at.switch_page("app_pages/kernels.py")
     at.run()
@@ -28,10 +32,20 @@ def calls():
     return kernels.call_table(kernels.load_explain(path), load_workload())
 
 
-def test_opens_on_the_richest_run_and_the_worst_call(app, calls):
+def test_opens_on_a_richest_run_and_the_worst_call(app, calls):
+    """Without a link: an explain run with the most candidates (the newest of those); with one: that run, opened on
+    its call furthest from the floor."""
+    import json
+    from pathlib import Path
+
+    at = _open(app, pin=False)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    box = at.sidebar.selectbox(key="kernels_source")
+    runs = Path(__file__).resolve().parents[2] / "datasets" / "runs"
+    n_cands = {name: len({c["candidate"] for c in json.loads((runs / name).read_text())["calls"]})
+               for name in box.options if (runs / name).is_file()}
+    assert n_cands[box.value] == max(n_cands.values()) >= 2
     at = _open(app)
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
     assert at.sidebar.selectbox(key="kernels_source").value == RUN_NAME
     assert at.selectbox(key="kernels_shape").value == calls.sort_values("sol").iloc[0]["shape"]
 
@@ -53,7 +67,7 @@ def test_a_shape_link_picks_the_shape_and_the_page_shows_its_numbers(app, calls)
 
 def test_candidate_filter(app):
     at = _open(app, {"shape": "decode 16/router"})
-    at.multiselect(key="kernels_cands").set_value(["best"]).run()
+    at.multiselect(key=f"kernels_cands|{RUN_NAME}").set_value(["best"]).run()
     assert set(at.dataframe[0].value["candidate"]) == {"best"}
     assert "**baseline**" not in app.text_of(at)
 

@@ -232,3 +232,15 @@ def test_fleet_scores_the_committed_llama_sweep(app):
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert list(at.dataframe[0].value["status"]) == ["scored"]
     assert any("Workload: **llama31_8b_decode**" in c.value for c in at.caption)
+
+
+def test_roofline_keeps_its_points_when_the_source_changes_to_other_candidates(tiny):
+    """The candidate picker belongs to the source: after the tiny run (baseline, fast), the muse run synthetic_a
+    (baseline, seed036) opens with both of its candidates drawn (a kept selection would have lost seed036)."""
+    import json
+
+    at = tiny.open_page("roofline", TINY)
+    at.sidebar.selectbox(key="source").set_value("run: synthetic_a.json").run()
+    assert not at.exception
+    names = {t.get("name") for chart in at.get("plotly_chart") for t in json.loads(chart.proto.spec)["data"]}
+    assert {"baseline", "seed036"} <= names, names

@@ -9,6 +9,7 @@ import pytest
 from datasets import (DTYPE_BYTES, NEARBY_LOAD, RUNS_DIR, dtype_bytes, is_scored_load, load_seed_probes,
                       load_workload, shape_bytes, shape_key, shape_key_of)
 from datasets.shapes import SHAPE_COLUMNS, weight_bytes
+from datasets.workload import workload_of_run
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "workloads" / "tiny.json"
 
@@ -55,19 +56,23 @@ def test_shape_keys(muse):
     assert len(set(keys)) == 85
 
 
-def test_every_committed_run_shape_is_the_workloads_shape(muse):
-    """Each (load, family, M, N, K) measured on the H200 is exactly Workload.shape(family, M), including the tuner's
-    M±1 neighbours (M=127, 257) that are not in the nearby list."""
+def test_every_committed_run_shape_is_the_workloads_shape():
+    """Each (load, family, M, N, K) measured on the H200 is exactly Workload.shape(family, M) of the run's own
+    workload (embedded, or muse_bf16_proj for runs written before runs embedded one), including the tuner's M±1
+    neighbours (M=127, 257) that are not in the nearby list."""
     runs = sorted(RUNS_DIR.glob("*.json"))
     assert runs
-    seen = set()
+    seen, names = set(), set()
     for path in runs:
         run = json.loads(path.read_text())
+        workload, _ = workload_of_run(run, path.name)
+        names.add(workload.name)
         for record in run["results"] + run["pairs"]:
-            row = muse.shape(record["family"], record["M"])
+            row = workload.shape(record["family"], record["M"])
             assert {k: row[k] for k in ("load", "N", "K")} == {k: record[k] for k in ("load", "N", "K")}, path.name
-            seen.add(record["M"])
-    assert {127, 257} <= seen
+            seen.add((workload.name, record["M"]))
+    assert {("muse_bf16_proj", 127), ("muse_bf16_proj", 257)} <= seen
+    assert {"muse_bf16_proj", "llama31_8b_decode"} <= names
 
 
 def test_dtype_bytes_are_torchs_itemsizes():
