@@ -1,7 +1,7 @@
 """HBM read probes and the bf16 compute probe (cold method: same flush, overhead and graphs as kernels).
 
-Read probe at a byte count = the fastest of several read designs (FACTS 3: a one-shot grid wins at 8-17 MB
-and 512 MB, a persistent grid of 2 programs/SM wins at 37-134 MB; neither is always best), plus cuBLAS
+Read probe at a byte count = the fastest of several read designs (measured on the H200: a one-shot grid wins at
+8-17 MB and 512 MB, a persistent grid of 2 programs/SM wins at 37-134 MB; neither is always best), plus cuBLAS
 (torch.mv over a bf16 matrix of the same bytes) as a sanity bar: a probe slower than cuBLAS reading the same
 bytes would be a bug, so cuBLAS is one of the candidates and every design's time is recorded.
 The Triton jit code sits here rather than in kernels/ because it is a measuring instrument, not a method.
@@ -25,9 +25,12 @@ READ_DESIGNS = (
     ("persistent_b8192", "persistent", 8192, 8),
     ("persistent_b16384", "persistent", 16384, 16),
 )
-PERSISTENT_PROGRAMS_PER_SM = 2  # FACTS 3
+# A persistent grid of 2 programs per SM read 37-134 MB at about twice a one-shot grid's bandwidth (H200).
+PERSISTENT_PROGRAMS_PER_SM = 2
 MV_COLS = 4096                  # cuBLAS design: bf16 [bytes / (2 * 4096), 4096] @ v
-COMPUTE_PROBE_MNK = 8192        # 8192^3 bf16 GEMM (FACTS 8)
+# An 8192^3 bf16 GEMM: large enough to reach the H200's sustained rate (782-809 TFLOP/s in the run files'
+# compute_probe).
+COMPUTE_PROBE_MNK = 8192
 ONE_MB, ONE_GB = 1 << 20, 1 << 30
 
 

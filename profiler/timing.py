@@ -7,10 +7,12 @@ Public API (used by profiler.sweep and by the tuner):
         captured output tensor (graph memory), handle.replay() replays it, handle.calls == 1.
 
     timer = ColdTimer(device, flush_bytes=None)
-        Cold mode (the write-up's judge). flush_bytes defaults to 4 x the device's L2 size (FACTS 1: flush by
-        READING >= 2 x L2; zeroing leaves dirty lines whose write-back lands in the timed kernel).
+        Cold mode (the write-up's judge). flush_bytes defaults to 4 x the device's L2 size, flushed by READING
+        (zeroing a buffer instead leaves dirty lines whose write-back lands inside the next timed kernel: +1.5-5 us
+        measured on the H200 at 8-67 MB).
         timer.overhead_us, timer.overhead_ci_us: replay overhead of a one-tiny-kernel graph, measured the same
-        way as real samples (FACTS 2: ~3.3 us when queued behind GPU work) and subtracted from every sample.
+        way as real samples (~3.3 us when queued behind GPU work, ~14 us from an idle GPU, measured on the H200;
+        every run records it as environment.replay_overhead_us) and subtracted from every sample.
         timer.capture(fn) -> GraphHandle
         timer.sample(graphs, n_rounds) -> np.ndarray [n_rounds, len(graphs)], us per call, overhead
             subtracted. Per sample: flush replay, start event, graph replay, end event, all enqueued with no
@@ -42,7 +44,7 @@ import numpy as np
 from profiler.stats import bootstrap_ci, paired_ratios, rse
 
 # Spin ~0.5 ms at ~2 GHz at the start of each batch so the host can enqueue ahead of the GPU (and read NVML
-# clocks) while the GPU is busy: every timed replay then starts behind queued work (FACTS 2).
+# clocks) while the GPU is busy: every timed replay then starts behind queued work (the overhead is ~3.3 us then, ~14 us from an idle GPU).
 HEAD_START_CYCLES = 1_000_000
 MAX_ROUNDS_PER_SHAPE = 20_000  # memory bound on samples; the time cap normally stops far earlier
 
@@ -117,7 +119,7 @@ class ColdTimer:
         if self.flush_enabled:
             if self.flush_bytes < 2 * self.l2_bytes:
                 raise ValueError(f"flush_bytes {self.flush_bytes} < 2 x L2 ({self.l2_bytes}): cannot evict L2")
-            # Random data (not zeros); the flush only READS it: a sum writes one scalar (FACTS 1).
+            # Random data (not zeros); the flush only READS it: a sum writes one scalar (a zeroing flush would leave dirty lines to write back inside the next timed kernel).
             buf = torch.rand(self.flush_bytes // 4, device=self.device, dtype=torch.float32)
             self._flush = capture_graph(lambda: torch.sum(buf), self.device, warmup_calls=1)
             self._flush.keep = buf

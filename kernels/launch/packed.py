@@ -24,7 +24,8 @@ def unpack(wp):
 def prepare(weight, family: str, config: dict) -> dict:
     import torch
 
-    # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (FACTS 7).
+    # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (with triton 3.6
+    # the interpreter's tl.dot on bf16 operands is wrong; on fp32 it is right).
     if weight.dtype not in (torch.bfloat16, torch.float32) or weight.dim() != 2:
         raise ValueError(f"packed: weight must be a bf16/fp32 [N, K], got {weight.dtype} {tuple(weight.shape)}")
     N, K = weight.shape

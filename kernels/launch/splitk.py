@@ -10,7 +10,8 @@ REDUCE_BLOCK = 1024  # elements per program of the reduce kernel
 def prepare(weight, family: str, config: dict) -> dict:
     import torch
 
-    # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (FACTS 7).
+    # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (with triton 3.6
+    # the interpreter's tl.dot on bf16 operands is wrong; on fp32 it is right).
     if weight.dtype not in (torch.bfloat16, torch.float32) or weight.dim() != 2 or weight.stride(1) != 1:
         raise ValueError(f"splitk: weight must be a row-major bf16/fp32 [N, K], got {weight.dtype} {tuple(weight.shape)}")
     N, K = weight.shape

@@ -1,7 +1,7 @@
 """Run the dense Triton kernels through their launchers under the Triton interpreter (CPU); print JSON results.
 
 Started by test_interpreter.py in a subprocess with TRITON_INTERPRET=1 set before triton is imported.
-FACTS 7: the interpreter's tl.dot on bf16 operands is wrong, so the tl.dot kernels (splitk, splitk_fused,
+With triton 3.6 the interpreter's tl.dot on bf16 operands is wrong, so the tl.dot kernels (splitk, splitk_fused,
 packed) run on fp32 operands here; gemv (no tl.dot) runs on bf16, as on the GPU.
 """
 import json

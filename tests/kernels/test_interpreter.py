@@ -2,7 +2,7 @@
 (CPU), through the launchers.
 
 The interpreter runs in a subprocess (TRITON_INTERPRET=1 must be set before triton is imported, and must not
-leak into other tests). FACTS 7: tl.dot on bf16 operands is wrong in the interpreter, so the tl.dot kernels
+leak into other tests). With triton 3.6, tl.dot on bf16 operands is wrong in the interpreter, so the tl.dot kernels
 run fp32 operands (same code path otherwise); gemv has no tl.dot and runs bf16.
 """
 import json

@@ -1,7 +1,7 @@
 """Router kernel logic under the Triton interpreter (CPU), run in a subprocess (TRITON_INTERPRET=1 must be set
 before triton is imported and must not leak into other tests).
 
-FACTS 7: tl.dot on bf16 operands is wrong in the interpreter, so the split-K and atomic kernels run fp32
+With triton 3.6, tl.dot on bf16 operands is wrong in the interpreter, so the split-K and atomic kernels run fp32
 operands (hi/lo cast to fp32: identical index math, masks, split slices, interleaved pair sums and the sum
 kernel). The GEMV kernels have no tl.dot and run their real dtypes. router_hilo_fused runs kernels/triton/splitk_atomic.py
 with HILO=True here (the launcher insists on BF16 inputs, so the kernel is called directly). The PDL path (inline griddepcontrol asm)
