@@ -6,27 +6,9 @@ prefetch is inline PTX, which the interpreter cannot run; tests/kernels/test_com
 emitted, tests/kernels/test_gpu_splitk2.py runs it).
 """
 import json
-import os
-import sys
-from pathlib import Path
 
-assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-import torch  # noqa: E402
-import triton.runtime.interpreter as _interp  # noqa: E402
-
-# As in interp_worker.py: triton 3.6's interpreter reads a runtime loop bound with int(ndarray of shape (1,)),
-# which numpy >= 2.4 refuses; the uneven slices (SPLIT=3 below) have runtime trip counts.
-_orig_patch = _interp._patch_lang_tensor
-
-
-def _patch_lang_tensor(tensor, scope):
-    _orig_patch(tensor, scope)
-    scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
-
-
-_interp._patch_lang_tensor = _patch_lang_tensor
+import interp_patch  # noqa: F401  (first: the repo on sys.path, the triton 3.6 interpreter fix)
+import torch
 
 from kernels.registry import get_method  # noqa: E402
 
