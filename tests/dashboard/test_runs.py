@@ -118,16 +118,24 @@ def test_committed_runs_are_valid():
         assert "SYNTHETIC" not in str(data.run["environment"].get("gpu", "")), path.name
 
 
-def test_default_run_prefers_the_most_fully_scored_run():
-    from dashboard.runs import default_run, list_runs, load_run_data, scored_candidates
+def test_default_run_prefers_the_most_fully_scored_sweep_of_the_default_workload():
+    """The app opens on a plan sweep of muse_bf16_proj with the most fully scored candidates, not on a tune log or
+    a screen (they time dozens of configs per shape) nor on another workload's run."""
+    from dashboard.runs import _is_sweep, default_run, list_runs, load_run_data, scored_candidates
 
     paths = list_runs()
     if not paths:
         pytest.skip("no committed runs")
     chosen = default_run(paths)
-    n_chosen = len(scored_candidates(load_run_data(chosen)))
+    data = load_run_data(chosen)
+    assert _is_sweep(data.run) and data.workload.name == "muse_bf16_proj"
+    n_chosen = len(scored_candidates(data))
     assert n_chosen >= 2
-    assert all(len(scored_candidates(load_run_data(p))) <= n_chosen for p in paths)
+    peers = [load_run_data(p) for p in paths]
+    peers = [d for d in peers if _is_sweep(d.run) and d.workload.name == "muse_bf16_proj"]
+    assert all(len(scored_candidates(d)) <= n_chosen for d in peers)
+    tune_logs = [p for p in paths if "tune" in load_run_data(p).run]
+    assert tune_logs and any(len(scored_candidates(load_run_data(p))) > n_chosen for p in tune_logs)
 
 
 def test_default_run_skips_a_top_ranked_file_that_fails_validation(tmp_path):
