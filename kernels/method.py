@@ -79,14 +79,13 @@ def _load_impl(impl: str) -> Any:
 class Method:
     """One way to compute y[M,N] = x[M,K] @ w[N,K]^T for some dtype signatures.
 
-    `dtypes`: the (x_dtype, w_dtype, y_dtype) signatures it computes; None: every signature (the library,
-    torch_linear). `impl` is "package.module:attr"; attr has `prepare(weight, family, config) -> state` (weights
-    only, never activations) and `run(state, x) -> y`. `params` lists each config key's allowed values; `configs`
+    `dtypes`: the (x_dtype, w_dtype, y_dtype) signatures it computes. `impl` is "package.module:attr"; attr has
+    `prepare(weight, family, config) -> state` (weights only, never activations) and `run(state, x) -> y`. `params` lists each config key's allowed values; `configs`
     is the tuning space (configs[0] is the default).
     """
 
     name: str
-    dtypes: tuple[Signature, ...] | None
+    dtypes: tuple[Signature, ...]
     impl: str
     description: str
     params: dict[str, tuple] = field(default_factory=dict)
@@ -98,7 +97,7 @@ class Method:
         # a signature belongs), is a registry bug: catch it at import, not mid-sweep on the GPU.
         from datasets.shapes import KNOWN_DTYPES
 
-        for sig in self.dtypes or ():
+        for sig in self.dtypes:
             if not (isinstance(sig, tuple) and len(sig) == 3 and all(d in KNOWN_DTYPES for d in sig)):
                 raise PlanError(f"registry: method {self.name!r}: dtype signature {sig!r} is not (x_dtype, w_dtype, "
                                 f"y_dtype) of {list(KNOWN_DTYPES)}")
@@ -125,14 +124,18 @@ class Method:
 
     def serves(self, dtypes) -> bool:
         """Whether it computes this (x, w, y) dtype signature (a tuple, or a shape/family mapping)."""
-        return self.dtypes is None or signature(dtypes) in self.dtypes
+        return signature(dtypes) in self.dtypes
 
     def dtype_reason(self, dtypes) -> str | None:
         """None when it serves the signature, else the reason naming both."""
         if self.serves(dtypes):
             return None
-        served = "; ".join(format_signature(s) for s in self.dtypes)
-        return f"method {self.name!r} computes {served}, not {format_signature(dtypes)}"
+        sig = signature(dtypes)
+        # The signatures with the asked weight dtype, when there are any: the line stays short for the library.
+        near = [s for s in self.dtypes if s[1] == sig[1]]
+        served = "; ".join(format_signature(s) for s in (near or self.dtypes))
+        which = f" (for a {sig[1]} weight)" if near and len(near) < len(self.dtypes) else ""
+        return f"method {self.name!r} computes {served}{which}, not {format_signature(sig)}"
 
     def supports(self, dtypes, M: int, N: int, K: int, config: dict | None = None) -> str | None:
         """None when it computes the shape y[M,N] = x[M,K] @ w[N,K]^T at these dtypes (a (x, w, y) tuple, or the

@@ -1,12 +1,17 @@
-"""The dense BF16 methods (and the baseline, which serves every dtype signature): Method records and guards only.
+"""The dense BF16 methods and the baseline: Method records and guards only.
 
 Torch-free: implementations are named by "module:attr" strings and imported on first use.
 """
 from __future__ import annotations
 
+from datasets.shapes import KNOWN_DTYPES
 from kernels.method import BF16, TILE_KEYS, Method, config_table, smem_reason
 
 BF16_ONLY = (BF16,)   # the Triton/cuBLAS dense methods: BF16 x, w and y (FP32 accumulation inside)
+# The baseline casts x to the weight's dtype and runs F.linear, whose output has the weight's dtype: it computes
+# every signature whose y dtype is the w dtype (muse's router: bf16 x, fp32 w and y), and no other (a bf16 weight
+# with an fp32 output would come back bf16; a workload asking for it gets a PlanError naming the dtypes).
+LIBRARY_SIGNATURES = tuple((x, w, w) for w in KNOWN_DTYPES for x in KNOWN_DTYPES)
 
 SPLITK_MAX_M = 32   # kernels/launch/splitk.py sizes the fused counters for this
 PACKED_MAX_M = 64
@@ -199,7 +204,7 @@ _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), 
 DENSE_METHODS: tuple[Method, ...] = (
     Method(
         name="torch_linear",
-        dtypes=None,
+        dtypes=LIBRARY_SIGNATURES,
         impl="kernels.launch.torch_linear:TORCH_LINEAR",
         description="baseline: F.linear(x, w) (cuBLAS); router: F.linear(x.float(), w_fp32), TF32 off, FP32 out",
     ),

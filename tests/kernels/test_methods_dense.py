@@ -20,10 +20,13 @@ def test_names_registered():
 
 
 def test_baseline_serves_every_dtype_signature_the_dense_methods_bf16_only():
-    """Methods serve dtype signatures, not family names: the library serves every one (router included); the
-    Triton/cuBLAS dense methods compute BF16 x, w and y only, and say so when asked for FP32 weights."""
+    """Methods serve dtype signatures, not family names: the library serves every signature whose output has the
+    weight's dtype (router included), and no other; the Triton/cuBLAS dense methods compute BF16 x, w and y only,
+    and say so when asked for FP32 weights."""
     base = get_method("torch_linear")
-    assert base.dtypes is None and base.serves(FP32_W) and base.serves(BF16) and base.serves(("float16",) * 3)
+    assert base.serves(FP32_W) and base.serves(BF16) and base.serves(("float16",) * 3)
+    assert base.serves(("float32", "bfloat16", "bfloat16")) and len(base.dtypes) == 9
+    assert "not x bfloat16, w bfloat16, y float32" in base.dtype_reason(("bfloat16", "bfloat16", "float32"))
     for name in DENSE_NAMES - {"torch_linear"}:
         m = get_method(name)
         assert m.dtypes == (BF16,) and not m.serves(FP32_W) and not m.serves(MUSE.family("router"))

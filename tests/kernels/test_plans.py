@@ -426,3 +426,17 @@ def test_a_method_that_does_not_compute_a_familys_dtypes_is_named_with_plan_and_
     plan = load_plan(_write(tmp_path, data), load_workload(TINY))
     assert plan.select("proj", 1)[0] == "gemv" and plan.select("gate", 1)[0] == "torch_linear"
     assert plan.to_dict()["families"] == {"gate": [lib], "*": [gemv, rest]}
+
+
+def test_baseline_refuses_a_family_whose_output_dtype_is_not_its_weight_dtype():
+    """F.linear returns the weight's dtype: a workload asking for bf16 weights with an fp32 output cannot be run by
+    the baseline, and saying so at plan validation (one line naming the family and the dtypes) beats an incorrect
+    baseline at every shape."""
+    from datasets import load_workload, workload_from_dict
+
+    spec = copy.deepcopy(load_workload("llama31_8b_decode").spec)
+    spec["name"] = "llama_fp32_out"
+    spec["families"]["o"]["y_dtype"] = "float32"
+    wl = workload_from_dict(spec, "llama_fp32_out.json")
+    with pytest.raises(PlanError, match=r"torch_linear.*not x bfloat16, w bfloat16, y float32.*family 'o'"):
+        load_plan("baseline", wl)
