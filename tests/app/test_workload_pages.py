@@ -207,8 +207,8 @@ LLAMA_RUN = "run: 2026-12-01_nvidia-h200_baseline-vs-llama31_8b_decode-r5.json"
 LLAMA_EXPLAIN = "2026-12-01_nvidia-h200_explain-llama31_8b_decode-r5.json"
 
 
-@pytest.mark.parametrize("page", ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline",
-                                  "probes", "planner", "reports"])
+@pytest.mark.parametrize("page", ["overview", "where_time_goes", "kernels", "shapes", "roofline", "probes",
+                                  "planner", "reports"])
 def test_every_page_opens_the_committed_llama_run(app, page):
     """The committed H200 run of llama31_8b_decode (its workload embedded) opens on every page that reads a run,
     with that workload's families, and no error."""
@@ -244,3 +244,13 @@ def test_roofline_keeps_its_points_when_the_source_changes_to_other_candidates(t
     assert not at.exception
     names = {t.get("name") for chart in at.get("plotly_chart") for t in json.loads(chart.proto.spec)["data"]}
     assert {"baseline", "seed036"} <= names, names
+
+
+def test_compare_pairs_the_committed_llama_series(app):
+    """Compare picks series, not the sidebar's source: the llama run's plan against its baseline, shape by shape."""
+    at = app.open_page("compare", None)
+    at.multiselect(key="cmp_series").set_value([f"{LLAMA_RUN} · baseline",
+                                                f"{LLAMA_RUN} · llama31_8b_decode"]).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    text = app.text_of(at)
+    assert "prefill 128" in text and "gate_up" in text
