@@ -201,6 +201,10 @@ STREAMK_SMALL_CONFIGS = config_table(STREAMK_KEYS, [
 _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), "SPLIT": (1, 2, 4, 8, 16),
                 "num_warps": (4, 8), "num_stages": (2, 3, 4)}
 
+# splitk_atomic_v2 and splitk_atomic_kn: one kernel (kernels/triton/splitk_atomic2.py), one config space.
+_SPLITK_ATOMIC2_PARAMS = {**_TILE_PARAMS, "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33), "num_stages": (2, 3, 4, 5, 6),
+                          "num_warps": (2, 4, 8), "W_LOAD": ("cg", "tma"), "PREFETCH": (0, 1)}
+
 DENSE_METHODS: tuple[Method, ...] = (
     Method(
         name="torch_linear",
@@ -259,11 +263,9 @@ DENSE_METHODS: tuple[Method, ...] = (
         name="splitk_atomic_v2",
         dtypes=BF16_ONLY,
         impl="kernels.launch.splitk_atomic2:SPLITK_ATOMIC_V2",
-        description="splitk_atomic with knobs: weight load (.cg / default / evict_first / TMA), L2 prefetch of the "
-                    "tile's workspace and counter, SPLIT that need not divide the K steps (balanced grids)",
-        params={**_TILE_PARAMS, "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33),
-                "num_stages": (2, 3, 4, 5, 6), "num_warps": (2, 4, 8),
-                "W_LOAD": ("cg", "tma"), "PREFETCH": (0, 1)},
+        description="splitk_atomic with knobs: weight tiles by pointer loads or TMA, an L2 prefetch of the tile's "
+                    "workspace and counter, SPLIT that need not divide the K steps (balanced grids)",
+        params=_SPLITK_ATOMIC2_PARAMS,
         configs=SPLITK_ATOMIC_V2_CONFIGS,
         guard=_splitk_atomic2_guard,
     ),
@@ -272,9 +274,7 @@ DENSE_METHODS: tuple[Method, ...] = (
         dtypes=BF16_ONLY,
         impl="kernels.launch.splitk_atomic2:SPLITK_ATOMIC_KN",
         description="splitk_atomic_v2 on the weight stored [K, N] at prepare: [BK, BN] tiles contiguous along N",
-        params={**_TILE_PARAMS, "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33),
-                "num_stages": (2, 3, 4, 5, 6), "num_warps": (2, 4, 8),
-                "W_LOAD": ("cg", "tma"), "PREFETCH": (0, 1)},
+        params=_SPLITK_ATOMIC2_PARAMS,
         configs=SPLITK_ATOMIC_KN_CONFIGS,
         guard=_splitk_atomic2_guard,
     ),
