@@ -118,7 +118,7 @@ def test_candidates_baseline_first_and_guarded():
 
 
 def test_range_notes_are_not_repeated_and_run_path_is_repo_relative():
-    spec = {"N": 2304, "K": 8192}
+    spec = {"N": 2304, "K": 8192, "x_dtype": "bfloat16", "w_dtype": "bfloat16", "y_dtype": "bfloat16"}
     winners = {1: ("torch_linear", {}), 8: ("torch_linear", {}), 16: ("torch_linear", {})}
     entries = rules.build_ranges("qkv_gate", winners, spec, METHODS, {1: "n1", 8: "n8", 16: "n16"})
     assert len(entries) == 1 and entries[0]["M"] == [1, 16]
