@@ -293,7 +293,7 @@ def explain_on(backend, specs: list[str], shapes: list[dict], writer, *, label: 
                     else load_workload())
     settings.workload = workload.to_dict()
     from profiler.runfile import new_run
-    from profiler.sweep import _names, environment_task, load_task, probes_task, shape_bytes, shape_key
+    from profiler.sweep import _names, environment_task, load_task, record_probes
 
     t_start = time.perf_counter()
     if settings.trace_dir:
@@ -309,13 +309,8 @@ def explain_on(backend, specs: list[str], shapes: list[dict], writer, *, label: 
     run |= {"calls": [], "kernels": [], "failures": []}
     try:
         if settings.probes:
-            res = backend.call(probes_task, {"kind": "probes", "rounds": settings.probe_rounds,
-                                             "shape_bytes": {shape_key(s): shape_bytes(s) for s in shapes}})
-            run["probes"], run["compute_probe"] = res["probes"], res["compute_probe"]
-            run["compute_peak_tflops"] = res["compute_probe"]["tflops"]
-            run["environment"]["probe_seconds"] = res["seconds"]
-            writer.flush(run)
-            log(f"probes: {len(run['probes'])} sizes in {res['seconds']} s")
+            seconds = record_probes(backend, run, shapes, settings.probe_rounds, writer)
+            log(f"probes: {len(run['probes'])} sizes in {seconds} s")
         by_shape = make_jobs(shapes, names)
         _check_pass(backend, run, by_shape, specs, refused, writer, settings)
         log(f"check + kineto: {sum(c['correct'] for c in run['calls'])}/{len(by_shape) * len(names)} calls passed "

@@ -509,6 +509,18 @@ def load_task(pool: WorkerPool, specs: list[str], timeout_s: float,
     return _load_all(pool, specs, timeout_s, workload)
 
 
+def record_probes(backend, run: dict, shapes: Sequence[dict], rounds: int, writer) -> float:
+    """Run the HBM read and compute probes at the shapes' byte counts on `backend` (local or cluster), put them in
+    `run` and write it; returns the probes' seconds. One place for run and explain."""
+    res = backend.call(probes_task, {"kind": "probes", "rounds": rounds,
+                                     "shape_bytes": {shape_key(s): shape_bytes(s) for s in shapes}})
+    run["probes"], run["compute_probe"] = res["probes"], res["compute_probe"]
+    run["compute_peak_tflops"] = res["compute_probe"]["tflops"]
+    run["environment"]["probe_seconds"] = res["seconds"]
+    writer.flush(run)
+    return res["seconds"]
+
+
 def probes_task(pool: WorkerPool, task: dict) -> dict:
     return pool.call(task, PROBE_TIMEOUT_S, "probes")
 
@@ -645,12 +657,7 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
         run = new_run(label, env, workload=workload)
         run["failures"], run["shape_info"] = [], {}
         if settings.probes:
-            res = backend.call(probes_task, {"kind": "probes", "rounds": settings.probe_rounds,
-                                             "shape_bytes": {shape_key(s): shape_bytes(s) for s in shapes}})
-            run["probes"], run["compute_probe"] = res["probes"], res["compute_probe"]
-            run["compute_peak_tflops"] = res["compute_probe"]["tflops"]
-            run["environment"]["probe_seconds"] = res["seconds"]
-            writer.flush(run)
+            record_probes(backend, run, shapes, settings.probe_rounds, writer)
             if progress:
                 progress("probes", 1, 1)
         floors = _floor_lookup(run["probes"])
