@@ -22,6 +22,8 @@ STREAMK_MAX_M = 512
 # The second-round single-launch variants target the small-M shapes where splitk_atomic won (M = 4-16) and the
 # M = 32 neighbour; above, splitk_atomic lost 2-6x (screen r2 below), so their workspace holds 32 rows.
 SPLITK_ATOMIC2_MAX_M = 32
+# splitk_swap puts the tokens in the MMA's N dimension (BM = 16..128 per tile): its workspace is [N, 256].
+SPLITK_SWAP_MAX_M = 256
 
 
 def _gemv_guard(M, N, K, config):
@@ -62,6 +64,14 @@ def _splitk_atomic2_guard(M, N, K, config):
     if K % config["BK"] == 0 and K // config["BK"] < config["SPLIT"]:
         return f"needs K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']}): a slice per split"
     return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
+
+
+def _splitk_swap_guard(M, N, K, config, weight_rows_per_tile: int = 1, what: str = "splitk_swap"):
+    if not 1 <= M <= SPLITK_SWAP_MAX_M:
+        return f"{what} serves 1 <= M <= {SPLITK_SWAP_MAX_M} (its workspace columns)"
+    if K % config["BK"] == 0 and K // config["BK"] < config["SPLIT"]:
+        return f"needs K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']}): a slice per split"
+    return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config, weight_rows_per_tile)
 
 
 def _streamk_small_guard(M, N, K, config):
@@ -198,6 +208,27 @@ STREAMK_SMALL_CONFIGS = config_table(STREAMK_KEYS, [
     (16, 128, 128, 4, 4, 1),
 ])
 
+# splitk_swap (kernels/triton/splitk_swap.py): the weight tile is the MMA's 64/128-row first operand and BM tokens
+# its N dimension. The cuBLAS kernels it competes with at qkv_gate M = 16-32 run 108 programs of 64 weight rows x
+# 16/32 tokens plus a separate splitKreduce launch (2.0-2.1 us under Nsight Compute, datasets/runs/
+# 2026-12-01_nvidia-h200_explain-baseline-best-r5.json). Grids here are multiples of the 132 SMs where the tile
+# counts allow: qkv_gate N=2304 = 36 x 64 = 18 x 128 (x 11 / 22 = 396 programs), pooler N=4096 and o N=8192 (x 33),
+# the unpooler's N=1024 slice 16 x 64 (x 33 = 528).
+SPLITK_SWAP_CONFIGS = config_table(TILE_KEYS, [
+    (16, 64, 64, 11, 4, 4),     # default: qkv_gate M <= 16, 396 programs = 3 per SM, 11-12 K steps each
+    (16, 64, 128, 11, 4, 4),    # the same slices in half as many, twice as large steps
+    (16, 128, 64, 22, 4, 4),
+    (32, 64, 64, 11, 4, 4),     # M = 17..32 in one token tile
+    (32, 128, 64, 22, 4, 4),
+    (64, 64, 64, 11, 4, 4),     # M = 33..64
+    (16, 64, 64, 33, 4, 4),     # pooler, o, the unpooler's N=1024 slice
+    (32, 64, 64, 33, 4, 4),
+    (16, 128, 64, 33, 4, 3),    # pooler: 32 tiles x 33 = 1056 programs = 8 per SM
+    (32, 128, 64, 33, 4, 3),
+    (128, 64, 64, 11, 4, 3),    # M = 128: one token tile, x re-read from L2 by every weight tile
+    (128, 128, 64, 22, 8, 3),
+])
+
 _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), "SPLIT": (1, 2, 4, 8, 16),
                 "num_warps": (4, 8), "num_stages": (2, 3, 4)}
 
@@ -277,6 +308,17 @@ DENSE_METHODS: tuple[Method, ...] = (
         params=_SPLITK_ATOMIC2_PARAMS,
         configs=SPLITK_ATOMIC_KN_CONFIGS,
         guard=_splitk_atomic2_guard,
+    ),
+    Method(
+        name="splitk_swap",
+        dtypes=BF16_ONLY,
+        impl="kernels.launch.splitk_swap:SPLITK_SWAP",
+        description="single-launch split-K with the operands swapped (y^T = w x^T): 64/128 weight rows x BM tokens "
+                    "per tile on the warpgroup MMA; the self-zeroing workspace reduction of splitk_atomic_v2",
+        params={**_TILE_PARAMS, "BM": (16, 32, 64, 128), "BN": (64, 128), "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33),
+                "num_stages": (2, 3, 4, 5, 6)},
+        configs=SPLITK_SWAP_CONFIGS,
+        guard=_splitk_swap_guard,
     ),
     Method(
         name="streamk_small",

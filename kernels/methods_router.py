@@ -11,6 +11,7 @@ permitted scheme, W ~ H + L with H = bf16(W), L = bf16(W - fp32(H)), BF16 produc
 from __future__ import annotations
 
 from kernels.method import BF16, BF16_X_FP32_W, TILE_KEYS, Method, config_table, smem_reason
+from kernels.methods_dense import _splitk_swap_guard
 
 # The router methods read FP32 weights (directly, or as a hi/lo BF16 pair made at prepare) and write FP32 output
 # from BF16 activations: muse's router family, and any workload family with those dtypes.
@@ -62,6 +63,10 @@ def _hilo_fused_guard(M, N, K, config):
     if N % config["BN"]:
         return f"router_hilo_fused needs N % BN == 0 (N={N}, BN={config['BN']})"
     return _tile_guard(2)(M, N, K, config)
+
+
+def _hilo_swap_guard(M, N, K, config):
+    return _splitk_swap_guard(M, N, K, config, 2, "router_hilo_swap")
 
 
 def _gemv_wide_guard(M, N, K, config):
@@ -133,6 +138,20 @@ HILO_FUSED_CONFIGS = config_table(TILE_KEYS, [
     (128, 64, 64, 8, 8, 3),    # M >= 256
 ])
 
+# router_hilo_swap: the splitk_swap kernel with HILO (both weight halves per K step, one accumulator); grid =
+# 256/BN x SPLIT x ceil(M/BM). router_hilo_atomic_pdl, today's pick at M >= 8, runs 256 programs of 4 K steps
+# at 7-10% SM throughput under Nsight Compute (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r5.json).
+HILO_SWAP_CONFIGS = config_table(TILE_KEYS, [
+    (16, 64, 64, 33, 4, 4),    # default: 4 tiles x 33 = 132 programs, 3-4 K steps of H and L each
+    (16, 64, 64, 16, 4, 4),    # 64 programs of 8 steps
+    (16, 64, 64, 66, 4, 3),    # 264 programs of ~2 steps
+    (32, 64, 64, 33, 4, 4),
+    (64, 64, 64, 33, 4, 4),
+    (128, 64, 64, 33, 4, 3),
+    (256, 64, 64, 33, 8, 2),
+    (128, 128, 64, 66, 8, 2),
+])
+
 GEMV_WIDE_KEYS = ("BN", "BK", "num_warps", "cache")
 # Measured (same run): BN=4 BK=1024 4 warps .cg 5.34 us vs torch_linear 6.14 us at o M=1; BN >= 16 lost.
 GEMV_WIDE_CONFIGS = config_table(GEMV_WIDE_KEYS, [
@@ -177,6 +196,13 @@ ROUTER_METHODS: tuple[Method, ...] = (
         description="hi/lo rows interleaved, single-launch split-K: FP32 atomic adds into a zeroed workspace, the "
                     "last split of a tile copies it to y and re-zeroes it (no zero-fill launch)",
         params=TILE_PARAMS, configs=HILO_FUSED_CONFIGS, guard=_hilo_fused_guard),
+    Method(
+        name="router_hilo_swap", dtypes=FP32_WEIGHTS, impl="kernels.launch.splitk_swap:ROUTER_HILO_SWAP",
+        description="hi/lo split-K with the operands swapped (y^T = H x^T + L x^T on the warpgroup MMA), one "
+                    "launch: the self-zeroing workspace reduction of splitk_swap",
+        params={**TILE_PARAMS, "BM": (16, 32, 64, 128, 256), "BN": (64, 128), "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32,
+                                                                                       33, 66)},
+        configs=HILO_SWAP_CONFIGS, guard=_hilo_swap_guard),
     Method(
         name="gemv_wide", dtypes=(BF16,), impl="kernels.launch.gemv_wide:GEMV_WIDE",
         description="one-token GEMV for short rows: BN whole rows per program held in registers, K unrolled "

@@ -24,16 +24,20 @@ Algorithm for one scored (family, M) point (`tune_point`; the write-up's funnel)
     guards admit them), each at THAT neighbour's N (n_at: muse's unpooler M=7 and M=9 are N=8192 although
     M=8 is N=1024). Only neighbours at the point's N decide (`robust_choice`):
     a. a winner that fails correctness at one loses to the runner-up (or the baseline, if that failed too);
-    b. a winner more than NOISE_TOL slower than the baseline at one loses to the better (lower summed median
-       over M and the deciding neighbours) of the baseline and the runner-up, the runner-up counting only if
-       it is itself nowhere more than NOISE_TOL slower than the baseline;
+    b. a winner more than NOISE_TOL slower than the baseline at one is kept only with its plan range stopping
+       short of those neighbours (`Decision.stops`: it is then dispatched at M and on its other side alone,
+       the slow side going to the adjacent point's winner or the baseline), if that costs less (summed median
+       over M and the deciding neighbours, the baseline's at the cut-off ones) than the baseline and than the
+       runner-up -- the runner-up counting only if it is itself nowhere more than NOISE_TOL slower than the
+       baseline;
     c. the winner is kept if at every one its median is within NOISE_TOL of the runner-up's or better;
        otherwise the one with the lower summed median over M and those neighbours wins.
     Then MIN_WIN: a non-baseline choice whose paired ratio vs the baseline at M has a 95% CI low <= 1 + MIN_WIN
     gives way to the baseline (`keep_baseline_unless_significant`).
  5. Ranges per N (`build_ranges`): the general-N points make the generic entries: every M in 1..max point goes
     to the nearest point's winner (midpoint rule; floor((a+b)/2) belongs to the lower point), else the other
-    adjacent point's winner, else the baseline -- whichever its guard admits. Points at another N (unpooler M=1
+    adjacent point's winner, else the baseline -- whichever its guard admits and, for a winner kept with
+    stops (4b), whichever does not reach past them. Points at another N (unpooler M=1
     and 8, N=1024) make N-specific entries spanning min..max of those points. Beyond the largest tuned M, the
     generic entries fall back to the library (torch_linear) up to kernels.plans.DISPATCH_MAX_M
     (kernels.plans.with_library_fallback): nothing was measured there, and the library serves every shape.
@@ -120,11 +124,17 @@ class Decision:
     rule: str = ""
     neighbours: dict = field(default_factory=dict)
     rejected: dict = field(default_factory=dict)
+    stops: list = field(default_factory=list)   # deciding neighbours where the choice was > NOISE_TOL slower than
+    #                                             the baseline: its plan range ends short of them (rule 4b)
 
     def to_dict(self) -> dict:
         return {"family": self.family, "M": self.M, "method": self.method, "config": self.config,
                 "median_us": self.median_us, "baseline_us": self.baseline_us, "runner_up": self.runner_up,
-                "rule": self.rule, "neighbours": self.neighbours, "rejected": self.rejected}
+                "rule": self.rule, "neighbours": self.neighbours, "rejected": self.rejected, "stops": self.stops}
+
+    def limits(self) -> tuple[int, int | None]:
+        """(lowest, highest or None) M the choice may be dispatched at: M itself past a stop."""
+        return (self.M if self.M - 1 in self.stops else 1, self.M if self.M + 1 in self.stops else None)
 
 
 @dataclass
@@ -228,17 +238,20 @@ def robust_choice(winner: Timed, runner: Timed, neighbours: dict, base: Timed | 
             return base, f"winner and runner-up failed correctness at M={m}: baseline taken"
     if base is not None and winner.key != base.key:
         with_b = {m: v for m, v in neighbours.items() if at(v, 0) is not None and at(v, 2) is not None}
-        slow = sorted(m for m, v in with_b.items() if v[0] > v[2] * (1 + NOISE_TOL))
+        slow = slow_vs_baseline(neighbours)
         if slow:
             b_sum = base.median + sum(v[2] for v in with_b.values())
-            options = [(b_sum, base, "baseline")]
+            # the winner with its range stopping short of the slow neighbours: the baseline's time there
+            cut_sum = winner.median + sum(v[2] if m in slow else v[0] for m, v in with_b.items())
+            options = [(cut_sum, winner, f"winner kept at M, its range stopping short of M={slow}"),
+                       (b_sum, base, "baseline taken")]
             if runner.key != base.key and all(at(v, 1) is not None and v[1] <= v[2] * (1 + NOISE_TOL)
                                               for v in with_b.values()):
-                options.append((runner.median + sum(v[1] for v in with_b.values()), runner, "runner-up"))
+                options.append((runner.median + sum(v[1] for v in with_b.values()), runner, "runner-up taken"))
             total, choice, name = min(options, key=lambda o: o[0])
             worst = max(with_b[m][0] / with_b[m][2] for m in slow)
             return choice, (f"winner >{NOISE_TOL:.0%} slower than the baseline at M={slow} (up to {worst:.3f}x "
-                            f"its time): {name} taken (summed median over M and M+-1 {total:.2f} us)")
+                            f"its time): {name} (summed median over M and M+-1 {total:.2f} us)")
     both = {m: (v[0], v[1]) for m, v in neighbours.items() if at(v, 0) is not None and at(v, 1) is not None}
     if not both:
         return winner, "no neighbour where both were timed: winner kept"
@@ -251,6 +264,13 @@ def robust_choice(winner: Timed, runner: Timed, neighbours: dict, base: Timed | 
                         f"over M and M+-1 ({r_sum:.2f} vs {w_sum:.2f} us)")
     return winner, (f"winner >{NOISE_TOL:.0%} slower at a neighbour but keeps the lower summed median over M "
                     f"and M+-1 ({w_sum:.2f} vs {r_sum:.2f} us)")
+
+
+def slow_vs_baseline(neighbours: dict) -> list[int]:
+    """The neighbours (robust_choice's {M': (winner, runner-up, baseline)} medians) where the winner was timed and
+    is more than NOISE_TOL slower than the baseline."""
+    return sorted(m for m, v in neighbours.items()
+                  if len(v) > 2 and v[0] is not None and v[2] is not None and v[0] > v[2] * (1 + NOISE_TOL))
 
 
 def keep_baseline_unless_significant(d: Decision, base: Timed, choice: Timed) -> str:
@@ -336,6 +356,8 @@ def _apply_neighbours(d: Decision, pt: Point, methods, measure, final, records, 
                        by_key.get(base.key) if base is not None else None)
     deciding = {m: v[1:] for m, v in neigh.items() if v[0] == pt.N}
     choice, d.rule = robust_choice(winner, runner, deciding, base)
+    if choice is winner and base is not None and winner.key != base.key:
+        d.stops = slow_vs_baseline(deciding)
     record_only = sorted(m for m, v in neigh.items() if v[0] != pt.N)
     if record_only:
         d.rule += (f"; M={record_only} timed at their own N {sorted({neigh[m][0] for m in record_only})} for the "
@@ -345,6 +367,8 @@ def _apply_neighbours(d: Decision, pt: Point, methods, measure, final, records, 
     d.method, d.config, d.median_us = choice.method, choice.config, choice.median
     if base is not None:
         d.rule += keep_baseline_unless_significant(d, base, choice)
+        if d.method == BASELINE:
+            d.stops = []
 
 
 def _summary(pt: Point, screen: list[Timed], finals: list[Timed], d: Decision, n_finalists: int) -> str:
@@ -362,9 +386,12 @@ def _summary(pt: Point, screen: list[Timed], finals: list[Timed], d: Decision, n
 
 # ------------------------------------------------------------------------------------------ ranges
 
-def _owners(points: list[int], winners: dict, lo: int, hi: int, admits) -> list[tuple[int, int | None, tuple]]:
+def _owners(points: list[int], winners: dict, lo: int, hi: int, admits,
+            limits: dict | None = None) -> list[tuple[int, int | None, tuple]]:
     """(M, owning point or None, (method, config)) for M in lo..hi: nearest point's winner (midpoint rule),
-    else the other adjacent point's winner, else the baseline -- whichever `admits(choice, M)` first."""
+    else the other adjacent point's winner, else the baseline -- whichever `admits(choice, M)` first and lies
+    within that point's `limits` ({point: (lowest M, highest M or None)}: a winner kept with stops, rule 4b)."""
+    limits = limits or {}
     out = []
     for M in range(lo, hi + 1):
         below = max((p for p in points if p <= M), default=points[0])
@@ -372,7 +399,8 @@ def _owners(points: list[int], winners: dict, lo: int, hi: int, admits) -> list[
         near = below if M <= (below + above) // 2 else above
         other = above if near == below else below
         for p in (near, other):
-            if admits(winners[p], M):
+            low, high = limits.get(p, (1, None))
+            if low <= M and (high is None or M <= high) and admits(winners[p], M):
                 out.append((M, p, winners[p]))
                 break
         else:
@@ -396,10 +424,12 @@ def _merge(owners, notes: dict, N: int | None) -> list[dict]:
     return entries
 
 
-def build_ranges(family: str, winners: dict, spec: dict, methods: dict, notes: dict | None = None) -> list[dict]:
+def build_ranges(family: str, winners: dict, spec: dict, methods: dict, notes: dict | None = None,
+                 limits: dict | None = None) -> list[dict]:
     """Ordered plan entries (step 5 of the module docstring): generic entries from the general-N points covering
     1..max(winners), then, per other N (sorted), entries with "N" spanning min..max of that N's points.
-    make_plan adds the library above max(winners)."""
+    `limits`: {point M: (lowest, highest or None)} for winners kept with stops. make_plan adds the library above
+    max(winners)."""
     K, general = int(spec["K"]), int(spec["N"])
     notes = notes or {}
     by_n: dict[int, list[int]] = {}
@@ -413,7 +443,7 @@ def build_ranges(family: str, winners: dict, spec: dict, methods: dict, notes: d
 
     gen_points = by_n.pop(general, [])
     if gen_points:
-        entries = _merge(_owners(gen_points, winners, 1, top, admits_generic), notes, None)
+        entries = _merge(_owners(gen_points, winners, 1, top, admits_generic, limits), notes, None)
     else:   # only off-N points tuned: the generic entry is the baseline
         entries = [{"M": [1, top], "method": BASELINE, "config": {}}]
     for N, pts in sorted(by_n.items()):
@@ -421,7 +451,7 @@ def build_ranges(family: str, winners: dict, spec: dict, methods: dict, notes: d
             name, config = choice
             return methods[name].supports(spec, M, N, K, config) is None
 
-        entries += _merge(_owners(pts, winners, pts[0], pts[-1], admits_n), notes, N)
+        entries += _merge(_owners(pts, winners, pts[0], pts[-1], admits_n, limits), notes, N)
     return entries
 
 
@@ -442,6 +472,9 @@ def make_plan(decisions: list[Decision], methods: dict, workload, base_plan: dic
     for family, ds in by_family.items():
         winners = {M: (d.method, d.config) for M, d in ds.items()}
         note = {M: f"tuned at M={M}: {d.median_us:.2f} us" + (f" vs baseline {d.baseline_us:.2f} us"
-                                                              if d.baseline_us else "") for M, d in ds.items()}
-        plan["families"][family] = build_ranges(family, winners, workload.family(family), methods, note)
+                                                              if d.baseline_us else "")
+                + (f"; not dispatched at M={d.stops} (> {NOISE_TOL:.0%} slower than the baseline there)"
+                   if d.stops else "") for M, d in ds.items()}
+        limits = {M: d.limits() for M, d in ds.items() if d.stops}
+        plan["families"][family] = build_ranges(family, winners, workload.family(family), methods, note, limits)
     return with_library_fallback(plan)

@@ -1,6 +1,6 @@
-"""GPU: splitk_atomic_v2, splitk_atomic_kn and streamk_small pass the full contract (profiler.contract.
+"""GPU: splitk_atomic_v2, splitk_atomic_kn, streamk_small, splitk_swap and router_hilo_swap pass the full contract (profiler.contract.
 check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph replays with new inputs, inputs and
-weights unchanged) with every config at every official and nearby shape their guards admit, and the split-K
+weights unchanged) with every config at every official and nearby shape their guards admit, and the BF16 split-K
 variants leave workspace and counters zero after eager calls and graph replays that mix M."""
 import pytest
 
@@ -8,7 +8,8 @@ from kernels.registry import get_method
 
 pytestmark = pytest.mark.gpu
 
-NEW = ("splitk_atomic_v2", "splitk_atomic_kn", "streamk_small")
+NEW = ("splitk_atomic_v2", "splitk_atomic_kn", "streamk_small", "splitk_swap", "router_hilo_swap")
+SELF_ZEROING = ("splitk_atomic_v2", "splitk_atomic_kn", "splitk_swap")
 
 
 def _cases():
@@ -39,7 +40,7 @@ def test_contract(name, config_index, row):
     assert check.ok, (name, cfg, row["family"], row["M"], check.reasons)
 
 
-@pytest.mark.parametrize("name,config_index", [(n, i) for n in NEW[:2] for i in range(len(get_method(n).configs))])
+@pytest.mark.parametrize("name,config_index", [(n, i) for n in SELF_ZEROING for i in range(len(get_method(n).configs))])
 def test_workspace_zero_after_calls_and_replays_of_mixed_m(name, config_index):
     """Eager calls at M = 8, 16, 3, 32 then graphs captured at two M replayed alternately with new inputs: every
     output right, and the workspace and counters all zero at the end (qkv_gate, N=2304, K=8192)."""

@@ -8,7 +8,7 @@ from kernels.registry import METHODS, get_method
 
 MUSE = load_workload()
 DENSE_NAMES = {"torch_linear", "gemv", "splitk", "splitk_fused", "packed", "splitk_atomic", "streamk", "mm_wt",
-               "mm_swapped", "splitk_atomic_v2", "splitk_atomic_kn", "streamk_small"}
+               "mm_swapped", "splitk_atomic_v2", "splitk_atomic_kn", "streamk_small", "splitk_swap"}
 # The workload's dense shapes: (family, N, K) at the scored M (the unpooler's M=1 and M=8 are N=1024).
 DENSE_SHAPES = (("qkv_gate", 2304, 8192), ("o", 8192, 1024), ("pooler", 4096, 8192), ("unpooler", 8192, 4096),
                 ("unpooler", 1024, 4096))

@@ -6,7 +6,7 @@ from kernels.method import BF16, BF16_X_FP32_W as FP32_W
 from kernels.registry import METHODS
 
 ROUTER_NAMES = ("router_gemv_fp32", "router_hilo_splitk", "router_hilo_atomic", "router_hilo_atomic_pdl",
-                "router_hilo_packed_mm", "router_hilo_fused")
+                "router_hilo_packed_mm", "router_hilo_fused", "router_hilo_swap")
 RN, RK = 256, 8192
 
 
@@ -101,16 +101,20 @@ def test_interleave_is_lossless_permutation():
 
 
 def test_prepare_states_never_see_activations():
-    pytest.importorskip("torch")
+    torch = pytest.importorskip("torch")
     from kernels.launch import router as R
+    from kernels.launch import splitk_swap as S
 
     w = _w32(K=RK)     # the default configs' K steps tile the router's K
     preps = {"router_gemv_fp32": R.prepare_gemv_fp32, "router_hilo_splitk": R.prepare_hilo_splitk,
              "router_hilo_atomic": R.prepare_hilo_atomic, "router_hilo_packed_mm": R.prepare_hilo_packed_mm,
-             "router_hilo_fused": R.prepare_hilo_fused}
+             "router_hilo_fused": R.prepare_hilo_fused, "router_hilo_swap": S.prepare_hilo}
     for name, prep in preps.items():
         state = prep(w, "router", dict(METHODS[name].configs[0]))
         assert state["N"] == w.shape[0] and state["K"] == w.shape[1]
+    st = S.prepare_hilo(w, "router", dict(METHODS["router_hilo_swap"].configs[0]))
+    hi, lo = R.split_hilo(w)
+    assert torch.equal(st["w"], hi) and torch.equal(st["lo"], lo) and st["ws"].shape == (w.shape[0], 256)
     st = R.prepare_hilo_packed_mm(w, "router", {})
     hi, lo = R.split_hilo(w)
     assert st["w2t"].shape == (w.shape[1], 2 * w.shape[0])
@@ -135,3 +139,16 @@ def test_hilo_fused_guard_bounds_and_reasons():
     assert "workspace" in m.supports(FP32_W, HILO_FUSED_MAX_M + 1, RN, RK, cfg)
     assert "N % BN" in m.supports(FP32_W, 8, 250, RK, cfg)
     assert "K % (BK*SPLIT)" in m.supports(FP32_W, 8, RN, 8000, cfg)
+
+
+def test_hilo_swap_guard_bounds_and_reasons():
+    from kernels.methods_dense import SPLITK_SWAP_MAX_M
+
+    m = METHODS["router_hilo_swap"]
+    cfg = m.configs[0]
+    assert m.supports(FP32_W, SPLITK_SWAP_MAX_M, RN, RK, cfg) is None
+    assert "router_hilo_swap serves 1 <= M <= 256" in m.supports(FP32_W, SPLITK_SWAP_MAX_M + 1, RN, RK, cfg)
+    assert "N % BN" in m.supports(FP32_W, 8, 250, RK, cfg)
+    assert "K / BK >= SPLIT" in m.supports(FP32_W, 8, RN, 1024, cfg)        # 16 steps < 33 slices
+    assert "shared memory" in m.supports(FP32_W, 8, RN, RK, dict(cfg, BM=256, BN=128, BK=256, SPLIT=8,
+                                                                         num_stages=4))

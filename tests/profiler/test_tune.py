@@ -47,14 +47,21 @@ def test_robust_rule_correctness_failure_and_no_neighbours():
     assert rules.robust_choice(w, r, {2: (8.0, None)})[0] is w
 
 
-def test_robust_rule_baseline_beats_a_winner_that_is_slower_than_it_next_door():
+def test_robust_rule_winner_slower_than_the_baseline_next_door_is_cut_off_there_or_loses():
     base, w, r = _t("torch_linear", 15.0), _t("a", 9.0), _t("b", 9.5)
-    # winner 20% slower than the baseline at M=15; runner-up also >2% slower there: the baseline is taken
-    choice, why = rules.robust_choice(w, r, {15: (12.0, 11.0, 10.0), 17: (10.0, 10.0, 10.0)}, base)
-    assert choice is base and "slower than the baseline" in why and "baseline taken" in why
-    # runner-up within 2% of the baseline everywhere and the lower sum: the runner-up is taken
-    choice, why = rules.robust_choice(w, r, {15: (12.0, 10.1, 10.0), 17: (10.0, 10.0, 10.0)}, base)
-    assert choice is r and "runner-up taken" in why
+    # winner 20% slower than the baseline at M=15; runner-up also >2% slower there: the winner is kept with its
+    # range stopping short of M=15 (9 + 10 + 10 = 29 us against the baseline's 35)
+    nb = {15: (12.0, 11.0, 10.0), 17: (10.0, 10.0, 10.0)}
+    choice, why = rules.robust_choice(w, r, nb, base)
+    assert choice is w and "slower than the baseline at M=[15]" in why and "stopping short of M=[15]" in why
+    assert rules.slow_vs_baseline(nb) == [15]
+    # runner-up within 2% of the baseline everywhere and the lower sum (9.1 + 10.0 + 9.0 = 28.1 < 29): taken
+    choice, why = rules.robust_choice(w, _t("b", 9.1), {15: (12.0, 10.0, 10.0), 17: (10.0, 9.0, 10.0)}, base)
+    assert choice.key == "b" and "runner-up taken" in why
+    # a winner that only ties the baseline at M and is cut off on both sides: the baseline's sum is lower
+    choice, why = rules.robust_choice(_t("a", 15.0), r, {15: (12.0, 11.0, 10.0), 17: (12.0, 11.0, 9.0)},
+                                      _t("torch_linear", 14.9))
+    assert choice.key == "torch_linear" and "baseline taken" in why
     # winner within 2% of the baseline everywhere: the winner-vs-runner-up rule decides (winner kept)
     assert rules.robust_choice(w, r, {15: (10.1, 10.0, 10.0), 17: (10.0, 10.0, 10.0)}, base)[0] is w
     # no baseline medians (2-tuples): rule b is skipped
@@ -294,7 +301,7 @@ def test_tune_point_rejects_lossy_and_applies_neighbour_rule(cpu_measure):
     assert records.pairs and records.pairs[0]["ratio_median"] == pytest.approx(1.5, rel=0.01)
 
 
-def test_tune_point_baseline_beats_bad_winner_at_same_n_neighbour(cpu_measure):
+def test_tune_point_winner_slower_than_the_baseline_next_door_is_dispatched_at_m_only(cpu_measure):
     methods, measure_cls = cpu_measure
     table = {}
     for M in (15, 16, 17):
@@ -303,10 +310,24 @@ def test_tune_point_baseline_beats_bad_winner_at_same_n_neighbour(cpu_measure):
         table[("fake_fast", 1, M)] = 9.0 if M == 16 else 12.0    # 20% slower than the baseline next door
         table[("fake_fast", 2, M)] = 9.5 if M == 16 else 11.0    # 10% slower too
     d = rules.tune_point(_point(16), methods, measure_cls(table), log=lambda *a: None)
-    assert (d.method, d.config) == ("torch_linear", {}), d.rule
-    assert "slower than the baseline" in d.rule
+    assert (d.method, d.config) == ("fake_fast", {"v": 1}), d.rule
+    assert "slower than the baseline" in d.rule and d.stops == [15, 17] and d.limits() == (16, 16)
+    assert d.to_dict()["stops"] == [15, 17]
     assert d.neighbours["15"]["N"] == 256 and d.neighbours["15"]["decides"]
     assert d.neighbours["15"]["baseline"] == pytest.approx(10.0, rel=0.01)
+
+
+def test_build_ranges_keeps_a_cut_off_winner_on_its_side_of_the_stop():
+    atom = ("router_hilo_atomic", dict(METHODS["router_hilo_atomic"].configs[0]))
+    lib = ("torch_linear", {})
+    winners = {8: atom, 16: atom, 32: lib}
+    # M=16's winner was > 2% slower than the baseline at M=17: M=17..24 (its half of the gap) go to M=32's pick
+    entries = rules.build_ranges("router", winners, ROUTER_SPEC, METHODS, limits={16: (1, 16)})
+    assert [(e["M"], e["method"]) for e in entries] == [([1, 16], "router_hilo_atomic"), ([17, 32], "torch_linear")]
+    # cut off below instead: M=13..15 (M=16's half of the gap to 8) go to M=8's pick, M=17..24 stay with M=16's
+    entries = rules.build_ranges("router", {**winners, 8: lib}, ROUTER_SPEC, METHODS, limits={16: (16, None)})
+    assert [(e["M"], e["method"]) for e in entries] == [([1, 15], "torch_linear"), ([16, 24], "router_hilo_atomic"),
+                                                       ([25, 32], "torch_linear")]
 
 
 def test_tune_point_neighbours_at_another_n_are_timed_but_do_not_decide(cpu_measure):

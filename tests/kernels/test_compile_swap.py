@@ -1,0 +1,39 @@
+"""Every config of splitk_swap and router_hilo_swap compiles for sm_90 (H200) on this CPU machine without spills,
+on the warpgroup MMA (wgmma: the point of swapping the operands), with a pipelined weight stream and the
+single-launch reduction. Skips where triton's ptxas is missing."""
+import re
+
+import pytest
+
+triton = pytest.importorskip("triton")
+
+from kernels.methods_dense import SPLITK_SWAP_CONFIGS  # noqa: E402
+from kernels.methods_router import HILO_SWAP_CONFIGS  # noqa: E402
+from tests.kernels.test_compile_sm90 import PTXAS, _check_single_launch, _compile  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not __import__("os").path.exists(PTXAS), reason="triton's bundled ptxas not found")
+
+SIG = {"x_ptr": "*bf16", "w_ptr": "*bf16", "lo_ptr": "*bf16", "y_ptr": "*bf16", "ws_ptr": "*fp32",
+       "cnt_ptr": "*i32", "M": "i32", "N": "i32", "stride_xm": "i32", "stride_w": "i32", "stride_ym": "i32",
+       "stride_ws": "i32", "K": "constexpr", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+       "SPLIT": "constexpr", "HILO": "constexpr"}
+CASES = [(False, c, K) for c in SPLITK_SWAP_CONFIGS for K in (8192, 4096, 1024) if K // c["BK"] >= c["SPLIT"]]
+CASES += [(True, c, 8192) for c in HILO_SWAP_CONFIGS]
+
+
+@pytest.mark.parametrize("hilo,cfg,K", CASES, ids=str)
+def test_splitk_swap_compiles_to_wgmma_without_spills(hilo, cfg, K):
+    from kernels.triton.splitk_swap import splitk_swap_kernel
+
+    sig = dict(SIG, y_ptr="*fp32") if hilo else SIG
+    consts = {k: cfg[k] for k in ("BM", "BN", "BK", "SPLIT")}
+    k, spills = _compile(splitk_swap_kernel, sig, {**consts, "K": K, "HILO": hilo}, cfg["num_warps"],
+                         cfg["num_stages"])
+    ptx = k.asm["ptx"]
+    assert spills == 0
+    assert "wgmma.mma_async" in ptx and "mma.sync" not in ptx
+    n = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16", ptx)
+    assert n and {int(v) for v in n} <= {cfg["BM"], cfg["BM"] // 2, cfg["BM"] // 4}, n   # tokens = the MMA's N
+    _check_single_launch(k, cfg["SPLIT"])
+    if (K // cfg["BK"]) // cfg["SPLIT"] > 1:
+        assert "cp.async" in ptx                      # the weight stream is software-pipelined
