@@ -1,8 +1,9 @@
-"""Methods for BF16 x with FP32 weights and FP32 output (muse's router) and the wide one-token BF16 GEMV (written
-for muse's o-projection): Method records + guards.
+"""Methods for BF16 x with FP32 weights and FP32 output (muse's router), the wide one-token BF16 GEMV (written
+for muse's o-projection) and the multi-token CUDA-core GEMV (both weight dtypes): Method records + guards.
 
-Torch-free: implementations live in kernels/launch/router.py and kernels/launch/gemv_wide.py (jit code in
-kernels/triton/router.py and kernels/triton/gemv_wide.py) and are imported on first use.
+Torch-free: implementations live in kernels/launch/router.py, kernels/launch/gemv_wide.py,
+kernels/launch/splitk_swap.py and kernels/launch/gemv_rows.py (jit code in kernels/triton/) and are imported on
+first use.
 
 Numerics: `router_gemv_fp32` reads the FP32 weight directly. The `router_hilo_*` methods use the write-up's
 permitted scheme, W ~ H + L with H = bf16(W), L = bf16(W - fp32(H)), BF16 products accumulated in FP32
@@ -24,6 +25,9 @@ GEMV_WIDE_MAX_K = 8192
 # Workspace rows of router_hilo_fused (FP32 [MAX_M, 256] = 4 MB at prepare): serves every M a plan dispatches
 # to a Triton route at the router's N.
 HILO_FUSED_MAX_M = 4096
+# gemv_rows re-reads x from L2 in every program and multiplies on the CUDA cores (M*N*K FP32 FMAs): a few-token
+# method. Above 32 tokens the FMAs alone (2304*8192*32 at qkv_gate) outlast the weight stream.
+GEMV_ROWS_MAX_M = 32
 
 
 def _accumulator_reason(what: str, config) -> str | None:
@@ -67,6 +71,22 @@ def _hilo_fused_guard(M, N, K, config):
 
 def _hilo_swap_guard(M, N, K, config):
     return _splitk_swap_guard(M, N, K, config, 2, "router_hilo_swap")
+
+
+def _gemv_rows_guard(M, N, K, config):
+    if not 1 <= M <= GEMV_ROWS_MAX_M:
+        return f"gemv_rows serves 1 <= M <= {GEMV_ROWS_MAX_M}"
+    if K % config["BK"]:
+        return f"gemv_rows needs K % BK == 0 (K={K}, BK={config['BK']})"
+    if K > GEMV_WIDE_MAX_K:
+        return f"gemv_rows unrolls K: K={K} > {GEMV_WIDE_MAX_K}"
+    threads = 32 * config["num_warps"]
+    product = config["BM"] * config["BN"] * config["BK"]
+    if product > GEMV_MAX_ELEMS_PER_THREAD * threads:
+        return (f"gemv_rows: BM*BN*BK product too large for the warps (would spill): BM={config['BM']} "
+                f"BN={config['BN']} BK={config['BK']} num_warps={config['num_warps']} -> {product / threads:g} > "
+                f"{GEMV_MAX_ELEMS_PER_THREAD} values per thread")
+    return None
 
 
 def _gemv_wide_guard(M, N, K, config):
@@ -152,6 +172,22 @@ HILO_SWAP_CONFIGS = config_table(TILE_KEYS, [
     (128, 128, 64, 66, 8, 2),
 ])
 
+# gemv_rows: grid = N/BN x ceil(M/BM); each program streams BN whole weight rows (all K chunks unrolled) and
+# multiplies them by BM tokens. Rows aim at the few-token shapes where the tensor-core split-K routes are
+# latency-bound: the router (N=256: BN=2 -> 128 programs) and the unpooler's N=1024 slice (BN=8 -> 128). The
+# first four rows are the router's (FP32 weights, evict_first loads), the others the BF16 families' (".cg").
+GEMV_ROWS_KEYS = ("BM", "BN", "BK", "num_warps", "cache")
+GEMV_ROWS_CONFIGS = config_table(GEMV_ROWS_KEYS, [
+    (8, 2, 1024, 16, ""),      # default: router M <= 8, 128 programs of 2 FP32 rows (64 KB)
+    (8, 4, 512, 16, ""),       # router: 64 programs of 4 rows, half the x re-reads
+    (16, 2, 512, 16, ""),      # router M = 9..16
+    (16, 1, 512, 16, ""),      # router M = 9..16, 256 programs of one row
+    (8, 8, 512, 16, ".cg"),    # unpooler N=1024 slice M <= 8: 128 programs of 8 BF16 rows (64 KB)
+    (8, 4, 1024, 16, ".cg"),   # the same in 256 programs
+    (4, 8, 1024, 16, ".cg"),   # M <= 4
+    (8, 16, 256, 16, ".cg"),   # qkv_gate M <= 8: 144 programs
+])
+
 GEMV_WIDE_KEYS = ("BN", "BK", "num_warps", "cache")
 # Measured (same run): BN=4 BK=1024 4 warps .cg 5.34 us vs torch_linear 6.14 us at o M=1; BN >= 16 lost.
 GEMV_WIDE_CONFIGS = config_table(GEMV_WIDE_KEYS, [
@@ -203,6 +239,13 @@ ROUTER_METHODS: tuple[Method, ...] = (
         params={**TILE_PARAMS, "BM": (16, 32, 64, 128, 256), "BN": (64, 128), "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32,
                                                                                        33, 66)},
         configs=HILO_SWAP_CONFIGS, guard=_hilo_swap_guard),
+    Method(
+        name="gemv_rows", dtypes=(BF16, BF16_X_FP32_W), impl="kernels.launch.gemv_rows:GEMV_ROWS",
+        description="multi-token GEMV on the CUDA cores: BN whole weight rows per program (K unrolled, every "
+                    "weight load in flight at once) times BM tokens; BF16 or FP32 weights, one launch, no split",
+        params={"BM": (2, 4, 8, 16, 32), "BN": (1, 2, 4, 8, 16, 32), "BK": (128, 256, 512, 1024),
+                "num_warps": (4, 8, 16), "cache": ("", ".cg")},
+        configs=GEMV_ROWS_CONFIGS, guard=_gemv_rows_guard),
     Method(
         name="gemv_wide", dtypes=(BF16,), impl="kernels.launch.gemv_wide:GEMV_WIDE",
         description="one-token GEMV for short rows: BN whole rows per program held in registers, K unrolled "

@@ -7,6 +7,8 @@
 # datasets/runs by hand, never edited. Each step has its own time limit so one failure cannot eat the others'.
 # Stages (run in the order given):
 #   tune     re-tune the best plan (TUNE_FAMILIES, default all) -> $OUT/best.json and kernels/plans/best.json
+#   screen   every config of SCREEN_METHODS against torch_linear and best's pick, official shapes (SCREEN_FAMILIES)
+#            plus M=SCREEN_EXTRA_M, named screen-SCREEN_LABEL
 #   sweeps   paired baseline/seed036/best sweep with probes; a second back-to-back baseline-vs-best sweep
 #            (repeatability of the score); best vs baseline on nearby + extra M (generalization, any-M dispatch)
 #   explain  Nsight Compute + Kineto breakdown of baseline and best over the official shapes
@@ -39,6 +41,12 @@ tune)
     --base-plan $BEST --out-plan $BEST --out-run "${P}_tune$T.json" --budget-s ${TUNE_BUDGET_S:-260} \
     --compile-workers 16 2>&1 | clean | tail -n 50
   cp $BEST "$OUT/best.json" ;;
+screen)
+  step "screen: $SCREEN_METHODS vs torch_linear and best's pick, official${SCREEN_EXTRA_M:+ + M=$SCREEN_EXTRA_M}"
+  timeout ${SCREEN_S:-240} python3 -m profiler.screen --methods $SCREEN_METHODS --plan $BEST --shapes official \
+    ${SCREEN_FAMILIES:+--families $SCREEN_FAMILIES} ${SCREEN_EXTRA_M:+--extra-m $SCREEN_EXTRA_M} \
+    --label screen-${SCREEN_LABEL:?set SCREEN_LABEL}$T --out-run "${P}_screen-$SCREEN_LABEL$T.json" \
+    --compile-workers 16 2>&1 | clean | tail -n 60 ;;
 sweeps)
   step "paired sweep: baseline vs seed036 vs best, official, cold, probes"
   timeout 120 python3 -m profiler run --plan baseline --plan seed036 --plan $BEST --shapes official \

@@ -1,6 +1,7 @@
 """Every config of splitk_swap and router_hilo_swap compiles for sm_90 (H200) on this CPU machine without spills,
 on the warpgroup MMA (wgmma: the point of swapping the operands), with a pipelined weight stream and the
-single-launch reduction. Skips where triton's ptxas is missing."""
+single-launch reduction; every config of gemv_rows compiles without spills on the CUDA cores. Skips where
+triton's ptxas is missing."""
 import re
 
 import pytest
@@ -8,7 +9,7 @@ import pytest
 triton = pytest.importorskip("triton")
 
 from kernels.methods_dense import SPLITK_SWAP_CONFIGS  # noqa: E402
-from kernels.methods_router import HILO_SWAP_CONFIGS  # noqa: E402
+from kernels.methods_router import GEMV_ROWS_CONFIGS, HILO_SWAP_CONFIGS  # noqa: E402
 from tests.kernels.test_compile_sm90 import PTXAS, _check_single_launch, _compile  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not __import__("os").path.exists(PTXAS), reason="triton's bundled ptxas not found")
@@ -37,3 +38,25 @@ def test_splitk_swap_compiles_to_wgmma_without_spills(hilo, cfg, K):
     _check_single_launch(k, cfg["SPLIT"])
     if (K // cfg["BK"]) // cfg["SPLIT"] > 1:
         assert "cp.async" in ptx                      # the weight stream is software-pipelined
+
+
+ROWS_SIG = {"x_ptr": "*bf16", "w_ptr": "*bf16", "y_ptr": "*bf16", "M": "i32", "N": "i32", "stride_xm": "i32",
+            "stride_wn": "i32", "stride_ym": "i32", "K": "constexpr", "BM": "constexpr", "BN": "constexpr",
+            "BK": "constexpr", "CACHE": "constexpr"}
+# gemv_rows at the workload's K for BF16 weights, and the rows written for the router (FP32 weights, K=8192;
+# the config table marks them): no spills, every weight chunk loaded with the cache choice of the config.
+ROWS_CASES = [("bf16", c, K) for c in GEMV_ROWS_CONFIGS for K in (8192, 4096, 1024) if K % c["BK"] == 0]
+ROWS_CASES += [("fp32", c, 8192) for c in GEMV_ROWS_CONFIGS if c["cache"] == ""]
+
+
+@pytest.mark.parametrize("w_dtype,cfg,K", ROWS_CASES, ids=str)
+def test_gemv_rows_compiles_without_spills(w_dtype, cfg, K):
+    from kernels.triton.gemv_rows import gemv_rows_kernel
+
+    sig = dict(ROWS_SIG, w_ptr=f"*{w_dtype}", y_ptr=f"*{w_dtype}")
+    consts = {"K": K, **{k: cfg[k] for k in ("BM", "BN", "BK")}, "CACHE": cfg["cache"]}
+    k, spills = _compile(gemv_rows_kernel, sig, consts, cfg["num_warps"])
+    ptx = k.asm["ptx"]
+    assert spills == 0
+    assert "mma" not in ptx                                   # CUDA-core FMAs, no tensor-core path
+    assert ("ld.global.cg" in ptx) == (cfg["cache"] == ".cg")

@@ -1,14 +1,15 @@
-"""GPU: splitk_atomic_v2, splitk_atomic_kn, streamk_small, splitk_swap and router_hilo_swap pass the full contract (profiler.contract.
-check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph replays with new inputs, inputs and
-weights unchanged) with every config at every official and nearby shape their guards admit, and the BF16 split-K
-variants leave workspace and counters zero after eager calls and graph replays that mix M."""
+"""GPU: splitk_atomic_v2, splitk_atomic_kn, streamk_small, splitk_swap, router_hilo_swap and gemv_rows pass the full
+contract (profiler.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph replays
+with new inputs, inputs and weights unchanged) with every config at every official and nearby shape their guards
+admit, and the BF16 split-K variants leave workspace and counters zero after eager calls and graph replays that
+mix M."""
 import pytest
 
 from kernels.registry import get_method
 
 pytestmark = pytest.mark.gpu
 
-NEW = ("splitk_atomic_v2", "splitk_atomic_kn", "streamk_small", "splitk_swap", "router_hilo_swap")
+NEW = ("splitk_atomic_v2", "splitk_atomic_kn", "streamk_small", "splitk_swap", "router_hilo_swap", "gemv_rows")
 SELF_ZEROING = ("splitk_atomic_v2", "splitk_atomic_kn", "splitk_swap")
 
 
