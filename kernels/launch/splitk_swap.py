@@ -15,6 +15,7 @@ from kernels.methods_dense import SPLITK_SWAP_MAX_M as MAX_M  # the guard's boun
 def check_tiling(N: int, K: int, config: dict, what: str) -> None:
     """What the kernel leaves unmasked: whole BN tiles of N, whole BK steps of K, at least one step per slice."""
     require(N % config["BN"] == 0, what, f"needs N % BN == 0 (N={N}, BN={config['BN']})")
+    require(MAX_M % config["BM"] == 0, what, f"needs BM to divide {MAX_M}, the workspace columns (BM={config['BM']})")
     require(K % config["BK"] == 0 and K // config["BK"] >= config["SPLIT"], what,
             f"needs K % BK == 0 and K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})")
 

@@ -61,15 +61,20 @@ def splitk_swap_kernel(x_ptr, w_ptr, lo_ptr, y_ptr, ws_ptr, cnt_ptr, M, N, strid
         tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
     else:
         ws_ptrs = ws_ptr + rn[:, None] * stride_ws + rm[None, :]
+        # No mask on the workspace: whole BN tiles of N (the launcher checks N % BN == 0) and whole BM tiles of
+        # tokens, which stay inside its MAX_M columns (BM divides MAX_M), so the padded tokens' partials land in
+        # columns no output reads and are zeroed with the rest. A mask on M (a runtime value) would stop the adds
+        # from being vectorised along the token-contiguous workspace rows (one atomic per element instead of
+        # one per 4: tests/kernels/test_compile_swap.py).
         # relaxed: the adds only need atomicity; the counter's release below orders them before the last
         # arriver's reads.
-        tl.atomic_add(ws_ptrs, acc, mask=mask, sem="relaxed")
+        tl.atomic_add(ws_ptrs, acc, sem="relaxed")
         tl.debug_barrier()       # every thread's adds are issued before the counter's release
         tile = pid_m * tl.num_programs(0) + pid_n
         arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
         if arrived == SPLIT - 1:
             # The acquire above makes every split's adds visible; the exchange reads the sum at L2 and leaves
             # zeros behind in one pass.
-            total = _take_and_zero(ws_ptrs, mask, BN, BM)
+            total = _take_and_zero(ws_ptrs, None, BN, BM)
             tl.store(y_ptrs, total.to(y_ptr.dtype.element_ty), mask=mask)
             tl.atomic_xchg(cnt_ptr + tile, 0, sem="relaxed")

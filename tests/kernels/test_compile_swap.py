@@ -36,6 +36,9 @@ def test_splitk_swap_compiles_to_wgmma_without_spills(hilo, cfg, K):
     n = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16", ptx)
     assert n and {int(v) for v in n} <= {cfg["BM"], cfg["BM"] // 2, cfg["BM"] // 4}, n   # tokens = the MMA's N
     _check_single_launch(k, cfg["SPLIT"])
+    if cfg["SPLIT"] > 1:
+        # the partials are added 4 floats per atomic (no runtime-M mask on the token-contiguous workspace)
+        assert "atom.global.gpu.relaxed.add.v4.f32" in ptx and "atom.global.gpu.relaxed.add.f32" not in ptx
     if (K // cfg["BK"]) // cfg["SPLIT"] > 1:
         assert "cp.async" in ptx                      # the weight stream is software-pipelined
 
