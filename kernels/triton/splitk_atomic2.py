@@ -22,7 +22,7 @@ and resets the counter: one launch, no memset, graph-replay safe). What differs,
 import triton
 import triton.language as tl
 
-from kernels.triton.splitk_atomic import _take_and_zero
+from kernels.triton.splitk_atomic import add_and_finish
 
 LINE_FP32 = tl.constexpr(32)   # FP32 elements per 128-byte cache line: one prefetch per line
 
@@ -94,15 +94,4 @@ def splitk_atomic2_kernel(x_ptr, w_ptr, w_desc, y_ptr, ws_ptr, cnt_ptr, M, N, st
     if SPLIT == 1:
         tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
     else:
-        ws_ptrs = ws_ptr + rm[:, None] * N + rn[None, :]
-        # relaxed: the adds only need atomicity; the counter's release below orders them before the last
-        # arriver's reads.
-        tl.atomic_add(ws_ptrs, acc, mask=mask, sem="relaxed")
-        tl.debug_barrier()       # every thread's adds are issued before the counter's release
-        arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
-        if arrived == SPLIT - 1:
-            # The acquire above makes every split's adds visible; the exchange reads the sum at L2 and leaves
-            # zeros behind in one pass.
-            total = _take_and_zero(ws_ptrs, mask, BM, BN)
-            tl.store(y_ptrs, total.to(y_ptr.dtype.element_ty), mask=mask)
-            tl.atomic_xchg(cnt_ptr + tile, 0, sem="relaxed")
+        add_and_finish(acc, ws_ptr + rm[:, None] * N + rn[None, :], mask, y_ptrs, mask, cnt_ptr, tile, SPLIT, BM, BN)

@@ -21,7 +21,7 @@ weight pointer holds L with H's strides; both products go into the one FP32 accu
 import triton
 import triton.language as tl
 
-from kernels.triton.splitk_atomic import _take_and_zero
+from kernels.triton.splitk_atomic import add_and_finish
 
 
 @triton.jit(do_not_specialize=["M"])
@@ -66,15 +66,4 @@ def splitk_swap_kernel(x_ptr, w_ptr, lo_ptr, y_ptr, ws_ptr, cnt_ptr, M, N, strid
         # columns no output reads and are zeroed with the rest. A mask on M (a runtime value) would stop the adds
         # from being vectorised along the token-contiguous workspace rows (one atomic per element instead of
         # one per 4: tests/kernels/test_compile_swap.py).
-        # relaxed: the adds only need atomicity; the counter's release below orders them before the last
-        # arriver's reads.
-        tl.atomic_add(ws_ptrs, acc, sem="relaxed")
-        tl.debug_barrier()       # every thread's adds are issued before the counter's release
-        tile = pid_m * tl.num_programs(0) + pid_n
-        arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
-        if arrived == SPLIT - 1:
-            # The acquire above makes every split's adds visible; the exchange reads the sum at L2 and leaves
-            # zeros behind in one pass.
-            total = _take_and_zero(ws_ptrs, None, BN, BM)
-            tl.store(y_ptrs, total.to(y_ptr.dtype.element_ty), mask=mask)
-            tl.atomic_xchg(cnt_ptr + tile, 0, sem="relaxed")
+        add_and_finish(acc, ws_ptrs, None, y_ptrs, mask, cnt_ptr, pid_m * tl.num_programs(0) + pid_n, SPLIT, BN, BM)

@@ -1,26 +1,19 @@
 """Kernel logic of gemv_rows (kernels/triton/gemv_rows.py) under the Triton interpreter (CPU), through the
 launcher: token tiles with padded rows, N tails, K in unrolled chunks, BF16 and FP32 weights."""
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-WORKER = Path(__file__).with_name("interp_worker_gemv_rows.py")
+from tests.kernels.interp_run import interp_results  # noqa: E402
+
+WORKER = "interp_worker_gemv_rows.py"
 
 
 @pytest.fixture(scope="module")
 def results():
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    proc = subprocess.run([sys.executable, str(WORKER)], capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")][-1]
-    return json.loads(line[len("RESULTS "):])
+    return interp_results(WORKER)
 
 
 def test_every_case_ran(results):

@@ -1,27 +1,20 @@
 """Kernel logic of splitk_swap / router_hilo_swap (kernels/triton/splitk_swap.py) under the Triton interpreter
 (CPU), through the launcher: even and uneven K slices, token tiles with padded tokens, N tiles, the HILO pair
 (both products in one accumulator), no split; every call leaves the workspace and counters zero."""
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-WORKER = Path(__file__).with_name("interp_worker_swap.py")
+from tests.kernels.interp_run import interp_results  # noqa: E402
+
+WORKER = "interp_worker_swap.py"
 
 
 @pytest.fixture(scope="module")
 def results():
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    proc = subprocess.run([sys.executable, str(WORKER)], capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")][-1]
-    return json.loads(line[len("RESULTS "):])
+    return interp_results(WORKER)
 
 
 def test_every_case_ran(results):

@@ -5,27 +5,19 @@ The interpreter runs in a subprocess (TRITON_INTERPRET=1 must be set before trit
 leak into other tests). With triton 3.6, tl.dot on bf16 operands is wrong in the interpreter, so the tl.dot kernels
 run fp32 operands (same code path otherwise); gemv has no tl.dot and runs bf16.
 """
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-WORKER = Path(__file__).with_name("interp_worker.py")
+from tests.kernels.interp_run import interp_results  # noqa: E402
+
+WORKER = "interp_worker.py"
 
 
 @pytest.fixture(scope="module")
 def results():
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    proc = subprocess.run([sys.executable, str(WORKER)], capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")][-1]
-    return json.loads(line[len("RESULTS "):])
+    return interp_results(WORKER)
 
 
 def test_every_case_ran(results):
