@@ -35,6 +35,17 @@ def _prefetch_l2(ptrs):
 
 
 @triton.jit
+def k_slice(pid_s, STEPS: tl.constexpr, SPLIT: tl.constexpr):
+    """(first K step, number of K steps) of slice pid_s of STEPS steps cut into SPLIT slices: [s*T/SPLIT,
+    (s+1)*T/SPLIT), T/SPLIT rounded down or up; a compile-time trip count when SPLIT divides T."""
+    if STEPS % SPLIT == 0:
+        return pid_s * (STEPS // SPLIT), STEPS // SPLIT
+    else:
+        k_lo = pid_s * STEPS // SPLIT
+        return k_lo, (pid_s + 1) * STEPS // SPLIT - k_lo
+
+
+@triton.jit
 def _load_w(w_ptrs, w_desc, pid_n, ks, BN: tl.constexpr, BK: tl.constexpr, W_KN: tl.constexpr,
             W_LOAD: tl.constexpr):
     """The [BK, BN] tile of w^T at K step ks."""
@@ -58,13 +69,7 @@ def splitk_atomic2_kernel(x_ptr, w_ptr, w_desc, y_ptr, ws_ptr, cnt_ptr, M, N, st
     pid_n = tl.program_id(0)
     pid_s = tl.program_id(1)
     pid_m = tl.program_id(2)
-    STEPS: tl.constexpr = K // BK
-    if STEPS % SPLIT == 0:
-        k_lo = pid_s * (STEPS // SPLIT)
-        n_steps = STEPS // SPLIT                        # constexpr trip count
-    else:
-        k_lo = pid_s * STEPS // SPLIT
-        n_steps = (pid_s + 1) * STEPS // SPLIT - k_lo   # T/SPLIT rounded down or up
+    k_lo, n_steps = k_slice(pid_s, K // BK, SPLIT)
     rm = pid_m * BM + tl.arange(0, BM)
     row_ok = rm < M
     rm_load = tl.where(row_ok, rm, 0)                   # padded rows re-read row 0; their outputs are dropped

@@ -26,6 +26,7 @@ import triton
 import triton.language as tl
 
 from kernels.triton.splitk_atomic import add_and_finish
+from kernels.triton.splitk_atomic2 import k_slice
 
 
 @triton.jit(do_not_specialize=["M"])
@@ -36,13 +37,7 @@ def splitk_swap_kernel(x_ptr, w_ptr, lo_ptr, y_ptr, ws_ptr, cnt_ptr, M, N, strid
     pid_n = tl.program_id(0)
     pid_s = tl.program_id(1)
     pid_m = tl.program_id(2)
-    STEPS: tl.constexpr = K // BK
-    if STEPS % SPLIT == 0:
-        k_lo = pid_s * (STEPS // SPLIT)
-        n_steps = STEPS // SPLIT                        # constexpr trip count
-    else:
-        k_lo = pid_s * STEPS // SPLIT
-        n_steps = (pid_s + 1) * STEPS // SPLIT - k_lo   # T/SPLIT rounded down or up
+    k_lo, n_steps = k_slice(pid_s, K // BK, SPLIT)
     rm = pid_m * BM + tl.arange(0, BM)
     row_ok = rm < M
     rm_load = tl.where(row_ok, rm, 0)                   # padded tokens re-read row 0; their outputs are dropped
