@@ -3,9 +3,12 @@
 inputs, inputs and weights unchanged) with every config at every official shape its guard admits, and the default
 config at the nearby shapes; and their workspace and counters are zero after eager calls and graph replays that
 mix M (a tile counter left non-zero would corrupt the next call)."""
+from functools import partial
+
 import pytest
 
 from kernels.registry import get_method
+from tests.kernels.gpu_contract import assert_contract
 
 pytestmark = pytest.mark.gpu
 
@@ -40,15 +43,7 @@ def _cases():
 
 @pytest.mark.parametrize("name,config_index,row", _cases())
 def test_contract(name, config_index, row):
-    import torch
-
-    from kernels.candidate import MethodCandidate
-    from profiler.contract import check_candidate
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    cfg = get_method(name).configs[config_index]
-    check = check_candidate(MethodCandidate(name, cfg), row, "cuda", seed=int(row["M"]))
-    assert check.ok, (name, cfg, row["family"], row["M"], check.reasons)
+    assert_contract(name, get_method(name).configs[config_index], row, seed=int(row["M"]))
 
 
 @pytest.mark.parametrize("name,family,N,K", [("splitk_atomic", "qkv_gate", 2304, 8192),
@@ -60,6 +55,7 @@ def test_workspace_zero_after_calls_and_replays_of_mixed_m(name, family, N, K):
     import torch
 
     from profiler.contract import make_input, make_weight, reference
+    from profiler.timing import capture_graph
 
     method = get_method(name)
     cfg = next(c for c in method.configs if c.get("SPLIT", 2) > 1)
@@ -79,19 +75,11 @@ def test_workspace_zero_after_calls_and_replays_of_mixed_m(name, family, N, K):
     graphs = []
     for M in Ms[:2]:
         x_static, _ = make_input(M, K, 20 + M, "cuda")
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            method.run(state, x_static)
-        torch.cuda.current_stream().wait_stream(side)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            y_static = method.run(state, x_static)
-        graphs.append((g, x_static, y_static))
+        graphs.append((capture_graph(partial(method.run, state, x_static), "cuda", warmup_calls=1), x_static))
     for i in range(20):
-        g, x_static, y_static = graphs[i % 2]
+        g, x_static = graphs[i % 2]
         x_static.copy_(make_input(x_static.shape[0], K, 100 + i, "cuda")[0])
         g.replay()
         torch.cuda.synchronize()
-        assert rel(y_static, x_static) < tol, i
+        assert rel(g.output, x_static) < tol, i
     assert not bool(state["ws"].any()) and not bool(state["cnt"].any())

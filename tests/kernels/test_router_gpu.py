@@ -3,6 +3,7 @@ and the atomic / PDL routes stay correct over many back-to-back calls and graph 
 import pytest
 
 from kernels.registry import METHODS
+from tests.kernels.gpu_contract import assert_contract
 
 pytestmark = pytest.mark.gpu
 
@@ -34,26 +35,16 @@ def _cases():
 
 @pytest.mark.parametrize("name,config_index,M", _cases())
 def test_contract(name, config_index, M):
-    import torch
-
-    from kernels.candidate import MethodCandidate
-    from profiler.contract import check_candidate
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    method = METHODS[name]
     family = "o" if name == "gemv_wide" else "router"   # muse's families of the methods' dtypes
-    check = check_candidate(MethodCandidate(name, method.configs[config_index]), _shape(family, M), "cuda",
-                            seed=M)
-    assert check.ok, (name, method.configs[config_index], M, check.reasons)
+    assert_contract(name, METHODS[name].configs[config_index], _shape(family, M), seed=M)
 
 
 @pytest.mark.parametrize("name", ["router_hilo_atomic", "router_hilo_atomic_pdl"])
 @pytest.mark.parametrize("M", [1, 16, 256])
 def test_atomic_routes_repeat_and_replay(name, M):
     """50 eager calls and 50 graph replays with new inputs: a missing/late zero-fill would double outputs."""
-    import torch
-
     from profiler.contract import make_input, make_weight, reference
+    from profiler.timing import capture_graph
 
     method = METHODS[name]
     w = make_weight("router", 256, 8192, 1, "cuda", dtype="float32")
@@ -65,18 +56,11 @@ def test_atomic_routes_repeat_and_replay(name, M):
         y = method.run(state, x)
         worst = max(worst, float((y.double() - ref).norm() / ref.norm()))
     x_static, _ = make_input(M, 8192, 7, "cuda")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        method.run(state, x_static)
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        y_static = method.run(state, x_static)
+    g = capture_graph(lambda: method.run(state, x_static), "cuda", warmup_calls=1)
     for i in range(50):
         x, _ = make_input(M, 8192, 500 + i, "cuda")
         x_static.copy_(x)
         g.replay()
         ref = reference(x, w, "float32")
-        worst = max(worst, float((y_static.double() - ref).norm() / ref.norm()))
+        worst = max(worst, float((g.output.double() - ref).norm() / ref.norm()))
     assert worst < 1e-4, worst
