@@ -66,7 +66,7 @@ def _splitk_atomic2_guard(M, N, K, config):
     return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
 
 
-def _splitk_swap_guard(M, N, K, config, weight_rows_per_tile: int = 1, what: str = "splitk_swap"):
+def splitk_swap_guard(M, N, K, config, weight_rows_per_tile: int = 1, what: str = "splitk_swap"):
     if not 1 <= M <= SPLITK_SWAP_MAX_M:
         return f"{what} serves 1 <= M <= {SPLITK_SWAP_MAX_M} (its workspace columns)"
     if K % config["BK"] == 0 and K // config["BK"] < config["SPLIT"]:
@@ -318,7 +318,7 @@ DENSE_METHODS: tuple[Method, ...] = (
         params={**_TILE_PARAMS, "BM": (16, 32, 64, 128), "BN": (64, 128), "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33),
                 "num_stages": (2, 3, 4, 5, 6)},
         configs=SPLITK_SWAP_CONFIGS,
-        guard=_splitk_swap_guard,
+        guard=splitk_swap_guard,
     ),
     Method(
         name="streamk_small",

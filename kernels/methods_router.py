@@ -12,7 +12,7 @@ permitted scheme, W ~ H + L with H = bf16(W), L = bf16(W - fp32(H)), BF16 produc
 from __future__ import annotations
 
 from kernels.method import BF16, BF16_X_FP32_W, TILE_KEYS, Method, config_table, smem_reason
-from kernels.methods_dense import _splitk_swap_guard
+from kernels.methods_dense import splitk_swap_guard
 
 # The router methods read FP32 weights (directly, or as a hi/lo BF16 pair made at prepare) and write FP32 output
 # from BF16 activations: muse's router family, and any workload family with those dtypes.
@@ -70,7 +70,7 @@ def _hilo_fused_guard(M, N, K, config):
 
 
 def _hilo_swap_guard(M, N, K, config):
-    return _splitk_swap_guard(M, N, K, config, 2, "router_hilo_swap")
+    return splitk_swap_guard(M, N, K, config, 2, "router_hilo_swap")
 
 
 def _gemv_rows_guard(M, N, K, config):

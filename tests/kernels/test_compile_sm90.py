@@ -130,8 +130,8 @@ def test_router_hilo_fused_compiles_without_spills(cfg):
     _check_single_launch(k, cfg["SPLIT"])
 
 
-@pytest.mark.parametrize("cfg", STREAMK_CONFIGS, ids=str)
-def test_streamk_compiles_to_wgmma_without_spills(cfg):
+def compile_streamk(cfg, K=8192):
+    """(compiled kernel, spill bytes) of kernels/triton/streamk.py at one config (TMA descriptors or pointers)."""
     from kernels.triton.streamk import streamk_kernel
 
     tma = cfg["TMA"]
@@ -140,9 +140,15 @@ def test_streamk_compiles_to_wgmma_without_spills(cfg):
            "y_ptr": "*bf16", "ws_ptr": "*fp32", "cnt_ptr": "*i32", "M": "i32", "N": "i32", "stride_xm": "i32",
            "stride_wn": "i32", "stride_ym": "i32", "K": "constexpr", "BM": "constexpr", "BN": "constexpr",
            "BK": "constexpr", "TMA": "constexpr"}
-    consts = {"K": 8192, **{k: cfg[k] for k in ("BM", "BN", "BK")}, "TMA": tma,
+    consts = {"K": K, **{k: cfg[k] for k in ("BM", "BN", "BK")}, "TMA": tma,
               **({} if tma else {"x_desc": None, "w_desc": None})}
-    k, spills = _compile(streamk_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
+    return _compile(streamk_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
+
+
+@pytest.mark.parametrize("cfg", STREAMK_CONFIGS, ids=str)
+def test_streamk_compiles_to_wgmma_without_spills(cfg):
+    tma = cfg["TMA"]
+    k, spills = compile_streamk(cfg)
     ptx = k.asm["ptx"]
     assert spills == 0 and "wgmma.mma_async" in ptx                # Hopper tensor-core path, not mma.sync
     assert ("cp.async.bulk.tensor" in ptx) == bool(tma)            # TMA copies exactly when asked for

@@ -8,7 +8,7 @@ import triton.language as tl  # noqa: E402
 
 from kernels.methods_dense import (SPLITK_ATOMIC_KN_CONFIGS, SPLITK_ATOMIC_V2_CONFIGS,  # noqa: E402
                                    STREAMK_SMALL_CONFIGS)
-from tests.kernels.test_compile_sm90 import PTXAS, _check_single_launch, _compile  # noqa: E402
+from tests.kernels.test_compile_sm90 import PTXAS, _check_single_launch, _compile, compile_streamk  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not __import__("os").path.exists(PTXAS), reason="triton's bundled ptxas not found")
 
@@ -75,17 +75,7 @@ def _probe_kernel(w_ptr, y_ptr, OPTION: tl.constexpr):
 
 @pytest.mark.parametrize("cfg", STREAMK_SMALL_CONFIGS, ids=str)
 def test_streamk_small_compiles(cfg):
-    from kernels.triton.streamk import streamk_kernel
-
-    tma = cfg["TMA"]
-    desc = (lambda rows: f"tensordesc<bf16[{rows}, {cfg['BK']}]>") if tma else (lambda rows: "constexpr")
-    sig = {"x_ptr": "*bf16", "w_ptr": "*bf16", "x_desc": desc(cfg["BM"]), "w_desc": desc(cfg["BN"]),
-           "y_ptr": "*bf16", "ws_ptr": "*fp32", "cnt_ptr": "*i32", "M": "i32", "N": "i32", "stride_xm": "i32",
-           "stride_wn": "i32", "stride_ym": "i32", "K": "constexpr", "BM": "constexpr", "BN": "constexpr",
-           "BK": "constexpr", "TMA": "constexpr"}
-    consts = {"K": 8192, "BM": cfg["BM"], "BN": cfg["BN"], "BK": cfg["BK"], "TMA": tma}
-    if not tma:
-        consts.update(x_desc=None, w_desc=None)
-    k, spills = _compile(streamk_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
+    k, spills = compile_streamk(cfg)
     assert spills == 0
+    tma = cfg["TMA"]
     assert ("cp.async.bulk.tensor" if tma else "cp.async") in k.asm["ptx"]
