@@ -25,6 +25,8 @@ GEMV_WIDE_MAX_K = 8192
 # Workspace rows of router_hilo_fused (FP32 [MAX_M, 256] = 4 MB at prepare): serves every M a plan dispatches
 # to a Triton route at the router's N.
 HILO_FUSED_MAX_M = 4096
+# router_hilo_flag keeps one int32 token count per output tile (16 KB at BM=16, N/BN=16): M up to 64K tokens.
+HILO_FLAG_MAX_M = 65536
 # gemv_rows re-reads x from L2 in every program and multiplies on the CUDA cores (M*N*K FP32 FMAs): a few-token
 # method. Above 32 tokens the FMAs alone (2304*8192*32 at qkv_gate) outlast the weight stream.
 GEMV_ROWS_MAX_M = 32
@@ -66,6 +68,14 @@ def _hilo_fused_guard(M, N, K, config):
         return f"router_hilo_fused serves 1 <= M <= {HILO_FUSED_MAX_M} (its workspace rows)"
     if N % config["BN"]:
         return f"router_hilo_fused needs N % BN == 0 (N={N}, BN={config['BN']})"
+    return _tile_guard(2)(M, N, K, config)
+
+
+def _hilo_flag_guard(M, N, K, config):
+    if not 1 <= M <= HILO_FLAG_MAX_M:
+        return f"router_hilo_flag serves 1 <= M <= {HILO_FLAG_MAX_M} (its token counts)"
+    if N % config["BN"]:
+        return f"router_hilo_flag needs N % BN == 0 (N={N}, BN={config['BN']})"
     return _tile_guard(2)(M, N, K, config)
 
 
@@ -158,6 +168,23 @@ HILO_FUSED_CONFIGS = config_table(TILE_KEYS, [
     (128, 64, 64, 8, 8, 3),    # M >= 256
 ])
 
+# router_hilo_flag: grid = (SPLIT + 1) x 256/BN x ceil(M/BM). Rows: router_hilo_atomic_pdl's picks (the same
+# split-K tiles without the zero-fill launch) and variants with TMA weight loads, the swapped orientation and 4
+# stages around them.
+HILO_FLAG_KEYS = (*TILE_KEYS, "W_LOAD", "SWAP")
+HILO_FLAG_CONFIGS = config_table(HILO_FLAG_KEYS, [
+    (16, 64, 128, 32, 4, 3, "cp", 0),     # default: router_hilo_atomic_pdl's pick at M = 8..16
+    (16, 32, 128, 32, 4, 4, "tma", 0),    # M <= 16: 3.60 us without the zero-fill in the diagnostic
+    (16, 64, 128, 32, 4, 3, "tma", 1),
+    (16, 64, 128, 16, 4, 4, "tma", 1),    # M = 16..32
+    (16, 32, 64, 32, 4, 3, "tma", 1),     # router_hilo_atomic_pdl's M=32 tile, swapped
+    (32, 64, 128, 16, 4, 4, "tma", 1),
+    (64, 64, 128, 16, 8, 4, "tma", 0),    # M = 128
+    (64, 64, 128, 16, 8, 3, "cp", 0),     # router_hilo_atomic_pdl's pick at M = 128
+    (64, 64, 128, 8, 8, 3, "tma", 0),     # M = 256
+    (64, 64, 128, 8, 8, 3, "cp", 0),      # router_hilo_atomic_pdl's pick at M = 256
+])
+
 # router_hilo_swap: the splitk_swap kernel with HILO (both weight halves per K step, one accumulator); grid =
 # 256/BN x SPLIT x ceil(M/BM). router_hilo_atomic_pdl, today's pick at M >= 8, runs 256 programs of 4 K steps
 # at 7-10% SM throughput under Nsight Compute (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r5.json).
@@ -232,6 +259,13 @@ ROUTER_METHODS: tuple[Method, ...] = (
         description="hi/lo rows interleaved, single-launch split-K: FP32 atomic adds into a zeroed workspace, the "
                     "last split of a tile copies it to y and re-zeroes it (no zero-fill launch)",
         params=TILE_PARAMS, configs=HILO_FUSED_CONFIGS, guard=_hilo_fused_guard),
+    Method(
+        name="router_hilo_flag", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_HILO_FLAG",
+        description="hi/lo rows interleaved, single-launch split-K: per output tile one program zeroes y and "
+                    "hands out SPLIT tokens, the K-slice programs add into y with FP32 atomics after taking one "
+                    "(no zero-fill launch, no last-arriver pass)",
+        params={**TILE_PARAMS, "W_LOAD": ("cp", "tma"), "SWAP": (0, 1)}, configs=HILO_FLAG_CONFIGS,
+        guard=_hilo_flag_guard),
     Method(
         name="router_hilo_swap", dtypes=FP32_WEIGHTS, impl="kernels.launch.splitk_swap:ROUTER_HILO_SWAP",
         description="hi/lo split-K with the operands swapped (y^T = H x^T + L x^T on the warpgroup MMA), one "

@@ -7,7 +7,7 @@ and allocates only through torch, so every call can be captured in a CUDA graph 
 from __future__ import annotations
 
 from kernels.launch import check_input, impl, require
-from kernels.methods_router import HILO_FUSED_MAX_M
+from kernels.methods_router import HILO_FLAG_MAX_M, HILO_FUSED_MAX_M
 
 SUM_BLOCK = 1024       # elements per program of the split-K sum kernel
 ZERO_BLOCK = 1024      # elements per program of the PDL zero-fill kernel
@@ -205,6 +205,47 @@ def run_hilo_fused(state: dict, x):
     return y
 
 
+# ---------------------------------------------------------------- router_hilo_flag (one launch, zeroing program)
+
+def prepare_hilo_flag(weight, family: str, config: dict) -> dict:
+    import torch
+    import triton
+
+    N, K = _check_weight(weight, "router_hilo_flag")
+    _check_k_slices(K, config, "router_hilo_flag")
+    require(N % config["BN"] == 0, "router_hilo_flag", f"needs N % BN == 0 (N={N}, BN={config['BN']})")
+    hi, lo = split_hilo(weight)
+    w2 = interleave_rows(hi, lo)
+    # One token count per output tile of the largest M served; every call leaves each count at 0 again.
+    flags = torch.zeros(triton.cdiv(HILO_FLAG_MAX_M, config["BM"]) * (N // config["BN"]), dtype=torch.int32,
+                        device=weight.device)
+    w_desc = None
+    if config["W_LOAD"] == "tma":
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        w_desc = TensorDescriptor.from_tensor(w2, [2 * config["BN"], config["BK"]])
+    return {"w2": w2, "w_desc": w_desc, "flags": flags, "N": N, "K": K, "config": dict(config)}
+
+
+def run_hilo_flag(state: dict, x):
+    """One launch: per output tile, program 0 zeroes y's tile and hands out SPLIT tokens; programs 1..SPLIT
+    multiply their K slice and add into y after taking a token (kernels/triton/router.py)."""
+    import torch
+    import triton
+
+    from kernels.triton.router import router_hilo_flag_kernel
+
+    w2, N, K, cfg = state["w2"], state["N"], state["K"], state["config"]
+    M = _check_x(state, x, "router_hilo_flag")
+    require(1 <= M <= HILO_FLAG_MAX_M, "router_hilo_flag",
+            f"serves 1 <= M <= {HILO_FLAG_MAX_M} (its token counts), got M={M}")
+    y = torch.empty((M, N), dtype=torch.float32, device=x.device)
+    grid = (cfg["SPLIT"] + 1, N // cfg["BN"], triton.cdiv(M, cfg["BM"]))
+    router_hilo_flag_kernel[grid](x, w2, state["w_desc"], y, state["flags"], M, N, x.stride(0), w2.stride(0),
+                                  y.stride(0), K=K, W_LOAD=cfg["W_LOAD"], SWAP=cfg["SWAP"], **_dot_meta(cfg))
+    return y
+
+
 # ---------------------------------------------------------------- router_hilo_packed_mm (one library call)
 
 def prepare_hilo_packed_mm(weight, family: str, config: dict) -> dict:
@@ -230,3 +271,4 @@ ROUTER_HILO_ATOMIC = impl(prepare_hilo_atomic, run_hilo_atomic)
 ROUTER_HILO_ATOMIC_PDL = impl(prepare_hilo_atomic, run_hilo_atomic_pdl)
 ROUTER_HILO_PACKED_MM = impl(prepare_hilo_packed_mm, run_hilo_packed_mm)
 ROUTER_HILO_FUSED = impl(prepare_hilo_fused, run_hilo_fused)
+ROUTER_HILO_FLAG = impl(prepare_hilo_flag, run_hilo_flag)

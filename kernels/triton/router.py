@@ -5,7 +5,9 @@ Two numeric routes (launchers in kernels/launch/router.py):
 - hi/lo BF16 (the write-up's permitted scheme): W ~ H + L with H = bf16(W), L = bf16(W - fp32(H)), products on
   the tensor cores with FP32 accumulation. Split-K with FP32 partials + a sum kernel (`router_hilo_splitk_kernel`,
   `splitk_sum_kernel`), or atomic adds into a zero-filled FP32 output with interleaved hi/lo rows
-  (`router_hilo_atomic_kernel`, optionally behind programmatic dependent launch after `zero_fill_pdl_kernel`).
+  (`router_hilo_atomic_kernel`, optionally behind programmatic dependent launch after `zero_fill_pdl_kernel`),
+  or one launch whose first program per output tile zeroes it and hands the adding programs a token count
+  (`router_hilo_flag_kernel`).
 
 M is a runtime argument that Triton does not specialise on (do_not_specialize), so one compile of a config
 serves every token count. K is a compile-time constant (the router has one K): the trip count of each split's
@@ -127,3 +129,73 @@ def zero_fill_pdl_kernel(y_ptr, NUMEL, BLOCK: tl.constexpr):
     tl.extra.cuda.gdc_launch_dependents()
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(y_ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32), mask=offs < NUMEL)
+
+
+@triton.jit(do_not_specialize=["M"])
+def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride_xm, stride_wn, stride_ym,
+                            K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                            SPLIT: tl.constexpr, W_LOAD: tl.constexpr, SWAP: tl.constexpr):
+    """y[M,N] = x[M,K] @ (w2[2n,K] + w2[2n+1,K])^T in one launch, grid (SPLIT + 1, N/BN, cdiv(M, BM)).
+
+    Program 0 of an output tile zeroes the tile and then adds SPLIT to the tile's flag (release). Programs
+    1..SPLIT each multiply one K slice and, before adding into y, take one token: flag -= 1 (acq_rel). A program
+    that finds a positive count saw the zeroing (its acquire orders the zeros before its adds); one that finds
+    none spins until the count is back at >= 0, which only the zeroing's +SPLIT can do once it has decremented.
+    Each call adds SPLIT and takes SPLIT, so the flag is 0 again when the grid ends: nothing to reset, graph
+    replays need no memset. The zeroing program has the tile's lowest block index, so it is dispatched before
+    the programs that wait for it; it waits for nothing itself.
+
+    W_LOAD: "cp" (pointer loads, cp.async in the software pipeline) or "tma" (w_desc, a [2BN, BK] tensor
+    descriptor). SWAP: the weight tile is the MMA's row operand (acc^T[2BN, BM] = w x^T) instead of x.
+    """
+    pid_s = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    tile = pid_m * tl.num_programs(1) + pid_n
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    m_ok = rm < M
+    y_ptrs = y_ptr + rm[:, None] * stride_ym + rn[None, :]
+    y_mask = m_ok[:, None] & (rn < N)[None, :]
+    if pid_s == 0:
+        tl.store(y_ptrs, tl.zeros((BM, BN), dtype=tl.float32), mask=y_mask)
+        tl.debug_barrier()       # every thread's zeros are issued before the release
+        tl.atomic_add(flag_ptr + tile, SPLIT, sem="release", scope="gpu")
+    else:
+        k_per_split: tl.constexpr = K // SPLIT
+        k0 = (pid_s - 1) * k_per_split
+        rk = tl.arange(0, BK)
+        r2 = pid_n * (2 * BN) + tl.arange(0, 2 * BN)   # interleaved weight rows: 2n = hi[n], 2n+1 = lo[n]
+        x_ptrs = x_ptr + tl.where(m_ok, rm, 0)[:, None] * stride_xm + (k0 + rk)[None, :]  # rows past M: row 0
+        if SWAP:
+            w_ptrs = w2_ptr + r2[:, None] * stride_wn + (k0 + rk)[None, :]     # [2BN, BK]
+            acc = tl.zeros((2 * BN, BM), dtype=tl.float32)
+        else:
+            w_ptrs = w2_ptr + r2[None, :] * stride_wn + (k0 + rk)[:, None]     # [BK, 2BN] view of w2^T
+            acc = tl.zeros((BM, 2 * BN), dtype=tl.float32)
+        for i in range(0, k_per_split // BK):
+            x = tl.load(x_ptrs)
+            if W_LOAD == "tma":
+                w = w_desc.load([pid_n * 2 * BN, k0 + i * BK])                 # [2BN, BK]
+                if not SWAP:
+                    w = w.T
+            else:
+                w = tl.load(w_ptrs)
+            if SWAP:
+                acc = tl.dot(w, x.T, acc)
+            else:
+                acc = tl.dot(x, w, acc)
+            x_ptrs += BK
+            w_ptrs += BK
+        # Accumulator rows/columns 2j and 2j+1 are output j's hi and lo contributions: add each pair in FP32.
+        if SWAP:
+            pair = tl.sum(tl.reshape(acc, (BN, 2, BM)), axis=1).T
+        else:
+            pair = tl.sum(tl.reshape(acc, (BM, BN, 2)), axis=2)
+        left = tl.atomic_add(flag_ptr + tile, -1, sem="acq_rel", scope="gpu")
+        if left <= 0:
+            # The zeroing has not been seen yet: this program's token is owed; wait for the +SPLIT.
+            while tl.atomic_add(flag_ptr + tile, 0, sem="acquire", scope="gpu") < 0:
+                pass
+        tl.debug_barrier()       # no thread adds before the acquire above
+        tl.atomic_add(y_ptrs, pair, mask=y_mask, sem="relaxed")

@@ -15,7 +15,7 @@ triton = pytest.importorskip("triton")
 
 from kernels.methods_dense import (GEMV_CONFIGS, PACKED_CONFIGS, SPLITK_ATOMIC_CONFIGS,  # noqa: E402
                                    SPLITK_CONFIGS, STREAMK_CONFIGS)
-from kernels.methods_router import HILO_FUSED_CONFIGS  # noqa: E402
+from kernels.methods_router import HILO_FLAG_CONFIGS, HILO_FUSED_CONFIGS  # noqa: E402
 
 PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 pytestmark = pytest.mark.skipif(not os.path.exists(PTXAS), reason="triton's bundled ptxas not found")
@@ -128,6 +128,29 @@ def test_router_hilo_fused_compiles_without_spills(cfg):
     k, spills = _compile(splitk_atomic_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
     assert spills == 0 and "cp.async" in k.asm["ptx"]
     _check_single_launch(k, cfg["SPLIT"])
+
+
+@pytest.mark.parametrize("cfg", HILO_FLAG_CONFIGS, ids=str)
+def test_router_hilo_flag_compiles_pipelined_without_spills(cfg):
+    from kernels.triton.router import router_hilo_flag_kernel
+
+    tma = cfg["W_LOAD"] == "tma"
+    sig = {"x_ptr": "*bf16", "w2_ptr": "*bf16",
+           "w_desc": f"tensordesc<bf16[{2 * cfg['BN']}, {cfg['BK']}]>" if tma else "constexpr",
+           "y_ptr": "*fp32", "flag_ptr": "*i32", "M": "i32", "N": "i32", "stride_xm": "i32", "stride_wn": "i32",
+           "stride_ym": "i32", **{k: "constexpr" for k in ("K", "BM", "BN", "BK", "SPLIT", "W_LOAD", "SWAP")}}
+    consts = {"K": 8192, **{k: cfg[k] for k in ("BM", "BN", "BK", "SPLIT", "W_LOAD", "SWAP")},
+              **({} if tma else {"w_desc": None})}
+    k, spills = _compile(router_hilo_flag_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
+    ptx = k.asm["ptx"]
+    assert spills == 0
+    assert ("cp.async.bulk.tensor" in ptx) == tma                  # TMA copies exactly when asked for
+    assert "cp.async.cg" in ptx                                    # the K loop is software-pipelined
+    # the zeroing program's release, the adders' acq_rel token and acquire wait (an atomic add of 0 with acquire
+    # becomes an acquire load), their relaxed FP32 adds
+    for op in ("atom.global.gpu.release.add.u32", "atom.global.gpu.acq_rel.add.u32", "ld.global.gpu.acquire.b32"):
+        assert op in ptx, op
+    assert re.search(r"\.global\.gpu\.relaxed\.add(\.v[24])?\.f32", ptx)
 
 
 def compile_streamk(cfg, K=8192):

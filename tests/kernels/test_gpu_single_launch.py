@@ -1,8 +1,8 @@
-"""GPU: the single-launch methods (splitk_atomic, streamk, router_hilo_fused) pass the full contract
+"""GPU: the single-launch methods (splitk_atomic, streamk, router_hilo_fused, router_hilo_flag) pass the full contract
 (profiler.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph replays with new
 inputs, inputs and weights unchanged) with every config at every official shape its guard admits, and the default
-config at the nearby shapes; and their workspace and counters are zero after eager calls and graph replays that
-mix M (a tile counter left non-zero would corrupt the next call)."""
+config at the nearby shapes; and their workspace and counters (router_hilo_flag: token counts) are zero after eager
+calls and graph replays that mix M (a count left non-zero would corrupt the next call)."""
 from functools import partial
 
 import pytest
@@ -12,7 +12,7 @@ from tests.kernels.gpu_contract import assert_contract
 
 pytestmark = pytest.mark.gpu
 
-NEW = ("splitk_atomic", "streamk", "router_hilo_fused")
+NEW = ("splitk_atomic", "streamk", "router_hilo_fused", "router_hilo_flag")
 
 
 def _rows(which):
@@ -48,7 +48,8 @@ def test_contract(name, config_index, row):
 
 @pytest.mark.parametrize("name,family,N,K", [("splitk_atomic", "qkv_gate", 2304, 8192),
                                              ("streamk", "pooler", 4096, 8192),
-                                             ("router_hilo_fused", "router", 256, 8192)])
+                                             ("router_hilo_fused", "router", 256, 8192),
+                                             ("router_hilo_flag", "router", 256, 8192)])
 def test_workspace_zero_after_calls_and_replays_of_mixed_m(name, family, N, K):
     """Eager calls at M = 8, 16, 3 then graphs captured at two M replayed alternately with new inputs: every
     output right, and the workspace and counters all zero at the end."""
@@ -82,4 +83,5 @@ def test_workspace_zero_after_calls_and_replays_of_mixed_m(name, family, N, K):
         g.replay()
         torch.cuda.synchronize()
         assert rel(g.output, x_static) < tol, i
-    assert not bool(state["ws"].any()) and not bool(state["cnt"].any())
+    leftover = [state["flags"]] if "flags" in state else [state["ws"], state["cnt"]]
+    assert not any(bool(t.any()) for t in leftover)

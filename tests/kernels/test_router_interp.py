@@ -5,7 +5,8 @@ With triton 3.6, tl.dot on bf16 operands is wrong in the interpreter, so the spl
 operands (hi/lo cast to fp32: identical index math, masks, split slices, interleaved pair sums and the sum
 kernel). The GEMV kernels have no tl.dot and run their real dtypes. router_hilo_fused runs kernels/triton/splitk_atomic.py
 with HILO=True here (the launcher insists on BF16 inputs, so the kernel is called directly). The PDL path (inline griddepcontrol asm)
-cannot run in the interpreter; it is covered by the GPU tests.
+and router_hilo_flag's TMA loads cannot run in the interpreter; they are covered by the GPU tests. The interpreter runs
+router_hilo_flag's zeroing programs (grid axis 0 = 0) before the adding ones, so its wait loop is never entered here.
 """
 import json
 import os
@@ -27,7 +28,7 @@ def _worker() -> list[dict]:
 
     from kernels.launch.router import interleave_rows, split_hilo
     from kernels.triton.gemv_wide import gemv_wide_kernel
-    from kernels.triton.router import (router_gemv_fp32_kernel, router_hilo_atomic_kernel,
+    from kernels.triton.router import (router_gemv_fp32_kernel, router_hilo_atomic_kernel, router_hilo_flag_kernel,
                                        router_hilo_splitk_kernel, splitk_sum_kernel)
     from kernels.triton.splitk_atomic import splitk_atomic_kernel
 
@@ -70,6 +71,17 @@ def _worker() -> list[dict]:
                     SPLIT=split, HILO=True)
             out.append({"case": f"fused S{split} BM{bm} BN{bn}", "M": M, "rel": rel(y, ref),
                         "zero": bool((ws == 0).all() and (cnt == 0).all())})
+            # router_hilo_flag: both orientations, twice on one set of token counts (each call must leave them 0)
+            # into an output full of NaN (the zeroing program must overwrite every element it owns).
+            for swap in (0, 1):
+                flags = torch.zeros(triton.cdiv(64, bm) * (N // bn), dtype=torch.int32)
+                for _ in range(2):
+                    y = torch.full((M, N), float("nan"))
+                    router_hilo_flag_kernel[(split + 1, N // bn, triton.cdiv(M, bm))](
+                        x, w2, None, y, flags, M, N, x.stride(0), w2.stride(0), y.stride(0), K=K, BM=bm, BN=bn,
+                        BK=bk, SPLIT=split, W_LOAD="cp", SWAP=swap)
+                out.append({"case": f"flag S{split} BM{bm} BN{bn} SWAP{swap}", "M": M, "rel": rel(y, ref),
+                            "zero": bool((flags == 0).all())})
     wb = (torch.randn(256, 1024, generator=g) * 1024 ** -0.5).to(torch.bfloat16)
     x = torch.randn(1, 1024, generator=g).to(torch.bfloat16)
     ref = x.double() @ wb.double().T
@@ -91,13 +103,16 @@ def results():
 
 def test_all_cases_ran(results):
     kinds = {r["case"].split()[0] for r in results}
-    assert kinds == {"gemv_fp32", "splitk", "atomic", "fused", "gemv_wide"}
-    assert {r["M"] for r in results if r["case"].startswith("atomic")} == {1, 3, 17, 33}
-    assert {r["M"] for r in results if r["case"].startswith("fused")} == {1, 3, 17, 33}
+    assert kinds == {"gemv_fp32", "splitk", "atomic", "fused", "flag", "gemv_wide"}
+    for kind in ("atomic", "fused", "flag"):
+        assert {r["M"] for r in results if r["case"].startswith(kind)} == {1, 3, 17, 33}
+    assert {r["case"][-5:] for r in results if r["case"].startswith("flag")} == {"SWAP0", "SWAP1"}
 
 
-def test_fused_router_leaves_workspace_and_counters_zero(results):
-    assert all(r["zero"] for r in results if r["case"].startswith("fused"))
+def test_single_launch_routers_leave_their_state_zero(results):
+    # router_hilo_fused: workspace and arrival counters; router_hilo_flag: token counts.
+    checked = [r for r in results if r["case"].startswith(("fused", "flag"))]
+    assert checked and all(r["zero"] for r in checked)
 
 
 def test_router_kernels_fp32_exact(results):

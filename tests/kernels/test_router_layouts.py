@@ -6,7 +6,7 @@ from kernels.method import BF16, BF16_X_FP32_W as FP32_W
 from kernels.registry import METHODS
 
 ROUTER_NAMES = ("router_gemv_fp32", "router_hilo_splitk", "router_hilo_atomic", "router_hilo_atomic_pdl",
-                "router_hilo_packed_mm", "router_hilo_fused", "router_hilo_swap")
+                "router_hilo_packed_mm", "router_hilo_fused", "router_hilo_swap", "router_hilo_flag")
 RN, RK = 256, 8192
 
 
@@ -108,7 +108,8 @@ def test_prepare_states_never_see_activations():
     w = _w32(K=RK)     # the default configs' K steps tile the router's K
     preps = {"router_gemv_fp32": R.prepare_gemv_fp32, "router_hilo_splitk": R.prepare_hilo_splitk,
              "router_hilo_atomic": R.prepare_hilo_atomic, "router_hilo_packed_mm": R.prepare_hilo_packed_mm,
-             "router_hilo_fused": R.prepare_hilo_fused, "router_hilo_swap": S.prepare_hilo}
+             "router_hilo_fused": R.prepare_hilo_fused, "router_hilo_swap": S.prepare_hilo,
+             "router_hilo_flag": R.prepare_hilo_flag}
     for name, prep in preps.items():
         state = prep(w, "router", dict(METHODS[name].configs[0]))
         assert state["N"] == w.shape[0] and state["K"] == w.shape[1]
@@ -128,6 +129,25 @@ def test_gemv_guards_name_the_offending_values():
     assert "K=16384" in wide.supports(BF16, 1, 8192, 16384, wide.configs[0])
     assert "BK=1024" in wide.supports(BF16, 1, 8192, 1000, wide.configs[0])
     assert "would spill" in fp32.supports(FP32_W, 1, RN, RK, {"BN": 4, "BK": 8192, "num_warps": 4, "cache": ""})
+
+
+def test_hilo_flag_state_and_guard():
+    torch = pytest.importorskip("torch")
+    from kernels.launch import router as R
+    from kernels.methods_router import HILO_FLAG_MAX_M
+
+    m = METHODS["router_hilo_flag"]
+    cfg = next(c for c in m.configs if c["W_LOAD"] == "cp")
+    w = _w32(K=RK)
+    st = R.prepare_hilo_flag(w, "router", dict(cfg))
+    hi, lo = R.split_hilo(w)
+    assert torch.equal(st["w2"], R.interleave_rows(hi, lo)) and st["w_desc"] is None
+    # one zeroed token count per output tile of the largest M served
+    assert st["flags"].dtype == torch.int32 and not st["flags"].any()
+    assert st["flags"].numel() == -(-HILO_FLAG_MAX_M // cfg["BM"]) * (w.shape[0] // cfg["BN"])
+    assert m.supports(FP32_W, HILO_FLAG_MAX_M, RN, RK, cfg) is None
+    assert "token counts" in m.supports(FP32_W, HILO_FLAG_MAX_M + 1, RN, RK, cfg)
+    assert "N=200" in m.supports(FP32_W, 8, 200, RK, cfg)
 
 
 def test_hilo_fused_guard_bounds_and_reasons():
