@@ -76,7 +76,10 @@ def _hilo_flag_guard(M, N, K, config):
         return f"router_hilo_flag serves 1 <= M <= {HILO_FLAG_MAX_M} (its token counts)"
     if N % config["BN"]:
         return f"router_hilo_flag needs N % BN == 0 (N={N}, BN={config['BN']})"
-    return _tile_guard(2)(M, N, K, config)
+    if K % config["BK"] or K // config["BK"] < config["SPLIT"]:
+        return f"router_hilo_flag needs K % BK == 0 and K / BK >= SPLIT (K={K}, BK={config['BK']}, " \
+               f"SPLIT={config['SPLIT']})"
+    return smem_reason(config, 2)
 
 
 def _hilo_swap_guard(M, N, K, config):
@@ -168,21 +171,26 @@ HILO_FUSED_CONFIGS = config_table(TILE_KEYS, [
     (128, 64, 64, 8, 8, 3),    # M >= 256
 ])
 
-# router_hilo_flag: grid = (SPLIT + 1) x 256/BN x ceil(M/BM). Rows: router_hilo_atomic_pdl's picks (the same
-# split-K tiles without the zero-fill launch) and variants with TMA weight loads, the swapped orientation and 4
-# stages around them.
+# router_hilo_flag: grid = (SPLIT + 1) x 256/BN x ceil(M/BM). Screened on the H200
+# (datasets/runs/2026-12-01_nvidia-h200_screen-router-flag-r11.json, against router_hilo_atomic_pdl, the same
+# split-K behind a zero-fill launch): 0.3-0.8 us faster at M = 4..64 (4.94 vs 5.34 us at M=16, 5.44 vs 6.08 at
+# M=32), slower at M >= 128 where its grids were 136-144 programs: one more wave than the 132 SMs (7.58 vs 5.76 us
+# for the same tiles at M=128 and M=64). The M >= 128 rows below keep the grid at 128-132 programs; SPLIT need not
+# divide the 64 K steps of BK=128.
 HILO_FLAG_KEYS = (*TILE_KEYS, "W_LOAD", "SWAP")
 HILO_FLAG_CONFIGS = config_table(HILO_FLAG_KEYS, [
     (16, 64, 128, 32, 4, 3, "cp", 0),     # default: router_hilo_atomic_pdl's pick at M = 8..16
-    (16, 32, 128, 32, 4, 4, "tma", 0),    # M <= 16: 3.60 us without the zero-fill in the diagnostic
-    (16, 64, 128, 32, 4, 3, "tma", 1),
-    (16, 64, 128, 16, 4, 4, "tma", 1),    # M = 16..32
-    (16, 32, 64, 32, 4, 3, "tma", 1),     # router_hilo_atomic_pdl's M=32 tile, swapped
-    (32, 64, 128, 16, 4, 4, "tma", 1),
-    (64, 64, 128, 16, 8, 4, "tma", 0),    # M = 128
-    (64, 64, 128, 16, 8, 3, "cp", 0),     # router_hilo_atomic_pdl's pick at M = 128
-    (64, 64, 128, 8, 8, 3, "tma", 0),     # M = 256
-    (64, 64, 128, 8, 8, 3, "cp", 0),      # router_hilo_atomic_pdl's pick at M = 256
+    (16, 32, 128, 32, 4, 4, "tma", 0),    # M = 16: 4.94 us
+    (16, 64, 128, 32, 4, 3, "tma", 1),    # M = 4, 8: 4.90, 4.99 us
+    (16, 32, 64, 32, 4, 3, "tma", 1),     # M <= 32: within 0.15 us of the best at every M <= 32
+    (32, 64, 128, 16, 4, 4, "tma", 1),    # M = 24, 32: 5.41, 5.44 us (68 programs)
+    (32, 64, 128, 32, 4, 3, "tma", 1),    # M <= 32 in 132 programs
+    (64, 64, 128, 16, 8, 4, "tma", 0),    # M = 64: 5.76 us (68 programs)
+    (64, 64, 128, 15, 8, 4, "tma", 0),    # M = 128: 8 tiles x 16 = 128 programs
+    (128, 64, 128, 32, 8, 3, "tma", 0),   # M = 128: 4 tiles x 33 = 132 programs
+    (64, 64, 128, 7, 8, 3, "tma", 0),     # M = 256: 16 tiles x 8 = 128 programs
+    (64, 64, 128, 7, 8, 3, "cp", 0),
+    (128, 64, 128, 15, 8, 3, "tma", 0),   # M = 256: 8 tiles x 16 = 128 programs
 ])
 
 # router_hilo_swap: the splitk_swap kernel with HILO (both weight halves per K step, one accumulator); grid =
@@ -264,7 +272,8 @@ ROUTER_METHODS: tuple[Method, ...] = (
         description="hi/lo rows interleaved, single-launch split-K: per output tile one program zeroes y and "
                     "hands out SPLIT tokens, the K-slice programs add into y with FP32 atomics after taking one "
                     "(no zero-fill launch, no last-arriver pass)",
-        params={**TILE_PARAMS, "W_LOAD": ("cp", "tma"), "SWAP": (0, 1)}, configs=HILO_FLAG_CONFIGS,
+        params={**TILE_PARAMS, "SPLIT": (1, 2, 4, 7, 8, 15, 16, 31, 32, 64), "W_LOAD": ("cp", "tma"), "SWAP": (0, 1)},
+        configs=HILO_FLAG_CONFIGS,
         guard=_hilo_flag_guard),
     Method(
         name="router_hilo_swap", dtypes=FP32_WEIGHTS, impl="kernels.launch.splitk_swap:ROUTER_HILO_SWAP",

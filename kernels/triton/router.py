@@ -16,6 +16,8 @@ loop is then known to the compiler (and the Triton interpreter can run the loops
 import triton
 import triton.language as tl
 
+from kernels.triton.splitk_atomic2 import k_slice
+
 
 @triton.jit
 def router_gemv_fp32_kernel(x_ptr, w_ptr, y_ptr, N, stride_wn,
@@ -143,7 +145,9 @@ def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride
     none spins until the count is back at >= 0, which only the zeroing's +SPLIT can do once it has decremented.
     Each call adds SPLIT and takes SPLIT, so the flag is 0 again when the grid ends: nothing to reset, graph
     replays need no memset. The zeroing program has the tile's lowest block index, so it is dispatched before
-    the programs that wait for it; it waits for nothing itself.
+    the programs that wait for it; it waits for nothing itself. Slice s covers K steps [s*T/SPLIT, (s+1)*T/SPLIT)
+    of T = K/BK, so SPLIT + 1 programs per tile can be fitted to the 132 SMs (a grid one SM too large waits a
+    whole extra wave for its last programs).
 
     W_LOAD: "cp" (pointer loads, cp.async in the software pipeline) or "tma" (w_desc, a [2BN, BK] tensor
     descriptor). SWAP: the weight tile is the MMA's row operand (acc^T[2BN, BM] = w x^T) instead of x.
@@ -162,8 +166,8 @@ def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride
         tl.debug_barrier()       # every thread's zeros are issued before the release
         tl.atomic_add(flag_ptr + tile, SPLIT, sem="release", scope="gpu")
     else:
-        k_per_split: tl.constexpr = K // SPLIT
-        k0 = (pid_s - 1) * k_per_split
+        k_lo, n_steps = k_slice(pid_s - 1, K // BK, SPLIT)   # SPLIT need not divide the K steps
+        k0 = k_lo * BK
         rk = tl.arange(0, BK)
         r2 = pid_n * (2 * BN) + tl.arange(0, 2 * BN)   # interleaved weight rows: 2n = hi[n], 2n+1 = lo[n]
         x_ptrs = x_ptr + tl.where(m_ok, rm, 0)[:, None] * stride_xm + (k0 + rk)[None, :]  # rows past M: row 0
@@ -173,7 +177,7 @@ def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride
         else:
             w_ptrs = w2_ptr + r2[None, :] * stride_wn + (k0 + rk)[:, None]     # [BK, 2BN] view of w2^T
             acc = tl.zeros((BM, 2 * BN), dtype=tl.float32)
-        for i in range(0, k_per_split // BK):
+        for i in range(0, n_steps):
             x = tl.load(x_ptrs)
             if W_LOAD == "tma":
                 w = w_desc.load([pid_n * 2 * BN, k0 + i * BK])                 # [2BN, BK]

@@ -5,7 +5,7 @@ With triton 3.6, tl.dot on bf16 operands is wrong in the interpreter, so the spl
 operands (hi/lo cast to fp32: identical index math, masks, split slices, interleaved pair sums and the sum
 kernel). The GEMV kernels have no tl.dot and run their real dtypes. router_hilo_fused runs kernels/triton/splitk_atomic.py
 with HILO=True here (the launcher insists on BF16 inputs, so the kernel is called directly). The PDL path (inline griddepcontrol asm)
-and router_hilo_flag's TMA loads cannot run in the interpreter; they are covered by the GPU tests. The interpreter runs
+cannot run in the interpreter; it is covered by the GPU tests. The interpreter runs
 router_hilo_flag's zeroing programs (grid axis 0 = 0) before the adding ones, so its wait loop is never entered here.
 """
 import json
@@ -23,8 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _worker() -> list[dict]:
+    sys.path.insert(0, str(Path(__file__).parent))
+    import interp_patch  # noqa: F401  (the triton 3.6 interpreter's runtime loop bounds)
     import torch
     import triton
+    from triton.tools.tensor_descriptor import TensorDescriptor
 
     from kernels.launch.router import interleave_rows, split_hilo
     from kernels.triton.gemv_wide import gemv_wide_kernel
@@ -73,15 +76,18 @@ def _worker() -> list[dict]:
                         "zero": bool((ws == 0).all() and (cnt == 0).all())})
             # router_hilo_flag: both orientations, twice on one set of token counts (each call must leave them 0)
             # into an output full of NaN (the zeroing program must overwrite every element it owns).
-            for swap in (0, 1):
+            # split + 1 = 5 and 9 do not divide the 16 K steps (uneven slices).
+            for swap, fsplit, w_load in ((0, split, "cp"), (1, split, "tma"), (0, split + 1, "tma"),
+                                         (1, split + 1, "cp")):
                 flags = torch.zeros(triton.cdiv(64, bm) * (N // bn), dtype=torch.int32)
+                desc = TensorDescriptor.from_tensor(w2, [2 * bn, bk]) if w_load == "tma" else None
                 for _ in range(2):
                     y = torch.full((M, N), float("nan"))
-                    router_hilo_flag_kernel[(split + 1, N // bn, triton.cdiv(M, bm))](
-                        x, w2, None, y, flags, M, N, x.stride(0), w2.stride(0), y.stride(0), K=K, BM=bm, BN=bn,
-                        BK=bk, SPLIT=split, W_LOAD="cp", SWAP=swap)
-                out.append({"case": f"flag S{split} BM{bm} BN{bn} SWAP{swap}", "M": M, "rel": rel(y, ref),
-                            "zero": bool((flags == 0).all())})
+                    router_hilo_flag_kernel[(fsplit + 1, N // bn, triton.cdiv(M, bm))](
+                        x, w2, desc, y, flags, M, N, x.stride(0), w2.stride(0), y.stride(0), K=K, BM=bm, BN=bn,
+                        BK=bk, SPLIT=fsplit, W_LOAD=w_load, SWAP=swap)
+                out.append({"case": f"flag S{fsplit} BM{bm} BN{bn} SWAP{swap} {w_load}", "M": M,
+                            "rel": rel(y, ref), "zero": bool((flags == 0).all())})
     wb = (torch.randn(256, 1024, generator=g) * 1024 ** -0.5).to(torch.bfloat16)
     x = torch.randn(1, 1024, generator=g).to(torch.bfloat16)
     ref = x.double() @ wb.double().T
@@ -106,7 +112,9 @@ def test_all_cases_ran(results):
     assert kinds == {"gemv_fp32", "splitk", "atomic", "fused", "flag", "gemv_wide"}
     for kind in ("atomic", "fused", "flag"):
         assert {r["M"] for r in results if r["case"].startswith(kind)} == {1, 3, 17, 33}
-    assert {r["case"][-5:] for r in results if r["case"].startswith("flag")} == {"SWAP0", "SWAP1"}
+    flag = [r["case"].split() for r in results if r["case"].startswith("flag")]
+    assert {(c[4], c[5]) for c in flag} == {(s, w) for s in ("SWAP0", "SWAP1") for w in ("cp", "tma")}
+    assert {"S5", "S9"} <= {c[1] for c in flag}
 
 
 def test_single_launch_routers_leave_their_state_zero(results):
