@@ -25,8 +25,8 @@ GEMV_WIDE_MAX_K = 8192
 # Workspace rows of router_hilo_fused (FP32 [MAX_M, 256] = 4 MB at prepare): serves every M a plan dispatches
 # to a Triton route at the router's N.
 HILO_FUSED_MAX_M = 4096
-# router_hilo_flag keeps one int32 token count per output tile (16 KB at BM=16, N/BN=16): M up to 64K tokens.
-HILO_FLAG_MAX_M = 65536
+# router_hilo_flag keeps one token count per output tile on its own 128-byte line (512 KB at BM=16, N/BN=16).
+HILO_FLAG_MAX_M = 4096
 # gemv_rows re-reads x from L2 in every program and multiplies on the CUDA cores (M*N*K FP32 FMAs): a few-token
 # method. Above 32 tokens the FMAs alone (2304*8192*32 at qkv_gate) outlast the weight stream.
 GEMV_ROWS_MAX_M = 32

@@ -11,6 +11,7 @@ from kernels.methods_router import HILO_FLAG_MAX_M, HILO_FUSED_MAX_M
 
 SUM_BLOCK = 1024       # elements per program of the split-K sum kernel
 ZERO_BLOCK = 1024      # elements per program of the PDL zero-fill kernel
+FLAG_STRIDE = 32       # int32 per router_hilo_flag token count: one 128-byte line per output tile
 
 
 # ---------------------------------------------------------------- weight layouts (prepare-time, pure torch)
@@ -222,9 +223,10 @@ def prepare_hilo_flag(weight, family: str, config: dict) -> dict:
     require(N % config["BN"] == 0, "router_hilo_flag", f"needs N % BN == 0 (N={N}, BN={config['BN']})")
     hi, lo = split_hilo(weight)
     w2 = interleave_rows(hi, lo)
-    # One token count per output tile of the largest M served; every call leaves each count at 0 again.
-    flags = torch.zeros(triton.cdiv(HILO_FLAG_MAX_M, config["BM"]) * (N // config["BN"]), dtype=torch.int32,
-                        device=weight.device)
+    # One token count per output tile of the largest M served, each on its own line; every call leaves each
+    # count at 0 again.
+    tiles = triton.cdiv(HILO_FLAG_MAX_M, config["BM"]) * (N // config["BN"])
+    flags = torch.zeros(tiles * FLAG_STRIDE, dtype=torch.int32, device=weight.device)
     w_desc = None
     if config["W_LOAD"] == "tma":
         from triton.tools.tensor_descriptor import TensorDescriptor
@@ -249,7 +251,8 @@ def run_hilo_flag(state: dict, x):
     y = torch.empty((M, N), dtype=torch.float32, device=x.device)
     grid = (cfg["SPLIT"] + 1, N // cfg["BN"], triton.cdiv(M, cfg["BM"]))
     router_hilo_flag_kernel[grid](x, w2, state["w_desc"], y, state["flags"], M, N, x.stride(0), w2.stride(0),
-                                  y.stride(0), K=K, W_LOAD=cfg["W_LOAD"], SWAP=cfg["SWAP"], **_dot_meta(cfg))
+                                  y.stride(0), K=K, W_LOAD=cfg["W_LOAD"], SWAP=cfg["SWAP"], FLAG_STRIDE=FLAG_STRIDE,
+                                  **_dot_meta(cfg))
     return y
 
 

@@ -136,7 +136,8 @@ def zero_fill_pdl_kernel(y_ptr, NUMEL, BLOCK: tl.constexpr):
 @triton.jit(do_not_specialize=["M"])
 def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride_xm, stride_wn, stride_ym,
                             K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                            SPLIT: tl.constexpr, W_LOAD: tl.constexpr, SWAP: tl.constexpr):
+                            SPLIT: tl.constexpr, W_LOAD: tl.constexpr, SWAP: tl.constexpr,
+                            FLAG_STRIDE: tl.constexpr):
     """y[M,N] = x[M,K] @ (w2[2n,K] + w2[2n+1,K])^T in one launch, grid (SPLIT + 1, N/BN, cdiv(M, BM)).
 
     Program 0 of an output tile zeroes the tile and then adds SPLIT to the tile's flag (release). Programs
@@ -149,57 +150,62 @@ def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride
     of T = K/BK, so SPLIT + 1 programs per tile can be fitted to the 132 SMs (a grid one SM too large waits a
     whole extra wave for its last programs).
 
+    Each tile's flag sits FLAG_STRIDE int32 apart (its own 128-byte line): the tokens of all tiles arrive at the
+    same moment, and atomics on one line are served one after another at its L2 slice.
+    The zeroing program runs the same code with an empty K loop (rather than a branch around the loop).
+
     W_LOAD: "cp" (pointer loads, cp.async in the software pipeline) or "tma" (w_desc, a [2BN, BK] tensor
     descriptor). SWAP: the weight tile is the MMA's row operand (acc^T[2BN, BM] = w x^T) instead of x.
     """
     pid_s = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_m = tl.program_id(2)
-    tile = pid_m * tl.num_programs(1) + pid_n
+    flag = flag_ptr + (pid_m * tl.num_programs(1) + pid_n) * FLAG_STRIDE
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     m_ok = rm < M
     y_ptrs = y_ptr + rm[:, None] * stride_ym + rn[None, :]
     y_mask = m_ok[:, None] & (rn < N)[None, :]
+    k_lo, n_steps = k_slice(tl.maximum(pid_s - 1, 0), K // BK, SPLIT)   # SPLIT need not divide the K steps
+    n_steps = tl.where(pid_s == 0, 0, n_steps)                           # the zeroing program: no K steps
+    k0 = k_lo * BK
+    rk = tl.arange(0, BK)
+    r2 = pid_n * (2 * BN) + tl.arange(0, 2 * BN)       # interleaved weight rows: 2n = hi[n], 2n+1 = lo[n]
+    x_ptrs = x_ptr + tl.where(m_ok, rm, 0)[:, None] * stride_xm + (k0 + rk)[None, :]   # rows past M: row 0
+    if SWAP:
+        w_ptrs = w2_ptr + r2[:, None] * stride_wn + (k0 + rk)[None, :]     # [2BN, BK]
+        acc = tl.zeros((2 * BN, BM), dtype=tl.float32)
+    else:
+        w_ptrs = w2_ptr + r2[None, :] * stride_wn + (k0 + rk)[:, None]     # [BK, 2BN] view of w2^T
+        acc = tl.zeros((BM, 2 * BN), dtype=tl.float32)
+    for i in range(0, n_steps):
+        x = tl.load(x_ptrs)
+        if W_LOAD == "tma":
+            w = w_desc.load([pid_n * 2 * BN, k0 + i * BK])                 # [2BN, BK]
+            if not SWAP:
+                w = w.T
+        else:
+            w = tl.load(w_ptrs)
+        if SWAP:
+            acc = tl.dot(w, x.T, acc)
+        else:
+            acc = tl.dot(x, w, acc)
+        x_ptrs += BK
+        w_ptrs += BK
     if pid_s == 0:
         tl.store(y_ptrs, tl.zeros((BM, BN), dtype=tl.float32), mask=y_mask)
         tl.debug_barrier()       # every thread's zeros are issued before the release
-        tl.atomic_add(flag_ptr + tile, SPLIT, sem="release", scope="gpu")
+        tl.atomic_add(flag, SPLIT, sem="release", scope="gpu")
     else:
-        k_lo, n_steps = k_slice(pid_s - 1, K // BK, SPLIT)   # SPLIT need not divide the K steps
-        k0 = k_lo * BK
-        rk = tl.arange(0, BK)
-        r2 = pid_n * (2 * BN) + tl.arange(0, 2 * BN)   # interleaved weight rows: 2n = hi[n], 2n+1 = lo[n]
-        x_ptrs = x_ptr + tl.where(m_ok, rm, 0)[:, None] * stride_xm + (k0 + rk)[None, :]  # rows past M: row 0
-        if SWAP:
-            w_ptrs = w2_ptr + r2[:, None] * stride_wn + (k0 + rk)[None, :]     # [2BN, BK]
-            acc = tl.zeros((2 * BN, BM), dtype=tl.float32)
-        else:
-            w_ptrs = w2_ptr + r2[None, :] * stride_wn + (k0 + rk)[:, None]     # [BK, 2BN] view of w2^T
-            acc = tl.zeros((BM, 2 * BN), dtype=tl.float32)
-        for i in range(0, n_steps):
-            x = tl.load(x_ptrs)
-            if W_LOAD == "tma":
-                w = w_desc.load([pid_n * 2 * BN, k0 + i * BK])                 # [2BN, BK]
-                if not SWAP:
-                    w = w.T
-            else:
-                w = tl.load(w_ptrs)
-            if SWAP:
-                acc = tl.dot(w, x.T, acc)
-            else:
-                acc = tl.dot(x, w, acc)
-            x_ptrs += BK
-            w_ptrs += BK
         # Accumulator rows/columns 2j and 2j+1 are output j's hi and lo contributions: add each pair in FP32.
         if SWAP:
             pair = tl.sum(tl.reshape(acc, (BN, 2, BM)), axis=1).T
         else:
             pair = tl.sum(tl.reshape(acc, (BM, BN, 2)), axis=2)
-        left = tl.atomic_add(flag_ptr + tile, -1, sem="acq_rel", scope="gpu")
+        left = tl.atomic_add(flag, -1, sem="acq_rel", scope="gpu")
         if left <= 0:
             # The zeroing has not been seen yet: this program's token is owed; wait for the +SPLIT.
-            while tl.atomic_add(flag_ptr + tile, 0, sem="acquire", scope="gpu") < 0:
+            while tl.atomic_add(flag, 0, sem="acquire", scope="gpu") < 0:
                 pass
         tl.debug_barrier()       # no thread adds before the acquire above
         tl.atomic_add(y_ptrs, pair, mask=y_mask, sem="relaxed")

@@ -138,8 +138,9 @@ def test_router_hilo_flag_compiles_pipelined_without_spills(cfg):
     sig = {"x_ptr": "*bf16", "w2_ptr": "*bf16",
            "w_desc": f"tensordesc<bf16[{2 * cfg['BN']}, {cfg['BK']}]>" if tma else "constexpr",
            "y_ptr": "*fp32", "flag_ptr": "*i32", "M": "i32", "N": "i32", "stride_xm": "i32", "stride_wn": "i32",
-           "stride_ym": "i32", **{k: "constexpr" for k in ("K", "BM", "BN", "BK", "SPLIT", "W_LOAD", "SWAP")}}
-    consts = {"K": 8192, **{k: cfg[k] for k in ("BM", "BN", "BK", "SPLIT", "W_LOAD", "SWAP")},
+           "stride_ym": "i32",
+           **{k: "constexpr" for k in ("K", "BM", "BN", "BK", "SPLIT", "W_LOAD", "SWAP", "FLAG_STRIDE")}}
+    consts = {"K": 8192, "FLAG_STRIDE": 32, **{k: cfg[k] for k in ("BM", "BN", "BK", "SPLIT", "W_LOAD", "SWAP")},
               **({} if tma else {"w_desc": None})}
     k, spills = _compile(router_hilo_flag_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
     ptx = k.asm["ptx"]

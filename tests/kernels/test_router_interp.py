@@ -29,7 +29,7 @@ def _worker() -> list[dict]:
     import triton
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    from kernels.launch.router import interleave_rows, split_hilo
+    from kernels.launch.router import FLAG_STRIDE, interleave_rows, split_hilo
     from kernels.triton.gemv_wide import gemv_wide_kernel
     from kernels.triton.router import (router_gemv_fp32_kernel, router_hilo_atomic_kernel, router_hilo_flag_kernel,
                                        router_hilo_splitk_kernel, splitk_sum_kernel)
@@ -79,13 +79,13 @@ def _worker() -> list[dict]:
             # split + 1 = 5 and 9 do not divide the 16 K steps (uneven slices).
             for swap, fsplit, w_load in ((0, split, "cp"), (1, split, "tma"), (0, split + 1, "tma"),
                                          (1, split + 1, "cp")):
-                flags = torch.zeros(triton.cdiv(64, bm) * (N // bn), dtype=torch.int32)
+                flags = torch.zeros(triton.cdiv(64, bm) * (N // bn) * FLAG_STRIDE, dtype=torch.int32)
                 desc = TensorDescriptor.from_tensor(w2, [2 * bn, bk]) if w_load == "tma" else None
                 for _ in range(2):
                     y = torch.full((M, N), float("nan"))
                     router_hilo_flag_kernel[(fsplit + 1, N // bn, triton.cdiv(M, bm))](
                         x, w2, desc, y, flags, M, N, x.stride(0), w2.stride(0), y.stride(0), K=K, BM=bm, BN=bn,
-                        BK=bk, SPLIT=fsplit, W_LOAD=w_load, SWAP=swap)
+                        BK=bk, SPLIT=fsplit, W_LOAD=w_load, SWAP=swap, FLAG_STRIDE=FLAG_STRIDE)
                 out.append({"case": f"flag S{fsplit} BM{bm} BN{bn} SWAP{swap} {w_load}", "M": M,
                             "rel": rel(y, ref), "zero": bool((flags == 0).all())})
     wb = (torch.randn(256, 1024, generator=g) * 1024 ** -0.5).to(torch.bfloat16)

@@ -142,9 +142,9 @@ def test_hilo_flag_state_and_guard():
     st = R.prepare_hilo_flag(w, "router", dict(cfg))
     hi, lo = R.split_hilo(w)
     assert torch.equal(st["w2"], R.interleave_rows(hi, lo)) and st["w_desc"] is None
-    # one zeroed token count per output tile of the largest M served
-    assert st["flags"].dtype == torch.int32 and not st["flags"].any()
-    assert st["flags"].numel() == -(-HILO_FLAG_MAX_M // cfg["BM"]) * (w.shape[0] // cfg["BN"])
+    # one zeroed token count per output tile of the largest M served, each on its own 128-byte line
+    assert st["flags"].dtype == torch.int32 and not st["flags"].any() and R.FLAG_STRIDE * 4 == 128
+    assert st["flags"].numel() == -(-HILO_FLAG_MAX_M // cfg["BM"]) * (w.shape[0] // cfg["BN"]) * R.FLAG_STRIDE
     assert m.supports(FP32_W, HILO_FLAG_MAX_M, RN, RK, cfg) is None
     assert "token counts" in m.supports(FP32_W, HILO_FLAG_MAX_M + 1, RN, RK, cfg)
     assert "N=200" in m.supports(FP32_W, 8, 200, RK, cfg)
