@@ -22,6 +22,9 @@ GEMV_MAX_ELEMS_PER_THREAD = 64  # fp32 accumulator values per thread before the 
 # unrolls its K steps at compile time; the bound is muse's largest K (8192) -- longer unrolls were never compiled
 # or measured, so a K above it is refused by the guard, whatever the family.
 GEMV_WIDE_MAX_K = 8192
+# ... and BN whole rows per program: BN*K above 131072 elements (256 KB of BF16 per program) spilled registers when
+# compiled for sm_90 (BN=32 at K=8192; tests/kernels/test_compile_sm90.py compiles every admitted config).
+GEMV_WIDE_MAX_ROW_ELEMS = 131072
 # Workspace rows of router_hilo_fused (FP32 [MAX_M, 256] = 4 MB at prepare): serves every M a plan dispatches
 # to a Triton route at the router's N.
 HILO_FUSED_MAX_M = 4096
@@ -109,6 +112,9 @@ def _gemv_wide_guard(M, N, K, config):
         return f"gemv_wide needs N % BN == 0 and K % BK == 0 (N={N}, K={K}, BN={config['BN']}, BK={config['BK']})"
     if K > GEMV_WIDE_MAX_K:
         return f"gemv_wide unrolls K: K={K} > {GEMV_WIDE_MAX_K}"
+    if config["BN"] * K > GEMV_WIDE_MAX_ROW_ELEMS:
+        return (f"gemv_wide unrolls BN whole rows: BN*K = {config['BN'] * K} > {GEMV_WIDE_MAX_ROW_ELEMS} "
+                f"(BN={config['BN']}, K={K}) would spill")
     return _accumulator_reason("gemv_wide", config)
 
 
@@ -234,6 +240,12 @@ GEMV_WIDE_CONFIGS = config_table(GEMV_WIDE_KEYS, [
     (16, 512, 4, ".cg"),    # 16 rows x 512 per step: 64 accumulator values per thread
     (32, 512, 8, ".cg"),
     (4, 1024, 2, ".cg"),
+    # Long rows in router_gemv_fp32's geometry (32 KB per program in one unrolled step, 16 warps, evict_first:
+    # 3.1-3.2 us for the router's 8.4 MB, where the BF16 gemv reads the unpooler's 8.4 MB in 3.7 us):
+    (4, 4096, 16, ""),      # K=4096 (unpooler M=1): 256 programs
+    (2, 4096, 16, ""),      # K=4096: 512 programs of 16 KB
+    (2, 8192, 16, ""),      # K=8192 (qkv_gate, pooler M=1)
+    (1, 8192, 16, ""),      # K=8192: one row per program
 ])
 
 
@@ -293,7 +305,7 @@ ROUTER_METHODS: tuple[Method, ...] = (
         name="gemv_wide", dtypes=(BF16,), impl="kernels.launch.gemv_wide:GEMV_WIDE",
         description="one-token GEMV for short rows: BN whole rows per program held in registers, K unrolled "
                     "(o-projection M=1)",
-        params={"BN": (2, 4, 8, 16, 32), "BK": (256, 512, 1024), "num_warps": (2, 4, 8),
+        params={"BN": (1, 2, 4, 8, 16, 32), "BK": (256, 512, 1024, 4096, 8192), "num_warps": (2, 4, 8, 16),
                 "cache": ("", ".cg")},
         configs=GEMV_WIDE_CONFIGS, guard=_gemv_wide_guard),
 )

@@ -15,7 +15,7 @@ triton = pytest.importorskip("triton")
 
 from kernels.methods_dense import (GEMV_CONFIGS, PACKED_CONFIGS, SPLITK_ATOMIC_CONFIGS,  # noqa: E402
                                    SPLITK_CONFIGS, STREAMK_CONFIGS)
-from kernels.methods_router import HILO_FLAG_CONFIGS, HILO_FUSED_CONFIGS  # noqa: E402
+from kernels.methods_router import GEMV_WIDE_CONFIGS, HILO_FLAG_CONFIGS, HILO_FUSED_CONFIGS  # noqa: E402
 
 PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 pytestmark = pytest.mark.skipif(not os.path.exists(PTXAS), reason="triton's bundled ptxas not found")
@@ -57,6 +57,23 @@ def test_gemv_compiles(cfg):
         _, spills = _compile(gemv_kernel, sig, {"BN": cfg["BN"], "BK": block_k(K, cfg["BN"], cfg["num_warps"]),
                                                 "CACHE": cfg["cache"]}, cfg["num_warps"])
         assert spills == 0
+
+
+@pytest.mark.parametrize("cfg", GEMV_WIDE_CONFIGS, ids=str)
+def test_gemv_wide_compiles_without_spills(cfg):
+    from kernels.method import BF16
+    from kernels.registry import METHODS
+    from kernels.triton.gemv_wide import gemv_wide_kernel
+
+    sig = {"x_ptr": "*bf16", "w_ptr": "*bf16", "y_ptr": "*bf16", "stride_wn": "i32",
+           "K": "constexpr", "BN": "constexpr", "BK": "constexpr", "CACHE": "constexpr"}
+    Ks = [K for K in (1024, 4096, 8192) if METHODS["gemv_wide"].supports(BF16, 1, 8192, K, cfg) is None]
+    assert Ks
+    for K in Ks:
+        k, spills = _compile(gemv_wide_kernel, sig, {"K": K, "BN": cfg["BN"], "BK": cfg["BK"], "CACHE": cfg["cache"]},
+                             cfg["num_warps"])
+        assert spills == 0, K
+        assert "ld.global" in k.asm["ptx"] and "cp.async" not in k.asm["ptx"]   # direct loads, no pipeline
 
 
 @pytest.mark.parametrize("cfg", SPLITK_CONFIGS, ids=str)

@@ -38,8 +38,10 @@ def test_m1_only_guards():
         assert g.supports(FP32_W, 1, RN, RK, cfg) is None
         assert "M=1" in g.supports(FP32_W, 2, RN, RK, cfg)
     for cfg in w.configs:
-        assert w.supports(BF16, 1, 8192, 1024, cfg) is None
-        assert w.supports(BF16, 8, 8192, 1024, cfg) is not None
+        K = max(1024, cfg["BK"])       # the short-row configs serve o (K=1024), the long-row ones K >= their BK
+        assert w.supports(BF16, 1, 8192, K, cfg) is None
+        assert w.supports(BF16, 8, 8192, K, cfg) is not None
+    assert sum(w.supports(BF16, 1, 8192, 1024, c) is None for c in w.configs) >= 8
     assert "not x bfloat16, w float32, y float32" in w.supports(FP32_W, 1, RN, RK, w.configs[0])
 
 
@@ -127,6 +129,8 @@ def test_gemv_guards_name_the_offending_values():
     spill = wide.supports(BF16, 1, 8192, 1024, {"BN": 32, "BK": 1024, "num_warps": 4, "cache": ""})
     assert "would spill" in spill and "BN=32" in spill and "num_warps=4" in spill
     assert "K=16384" in wide.supports(BF16, 1, 8192, 16384, wide.configs[0])
+    rows = wide.supports(BF16, 1, 8192, 8192, {"BN": 32, "BK": 512, "num_warps": 8, "cache": ".cg"})
+    assert "BN*K = 262144" in rows and "BN=32" in rows
     assert "BK=1024" in wide.supports(BF16, 1, 8192, 1000, wide.configs[0])
     assert "would spill" in fp32.supports(FP32_W, 1, RN, RK, {"BN": 4, "BK": 8192, "num_warps": 4, "cache": ""})
 
