@@ -27,15 +27,19 @@ def _cases():
             for M in (ALL_M if i == 0 else CONFIG_M):
                 sh = _shape("router", M)
                 if m.supports(sh, M, sh["N"], sh["K"], cfg) is None:
-                    out.append(pytest.param(name, i, M, id=f"{name}-c{i}-M{M}"))
-    for i, _ in enumerate(METHODS["gemv_wide"].configs):
-        out.append(pytest.param("gemv_wide", i, 1, id=f"gemv_wide-c{i}-M1"))
+                    out.append(pytest.param(name, i, M, "router", id=f"{name}-c{i}-M{M}"))
+    wide = METHODS["gemv_wide"]
+    for i, cfg in enumerate(wide.configs):
+        # every muse BF16 family at M=1 the config's guard admits (o: K=1024, unpooler: K=4096, the others 8192)
+        fams = [f for f in ("o", "unpooler", "qkv_gate", "pooler")
+                if wide.supports(_shape(f, 1), 1, _shape(f, 1)["N"], _shape(f, 1)["K"], cfg) is None]
+        assert fams, cfg
+        out += [pytest.param("gemv_wide", i, 1, f, id=f"gemv_wide-c{i}-{f}-M1") for f in fams]
     return out
 
 
-@pytest.mark.parametrize("name,config_index,M", _cases())
-def test_contract(name, config_index, M):
-    family = "o" if name == "gemv_wide" else "router"   # muse's families of the methods' dtypes
+@pytest.mark.parametrize("name,config_index,M,family", _cases())
+def test_contract(name, config_index, M, family):
     assert_contract(name, METHODS[name].configs[config_index], _shape(family, M), seed=M)
 
 
