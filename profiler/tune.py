@@ -3,13 +3,15 @@ its plan.
 
     python -m profiler tune --shapes official [--workload NAME|FILE] [--families router o ...] [--methods ...]
                             [--out-plan kernels/plans/best.json] [--out-run datasets/runs/<date>_<gpu>_tune.json]
-                            [--budget-s 900] [--compile-workers 16]
+                            [--budget-s 900] [--compile-workers 16] [--m 1 ...] [--base-plan best]
     python -m profiler tune --extend-plan kernels/plans/best.json    # no GPU: add the library fallback only
 
 The workload (default muse_bf16_proj) gives the points (every family at every load's M; neighbours M+-1 at their
 own N), the candidates (methods computing each family's dtypes) and the contract; the plan records it ("workload":
 name + fingerprint) and is named after --out-plan's file (default: kernels/plans/best.json for the default
-workload, kernels/plans/<workload name>.json for another).
+workload, kernels/plans/<workload name>.json for another). `--m` tunes only the points at those M (a new method that
+serves only them, say): each is re-dispatched by its own one-M entry and every other M keeps the base plan's entry,
+so the other points are not re-decided on a fresh, noisier comparison.
 
 The selection rules (candidates, funnel, neighbour and significance rules, ranges per N, the library fallback
 above the tuned range) are profiler/tune_rules.py, torch-free and tested on CPU. The one "check + time these
@@ -146,6 +148,9 @@ def parse_args(argv):
 
     add_workload_argument(p)
     p.add_argument("--families", nargs="+", default=None, help="restrict to these families")
+    p.add_argument("--m", nargs="+", type=int, default=None, metavar="M",
+                   help="tune only the scored points at these M; the plan re-dispatches exactly those M (one-M "
+                        "entries) and every other M of the family keeps the base plan's entry")
     p.add_argument("--methods", nargs="+", default=None, help="restrict to these methods (baseline always in)")
     p.add_argument("--out-plan", default=None,
                    help="default kernels/plans/best.json (default workload), kernels/plans/<workload>.json otherwise")
@@ -178,6 +183,7 @@ class TuneSettings:
     workload: str = ""             # the workload's name (the run file embeds the whole workload)
     families: list | None = None
     methods: list | None = None
+    only_m: list | None = None     # --m: the M tuned; the others keep the base plan
     base_plan: str = "baseline"
     budget_s: float = DEFAULT_BUDGET_S
     finalists: int = FINALISTS
@@ -201,6 +207,11 @@ def main(argv=None) -> int:
             return 2
     if args.extend_plan:
         return extend_plan(args.extend_plan, workload)
+    points = [p for p in scored_points(workload, args.families) if args.m is None or p.M in args.m]
+    if not points:
+        print(f"profiler tune: --m: no scored point of {workload.name} at M={args.m} in families "
+              f"{args.families or workload.family_order}", file=sys.stderr)
+        return 2
     if args.cluster is None or args.cluster.startswith("local"):
         import torch
 
@@ -210,13 +221,13 @@ def main(argv=None) -> int:
             return 2
     out_plan = args.out_plan or f"kernels/plans/{default_plan_name(workload)}.json"
     settings = TuneSettings(shapes=args.shapes, workload=workload.name, families=args.families,
-                            methods=args.methods,
+                            methods=args.methods, only_m=sorted(set(args.m)) if args.m else None,
                             base_plan=args.base_plan, budget_s=args.budget_s, finalists=args.finalists,
                             compile_workers=args.compile_workers, seed=args.seed,
                             shape_timeout_s=args.shape_timeout_s, max_incidents=args.max_incidents,
                             command="python -m profiler tune " + " ".join(argv or sys.argv[1:]))
     try:
-        outcomes = tune_sweep(scored_points(workload, args.families), args.out_run, out_plan,
+        outcomes = tune_sweep(points, args.out_run, out_plan,
                               settings=settings, device=args.device, workload=workload, cluster=args.cluster,
                               progress=_progress)
     except KeyboardInterrupt:
@@ -299,7 +310,7 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
         gpu = env.get("gpu") or "unknown-gpu"
         env["settings"] = {"mode": "cold", "tool": "tune", "check": "quick", "shapes": settings.shapes,
                            "workload": workload.name,
-                           "families": settings.families, "methods": settings.methods,
+                           "families": settings.families, "methods": settings.methods, "only_m": settings.only_m,
                            "flush_bytes": env.pop("flush_bytes", None), "seed": settings.seed, "screen": SCREEN,
                            "final": FINAL, "finalists": settings.finalists, "noise_tol": NOISE_TOL,
                            "min_win": MIN_WIN, "budget_s": settings.budget_s,
@@ -400,8 +411,11 @@ def _plan(decisions: list, skipped: list, settings: TuneSettings, workload, gpu:
              f"{NOISE_TOL:.0%} tolerance, baseline unless the win's CI low > {1 + MIN_WIN:.2f}, ranges split at "
              f"midpoints between scored M, per N (entries with \"N\" for points off the family's N), torch_linear "
              f"above the largest tuned M." + (f" Not tuned (budget ran out, or no candidate passed): {skipped}; their "
-                                              f"families keep the base plan." if skipped else ""))
-    return make_plan(decisions, METHODS, workload, base, gpu, committed_run_path(run_path), notes, name)
+                                              f"families keep the base plan." if skipped else "")
+             + (f" Tuned only at M={settings.only_m}: each of those M is dispatched by its own one-M entry, every "
+                f"other M keeps plan {settings.base_plan!r}'s entry." if settings.only_m else ""))
+    return make_plan(decisions, METHODS, workload, base, gpu, committed_run_path(run_path), notes, name,
+                     only_m=settings.only_m)
 
 
 if __name__ == "__main__":

@@ -455,10 +455,45 @@ def build_ranges(family: str, winners: dict, spec: dict, methods: dict, notes: d
     return entries
 
 
+def pin_points(entries: list[dict], pins: dict, spec: dict) -> list[dict]:
+    """`entries` (a family's plan entries) with each pinned M re-dispatched by a one-M entry: {M: entry dict with
+    "method", "config" and optionally "note"}. The entry list of M's N (the generic list when M is at the family's
+    N, else the list with that "N") has the entry holding M cut around it; every other M keeps its entry."""
+    general = int(spec["N"])
+    out = [dict(e, M=list(e["M"]), config=dict(e["config"])) for e in entries]
+    for M in sorted(pins):
+        n = n_for(spec, M)
+        scope = None if n == general else n
+        pin = {"M": [M, M], **({"N": scope} if scope is not None else {}), "method": pins[M]["method"],
+               "config": dict(pins[M]["config"]), **({"note": pins[M]["note"]} if pins[M].get("note") else {})}
+        keep, at = [], None
+        for e in out:
+            if e.get("N") != scope:
+                keep.append(e)
+                continue
+            lo, hi = e["M"]
+            if lo <= M <= hi:
+                keep += [dict(e, M=[lo, M - 1])] if lo < M else []
+                at = len(keep)
+                keep.append(pin)
+                keep += [dict(e, M=[M + 1, hi])] if M < hi else []
+            else:
+                if at is None and lo > M:     # M sits in a gap of its list: before the first entry past it
+                    at = len(keep)
+                    keep.append(pin)
+                keep.append(e)
+        if at is None:
+            keep.append(pin)
+        out = keep
+    return out
+
+
 def make_plan(decisions: list[Decision], methods: dict, workload, base_plan: dict, gpu: str | None,
-              run_path: str, notes: str, name: str = "best") -> dict:
+              run_path: str, notes: str, name: str = "best", only_m: list | None = None) -> dict:
     """The tuned plan for `workload` (it records the workload's name and fingerprint): tuned families from the
-    decisions, the others from base_plan (its "*" entries spelt out per family); all with the fallback."""
+    decisions, the others from base_plan (its "*" entries spelt out per family); all with the fallback.
+    `only_m` (the tune measured only these M): a tuned family keeps base_plan's entries and each decided M is
+    re-dispatched by a one-M entry (pin_points), so no M is handed to a choice made at another M."""
     base = dict(base_plan["families"])
     generic = base.pop("*", None)
     families = {f: base[f] if f in base else [dict(e) for e in generic] for f in workload.family_order
@@ -475,6 +510,13 @@ def make_plan(decisions: list[Decision], methods: dict, workload, base_plan: dic
                                                               if d.baseline_us else "")
                 + (f"; not dispatched at M={d.stops} (> {NOISE_TOL:.0%} slower than the baseline there)"
                    if d.stops else "") for M, d in ds.items()}
+        if only_m:
+            pins = {M: {"method": d.method, "config": d.config,
+                        "note": f"tuned at M={M}: {d.median_us:.2f} us"
+                                + (f" vs baseline {d.baseline_us:.2f} us" if d.baseline_us else "")}
+                    for M, d in ds.items()}
+            plan["families"][family] = pin_points(plan["families"][family], pins, workload.family(family))
+            continue
         limits = {M: d.limits() for M, d in ds.items() if d.stops}
         plan["families"][family] = build_ranges(family, winners, workload.family(family), methods, note, limits)
     return with_library_fallback(plan)

@@ -443,3 +443,57 @@ def test_warm_runs_jobs_in_worker_processes_and_reports_the_ones_that_raise():
     errors = warm([good, dict(good, M=3), bad], workers=2, device="cpu")
     assert [job_key(j) for j, _ in errors] == [job_key(bad)]
     assert "K % BK == 0" in errors[0][1]
+
+
+def test_pin_points_cuts_only_the_pinned_m_out_of_its_n_list():
+    from datasets import load_workload
+
+    spec = load_workload().family("unpooler")           # N=8192, N=1024 at M=1 and M=8
+    base = [{"M": [1, 192], "method": "mm_wt", "config": {}, "note": "tuned at M=16"},
+            {"M": [193, 4096], "method": "torch_linear", "config": {}},
+            {"M": [1, 1], "N": 1024, "method": "gemv", "config": {"BN": 2}},
+            {"M": [2, 8], "N": 1024, "method": "splitk_atomic", "config": {"BM": 16}}]
+    pins = {1: {"method": "gemv_wide", "config": {"BN": 2, "BK": 4096}, "note": "tuned at M=1"},
+            16: {"method": "torch_linear", "config": {}}}
+    got = rules.pin_points(base, pins, spec)
+    assert [(e.get("N"), e["M"], e["method"]) for e in got] == [
+        (None, [1, 15], "mm_wt"), (None, [16, 16], "torch_linear"), (None, [17, 192], "mm_wt"),
+        (None, [193, 4096], "torch_linear"),
+        (1024, [1, 1], "gemv_wide"), (1024, [2, 8], "splitk_atomic")]
+    assert got[4]["config"] == {"BN": 2, "BK": 4096} and got[4]["note"] == "tuned at M=1"
+    assert got[0]["note"] == got[2]["note"] == "tuned at M=16"          # the cut entry keeps its own note
+    assert base[0]["M"] == [1, 192] and base[2]["method"] == "gemv"       # the base entries are not changed
+    # an M in a gap of its list, and one past the list's end
+    gap = rules.pin_points([{"M": [1, 4], "method": "a", "config": {}}, {"M": [9, 12], "method": "b", "config": {}}],
+                           {6: {"method": "c", "config": {}}, 20: {"method": "d", "config": {}}},
+                           {"N": 64, "K": 64})
+    assert [(e["M"], e["method"]) for e in gap] == [([1, 4], "a"), ([6, 6], "c"), ([9, 12], "b"), ([20, 20], "d")]
+
+
+def test_make_plan_only_m_keeps_every_other_m_of_the_base_plan():
+    from datasets import load_workload
+    from kernels.plans import load_plan, plan_from_dict
+
+    wl = load_workload()
+    base = load_plan("best", wl)
+    wide = next(c for c in METHODS["gemv_wide"].configs if c["BK"] == 4096 and c["BN"] == 2)
+    long_rows = next(c for c in METHODS["gemv_wide"].configs if c["BK"] == 8192 and c["BN"] == 1)
+    ds = [rules.Decision("unpooler", 1, "gemv_wide", dict(wide), 3.3, 6.6),
+          rules.Decision("qkv_gate", 1, "gemv_wide", dict(long_rows), 9.7, 13.2)]
+    p = plan_from_dict(rules.make_plan(ds, METHODS, wl, base.to_dict(), "NVIDIA H200", "x_tune.json", "t",
+                                       only_m=[1]), "best.json", wl)
+    assert p.select("unpooler", 1, 1024) == ("gemv_wide", wide)
+    assert p.select("qkv_gate", 1) == ("gemv_wide", long_rows)
+    for fam in wl.family_order:                       # every other scored and nearby M: the base plan's choice
+        for M in (2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 128, 129, 255, 256, 384, 4096):
+            assert p.select(fam, M) == base.select(fam, M), (fam, M)
+        assert p.select(fam, 8, wl.shape(fam, 8)["N"]) == base.select(fam, 8, wl.shape(fam, 8)["N"])
+    assert p.select("router", 1) == base.select("router", 1) and p.select("o", 1) == base.select("o", 1)
+
+
+def test_tune_m_without_a_scored_point_is_one_line(capsys):
+    from profiler.tune import main
+
+    assert main(["--m", "3", "5"]) == 2                      # no load of muse has M=3 or M=5: nothing to tune
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("profiler tune: --m:") and "M=[3, 5]" in err[0]
