@@ -240,8 +240,10 @@ GEMV_WIDE_CONFIGS = config_table(GEMV_WIDE_KEYS, [
     (16, 512, 4, ".cg"),    # 16 rows x 512 per step: 64 accumulator values per thread
     (32, 512, 8, ".cg"),
     (4, 1024, 2, ".cg"),
-    # Long rows in router_gemv_fp32's geometry (32 KB per program in one unrolled step, 16 warps, evict_first:
-    # 3.1-3.2 us for the router's 8.4 MB, where the BF16 gemv reads the unpooler's 8.4 MB in 3.7 us):
+    # Long rows in router_gemv_fp32's geometry (16-32 KB per program in one unrolled step, 16 warps, evict_first;
+    # it reads the router's 8.4 MB in 3.1-3.2 us). Screened at M=1 (datasets/runs/
+    # 2026-12-01_nvidia-h200_screen-gemv-long-rows-r15.json): qkv_gate 9.66, pooler 15.95, unpooler 3.31 us against
+    # 10.51, 16.91, 3.79 for the plan's picks then (gemv_wide BN=8 BK=1024, gemv, gemv).
     (4, 4096, 16, ""),      # K=4096 (unpooler M=1): 256 programs
     (2, 4096, 16, ""),      # K=4096: 512 programs of 16 KB
     (2, 8192, 16, ""),      # K=8192 (qkv_gate, pooler M=1)
@@ -303,8 +305,8 @@ ROUTER_METHODS: tuple[Method, ...] = (
         configs=GEMV_ROWS_CONFIGS, guard=_gemv_rows_guard),
     Method(
         name="gemv_wide", dtypes=(BF16,), impl="kernels.launch.gemv_wide:GEMV_WIDE",
-        description="one-token GEMV for short rows: BN whole rows per program held in registers, K unrolled "
-                    "(o-projection M=1)",
+        description="one-token GEMV: BN whole rows per program held in registers, K unrolled (short rows for "
+                    "the o-projection, long rows in router_gemv_fp32's geometry for K = 4096-8192)",
         params={"BN": (1, 2, 4, 8, 16, 32), "BK": (256, 512, 1024, 4096, 8192), "num_warps": (2, 4, 8, 16),
                 "cache": ("", ".cg")},
         configs=GEMV_WIDE_CONFIGS, guard=_gemv_wide_guard),

@@ -150,9 +150,11 @@ def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride
     of T = K/BK, so SPLIT + 1 programs per tile can be fitted to the 132 SMs (a grid one SM too large waits a
     whole extra wave for its last programs).
 
-    Each tile's flag sits FLAG_STRIDE int32 apart (its own 128-byte line): the tokens of all tiles arrive at the
-    same moment, and atomics on one line are served one after another at its L2 slice.
-    The zeroing program runs the same code with an empty K loop (rather than a branch around the loop).
+    Each tile's flag sits FLAG_STRIDE int32 apart (its own 128-byte line), so the tiles' tokens, all taken at about
+    the same moment, do not queue on one line, and the zeroing program runs the same code with an empty K loop
+    rather than a branch around the loop. Together these two measured the same as one packed line and the branch
+    (datasets/runs/2026-12-01_nvidia-h200_screen-router-flag-r13.json against -r11.json): the token's cost is the
+    round trip itself.
 
     W_LOAD: "cp" (pointer loads, cp.async in the software pipeline) or "tma" (w_desc, a [2BN, BK] tensor
     descriptor). SWAP: the weight tile is the MMA's row operand (acc^T[2BN, BM] = w x^T) instead of x.
