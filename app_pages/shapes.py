@@ -53,7 +53,10 @@ lead = {
                                              help="median of the paired per-round ratios and its CI (measured "
                                                   "pairs; a published table has none)"),
     "sol_candidate": num("SOL", format="percent", width=70, help=glossary.short("sol")),
-    "method": st.column_config.TextColumn("method", width=160, help="what the candidate ran at this shape"),
+    "method_label": st.column_config.TextColumn("method", width=160,
+                                                help="what the candidate ran at this shape; '(= baseline)': the "
+                                                     "baseline's own route, so a ratio off 1 is the spread of two "
+                                                     "timings of one call, not a kernel difference"),
     "baseline_us": num(f"{v.baseline} µs", format="%.3f", width=95, help=f"{t} median"),
     "floor_us": num("floor µs", format="%.3f", width=75, help=glossary.short("floor")),
     "bound": st.column_config.TextColumn("bound", width=70),
@@ -69,13 +72,13 @@ st.caption(f"{len(shown)} of {len(wide)} shapes shown; rows in red are kept out 
            "(95%, from the run's pairs) belongs to the median paired ratio next to it."
            + (f" SOL above 100% at {len(over)} point(s): the kernel beat its floor's probe ("
               f"{glossary.short('sol_over')})" if len(over) else ""))
-common.download_csv(shown, "shapes.csv")
+common.download_csv(shown.drop(columns=["method_label"]), "shapes.csv")
 
 with st.expander("All columns (the whole method, M, N, K, intensity, both floors, SOL of the baseline, official "
                  "times, other candidates, flags)"):
     rest = ["shape", "method", "M", "N", "K", "bytes", "flops", "intensity_flop_per_byte", "memory_floor_us",
             "compute_floor_us", "sol_baseline", "ratio_paired", "ratio_ci_low", "ratio_ci_high",
-            "official_baseline_us", "official_036_us", *others, "flags"]
+            "official_baseline_us", "official_036_us", *others, "same_route", "flags"]
     st.dataframe(shown, hide_index=True, width="stretch", placeholder="—",
                  column_order=[c for c in rest if c in shown], column_config={
         "shape": st.column_config.TextColumn("shape", pinned=True),
@@ -85,6 +88,7 @@ with st.expander("All columns (the whole method, M, N, K, intensity, both floors
         "memory_floor_us": num("mem floor µs", format="%.3f"),
         "compute_floor_us": num("compute floor µs", format="%.3f"),
         "sol_baseline": num("SOL baseline", format="percent"),
+        "same_route": st.column_config.CheckboxColumn("= baseline", help="the candidate ran the baseline's route"),
         **{k: c for k, c in common.shape_ratio_columns(v).items() if k.startswith("ratio_")},
         "official_baseline_us": num("official baseline µs (published)", format="%.3f"),
         "official_036_us": num("official 036 µs (published)", format="%.3f"), **others})

@@ -25,25 +25,41 @@ def format_breakdown(b: ScoreBreakdown, title: str) -> str:
     return "\n".join(lines)
 
 
-def format_unscored_pairs(pairs: pd.DataFrame, gates: dict, title: str) -> str:
+def format_unscored_pairs(pairs: pd.DataFrame, gates: dict, title: str, same_route: dict | None = None) -> str:
     """Shapes outside the scored set (nearby): per pair, how many shapes, how many pass the gate (both sides
     correct and timed), and the spread of per-shape paired ratios over those. Deliberately no geometric mean:
-    nearby shapes are never scored. `gates` maps (baseline, candidate) → dashboard.scoring.Gate."""
+    nearby shapes are never scored. `gates` maps (baseline, candidate) → dashboard.scoring.Gate; `same_route` maps
+    it to the shapes where the candidate ran the baseline's own route (dashboard.runs.same_route_shapes): their
+    ratios are the spread of two timings of one call, so they are reported apart from the others."""
     lines = [title]
     for (base, cand), grp in pairs.groupby(["baseline", "candidate"], sort=False):
         gate = gates[(base, cand)]
         ok = set(gate.usable["shape"])
-        r = grp.loc[grp["shape"].isin(ok), "ratio_median"]
+        same = set((same_route or {}).get((base, cand), ()))
+        usable = grp[grp["shape"].isin(ok)]
+        r = usable.loc[~usable["shape"].isin(same), "ratio_median"]
+        r_same = usable.loc[usable["shape"].isin(same), "ratio_median"]
         head = f"  {cand} vs {base}: {len(gate.shapes)} shapes, {len(ok)} correct and timed on both sides"
-        if r.empty:
+        if usable.empty:
             lines.append(f"{head}; no per-shape ratio")
         else:
-            worst = grp.loc[r.idxmin()]
-            lines.append(f"{head}; per-shape ratio min {r.min():.3f} ({worst['family']} M={int(worst['M'])}), "
-                         f"median {r.median():.3f}, max {r.max():.3f}")
+            spread = "" if r.empty else (
+                f"per-shape ratio min {r.min():.3f} ({_shape_name(grp.loc[r.idxmin()])}), median {r.median():.3f}, "
+                f"max {r.max():.3f}")
+            if len(r_same):
+                spread = f"where it runs its own route ({len(r)} shapes): {spread or 'none'}"
+            lines.append(f"{head}; {spread}")
+            if len(r_same):
+                lines.append(f"    {len(r_same)} shapes run the baseline's own route (the same call on both sides): "
+                             f"ratios {r_same.min():.3f} ({_shape_name(grp.loc[r_same.idxmin()])}) – "
+                             f"{r_same.max():.3f}, the spread of timing one call twice")
         if not gate.ok:
             lines.append(f"    {gate.message()}")
     return "\n".join(lines)
+
+
+def _shape_name(row) -> str:
+    return f"{row['family']} M={int(row['M'])}"
 
 
 METHOD_COLUMN = 44  # characters; a longer method wraps onto continuation lines, between its words
@@ -69,8 +85,9 @@ def format_shape_table(wide: pd.DataFrame, methods: dict, sol: pd.DataFrame, tit
     """The per-shape benchmark table: method, µs, ratio with CI, floor, SOL, bound; then SOL per load.
 
     `wide` is dashboard.views.wide_shapes output, `methods` maps shape → the candidate's method string,
-    `sol` is dashboard.views.load_sol output. Long method labels wrap within their column; a shape the gate keeps
-    out shows its status instead of ratios."""
+    `sol` is dashboard.views.load_sol output. Long method labels wrap within their column; '(= baseline)' marks a
+    shape where the candidate ran the baseline's own route; a shape the gate keeps out shows its status instead
+    of ratios."""
     lines = [title, f"  {'shape':<20}{'M':>4}  {'method':<{METHOD_COLUMN}}{'base µs':>9}{'cand µs':>9}{'ratio':>7}  "
                     f"{'paired [95% CI]':<26}{'floor µs':>9}{'SOL':>7}  bound",
              "  (ratio = ratio of the medians, what the score sums; paired = median of per-round ratios, with its CI)"]
@@ -79,7 +96,8 @@ def format_shape_table(wide: pd.DataFrame, methods: dict, sol: pd.DataFrame, tit
         paired = (f"{r.ratio_paired:.3f} [{r.ratio_ci_low:.3f},{r.ratio_ci_high:.3f}]"
                   if pd.notna(r.ratio_ci_low) else "")
         ratio = f"{r.ratio:>7.3f}  {paired:<26}" if usable else f"  {_status_cell(r):<32}"
-        first, *more = _method_lines(str(methods.get(r.shape, "") or ""))
+        label = str(methods.get(r.shape, "") or "")
+        first, *more = _method_lines(label + (" (= baseline)" if label and getattr(r, "same_route", False) else ""))
         lines.append(f"  {r.shape:<20}{int(r.M):>4}  {first:<{METHOD_COLUMN}}"
                      f"{r.baseline_us:>9.2f}{r.candidate_us:>9.2f}{ratio}"
                      f"{r.floor_us:>9.2f}{r.floor_us / r.candidate_us:>7.1%}  {r.bound}")

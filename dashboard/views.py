@@ -84,6 +84,11 @@ def wide_shapes(table: pd.DataFrame, pairs: pd.DataFrame, baseline: str, candida
     out["sol_candidate"] = c["sol"].reindex(index) if "sol" in c else np.nan
     out["correct"] = out["status_candidate"].isin([scoring.OK, scoring.BELOW_FLOOR])
     out["method"] = c["method"].reindex(index) if "method" in c else None
+    # The candidate dispatched the very call the baseline makes here: whatever ratio it measured is the spread of
+    # two timings of one route (buffer placement, noise), not a kernel difference.
+    base_method = b["method"].reindex(index) if "method" in b else None
+    out["same_route"] = (out["method"].notna() & (out["method"] == base_method)) if base_method is not None \
+        else False
     out["flags"] = c["flags"].reindex(index).map(lambda f: ", ".join(f) if isinstance(f, list) else "") \
         if "flags" in c else ""
     out["M"] = out["M"].astype(int)
@@ -157,9 +162,11 @@ def ci_text(low, high, digits: int = 4) -> str:
 
 
 def readable_shapes(wide: pd.DataFrame) -> pd.DataFrame:
-    """wide_shapes output plus what the Shapes table leads with: MB, GFLOP and the paired ratio with its CI as one
-    text cell ('1.419 [1.416–1.423]')."""
+    """wide_shapes output plus what the Shapes table leads with: MB, GFLOP, the paired ratio with its CI as one
+    text cell ('1.419 [1.416–1.423]') and the method labelled '(= baseline)' where it is the baseline's own route."""
     out = wide.copy()
+    same = out["same_route"] if "same_route" in out else pd.Series(False, index=out.index)
+    out["method_label"] = [f"{m} (= baseline)" if s and isinstance(m, str) else m for m, s in zip(out["method"], same)]
     out["mb"] = out["bytes"] / BYTES_PER_MB
     out["gflop"] = out["flops"] / FLOP_PER_GFLOP
     out["paired_ci"] = [f"{p:.3f} [{ci_text(lo, hi, 3)}]" if pd.notna(lo) else "—"

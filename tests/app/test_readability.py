@@ -36,7 +36,7 @@ def test_shapes_table_leads_with_what_matters_pinned_and_all_rows(app):
     at = app.open_page("shapes", app.RUN_A)
     main = at.dataframe[0]
     assert list(main.proto.column_order)[:6] == ["shape", "candidate_us", "ratio", "paired_ci", "sol_candidate",
-                                                 "method"]
+                                                 "method_label"]
     cols = _columns(main)
     assert cols["shape"]["pinned"] is True
     assert sum(c["width"] for c in cols.values() if "width" in c) <= 1100  # fits a 1,600 px page (browser test)
@@ -44,6 +44,17 @@ def test_shapes_table_leads_with_what_matters_pinned_and_all_rows(app):
     df = main.value.set_index("shape")
     assert df.loc["decode 1/pooler", "mb"] == pytest.approx(df.loc["decode 1/pooler", "bytes"] / 1e6)
     assert len(df) == 30
+    assert not df["same_route"].any() and (df["method_label"] == df["method"]).all()
+
+
+def test_shapes_table_says_where_best_runs_the_baselines_own_route(app):
+    # a committed H200 run where best dispatches F.linear (the baseline's call) at 8 of the 30 shapes
+    at = app.open_page("shapes", "run: 2026-12-01_nvidia-h200_baseline-vs-best-b-r17.json")
+    df = at.dataframe[0].value.set_index("shape")
+    same = df["same_route"]
+    assert same.sum() == 8 and (df.loc[same, "method"] == "torch_linear").all()
+    assert (df.loc[same, "method_label"] == "torch_linear (= baseline)").all()
+    assert (df.loc[~same, "method_label"] == df.loc[~same, "method"]).all()
 
 
 def test_planner_and_overview_targets_open_above_the_current_score(app):

@@ -177,3 +177,17 @@ def test_a_candidate_rejected_everywhere_is_still_summarized():
     assert len(named) == 21
     gate = drun.pair_gate(data, "baseline", "hang")
     assert not gate.ok and "hang failed at 30 scored shapes" in gate.message()
+
+
+def test_nearby_summary_reports_the_baselines_own_route_apart():
+    # r17's nearby run: 40 of 105 shapes dispatch F.linear on both sides; the candidate's own routes are summarised
+    # without them, and their spread is shown as what it is
+    path = ROOT / "datasets/runs/2026-12-01_nvidia-h200_baseline-vs-best-nearby-extra-r17.json"
+    out = _cli("summarize", path)
+    assert out.returncode == 0, out.stderr
+    assert "where it runs its own route (65 shapes): per-shape ratio min 0.990 (pooler M=200)" in out.stdout
+    assert "40 shapes run the baseline's own route (the same call on both sides): ratios 0.946 (pooler M=384)" \
+        in out.stdout
+    table = _cli("table", ROOT / "datasets/runs/2026-12-01_nvidia-h200_baseline-vs-best-b-r17.json")
+    assert table.returncode == 0 and "torch_linear (= baseline)" in table.stdout
+    assert "gemv_wide BN=1 BK=8192 num_warps=16 (= baseline)" not in table.stdout

@@ -135,3 +135,15 @@ def test_series_label_is_short_and_shape_order_follows_loads():
         == "published 036 table · 036"
     assert views.series_label("upload: my.csv", "/tmp/my-abc.csv", "candidate") == "my-abc · candidate"
     assert views.shape_order(["d1", "d16"], ["qkv", "o"]) == ["d1/qkv", "d1/o", "d16/qkv", "d16/o"]
+
+
+def test_same_route_marks_shapes_where_the_candidate_runs_the_baselines_call():
+    # at L1/x the candidate ran the baseline's own method: its ratio (1.0 here) is one call timed twice
+    table = TABLE.copy()
+    table.loc[(table["shape"] == "L1/x") & (table["candidate"] == "c"), "method"] = "b-m"
+    wide = views.wide_shapes(table, PAIRS, "b", "c").set_index("shape")
+    assert list(wide["same_route"]) == [False, True, False]
+    shown = views.readable_shapes(wide.reset_index()).set_index("shape")
+    assert shown.loc["L1/x", "method_label"] == "b-m (= baseline)" and shown.loc["L1/a", "method_label"] == "c-m"
+    assert shown.loc["L1/x", "method"] == "b-m"                      # the raw method stays as measured
+    assert not views.wide_shapes(TABLE, PAIRS, "b", "c")["same_route"].any()
