@@ -152,11 +152,19 @@ shown = shapes[shapes["verdict"].isin(verdicts)]
 st.dataframe(common.gated_style(shown.assign(usable=~shown["verdict"].isin(compare.GATED.values()))),
              hide_index=True, width="stretch", placeholder="—",
              column_order=["name", "load", "family", "M", "reference_us", "series_us", "delta_us", "ratio",
-                           "ci_low", "ci_high", "verdict"],
+                           "ci_low", "ci_high", "verdict", "same_route"],
              column_config={"name": st.column_config.TextColumn("series", width=260), "M": num("M", width=50),
+                            "same_route": st.column_config.CheckboxColumn(
+                                "same route", help="both sides of one run dispatched the same call here: the "
+                                                   "ratio and verdict are the spread of timing it twice"),
                             "reference_us": num("reference µs", format="%.3f"),
                             "series_us": num("series µs", format="%.3f"), "delta_us": num("Δ µs", format="%+.3f"),
                             **common.ratio_ci_columns("ratio", "ratio of medians ×")})
+n_same = int(shown["same_route"].sum()) if "same_route" in shown else 0
+if n_same:
+    st.caption(f"{n_same} of {len(shown)} shape rows: both sides of one run dispatched the same call (same route); "
+               "whatever ratio or verdict they show is the spread of timing one call twice, not a difference "
+               "between the candidates.")
 common.download_csv(shown, "compare_shapes.csv")
 if len(res.dropped):
     with st.expander(f"{len(res.dropped)} rows outside the intersection"):

@@ -1,10 +1,12 @@
 """Compare 2..N timing series (candidates of one run, or of different runs) shape by shape.
 
 A *series* is one candidate's per-shape timings: a tidy DataFrame with columns
-`series, load, family, M, N, K, median_us, samples_us, pair_group, status, reason` (samples_us may be None for
-published tables; `pair_group` names the run — samples of two series from the same run are paired by index,
-because the profiler times them in alternating rounds; `status` is dashboard.scoring's ok / incorrect / failed /
-below_floor, and a failed shape is a row without a time).
+`series, load, family, M, N, K, median_us, samples_us, pair_group, status, reason` and optionally `route`
+(samples_us may be None for published tables; `pair_group` names the run — samples of two series from the same run
+are paired by index, because the profiler times them in alternating rounds; `status` is dashboard.scoring's ok /
+incorrect / failed / below_floor, and a failed shape is a row without a time; `route` is the method label the
+candidate dispatched). A shape row says `same_route` where both sides of one run dispatched the same route: its
+ratio and verdict are then the spread of one call timed twice, whatever they read.
 
 Every comparison goes through dashboard.scoring.gate_pair: a shape where either side is incorrect, failed or (by
 default) below the floor gets that verdict (INCORRECT / FAILED / BELOW FLOOR) and no ratio, and a load or overall
@@ -91,13 +93,16 @@ def _intersection(df: pd.DataFrame, names: list[str]) -> tuple[pd.DataFrame, pd.
 
 
 def _series_arrays(g: pd.DataFrame) -> dict:
+    """shape key → (samples, has samples, pair_group, route or None)."""
     out = {}
     for row in g.itertuples(index=False):
         if not np.isfinite(row.median_us):  # a failure record: no time (the gate keeps it out)
             continue
         s = row.samples_us
         arr = np.asarray(s, dtype=float) if s is not None and len(s) else np.array([row.median_us], float)
-        out[tuple(getattr(row, k) for k in SHAPE_KEY)] = (arr, s is not None and len(s) > 0, row.pair_group)
+        route = getattr(row, "route", None)
+        out[tuple(getattr(row, k) for k in SHAPE_KEY)] = (arr, s is not None and len(s) > 0, row.pair_group,
+                                                          route if isinstance(route, str) and route else None)
     return out
 
 
@@ -140,9 +145,12 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
             if key in status:
                 shape_rows.append({"series": name, **dict(zip(SHAPE_KEY, key)), "reference_us": np.nan,
                                    "series_us": np.nan, "delta_us": np.nan, "ratio": np.nan, "ci_low": np.nan,
-                                   "ci_high": np.nan, "paired": False, "verdict": GATED[status[key]]})
+                                   "ci_high": np.nan, "paired": False, "same_route": False,
+                                   "verdict": GATED[status[key]]})
                 continue
-            (r_arr, r_has, r_grp), (o_arr, o_has, o_grp) = ref[key], oth[key]
+            (r_arr, r_has, r_grp, r_route), (o_arr, o_has, o_grp, o_route) = ref[key], oth[key]
+            # one run timed the very same call for both: the ratio is the spread of one route, not a difference
+            same_route = r_route is not None and r_route == o_route and r_grp == o_grp
             has = r_has and o_has
             paired = has and r_grp == o_grp and len(r_arr) == len(o_arr)
             ref_med, oth_med = float(np.median(r_arr)), float(np.median(o_arr))
@@ -155,7 +163,8 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
             boot[key] = (br, bo, has, ref_med, oth_med)
             shape_rows.append({"series": name, **dict(zip(SHAPE_KEY, key)), "reference_us": ref_med,
                                "series_us": oth_med, "delta_us": oth_med - ref_med, "ratio": ref_med / oth_med,
-                               "ci_low": lo, "ci_high": hi, "paired": paired, "verdict": verdict(lo, hi, eps)})
+                               "ci_low": lo, "ci_high": hi, "paired": paired, "same_route": same_route,
+                               "verdict": verdict(lo, hi, eps)})
         blocked_loads = {k[0] for k in status}
         load_rows += _load_rows(name, boot, weights, eps, blocked_loads, shapes["load"].value_counts(sort=False))
         overall_rows.append(_overall_row(name, boot, weights, eps) if gate.ok else
@@ -223,6 +232,7 @@ def series_from_results(results: pd.DataFrame, candidate: str, name: str, pair_g
     g = scoring.with_status(g)
     out = g[SHAPE_KEY + ["median_us"]].copy()
     out["samples_us"] = g["samples_us"].tolist() if "samples_us" in g else None
+    out["route"] = g["method"].to_numpy() if "method" in g else None     # what the candidate dispatched there
     out["status"] = g["status"].to_numpy()
     out["reason"] = g["reason"].to_numpy() if "reason" in g else ""
     if f is not None and len(f):

@@ -127,6 +127,17 @@ def test_compare_two_runs_with_intersection_note(app):
     assert (shapes["ci_low"] <= shapes["ratio"]).all() and (shapes["ratio"] <= shapes["ci_high"]).all()
 
 
+def test_compare_marks_where_both_candidates_of_a_run_ran_the_same_route(app):
+    run = "run: 2026-12-01_nvidia-h200_baseline-vs-best-b-r17.json"   # best runs F.linear at 8 of its 30 shapes
+    at = app.open_page("compare")
+    at.multiselect(key="cmp_series").set_value([f"{run} · baseline", f"{run} · best"]).run()
+    assert not at.exception
+    shapes = at.dataframe[2].value
+    same = shapes[shapes["same_route"]]
+    assert len(shapes) == 30 and len(same) == 8
+    assert any("8 of 30 shape rows" in c.value and "same route" in c.value for c in at.caption)
+
+
 def test_compare_published_table_has_no_samples(app):
     at = app.open_page("compare")
     at.multiselect(key="cmp_series").set_value(["Official 036 table (published) · baseline",

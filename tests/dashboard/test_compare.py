@@ -112,3 +112,25 @@ def test_compare_candidates_drops_nearby_shapes_for_the_score():
     assert list(res.loads["load"]) == ["decode 1"] and res.overall.iloc[0]["n_loads"] == 1
     both = compare.compare_candidates(pd.DataFrame(rows), "base", ["fast"], "run", scored_only=False)
     assert both.overall.iloc[0]["n_loads"] == 2
+
+
+def test_same_route_in_one_run_is_marked_whatever_the_verdict_reads():
+    rows = []
+    for family, routes in (("o", ("torch_linear", "torch_linear")), ("router", ("torch_linear", "router_x"))):
+        shape = {**SHAPE, "family": family}
+        for cand, route, t in (("base", routes[0], 10.0), ("best", routes[1], 9.5)):
+            rows.append({**shape, "candidate": cand, "method": route, "median_us": t,
+                         "samples_us": [t, t * 1.01, t * 0.99], "correct": True})
+    res = compare.compare_candidates(pd.DataFrame(rows), "base", ["best"], "run")
+    by = res.shapes.set_index("family")
+    assert bool(by.loc["o", "same_route"]) and not bool(by.loc["router", "same_route"])
+    assert by.loc["o", "verdict"] == "FAST"        # the verdict still reads the times; same_route says what they are
+    # across runs the same method is not one call timed twice: never marked
+    a = compare.series_from_results(pd.DataFrame(rows), "base", "a", "run1")
+    b = compare.series_from_results(pd.DataFrame(rows), "base", "b", "run2")
+    assert not compare.compare(pd.concat([a, b]), "a").shapes["same_route"].any()
+    # series without a route (published tables) are never marked
+    off = load_official()
+    tab = pd.concat([compare.series_from_table(off, "baseline_us", "base", "off"),
+                     compare.series_from_table(off, "baseline_us", "again", "off")])
+    assert not compare.compare(tab, "base").shapes["same_route"].any()
