@@ -99,7 +99,8 @@ def summarize_run(path: Path, baseline: str | None, candidate: str | None,
         gates = {(b, c): runs.pair_gate(data, b, c, workload, include_below_floor, scored_only=False)
                  for b, c in dict.fromkeys(zip(data.pairs["baseline"], data.pairs["candidate"]))}
         refused = [f"{c} vs {b}: {g.message()}{_hint(g)}" for (b, c), g in gates.items() if g.refused]
-        same = {pair: runs.same_route_shapes(data, *pair) for pair in gates}
+        routes = {pair: views.same_route(data.results, *pair) for pair in gates}
+        same = {pair: set(r.index[r]) for pair, r in routes.items()}
         return "\n".join(blocks[:2] + [format_unscored_pairs(data.pairs, gates,
                                                               "nearby shapes only (never scored; no score):",
                                                               same)]), refused

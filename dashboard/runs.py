@@ -220,17 +220,6 @@ def shape_table(data: RunData, workload: Workload | None = None) -> pd.DataFrame
     return table
 
 
-def same_route_shapes(data: RunData, baseline: str, candidate: str) -> set[str]:
-    """Shapes where `candidate` ran exactly the method (and config) `baseline` ran: one route timed twice."""
-    r = data.results
-    if r.empty or "method" not in r:
-        return set()
-    b = r[r["candidate"] == baseline].set_index("shape")["method"]
-    c = r[r["candidate"] == candidate].set_index("shape")["method"]
-    common = b.index.intersection(c.index)
-    return {s for s in common if isinstance(b[s], str) and b[s] == c[s]}
-
-
 def candidate_pairs(data: RunData) -> list[tuple[str, str]]:
     """(baseline, candidate) pairs to score: those in `pairs`, then every other candidate of the run against the
     baseline — also one with no timed result at all (only `failures`: rejected everywhere), so that a summary

@@ -29,7 +29,7 @@ def format_unscored_pairs(pairs: pd.DataFrame, gates: dict, title: str, same_rou
     """Shapes outside the scored set (nearby): per pair, how many shapes, how many pass the gate (both sides
     correct and timed), and the spread of per-shape paired ratios over those. Deliberately no geometric mean:
     nearby shapes are never scored. `gates` maps (baseline, candidate) → dashboard.scoring.Gate; `same_route` maps
-    it to the shapes where the candidate ran the baseline's own route (dashboard.runs.same_route_shapes): their
+    it to the shapes where the candidate ran the baseline's own route (dashboard.views.same_route): their
     ratios are the spread of two timings of one call, so they are reported apart from the others."""
     lines = [title]
     for (base, cand), grp in pairs.groupby(["baseline", "candidate"], sort=False):

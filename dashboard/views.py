@@ -43,6 +43,18 @@ def official_run_data(official: pd.DataFrame, seed_probes: pd.DataFrame, path: P
                         workload=workload or default_workload())
 
 
+def same_route(table: pd.DataFrame, baseline: str, candidate: str) -> pd.Series:
+    """shape → True where `candidate` dispatched the very method and config `baseline` did (a long table with shape,
+    candidate and method columns: a run's results or runs.shape_table). There, whatever ratio was measured is the
+    spread of two timings of one call (buffer placement, noise), not a kernel difference."""
+    if table.empty or "method" not in table:
+        return pd.Series(dtype=bool)
+    b = table[table["candidate"] == baseline].drop_duplicates("shape").set_index("shape")["method"]
+    c = table[table["candidate"] == candidate].drop_duplicates("shape").set_index("shape")["method"]
+    common = b.index.intersection(c.index)
+    return pd.Series([isinstance(b[s], str) and b[s] == c[s] for s in common], index=common, dtype=bool)
+
+
 def wide_shapes(table: pd.DataFrame, pairs: pd.DataFrame, baseline: str, candidate: str,
                 gate: scoring.Gate | None = None) -> pd.DataFrame:
     """One row per shape: baseline and candidate times, ratio (+ CI from the run's pairs), SOL, status.
@@ -84,11 +96,7 @@ def wide_shapes(table: pd.DataFrame, pairs: pd.DataFrame, baseline: str, candida
     out["sol_candidate"] = c["sol"].reindex(index) if "sol" in c else np.nan
     out["correct"] = out["status_candidate"].isin([scoring.OK, scoring.BELOW_FLOOR])
     out["method"] = c["method"].reindex(index) if "method" in c else None
-    # The candidate dispatched the very call the baseline makes here: whatever ratio it measured is the spread of
-    # two timings of one route (buffer placement, noise), not a kernel difference.
-    base_method = b["method"].reindex(index) if "method" in b else None
-    out["same_route"] = (out["method"].notna() & (out["method"] == base_method)) if base_method is not None \
-        else False
+    out["same_route"] = same_route(table, baseline, candidate).reindex(index, fill_value=False).astype(bool)
     out["flags"] = c["flags"].reindex(index).map(lambda f: ", ".join(f) if isinstance(f, list) else "") \
         if "flags" in c else ""
     out["M"] = out["M"].astype(int)
