@@ -58,20 +58,24 @@ def _splitk_atomic_guard(M, N, K, config):
     return _tiles_reason(N, K, config, config["BK"] * config["SPLIT"]) or smem_reason(config)
 
 
+def k_slices_reason(N, K, config, weight_rows_per_tile: int = 1) -> str | None:
+    """The split-K kernels whose K slices need not divide the K steps (kernels/triton/splitk_atomic2.py k_slice):
+    a K step per slice, whole BN tiles and BK steps, pipelined tiles that fit in shared memory."""
+    if K % config["BK"] == 0 and K // config["BK"] < config["SPLIT"]:
+        return f"needs K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']}): a slice per split"
+    return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config, weight_rows_per_tile)
+
+
 def _splitk_atomic2_guard(M, N, K, config):
     if not 1 <= M <= SPLITK_ATOMIC2_MAX_M:
         return f"splitk_atomic_v2/_kn serve 1 <= M <= {SPLITK_ATOMIC2_MAX_M} (their workspace rows)"
-    if K % config["BK"] == 0 and K // config["BK"] < config["SPLIT"]:
-        return f"needs K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']}): a slice per split"
-    return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
+    return k_slices_reason(N, K, config)
 
 
 def splitk_swap_guard(M, N, K, config, weight_rows_per_tile: int = 1, what: str = "splitk_swap"):
     if not 1 <= M <= SPLITK_SWAP_MAX_M:
         return f"{what} serves 1 <= M <= {SPLITK_SWAP_MAX_M} (its workspace columns)"
-    if K % config["BK"] == 0 and K // config["BK"] < config["SPLIT"]:
-        return f"needs K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']}): a slice per split"
-    return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config, weight_rows_per_tile)
+    return k_slices_reason(N, K, config, weight_rows_per_tile)
 
 
 def _streamk_small_guard(M, N, K, config):

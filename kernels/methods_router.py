@@ -12,7 +12,7 @@ permitted scheme, W ~ H + L with H = bf16(W), L = bf16(W - fp32(H)), BF16 produc
 from __future__ import annotations
 
 from kernels.method import BF16, BF16_X_FP32_W, TILE_KEYS, Method, config_table, smem_reason
-from kernels.methods_dense import splitk_swap_guard
+from kernels.methods_dense import k_slices_reason, splitk_swap_guard
 
 # The router methods read FP32 weights (directly, or as a hi/lo BF16 pair made at prepare) and write FP32 output
 # from BF16 activations: muse's router family, and any workload family with those dtypes.
@@ -77,12 +77,7 @@ def _hilo_fused_guard(M, N, K, config):
 def _hilo_flag_guard(M, N, K, config):
     if not 1 <= M <= HILO_FLAG_MAX_M:
         return f"router_hilo_flag serves 1 <= M <= {HILO_FLAG_MAX_M} (its token counts)"
-    if N % config["BN"]:
-        return f"router_hilo_flag needs N % BN == 0 (N={N}, BN={config['BN']})"
-    if K % config["BK"] or K // config["BK"] < config["SPLIT"]:
-        return f"router_hilo_flag needs K % BK == 0 and K / BK >= SPLIT (K={K}, BK={config['BK']}, " \
-               f"SPLIT={config['SPLIT']})"
-    return smem_reason(config, 2)
+    return k_slices_reason(N, K, config, 2)
 
 
 def _hilo_swap_guard(M, N, K, config):

@@ -74,12 +74,6 @@ def _check_k_slices(K: int, config: dict, what: str) -> None:
             f"needs K % (BK*SPLIT) == 0 (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})")
 
 
-def _check_k_steps_per_split(K: int, config: dict, what: str) -> None:
-    """router_hilo_flag's slices are whole BK steps, SPLIT need not divide them: every split needs one."""
-    require(K % config["BK"] == 0 and K // config["BK"] >= config["SPLIT"], what,
-            f"needs K % BK == 0 and K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})")
-
-
 def prepare_gemv_fp32(weight, family: str, config: dict) -> dict:
     N, K = _check_weight(weight, "router_gemv_fp32")
     _check_k_steps(K, config, "router_gemv_fp32")
@@ -218,9 +212,10 @@ def prepare_hilo_flag(weight, family: str, config: dict) -> dict:
     import torch
     import triton
 
+    from kernels.launch.splitk_atomic2 import check_tiling
+
     N, K = _check_weight(weight, "router_hilo_flag")
-    _check_k_steps_per_split(K, config, "router_hilo_flag")
-    require(N % config["BN"] == 0, "router_hilo_flag", f"needs N % BN == 0 (N={N}, BN={config['BN']})")
+    check_tiling(N, K, config, "router_hilo_flag")      # the same uneven K slices (k_slice)
     hi, lo = split_hilo(weight)
     w2 = interleave_rows(hi, lo)
     # One token count per output tile of the largest M served, each on its own line; every call leaves each
@@ -245,7 +240,6 @@ def run_hilo_flag(state: dict, x):
 
     w2, N, K, cfg = state["w2"], state["N"], state["K"], state["config"]
     M = _check_x(state, x, "router_hilo_flag")
-    _check_k_steps_per_split(K, cfg, "router_hilo_flag")
     require(1 <= M <= HILO_FLAG_MAX_M, "router_hilo_flag",
             f"serves 1 <= M <= {HILO_FLAG_MAX_M} (its token counts), got M={M}")
     y = torch.empty((M, N), dtype=torch.float32, device=x.device)

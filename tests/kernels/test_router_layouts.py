@@ -152,6 +152,7 @@ def test_hilo_flag_state_and_guard():
     assert m.supports(FP32_W, HILO_FLAG_MAX_M, RN, RK, cfg) is None
     assert "token counts" in m.supports(FP32_W, HILO_FLAG_MAX_M + 1, RN, RK, cfg)
     assert "N=200" in m.supports(FP32_W, 8, 200, RK, cfg)
+    assert "K / BK >= SPLIT" in m.supports(FP32_W, 8, RN, 1024, cfg)      # 8 K steps < SPLIT=32 slices
 
 
 def test_hilo_fused_guard_bounds_and_reasons():
