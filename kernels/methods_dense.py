@@ -195,6 +195,22 @@ SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
     (16, 64, 64, 16, 4, 4, "tma", 0),
     (16, 64, 64, 11, 4, 4, "tma", 0),
     (16, 64, 64, 16, 4, 4, "cg", 1),            # the L2 prefetch of the tail (measured slower, r5 screen)
+    # The weight tile-packed at prepare ([N/BN, K/BK, BN, BK], W_LOAD "pack" / "pack_tma"): every K step one
+    # contiguous block. The pooler's `packed` route (that layout, a separate reduce launch at SPLIT=2) streams its
+    # weights at 95% of the probe's bandwidth under Nsight Compute, this kernel on the [N, K] layout at 69-78%
+    # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json).
+    (16, 64, 64, 11, 4, 4, "pack", 0),          # qkv_gate M <= 16: the shipped tiles and grid, packed
+    (16, 64, 64, 11, 4, 4, "pack_tma", 0),
+    (16, 64, 128, 11, 4, 4, "pack", 0),         # twice the block per step, 5-6 steps per slice
+    (16, 128, 64, 22, 4, 4, "pack", 0),         # qkv_gate: 18 tiles x 22 = 396 programs
+    (16, 64, 256, 2, 4, 3, "pack", 0),          # pooler M=16: `packed`'s tiles with the one-launch reduction
+    (16, 32, 512, 1, 4, 3, "pack", 0),          # pooler M=8: `packed`'s SPLIT=1 pick through this kernel
+    (16, 64, 128, 8, 4, 4, "pack", 0),          # the unpooler's N=1024 slice: 16 tiles x 8 = 128 programs
+    (16, 32, 256, 4, 4, 3, "pack", 0),          # the same slice: 32 tiles x 4 = 128 programs
+    (16, 64, 128, 1, 4, 4, "pack", 0),          # o (N=8192, K=1024): 128 tiles, direct store
+    (32, 64, 64, 11, 4, 4, "pack", 0),          # M = 17..32, qkv_gate's 396 programs
+    (32, 64, 256, 3, 4, 3, "pack", 0),          # M = 17..32, qkv_gate: 108 programs of 10-11 steps
+    (32, 64, 256, 2, 4, 3, "pack", 0),          # M = 17..32, pooler: 128 programs
 ])
 # The same kernel on the weight stored [K, N] (a [BK, BN] tile is BK runs of BN contiguous elements instead of
 # the transposed view of [N, K]).
@@ -237,8 +253,11 @@ _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), 
                 "num_warps": (4, 8), "num_stages": (2, 3, 4)}
 
 # splitk_atomic_v2 and splitk_atomic_kn: one kernel (kernels/triton/splitk_atomic2.py), one config space.
-_SPLITK_ATOMIC2_PARAMS = {**_TILE_PARAMS, "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33), "num_stages": (2, 3, 4, 5, 6),
-                          "num_warps": (2, 4, 8), "W_LOAD": ("cg", "tma"), "PREFETCH": (0, 1)}
+_SPLITK_ATOMIC2_PARAMS = {**_TILE_PARAMS, "SPLIT": (1, 2, 3, 4, 8, 11, 16, 22, 32, 33),
+                          "num_stages": (2, 3, 4, 5, 6), "num_warps": (2, 4, 8), "W_LOAD": ("cg", "tma"),
+                          "PREFETCH": (0, 1)}
+# Only splitk_atomic_v2 packs its weight ([N, K] tiles); splitk_atomic_kn's [K, N] layout is its own.
+_SPLITK_ATOMIC_V2_PARAMS = {**_SPLITK_ATOMIC2_PARAMS, "W_LOAD": ("cg", "tma", "pack", "pack_tma")}
 
 DENSE_METHODS: tuple[Method, ...] = (
     Method(
@@ -298,9 +317,10 @@ DENSE_METHODS: tuple[Method, ...] = (
         name="splitk_atomic_v2",
         dtypes=BF16_ONLY,
         impl="kernels.launch.splitk_atomic2:SPLITK_ATOMIC_V2",
-        description="splitk_atomic with knobs: weight tiles by pointer loads or TMA, an L2 prefetch of the tile's "
-                    "workspace and counter, SPLIT that need not divide the K steps (balanced grids)",
-        params=_SPLITK_ATOMIC2_PARAMS,
+        description="splitk_atomic with knobs: weight tiles by pointer loads or TMA, from [N, K] or tile-packed at "
+                    "prepare, an L2 prefetch of the tile's workspace and counter, SPLIT that need not divide the K "
+                    "steps (balanced grids)",
+        params=_SPLITK_ATOMIC_V2_PARAMS,
         configs=SPLITK_ATOMIC_V2_CONFIGS,
         guard=_splitk_atomic2_guard,
     ),

@@ -192,6 +192,21 @@ HILO_FLAG_CONFIGS = config_table(HILO_FLAG_KEYS, [
     (64, 64, 128, 7, 8, 3, "tma", 0),     # M = 256: 16 tiles x 8 = 128 programs
     (64, 64, 128, 7, 8, 3, "cp", 0),
     (128, 64, 128, 15, 8, 3, "tma", 0),   # M = 256: 8 tiles x 16 = 128 programs
+    # The same tiles from the interleaved weight tile-packed at prepare ([2N/2BN, K/BK, 2BN, BK]): each K step one
+    # contiguous block instead of 2BN runs of BK*2 bytes a weight row apart. This kernel streams the router's
+    # 8.7 MB at 58% of the probe's bandwidth under Nsight Compute at M = 8-32
+    # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json).
+    (16, 32, 128, 32, 4, 4, "pack_tma", 0),
+    (16, 32, 128, 32, 4, 4, "pack", 0),
+    (16, 64, 128, 32, 4, 3, "pack_tma", 1),
+    (16, 32, 64, 32, 4, 3, "pack_tma", 1),
+    (16, 32, 64, 32, 4, 3, "pack", 1),
+    (32, 64, 128, 16, 4, 4, "pack_tma", 1),
+    (32, 64, 128, 32, 4, 3, "pack_tma", 1),
+    (64, 64, 128, 15, 8, 4, "pack_tma", 0),
+    (128, 64, 128, 32, 8, 3, "pack_tma", 0),
+    (64, 64, 128, 7, 8, 3, "pack_tma", 0),
+    (128, 64, 128, 15, 8, 3, "pack_tma", 0),
 ])
 
 # router_hilo_swap: the splitk_swap kernel with HILO (both weight halves per K step, one accumulator); grid =
@@ -281,7 +296,8 @@ ROUTER_METHODS: tuple[Method, ...] = (
         description="hi/lo rows interleaved, single-launch split-K: per output tile one program zeroes y and "
                     "hands out SPLIT tokens, the K-slice programs add into y with FP32 atomics after taking one "
                     "(no zero-fill launch, no last-arriver pass)",
-        params={**TILE_PARAMS, "SPLIT": (1, 2, 4, 7, 8, 15, 16, 31, 32, 64), "W_LOAD": ("cp", "tma"), "SWAP": (0, 1)},
+        params={**TILE_PARAMS, "SPLIT": (1, 2, 4, 7, 8, 15, 16, 31, 32, 64), "W_LOAD": ("cp", "tma", "pack", "pack_tma"),
+                "SWAP": (0, 1)},
         configs=HILO_FLAG_CONFIGS,
         guard=_hilo_flag_guard),
     Method(

@@ -1,7 +1,8 @@
 """Launchers for the router methods (kernels/triton/router.py): FP32 weights [N,K], BF16 x [M,K], FP32 y [M,N].
 
 prepare() only transforms weights: the hi/lo split (H = bf16(W), L = bf16(W - fp32(H))), the interleaved
-[2N,K] layout (row 2n = H[n], row 2n+1 = L[n]) and the stacked [H; L] layout. run() never syncs with the host
+[2N,K] layout (row 2n = H[n], row 2n+1 = L[n]), its tile-packed permutation (router_hilo_flag's "pack" loads)
+and the stacked [H; L] layout. run() never syncs with the host
 and allocates only through torch, so every call can be captured in a CUDA graph and replayed with new inputs.
 """
 from __future__ import annotations
@@ -222,11 +223,17 @@ def prepare_hilo_flag(weight, family: str, config: dict) -> dict:
     # count at 0 again.
     tiles = triton.cdiv(HILO_FLAG_MAX_M, config["BM"]) * (N // config["BN"])
     flags = torch.zeros(tiles * FLAG_STRIDE, dtype=torch.int32, device=weight.device)
+    packed = config["W_LOAD"] in ("pack", "pack_tma")
+    if packed:
+        from kernels.launch.packed import pack
+
+        w2 = pack(w2, 2 * config["BN"], config["BK"])     # [2N/2BN, K/BK, 2BN, BK]: one block per K step
     w_desc = None
-    if config["W_LOAD"] == "tma":
+    if config["W_LOAD"] in ("tma", "pack_tma"):
         from triton.tools.tensor_descriptor import TensorDescriptor
 
-        w_desc = TensorDescriptor.from_tensor(w2, [2 * config["BN"], config["BK"]])
+        w_desc = TensorDescriptor.from_tensor(w2.reshape(-1, config["BK"]) if packed else w2,
+                                              [2 * config["BN"], config["BK"]])
     return {"w2": w2, "w_desc": w_desc, "flags": flags, "N": N, "K": K, "config": dict(config)}
 
 
@@ -244,7 +251,8 @@ def run_hilo_flag(state: dict, x):
             f"serves 1 <= M <= {HILO_FLAG_MAX_M} (its token counts), got M={M}")
     y = torch.empty((M, N), dtype=torch.float32, device=x.device)
     grid = (cfg["SPLIT"] + 1, N // cfg["BN"], triton.cdiv(M, cfg["BM"]))
-    router_hilo_flag_kernel[grid](x, w2, state["w_desc"], y, state["flags"], M, N, x.stride(0), w2.stride(0),
+    stride_wn = w2.stride(0) if w2.dim() == 2 else 0    # the packed 4-d layout's offsets are constexpr
+    router_hilo_flag_kernel[grid](x, w2, state["w_desc"], y, state["flags"], M, N, x.stride(0), stride_wn,
                                   y.stride(0), K=K, W_LOAD=cfg["W_LOAD"], SWAP=cfg["SWAP"], FLAG_STRIDE=FLAG_STRIDE,
                                   **_dot_meta(cfg))
     return y

@@ -157,7 +157,8 @@ def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride
     round trip itself.
 
     W_LOAD: "cp" (pointer loads, cp.async in the software pipeline) or "tma" (w_desc, a [2BN, BK] tensor
-    descriptor). SWAP: the weight tile is the MMA's row operand (acc^T[2BN, BM] = w x^T) instead of x.
+    descriptor); "pack" / "pack_tma" the same from w2 re-laid at prepare as [2N/2BN, K/BK, 2BN, BK], so each K
+    step's weight tile is one contiguous block rather than 2BN runs of BK*2 bytes a weight row apart. SWAP: the weight tile is the MMA's row operand (acc^T[2BN, BM] = w x^T) instead of x.
     """
     pid_s = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -174,16 +175,29 @@ def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride
     rk = tl.arange(0, BK)
     r2 = pid_n * (2 * BN) + tl.arange(0, 2 * BN)       # interleaved weight rows: 2n = hi[n], 2n+1 = lo[n]
     x_ptrs = x_ptr + tl.where(m_ok, rm, 0)[:, None] * stride_xm + (k0 + rk)[None, :]   # rows past M: row 0
+    PACKED: tl.constexpr = W_LOAD == "pack" or W_LOAD == "pack_tma"
+    if PACKED:
+        # w2 packed [2N/2BN, K/BK, 2BN, BK]: the tile of K step t starts at row (pid_n * K/BK + t) * 2BN of the
+        # [rows, BK] view, and one K step is 2BN*BK contiguous elements.
+        prow = (pid_n * (K // BK) + k_lo) * (2 * BN) + tl.arange(0, 2 * BN)
+        w_row_ptr = w2_ptr + prow * BK
+        w_step = 2 * BN * BK
+    else:
+        w_row_ptr = w2_ptr + r2 * stride_wn + k0
+        w_step = BK
     if SWAP:
-        w_ptrs = w2_ptr + r2[:, None] * stride_wn + (k0 + rk)[None, :]     # [2BN, BK]
+        w_ptrs = w_row_ptr[:, None] + rk[None, :]      # [2BN, BK]
         acc = tl.zeros((2 * BN, BM), dtype=tl.float32)
     else:
-        w_ptrs = w2_ptr + r2[None, :] * stride_wn + (k0 + rk)[:, None]     # [BK, 2BN] view of w2^T
+        w_ptrs = w_row_ptr[None, :] + rk[:, None]      # [BK, 2BN] view of w2^T
         acc = tl.zeros((BM, 2 * BN), dtype=tl.float32)
     for i in range(0, n_steps):
         x = tl.load(x_ptrs)
-        if W_LOAD == "tma":
-            w = w_desc.load([pid_n * 2 * BN, k0 + i * BK])                 # [2BN, BK]
+        if W_LOAD == "tma" or W_LOAD == "pack_tma":
+            if W_LOAD == "tma":
+                w = w_desc.load([pid_n * 2 * BN, k0 + i * BK])                 # [2BN, BK]
+            else:
+                w = w_desc.load([(pid_n * (K // BK) + k_lo + i) * (2 * BN), 0])
             if not SWAP:
                 w = w.T
         else:
@@ -193,7 +207,7 @@ def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride
         else:
             acc = tl.dot(x, w, acc)
         x_ptrs += BK
-        w_ptrs += BK
+        w_ptrs += w_step
     if pid_s == 0:
         tl.store(y_ptrs, tl.zeros((BM, BN), dtype=tl.float32), mask=y_mask)
         tl.debug_barrier()       # every thread's zeros are issued before the release

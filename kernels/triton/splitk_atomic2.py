@@ -9,7 +9,10 @@ and resets the counter: one launch, no memset, graph-replay safe). What differs,
   contiguous elements; W_KN=False reads the [N, K] weight as a transposed [BK, BN] view, as splitk_atomic does.
 - W_LOAD: how the weight tile is fetched -- "cg" (pointer loads that Triton's software pipeliner turns into
   16-byte cp.async copies into shared memory) or "tma" (a host-built tensor descriptor: Hopper's bulk tensor copy,
-  one instruction per tile). The pipelined pointer load is cp.async.cg whatever cache modifier or eviction
+  one instruction per tile); "pack" and "pack_tma" do the same from the weight re-laid at prepare as
+  [N/BN, K/BK, BN, BK] (kernels/launch/packed.py `pack`), so each K step's tile is one contiguous BN*BK*2-byte
+  block and a program's whole K slice one contiguous run, where the [N, K] layout gives BN runs of BK*2 bytes
+  (128 bytes at BK=64) spaced a weight row apart. The pipelined pointer load is cp.async.cg whatever cache modifier or eviction
   policy tl.load is given (sm_90 PTX of "", ".cg" and evict_first compared identical, triton 3.6), so those are
   not knobs here.
 - PREFETCH: at program start, prefetch this tile's workspace lines and counter into L2. The profiler's cold
@@ -47,9 +50,12 @@ def k_slice(pid_s, STEPS: tl.constexpr, SPLIT: tl.constexpr):
 
 @triton.jit
 def _load_w(w_ptrs, w_desc, pid_n, ks, BN: tl.constexpr, BK: tl.constexpr, W_KN: tl.constexpr,
-            W_LOAD: tl.constexpr):
+            W_LOAD: tl.constexpr, STEPS: tl.constexpr):
     """The [BK, BN] tile of w^T at K step ks."""
-    if W_LOAD == "tma":
+    if W_LOAD == "pack_tma":
+        # w_desc views the packed [N/BN, STEPS, BN, BK] weight as [N/BN * STEPS * BN, BK] rows.
+        w = w_desc.load([(pid_n * STEPS + ks) * BN, 0]).T
+    elif W_LOAD == "tma":
         if W_KN:
             w = w_desc.load([ks * BK, pid_n * BN])
         else:
@@ -81,7 +87,12 @@ def splitk_atomic2_kernel(x_ptr, w_ptr, w_desc, y_ptr, ws_ptr, cnt_ptr, M, N, st
         _prefetch_l2(cnt_ptr + tile + tl.zeros([1], dtype=tl.int32))
     rk = k_lo * BK + tl.arange(0, BK)
     x_ptrs = x_ptr + rm_load[:, None] * stride_xm + rk[None, :]
-    if W_KN:
+    if W_LOAD == "pack" or W_LOAD == "pack_tma":
+        # Packed [N/BN, STEPS, BN, BK]: tile (pid_n, step) starts at ((pid_n * STEPS + step) * BN) * BK.
+        rows = (pid_n * (K // BK) + k_lo) * BN + tl.arange(0, BN)
+        w_ptrs = w_ptr + rows[None, :] * BK + tl.arange(0, BK)[:, None]   # [BK, BN] view of the packed tile
+        w_step = BN * BK
+    elif W_KN:
         w_ptrs = w_ptr + rk[:, None] * stride_w + rn[None, :]     # [BK, BN] rows of wT, contiguous along N
         w_step = BK * stride_w
     else:
@@ -90,7 +101,7 @@ def splitk_atomic2_kernel(x_ptr, w_ptr, w_desc, y_ptr, ws_ptr, cnt_ptr, M, N, st
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for i in range(0, n_steps):
         x = tl.load(x_ptrs)
-        w = _load_w(w_ptrs, w_desc, pid_n, k_lo + i, BN, BK, W_KN, W_LOAD)
+        w = _load_w(w_ptrs, w_desc, pid_n, k_lo + i, BN, BK, W_KN, W_LOAD, K // BK)
         acc = tl.dot(x, w, acc)
         x_ptrs += BK
         w_ptrs += w_step

@@ -151,7 +151,7 @@ def test_router_hilo_fused_compiles_without_spills(cfg):
 def test_router_hilo_flag_compiles_pipelined_without_spills(cfg):
     from kernels.triton.router import router_hilo_flag_kernel
 
-    tma = cfg["W_LOAD"] == "tma"
+    tma = cfg["W_LOAD"] in ("tma", "pack_tma")
     sig = {"x_ptr": "*bf16", "w2_ptr": "*bf16",
            "w_desc": f"tensordesc<bf16[{2 * cfg['BN']}, {cfg['BK']}]>" if tma else "constexpr",
            "y_ptr": "*fp32", "flag_ptr": "*i32", "M": "i32", "N": "i32", "stride_xm": "i32", "stride_wn": "i32",

@@ -26,7 +26,7 @@ def test_splitk_atomic2_compiles(w_kn, cfg):
     sig = dict(SIG)
     consts = {k: cfg[k] for k in ("BM", "BN", "BK", "SPLIT", "W_LOAD", "PREFETCH")}
     consts.update(W_KN=w_kn, w_desc=None)
-    if cfg["W_LOAD"] == "tma":
+    if cfg["W_LOAD"] in ("tma", "pack_tma"):
         block = f"[{cfg['BK']}, {cfg['BN']}]" if w_kn else f"[{cfg['BN']}, {cfg['BK']}]"
         sig["w_desc"] = f"tensordesc<bf16{block}>"
         del consts["w_desc"]
@@ -38,7 +38,7 @@ def test_splitk_atomic2_compiles(w_kn, cfg):
         assert spills == 0
         _check_single_launch(k, cfg["SPLIT"])
         assert ("prefetch.global.L2" in ptx) == bool(cfg["PREFETCH"] and cfg["SPLIT"] > 1)
-        if cfg["W_LOAD"] == "tma":
+        if cfg["W_LOAD"] in ("tma", "pack_tma"):
             assert "cp.async.bulk.tensor" in ptx
         elif (K // cfg["BK"]) // cfg["SPLIT"] > 1:
             assert "cp.async" in ptx                      # the weight stream is software-pipelined

@@ -29,6 +29,7 @@ def _worker() -> list[dict]:
     import triton
     from triton.tools.tensor_descriptor import TensorDescriptor
 
+    from kernels.launch.packed import pack
     from kernels.launch.router import FLAG_STRIDE, interleave_rows, split_hilo
     from kernels.triton.gemv_wide import gemv_wide_kernel
     from kernels.triton.router import (router_gemv_fp32_kernel, router_hilo_atomic_kernel, router_hilo_flag_kernel,
@@ -77,14 +78,18 @@ def _worker() -> list[dict]:
             # router_hilo_flag: both orientations, twice on one set of token counts (each call must leave them 0)
             # into an output full of NaN (the zeroing program must overwrite every element it owns).
             # split + 1 = 5 and 9 do not divide the 16 K steps (uneven slices).
+            # "pack"/"pack_tma": the interleaved rows tile-packed as the launcher packs them.
             for swap, fsplit, w_load in ((0, split, "cp"), (1, split, "tma"), (0, split + 1, "tma"),
-                                         (1, split + 1, "cp")):
+                                         (1, split + 1, "cp"), (0, split + 1, "pack"), (1, split, "pack"),
+                                         (0, split, "pack_tma"), (1, split + 1, "pack_tma")):
                 flags = torch.zeros(triton.cdiv(64, bm) * (N // bn) * FLAG_STRIDE, dtype=torch.int32)
-                desc = TensorDescriptor.from_tensor(w2, [2 * bn, bk]) if w_load == "tma" else None
+                wk = pack(w2, 2 * bn, bk) if w_load.startswith("pack") else w2
+                desc = (TensorDescriptor.from_tensor(wk.reshape(-1, bk) if w_load == "pack_tma" else wk,
+                                                     [2 * bn, bk]) if w_load.endswith("tma") else None)
                 for _ in range(2):
                     y = torch.full((M, N), float("nan"))
                     router_hilo_flag_kernel[(fsplit + 1, N // bn, triton.cdiv(M, bm))](
-                        x, w2, desc, y, flags, M, N, x.stride(0), w2.stride(0), y.stride(0), K=K, BM=bm, BN=bn,
+                        x, wk, desc, y, flags, M, N, x.stride(0), w2.stride(0), y.stride(0), K=K, BM=bm, BN=bn,
                         BK=bk, SPLIT=fsplit, W_LOAD=w_load, SWAP=swap, FLAG_STRIDE=FLAG_STRIDE)
                 out.append({"case": f"flag S{fsplit} BM{bm} BN{bn} SWAP{swap} {w_load}", "M": M,
                             "rel": rel(y, ref), "zero": bool((flags == 0).all())})
@@ -113,7 +118,8 @@ def test_all_cases_ran(results):
     for kind in ("atomic", "fused", "flag"):
         assert {r["M"] for r in results if r["case"].startswith(kind)} == {1, 3, 17, 33}
     flag = [r["case"].split() for r in results if r["case"].startswith("flag")]
-    assert {(c[4], c[5]) for c in flag} == {(s, w) for s in ("SWAP0", "SWAP1") for w in ("cp", "tma")}
+    assert {(c[4], c[5]) for c in flag} == {(s, w) for s in ("SWAP0", "SWAP1")
+                                            for w in ("cp", "tma", "pack", "pack_tma")}
     assert {"S5", "S9"} <= {c[1] for c in flag}
 
 
