@@ -211,6 +211,18 @@ SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
     (32, 64, 64, 11, 4, 4, "pack", 0),          # M = 17..32, qkv_gate's 396 programs
     (32, 64, 256, 3, 4, 3, "pack", 0),          # M = 17..32, qkv_gate: 108 programs of 10-11 steps
     (32, 64, 256, 2, 4, 3, "pack", 0),          # M = 17..32, pooler: 128 programs
+    # No split (SPLIT=1: no workspace, no arrival counter, a direct store), narrow weight tiles so the grid still
+    # covers the SMs: qkv_gate N=2304 is 144 tiles of 16 rows or 72 of 32, the pooler 256 / 128, the unpooler's
+    # N=1024 slice 64 / 32. Each program streams its rows' whole K, as the one-token GEMV does.
+    (16, 16, 256, 1, 4, 4, "pack", 0),
+    (16, 16, 256, 1, 2, 6, "pack", 0),
+    (16, 16, 512, 1, 4, 4, "pack", 0),
+    (16, 16, 256, 1, 4, 4, "pack_tma", 0),
+    (16, 32, 512, 1, 4, 4, "pack", 0),
+    (16, 32, 256, 1, 4, 6, "pack", 0),
+    (32, 16, 256, 1, 4, 4, "pack", 0),
+    (32, 32, 512, 1, 4, 3, "pack", 0),
+    (16, 16, 256, 2, 4, 4, "pack", 0),          # the unpooler's N=1024 slice: 64 tiles x 2 = 128 programs
 ])
 # The same kernel on the weight stored [K, N] (a [BK, BN] tile is BK runs of BN contiguous elements instead of
 # the transposed view of [N, K]).
@@ -257,7 +269,8 @@ _SPLITK_ATOMIC2_PARAMS = {**_TILE_PARAMS, "SPLIT": (1, 2, 3, 4, 8, 11, 16, 22, 3
                           "num_stages": (2, 3, 4, 5, 6), "num_warps": (2, 4, 8), "W_LOAD": ("cg", "tma"),
                           "PREFETCH": (0, 1)}
 # Only splitk_atomic_v2 packs its weight ([N, K] tiles); splitk_atomic_kn's [K, N] layout is its own.
-_SPLITK_ATOMIC_V2_PARAMS = {**_SPLITK_ATOMIC2_PARAMS, "W_LOAD": ("cg", "tma", "pack", "pack_tma")}
+_SPLITK_ATOMIC_V2_PARAMS = {**_SPLITK_ATOMIC2_PARAMS, "BN": (16, 32, 64, 128),
+                            "W_LOAD": ("cg", "tma", "pack", "pack_tma")}
 
 DENSE_METHODS: tuple[Method, ...] = (
     Method(
