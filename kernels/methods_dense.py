@@ -198,31 +198,19 @@ SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
     # The weight tile-packed at prepare ([N/BN, K/BK, BN, BK], W_LOAD "pack" / "pack_tma"): every K step one
     # contiguous block. The pooler's `packed` route (that layout, a separate reduce launch at SPLIT=2) streams its
     # weights at 95% of the probe's bandwidth under Nsight Compute, this kernel on the [N, K] layout at 69-78%
-    # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json).
+    # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json). Screened in
+    # ..._screen-pack-r18.json and ..._screen-nosplit-r19.json (21 packed rows); kept are the rows that were
+    # fastest somewhere. The layout alone moved qkv_gate M = 4-16 by at most 0.1-0.2 us (ties with "cg"/"tma"),
+    # the pooler by up to 1.1 us through SPLIT=1 tiles of 32 rows x 512 (128 programs: no workspace, no
+    # counter, no reduce launch). Lost everywhere and dropped: SPLIT=1 tiles of 16 weight rows (144-256
+    # programs; 17-50 us at qkv_gate/pooler M = 8-32, 1.2-3x the best), 16-token tiles at M = 17-32 (two
+    # M tiles read the weights twice), BK=128/256 at SPLIT 2-11 and BN=128 at SPLIT=22 (3-10% behind).
     (16, 64, 64, 11, 4, 4, "pack", 0),          # qkv_gate M <= 16: the shipped tiles and grid, packed
     (16, 64, 64, 11, 4, 4, "pack_tma", 0),
-    (16, 64, 128, 11, 4, 4, "pack", 0),         # twice the block per step, 5-6 steps per slice
-    (16, 128, 64, 22, 4, 4, "pack", 0),         # qkv_gate: 18 tiles x 22 = 396 programs
-    (16, 64, 256, 2, 4, 3, "pack", 0),          # pooler M=16: `packed`'s tiles with the one-launch reduction
-    (16, 32, 512, 1, 4, 3, "pack", 0),          # pooler M=8: `packed`'s SPLIT=1 pick through this kernel
-    (16, 64, 128, 8, 4, 4, "pack", 0),          # the unpooler's N=1024 slice: 16 tiles x 8 = 128 programs
-    (16, 32, 256, 4, 4, 3, "pack", 0),          # the same slice: 32 tiles x 4 = 128 programs
-    (16, 64, 128, 1, 4, 4, "pack", 0),          # o (N=8192, K=1024): 128 tiles, direct store
-    (32, 64, 64, 11, 4, 4, "pack", 0),          # M = 17..32, qkv_gate's 396 programs
-    (32, 64, 256, 3, 4, 3, "pack", 0),          # M = 17..32, qkv_gate: 108 programs of 10-11 steps
-    (32, 64, 256, 2, 4, 3, "pack", 0),          # M = 17..32, pooler: 128 programs
-    # No split (SPLIT=1: no workspace, no arrival counter, a direct store), narrow weight tiles so the grid still
-    # covers the SMs: qkv_gate N=2304 is 144 tiles of 16 rows or 72 of 32, the pooler 256 / 128, the unpooler's
-    # N=1024 slice 64 / 32. Each program streams its rows' whole K, as the one-token GEMV does.
-    (16, 16, 256, 1, 4, 4, "pack", 0),
-    (16, 16, 256, 1, 2, 6, "pack", 0),
-    (16, 16, 512, 1, 4, 4, "pack", 0),
-    (16, 16, 256, 1, 4, 4, "pack_tma", 0),
+    (16, 32, 512, 1, 4, 3, "pack", 0),          # pooler M = 8-16: 128 programs of one 32-row strip each
     (16, 32, 512, 1, 4, 4, "pack", 0),
-    (16, 32, 256, 1, 4, 6, "pack", 0),
-    (32, 16, 256, 1, 4, 4, "pack", 0),
-    (32, 32, 512, 1, 4, 3, "pack", 0),
-    (16, 16, 256, 2, 4, 4, "pack", 0),          # the unpooler's N=1024 slice: 64 tiles x 2 = 128 programs
+    (32, 32, 512, 1, 4, 3, "pack", 0),          # pooler M = 17-32: 18.99 us against mm_wt's 19.58 (r19)
+    (16, 64, 128, 1, 4, 4, "pack", 0),          # o (N=8192, K=1024): 128 tiles, direct store (ties F.linear)
 ])
 # The same kernel on the weight stored [K, N] (a [BK, BN] tile is BK runs of BN contiguous elements instead of
 # the transposed view of [N, K]).
@@ -265,12 +253,11 @@ _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), 
                 "num_warps": (4, 8), "num_stages": (2, 3, 4)}
 
 # splitk_atomic_v2 and splitk_atomic_kn: one kernel (kernels/triton/splitk_atomic2.py), one config space.
-_SPLITK_ATOMIC2_PARAMS = {**_TILE_PARAMS, "SPLIT": (1, 2, 3, 4, 8, 11, 16, 22, 32, 33),
+_SPLITK_ATOMIC2_PARAMS = {**_TILE_PARAMS, "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33),
                           "num_stages": (2, 3, 4, 5, 6), "num_warps": (2, 4, 8), "W_LOAD": ("cg", "tma"),
                           "PREFETCH": (0, 1)}
 # Only splitk_atomic_v2 packs its weight ([N, K] tiles); splitk_atomic_kn's [K, N] layout is its own.
-_SPLITK_ATOMIC_V2_PARAMS = {**_SPLITK_ATOMIC2_PARAMS, "BN": (16, 32, 64, 128),
-                            "W_LOAD": ("cg", "tma", "pack", "pack_tma")}
+_SPLITK_ATOMIC_V2_PARAMS = {**_SPLITK_ATOMIC2_PARAMS, "W_LOAD": ("cg", "tma", "pack", "pack_tma")}
 
 DENSE_METHODS: tuple[Method, ...] = (
     Method(

@@ -193,20 +193,16 @@ HILO_FLAG_CONFIGS = config_table(HILO_FLAG_KEYS, [
     (64, 64, 128, 7, 8, 3, "cp", 0),
     (128, 64, 128, 15, 8, 3, "tma", 0),   # M = 256: 8 tiles x 16 = 128 programs
     # The same tiles from the interleaved weight tile-packed at prepare ([2N/2BN, K/BK, 2BN, BK]): each K step one
-    # contiguous block instead of 2BN runs of BK*2 bytes a weight row apart. This kernel streams the router's
+    # contiguous block instead of 2BN runs of BK*2 bytes a weight row apart. This kernel streamed the router's
     # 8.7 MB at 58% of the probe's bandwidth under Nsight Compute at M = 8-32
-    # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json).
+    # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json). Screen
+    # ..._screen-pack-r18.json: packed rows fastest at M = 4-32, 0.1-0.4 us ahead of the same tiles unpacked
+    # (M=16: 4.53 against 4.77 us); at M = 128-256 the packed rows gained 0.1-0.25 us and still lost 1.0-1.3 us
+    # to router_hilo_atomic_pdl, so they are not kept, nor the three rows that were never fastest.
     (16, 32, 128, 32, 4, 4, "pack_tma", 0),
-    (16, 32, 128, 32, 4, 4, "pack", 0),
-    (16, 64, 128, 32, 4, 3, "pack_tma", 1),
     (16, 32, 64, 32, 4, 3, "pack_tma", 1),
     (16, 32, 64, 32, 4, 3, "pack", 1),
-    (32, 64, 128, 16, 4, 4, "pack_tma", 1),
     (32, 64, 128, 32, 4, 3, "pack_tma", 1),
-    (64, 64, 128, 15, 8, 4, "pack_tma", 0),
-    (128, 64, 128, 32, 8, 3, "pack_tma", 0),
-    (64, 64, 128, 7, 8, 3, "pack_tma", 0),
-    (128, 64, 128, 15, 8, 3, "pack_tma", 0),
 ])
 
 # router_hilo_swap: the splitk_swap kernel with HILO (both weight halves per K step, one accumulator); grid =
