@@ -29,26 +29,19 @@ def gemv_rows_kernel(x_ptr, w_ptr, y_ptr, M, N, stride_xm, stride_wn, stride_ym,
     rk = tl.arange(0, BK)
     n_ok = rn < N
     m_ok = rm < M
-    # Both operands are loaded as 3-d tiles of the product's shape with size-1 broadcast dims (w [1, BN, BK], x
-    # [BM, 1, BK]), so the multiply needs no layout conversion: the first build expanded 2-d loads (w[None],
-    # x[:, None]), which compiled to about twice the shared-memory stores and four times the shuffles in the sm_90
-    # PTX at the unpooler's tiles (scratch comparison of the two builds, not kept).
-    w_rows = w_ptr + rn[None, :, None] * stride_wn
-    w_mask = n_ok[None, :, None]
-    x_rows = x_ptr + rm[:, None, None] * stride_xm
-    x_mask = m_ok[:, None, None]
     acc = tl.zeros((BM, BN, BK), dtype=tl.float32)
     for k0 in tl.static_range(0, K, BK):
-        k = (k0 + rk)[None, None, :]
+        w_ptrs = w_ptr + rn[:, None] * stride_wn + (k0 + rk)[None, :]
         # Each weight byte is read once: ".cg" keeps it out of L1; "" keeps the default modifier with an
         # evict_first hint (as the one-token GEMVs).
         if CACHE == "":
-            w = tl.load(w_rows + k, mask=w_mask, other=0.0, eviction_policy="evict_first")
+            w = tl.load(w_ptrs, mask=n_ok[:, None], other=0.0, eviction_policy="evict_first")
         else:
-            w = tl.load(w_rows + k, mask=w_mask, other=0.0, cache_modifier=CACHE)
+            w = tl.load(w_ptrs, mask=n_ok[:, None], other=0.0, cache_modifier=CACHE)
         # x is re-read by every program: ask L2 to keep it.
-        x = tl.load(x_rows + k, mask=x_mask, other=0.0, eviction_policy="evict_last")
-        acc += x.to(tl.float32) * w.to(tl.float32)
+        x = tl.load(x_ptr + rm[:, None] * stride_xm + (k0 + rk)[None, :], mask=m_ok[:, None], other=0.0,
+                    eviction_policy="evict_last")
+        acc += x.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
     y = tl.sum(acc, axis=2)
     tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], y.to(y_ptr.dtype.element_ty),
              mask=m_ok[:, None] & n_ok[None, :])
