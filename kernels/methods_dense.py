@@ -377,4 +377,13 @@ DENSE_METHODS: tuple[Method, ...] = (
         impl="kernels.launch.mm_orient:MM_SWAPPED",
         description="Y^T = W X^T via torch.mm(w, x.T), returned as the .T view; F.linear when M % 8 != 0",
     ),
+    Method(
+        name="mm_bias0",
+        dtypes=BF16_ONLY,
+        impl="kernels.launch.mm_orient:MM_BIAS0",
+        description="torch.addmm(zeros(N), x, w^T): the library's bias-epilogue route (cuBLASLt), with w^T as a "
+                    "view of [N, K] (W=nk) or stored [K, N] at prepare (W=kn)",
+        params={"W": ("nk", "kn")},
+        configs=({"W": "nk"}, {"W": "kn"}),
+    ),
 )

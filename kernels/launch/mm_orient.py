@@ -1,4 +1,5 @@
-"""Library orientations of y[M,N] = x[M,K] @ w[N,K]^T: pre-transposed weights, and the swapped product."""
+"""Library orientations of y[M,N] = x[M,K] @ w[N,K]^T: pre-transposed weights, the swapped product, and the
+product with a zero bias (the library's bias-epilogue route)."""
 from __future__ import annotations
 
 from kernels.launch import check_input, impl
@@ -40,5 +41,26 @@ def run_swapped(state: dict, x):
     return F.linear(x, w)
 
 
+def prepare_bias0(weight, family: str, config: dict) -> dict:
+    import torch
+
+    # A bias of zeros (N elements, the weight's dtype) makes torch.addmm take the library's bias-epilogue route
+    # (cuBLASLt's matmul with an epilogue), whose kernel choice differs from the plain product's; the values do
+    # not: the FP32 accumulator plus 0.0, converted once. "kn" also keeps the weight transposed, as mm_wt.
+    state = {"bias": torch.zeros(weight.shape[0], dtype=weight.dtype, device=weight.device), "K": weight.shape[1],
+             "family": family, "layout": config["W"]}
+    state["w_mat"] = weight.t() if config["W"] == "nk" else weight.t().contiguous()
+    return state
+
+
+def run_bias0(state: dict, x):
+    import torch
+
+    w_mat = state["w_mat"]
+    check_input(x, state["K"], w_mat.dtype, "mm_bias0")
+    return torch.addmm(state["bias"], x, w_mat)
+
+
 MM_WT = impl(prepare_wt, run_wt)
+MM_BIAS0 = impl(prepare_bias0, run_bias0)
 MM_SWAPPED = impl(prepare_swapped, run_swapped)

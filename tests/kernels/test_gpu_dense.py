@@ -6,7 +6,7 @@ import pytest
 
 from kernels.registry import get_method
 
-DENSE = ["torch_linear", "gemv", "splitk", "splitk_fused", "packed", "mm_wt", "mm_swapped"]
+DENSE = ["torch_linear", "gemv", "splitk", "splitk_fused", "packed", "mm_wt", "mm_swapped", "mm_bias0"]
 
 
 def _shapes():

@@ -4,7 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernels.launch.mm_orient import MM_SWAPPED, MM_WT  # noqa: E402
+from kernels.launch.mm_orient import MM_BIAS0, MM_SWAPPED, MM_WT  # noqa: E402
 from kernels.launch.packed import pack, prepare as packed_prepare, unpack  # noqa: E402
 
 
@@ -49,6 +49,18 @@ def test_mm_wt_prepares_contiguous_transpose():
     assert state["wT"].shape == (64, 48) and state["wT"].is_contiguous() and torch.equal(state["wT"], w.t())
     x = _w(5, 64, seed=1)
     assert torch.allclose(MM_WT.run(state, x).double(), x.double() @ w.double().t(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("layout", ["nk", "kn"])
+def test_mm_bias0_adds_a_zero_bias_and_keeps_the_product(layout):
+    w = _w(48, 64)
+    state = MM_BIAS0.prepare(w, "o", {"W": layout})
+    assert state["bias"].shape == (48,) and state["bias"].dtype == torch.bfloat16 and not state["bias"].any()
+    assert torch.equal(state["w_mat"], w.t()) and state["w_mat"].is_contiguous() == (layout == "kn")
+    for M in (1, 5, 16):
+        x = _w(M, 64, seed=M)
+        # x @ w^T + 0 is x @ w^T: the same BF16 result as the baseline's F.linear on this CPU
+        assert torch.equal(MM_BIAS0.run(state, x), torch.nn.functional.linear(x, w))
 
 
 @pytest.mark.parametrize("M,path", [(8, "swapped"), (16, "swapped"), (256, "swapped"),

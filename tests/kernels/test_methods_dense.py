@@ -8,7 +8,7 @@ from kernels.registry import METHODS, get_method
 
 MUSE = load_workload()
 DENSE_NAMES = {"torch_linear", "gemv", "splitk", "splitk_fused", "packed", "splitk_atomic", "streamk", "mm_wt",
-               "mm_swapped", "splitk_atomic_v2", "splitk_atomic_kn", "streamk_small", "splitk_swap"}
+               "mm_swapped", "splitk_atomic_v2", "splitk_atomic_kn", "streamk_small", "splitk_swap", "mm_bias0"}
 # The workload's dense shapes: (family, N, K) at the scored M (the unpooler's M=1 and M=8 are N=1024).
 DENSE_SHAPES = (("qkv_gate", 2304, 8192), ("o", 8192, 1024), ("pooler", 4096, 8192), ("unpooler", 8192, 4096),
                 ("unpooler", 1024, 4096))
@@ -77,10 +77,11 @@ def test_packed_guard_divisibility_and_m():
 
 
 def test_library_methods_admit_every_m():
-    for name in ("torch_linear", "mm_wt", "mm_swapped"):
+    for name in ("torch_linear", "mm_wt", "mm_swapped", "mm_bias0"):
         m = get_method(name)
         for M in (1, 3, 17, 129, 255, 256):
-            assert m.supports(BF16, M, 8192, 1024) is None
+            for config in m.configs:
+                assert m.supports(BF16, M, 8192, 1024, config) is None
 
 
 def test_swapped_alignment_rule():
