@@ -43,7 +43,7 @@ def test_default_config_every_admitted_shape(method):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("method", ["gemv", "splitk", "splitk_fused", "packed"])
+@pytest.mark.parametrize("method", ["gemv", "splitk", "splitk_fused", "packed", "mm_bias0"])
 def test_every_config_at_admitted_official_shapes(method):
     m = get_method(method)
     for config in m.configs[1:]:
