@@ -200,11 +200,11 @@ SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
     # weights at 95% of the probe's bandwidth under Nsight Compute, this kernel on the [N, K] layout at 69-78%
     # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json). Screened in
     # ..._screen-pack-r18.json and ..._screen-nosplit-r19.json (21 packed rows); kept are the rows that were
-    # fastest somewhere. The layout alone moved qkv_gate M = 4-16 by at most 0.1-0.2 us (ties with "cg"/"tma"),
-    # the pooler by up to 1.1 us through SPLIT=1 tiles of 32 rows x 512 (128 programs: no workspace, no
-    # counter, no reduce launch). Lost everywhere and dropped: SPLIT=1 tiles of 16 weight rows (144-256
-    # programs; 17-50 us at qkv_gate/pooler M = 8-32, 1.2-3x the best), 16-token tiles at M = 17-32 (two
-    # M tiles read the weights twice), BK=128/256 at SPLIT 2-11 and BN=128 at SPLIT=22 (3-10% behind).
+    # fastest somewhere. The layout alone moved qkv_gate M = 4-16 by at most 0.1-0.2 us (ties with "cg"/"tma");
+    # the pooler gained up to 1.1 us from SPLIT=1 strips of 32 rows x 512 (128 programs: no workspace, no
+    # counter, no reduce launch). Never fastest and dropped: SPLIT=1 tiles of 16 weight rows (144-256 programs;
+    # 1.04-4.2x the fastest route at M = 1-32) and the other packed split-K tiles (BK=128/256 at SPLIT 2-11,
+    # BN=128 at SPLIT=22, BM=32 at SPLIT 2-11: at best 1.5-10% behind the fastest route).
     (16, 64, 64, 11, 4, 4, "pack", 0),          # qkv_gate M <= 16: the shipped tiles and grid, packed
     (16, 64, 64, 11, 4, 4, "pack_tma", 0),
     (16, 32, 512, 1, 4, 3, "pack", 0),          # pooler M = 8-16: 128 programs of one 32-row strip each

@@ -197,7 +197,7 @@ HILO_FLAG_CONFIGS = config_table(HILO_FLAG_KEYS, [
     # 8.7 MB at 58% of the probe's bandwidth under Nsight Compute at M = 8-32
     # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json). Screen
     # ..._screen-pack-r18.json: packed rows fastest at M = 4-32, 0.1-0.4 us ahead of the same tiles unpacked
-    # (M=16: 4.53 against 4.77 us); at M = 128-256 the packed rows gained 0.1-0.25 us and still lost 1.0-1.3 us
+    # (M=16: 4.53 against 4.77 us for the fastest unpacked row); at M = 128-256 the packed rows gained 0.1-0.25 us and still lost 1.0-1.3 us
     # to router_hilo_atomic_pdl, so they are not kept, nor the three rows that were never fastest.
     (16, 32, 128, 32, 4, 4, "pack_tma", 0),
     (16, 32, 64, 32, 4, 3, "pack_tma", 1),
