@@ -181,24 +181,23 @@ HILO_FUSED_CONFIGS = config_table(TILE_KEYS, [
 HILO_FLAG_KEYS = (*TILE_KEYS, "W_LOAD", "SWAP")
 HILO_FLAG_CONFIGS = config_table(HILO_FLAG_KEYS, [
     (16, 64, 128, 32, 4, 3, "cp", 0),     # default: router_hilo_atomic_pdl's pick at M = 8..16
-    (16, 32, 128, 32, 4, 4, "tma", 0),    # M = 16: 4.94 us
     (16, 64, 128, 32, 4, 3, "tma", 1),    # M = 4, 8: 4.90, 4.99 us
-    (16, 32, 64, 32, 4, 3, "tma", 1),     # M <= 32: within 0.15 us of the best at every M <= 32
     (32, 64, 128, 16, 4, 4, "tma", 1),    # M = 24, 32: 5.41, 5.44 us (68 programs)
-    (32, 64, 128, 32, 4, 3, "tma", 1),    # M <= 32 in 132 programs
     (64, 64, 128, 16, 8, 4, "tma", 0),    # M = 64: 5.76 us (68 programs)
     (64, 64, 128, 15, 8, 4, "tma", 0),    # M = 128: 8 tiles x 16 = 128 programs
     (128, 64, 128, 32, 8, 3, "tma", 0),   # M = 128: 4 tiles x 33 = 132 programs
-    (64, 64, 128, 7, 8, 3, "tma", 0),     # M = 256: 16 tiles x 8 = 128 programs
-    (64, 64, 128, 7, 8, 3, "cp", 0),
+    (64, 64, 128, 7, 8, 3, "cp", 0),      # M = 256: 16 tiles x 8 = 128 programs
     (128, 64, 128, 15, 8, 3, "tma", 0),   # M = 256: 8 tiles x 16 = 128 programs
     # The same tiles from the interleaved weight tile-packed at prepare ([2N/2BN, K/BK, 2BN, BK]): each K step one
     # contiguous block instead of 2BN runs of BK*2 bytes a weight row apart. This kernel streamed the router's
     # 8.7 MB at 58% of the probe's bandwidth under Nsight Compute at M = 8-32
     # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json). Screen
     # ..._screen-pack-r18.json: packed rows fastest at M = 4-32, 0.1-0.4 us ahead of the same tiles unpacked
-    # (M=16: 4.53 against 4.77 us for the fastest unpacked row); at M = 128-256 the packed rows gained 0.1-0.25 us and still lost 1.0-1.3 us
-    # to router_hilo_atomic_pdl, so they are not kept, nor the three rows that were never fastest.
+    # (M=16: 4.53 against 4.77 us for the fastest unpacked row); at M = 128-256 the packed rows gained
+    # 0.1-0.25 us and still lost 1.0-1.3 us to router_hilo_atomic_pdl, so they are not kept, nor the three rows
+    # that were never fastest. The unpacked twins of the kept rows (16/32/128 SWAP 0, 16/32/64 SWAP 1, 32/64/128
+    # SPLIT=32 SWAP 1, each tied or behind its packed row at every M <= 32) and the TMA twin of the M=256 "cp" row
+    # (9.65 against 9.07 us) were dropped to keep the table at 12 rows.
     (16, 32, 128, 32, 4, 4, "pack_tma", 0),
     (16, 32, 64, 32, 4, 3, "pack_tma", 1),
     (16, 32, 64, 32, 4, 3, "pack", 1),
@@ -292,8 +291,8 @@ ROUTER_METHODS: tuple[Method, ...] = (
         description="hi/lo rows interleaved, single-launch split-K: per output tile one program zeroes y and "
                     "hands out SPLIT tokens, the K-slice programs add into y with FP32 atomics after taking one "
                     "(no zero-fill launch, no last-arriver pass)",
-        params={**TILE_PARAMS, "SPLIT": (1, 2, 4, 7, 8, 15, 16, 31, 32, 64), "W_LOAD": ("cp", "tma", "pack", "pack_tma"),
-                "SWAP": (0, 1)},
+        params={**TILE_PARAMS, "SPLIT": (1, 2, 4, 7, 8, 15, 16, 31, 32, 64),
+                "W_LOAD": ("cp", "tma", "pack", "pack_tma"), "SWAP": (0, 1)},
         configs=HILO_FLAG_CONFIGS,
         guard=_hilo_flag_guard),
     Method(

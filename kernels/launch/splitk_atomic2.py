@@ -2,7 +2,8 @@
 `splitk_atomic_kn` (weight stored [K, N] at prepare).
 
 prepare() makes the kernel's weight (a contiguous transpose for `_kn`, the tile-packed permutation
-[N/BN, K/BK, BN, BK] for W_LOAD "pack"/"pack_tma": a one-time copy, the only extra memory besides the workspace), the FP32 workspace [MAX_M, N] and one int32 arrival counter per output tile (zero; every
+[N/BN, K/BK, BN, BK] for W_LOAD "pack"/"pack_tma": a one-time copy, the only extra memory besides the
+workspace), the FP32 workspace [MAX_M, N] and one int32 arrival counter per output tile (zero; every
 call leaves them zero again, as in kernels/launch/splitk_atomic.py) and, for W_LOAD="tma", the weight's tensor
 descriptor. run() allocates only y and launches once, so it can be captured in a CUDA graph and replayed. Calls
 with one prepared state must stay on one stream (they share the workspace).

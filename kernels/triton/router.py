@@ -158,7 +158,8 @@ def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride
 
     W_LOAD: "cp" (pointer loads, cp.async in the software pipeline) or "tma" (w_desc, a [2BN, BK] tensor
     descriptor); "pack" / "pack_tma" the same from w2 re-laid at prepare as [2N/2BN, K/BK, 2BN, BK], so each K
-    step's weight tile is one contiguous block rather than 2BN runs of BK*2 bytes a weight row apart. SWAP: the weight tile is the MMA's row operand (acc^T[2BN, BM] = w x^T) instead of x.
+    step's weight tile is one contiguous block rather than 2BN runs of BK*2 bytes a weight row apart.
+    SWAP: the weight tile is the MMA's row operand (acc^T[2BN, BM] = w x^T) instead of x.
     """
     pid_s = tl.program_id(0)
     pid_n = tl.program_id(1)

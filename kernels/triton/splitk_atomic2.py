@@ -12,9 +12,9 @@ and resets the counter: one launch, no memset, graph-replay safe). What differs,
   one instruction per tile); "pack" and "pack_tma" do the same from the weight re-laid at prepare as
   [N/BN, K/BK, BN, BK] (kernels/launch/packed.py `pack`), so each K step's tile is one contiguous BN*BK*2-byte
   block and a program's whole K slice one contiguous run, where the [N, K] layout gives BN runs of BK*2 bytes
-  (128 bytes at BK=64) spaced a weight row apart. The pipelined pointer load is cp.async.cg whatever cache modifier or eviction
-  policy tl.load is given (sm_90 PTX of "", ".cg" and evict_first compared identical, triton 3.6), so those are
-  not knobs here.
+  (128 bytes at BK=64) spaced a weight row apart. The pipelined pointer load is cp.async.cg whatever cache
+  modifier or eviction policy tl.load is given (sm_90 PTX of "", ".cg" and evict_first compared identical,
+  triton 3.6), so those are not knobs here.
 - PREFETCH: at program start, prefetch this tile's workspace lines and counter into L2. The profiler's cold
   mode reads 4x L2 of other data before every timed call, so without it the first atomic on each workspace line
   and the counter's acq_rel round trip each wait for HBM, on the critical path of the last program of a tile.

@@ -1,4 +1,5 @@
-"""Run splitk_atomic_v2 (all four weight loads) / splitk_atomic_kn through their launchers under the Triton interpreter (CPU); print JSON.
+"""Run splitk_atomic_v2 (all four weight loads) / splitk_atomic_kn through their launchers under the Triton
+interpreter (CPU); print JSON.
 
 Started by test_interp_splitk2.py in a subprocess with TRITON_INTERPRET=1 set before triton is imported. fp32
 operands (the interpreter's bf16 tl.dot is wrong: tests/kernels/test_interpreter.py); PREFETCH=0 (the L2
