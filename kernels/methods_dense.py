@@ -381,9 +381,10 @@ DENSE_METHODS: tuple[Method, ...] = (
         name="mm_bias0",
         dtypes=BF16_ONLY,
         impl="kernels.launch.mm_orient:MM_BIAS0",
-        description="torch.addmm(zeros(N), x, w^T): the library's bias-epilogue route (cuBLASLt), with w^T as a "
-                    "view of [N, K] (W=nk) or stored [K, N] at prepare (W=kn)",
-        params={"W": ("nk", "kn")},
-        configs=({"W": "nk"}, {"W": "kn"}),
+        description="torch.addmm with a bias of zeros: the library's bias-epilogue route (cuBLASLt); x @ w^T with "
+                    "w^T a view of [N, K] (W=nk) or stored [K, N] at prepare (W=kn), or (W=swap) w @ x^T + 0 "
+                    "returned as the .T view when M % 8 == 0 (else the nk route)",
+        params={"W": ("nk", "kn", "swap")},
+        configs=({"W": "nk"}, {"W": "kn"}, {"W": "swap"}),
     ),
 )

@@ -41,15 +41,23 @@ def run_swapped(state: dict, x):
     return F.linear(x, w)
 
 
+SWAP_BIAS_MAX_M = 4096   # zeros kept for the swapped bias route; larger M take the [N, K] route
+
+
 def prepare_bias0(weight, family: str, config: dict) -> dict:
     import torch
 
-    # A bias of zeros (N elements, the weight's dtype) makes torch.addmm take the library's bias-epilogue route
-    # (cuBLASLt's matmul with an epilogue), whose kernel choice differs from the plain product's; the values do
-    # not: the FP32 accumulator plus 0.0, converted once. "kn" also keeps the weight transposed, as mm_wt.
-    state = {"bias": torch.zeros(weight.shape[0], dtype=weight.dtype, device=weight.device), "K": weight.shape[1],
-             "family": family, "layout": config["W"]}
-    state["w_mat"] = weight.t() if config["W"] == "nk" else weight.t().contiguous()
+    # A bias of zeros makes torch.addmm take the library's bias-epilogue route (cuBLASLt's matmul with an
+    # epilogue), whose kernel choice differs from the plain product's; the values do not: the FP32 accumulator
+    # plus 0.0, converted once. "nk": x @ w^T with w^T a view; "kn": w^T stored [K, N] (as mm_wt); "swap":
+    # y^T = w @ x^T + 0 (a bias of M zeros, sliced from one buffer), returned as the .T view, as mm_swapped.
+    layout = config["W"]
+    state = {"K": weight.shape[1], "family": family, "layout": layout, "last_path": None,
+             "bias": torch.zeros(weight.shape[0], dtype=weight.dtype, device=weight.device),
+             "w_mat": weight.t().contiguous() if layout == "kn" else weight.t()}
+    if layout == "swap":
+        state["w"] = weight
+        state["bias_m"] = torch.zeros(SWAP_BIAS_MAX_M, dtype=weight.dtype, device=weight.device)
     return state
 
 
@@ -57,7 +65,11 @@ def run_bias0(state: dict, x):
     import torch
 
     w_mat = state["w_mat"]
-    check_input(x, state["K"], w_mat.dtype, "mm_bias0")
+    M = check_input(x, state["K"], w_mat.dtype, "mm_bias0")
+    if state["layout"] == "swap" and swapped_ok(M) and M <= SWAP_BIAS_MAX_M:
+        state["last_path"] = "swapped"
+        return torch.addmm(state["bias_m"][:M], state["w"], x.t()).t()
+    state["last_path"] = state["layout"] if state["layout"] != "swap" else "fallback"
     return torch.addmm(state["bias"], x, w_mat)
 
 

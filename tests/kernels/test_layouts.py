@@ -4,7 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernels.launch.mm_orient import MM_BIAS0, MM_SWAPPED, MM_WT  # noqa: E402
+from kernels.launch.mm_orient import MM_BIAS0, MM_SWAPPED, MM_WT, SWAP_BIAS_MAX_M  # noqa: E402
 from kernels.launch.packed import pack, prepare as packed_prepare, unpack  # noqa: E402
 
 
@@ -61,6 +61,21 @@ def test_mm_bias0_adds_a_zero_bias_and_keeps_the_product(layout):
         x = _w(M, 64, seed=M)
         # x @ w^T + 0 is x @ w^T: the same BF16 result as the baseline's F.linear on this CPU
         assert torch.equal(MM_BIAS0.run(state, x), torch.nn.functional.linear(x, w))
+        assert state["last_path"] == layout
+
+
+@pytest.mark.parametrize("M,path", [(8, "swapped"), (16, "swapped"), (256, "swapped"), (1, "fallback"),
+                                    (17, "fallback"), (SWAP_BIAS_MAX_M + 8, "fallback")])
+def test_mm_bias0_swapped_route_and_its_fallback(M, path):
+    w, x = _w(40, 64), _w(M, 64, seed=3)
+    state = MM_BIAS0.prepare(w, "o", {"W": "swap"})
+    y = MM_BIAS0.run(state, x)
+    assert state["last_path"] == path and y.shape == (M, 40) and y.dtype == torch.bfloat16
+    assert not state["bias_m"].any() and not state["bias"].any()
+    if path == "swapped":
+        assert y.stride() == (1, M)  # the [N, M] result seen through .T, as mm_swapped
+    ref = x.double() @ w.double().t()
+    assert float((y.double() - ref).norm() / ref.norm()) < 1e-2
 
 
 @pytest.mark.parametrize("M,path", [(8, "swapped"), (16, "swapped"), (256, "swapped"),
