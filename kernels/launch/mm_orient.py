@@ -48,8 +48,8 @@ def prepare_bias0(weight, family: str, config: dict) -> dict:
     import torch
 
     # A bias of zeros makes torch.addmm take the library's bias-epilogue route (cuBLASLt's matmul with an
-    # epilogue), whose kernel choice differs from the plain product's; the values do not: the FP32 accumulator
-    # plus 0.0, converted once. "nk": x @ w^T with w^T a view; "kn": w^T stored [K, N] (as mm_wt); "swap":
+    # epilogue), whose kernel choice differs from the plain product's; the product does not: the FP32
+    # accumulator plus 0.0, converted once (summed in the chosen kernel's order, as any library route). "nk": x @ w^T with w^T a view; "kn": w^T stored [K, N] (as mm_wt); "swap":
     # y^T = w @ x^T + 0 (a bias of M zeros, sliced from one buffer), returned as the .T view, as mm_swapped.
     layout = config["W"]
     state = {"K": weight.shape[1], "family": family, "layout": layout, "last_path": None,
