@@ -56,7 +56,6 @@ def prepare_bias0(weight, family: str, config: dict) -> dict:
              "bias": torch.zeros(weight.shape[0], dtype=weight.dtype, device=weight.device),
              "w_mat": weight.t().contiguous() if layout == "kn" else weight.t()}
     if layout == "swap":
-        state["w"] = weight
         state["bias_m"] = torch.zeros(SWAP_BIAS_MAX_M, dtype=weight.dtype, device=weight.device)
     return state
 
@@ -68,7 +67,7 @@ def run_bias0(state: dict, x):
     M = check_input(x, state["K"], w_mat.dtype, "mm_bias0")
     if state["layout"] == "swap" and swapped_ok(M) and M <= SWAP_BIAS_MAX_M:
         state["last_path"] = "swapped"
-        return torch.addmm(state["bias_m"][:M], state["w"], x.t()).t()
+        return torch.addmm(state["bias_m"][:M], w_mat.t(), x.t()).t()    # w_mat.t() is the [N, K] weight
     state["last_path"] = state["layout"] if state["layout"] != "swap" else "fallback"
     return torch.addmm(state["bias"], x, w_mat)
 
