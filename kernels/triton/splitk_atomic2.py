@@ -15,9 +15,13 @@ and resets the counter: one launch, no memset, graph-replay safe). What differs,
   (128 bytes at BK=64) spaced a weight row apart. The pipelined pointer load is cp.async.cg whatever cache
   modifier or eviction policy tl.load is given (sm_90 PTX of "", ".cg" and evict_first compared identical,
   triton 3.6), so those are not knobs here.
-- PREFETCH: at program start, prefetch this tile's workspace lines and counter into L2. The profiler's cold
+- PREFETCH: at program start, pull this tile's workspace lines and arrival counter into L2. The profiler's cold
   mode reads 4x L2 of other data before every timed call, so without it the first atomic on each workspace line
   and the counter's acq_rel round trip each wait for HBM, on the critical path of the last program of a tile.
+  PREFETCH=2 adds zero to the counter and to one word of every workspace line (`red`, fire and forget: the
+  add happens at L2, which fetches the line, and the warp goes on). The earlier PREFETCH=1 (`prefetch.global.L2`
+  hints) measured 1-3 us slower than no prefetch at every screened shape (the splitk_atomic_v2 rows of the r5-r19
+  screens and tunes in datasets/runs/) and was removed; its value is not reused.
 - SPLIT need not divide the K steps: slice s covers K steps [s*T/SPLIT, (s+1)*T/SPLIT) of T = K/BK, so the
   program count N/BN * SPLIT can be a multiple of the 132 SMs (e.g. 36 tiles x 11 = 3 x 132 at qkv_gate).
   When it divides, the trip count is a compile-time constant, as in splitk_atomic.
@@ -27,14 +31,16 @@ import triton.language as tl
 
 from kernels.triton.splitk_atomic import add_and_finish
 
-LINE_FP32 = tl.constexpr(32)   # FP32 elements per 128-byte cache line: one prefetch per line
+LINE_FP32 = tl.constexpr(32)   # FP32 elements per 128-byte cache line: one zero-add per line
 
 
 @triton.jit
-def _prefetch_l2(ptrs):
-    """prefetch.global.L2 at every pointer of `ptrs` (a hint: no value, no ordering). Not pure, so it is kept."""
-    tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs], dtype=tl.int32,
-                              is_pure=False, pack=1)
+def zero_add(ptrs):
+    """Atomically add zero to the 32-bit word at every pointer of `ptrs` (`red`, no value returned): the word is
+    unchanged and its line is brought into L2, where the add is done. Inline PTX because Triton folds an
+    atomic add of a constant zero away."""
+    tl.inline_asm_elementwise("red.relaxed.gpu.global.add.u32 [$1], 0;\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
+                              dtype=tl.int32, is_pure=False, pack=1)
 
 
 @triton.jit
@@ -81,10 +87,10 @@ def splitk_atomic2_kernel(x_ptr, w_ptr, w_desc, y_ptr, ws_ptr, cnt_ptr, M, N, st
     rm_load = tl.where(row_ok, rm, 0)                   # padded rows re-read row 0; their outputs are dropped
     rn = pid_n * BN + tl.arange(0, BN)
     tile = pid_m * tl.num_programs(0) + pid_n
-    if PREFETCH and SPLIT > 1:
+    if PREFETCH == 2 and SPLIT > 1:
         lines = pid_n * BN + tl.arange(0, (BN + LINE_FP32 - 1) // LINE_FP32) * LINE_FP32
-        _prefetch_l2(ws_ptr + rm_load[:, None] * N + lines[None, :])
-        _prefetch_l2(cnt_ptr + tile + tl.zeros([1], dtype=tl.int32))
+        zero_add((ws_ptr + rm_load[:, None] * N + lines[None, :]).to(tl.pointer_type(tl.int32)))
+        zero_add(cnt_ptr + tile + tl.zeros([1], dtype=tl.int32))
     rk = k_lo * BK + tl.arange(0, BK)
     x_ptrs = x_ptr + rm_load[:, None] * stride_xm + rk[None, :]
     if W_LOAD == "pack" or W_LOAD == "pack_tma":

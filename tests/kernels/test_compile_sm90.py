@@ -15,7 +15,8 @@ triton = pytest.importorskip("triton")
 
 from kernels.methods_dense import (GEMV_CONFIGS, PACKED_CONFIGS, SPLITK_ATOMIC_CONFIGS,  # noqa: E402
                                    SPLITK_CONFIGS, STREAMK_CONFIGS)
-from kernels.methods_router import GEMV_WIDE_CONFIGS, HILO_FLAG_CONFIGS, HILO_FUSED_CONFIGS  # noqa: E402
+from kernels.methods_router import (GEMV_WIDE_CONFIGS, HILO_ATOMIC_CONFIGS, HILO_FLAG_CONFIGS,  # noqa: E402
+                                    HILO_FUSED_CONFIGS)
 
 PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 pytestmark = pytest.mark.skipif(not os.path.exists(PTXAS), reason="triton's bundled ptxas not found")
@@ -145,6 +146,27 @@ def test_router_hilo_fused_compiles_without_spills(cfg):
     k, spills = _compile(splitk_atomic_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
     assert spills == 0 and "cp.async" in k.asm["ptx"]
     _check_single_launch(k, cfg["SPLIT"])
+
+
+@pytest.mark.parametrize("cfg", HILO_ATOMIC_CONFIGS, ids=str)
+def test_router_hilo_atomic_compiles_without_spills(cfg):
+    """router_hilo_atomic / _pdl (one kernel): no spills, the shared-memory pipeline fits the SM, the PDL build
+    waits on the zero-fill grid before its relaxed FP32 adds."""
+    from kernels.triton.router import router_hilo_atomic_kernel
+
+    sig = {"x_ptr": "*bf16", "w2_ptr": "*bf16", "y_ptr": "*fp32", "M": "i32", "N": "i32", "stride_xm": "i32",
+           "stride_wn": "i32", "stride_ym": "i32",
+           **{k: "constexpr" for k in ("K", "BM", "BN", "BK", "SPLIT", "USE_PDL")}}
+    for pdl in (False, True):
+        consts = {"K": 8192, "USE_PDL": pdl, **{k: cfg[k] for k in ("BM", "BN", "BK", "SPLIT")}}
+        k, spills = _compile(router_hilo_atomic_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
+        ptx = k.asm["ptx"]
+        assert spills == 0
+        assert k.metadata.shared <= 227 * 1024                     # the H200's shared memory per block
+        assert ("griddepcontrol.wait" in ptx) == pdl
+        assert re.search(r"\.global\.gpu\.relaxed\.add(\.v[24])?\.f32", ptx)
+        if 8192 // cfg["SPLIT"] > cfg["BK"]:
+            assert "cp.async.cg" in ptx                            # a slice of several K steps is pipelined
 
 
 @pytest.mark.parametrize("cfg", HILO_FLAG_CONFIGS, ids=str)

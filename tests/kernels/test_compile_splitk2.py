@@ -1,13 +1,13 @@
-"""Every config of splitk_atomic_v2 / splitk_atomic_kn / streamk_small compiles for sm_90 (H200) on this CPU
-machine without spills, with the pieces each knob promises in the PTX (L2 prefetch, TMA bulk copies, cp.async
+"""Every config of splitk_atomic_v2 / _kn / _bigm and streamk_small compiles for sm_90 (H200) on this CPU
+machine without spills, with the pieces each knob promises in the PTX (the tail's zero adds, TMA bulk copies, cp.async
 pipelining, the single-launch atomics). Skips where triton's ptxas is missing."""
 import pytest
 
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 
-from kernels.methods_dense import (SPLITK_ATOMIC_KN_CONFIGS, SPLITK_ATOMIC_V2_CONFIGS,  # noqa: E402
-                                   STREAMK_SMALL_CONFIGS)
+from kernels.methods_dense import (SPLITK_ATOMIC_BIGM_CONFIGS, SPLITK_ATOMIC_KN_CONFIGS,  # noqa: E402
+                                   SPLITK_ATOMIC_V2_CONFIGS, STREAMK_SMALL_CONFIGS)
 from tests.kernels.test_compile_sm90 import PTXAS, _check_single_launch, _compile, compile_streamk  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not __import__("os").path.exists(PTXAS), reason="triton's bundled ptxas not found")
@@ -16,7 +16,8 @@ SIG = {"x_ptr": "*bf16", "w_ptr": "*bf16", "w_desc": "constexpr", "y_ptr": "*bf1
        "cnt_ptr": "*i32", "M": "i32", "N": "i32", "stride_xm": "i32", "stride_w": "i32", "stride_ym": "i32",
        "K": "constexpr", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "SPLIT": "constexpr",
        "W_KN": "constexpr", "W_LOAD": "constexpr", "PREFETCH": "constexpr"}
-CASES = [(False, c) for c in SPLITK_ATOMIC_V2_CONFIGS] + [(True, c) for c in SPLITK_ATOMIC_KN_CONFIGS]
+CASES = ([(False, c) for c in SPLITK_ATOMIC_V2_CONFIGS + SPLITK_ATOMIC_BIGM_CONFIGS]
+         + [(True, c) for c in SPLITK_ATOMIC_KN_CONFIGS])
 
 
 @pytest.mark.parametrize("w_kn,cfg", CASES, ids=str)
@@ -37,7 +38,7 @@ def test_splitk_atomic2_compiles(w_kn, cfg):
         ptx = k.asm["ptx"]
         assert spills == 0
         _check_single_launch(k, cfg["SPLIT"])
-        assert ("prefetch.global.L2" in ptx) == bool(cfg["PREFETCH"] and cfg["SPLIT"] > 1)
+        assert ("red.relaxed.gpu.global.add.u32" in ptx) == (cfg["PREFETCH"] == 2 and cfg["SPLIT"] > 1)
         if cfg["W_LOAD"] in ("tma", "pack_tma"):
             assert "cp.async.bulk.tensor" in ptx
         elif (K // cfg["BK"]) // cfg["SPLIT"] > 1:
