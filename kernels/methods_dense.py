@@ -233,28 +233,30 @@ SPLITK_ATOMIC_KN_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
     (16, 64, 128, 8, 4, 4, "cg", 0),
     (16, 64, 64, 11, 4, 4, "cg", 2),            # the tail's lines warmed at qkv_gate M = 13-16 (the plan's tile)
 ])
-# The same kernel with 128- and 256-token tiles for M = 33-256 (splitk_atomic_bigm). At M = 128-256 the library's
-# kernels read their operands from L2 many times over: under Nsight Compute cuBLAS moved 178-214 MB through L2 for
-# the pooler at M=128 and 272 MB at M=256 (128 x 64 tiles: x re-read by each of 64 weight-column tiles, the 67 MB
+# The same kernel with 128-token tiles for M = 33-256 (splitk_atomic_bigm). At M = 128-256 the library's kernels
+# read their operands from L2 many times over: under Nsight Compute cuBLAS moved 178-214 MB through L2 for the
+# pooler at M=128 and 272 MB at M=256 (128 x 64 tiles: x re-read by each of 64 weight-column tiles, the 67 MB
 # weight by each 128-token tile) against 69-71 MB from DRAM, at 7.5-8.6 TB/s of L2 throughput
 # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r25.json). The operand reads of a grid are
-# x bytes x N/BN + w bytes x ceil(M/BM): with one 256-token tile and BN=128 (SPLIT=4 for 128 programs) the pooler
-# at M=256 reads about 195 MB, at M=128 one 128-token tile reads 99-131 MB; the price is the split tiles' FP32
-# atomic adds (8-16 MB per call). Rows by target (grid N/BN x SPLIT x M/BM; estimated L2 operand reads):
+# x bytes x N/BN + w bytes x ceil(M/BM): one 128-token tile at M=128 with BN=128-256 reads 99-131 MB for the
+# pooler. First screen (datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json, the last arriver taking
+# the sum out with one atomic exchange per element): 0.55-0.92x of F.linear at every M = 64-256, and the split
+# grids far behind the no-split one (o at M=256: 9.20 us without a split, 36.29 with SPLIT=2), so the bigm tail
+# now reads the sum with 16-byte loads (TAKE="load", kernels/triton/splitk_atomic2.py). 256-token tiles spilled
+# registers with that tail (8-20 bytes), as did 128 x 256 tiles over uneven K slices, and were 1.3-2x slower than
+# the 128-token rows in that screen, so they are gone. Rows by target (grid N/BN x SPLIT x M/BM; at 3 stages two programs fit an SM):
 SPLITK_ATOMIC_BIGM_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
-    (256, 128, 64, 4, 8, 4, "tma", 0),          # default: pooler M=256, 32 x 4 = 128 programs, ~195 MB
-    (256, 128, 64, 4, 8, 3, "tma", 0),
-    (256, 128, 64, 4, 8, 4, "cg", 0),           # the same with pointer-loaded (cp.async) weight tiles
-    (128, 256, 64, 4, 8, 3, "tma", 0),          # pooler M=256: 16 x 4 x 2 = 128 programs, ~198 MB
-    (128, 128, 64, 2, 8, 4, "tma", 0),          # pooler M=256: 32 x 2 x 2 = 128, ~262 MB (the library's traffic);
-                                                # o M=128: 64 x 2 = 128
-    (128, 128, 64, 4, 8, 4, "tma", 0),          # pooler M=128: 32 x 4 = 128, ~131 MB
-    (128, 256, 64, 8, 8, 3, "tma", 0),          # pooler M=128: 16 x 8 = 128, ~99 MB
-    (256, 128, 64, 7, 8, 4, "tma", 0),          # qkv_gate M=256: 18 x 7 = 126, ~110 MB (cuBLAS: 128 MB)
-    (128, 128, 64, 7, 8, 4, "tma", 0),          # qkv_gate M=128: 18 x 7 = 126, ~74 MB
-    (128, 256, 64, 14, 8, 3, "tma", 0),         # qkv_gate M=128: 9 x 14 = 126, ~56 MB
-    (256, 128, 64, 2, 8, 4, "tma", 0),          # o M=256: 64 x 2 = 128, ~49 MB
-    (128, 128, 64, 1, 8, 4, "tma", 0),          # o M=256: 64 x 2 = 128 programs, no split (a plain tiled GEMM)
+    (128, 128, 64, 2, 8, 4, "tma", 0),          # default: pooler M=256 (32 x 2 x 2 = 128), o / unpooler M=128
+    (128, 128, 64, 4, 8, 4, "tma", 0),          # pooler M=128: 32 x 4 = 128 programs
+    (128, 128, 64, 4, 8, 4, "cg", 0),           # the same with pointer-loaded (cp.async) weight tiles
+    (128, 128, 64, 4, 8, 3, "tma", 0),          # pooler M=256: 256 programs, two per SM; qkv_gate M=256: 144
+    (128, 128, 64, 2, 8, 3, "tma", 0),          # o / unpooler M=256: 256 programs, two per SM
+    (128, 128, 64, 7, 8, 4, "tma", 0),          # qkv_gate M=128: 18 x 7 = 126
+    (128, 128, 64, 14, 8, 3, "tma", 0),         # qkv_gate M=128: 252 programs, two per SM
+    (128, 128, 64, 1, 8, 4, "tma", 0),          # o / unpooler M=256: 128 programs, no split (a plain tiled GEMM)
+    (128, 256, 64, 4, 8, 3, "tma", 0),          # pooler M=256: 16 x 4 x 2 = 128
+    (128, 256, 64, 8, 8, 3, "tma", 0),          # pooler M=128: 16 x 8 = 128
+    (128, 128, 64, 7, 8, 3, "tma", 0),          # qkv_gate M=256: 18 x 7 x 2 = 252, two per SM
 ])
 _SPLITK_ATOMIC_BIGM_PARAMS = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128),
                               "SPLIT": (1, 2, 4, 7, 8, 14, 16), "num_warps": (4, 8), "num_stages": (2, 3, 4, 5),

@@ -24,7 +24,8 @@ def check_tiling(N: int, K: int, config: dict, what: str) -> None:
             f"needs K % BK == 0 and K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})")
 
 
-def _prepare(weight, config: dict, w_kn: bool, what: str, max_m: int = SPLITK_ATOMIC2_MAX_M) -> dict:
+def _prepare(weight, config: dict, w_kn: bool, what: str, max_m: int = SPLITK_ATOMIC2_MAX_M,
+             take: str = "xchg") -> dict:
     import torch
 
     # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (bf16 tl.dot is wrong
@@ -48,7 +49,7 @@ def _prepare(weight, config: dict, w_kn: bool, what: str, max_m: int = SPLITK_AT
         # pack_tma: the packed tiles as [N/BN * K/BK * BN, BK] rows, one [BN, BK] box per K step.
         w_desc = TensorDescriptor.from_tensor(w.reshape(-1, config["BK"]) if packed else w, block)
     return {"w": w, "w_kn": w_kn, "w_desc": w_desc, "N": N, "K": K, "config": dict(config), "ws": ws, "cnt": cnt,
-            "what": what, "max_m": max_m}
+            "what": what, "max_m": max_m, "take": take}
 
 
 def run(state: dict, x, out=None):
@@ -67,7 +68,8 @@ def run(state: dict, x, out=None):
     splitk_atomic2_kernel[grid](x, w, state["w_desc"], y, state["ws"], state["cnt"], M, N, x.stride(0),
                                 stride_w, y.stride(0), K=K, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"],
                                 SPLIT=cfg["SPLIT"], W_KN=state["w_kn"], W_LOAD=cfg["W_LOAD"],
-                                PREFETCH=cfg["PREFETCH"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+                                PREFETCH=cfg["PREFETCH"], TAKE=state["take"], num_warps=cfg["num_warps"],
+                                num_stages=cfg["num_stages"])
     return y
 
 
@@ -80,7 +82,7 @@ def prepare_kn(weight, family: str, config: dict) -> dict:
 
 
 def prepare_bigm(weight, family: str, config: dict) -> dict:
-    return _prepare(weight, config, False, "splitk_atomic_bigm", SPLITK_ATOMIC_BIGM_MAX_M)
+    return _prepare(weight, config, False, "splitk_atomic_bigm", SPLITK_ATOMIC_BIGM_MAX_M, take="load")
 
 
 SPLITK_ATOMIC_V2 = impl(prepare_nk, run)

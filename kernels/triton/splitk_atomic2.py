@@ -22,6 +22,11 @@ and resets the counter: one launch, no memset, graph-replay safe). What differs,
   add happens at L2, which fetches the line, and the warp goes on). The earlier PREFETCH=1 (`prefetch.global.L2`
   hints) measured 1-3 us slower than no prefetch at every screened shape (the splitk_atomic_v2 rows of the r5-r19
   screens and tunes in datasets/runs/) and was removed; its value is not reused.
+- TAKE (set by the method, not a config key): how the last arriver of a tile takes the sum out of the workspace
+  (kernels/triton/splitk_atomic.py add_and_finish): splitk_atomic_v2/_kn "xchg" (one atomic exchange per element),
+  splitk_atomic_bigm "load" (16-byte loads at L2, then stores of zeros): its 128x128-256x128 tiles are 16-32K
+  elements, where one atomic per element is the bottleneck -- the no-split grid ran the o projection at M=256 in
+  9.20 us and SPLIT=2 in 36.29 us with exchanges (datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json).
 - SPLIT need not divide the K steps: slice s covers K steps [s*T/SPLIT, (s+1)*T/SPLIT) of T = K/BK, so the
   program count N/BN * SPLIT can be a multiple of the 132 SMs (e.g. 36 tiles x 11 = 3 x 132 at qkv_gate).
   When it divides, the trip count is a compile-time constant, as in splitk_atomic.
@@ -75,7 +80,8 @@ def _load_w(w_ptrs, w_desc, pid_n, ks, BN: tl.constexpr, BK: tl.constexpr, W_KN:
 @triton.jit(do_not_specialize=["M"])
 def splitk_atomic2_kernel(x_ptr, w_ptr, w_desc, y_ptr, ws_ptr, cnt_ptr, M, N, stride_xm, stride_w, stride_ym,
                           K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                          SPLIT: tl.constexpr, W_KN: tl.constexpr, W_LOAD: tl.constexpr, PREFETCH: tl.constexpr):
+                          SPLIT: tl.constexpr, W_KN: tl.constexpr, W_LOAD: tl.constexpr, PREFETCH: tl.constexpr,
+                          TAKE: tl.constexpr):
     """y[M,N] = x[M,K] @ w^T with w [N,K] (W_KN=False) or w^T stored [K,N] (W_KN=True);
     grid (N/BN, SPLIT, cdiv(M, BM))."""
     pid_n = tl.program_id(0)
@@ -116,4 +122,5 @@ def splitk_atomic2_kernel(x_ptr, w_ptr, w_desc, y_ptr, ws_ptr, cnt_ptr, M, N, st
     if SPLIT == 1:
         tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
     else:
-        add_and_finish(acc, ws_ptr + rm[:, None] * N + rn[None, :], mask, y_ptrs, mask, cnt_ptr, tile, SPLIT, BM, BN)
+        add_and_finish(acc, ws_ptr + rm[:, None] * N + rn[None, :], mask, y_ptrs, mask, cnt_ptr, tile, SPLIT, BM, BN,
+                       TAKE)

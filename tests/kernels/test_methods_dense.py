@@ -165,8 +165,8 @@ def test_splitk_atomic_bigm_guard_takes_the_m_above_the_small_tiles():
     for M in (1, SPLITK_ATOMIC2_MAX_M, SPLITK_ATOMIC_BIGM_MAX_M + 1):
         assert "serves 33 <= M <= 256" in m.supports(BF16, M, 4096, 8192, cfg)
     assert "N % BN == 0" in m.supports(BF16, 128, 4000, 8192, cfg)
-    assert "K / BK >= SPLIT" in m.supports(BF16, 128, 4096, 192, cfg)       # 3 steps < 4 slices
-    assert "shared memory" in m.supports(BF16, 128, 4096, 8192, {**cfg, "num_stages": 5})
+    assert "K / BK >= SPLIT" in m.supports(BF16, 128, 4096, 64, cfg)        # 1 step < 2 slices
+    assert "shared memory" in m.supports(BF16, 128, 4096, 8192, {**cfg, "BN": 256, "num_stages": 5})
     for fam, N, K in DENSE_SHAPES[:4]:
         for M in (128, 256):
             assert any(m.supports(BF16, M, N, K, c) is None for c in m.configs), (fam, M)
