@@ -22,8 +22,6 @@ STREAMK_MAX_M = 512
 # The second-round single-launch variants target the small-M shapes where splitk_atomic won (M = 4-16) and the
 # M = 32 neighbour; above, splitk_atomic lost 2-6x (screen r2 below), so their workspace holds 32 rows.
 SPLITK_ATOMIC2_MAX_M = 32
-# Its 128/256-token tiles (splitk_atomic_bigm) take the M above that, up to the largest scored M.
-SPLITK_ATOMIC_BIGM_MAX_M = 256
 # splitk_swap puts the tokens in the MMA's N dimension (BM = 16..128 per tile): its workspace is [N, 256].
 SPLITK_SWAP_MAX_M = 256
 
@@ -71,13 +69,6 @@ def k_slices_reason(N, K, config, weight_rows_per_tile: int = 1) -> str | None:
 def _splitk_atomic2_guard(M, N, K, config):
     if not 1 <= M <= SPLITK_ATOMIC2_MAX_M:
         return f"splitk_atomic_v2/_kn serve 1 <= M <= {SPLITK_ATOMIC2_MAX_M} (their workspace rows)"
-    return k_slices_reason(N, K, config)
-
-
-def _splitk_atomic_bigm_guard(M, N, K, config):
-    if not SPLITK_ATOMIC2_MAX_M < M <= SPLITK_ATOMIC_BIGM_MAX_M:
-        return (f"splitk_atomic_bigm serves {SPLITK_ATOMIC2_MAX_M + 1} <= M <= {SPLITK_ATOMIC_BIGM_MAX_M} (its "
-                f"workspace rows; smaller M are splitk_atomic_v2's)")
     return k_slices_reason(N, K, config)
 
 
@@ -182,8 +173,8 @@ SPLITK_ATOMIC2_KEYS = (*TILE_KEYS, "W_LOAD", "PREFETCH")
 # splitk_atomic measured 13.07-13.28 us there (datasets/runs/2026-12-01_nvidia-h200_tune-r4.json) against a
 # floor (weight bytes / measured HBM read bandwidth) of ~9.3-9.7 us. Each row changes one thing against the
 # control row (16, 64, 64, 16, 4, 4, "cg", 0) = splitk_atomic's default through the new kernel:
-# PREFETCH pulls the tile's workspace lines and counter into L2 at program start (cold mode evicts them, so the
-# tail's atomics and acq_rel counter would otherwise wait on HBM); W_LOAD "tma" (bulk tensor copies) against the
+# PREFETCH=1 put the tile's workspace lines and counter in L2 at program start (cold mode evicts them, so the
+# tail's atomics and acq_rel counter would otherwise wait on HBM; measured slower, now gone); W_LOAD "tma" (bulk tensor copies) against the
 # pipelined pointer loads (cp.async.cg: a cache modifier or evict_first on tl.load compiles to the same PTX once
 # pipelined, tests/kernels/test_compile_splitk2.py, so it is no knob); BM=32 is the M = 17-32 tile;
 # SPLIT=11 and 33 make N/BN * SPLIT a multiple of the 132 SMs (qkv_gate: 36 tiles x 11 = 3 x 132; pooler 64 and
@@ -193,21 +184,20 @@ SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
     # The r5 screen (datasets/runs/2026-12-01_nvidia-h200_screen-splitk-v2.json) ran every knob with the L2
     # prefetch on, which cost 2.6-3.2 us at qkv_gate M=8-16 (15.52/16.43 us against 12.90/13.20 without); there the
     # balanced SPLIT=11 (14.19/14.86) and BK=128 x SPLIT=8 (14.80/15.10) beat the prefetching control by 1.3-1.6
-    # us. So every knob was tried again without the prefetch: `prefetch.global.L2` (then PREFETCH=1) stayed 1-3 us
-    # slower at every shape of the r16-r19 screens and tunes and is gone. PREFETCH=2 warms the same lines with
-    # fire-and-forget zero adds instead (kernels/triton/splitk_atomic2.py), on the two tiles the plan runs. A
-    # deeper pipeline for the 11-12-step slices (num_stages=6) was fastest once in eight runs (unpooler M=16,
-    # ..._tune-r16.json, where mm_wt won) and made room for them.
+    # us. So every knob was tried again without the prefetch, which stayed 1-3 us slower at every shape of the
+    # r16-r19 screens and tunes; zero adds that warm the same lines (`red`, PREFETCH=2, commit 6b47ca0) measured
+    # 1.4-1.8 us slower than the same tiles without (qkv_gate M = 8-16 12.40-12.99 against 14.08-14.82 us, the
+    # unpooler's M=8 slice 5.60 against 7.14; datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json).
+    # Both are gone; the PREFETCH key stays, always 0, so plans and run files keep their config names.
     (16, 64, 64, 16, 4, 4, "cg", 0),            # default: splitk_atomic's r4 pick (the same kernel)
     (16, 64, 64, 11, 4, 4, "cg", 0),            # qkv_gate: 396 programs = 3 per SM, 11-12 K steps each
+    (16, 64, 64, 11, 4, 6, "cg", 0),            # the same with a deeper pipeline for the longer slices
     (16, 64, 64, 22, 4, 4, "cg", 0),            # qkv_gate: 792 programs = 6 per SM
     (16, 64, 128, 8, 4, 4, "cg", 0),            # the quick kernel's qkv_gate tile
     (16, 64, 64, 33, 4, 4, "cg", 0),            # pooler 2112 = 16 per SM, unpooler N=1024 528 = 4 per SM
     (32, 64, 64, 16, 4, 4, "cg", 0),            # M = 17..32 in one M tile
     (16, 64, 64, 16, 4, 4, "tma", 0),
     (16, 64, 64, 11, 4, 4, "tma", 0),
-    (16, 64, 64, 16, 4, 4, "cg", 2),            # the tail's lines warmed: the unpooler's N=1024 slice at M <= 8
-    (16, 64, 64, 11, 4, 4, "tma", 2),           # the same at qkv_gate M = 2-12 (the plan's tile)
     # The weight tile-packed at prepare ([N/BN, K/BK, BN, BK], W_LOAD "pack" / "pack_tma"): every K step one
     # contiguous block. The pooler's `packed` route (that layout, a separate reduce launch at SPLIT=2) streams its
     # weights at 95% of the probe's bandwidth under Nsight Compute, this kernel on the [N, K] layout at 69-78%
@@ -231,37 +221,7 @@ SPLITK_ATOMIC_KN_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
     (16, 64, 64, 16, 4, 4, "cg", 0),            # default: as splitk_atomic_v2's default
     (16, 64, 64, 11, 4, 4, "cg", 0),
     (16, 64, 128, 8, 4, 4, "cg", 0),
-    (16, 64, 64, 11, 4, 4, "cg", 2),            # the tail's lines warmed at qkv_gate M = 13-16 (the plan's tile)
 ])
-# The same kernel with 128-token tiles for M = 33-256 (splitk_atomic_bigm). At M = 128-256 the library's kernels
-# read their operands from L2 many times over: under Nsight Compute cuBLAS moved 178-214 MB through L2 for the
-# pooler at M=128 and 272 MB at M=256 (128 x 64 tiles: x re-read by each of 64 weight-column tiles, the 67 MB
-# weight by each 128-token tile) against 69-71 MB from DRAM, at 7.5-8.6 TB/s of L2 throughput
-# (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r25.json). The operand reads of a grid are
-# x bytes x N/BN + w bytes x ceil(M/BM): one 128-token tile at M=128 with BN=128-256 reads 99-131 MB for the
-# pooler. First screen (datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json, the last arriver taking
-# the sum out with one atomic exchange per element): 0.55-0.92x of F.linear at every M = 64-256, and the split
-# grids far behind the no-split one (o at M=256: 9.20 us without a split, 36.29 with SPLIT=2), so the bigm tail
-# now reads the sum with 16-byte loads (TAKE="load", kernels/triton/splitk_atomic2.py). 256-token tiles spilled
-# registers with that tail (8-20 bytes), as did 128 x 256 tiles over uneven K slices, and were 1.3-2x slower than
-# the 128-token rows in that screen, so they are gone. Rows by target (grid N/BN x SPLIT x M/BM; at 3 stages two programs fit an SM):
-SPLITK_ATOMIC_BIGM_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
-    (128, 128, 64, 2, 8, 4, "tma", 0),          # default: pooler M=256 (32 x 2 x 2 = 128), o / unpooler M=128
-    (128, 128, 64, 4, 8, 4, "tma", 0),          # pooler M=128: 32 x 4 = 128 programs
-    (128, 128, 64, 4, 8, 4, "cg", 0),           # the same with pointer-loaded (cp.async) weight tiles
-    (128, 128, 64, 4, 8, 3, "tma", 0),          # pooler M=256: 256 programs, two per SM; qkv_gate M=256: 144
-    (128, 128, 64, 2, 8, 3, "tma", 0),          # o / unpooler M=256: 256 programs, two per SM
-    (128, 128, 64, 7, 8, 4, "tma", 0),          # qkv_gate M=128: 18 x 7 = 126
-    (128, 128, 64, 14, 8, 3, "tma", 0),         # qkv_gate M=128: 252 programs, two per SM
-    (128, 128, 64, 1, 8, 4, "tma", 0),          # o / unpooler M=256: 128 programs, no split (a plain tiled GEMM)
-    (128, 256, 64, 4, 8, 3, "tma", 0),          # pooler M=256: 16 x 4 x 2 = 128
-    (128, 256, 64, 8, 8, 3, "tma", 0),          # pooler M=128: 16 x 8 = 128
-    (128, 128, 64, 7, 8, 3, "tma", 0),          # qkv_gate M=256: 18 x 7 x 2 = 252, two per SM
-])
-_SPLITK_ATOMIC_BIGM_PARAMS = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128),
-                              "SPLIT": (1, 2, 4, 7, 8, 14, 16), "num_warps": (4, 8), "num_stages": (2, 3, 4, 5),
-                              "W_LOAD": ("cg", "tma"), "PREFETCH": (0, 2)}
-
 # Stream-K (kernels/triton/streamk.py) on 16-row tiles: one program per SM over equal runs of tile K steps, so
 # the 132 SMs get the same number of weight bytes at any N (the split-K grids above only divide evenly at
 # chosen SPLIT). One program per SM has to keep enough weight bytes in flight alone: 16-32 KB per stage and
@@ -298,7 +258,7 @@ _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), 
 # splitk_atomic_v2 and splitk_atomic_kn: one kernel (kernels/triton/splitk_atomic2.py), one config space.
 _SPLITK_ATOMIC2_PARAMS = {**_TILE_PARAMS, "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33),
                           "num_stages": (2, 3, 4, 5, 6), "num_warps": (2, 4, 8), "W_LOAD": ("cg", "tma"),
-                          "PREFETCH": (0, 2)}
+                          "PREFETCH": (0,)}
 # Only splitk_atomic_v2 packs its weight ([N, K] tiles); splitk_atomic_kn's [K, N] layout is its own.
 _SPLITK_ATOMIC_V2_PARAMS = {**_SPLITK_ATOMIC2_PARAMS, "W_LOAD": ("cg", "tma", "pack", "pack_tma")}
 
@@ -361,8 +321,7 @@ DENSE_METHODS: tuple[Method, ...] = (
         dtypes=BF16_ONLY,
         impl="kernels.launch.splitk_atomic2:SPLITK_ATOMIC_V2",
         description="splitk_atomic with knobs: weight tiles by pointer loads or TMA, from [N, K] or tile-packed at "
-                    "prepare, the tile's workspace lines and counter pulled into L2 at program start, SPLIT that need not divide the K "
-                    "steps (balanced grids)",
+                    "prepare, SPLIT that need not divide the K steps (balanced grids)",
         params=_SPLITK_ATOMIC_V2_PARAMS,
         configs=SPLITK_ATOMIC_V2_CONFIGS,
         guard=_splitk_atomic2_guard,
@@ -375,16 +334,6 @@ DENSE_METHODS: tuple[Method, ...] = (
         params=_SPLITK_ATOMIC2_PARAMS,
         configs=SPLITK_ATOMIC_KN_CONFIGS,
         guard=_splitk_atomic2_guard,
-    ),
-    Method(
-        name="splitk_atomic_bigm",
-        dtypes=BF16_ONLY,
-        impl="kernels.launch.splitk_atomic2:SPLITK_ATOMIC_BIGM",
-        description="splitk_atomic_v2's kernel with 128/256-token tiles for M = 33-256: the whole token range in "
-                    "one or two tiles so x and the weight are re-read from L2 fewer times, K split to fill the SMs",
-        params=_SPLITK_ATOMIC_BIGM_PARAMS,
-        configs=SPLITK_ATOMIC_BIGM_CONFIGS,
-        guard=_splitk_atomic_bigm_guard,
     ),
     Method(
         name="splitk_swap",

@@ -141,11 +141,14 @@ HILO_SPLITK_CONFIGS = config_table(TILE_KEYS, [
 
 # Measured on the H200 (2026-11-30, tune of router+o, cold, device log /work/.device/3/tune.log): SPLIT=32 with
 # BM=16 won at M = 8..32 (~5.4-6.2 us), BM=64 BN=64 BK=128 SPLIT=8 8 warps at M = 128, 256 (~8.1-8.8 us); BM=128
-# and SPLIT=4 were 2x slower. The two rows after them extend around those winners. The last two give M = 128
-# and 256 one 128-token tile per weight tile, so each weight tile is read by one program of its K slice instead
-# of M/64 (the BM=128 row above ran 16-32 programs there); 128 programs at M=128 (SPLIT=32) and M=256 (SPLIT=16).
-# Under Nsight Compute the BM=64 picks kept neither DRAM (30% of peak) nor the SMs (15-25%) busy at M = 128-256
-# (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r25.json).
+# and SPLIT=4 were 2x slower. The two rows after them extend around those winners. The last gives M = 129-256 one
+# 128-token tile per weight tile, so each weight tile is read by one program of its K slice instead of M/64 (the
+# BM=128 row above ran 16-32 programs there): 128 programs at M=256 (SPLIT=16). Under Nsight Compute the BM=64
+# picks kept neither DRAM (30% of peak) nor the SMs (15-25%) busy at M = 128-256
+# (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r25.json). Screened with the PDL launch
+# (datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json): fastest at M=200 (8.29 against 8.48 us for
+# the BM=64 SPLIT=8 pick), 8.43 against 8.35 at M=256, 7.97 against 6.72 at M=128; its SPLIT=32 twin (2 K steps
+# per program at M=128) was never fastest (7.55 us there) and is not kept.
 HILO_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
     (16, 64, 64, 16, 4, 3),    # default (hi/lo interleaved: the weight tile is 2*BN rows)
     (16, 32, 128, 16, 4, 3),
@@ -157,7 +160,6 @@ HILO_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
     (128, 64, 64, 4, 8, 3),
     (32, 64, 128, 16, 4, 3),
     (64, 64, 128, 16, 8, 3),
-    (128, 64, 128, 32, 8, 3),
     (128, 64, 128, 16, 8, 3),
 ])
 

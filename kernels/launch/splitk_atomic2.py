@@ -1,10 +1,9 @@
-"""Launchers for kernels/triton/splitk_atomic2.py, BF16 families: `splitk_atomic_v2` (weight kept [N, K]),
-`splitk_atomic_kn` (weight stored [K, N] at prepare) and `splitk_atomic_bigm` (the [N, K] weight, 128- and
-256-token tiles for M up to 256).
+"""Launchers for kernels/triton/splitk_atomic2.py, BF16 families: `splitk_atomic_v2` (weight kept [N, K]) and
+`splitk_atomic_kn` (weight stored [K, N] at prepare).
 
 prepare() makes the kernel's weight (a contiguous transpose for `_kn`, the tile-packed permutation
 [N/BN, K/BK, BN, BK] for W_LOAD "pack"/"pack_tma": a one-time copy, the only extra memory besides the
-workspace), the FP32 workspace [largest M served, N] and one int32 arrival counter per output tile (zero; every
+workspace), the FP32 workspace [MAX_M, N] and one int32 arrival counter per output tile (zero; every
 call leaves them zero again, as in kernels/launch/splitk_atomic.py) and, for W_LOAD="tma", the weight's tensor
 descriptor. run() allocates only y and launches once, so it can be captured in a CUDA graph and replayed. Calls
 with one prepared state must stay on one stream (they share the workspace).
@@ -14,7 +13,7 @@ from __future__ import annotations
 from kernels.launch import check_input, check_out, impl, require
 from kernels.launch.packed import pack
 from kernels.launch.splitk_atomic import workspace
-from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M, SPLITK_ATOMIC_BIGM_MAX_M  # the guards' bounds
+from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M as MAX_M  # the guard's bound; sizes the workspace
 
 
 def check_tiling(N: int, K: int, config: dict, what: str) -> None:
@@ -24,8 +23,7 @@ def check_tiling(N: int, K: int, config: dict, what: str) -> None:
             f"needs K % BK == 0 and K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})")
 
 
-def _prepare(weight, config: dict, w_kn: bool, what: str, max_m: int = SPLITK_ATOMIC2_MAX_M,
-             take: str = "xchg") -> dict:
+def _prepare(weight, config: dict, w_kn: bool, what: str) -> dict:
     import torch
 
     # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (bf16 tl.dot is wrong
@@ -40,7 +38,7 @@ def _prepare(weight, config: dict, w_kn: bool, what: str, max_m: int = SPLITK_AT
         w = pack(weight, config["BN"], config["BK"])
     else:
         w = weight.t().contiguous() if w_kn else weight
-    ws, cnt = workspace(max_m, N, config, weight.device)     # FP32 [max_m, N] and the tiles' counters
+    ws, cnt = workspace(MAX_M, N, config, weight.device)
     w_desc = None
     if config["W_LOAD"] in ("tma", "pack_tma"):
         from triton.tools.tensor_descriptor import TensorDescriptor
@@ -49,7 +47,7 @@ def _prepare(weight, config: dict, w_kn: bool, what: str, max_m: int = SPLITK_AT
         # pack_tma: the packed tiles as [N/BN * K/BK * BN, BK] rows, one [BN, BK] box per K step.
         w_desc = TensorDescriptor.from_tensor(w.reshape(-1, config["BK"]) if packed else w, block)
     return {"w": w, "w_kn": w_kn, "w_desc": w_desc, "N": N, "K": K, "config": dict(config), "ws": ws, "cnt": cnt,
-            "what": what, "max_m": max_m, "take": take}
+            "what": what}
 
 
 def run(state: dict, x, out=None):
@@ -59,8 +57,7 @@ def run(state: dict, x, out=None):
 
     w, N, K, cfg, what = state["w"], state["N"], state["K"], state["config"], state["what"]
     M = check_input(x, K, w.dtype, what)
-    max_m = state["max_m"]
-    require(1 <= M <= max_m, what, f"serves 1 <= M <= {max_m} (its workspace rows), got M={M}")
+    require(1 <= M <= MAX_M, what, f"serves 1 <= M <= {MAX_M} (its workspace rows), got M={M}")
     y = check_out(out, M, N, w.dtype, x.device, what)
     require(y.stride(1) == 1, what, "out must be contiguous along N")
     grid = (N // cfg["BN"], cfg["SPLIT"], triton.cdiv(M, cfg["BM"]))
@@ -68,8 +65,7 @@ def run(state: dict, x, out=None):
     splitk_atomic2_kernel[grid](x, w, state["w_desc"], y, state["ws"], state["cnt"], M, N, x.stride(0),
                                 stride_w, y.stride(0), K=K, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"],
                                 SPLIT=cfg["SPLIT"], W_KN=state["w_kn"], W_LOAD=cfg["W_LOAD"],
-                                PREFETCH=cfg["PREFETCH"], TAKE=state["take"], num_warps=cfg["num_warps"],
-                                num_stages=cfg["num_stages"])
+                                num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     return y
 
 
@@ -81,10 +77,5 @@ def prepare_kn(weight, family: str, config: dict) -> dict:
     return _prepare(weight, config, True, "splitk_atomic_kn")
 
 
-def prepare_bigm(weight, family: str, config: dict) -> dict:
-    return _prepare(weight, config, False, "splitk_atomic_bigm", SPLITK_ATOMIC_BIGM_MAX_M, take="load")
-
-
 SPLITK_ATOMIC_V2 = impl(prepare_nk, run)
 SPLITK_ATOMIC_KN = impl(prepare_kn, run)
-SPLITK_ATOMIC_BIGM = impl(prepare_bigm, run)

@@ -32,28 +32,19 @@ def _take_and_zero(ws_ptrs, mask, BM: tl.constexpr, BN: tl.constexpr):
 
 @triton.jit
 def add_and_finish(acc, ws_ptrs, ws_mask, y_ptrs, y_mask, cnt_ptr, tile, SPLIT: tl.constexpr, R: tl.constexpr,
-                   C: tl.constexpr, TAKE: tl.constexpr):
+                   C: tl.constexpr):
     """The single-launch reduction of one split's [R, C] FP32 partial `acc` (SPLIT > 1), shared by every
     self-zeroing split-K kernel: add it into the workspace at ws_ptrs, bump the tile's arrival counter, and if this
-    split arrived last, take the sum out (leaving zeros), write y and reset the counter.
-
-    TAKE: how the last arriver takes the sum out -- "xchg", one 32-bit atomic exchange per element (read and zero
-    in one pass; each exchange is its own L2 atomic operation), or "load", 16-byte loads at L2 (.cg) followed by
-    16-byte stores of zeros (plain memory traffic). The counter's acquire (and the barrier that shares its value
-    with the block) orders either after every split's adds."""
+    split arrived last, take the sum out (leaving zeros), write y and reset the counter."""
     # relaxed: the adds only need atomicity; the counter's release below orders them before the last arriver's
     # reads.
     tl.atomic_add(ws_ptrs, acc, mask=ws_mask, sem="relaxed")
     tl.debug_barrier()       # every thread's adds are issued before the counter's release
     arrived = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel", scope="gpu")
     if arrived == SPLIT - 1:
-        # The acquire above makes every split's adds visible.
-        if TAKE == "load":
-            total = tl.load(ws_ptrs, mask=ws_mask, other=0.0, cache_modifier=".cg")
-            tl.store(ws_ptrs, tl.zeros((R, C), dtype=tl.float32), mask=ws_mask)
-        else:
-            # The exchange reads the sum at L2 and leaves zeros behind in one pass.
-            total = _take_and_zero(ws_ptrs, ws_mask, R, C)
+        # The acquire above makes every split's adds visible; the exchange reads the sum at L2 and leaves zeros
+        # behind in one pass.
+        total = _take_and_zero(ws_ptrs, ws_mask, R, C)
         tl.store(y_ptrs, total.to(y_ptrs.dtype.element_ty), mask=y_mask)
         tl.atomic_xchg(cnt_ptr + tile, 0, sem="relaxed")
 
@@ -92,4 +83,4 @@ def splitk_atomic_kernel(x_ptr, w_ptr, y_ptr, ws_ptr, cnt_ptr, M, N, stride_xm, 
         tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
     else:
         add_and_finish(acc, ws_ptr + rm[:, None] * N + rn[None, :], mask, y_ptrs, mask, cnt_ptr,
-                       pid_m * tl.num_programs(0) + pid_n, SPLIT, BM, BN, "xchg")
+                       pid_m * tl.num_programs(0) + pid_n, SPLIT, BM, BN)

@@ -15,18 +15,11 @@ and resets the counter: one launch, no memset, graph-replay safe). What differs,
   (128 bytes at BK=64) spaced a weight row apart. The pipelined pointer load is cp.async.cg whatever cache
   modifier or eviction policy tl.load is given (sm_90 PTX of "", ".cg" and evict_first compared identical,
   triton 3.6), so those are not knobs here.
-- PREFETCH: at program start, pull this tile's workspace lines and arrival counter into L2. The profiler's cold
-  mode reads 4x L2 of other data before every timed call, so without it the first atomic on each workspace line
-  and the counter's acq_rel round trip each wait for HBM, on the critical path of the last program of a tile.
-  PREFETCH=2 adds zero to the counter and to one word of every workspace line (`red`, fire and forget: the
-  add happens at L2, which fetches the line, and the warp goes on). The earlier PREFETCH=1 (`prefetch.global.L2`
-  hints) measured 1-3 us slower than no prefetch at every screened shape (the splitk_atomic_v2 rows of the r5-r19
-  screens and tunes in datasets/runs/) and was removed; its value is not reused.
-- TAKE (set by the method, not a config key): how the last arriver of a tile takes the sum out of the workspace
-  (kernels/triton/splitk_atomic.py add_and_finish): splitk_atomic_v2/_kn "xchg" (one atomic exchange per element),
-  splitk_atomic_bigm "load" (16-byte loads at L2, then stores of zeros): its 128x128-256x128 tiles are 16-32K
-  elements, where one atomic per element is the bottleneck -- the no-split grid ran the o projection at M=256 in
-  9.20 us and SPLIT=2 in 36.29 us with exchanges (datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json).
+- PREFETCH: always 0 (a config key kept so plans and run files keep their names). It pulled the tile's
+  workspace lines and counter into L2 at program start, so the tail's first atomics would not wait for HBM in the
+  profiler's cold mode; both ways of doing it measured slower at every shape: `prefetch.global.L2` hints by 1-3 us
+  (the PREFETCH=1 rows of the r5-r19 screens and tunes in datasets/runs/), zero adds (`red`, PREFETCH=2) by
+  1.4-1.8 us (datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json).
 - SPLIT need not divide the K steps: slice s covers K steps [s*T/SPLIT, (s+1)*T/SPLIT) of T = K/BK, so the
   program count N/BN * SPLIT can be a multiple of the 132 SMs (e.g. 36 tiles x 11 = 3 x 132 at qkv_gate).
   When it divides, the trip count is a compile-time constant, as in splitk_atomic.
@@ -35,18 +28,6 @@ import triton
 import triton.language as tl
 
 from kernels.triton.splitk_atomic import add_and_finish
-
-LINE_FP32 = tl.constexpr(32)   # FP32 elements per 128-byte cache line: one zero-add per line
-
-
-@triton.jit
-def zero_add(ptrs):
-    """Atomically add zero to the 32-bit word at every pointer of `ptrs` (`red`, no value returned): the word is
-    unchanged and its line is brought into L2, where the add is done. Inline PTX because Triton folds an
-    atomic add of a constant zero away."""
-    tl.inline_asm_elementwise("red.relaxed.gpu.global.add.u32 [$1], 0;\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
-                              dtype=tl.int32, is_pure=False, pack=1)
-
 
 @triton.jit
 def k_slice(pid_s, STEPS: tl.constexpr, SPLIT: tl.constexpr):
@@ -80,8 +61,7 @@ def _load_w(w_ptrs, w_desc, pid_n, ks, BN: tl.constexpr, BK: tl.constexpr, W_KN:
 @triton.jit(do_not_specialize=["M"])
 def splitk_atomic2_kernel(x_ptr, w_ptr, w_desc, y_ptr, ws_ptr, cnt_ptr, M, N, stride_xm, stride_w, stride_ym,
                           K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                          SPLIT: tl.constexpr, W_KN: tl.constexpr, W_LOAD: tl.constexpr, PREFETCH: tl.constexpr,
-                          TAKE: tl.constexpr):
+                          SPLIT: tl.constexpr, W_KN: tl.constexpr, W_LOAD: tl.constexpr):
     """y[M,N] = x[M,K] @ w^T with w [N,K] (W_KN=False) or w^T stored [K,N] (W_KN=True);
     grid (N/BN, SPLIT, cdiv(M, BM))."""
     pid_n = tl.program_id(0)
@@ -93,10 +73,6 @@ def splitk_atomic2_kernel(x_ptr, w_ptr, w_desc, y_ptr, ws_ptr, cnt_ptr, M, N, st
     rm_load = tl.where(row_ok, rm, 0)                   # padded rows re-read row 0; their outputs are dropped
     rn = pid_n * BN + tl.arange(0, BN)
     tile = pid_m * tl.num_programs(0) + pid_n
-    if PREFETCH == 2 and SPLIT > 1:
-        lines = pid_n * BN + tl.arange(0, (BN + LINE_FP32 - 1) // LINE_FP32) * LINE_FP32
-        zero_add((ws_ptr + rm_load[:, None] * N + lines[None, :]).to(tl.pointer_type(tl.int32)))
-        zero_add(cnt_ptr + tile + tl.zeros([1], dtype=tl.int32))
     rk = k_lo * BK + tl.arange(0, BK)
     x_ptrs = x_ptr + rm_load[:, None] * stride_xm + rk[None, :]
     if W_LOAD == "pack" or W_LOAD == "pack_tma":
@@ -122,5 +98,4 @@ def splitk_atomic2_kernel(x_ptr, w_ptr, w_desc, y_ptr, ws_ptr, cnt_ptr, M, N, st
     if SPLIT == 1:
         tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)
     else:
-        add_and_finish(acc, ws_ptr + rm[:, None] * N + rn[None, :], mask, y_ptrs, mask, cnt_ptr, tile, SPLIT, BM, BN,
-                       TAKE)
+        add_and_finish(acc, ws_ptr + rm[:, None] * N + rn[None, :], mask, y_ptrs, mask, cnt_ptr, tile, SPLIT, BM, BN)

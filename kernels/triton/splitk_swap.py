@@ -65,5 +65,4 @@ def splitk_swap_kernel(x_ptr, w_ptr, lo_ptr, y_ptr, ws_ptr, cnt_ptr, M, N, strid
         # columns no output reads and are zeroed with the rest. A mask on M (a runtime value) would stop the adds
         # from being vectorised along the token-contiguous workspace rows (one atomic per element instead of
         # one per 4: tests/kernels/test_compile_swap.py).
-        add_and_finish(acc, ws_ptrs, None, y_ptrs, mask, cnt_ptr, pid_m * tl.num_programs(0) + pid_n, SPLIT, BN, BM,
-                       "xchg")
+        add_and_finish(acc, ws_ptrs, None, y_ptrs, mask, cnt_ptr, pid_m * tl.num_programs(0) + pid_n, SPLIT, BN, BM)

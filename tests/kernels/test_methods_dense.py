@@ -8,8 +8,7 @@ from kernels.registry import METHODS, get_method
 
 MUSE = load_workload()
 DENSE_NAMES = {"torch_linear", "gemv", "splitk", "splitk_fused", "packed", "splitk_atomic", "streamk", "mm_wt",
-               "mm_swapped", "splitk_atomic_v2", "splitk_atomic_kn", "streamk_small", "splitk_swap", "mm_bias0",
-               "splitk_atomic_bigm"}
+               "mm_swapped", "splitk_atomic_v2", "splitk_atomic_kn", "streamk_small", "splitk_swap", "mm_bias0"}
 # The workload's dense shapes: (family, N, K) at the scored M (the unpooler's M=1 and M=8 are N=1024).
 DENSE_SHAPES = (("qkv_gate", 2304, 8192), ("o", 8192, 1024), ("pooler", 4096, 8192), ("unpooler", 8192, 4096),
                 ("unpooler", 1024, 4096))
@@ -133,7 +132,7 @@ def test_splitk_atomic2_guard(method):
 
     m = get_method(method)
     cfg = {"BM": 16, "BN": 64, "BK": 64, "SPLIT": 11, "num_warps": 4, "num_stages": 4, "W_LOAD": "cg",
-           "PREFETCH": 2}
+           "PREFETCH": 0}
     for M in (1, 8, 17, SPLITK_ATOMIC2_MAX_M):
         assert m.supports(BF16, M, 2304, 8192, cfg) is None      # 128 steps in 11 slices of 11-12
     assert "workspace" in m.supports(BF16, SPLITK_ATOMIC2_MAX_M + 1, 2304, 8192, cfg)
@@ -151,25 +150,6 @@ def test_streamk_small_guard():
     for fam, N, K in DENSE_SHAPES:
         assert m.supports(BF16, 8, N, K) is None, (fam, N)
     assert m.supports(BF16, SPLITK_ATOMIC2_MAX_M + 1, 2304, 8192)
-
-
-def test_splitk_atomic_bigm_guard_takes_the_m_above_the_small_tiles():
-    """splitk_atomic_bigm serves M = 33-256 (its workspace rows; M <= 32 are splitk_atomic_v2's), whole tiles, a K
-    step per slice, the pipeline in shared memory; every dense family has a config at M = 128 and 256."""
-    from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M, SPLITK_ATOMIC_BIGM_MAX_M
-
-    m = get_method("splitk_atomic_bigm")
-    cfg = m.configs[0]
-    for M in (SPLITK_ATOMIC2_MAX_M + 1, 100, 129, SPLITK_ATOMIC_BIGM_MAX_M):
-        assert m.supports(BF16, M, 4096, 8192, cfg) is None
-    for M in (1, SPLITK_ATOMIC2_MAX_M, SPLITK_ATOMIC_BIGM_MAX_M + 1):
-        assert "serves 33 <= M <= 256" in m.supports(BF16, M, 4096, 8192, cfg)
-    assert "N % BN == 0" in m.supports(BF16, 128, 4000, 8192, cfg)
-    assert "K / BK >= SPLIT" in m.supports(BF16, 128, 4096, 64, cfg)        # 1 step < 2 slices
-    assert "shared memory" in m.supports(BF16, 128, 4096, 8192, {**cfg, "BN": 256, "num_stages": 5})
-    for fam, N, K in DENSE_SHAPES[:4]:
-        for M in (128, 256):
-            assert any(m.supports(BF16, M, N, K, c) is None for c in m.configs), (fam, M)
 
 
 @pytest.mark.parametrize("method", ["splitk_atomic_v2", "splitk_atomic_kn", "streamk_small"])
