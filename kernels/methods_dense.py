@@ -186,7 +186,7 @@ SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
     # balanced SPLIT=11 (14.19/14.86) and BK=128 x SPLIT=8 (14.80/15.10) beat the prefetching control by 1.3-1.6
     # us. So every knob was tried again without the prefetch, which stayed 1-3 us slower at every shape of the
     # r16-r19 screens and tunes; zero adds that warm the same lines (`red`, PREFETCH=2, commit 6b47ca0) measured
-    # 1.4-1.8 us slower than the same tiles without (qkv_gate M = 8-16 12.40-12.99 against 14.08-14.82 us, the
+    # 1.3-1.8 us slower than the same tiles without (qkv_gate M = 8-16 12.40-12.99 against 14.08-14.82 us, the
     # unpooler's M=8 slice 5.60 against 7.14; datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json).
     # Both are gone; the PREFETCH key stays, always 0, so plans and run files keep their config names.
     (16, 64, 64, 16, 4, 4, "cg", 0),            # default: splitk_atomic's r4 pick (the same kernel)
