@@ -1,6 +1,6 @@
 """Every config of splitk_atomic_v2 / splitk_atomic_kn / streamk_small compiles for sm_90 (H200) on this CPU
-machine without spills, with the pieces each knob promises in the PTX (TMA bulk copies, cp.async
-pipelining, the single-launch atomics). Skips where triton's ptxas is missing."""
+machine without spills, with the pieces each knob promises in the PTX (TMA bulk copies, cp.async pipelining, the
+single-launch atomics). Skips where triton's ptxas is missing."""
 import pytest
 
 triton = pytest.importorskip("triton")
