@@ -175,8 +175,9 @@ SPLITK_ATOMIC2_KEYS = (*TILE_KEYS, "W_LOAD", "PREFETCH")
 # control row (16, 64, 64, 16, 4, 4, "cg", 0) = splitk_atomic's default through the new kernel:
 # PREFETCH=1 put the tile's workspace lines and counter in L2 at program start (cold mode evicts them, so the
 # tail's atomics and acq_rel counter would otherwise wait on HBM; measured slower, now gone); W_LOAD "tma" (bulk
-# tensor copies) against the pipelined pointer loads (cp.async.cg: a cache modifier or evict_first on tl.load compiles to the same PTX once
-# pipelined, tests/kernels/test_compile_splitk2.py, so it is no knob); BM=32 is the M = 17-32 tile;
+# tensor copies) against the pipelined pointer loads (cp.async.cg: a cache modifier or evict_first on tl.load
+# compiles to the same PTX once pipelined, tests/kernels/test_compile_splitk2.py, so it is no knob); BM=32 is the
+# M = 17-32 tile;
 # SPLIT=11 and 33 make N/BN * SPLIT a multiple of the 132 SMs (qkv_gate: 36 tiles x 11 = 3 x 132; pooler 64 and
 # the unpooler's N=1024 slice 16 tiles x 33 = 16 / 4 x 132) where SPLIT=16 leaves 576 = 4.36 x 132 programs;
 # BK=128 x SPLIT=8 is the tile of an earlier quick kernel that measured 11.76 us at qkv_gate M=8 in another harness.

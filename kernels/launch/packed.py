@@ -21,6 +21,28 @@ def unpack(wp):
     return wp.permute(0, 2, 1, 3).reshape(nt * BN, kt * BK)
 
 
+def weight_for_load(weight, w_load: str, rows: int, BK: int, tma_block=None):
+    """The weight as a single-launch kernel's W_LOAD reads it, and its tensor descriptor (None unless TMA).
+
+    "pack" / "pack_tma": tile-packed [N/rows, K/BK, rows, BK] (`pack`), and for "pack_tma" a descriptor over its
+    [N/rows * K/BK * rows, BK] row view with one [rows, BK] box per K step; "tma": a descriptor over `weight` with
+    `tma_block` boxes; anything else: `weight` as given. Shared by splitk_atomic_v2 and router_hilo_flag."""
+    packed = w_load in ("pack", "pack_tma")
+    w = pack(weight, rows, BK) if packed else weight
+    desc = None
+    if w_load in ("tma", "pack_tma"):
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        desc = TensorDescriptor.from_tensor(w.reshape(-1, BK) if packed else w,
+                                            [rows, BK] if packed else list(tma_block))
+    return w, desc
+
+
+def row_stride(w) -> int:
+    """The weight-row stride a kernel is passed: 0 for the packed 4-d layout (its tile offsets are constexpr)."""
+    return w.stride(0) if w.dim() == 2 else 0
+
+
 def prepare(weight, family: str, config: dict) -> dict:
     import torch
 

@@ -213,6 +213,7 @@ def prepare_hilo_flag(weight, family: str, config: dict) -> dict:
     import torch
     import triton
 
+    from kernels.launch.packed import weight_for_load
     from kernels.launch.splitk_atomic2 import check_tiling
 
     N, K = _check_weight(weight, "router_hilo_flag")
@@ -223,17 +224,9 @@ def prepare_hilo_flag(weight, family: str, config: dict) -> dict:
     # count at 0 again.
     tiles = triton.cdiv(HILO_FLAG_MAX_M, config["BM"]) * (N // config["BN"])
     flags = torch.zeros(tiles * FLAG_STRIDE, dtype=torch.int32, device=weight.device)
-    packed = config["W_LOAD"] in ("pack", "pack_tma")
-    if packed:
-        from kernels.launch.packed import pack
-
-        w2 = pack(w2, 2 * config["BN"], config["BK"])     # [2N/2BN, K/BK, 2BN, BK]: one block per K step
-    w_desc = None
-    if config["W_LOAD"] in ("tma", "pack_tma"):
-        from triton.tools.tensor_descriptor import TensorDescriptor
-
-        w_desc = TensorDescriptor.from_tensor(w2.reshape(-1, config["BK"]) if packed else w2,
-                                              [2 * config["BN"], config["BK"]])
+    # "pack": [2N/2BN, K/BK, 2BN, BK], one block per K step; "tma": [2BN, BK] boxes of the interleaved rows.
+    w2, w_desc = weight_for_load(w2, config["W_LOAD"], 2 * config["BN"], config["BK"],
+                                 [2 * config["BN"], config["BK"]])
     return {"w2": w2, "w_desc": w_desc, "flags": flags, "N": N, "K": K, "config": dict(config)}
 
 
@@ -243,6 +236,7 @@ def run_hilo_flag(state: dict, x):
     import torch
     import triton
 
+    from kernels.launch.packed import row_stride
     from kernels.triton.router import router_hilo_flag_kernel
 
     w2, N, K, cfg = state["w2"], state["N"], state["K"], state["config"]
@@ -251,8 +245,7 @@ def run_hilo_flag(state: dict, x):
             f"serves 1 <= M <= {HILO_FLAG_MAX_M} (its token counts), got M={M}")
     y = torch.empty((M, N), dtype=torch.float32, device=x.device)
     grid = (cfg["SPLIT"] + 1, N // cfg["BN"], triton.cdiv(M, cfg["BM"]))
-    stride_wn = w2.stride(0) if w2.dim() == 2 else 0    # the packed 4-d layout's offsets are constexpr
-    router_hilo_flag_kernel[grid](x, w2, state["w_desc"], y, state["flags"], M, N, x.stride(0), stride_wn,
+    router_hilo_flag_kernel[grid](x, w2, state["w_desc"], y, state["flags"], M, N, x.stride(0), row_stride(w2),
                                   y.stride(0), K=K, W_LOAD=cfg["W_LOAD"], SWAP=cfg["SWAP"], FLAG_STRIDE=FLAG_STRIDE,
                                   **_dot_meta(cfg))
     return y

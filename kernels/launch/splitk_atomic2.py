@@ -11,7 +11,7 @@ with one prepared state must stay on one stream (they share the workspace).
 from __future__ import annotations
 
 from kernels.launch import check_input, check_out, impl, require
-from kernels.launch.packed import pack
+from kernels.launch.packed import row_stride, weight_for_load
 from kernels.launch.splitk_atomic import workspace
 from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M as MAX_M  # the guard's bound; sizes the workspace
 
@@ -32,20 +32,12 @@ def _prepare(weight, config: dict, w_kn: bool, what: str) -> dict:
             f"weight must be a row-major bf16/fp32 [N, K], got {weight.dtype} {tuple(weight.shape)}")
     N, K = weight.shape
     check_tiling(N, K, config, what)
-    packed = config["W_LOAD"] in ("pack", "pack_tma")
-    require(not (packed and w_kn), what, f"W_LOAD={config['W_LOAD']!r} packs the [N, K] weight; not with [K, N]")
-    if packed:
-        w = pack(weight, config["BN"], config["BK"])
-    else:
-        w = weight.t().contiguous() if w_kn else weight
+    w_load, BN, BK = config["W_LOAD"], config["BN"], config["BK"]
+    require(not (w_load.startswith("pack") and w_kn), what,
+            f"W_LOAD={w_load!r} packs the [N, K] weight; not with [K, N]")
+    w, w_desc = weight_for_load(weight.t().contiguous() if w_kn else weight, w_load, BN, BK,
+                                [BK, BN] if w_kn else [BN, BK])
     ws, cnt = workspace(MAX_M, N, config, weight.device)
-    w_desc = None
-    if config["W_LOAD"] in ("tma", "pack_tma"):
-        from triton.tools.tensor_descriptor import TensorDescriptor
-
-        block = [config["BK"], config["BN"]] if w_kn else [config["BN"], config["BK"]]
-        # pack_tma: the packed tiles as [N/BN * K/BK * BN, BK] rows, one [BN, BK] box per K step.
-        w_desc = TensorDescriptor.from_tensor(w.reshape(-1, config["BK"]) if packed else w, block)
     return {"w": w, "w_kn": w_kn, "w_desc": w_desc, "N": N, "K": K, "config": dict(config), "ws": ws, "cnt": cnt,
             "what": what}
 
@@ -61,9 +53,8 @@ def run(state: dict, x, out=None):
     y = check_out(out, M, N, w.dtype, x.device, what)
     require(y.stride(1) == 1, what, "out must be contiguous along N")
     grid = (N // cfg["BN"], cfg["SPLIT"], triton.cdiv(M, cfg["BM"]))
-    stride_w = w.stride(0) if w.dim() == 2 else 0     # the packed 4-d weight's tile offsets are constexpr
     splitk_atomic2_kernel[grid](x, w, state["w_desc"], y, state["ws"], state["cnt"], M, N, x.stride(0),
-                                stride_w, y.stride(0), K=K, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"],
+                                row_stride(w), y.stride(0), K=K, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"],
                                 SPLIT=cfg["SPLIT"], W_KN=state["w_kn"], W_LOAD=cfg["W_LOAD"],
                                 num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     return y

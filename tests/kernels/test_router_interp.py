@@ -27,9 +27,8 @@ def _worker() -> list[dict]:
     import interp_patch  # noqa: F401  (the triton 3.6 interpreter's runtime loop bounds)
     import torch
     import triton
-    from triton.tools.tensor_descriptor import TensorDescriptor
 
-    from kernels.launch.packed import pack
+    from kernels.launch.packed import weight_for_load
     from kernels.launch.router import FLAG_STRIDE, interleave_rows, split_hilo
     from kernels.triton.gemv_wide import gemv_wide_kernel
     from kernels.triton.router import (router_gemv_fp32_kernel, router_hilo_atomic_kernel, router_hilo_flag_kernel,
@@ -78,14 +77,12 @@ def _worker() -> list[dict]:
             # router_hilo_flag: both orientations, twice on one set of token counts (each call must leave them 0)
             # into an output full of NaN (the zeroing program must overwrite every element it owns).
             # split + 1 = 5 and 9 do not divide the 16 K steps (uneven slices).
-            # "pack"/"pack_tma": the interleaved rows tile-packed as the launcher packs them.
+            # "pack"/"pack_tma": the interleaved rows tile-packed by the launchers' weight_for_load.
             for swap, fsplit, w_load in ((0, split, "cp"), (1, split, "tma"), (0, split + 1, "tma"),
                                          (1, split + 1, "cp"), (0, split + 1, "pack"), (1, split, "pack"),
                                          (0, split, "pack_tma"), (1, split + 1, "pack_tma")):
                 flags = torch.zeros(triton.cdiv(64, bm) * (N // bn) * FLAG_STRIDE, dtype=torch.int32)
-                wk = pack(w2, 2 * bn, bk) if w_load.startswith("pack") else w2
-                desc = (TensorDescriptor.from_tensor(wk.reshape(-1, bk) if w_load == "pack_tma" else wk,
-                                                     [2 * bn, bk]) if w_load.endswith("tma") else None)
+                wk, desc = weight_for_load(w2, w_load, 2 * bn, bk, [2 * bn, bk])
                 for _ in range(2):
                     y = torch.full((M, N), float("nan"))
                     router_hilo_flag_kernel[(fsplit + 1, N // bn, triton.cdiv(M, bm))](
