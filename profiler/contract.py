@@ -303,10 +303,11 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
 
     torch = _torch()
     contract = contract if contract is not None else default_contract()
-    guard = guard if guard is not None else Guard()
     family, M, N, K = shape["family"], int(shape["M"]), int(shape["N"]), int(shape["K"])
     use_graph = torch.device(device).type == "cuda" if use_graph is None else use_graph
     w = weight if weight is not None else make_weight(family, N, K, seed, device, dtype=shape.get("w_dtype"))
+    # After the weight: its allocation initialises CUDA, which sets CUDA_MODULE_LOADING (torch's own change).
+    guard = guard if guard is not None else Guard()
     w_before = w.clone()
     life = _Lifecycle(candidate, state, family, M, K, WeightReference(w_before), seed, device,
                       float(shape["rel_l2_tol"]), shape["x_dtype"], shape["y_dtype"],

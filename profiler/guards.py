@@ -1,15 +1,25 @@
-"""What a candidate must leave alone: process-wide torch settings, the harness's own functions, persisting L2.
+"""What a candidate must leave alone: process-wide torch settings, the process environment, the harness's own
+functions, persisting L2.
 
     guard = Guard(harness=None)     # snapshot of the settings now, and of the harness functions (or `harness`)
     guard.check("prepare()") -> ["changed global setting torch.backends.cuda.matmul.allow_tf32 (from False to
-                                  True) in prepare()", ...]   (and everything is restored before it returns)
+                                  True) in prepare()",
+                                 "changed environment variable CUBLAS_WORKSPACE_CONFIG (from unset to ':0:0') in
+                                  loading the module", ...]   (and everything is restored before it returns)
     harness_now() -> the harness functions as they are now (the worker keeps them from its start)
     reset_persisting_l2(device) -> "ok" | why not
 
 Why: a candidate that turns TF32 on in prepare() made the baseline's FP32 router results wrong and faster in the
-same sweep; a module that replaces the profiler's timer (or F.linear) could make any number up. The worker checks
-before loading a candidate and after each of its steps (load, prepare, every run() call, capture), fails the
-candidate with the setting's name, and restores the snapshot before anything else runs.
+same sweep; a module that replaces the profiler's timer (or F.linear) could make any number up; a module that set
+CUBLAS_WORKSPACE_CONFIG=:0:0 and CUBLASLT_WORKSPACE_SIZE=0 at import made the baseline's F.linear in the same worker
+up to 13.7x slower (H200, router M=32: 19.8 -> 271 us), because cuBLAS reads them when it first makes a workspace.
+The worker checks before loading a candidate and after each of its steps (load, prepare, every run() call, capture),
+fails the candidate with the setting's name, and restores the snapshot before anything else runs.
+
+The environment is read where native libraries read it (the C `environ` array, through ctypes), so os.putenv and a
+libc setenv() are seen as well as os.environ. Restoring it cannot undo what a library already read: that is why the
+worker initialises the lazily configured libraries before any candidate is imported (profiler.isolation) and the
+sweep compares the baseline with a worker that never loaded a candidate (the canary).
 """
 from __future__ import annotations
 
@@ -50,7 +60,12 @@ def _settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
                   torch.is_deterministic_algorithms_warn_only_enabled()),
          lambda v: torch.use_deterministic_algorithms(v[0], warn_only=v[1])),
         ("torch.get_default_dtype()", torch.get_default_dtype, torch.set_default_dtype),
+        # host threads: eager (host-inclusive) timings and the FP64 reference on CPU depend on them
+        ("torch.get_num_threads()", torch.get_num_threads, torch.set_num_threads),
     ]
+    if hasattr(torch._C, "_accelerator_getAllocatorSettings"):  # the caching allocator's runtime settings
+        out.append(("caching allocator settings (torch._C._accelerator_getAllocatorSettings())",
+                    torch._C._accelerator_getAllocatorSettings, torch._C._accelerator_setAllocatorSettings))
     if hasattr(mm, "allow_fp16_accumulation") or "allow_fp16_accumulation" in dir(mm):
         out.append(("torch.backends.cuda.matmul.allow_fp16_accumulation", *attr(mm, "allow_fp16_accumulation")))
     try:  # torch >= 2.9: the fp32_precision API (global, cuBLAS, cuDNN conv/rnn)
@@ -73,6 +88,8 @@ def _settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
                  torch.backends.cuda.preferred_blas_library),
                 ("torch.cuda.current_device()", torch.cuda.current_device, torch.cuda.set_device),
                 ("torch.cuda.current_stream()", torch.cuda.current_stream, torch.cuda.set_stream),
+                ("torch.cuda.get_per_process_memory_fraction()", torch.cuda.get_per_process_memory_fraction,
+                 torch.cuda.set_per_process_memory_fraction),
                 (PERSISTING_L2_SETTING, persisting_l2_limit, _set_persisting_l2_limit)]
     return out
 
@@ -87,6 +104,42 @@ def _read(getter) -> Any:
 def snapshot() -> dict[str, Any]:
     """{setting name: value} of every setting in the list above that this torch has."""
     return {name: _read(get) for name, get, _ in _settings()}
+
+
+# --- the process environment --------------------------------------------------------------------------------
+def process_environment() -> dict[str, str]:
+    """{name: value} of the C-level environment (what cuBLAS, the CUDA driver and the allocator read with
+    getenv); falls back to os.environ where libc's `environ` cannot be read."""
+    import os
+
+    try:
+        libc = ctypes.CDLL(None)
+        entries = ctypes.POINTER(ctypes.c_char_p).in_dll(libc, "environ")
+    except (OSError, ValueError, AttributeError):
+        return dict(os.environ)
+    out, i = {}, 0
+    while entries[i] is not None:
+        name, _, value = entries[i].decode("utf-8", "surrogateescape").partition("=")
+        out[name] = value
+        i += 1
+    return out
+
+
+def environment_changes(before: dict[str, str], now: dict[str, str]) -> list[tuple[str, str | None, str | None]]:
+    """[(name, value before or None when unset, value now or None)] for every variable added, removed or changed."""
+    return [(k, before.get(k), now.get(k)) for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)]
+
+
+def restore_environment(before: dict[str, str]) -> None:
+    """Set the environment back to `before` (os.environ and the C environment together)."""
+    import os
+
+    for name, old, _ in environment_changes(before, process_environment()):
+        if old is None:
+            os.environ.pop(name, None)
+            os.unsetenv(name)  # a variable set with libc setenv() is not in os.environ
+        else:
+            os.environ[name] = old
 
 
 # --- the harness's own functions ---------------------------------------------------------------------------
@@ -153,10 +206,18 @@ class Guard:
     def __init__(self, harness: dict | None = None):
         self.harness = dict(harness) if harness is not None else harness_now()
         self.settings = snapshot()
+        self.environment = process_environment()
 
     def check(self, where: str) -> list[str]:
-        """Reasons for every setting or harness function changed since the snapshot (then restored)."""
+        """Reasons for every setting, environment variable or harness function changed since the snapshot (then
+        restored)."""
         reasons = []
+        env_changes = environment_changes(self.environment, process_environment())
+        for name, old, new in env_changes:
+            reasons.append(f"changed environment variable {name} (from {'unset' if old is None else repr(old)} to "
+                           f"{'unset' if new is None else repr(new)}) in {where}")
+        if env_changes:
+            restore_environment(self.environment)
         now = snapshot()
         # None: unknown right now (a CUDA read failed); not a change the candidate can be blamed for here.
         changed = [k for k in self.settings if now.get(k) is not None and now.get(k) != self.settings[k]]

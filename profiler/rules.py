@@ -53,7 +53,8 @@ kernel's outputs. A kernel that reads the weights as given and accumulates in FP
 Why it catches lossy weights (int8 with a scale per 128 columns: entry error up to ~1.1% of the group's sigma):
   a kernel that reads W' = W + E on both rows returns 2S E[:, c] + rounding for the difference; with S ~ sqrt(K)
   (spike_magnitude) the output entries are dominated by r_d + -S W_nc, and every entry whose weight W_nc is
-  smaller than its own quantisation error / 2 u_y exceeds the bound -- about a third of the entries of a pair.
+  smaller than its own quantisation error / 2 u_y exceeds the bound (a quarter to a third of a pair's entries in
+  the tests).
   A kernel exact on the spiky row and lossy on the other cannot choose: the two rows are of one kind. What a kernel
   could still do is compare rows with each other (find two rows equal but for one entry); the known-wrong set has
   no such kernel and the rule does not claim to catch one.
@@ -372,12 +373,13 @@ def pair_rule(y_a, y_b, pref: PairReference, pre: str = "") -> tuple[float, list
     reasons = []
     if not worst <= 1.0:
         over = int((ratio > 1.0).sum())
-        other = "the next call's" if pref.cross else "its"
-        reasons.append(f"{pre}paired-row probe: rows {pref.rows_a[p]} and {other} row {pref.rows_b[p]} (equal but "
-                       f"for one spike entry, negated) differ by {float((ya[ia] - yb[ib])[p, n]):.6e} at column {n}, "
-                       f"expected {float(pref.delta[p, n]):.6e} +- {float(pref.bound[p, n]):.2e} (output rounding "
-                       f"and FP32 accumulation); {over} of {ratio.numel()} entries over the bound: the weights "
-                       f"were not read as given, or the kernel treats rows differently by how they look")
+        rows = (f"row {pref.rows_a[p]} and the partner call's row {pref.rows_b[p]}" if pref.cross else
+                f"rows {pref.rows_a[p]} and {pref.rows_b[p]}")
+        reasons.append(f"{pre}paired-row probe ({rows}: equal but for one spike entry, negated): their outputs "
+                       f"differ by {float((ya[ia] - yb[ib])[p, n]):.5e} at column {n}, expected "
+                       f"{float(pref.delta[p, n]):.5e} +- {float(pref.bound[p, n]):.2e} (output rounding and FP32 "
+                       f"accumulation); {over} of {ratio.numel()} entries over the bound: the weights are not "
+                       f"read as given, or rows are treated differently by how they look")
     return worst, reasons
 
 
