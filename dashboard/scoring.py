@@ -17,7 +17,7 @@ Published tables (`score_official`) are correct by publication: the official eva
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -184,6 +184,7 @@ class ScoreBreakdown:
     equiv_baseline_us: float
     equiv_candidate_us: float
     below_floor_included: tuple = ()  # shapes below the measured floor that were scored because the user asked
+    accuracy: str | None = None       # accuracy_note: shown beside the score wherever it appears
 
     def load_ratios(self) -> dict[str, float]:
         return dict(zip(self.loads["load"], self.loads["ratio"]))
@@ -244,6 +245,30 @@ def score_official(official: pd.DataFrame, workload, candidate: str = "036 (offi
     return _score_wide(frame, workload.load_order, baseline="baseline", candidate=candidate)
 
 
+LESS_ACCURATE = "less_accurate"  # the sweep's flag: correct, but error > the contract's factor x the baseline's
+
+
+def accuracy_note(times: pd.DataFrame, candidate: str, scored: pd.DataFrame | None = None) -> str | None:
+    """The words that go beside a score whose candidate is flagged less_accurate at a scored shape, with the
+    factor ("less accurate: error up to 5.2x the baseline's at 3 of 30 scored shapes (decode 1/o, ...)"); None
+    when it is not (or `times` carries no flags). `times`: rows with candidate, flags and optionally vs_baseline."""
+    if "flags" not in times:
+        return None
+    rows = times[times["candidate"] == candidate]
+    if scored is not None:
+        rows = rows.merge(scored[SHAPE_ID], on=SHAPE_ID)
+    flagged = rows[[isinstance(f, (list, tuple)) and LESS_ACCURATE in f for f in rows["flags"]]]
+    if flagged.empty:
+        return None
+    factors = pd.to_numeric(flagged["vs_baseline"], errors="coerce") if "vs_baseline" in flagged else pd.Series(dtype=float)
+    factor = f"error up to {factors.max():.3g}x the baseline's" if factors.notna().any() else \
+        "error above the contract's factor x the baseline's"
+    names = [shape_key(r.load, r.family, r.M) for r in flagged.itertuples()]
+    where = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    total = len(scored) if scored is not None else len(rows)
+    return f"less accurate: {factor} at {len(flagged)} of {total} scored shapes ({where})"
+
+
 def score_long(times: pd.DataFrame, baseline: str, candidate: str, workload,
                include_below_floor: bool = False) -> ScoreBreakdown:
     """Score two candidates from a long table: load, family, M, N, K, candidate, median_us and correctness
@@ -262,8 +287,9 @@ def score_long(times: pd.DataFrame, baseline: str, candidate: str, workload,
         rows = times.loc[(times["candidate"] == name) & (times["status"] != FAILED), SHAPE_ID + ["median_us"]]
         sides[role] = scored.merge(rows, on=SHAPE_ID, how="left")["median_us"].to_numpy()
     frame = scored.assign(**sides)
-    return _score_wide(frame, workload.load_order, baseline=baseline, candidate=candidate,
-                       below_floor=tuple(gate.below_floor) if include_below_floor else ())
+    out = _score_wide(frame, workload.load_order, baseline=baseline, candidate=candidate,
+                      below_floor=tuple(gate.below_floor) if include_below_floor else ())
+    return replace(out, accuracy=accuracy_note(times, candidate, scored))
 
 
 def complete_loads(times: pd.DataFrame, baseline: str, candidate: str, workload,

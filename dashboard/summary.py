@@ -22,6 +22,8 @@ def format_breakdown(b: ScoreBreakdown, title: str) -> str:
               f"  time saved: {b.time_saved:.2%}",
               f"  score-equivalent time: {b.baseline} {b.equiv_baseline_us:,.2f} µs, "
               f"{b.candidate} {b.equiv_candidate_us:,.2f} µs"]
+    if b.accuracy:
+        lines.append(f"  {b.candidate}: {b.accuracy}")
     return "\n".join(lines)
 
 
