@@ -29,9 +29,14 @@ SHAPE_ID = ["load", "family", "M", "N", "K"]
 
 # Status of one candidate at one shape, in the order one wins over another when several apply.
 FAILED, INCORRECT, BELOW_FLOOR, MISSING, OK = "failed", "incorrect", "below_floor", "missing", "ok"
-STATUSES = (FAILED, INCORRECT, BELOW_FLOOR, MISSING, OK)
+# The sweep's canary found this baseline result at another speed than in a worker that never loaded a candidate
+# (flag "baseline_disturbed"): a candidate reached it, so no ratio with it means anything.
+DISTURBED = "disturbed"
+DISTURBED_FLAG = "baseline_disturbed"
+STATUSES = (FAILED, INCORRECT, DISTURBED, BELOW_FLOOR, MISSING, OK)
 _PHRASE = {INCORRECT: "is incorrect at", FAILED: "failed at", MISSING: "has no time for",
-           BELOW_FLOOR: "is below the measured HBM floor at"}
+           BELOW_FLOOR: "is below the measured HBM floor at",
+           DISTURBED: "ran at another speed than in a clean worker (canary: baseline disturbed) at"}
 BELOW_FLOOR_NOTE = "an artifact of the measurement, left out of scores unless included explicitly"
 
 
@@ -48,11 +53,12 @@ class NoScore(ScoringError):
 
 
 def result_status(correct, flags) -> list[str]:
-    """Status of result rows from their `correct` and `flags` columns: incorrect, below_floor or ok."""
+    """Status of result rows from their `correct` and `flags` columns: incorrect, disturbed, below_floor or ok."""
     out = []
     for ok, fl in zip(correct, flags):
         fl = fl if isinstance(fl, (list, tuple)) else []
-        out.append(INCORRECT if not bool(ok) or "incorrect" in fl else BELOW_FLOOR if "below_floor" in fl else OK)
+        out.append(INCORRECT if not bool(ok) or "incorrect" in fl else DISTURBED if DISTURBED_FLAG in fl
+                   else BELOW_FLOOR if "below_floor" in fl else OK)
     return out
 
 
@@ -89,7 +95,7 @@ class Gate:
         out = []
         sides = [(self.baseline, "baseline")] + ([(self.candidate, "candidate")]
                                                  if self.candidate != self.baseline else [])
-        for status in (INCORRECT, FAILED, MISSING, BELOW_FLOOR):
+        for status in (INCORRECT, FAILED, DISTURBED, MISSING, BELOW_FLOOR):
             if status == BELOW_FLOOR and self.include_below_floor:
                 continue
             for name, role in sides:

@@ -65,7 +65,8 @@ def _shape_name(row) -> str:
 
 
 METHOD_COLUMN = 44  # characters; a longer method wraps onto continuation lines, between its words
-STATUS_WORDS = {"failed": "FAILED", "incorrect": "INCORRECT", "below_floor": "BELOW FLOOR", "missing": "no time"}
+STATUS_WORDS = {"failed": "FAILED", "incorrect": "INCORRECT", "below_floor": "BELOW FLOOR", "missing": "no time",
+                "disturbed": "DISTURBED"}
 
 
 def _method_lines(method: str) -> list[str]:

@@ -56,3 +56,23 @@ def test_report_and_cli_show_the_flag_beside_the_score(tmp_path):
     assert rep.summary["accuracy"] == "less accurate: error up to 6x the baseline's at 1 of 30 scored shapes " \
                                       "(decode 32/pooler)"
     assert any(v.endswith(rep.summary["accuracy"]) for k, v in rep.facts if k == "Score (derived)"), rep.facts
+
+
+def test_a_baseline_the_canary_found_disturbed_gives_the_pair_no_score(tmp_path):
+    """The sweep flags the paired baseline's result where the canary saw it at another speed: no score, and the
+    message says why and where."""
+    run = json.loads(FIXTURE.read_text())
+    for r in run["results"]:
+        if r["candidate"] == "baseline" and (r["load"], r["family"]) == ("decode 1", "router"):
+            r["flags"] = list(r.get("flags") or []) + [scoring.DISTURBED_FLAG]
+    path = tmp_path / "2026-12-02_synthetic-gpu_disturbed.json"
+    path.write_text(json.dumps(run))
+    data = runs.load_run_data(path)
+    try:
+        runs.run_score(data, "baseline", "seed036")
+    except scoring.NoScore as exc:
+        assert str(exc) == ("no score: baseline ran at another speed than in a clean worker (canary: baseline "
+                            "disturbed) at 1 scored shape (decode 1/router)")
+        assert exc.gate.refused
+    else:
+        raise AssertionError("a disturbed baseline was scored")
