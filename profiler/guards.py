@@ -125,6 +125,15 @@ def process_environment() -> dict[str, str]:
     return out
 
 
+# Variables torch sets itself, with its own default, the first time a lazily imported part of it runs: a candidate
+# that uses torch.compile (or anything importing torch._dynamo) makes them appear, and they change nothing the
+# baseline's libraries read. Their APPEARANCE is not a change; a new value for one that was set still is.
+LIBRARY_DEFAULTS = {
+    "TORCHINDUCTOR_CACHE_DIR": "torch._inductor.runtime.cache_dir_utils.cache_dir() sets it on first use",
+    "CUDA_MODULE_LOADING": "torch sets it to LAZY when it initialises CUDA",
+}
+
+
 def environment_changes(before: dict[str, str], now: dict[str, str]) -> list[tuple[str, str | None, str | None]]:
     """[(name, value before or None when unset, value now or None)] for every variable added, removed or changed."""
     return [(k, before.get(k), now.get(k)) for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)]
@@ -212,7 +221,12 @@ class Guard:
         """Reasons for every setting, environment variable or harness function changed since the snapshot (then
         restored)."""
         reasons = []
-        env_changes = environment_changes(self.environment, process_environment())
+        env_changes = []
+        for name, old, new in environment_changes(self.environment, process_environment()):
+            if old is None and name in LIBRARY_DEFAULTS:
+                self.environment[name] = new  # torch's own default appearing (LIBRARY_DEFAULTS): held from now
+                continue
+            env_changes.append((name, old, new))
         for name, old, new in env_changes:
             reasons.append(f"changed environment variable {name} (from {'unset' if old is None else repr(old)} to "
                            f"{'unset' if new is None else repr(new)}) in {where}")

@@ -46,6 +46,24 @@ def test_a_removed_or_changed_variable_is_named_and_put_back(clean_var):
     assert os.environ[VAR] == "1" and guards.process_environment()[VAR] == "1"
 
 
+def test_a_variable_torch_sets_itself_on_a_lazy_import_is_not_a_change_but_a_new_value_for_it_is():
+    """Importing torch._dynamo (torch.compile does) sets TORCHINDUCTOR_CACHE_DIR to torch's default: seen in a
+    CPU sweep after a restore of the TF32 settings; a candidate using torch.compile must not be refused for it."""
+    saved = os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    try:
+        g = guards.Guard()
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = "/tmp/torchinductor_default"
+        assert g.check("run()") == []
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = "/tmp/elsewhere"
+        assert g.check("run()") == ["changed environment variable TORCHINDUCTOR_CACHE_DIR (from "
+                                    "'/tmp/torchinductor_default' to '/tmp/elsewhere') in run()"]
+        assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/tmp/torchinductor_default"
+    finally:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        if saved is not None:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = saved
+
+
 def test_host_threads_are_a_guarded_setting():
     g = guards.Guard()
     before = torch.get_num_threads()
