@@ -449,10 +449,10 @@ class CaptureOnlyLossy(TorchLinear):
 
 
 class DegradesAfterReplays(TorchLinear):
-    """Right for its first `AFTER` calls or replays, then drops the second half of K: a counter on the device is
-    incremented by every call (inside the graph too), and torch.where picks the truncated result once it passes
-    AFTER -- no host sync, so it captures. The lifecycle contract makes ~15 calls and replays; timing makes
-    thousands. Caught by the check of the timed graphs after timing."""
+    """Right for its first `AFTER` calls or replays at each M, then drops the second half of K: a counter on the
+    device (one per M) is incremented by every call (inside the graph too), and torch.where picks the truncated
+    result once it passes AFTER -- no host sync, so it captures. The lifecycle contract makes ~15 calls and replays
+    at a shape; timing makes hundreds to thousands. Caught by the check of the timed graphs after timing."""
 
     name, expect = "degrades_after_replays", "after timing"
     AFTER = 400
@@ -460,9 +460,11 @@ class DegradesAfterReplays(TorchLinear):
     def run(self, state, family, x):
         import torch
 
-        counter = state.get("counter")
-        if counter is None or counter.device != x.device:
-            counter = state["counter"] = torch.zeros((), dtype=torch.int64, device=x.device)
+        counters = state.setdefault("counters", {})
+        M = int(x.shape[0])
+        if M not in counters:
+            counters[M] = torch.zeros((), dtype=torch.int64, device=x.device)
+        counter = counters[M]
         counter.add_(1)
         half = x.shape[1] // 2
         full = _linear(x, state["w"])
