@@ -266,7 +266,8 @@ def accuracy_note(times: pd.DataFrame, candidate: str, scored: pd.DataFrame | No
     flagged = rows[[isinstance(f, (list, tuple)) and LESS_ACCURATE in f for f in rows["flags"]]]
     if flagged.empty:
         return None
-    factors = pd.to_numeric(flagged["vs_baseline"], errors="coerce") if "vs_baseline" in flagged else pd.Series(dtype=float)
+    factors = (pd.to_numeric(flagged["vs_baseline"], errors="coerce") if "vs_baseline" in flagged
+               else pd.Series(dtype=float))
     factor = f"error up to {factors.max():.3g}x the baseline's" if factors.notna().any() else \
         "error above the contract's factor x the baseline's"
     names = [shape_key(r.load, r.family, r.M) for r in flagged.itertuples()]
