@@ -27,8 +27,8 @@ in by the harness from the task's workload):
 - PAIRED dense rows (pair rule; its numbers -- PAIR_EVERY_ROWS, PAIR_LAMBDA, the spike -- are derived below, not
   tunable contract numbers, so they live here): rows a and b of one input are equal except at a's spike column c,
   where b holds -x_a[c]; so y(a) - y(b) must equal (x_a - x_b) W^T = 2 x_a[c] W[:, c] -- one column of the
-  weights, scaled by 2S, read through two rows that look like every other dense row. Where an input has no room for a pair (M=1),
-  the partner is the same input with every spike flipped (partner_input), run as the next call;
+  weights, scaled by 2S, read through two rows that look like every other dense row. Where an input has no room
+  for a pair (M=1), the partner is the same input with every spike flipped (partner_input), run as the next call;
 - the inputs the sweep TIMES are built by the same function with the same layout (vary=False only drops the
   magnitude scaling), so no kind of row exists only in checked calls;
 - input magnitude varies across calls: x is scaled by 2^e, e from input_scale_exponents (2^-8 ... 2^8) by
