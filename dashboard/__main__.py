@@ -15,7 +15,7 @@ from datasets import DatasetError, load_workload
 from dashboard import runs, scoring, sources, views, workloads
 from dashboard.kernels import ExplainError
 from dashboard.summary import format_breakdown, format_loads, format_shape_table, format_unscored_pairs
-from profiler.runfile import RunFileError
+from datasets.runfile import RunFileError
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_SCORE = 3

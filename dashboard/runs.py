@@ -18,7 +18,7 @@ import pandas as pd
 from datasets import DEFAULT_WORKLOAD, NEARBY_LOAD, RUNS_DIR, DatasetError, Workload, workload_of_run
 from datasets.jsonfile import JsonInputError, read_json
 from datasets.workload import RUN_KEY
-from profiler.runfile import RunFileError, load_run, validate_run
+from datasets.runfile import RunFileError, load_run, validate_run
 from dashboard import metrics, roofline, scoring
 from dashboard.workloads import default_workload
 
@@ -136,7 +136,7 @@ def run_workload(run: dict, source: str) -> tuple[Workload, str | None]:
 
 
 def load_run_data(path, workload: Workload | None = None) -> RunData:
-    """Load and validate a run file (profiler.runfile.load_run, then check_against_workload) and tabulate it.
+    """Load and validate a run file (datasets.runfile.load_run, then check_against_workload) and tabulate it.
 
     The workload is the run's own (embedded, or the default with a note for an older run); passing `workload`
     checks the run against that one instead. Results get a `status` (ok / incorrect / below_floor, see

@@ -5,7 +5,7 @@
 Per config: prepare on a random weight, two calls on fresh inputs (the second one shows a workspace or counter
 left dirty by the first), rel-L2 of each vs the FP64 product against the family's tolerance, and, for the
 methods with a workspace, workspace and counters zero afterwards. A config the guard rejects at the shape is
-reported SKIP. Exit 1 when any config FAILs. The full contract is profiler/contract.py (the screen runs it too).
+reported SKIP. Exit 1 when any config FAILs. The full contract is profiler/check/contract.py (the screen runs it too).
 """
 from __future__ import annotations
 

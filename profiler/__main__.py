@@ -53,8 +53,8 @@ class _Progress:
 
 def _default_out(label: str) -> Path:
     from datasets import RUNS_DIR
-    from profiler.runfile import run_filename
-    from profiler.telemetry import cuda_device_name
+    from datasets.runfile import run_filename
+    from profiler.measure.telemetry import cuda_device_name
 
     # The GPU's name from the driver: this process never creates a CUDA context (the worker does).
     return Path(RUNS_DIR) / run_filename(dt.date.today(), cuda_device_name() or "unknown-gpu", label)
@@ -78,7 +78,7 @@ def _out_path(cmd: str, out: str | None, label: str) -> Path:
 
 def _label(cmd: str, raw: str) -> str:
     """A label usable in a file name; says so when it had to change (`my kernels` -> `my-kernels`)."""
-    from profiler.runfile import safe_label
+    from datasets.runfile import safe_label
 
     label = safe_label(raw)
     if label != raw:
@@ -111,7 +111,7 @@ def _spec_label(spec: str) -> str:
 
 def _shapes(cmd: str, selection: str, workload) -> list[dict]:
     """The --shapes selection's rows in `workload`, or exit 2 with one line naming what is wrong with it."""
-    from profiler.sweep import select_shapes
+    from profiler.commands.sweep import select_shapes
 
     try:
         return select_shapes(selection, workload)
@@ -125,7 +125,7 @@ def cmd_run(args, argv) -> int:
     if not specs:
         print("profiler run: give at least one --plan (the first is the baseline of every pair)", file=sys.stderr)
         return 1
-    from profiler.cli_workload import workload_or_exit
+    from profiler.cli_options import workload_or_exit
 
     workload = workload_or_exit("run", args.workload)
     _check_specs(specs, workload)
@@ -136,7 +136,7 @@ def cmd_run(args, argv) -> int:
     out = _out_path("run", args.out, label) if args.out or not args.cluster else None
     if _local(args.cluster):
         _cuda_or_exit("run")
-    from profiler.sweep import SweepSettings
+    from profiler.commands.sweep import SweepSettings
 
     settings = SweepSettings(mode=args.mode, shapes=args.shapes, max_seconds_per_shape=args.max_seconds_per_shape,
                              seed=args.seed, probes=not args.no_probes, shape_timeout_s=args.shape_timeout_s,
@@ -159,16 +159,16 @@ def _local(cluster: str | None) -> bool:
 
 
 def _cluster_errors() -> tuple:
-    """profiler.cluster.ClusterError where dask was imported (only --cluster imports it)."""
-    mod = sys.modules.get("profiler.cluster")
+    """profiler.backends.dask.ClusterError where dask was imported (only --cluster imports it)."""
+    mod = sys.modules.get("profiler.backends.dask")
     return (mod.ClusterError,) if mod is not None else ()
 
 
 def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluster=None, workload=None) -> dict:
     """run_sweep; every user-facing problem is one line and an exit (130 after Ctrl-C, 1 otherwise)."""
-    from profiler.runfile import RunFileError
-    from profiler.sweep import SweepInputError, WorkerStartError, run_sweep
-    from profiler.worker import WorkerDied, WorkerError
+    from datasets.runfile import RunFileError
+    from profiler.commands.sweep import SweepInputError, WorkerStartError, run_sweep
+    from profiler.worker.process import WorkerDied, WorkerError
 
     try:
         return run_sweep(specs, shapes, out, label=label, settings=settings, progress=_Progress(),
@@ -197,14 +197,14 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluste
 
 
 def cmd_probe(args, argv) -> int:
-    from profiler.cli_workload import workload_or_exit
+    from profiler.cli_options import workload_or_exit
 
     workload = workload_or_exit("probe", args.workload)
     shapes = _shapes("probe", args.shapes, workload)
     label = _label("probe", args.label or "probes")
     out = _out_path("probe", args.out, label)
     _cuda_or_exit("probe")
-    from profiler.sweep import SweepSettings
+    from profiler.commands.sweep import SweepSettings
 
     settings = SweepSettings(shapes=args.shapes, command="python -m profiler " + " ".join(argv))
     # Probes only: the shapes give the byte counts to probe, no candidate is run.
@@ -215,7 +215,7 @@ def cmd_probe(args, argv) -> int:
 
 
 def cmd_summarize(args, argv) -> int:
-    from profiler.runfile import RunFileError, load_run
+    from datasets.runfile import RunFileError, load_run
 
     try:
         run = load_run(args.run)
@@ -293,7 +293,7 @@ def _option(argv: list[str], name: str) -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from profiler.cli_workload import add_workload_argument
+    from profiler.cli_options import add_workload_argument
 
     p = argparse.ArgumentParser(prog="python -m profiler", description="check, time and probe projection kernels")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -301,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--plan", action="append", help="plan name or .json path (repeatable; first = baseline)")
     r.add_argument("--candidate", action="append",
                    help="a module .py with prepare(weight), run(state, family, x); or file.py:Class (the Candidate "
-                        "protocol, e.g. profiler/wrong.py:StaleOutput); or method:NAME[:{json config}]")
+                        "protocol, e.g. profiler/check/wrong.py:StaleOutput); or method:NAME[:{json config}]")
     r.add_argument("--shapes", default="official", help="official | nearby | all | FAMILY[,FAMILY]:M,M,... | M=M,M,... ; parts joined by + (e.g. nearby+M=2,384)")
     add_workload_argument(r)
     r.add_argument("--mode", choices=("cold", "stream"), default="cold")
@@ -325,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--label")
     s = sub.add_parser("summarize", help="print a run file's per-shape table")
     s.add_argument("run")
-    sub.add_parser("tune", help="tune a plan (profiler.tune)", add_help=False)
+    sub.add_parser("tune", help="tune a plan (profiler.commands.tune)", add_help=False)
     from profiler.explain_cli import add_arguments as explain_arguments
 
     explain_arguments(sub.add_parser("explain", help="per-kernel breakdown of each call (Nsight Compute + Kineto)"))
@@ -334,13 +334,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "tune":  # everything after `tune` belongs to profiler.tune
+    if argv and argv[0] == "tune":  # everything after `tune` belongs to profiler.commands.tune
         if not {"-h", "--help"} & set(argv[1:]) and _local(_option(argv, "--cluster")):
-            from profiler.cli_workload import workload_or_exit
+            from profiler.cli_options import workload_or_exit
 
             workload_or_exit("tune", _option(argv, "--workload"))   # a bad workload is one line, before CUDA
             _cuda_or_exit("tune")
-        from profiler.tune import main as tune_main
+        from profiler.commands.tune import main as tune_main
 
         return int(tune_main(argv[1:]) or 0)
     args = build_parser().parse_args(argv)

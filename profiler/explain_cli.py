@@ -15,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", action="append", help="plan name or .json path (repeatable)")
     p.add_argument("--candidate", action="append", help="a user's module .py with prepare(weight), run(state, family, x)")
     p.add_argument("--shapes", default="official", help="a selection as for `profiler run --shapes` (official, nearby, all, FAMILY:M,..., M=..., joined by +)")
-    from profiler.cli_workload import add_workload_argument
+    from profiler.cli_options import add_workload_argument
 
     add_workload_argument(p)
     p.add_argument("--shape", action="append", metavar="KEY",
@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _missing_tools() -> tuple[list[str], object]:
     """What explain needs and this machine lacks, each in words that say where it looked."""
-    from profiler.ncu import NcuError, ncu_tool
+    from profiler.measure.ncu import NcuError, ncu_tool
 
     problems = []
     try:
@@ -54,7 +54,7 @@ def _missing_tools() -> tuple[list[str], object]:
 
 
 def _select(shapes: list[dict], keys: list[str] | None) -> list[dict]:
-    from profiler.sweep import shape_key
+    from profiler.commands.sweep import shape_key
 
     if not keys:
         return shapes
@@ -66,7 +66,7 @@ def _select(shapes: list[dict], keys: list[str] | None) -> list[dict]:
 
 
 def _cluster_errors() -> tuple:
-    mod = sys.modules.get("profiler.cluster")   # imported only with --cluster
+    mod = sys.modules.get("profiler.backends.dask")   # imported only with --cluster
     return (mod.ClusterError,) if mod is not None else ()
 
 
@@ -76,7 +76,7 @@ def cmd_explain(args, argv) -> int:
         print("profiler explain: give at least one --plan or --candidate", file=sys.stderr)
         return 1
     from kernels.candidate import check_spec
-    from profiler.cli_workload import workload_or_exit
+    from profiler.cli_options import workload_or_exit
 
     workload = workload_or_exit("explain", args.workload)
     remote = args.cluster is not None and not args.cluster.startswith("local")
@@ -85,11 +85,11 @@ def cmd_explain(args, argv) -> int:
         print(f"profiler explain: needs {' and '.join(problems)}", file=sys.stderr)
         return EXIT_MISSING
     from datasets import RUNS_DIR
-    from profiler.explain import ExplainSettings, format_explain, run_explain
-    from profiler.runfile import RunFileError, run_filename
-    from profiler.sweep import SweepInputError, WorkerStartError, select_shapes
-    from profiler.telemetry import cuda_device_name
-    from profiler.worker import WorkerDied, WorkerError
+    from profiler.commands.explain import ExplainSettings, format_explain, run_explain
+    from datasets.runfile import RunFileError, run_filename
+    from profiler.commands.sweep import SweepInputError, WorkerStartError, select_shapes
+    from profiler.measure.telemetry import cuda_device_name
+    from profiler.worker.process import WorkerDied, WorkerError
 
     try:
         for spec in specs:

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"datasets": 0, "kernels": 1, "profiler": 2, "dashboard": 3, "app": 4, "app_pages": 4}
 PLOTLY_ALLOWED = {"dashboard/figures.py", "dashboard/kernel_figures.py", "dashboard/report.py"}
-TORCH_FREE = ["datasets", "kernels.registry", "kernels.plans", "profiler.runfile", "profiler.stats", "profiler.tune_rules"]
+TORCH_FREE = ["datasets", "kernels.registry", "kernels.plans", "datasets.runfile", "profiler.measure.stats", "profiler.commands.tune_rules"]
 
 
 def _layer_of(path: Path) -> tuple[str, int]:
@@ -46,7 +46,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 def test_there_is_something_to_check():
     names = {p.relative_to(ROOT).as_posix() for p in _source_files()}
-    assert {"datasets/__init__.py", "dashboard/scoring.py", "profiler/runfile.py"} <= names
+    assert {"datasets/__init__.py", "dashboard/scoring.py", "datasets/runfile.py"} <= names
 
 
 @pytest.mark.parametrize("path", _source_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -104,7 +104,7 @@ def test_dashboard_imports_with_torch_and_streamlit_blocked():
 def test_torch_free_modules_import_with_torch_blocked():
     present = [m for m in TORCH_FREE
                if (ROOT / (m.replace(".", "/") + ".py")).exists() or (ROOT / m / "__init__.py").exists()]
-    assert "datasets" in present and "profiler.runfile" in present
+    assert "datasets" in present and "datasets.runfile" in present
     result = _import_blocked(present)
     assert result["failed"] == {}
     assert result["loaded"] == []

@@ -1,5 +1,5 @@
 """GPU: splitk_atomic_v2, splitk_atomic_kn, streamk_small, splitk_swap, router_hilo_swap and gemv_rows pass the full
-contract (profiler.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph replays
+contract (profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph replays
 with new inputs, inputs and weights unchanged) with every config at every official and nearby shape their guards
 admit, and the BF16 split-K variants leave workspace and counters zero after eager calls and graph replays that
 mix M."""
@@ -42,8 +42,8 @@ def test_workspace_zero_after_calls_and_replays_of_mixed_m(name, config_index):
     output right, and the workspace and counters all zero at the end (qkv_gate, N=2304, K=8192)."""
     import torch
 
-    from profiler.contract import make_input, make_weight, reference
-    from profiler.timing import capture_graph
+    from profiler.check.contract import make_input, make_weight, reference
+    from profiler.measure.timing import capture_graph
 
     N, K = 2304, 8192
     method = get_method(name)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.runfile import new_run, write_run_atomic
+from datasets.runfile import new_run, write_run_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler import ncu
-from profiler.explain import make_jobs
-from profiler.sweep import select_shapes
+from profiler.measure import ncu
+from profiler.commands.explain import make_jobs
+from profiler.commands.sweep import select_shapes
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures" / "ncu"

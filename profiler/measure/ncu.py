@@ -8,7 +8,7 @@ The CSV is ncu's machine-readable "raw" page (`--csv --page raw --print-units ba
 - printed at run time, ncu's own "==PROF==" / "==WARNING==" lines share stdout with the CSV: skipped;
 - the NVTX column (`--nvtx`) holds the enclosing push/pop range, e.g.
   `1037  "<default domain>:projlab 3 qkv_gate M16 baseline:none:none:none:none:none:none" `.
-Calls are told apart by that range: profiler.explain_task pushes "projlab <job> ..." around exactly one call,
+Calls are told apart by that range: profiler.worker.explain_task pushes "projlab <job> ..." around exactly one call,
 and the parent keeps the job table, so a kernel is attributed by the job number, never by parsing names.
 """
 from __future__ import annotations

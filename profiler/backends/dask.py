@@ -1,12 +1,13 @@
-"""Scale-out on dask.distributed: `python -m profiler run|tune|explain --cluster local|local:N|tcp://HOST:8786`.
+"""The dask backend: `python -m profiler run|tune|explain --cluster local|local:N|tcp://HOST:8786`.
 
-Imported only when --cluster is given (dask is an optional dependency: requirements-scale.txt).
+dask is an optional dependency (requirements-scale.txt): this module imports it only inside the functions that
+use it, so it imports cleanly without dask; profiler.backends.open calls it only when --cluster is given.
 
-The unit of work is the isolated worker task of profiler.sweep / profiler.explain (one shape with all its
-candidates: paired timing never spans workers; a tuner point's stages stay on one worker). Each dask worker runs
-those task functions with its own profiler.sweep.WorkerPool, so a candidate's CUDA fault still only ends a projlab
-worker process, never the dask worker. This process keeps the rules and the run files: ClusterGroup is a backend
-of sweep_on / tune_on / explain_on (like profiler.sweep.LocalBackend), `parallel` tasks at a time.
+The unit of work is a Task (profiler.backends.base: one shape with all its candidates, so paired timing never
+spans workers; a tuner point's stages stay on one worker). Each dask worker runs task.run with its own
+profiler.backends.pool.WorkerPool, so a candidate's CUDA fault still only ends a projlab worker process, never the
+dask worker. The caller keeps the rules and the run files: ClusterGroup is a Backend (like
+profiler.backends.local.LocalBackend), `parallel` tasks at a time. This module never imports a command.
 
 - `local`: a dask cluster on this host with one worker per visible GPU, each pinned with CUDA_VISIBLE_DEVICES;
   `local:N` the first N GPUs (on device "cpu", N unpinned workers: tests). A scheduler address: its workers as
@@ -16,8 +17,8 @@ of sweep_on / tune_on / explain_on (like profiler.sweep.LocalBackend), `parallel
   other's contention).
 - One run file (and, for tune, one plan) per GPU model: results of mixed models are never scored together.
   Several models: the file names get the model's slug (`..._nvidia-h100-80gb-hbm3.json`).
-- A task whose dask worker dies is retried once (the scheduler's allowed-failures is set to 1), then recorded as
-  a failure of every candidate it carried; the sweep goes on.
+- A task whose dask worker dies is retried once (the scheduler's allowed-failures is set to 1), then the task's
+  own `lost` record is returned (a shape task: a failure of every candidate it carried); the sweep goes on.
 - environment.workers[] holds every projlab worker process of the run with its dask worker, host and GPU;
   results/failures/shape_info point into it (`worker`); environment.cluster lists the dask workers.
 - Ctrl-C cancels the cluster's tasks and keeps the partial run files.
@@ -30,8 +31,11 @@ import re
 import threading
 import uuid
 from copy import deepcopy
-from pathlib import Path
 from typing import Callable
+
+from profiler.backends.base import Task
+from profiler.backends.isolate import ENVIRONMENT
+from profiler.backends.pool import WorkerPool
 
 ALLOWED_FAILURES = 1          # a task is retried once after its dask worker died, then KilledWorker
 CONNECT_TIMEOUT_S = 30.0
@@ -66,8 +70,6 @@ class _Log:
 
 def _pool(sweep_id: str, config: dict):
     """This dask worker's WorkerPool for one sweep (another sweep's pools are closed first)."""
-    from profiler.sweep import WorkerPool
-
     key = (sweep_id, json.dumps(config, sort_keys=True))
     for old in [k for k in _POOLS if k[0] != sweep_id]:
         _POOLS.pop(old).close()
@@ -105,7 +107,7 @@ def _shipped():
     def run_task(blob: bytes) -> bytes:
         import cloudpickle
 
-        from profiler.cluster import on_dask_worker
+        from profiler.backends.dask import on_dask_worker
 
         sweep_id, config, fn, args = cloudpickle.loads(blob)
         try:
@@ -114,7 +116,7 @@ def _shipped():
             return cloudpickle.dumps(("error", exc))
 
     def close(sweep_id: str, force: bool) -> None:
-        from profiler.cluster import close_pools as close_them
+        from profiler.backends.dask import close_pools as close_them
 
         close_them(sweep_id, force)
 
@@ -252,12 +254,10 @@ class Fleet:
 
     def _identify(self) -> dict[str, dict]:
         """{dask worker name: the environment its projlab worker reports}; refuses two workers on one GPU."""
-        from profiler.sweep import environment_task
-
         workers = self.client.scheduler_info(n_workers=-1)["workers"]
         if not workers:
             raise ClusterError(f"--cluster {self.spec}: the scheduler has no workers (start them with `dask worker`)")
-        futures = {addr: self.client.submit(RUN_TASK, _pack(self.sweep_id, self.config, environment_task, ()),
+        futures = {addr: self.client.submit(RUN_TASK, _pack(self.sweep_id, self.config, ENVIRONMENT.run, ()),
                                             workers=[addr], allow_other_workers=False, pure=False)
                    for addr in workers}
         envs = {}
@@ -381,7 +381,7 @@ def _gpu_identity(env: dict):
 
 
 class ClusterGroup:
-    """The dask workers of one GPU model as a sweep backend (profiler.sweep.LocalBackend's methods)."""
+    """The dask workers of one GPU model as a Backend (profiler.backends.base)."""
 
     def __init__(self, fleet: Fleet, model: str, names: list[str], where: list[str] | None):
         self.fleet, self.model, self.names, self.where = fleet, model, list(names), where
@@ -395,36 +395,35 @@ class ClusterGroup:
         self._pool_of: list[str] = []            # the dask-side pool of each record
         self._pool_now: dict[str, str] = {}      # dask worker name -> its pool (a restarted worker has a new one)
 
-    def call(self, fn: Callable, *args, pin: str | None = None):
-        """fn(pool, *args) on one of this group's dask workers (with `pin`, the one that ran that pin before).
-        A task whose worker died twice returns the failure records fn's `lost` result gives (shapes, checks);
-        other tasks raise ClusterError."""
+    def call(self, task: Task, *args, pin: str | None = None):
+        """task.run(pool, *args) on one of this group's dask workers (with `pin`, the one that ran that pin
+        before). A task whose worker died twice returns task.lost(args, why) -- what that unit of work declares it
+        leaves (a shape task: failure records); a task that declares nothing raises ClusterError."""
         from distributed import KilledWorker
-
-        from profiler.sweep import environment_task
 
         target = self._pins.get(pin) if pin else None
         workers = [target] if target else self.where
-        fut = self.fleet.submit(fn, args, workers, loose=target is not None)
+        fut = self.fleet.submit(task.run, args, workers, loose=target is not None)
         bound = workers if workers and not target and all("://" in w for w in workers) else None
         try:
             out = self.fleet.wait(fut, bound)
         except KilledWorker as exc:
             why = (f"its dask worker died while running it, and again after one retry on another worker "
                    f"({type(exc).__name__}: {exc})")
-            lost = LOST.get(getattr(fn, "__name__", ""))
-            if lost is None:
-                raise ClusterError(f"{getattr(fn, '__name__', fn)}: {why}") from None
+            if task.lost is None:
+                raise ClusterError(f"{task.name} task: {why}") from None
             self.fleet.log(f"[{self.model}] task lost: {why}")
-            return lost(args, why[:500])
+            return task.lost(args, why[:500])
         for line in out["log"]:
             self.fleet.log(f"[{out['dask_worker']}] {line}")
         result = self._absorb(out)
         if pin:
             self._pins[pin] = out["dask_worker"]
-        if fn is environment_task:
-            result = dict(result) | {"cluster": self.describe()}
         return result
+
+    def environment(self) -> dict:
+        """The environment of the worker that answers, with environment.cluster (this model's dask workers)."""
+        return dict(self.call(ENVIRONMENT)) | {"cluster": self.describe()}
 
     def _absorb(self, out: dict):
         """Merge the dask worker's process records into this group's, and point the result's `worker` fields at
@@ -492,151 +491,3 @@ def _remap(result, mapping: dict):
     if out.get("worker") is not None:
         out["worker"] = mapping.get(out["worker"], out["worker"])
     return out
-
-
-# -- what a task lost to two worker deaths leaves ---------------------------------------------------------------
-def _shape_lost(args: tuple, why: str) -> dict:
-    from profiler.sweep import failure_record
-
-    shape, live = args[0], args[1]
-    return {"results": [], "pairs": [], "info": {}, "telemetry": None, "worker": None, "incidents": {},
-            "failures": [failure_record(shape, c["name"], "died", "dask", [why]) for c in live]}
-
-
-def _check_lost(args: tuple, why: str) -> dict:
-    return {"calls": [], "kineto": {}, "kineto_errors": {}, "failures": {j["job"]: f"check: {why}" for j in args[1]}}
-
-
-def _ncu_lost(args: tuple, why: str) -> dict:
-    return {"records": {}, "errors": {j["job"]: f"ncu: {why}" for _, jobs in args[1] for j in jobs},
-            "export_errors": [], "ncu_processes": 0}
-
-
-LOST = {"shape_task": _shape_lost, "check_task": _check_lost, "ncu_task": _ncu_lost}
-
-
-# ============================================================================================ the three commands
-
-def model_paths(out, models: list[str], default: Callable[[str], Path]) -> dict[str, Path]:
-    """One file per GPU model: `out` itself for one model, else `out` with the model's slug before the suffix;
-    no `out`: default(model)."""
-    from profiler.runfile import slug
-
-    if out is None:
-        return {m: Path(default(m)) for m in models}
-    out = Path(out)
-    if len(models) == 1:
-        return {models[0]: out}
-    return {m: out.with_name(f"{out.stem}_{slug(m)}{out.suffix}") for m in models}
-
-
-def _default_run(label: str) -> Callable[[str], Path]:
-    import datetime as dt
-
-    from datasets import RUNS_DIR
-    from profiler.runfile import run_filename
-
-    return lambda model: Path(RUNS_DIR) / run_filename(dt.date.today(), model, label)
-
-
-def _each_group(fleet: Fleet, groups: dict, work: Callable[[str, "ClusterGroup"], object]) -> dict:
-    """work(model, group) for every GPU model, all at once (disjoint GPUs); Ctrl-C cancels the cluster's tasks."""
-    from profiler.sweep import for_each
-
-    out: dict = {}
-    for_each(list(groups), lambda m: work(m, groups[m]), lambda m, r: out.__setitem__(m, r), len(groups),
-             fleet.cancel)
-    return {m: out[m] for m in groups}
-
-
-class _FleetProgress:
-    """One bar for the whole fleet: shapes (or points) done over all models, per-worker counts as its detail."""
-
-    def __init__(self, progress: Callable | None, groups: dict):
-        self.progress, self.groups, self.done = progress, groups, {}
-        self._lock = threading.Lock()
-
-    def for_group(self, model: str) -> Callable | None:
-        if self.progress is None:
-            return None
-
-        def report(stage: str, i: int, n: int, detail: str | None = None) -> None:
-            if stage == "probes":
-                return
-            with self._lock:
-                self.done[model] = i
-                total = n * len(self.groups)
-                text = " ".join(g.detail() for g in self.groups.values())
-                self.progress(stage, sum(self.done.values()), total, detail=text)
-
-        return report
-
-
-def run_sweep_cluster(spec: str, specs: list[str], given: list[str], shapes: list[dict], out_path, *, label: str,
-                      settings, config: dict, progress: Callable | None = None, log: Callable[[str], None] = print,
-                      measure_shapes: bool = True, workload=None) -> dict:
-    """profiler.sweep.run_sweep on a dask cluster -> {gpu model: run} (one run file each). `workload` goes into
-    every task (the dask workers' projlab workers build plans and the contract from it) and every run file."""
-    from profiler.runfile import RunWriter
-    from profiler.sweep import sweep_on
-
-    fleet = Fleet(spec, config, log)
-    try:
-        groups = fleet.groups()
-        paths = model_paths(out_path, list(groups), _default_run(label))
-        writers = {m: RunWriter(p) for m, p in paths.items()}   # refuse an existing file before any work
-        bars = _FleetProgress(progress, groups)
-        runs = _each_group(fleet, groups, lambda m, g: sweep_on(
-            g, specs, given, shapes, writers[m], label=label, settings=deepcopy(settings),
-            progress=bars.for_group(m), log=log, measure_shapes=measure_shapes, workload=workload))
-        for model, run in runs.items():
-            log(f"{model}: run file {paths[model]} ({run['status']}, {len(run['results'])} results)")
-        return runs
-    finally:
-        fleet.close()
-
-
-def tune_cluster(spec: str, points: list, out_run, out_plan, *, settings, config: dict, workload, skip: dict,
-                 log: Callable[[str], None] = print, progress: Callable | None = None) -> list[dict]:
-    """profiler.tune on a dask cluster: per GPU model, its points fanned out over that model's workers (each
-    point's stages on one worker; the rules here) -> one {"plan", "plan_path", "run", "run_path"} per model."""
-    from profiler.runfile import RunWriter
-    from profiler.tune import default_plan_name, default_run_path, tune_on
-
-    fleet = Fleet(spec, config, log)
-    try:
-        groups = fleet.groups()
-        runs = model_paths(out_run, list(groups), default_run_path)
-        default_plan = Path(f"kernels/plans/{default_plan_name(workload)}.json")
-        plans = model_paths(out_plan, list(groups), lambda m: default_plan)
-        writers = {m: RunWriter(p) for m, p in runs.items()}
-        bars = _FleetProgress(progress, groups)
-        out = _each_group(fleet, groups, lambda m, g: tune_on(
-            g, points, writers[m], plans[m], settings=settings, workload=workload, skip=skip, log=log,
-            progress=bars.for_group(m)))
-        return list(out.values())
-    finally:
-        fleet.close()
-
-
-def run_explain_cluster(spec: str, specs: list[str], shapes: list[dict], out_path, *, label: str, settings,
-                        tool, config: dict, log: Callable[[str], None] = print, workload=None) -> dict:
-    """profiler.explain on a dask cluster -> {gpu model: run}. Each dask worker profiles with its host's ncu
-    (`tool` is used only on this host's local cluster)."""
-    from profiler.explain import explain_on
-    from profiler.runfile import RunWriter
-
-    fleet = Fleet(spec, config, log)
-    try:
-        groups = fleet.groups()
-        paths = model_paths(out_path, list(groups), _default_run(label))
-        writers = {m: RunWriter(p) for m, p in paths.items()}
-        local_tool = tool if fleet.cluster is not None else None
-        runs = _each_group(fleet, groups, lambda m, g: explain_on(
-            g, specs, shapes, writers[m], label=label, settings=deepcopy(settings), tool=local_tool, log=log,
-            workload=workload))
-        for model, run in runs.items():
-            log(f"{model}: run file {paths[model]} ({run['status']}, {len(run['kernels'])} kernel records)")
-        return runs
-    finally:
-        fleet.close()

@@ -2,12 +2,12 @@
 
     WorkerMeasure(backend, settings, log)(shape, [(method, config), ...], timing) -> {"timed", "rejected", "info"}
 
-is the `measure` function of profiler.tune_rules (its contract is there), used by `python -m profiler tune` and the
+is the `measure` function of profiler.commands.tune_rules (its contract is there), used by `python -m profiler tune` and the
 screening bench. Each call is ONE shape task of the worker protocol (profiler.worker): every candidate a
 `method:NAME:{config}` spec named by its label (kernels.method.format_config), checked with the contract's quick
 check (one eager call on fresh inputs with probe rows, vs the FP64 reference) and the passing ones timed together
-(paired rounds, the same sampler as `profiler run`). `backend` runs that task (profiler.sweep.shape_task) on this
-host's worker (profiler.sweep.LocalBackend) or on a dask worker (profiler.cluster.ClusterGroup). A candidate whose worker died, hung or broke its CUDA context is a rejection with
+(paired rounds, the same sampler as `profiler run`). `backend` runs that task (profiler.commands.sweep.shape_task) on this
+host's worker (profiler.commands.sweep.LocalBackend) or on a dask worker (profiler.backends.dask.ClusterGroup). A candidate whose worker died, hung or broke its CUDA context is a rejection with
 the cause, the others are measured again in a fresh worker, and the tune goes on; a candidate that took a worker
 down at `settings.max_incidents` shapes is not run again.
 
@@ -17,18 +17,21 @@ the same timed/rejected lists, and so the same plan, on one worker or many.
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Callable
 
-from profiler.sweep import INCIDENT_KINDS, SweepSettings
+from kernels.candidate import method_spec
+from kernels.method import format_config
+from profiler.backends.isolate import SHAPE
+from profiler.measure.policy import SWEEP
+from profiler.worker.records import INCIDENT_KINDS
+from profiler.worker.settings import SweepSettings
 
 
 def timing_settings(base: SweepSettings, timing: dict) -> SweepSettings:
-    """The worker's settings for one tuner stage: quick check, cold mode, the stage's measure_shape knobs."""
-    return replace(base, mode="cold", check="quick", probes=False, min_pairs=int(timing["min_pairs"]),
-                   rse_target=float(timing["rse_target"]), max_seconds_per_shape=float(timing["max_seconds"]),
-                   batch_rounds=int(timing["batch_rounds"]), warmup_seconds=float(timing["warmup_seconds"]),
-                   instances=int(timing.get("instances", 2)))
+    """The worker's settings for one tuner stage: quick check, cold mode, timed by the stage's policy (a
+    TimingPolicy.stage() dict: profiler.measure.policy)."""
+    return base.with_policy(SWEEP.with_stage(timing), mode="cold", check="quick", probes=False)
 
 
 def tune_measured(merged: dict, labels: dict[str, tuple[str, dict]]) -> dict:
@@ -44,7 +47,7 @@ def tune_measured(merged: dict, labels: dict[str, tuple[str, dict]]) -> dict:
 
 class WorkerMeasure:
     """tune_rules' measure function on the worker protocol (module docstring). The failure records of candidates
-    that took a worker down (kinds in profiler.sweep.INCIDENT_KINDS) come back under "failures", for the run file;
+    that took a worker down (kinds in profiler.worker.records.INCIDENT_KINDS) come back under "failures", for the run file;
     `incidents` counts them per candidate across calls (threads may share one WorkerMeasure)."""
 
     def __init__(self, backend, settings: SweepSettings, log: Callable[[str], None] = print, workload=None):
@@ -59,9 +62,6 @@ class WorkerMeasure:
     def __call__(self, shape: dict, cands: list, timing: dict, pin: str | None = None) -> dict:
         """`pin`: measurements with the same pin run on the same worker where there are several (a point's
         screen, finals and neighbours on one GPU)."""
-        from kernels.candidate import method_spec
-        from kernels.method import format_config
-
         labels = {format_config(name, config): (name, dict(config)) for name, config in cands}
         live, skipped = [], {}
         with self._lock:
@@ -72,10 +72,8 @@ class WorkerMeasure:
                                   f"(max_incidents {self.settings.max_incidents})"]
             else:
                 live.append({"spec": method_spec(name, config), "name": label})
-        from profiler.sweep import shape_task
-
         st = timing_settings(self.settings, timing)
-        merged = self.backend.call(shape_task, shape, live, {"kind": "shape", "settings": asdict(st), "floor": None,
+        merged = self.backend.call(SHAPE, shape, live, {"kind": "shape", "settings": asdict(st), "floor": None,
                                                              "workload": self.workload},
                                    st, pin=pin)
         with self._lock:

@@ -1,15 +1,15 @@
 """Screening bench (not a timed test): chosen methods x every admitted config against torch_linear and a plan's
 pick, per shape, written as a schema-v1 run file.
 
-    python -m profiler.screen --methods splitk_atomic streamk router_hilo_fused [--plan best] [--workload NAME|FILE]
+    python -m profiler screen --methods splitk_atomic streamk router_hilo_fused [--plan best] [--workload NAME|FILE]
                               [--shapes official] [--extra-m 4 12 64 200] [--families qkv_gate o ...]
                               [--out-run datasets/runs/<date>_<gpu>_screen-<label>.json] [--label screen]
                               [--compile-workers 16]
 
 Per shape the candidates are torch_linear, every config of --methods whose guard admits the shape, and the
---plan's own pick there. They are checked and timed by the tuner's measure step (profiler.measure.WorkerMeasure:
+--plan's own pick there. They are checked and timed by the tuner's measure step (profiler.commands.tune_measure.WorkerMeasure:
 one shape task in the isolation worker; the contract's quick check -- one call on fresh inputs with probe rows vs
-the FP64 reference; failures are recorded, never timed -- then profiler.timing.measure_shape, the one sampler of
+the FP64 reference; failures are recorded, never timed -- then profiler.measure.timing.measure_shape, the one sampler of
 run/tune/bench, all candidates of a shape paired together).
 The run file holds every timed candidate ("correct": true), each one's paired ratio vs torch_linear, the
 rejected ones under "failures", and which candidate was the plan's pick ("plan_pick" on that result).
@@ -23,16 +23,28 @@ import sys
 import time
 from pathlib import Path
 
-from profiler.tune_rules import BASELINE, Point, Records, pair_record, result_records, shape_fields, skipped
+from datasets import RUNS_DIR
+from datasets.runfile import RunWriter, new_run, run_filename, utc_now
+from kernels.method import format_config
+from kernels.plans import PLANS_DIR, load_plan
+from kernels.registry import METHODS
+from profiler.backends.local import LocalBackend
+from profiler.cli_options import add_workload_argument, workload_or_exit
+from profiler.commands.runlife import RunLife
+from profiler.commands.tune import default_plan_name, precompile
+from profiler.commands.tune_measure import WorkerMeasure
+from profiler.measure.policy import SCREEN as SCREEN_POLICY
+from profiler.measure.telemetry import cuda_device_name
+from profiler.worker.settings import SweepSettings
+from profiler.commands.tune_rules import (BASELINE, Point, Records, Timed, candidates, pair_record, result_records,
+                                         scored_points, shape_fields, skipped)
 
-# One pass per shape with every candidate paired: 1% RSE of every ratio or 1.2 s, 2 graph instances each.
-TIMING = {"min_pairs": 24, "rse_target": 0.01, "max_seconds": 1.2, "batch_rounds": 8, "warmup_seconds": 0.05,
-          "instances": 2}
+# One pass per shape with every candidate paired (profiler.measure.policy.SCREEN), as the run records it.
+TIMING = SCREEN_POLICY.stage()
 
 
 def points(workload, shapes: str, extra_m, families) -> list[Point]:
     """The workload's scored shapes (or none), then the extra M per family at the workload's N for that M."""
-    from profiler.tune_rules import scored_points
 
     out = scored_points(workload, families) if shapes == "official" else []
     for fam, spec in workload.families.items():
@@ -44,7 +56,6 @@ def points(workload, shapes: str, extra_m, families) -> list[Point]:
 
 def candidates_at(pt: Point, methods: dict, names, plan) -> tuple[list, tuple | None]:
     """torch_linear, every admitted config of `names`, and the plan's pick (None without a plan)."""
-    from profiler.tune_rules import candidates
 
     cands = candidates(methods, pt.spec, pt.M, pt.N, pt.K, only=names)
     pick = None
@@ -76,17 +87,15 @@ def line(pt: Point, timed_rows: list[dict], pick_key: str | None, n_rejected: in
 
 
 def _key(method: str, config: dict) -> str:
-    from kernels.method import format_config
 
     return format_config(method, config)
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python -m profiler.screen", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m profiler screen", description=__doc__.splitlines()[0])
     p.add_argument("--methods", nargs="+", required=True, help="methods whose every config is screened")
     p.add_argument("--plan", default=None, help="whose pick is timed alongside ('' for none; default: best for the "
                                                 "default workload, the plan named after another workload if any)")
-    from profiler.cli_workload import add_workload_argument
 
     add_workload_argument(p)
     p.add_argument("--shapes", default="official", choices=["official", "none"])
@@ -102,27 +111,17 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from profiler.cli_workload import workload_or_exit
 
     workload = workload_or_exit("screen", args.workload)
     import torch
 
     if not torch.cuda.is_available():
-        print("profiler.screen: needs a CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
+        print("profiler screen: needs a CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
         return 2
-    from datasets import RUNS_DIR
-    from kernels.plans import PLANS_DIR, load_plan
-    from kernels.registry import METHODS
-    from profiler.measure import WorkerMeasure
-    from profiler.runfile import RunWriter, new_run, run_filename, utc_now
-    from profiler.sweep import LocalBackend, SweepSettings, environment_task
-    from profiler.telemetry import cuda_device_name
-    from profiler.tune import default_plan_name, precompile
-
     t0 = time.perf_counter()
     unknown = sorted(set(args.methods) - set(METHODS))
     if unknown:
-        print(f"profiler.screen: unknown method(s) {unknown}; known: {sorted(METHODS)}", file=sys.stderr)
+        print(f"profiler screen: unknown method(s) {unknown}; known: {sorted(METHODS)}", file=sys.stderr)
         return 1
     if args.plan is None:
         default = default_plan_name(workload)
@@ -137,34 +136,34 @@ def main(argv=None) -> int:
               "w_dtype": pt.spec["w_dtype"]} for pt, (_, pick) in zip(pts, cand_lists) if pick for m, c in [pick]]
     skip = precompile(METHODS, pts, args.methods, args.compile_workers, extra_jobs=picks)
     backend = LocalBackend({"device": "cuda", "mode": "cold", "flush_bytes": None, "init": None}, print)
-    env = dict(backend.call(environment_task))
-    env.update(settings={"mode": "cold", "tool": "screen", "check": "quick", "workload": workload.name,
-                         "methods": args.methods,
-                         "plan": args.plan, "shapes": args.shapes, "extra_m": args.extra_m, "timing": TIMING,
-                         "flush_bytes": env.pop("flush_bytes", None), "seed": args.seed,
-                         "command": "python -m profiler.screen " + " ".join(argv or sys.argv[1:])},
-               workers=backend.records())
-    run = new_run(args.label, env, workload=workload)
-    measure = WorkerMeasure(backend, SweepSettings(seed=args.seed), print, workload=workload)
-    records, lines, info = Records(), [], {}
-    print(f"# {env.get('gpu')} torch {env.get('torch')}; replay overhead {env.get('replay_overhead_us', 0):.2f} us "
-          f"(subtracted, in the worker); {len(pts)} shapes; setup {time.perf_counter() - t0:.1f} s", flush=True)
-    for pt, (cands, pick) in zip(pts, cand_lists):
-        if time.perf_counter() - t0 > args.budget_s:
-            print(f"# budget {args.budget_s:.0f} s spent: stopped before {pt.load}/{pt.family} M={pt.M}")
-            break
-        cands, left_out = skipped(cands, pt.family, skip)
-        got = measure(pt.shape(), cands, TIMING)
-        got["rejected"].update(left_out)
-        rows = _record(pt, got, pick, records)
-        info[f"{pt.load}/{pt.family}/M{pt.M}"] = got["info"]
-        lines.append(line(pt, rows, _key(*pick) if pick else None, len(got["rejected"]), args.methods))
-        print(lines[-1], flush=True)
-        run.update(results=records.results, pairs=records.pairs, failures=records.failures, shape_info=info,
-                   telemetry=list(measure.telemetry))
-        writer.flush(run)
-    backend.close()
-    writer.finalize(run)
+    with RunLife(backend, writer, "screen run") as life:
+        env = backend.environment()
+        env.update(settings={"mode": "cold", "tool": "screen", "check": "quick", "workload": workload.name,
+                             "methods": args.methods,
+                             "plan": args.plan, "shapes": args.shapes, "extra_m": args.extra_m, "timing": TIMING,
+                             "flush_bytes": env.pop("flush_bytes", None), "seed": args.seed,
+                             "command": "python -m profiler screen " + " ".join(argv or sys.argv[1:])},
+                   workers=backend.records())
+        run = life.start(new_run(args.label, env, workload=workload))
+        measure = WorkerMeasure(backend, SweepSettings(seed=args.seed), print, workload=workload)
+        records, lines, info = Records(), [], {}
+        print(f"# {env.get('gpu')} torch {env.get('torch')}; replay overhead {env.get('replay_overhead_us', 0):.2f} "
+              f"us (subtracted, in the worker); {len(pts)} shapes; setup {time.perf_counter() - t0:.1f} s", flush=True)
+        for pt, (cands, pick) in zip(pts, cand_lists):
+            if time.perf_counter() - t0 > args.budget_s:
+                print(f"# budget {args.budget_s:.0f} s spent: stopped before {pt.load}/{pt.family} M={pt.M}")
+                break
+            cands, left_out = skipped(cands, pt.family, skip)
+            got = measure(pt.shape(), cands, TIMING)
+            got["rejected"].update(left_out)
+            rows = _record(pt, got, pick, records)
+            info[f"{pt.load}/{pt.family}/M{pt.M}"] = got["info"]
+            lines.append(line(pt, rows, _key(*pick) if pick else None, len(got["rejected"]), args.methods))
+            print(lines[-1], flush=True)
+            run.update(results=records.results, pairs=records.pairs, failures=records.failures, shape_info=info,
+                       telemetry=list(measure.telemetry))
+            life.flush()
+        life.finalize()
     print("\n".join(["", f"# summary (us, cold, overhead subtracted; x = speed-up vs torch_linear): run -> {out}",
                      *lines]))
     print(f"# screen elapsed {time.perf_counter() - t0:.1f} s")
@@ -175,7 +174,6 @@ def _record(pt: Point, got: dict, pick, records: Records) -> list[dict]:
     """Add one shape's results, pairs vs torch_linear and rejections to `records`; returns its results."""
     import numpy as np
 
-    from profiler.tune_rules import Timed
 
     timed = [Timed(r["method"], r["config"], np.asarray(r["samples_us"], dtype=np.float64), "screen")
              for r in got["timed"]]

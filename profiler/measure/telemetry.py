@@ -135,7 +135,7 @@ def cuda_device_name(index: int = 0) -> str | None:
 
 def git_info(root: Path | None = None) -> dict:
     """git sha and dirty flag of the checkout (None where git or the repo is missing)."""
-    root = root or Path(__file__).resolve().parents[1]
+    root = root or Path(__file__).resolve().parents[2]
     # The device host gets a copy of the tree without .git: the caller passes the sha it copied from.
     env_sha = os.environ.get("PROJLAB_GIT_SHA") or None
     if env_sha:   # an explicit sha wins: the copied tree may sit inside another checkout whose HEAD is not it

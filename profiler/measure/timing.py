@@ -1,6 +1,6 @@
 """CUDA-graph timing with a read-based L2 flush, calibrated replay overhead and paired, alternating samples.
 
-Public API (used by profiler.sweep and by the tuner):
+Public API (used by profiler.commands.sweep and by the tuner):
 
     capture_graph(fn, device, warmup_calls=3) -> GraphHandle
         Warm fn up on a side stream, capture one call in a torch.cuda.CUDAGraph. handle.output is the
@@ -41,7 +41,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from profiler.stats import bootstrap_ci, paired_ratios, rse
+from profiler.measure.stats import bootstrap_ci, paired_ratios, rse
 
 # Spin ~0.5 ms at ~2 GHz at the start of each batch so the host can enqueue ahead of the GPU (and read NVML
 # clocks) while the GPU is busy: every timed replay then starts behind queued work (the overhead is ~3.3 us then, ~14 us from an idle GPU).

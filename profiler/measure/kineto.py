@@ -44,7 +44,7 @@ def sequence(trace, correlation: int) -> dict:
     {kernel_full, kind, start_us (from the first one's start), duration_us, gap_before_us, grid, block}.
     gaps_us = span − Σ durations: idle time between kernels (negative where kernels overlap, e.g. with
     programmatic dependent launch)."""
-    from profiler.ncu import short_name
+    from profiler.measure.ncu import short_name
 
     work = [e for e in _events(trace) if e.get("cat") in DEVICE_CATEGORIES
             and isinstance(e.get("args"), dict) and e["args"].get("correlation") == correlation]

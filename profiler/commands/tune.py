@@ -14,15 +14,15 @@ serves only them, say): each is re-dispatched by its own one-M entry and every o
 so the other points are not re-decided on a fresh, noisier comparison.
 
 The selection rules (candidates, funnel, neighbour and significance rules, ranges per N, the library fallback
-above the tuned range) are profiler/tune_rules.py, torch-free and tested on CPU. The one "check + time these
-candidates at this shape" step the rules call is profiler.measure.WorkerMeasure: a shape task of the isolation
+above the tuned range) are profiler/commands/tune_rules.py, torch-free and tested on CPU. The one "check + time these
+candidates at this shape" step the rules call is profiler.commands.tune_measure.WorkerMeasure: a shape task of the isolation
 worker (profiler.worker), as in `python -m profiler run`, so a config that crashes, hangs or breaks its CUDA
 context is a rejection with its cause and the tune goes on. This process only orchestrates and writes the plan
 and the tune run file (schema v1: results of every timed candidate, baseline-vs-winner pairs, failures, and the
-decisions under "tune"; never overwritten). `--cluster` fans the points out over dask workers (profiler.cluster):
+decisions under "tune"; never overwritten). `--cluster` fans the points out over dask workers (profiler.backends.dask):
 each point's stages run on one worker, the rules run here, so the same measurements give the same plan.
 
-Timing is profiler.timing.measure_shape in the worker -- the same sampler as `python -m profiler run` and the
+Timing is profiler.measure.timing.measure_shape in the worker -- the same sampler as `python -m profiler run` and the
 screening bench: CUDA graphs, read-based L2 flush, replay overhead subtracted, paired alternating rounds, warm-up
 by time, batches below 75% of the max SM clock dropped, RSE stopping rule per stage (tune_rules.SCREEN / FINAL).
 Compiles: before the first point, every candidate's Triton kernels are compiled in parallel processes
@@ -40,9 +40,25 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from profiler.sweep import MIN_CLOCK_FRACTION
-from profiler.tune_rules import FINALISTS, MIN_WIN, NOISE_TOL, SCREEN, FINAL, Records, candidates, make_plan
-from profiler.tune_rules import scored_points, tune_point
+from datasets import RUNS_DIR, load_workload
+from datasets.jsonfile import JsonInputError, read_json
+from datasets.paths import DEFAULT_WORKLOAD
+from datasets.runfile import RunFileError, RunWriter, new_run, run_filename, utc_now
+from kernels.method import PlanError
+from kernels.plans import DISPATCH_MAX_M, load_plan, plan_from_dict, with_library_fallback
+from kernels.registry import METHODS
+from kernels.warm import job_key, unique_jobs, warm
+from profiler.backends.base import for_each
+from profiler.backends.open import ClusterError, open_backends
+from profiler.backends.pool import WorkerStartError
+from profiler.cli_options import add_workload_argument, workload_or_exit
+from profiler.commands.fanout import model_paths, on_each_backend
+from profiler.commands.runlife import RunLife
+from profiler.commands.tune_measure import WorkerMeasure
+from profiler.measure.policy import TUNE_FINAL
+from profiler.worker.settings import SweepSettings
+from profiler.commands.tune_rules import FINALISTS, MIN_WIN, NOISE_TOL, SCREEN, FINAL, Records, candidates, make_plan
+from profiler.commands.tune_rules import scored_points, tune_point
 
 DEFAULT_BUDGET_S = 900.0   # soft: points left when it runs out keep the base plan's entries
 
@@ -63,7 +79,6 @@ def precompile(methods: dict, points, only, workers: int, extra_jobs=(), log=pri
     """Compile every candidate (and extra_jobs) in `workers` processes first (kernels.warm). Returns
     {(method, config json, family): reason} for those that raised there: the sweep leaves them out at that
     family (a kernel that faults would take the sweep's CUDA context down with it)."""
-    from kernels.warm import job_key, unique_jobs, warm
 
     if workers <= 0:
         return {}
@@ -83,7 +98,7 @@ def precompile(methods: dict, points, only, workers: int, extra_jobs=(), log=pri
 def committed_run_path(run_path) -> str:
     """Where the tune run lives in the repo: its own path when written inside the checkout, else
     datasets/runs/<name> (a device host writes to $OUT; its run files are committed there under the same name)."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     path = Path(run_path).resolve()
     try:
         return path.relative_to(root).as_posix()
@@ -92,22 +107,18 @@ def committed_run_path(run_path) -> str:
 
 
 def default_run_path(gpu: str) -> Path:
-    from datasets import RUNS_DIR
-    from profiler.runfile import run_filename, utc_now
 
     return Path(RUNS_DIR) / run_filename(utc_now(), gpu, "tune")
 
 
 def default_plan_name(workload) -> str:
     """'best' for the default workload (kernels/plans/best.json), the workload's name for another."""
-    from datasets.paths import DEFAULT_WORKLOAD
 
     return "best" if workload.name == DEFAULT_WORKLOAD else workload.name
 
 
 def write_plan(plan: dict, path, workload) -> None:
     """Validate, then write atomically (a temp file renamed over the old plan)."""
-    from kernels.plans import plan_from_dict
 
     plan_from_dict(plan, str(path), workload)
     path = Path(path)
@@ -120,10 +131,6 @@ def write_plan(plan: dict, path, workload) -> None:
 def extend_plan(path, workload=None) -> int:
     """--extend-plan: rewrite a plan file with the library fallback (kernels.plans.with_library_fallback),
     validated against `workload` (None: the default)."""
-    from datasets import load_workload
-    from datasets.jsonfile import JsonInputError, read_json
-    from kernels.method import PlanError
-    from kernels.plans import with_library_fallback
 
     try:
         plan = with_library_fallback(read_json(path))
@@ -136,7 +143,6 @@ def extend_plan(path, workload=None) -> int:
 
 
 def _max_m() -> int:
-    from kernels.plans import DISPATCH_MAX_M
 
     return DISPATCH_MAX_M
 
@@ -144,7 +150,6 @@ def _max_m() -> int:
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m profiler tune", description=__doc__.split("\n")[0])
     p.add_argument("--shapes", default="official", choices=["official"], help="which shapes to tune (scored)")
-    from profiler.cli_workload import add_workload_argument
 
     add_workload_argument(p)
     p.add_argument("--families", nargs="+", default=None, help="restrict to these families")
@@ -196,7 +201,6 @@ class TuneSettings:
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from profiler.cli_workload import workload_or_exit
 
     workload = workload_or_exit("tune", args.workload)
     if args.families:
@@ -262,51 +266,32 @@ def tune_sweep(points: list, out_run, out_plan, *, settings: TuneSettings, devic
     """Compile every candidate (kernels.warm), then tune every point through the isolation worker (or the dask
     workers of each GPU model: `cluster`), write the plan and the tune run file. Returns one
     {"plan", "plan_path", "run", "run_path"} per GPU model (one without a cluster)."""
-    from kernels.registry import METHODS
-    from profiler.runfile import RunFileError, RunWriter
-    from profiler.sweep import LocalBackend, WorkerStartError
-
-    if workload is None:
-        from datasets import load_workload
-
-        workload = load_workload()
+    workload = workload or load_workload()
     local = cluster is None or str(cluster).startswith("local")
     skip = precompile(METHODS, points, settings.methods, settings.compile_workers if local else 0, log=log)
     config = {"device": str(device), "mode": "cold", "flush_bytes": None, "init": worker_init}
     try:
-        if cluster is not None:
-            from profiler.cluster import ClusterError, tune_cluster
-
-            try:
-                return tune_cluster(cluster, points, out_run, out_plan, settings=settings, config=config,
-                                    workload=workload, skip=skip, log=log, progress=progress)
-            except ClusterError as exc:
-                raise TuneError(str(exc)) from None
-        from profiler.telemetry import cuda_device_name
-
-        run_path = Path(out_run) if out_run else default_run_path(cuda_device_name() or "unknown-gpu")
-        writer = RunWriter(run_path)                      # refuses an existing run file before any work
-        return [tune_on(LocalBackend(config, log), points, writer, out_plan, settings=settings, workload=workload,
-                        skip=skip, log=log, progress=progress)]
-    except (RunFileError, WorkerStartError) as exc:
+        with open_backends(cluster, config, log) as backends:
+            runs = model_paths(out_run, list(backends), default_run_path)
+            plans = model_paths(out_plan, list(backends), lambda m: Path(out_plan))
+            writers = {m: RunWriter(p) for m, p in runs.items()}   # refuse an existing run file before any work
+            out = on_each_backend(backends, lambda m, backend, bar: tune_on(
+                backend, points, writers[m], plans[m], settings=settings, workload=workload, skip=skip, log=log,
+                progress=bar), progress)
+            return list(out.values())
+    except (ClusterError, RunFileError, WorkerStartError) as exc:
         raise TuneError(str(exc)) from None
 
 
 def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, workload, skip: dict,
             log: Callable[[str], None] = print, progress: Callable | None = None) -> dict:
-    """Tune every point on `backend` (profiler.sweep.LocalBackend, or the dask workers of one GPU model): each
-    point's stages run one after another, `backend.parallel` points at a time, every measurement one worker task
-    (profiler.measure.WorkerMeasure); the run file is flushed as each point finishes. Writes the plan at the end
-    (not after Ctrl-C: the partial run is kept)."""
-    from kernels.registry import METHODS
-    from profiler.measure import WorkerMeasure
-    from profiler.runfile import new_run
-    from profiler.sweep import SweepSettings, environment_task, for_each
-
+    """Tune every point on `backend` (profiler.backends.base.Backend): each point's stages run one after another,
+    `backend.parallel` points at a time, every measurement one worker task (profiler.commands.tune_measure.
+    WorkerMeasure); the run file is flushed as each point finishes. Writes the plan at the end (not after Ctrl-C:
+    the partial run is kept)."""
     t0 = time.perf_counter()
-    run = None
-    try:
-        env = dict(backend.call(environment_task))
+    with RunLife(backend, writer, "tune run") as life:
+        env = backend.environment()
         gpu = env.get("gpu") or "unknown-gpu"
         env["settings"] = {"mode": "cold", "tool": "tune", "check": "quick", "shapes": settings.shapes,
                            "workload": workload.name,
@@ -314,13 +299,13 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
                            "flush_bytes": env.pop("flush_bytes", None), "seed": settings.seed, "screen": SCREEN,
                            "final": FINAL, "finalists": settings.finalists, "noise_tol": NOISE_TOL,
                            "min_win": MIN_WIN, "budget_s": settings.budget_s,
-                           "min_clock_fraction": MIN_CLOCK_FRACTION, "shape_timeout_s": settings.shape_timeout_s,
+                           "min_clock_fraction": TUNE_FINAL.min_clock_fraction,
+                           "shape_timeout_s": settings.shape_timeout_s,
                            "max_incidents": settings.max_incidents, "command": settings.command}
         env["workers"] = backend.records()
-        run = new_run("tune", env, workload=workload)
-        measure = WorkerMeasure(backend, SweepSettings(seed=settings.seed,
-                                                                 shape_timeout_s=settings.shape_timeout_s,
-                                                                 max_incidents=settings.max_incidents), log,
+        run = life.start(new_run("tune", env, workload=workload))
+        measure = WorkerMeasure(backend, SweepSettings(seed=settings.seed, shape_timeout_s=settings.shape_timeout_s,
+                                                       max_incidents=settings.max_incidents), log,
                                 workload=workload)
         done: dict[int, tuple | None] = {}
 
@@ -342,35 +327,21 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
             done[i] = outcome
             _point_records(run, done, points)
             run["telemetry"] = list(measure.telemetry)
-            run["environment"]["workers"] = backend.records()
-            writer.flush(run)
+            life.flush()
             if progress:
                 kw = {"detail": backend.detail()} if backend.detail() is not None else {}
                 progress("points", len(done), len(points), **kw)
 
         for_each(range(len(points)), work, finished, backend.parallel, backend.cancel)
         backend.close()
-        run["environment"]["workers"] = backend.records()
         skipped = [f"{points[i].family} M={points[i].M}" for i in sorted(done) if "skipped" in done[i]]
         decisions = [done[i]["decision"] for i in sorted(done) if "decision" in done[i]]
         plan = _plan(decisions, skipped, settings, workload, gpu, writer.path, Path(out_plan).stem)
         write_plan(plan, out_plan, workload)
         run["tune_plan"] = plan
-        (writer.flush if skipped else writer.finalize)(run)
-        run["status"] = "partial" if skipped else "complete"
+        life.finalize(complete=not skipped)
         log(f"tune elapsed {time.perf_counter() - t0:.1f} s")
         return {"plan": plan, "plan_path": str(out_plan), "run": run, "run_path": str(writer.path)}
-    except KeyboardInterrupt:
-        backend.cancel()
-        backend.close(force=True)
-        if run is not None:
-            run["interrupted"] = True
-            run["environment"]["workers"] = backend.records()
-            writer.flush(run)
-            print(f"\ninterrupted: partial tune run kept in {writer.path}", file=sys.stderr)
-        raise
-    finally:
-        backend.close()
 
 
 def _point_records(run: dict, done: dict, points: list) -> None:
@@ -395,13 +366,11 @@ def _plan(decisions: list, skipped: list, settings: TuneSettings, workload, gpu:
           name: str = "best") -> dict:
     """The tuned plan (named `name`, recording `workload`) from the decisions; a family with a point left out
     (budget) keeps the base plan."""
-    from kernels.plans import load_plan
-    from kernels.registry import METHODS
 
     base = load_plan(settings.base_plan, workload).to_dict()
     skipped_fams = {s.split()[0] for s in skipped}
     decisions = [d for d in decisions if d.family not in skipped_fams]   # a half-tuned family keeps the base
-    notes = (f"Tuned by profiler/tune.py on {gpu} for workload {workload.name}, {len(decisions)} scored points; "
+    notes = (f"Tuned by profiler/commands/tune.py on {gpu} for workload {workload.name}, {len(decisions)} scored points; "
              f"families "
              f"{sorted({d.family for d in decisions})} tuned, others from plan {settings.base_plan!r}. Rule: funnel "
              f"(screen every admitted config, {settings.finalists} finalists + baseline), measure_shape timing "

@@ -1,7 +1,7 @@
 """The tuner's selection rules, torch-free: which candidates, the funnel, the neighbour and significance rules,
 plan ranges per N and the library fallback that makes every plan dispatch any M.
 
-The GPU work is ONE injected function with plain inputs and outputs (profiler/tune.py provides the real one;
+The GPU work is ONE injected function with plain inputs and outputs (profiler/commands/tune.py provides the real one;
 tests give a fake):
 
     measure(shape: dict, cands: list[(method, config)], timing: dict) -> {
@@ -55,7 +55,8 @@ import numpy as np
 from datasets.shapes import n_at as n_for   # the one N-by-M rule (Workload.n_at on a family record)
 from kernels.method import format_config
 from kernels.plans import LIBRARY_METHOD, with_library_fallback
-from profiler.stats import bootstrap_ci, summarize_pairs
+from profiler.measure.policy import TUNE_FINAL, TUNE_SCREEN
+from profiler.measure.stats import bootstrap_ci, summarize_pairs
 
 BASELINE = LIBRARY_METHOD
 NOISE_TOL = 0.02          # neighbours: the winner may be up to 2% slower than the runner-up and still be kept
@@ -65,14 +66,10 @@ NOISE_TOL = 0.02          # neighbours: the winner may be up to 2% slower than t
 MIN_WIN = 0.02
 FINALISTS = 4
 
-# measure_shape settings per stage (profiler.timing.measure_shape keywords) + graph instances per candidate.
-# Screen: rank dozens of configs quickly (2% RSE or 0.6 s). Finals and neighbours: the sweep's own rule
-# (0.5% RSE after >= 48 pairs, 1.5 s cap), every candidate on 2 separately allocated graph instances (identical
-# graphs at different addresses differ by up to ~4% at one shape on the H200).
-SCREEN = {"min_pairs": 12, "rse_target": 0.02, "max_seconds": 0.6, "batch_rounds": 6, "warmup_seconds": 0.02,
-          "instances": 2}
-FINAL = {"min_pairs": 48, "rse_target": 0.005, "max_seconds": 1.5, "batch_rounds": 16, "warmup_seconds": 0.05,
-         "instances": 2}
+# The timing policy of each stage (profiler.measure.policy: TUNE_SCREEN ranks dozens of configs quickly, TUNE_FINAL
+# is the sweep's RSE rule for finals and neighbours), as the dicts measure() takes and the tune run records.
+SCREEN = TUNE_SCREEN.stage()
+FINAL = TUNE_FINAL.stage()
 
 Measure = Callable[[dict, list, dict], dict]
 
@@ -499,7 +496,7 @@ def make_plan(decisions: list[Decision], methods: dict, workload, base_plan: dic
     families = {f: base[f] if f in base else [dict(e) for e in generic] for f in workload.family_order
                 if f in base or generic is not None}
     plan = {"name": name, "description": "Tuned dispatch: per scored (family, M) the fastest correct method x "
-            "config (cold timing, funnel + neighbour check; profiler/tune.py)",
+            "config (cold timing, funnel + neighbour check; profiler/commands/tune.py)",
             "gpu": gpu, "tuned_from": run_path, "notes": notes, "workload": workload.ref, "families": families}
     by_family: dict = {}
     for d in decisions:

@@ -4,7 +4,7 @@
         -> dict (the run, as written)
 
 This process only orchestrates; everything runs in the isolation worker of `python -m profiler run`
-(profiler.worker, task kinds in profiler/explain_task.py), one task per shape with all its candidates:
+(profiler.worker, task kinds in profiler/worker/explain_task.py), one task per shape with all its candidates:
 probes (HBM read + compute: the analysis's floors); then per shape the "explain_check" task checks every candidate
 with the correctness contract and records one CUDA-graph replay of each passing call under torch.profiler; then
 ncu launches a worker of its own (Worker's `prefix`) and per shape the "explain_ncu" task profiles one call of
@@ -14,7 +14,7 @@ job gets a failure record with the cause and a fresh worker carries on with the 
 the culprit; a Kineto replay that takes the worker down costs the shape's sequences, not its verdicts; under ncu
 the jobs after the culprit go on in a new ncu process). The run file is flushed (status "partial") after the
 probes and after every shape or chunk, finalized "complete" at the end; it is never overwritten. `cluster`: the
-same tasks on dask workers (profiler.cluster; one run file per GPU model).
+same tasks on dask workers (profiler.backends.dask; one run file per GPU model).
 
 Run-file additions (profiler/README.md, 'Explain run'): `calls` (one per shape x candidate: check verdict,
 Kineto sequence, ncu launch count and summed kernel time), `kernels` (one per shape x candidate x kernel, from
@@ -24,13 +24,26 @@ from __future__ import annotations
 
 import tempfile
 import time
+from copy import deepcopy
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from profiler import ncu as ncu_mod
+from datasets import load_workload
+from datasets.runfile import RunWriter, new_run, slug
+from datasets.shapes import SHAPE_ID_FIELDS, shape_identity
+from datasets.shapes import shape_key_of as shape_key
+from datasets.workload import workload_from_dict
+from profiler.backends.base import Task, for_each
+from profiler.backends.isolate import LOAD, loaded_names, without_culprits
+from profiler.backends.open import open_backends
+from profiler.commands.fanout import default_run, model_paths, on_each_backend
+from profiler.commands.runlife import RunLife
+from profiler.commands.sweep import record_probes
+from profiler.measure import ncu as ncu_mod
+from profiler.worker.process import Worker, WorkerDied, WorkerError
 
-SHAPE_FIELDS = ("load", "family", "M", "N", "K")
+SHAPE_FIELDS = SHAPE_ID_FIELDS
 NCU_EXIT_TIMEOUT_S = 600.0   # ncu writes its report after the profiled worker exits: wait for it, never kill it
 
 
@@ -67,14 +80,12 @@ class Job:
 
 
 def _base(shape) -> dict:
-    return {"load": shape["load"], "family": shape["family"], "M": int(shape["M"]), "N": int(shape["N"]),
-            "K": int(shape["K"])}
+    return shape_identity(shape)
 
 
 def shape_slug(shape) -> str:
     """'decode 16/router' -> 'decode-16_router' (file names of per-shape traces)."""
-    from profiler.runfile import slug
-    from profiler.sweep import shape_key
+    from profiler.commands.sweep import shape_key
 
     return "_".join(slug(part) for part in shape_key(shape).split("/"))
 
@@ -94,41 +105,36 @@ def _task_jobs(jobs: list[Job], specs: list[str]) -> list[dict]:
     return [{"job": j.job, "spec": specs[j.cand], "name": j.name} for j in jobs]
 
 
-# --- the tasks (run with a profiler.sweep.WorkerPool: here, or on a dask worker) ----------------------------------
+# --- the tasks (run with a profiler.commands.sweep.WorkerPool: here, or on a dask worker) ----------------------------------
 def check_task(pool, shape: dict, jobs: list[dict], settings: ExplainSettings) -> dict:
     """Check + Kineto for one shape's jobs ({"job", "spec", "name"}) in the pool's worker, again in a fresh one
     without the job that took it down -> {"calls", "kineto", "kineto_errors", "failures": {job: reason}}."""
-    from profiler.sweep import shape_key
-    from profiler.worker import WorkerDied, WorkerError
-
-    live, failures, replay, lost = list(jobs), {}, True, None
-    res = {"calls": [], "kineto": {}, "kineto_errors": {}}
+    failures, state = {}, {"replay": True, "lost": None}
     trace = str(Path(settings.trace_dir) / f"{shape_slug(shape)}.json") if settings.trace_dir else None
-    while live:
+
+    def check(live: list[dict]) -> dict:
         task = {"kind": "explain_check", "shape": shape, "candidates": live, "seed": settings.seed, "trace": trace,
-                "kineto": replay, "workload": settings.workload}
+                "kineto": state["replay"], "workload": settings.workload}
         try:
-            res = pool.call(task, settings.step_timeout_s, shape_key(shape))
-        except WorkerDied as exc:
-            pool.died(f"{exc.kind}: {exc.message}")
-            if exc.phase == "kineto":   # the replays took it down: verdicts again, without sequences
-                replay, lost = False, f"kineto: worker {exc.kind}: {exc.message}"
-                continue
-            names = [j["name"] for j in live]
-            culprits = [exc.candidate] if exc.candidate in names else names
-            for j in live:
-                if j["name"] in culprits:
-                    failures[j["job"]] = f"check: worker {exc.kind} in {exc.phase or 'start-up'}: {exc.message}"
-            live = [j for j in live if j["name"] not in culprits]
-            continue
+            return pool.call(task, settings.step_timeout_s, shape_key(shape))
         except WorkerError as exc:
             failures.update({j["job"]: f"check: harness error: {exc}" for j in live})
-            break
-        break
+            return None
+
+    def blame(exc: WorkerDied, culprits: list[str]) -> list[str]:
+        if exc.phase == "kineto":   # the replays took it down: verdicts again, without sequences
+            state["replay"], state["lost"] = False, f"kineto: worker {exc.kind}: {exc.message}"
+            return []
+        for j in jobs:
+            if j["name"] in culprits and j["job"] not in failures:
+                failures[j["job"]] = f"check: worker {exc.kind} in {exc.phase or 'start-up'}: {exc.message}"
+        return culprits
+
+    res = without_culprits(pool, list(jobs), check, blame) or {"calls": [], "kineto": {}, "kineto_errors": {}}
     kineto = {int(k): v for k, v in res["kineto"].items()}
     errors = {int(k): v for k, v in res["kineto_errors"].items()}
-    if lost:
-        errors.update({c["job"]: lost for c in res["calls"] if c["ok"]})
+    if state["lost"]:
+        errors.update({c["job"]: state["lost"] for c in res["calls"] if c["ok"]})
     return {"calls": res["calls"], "kineto": kineto, "kineto_errors": errors, "failures": failures}
 
 
@@ -136,8 +142,7 @@ def ncu_task(pool, tool_path: str | None, chunk: list[tuple[dict, list[dict]]], 
              settings: ExplainSettings) -> dict:
     """One chunk of shapes profiled in a worker started under ncu, a new ncu process after a death (the jobs
     after the culprit go on there) -> {"records": {job: [kernel records]}, "errors": {job: reason},
-    "export_errors": [...], "ncu_processes": n}. tool_path None: this host's ncu (profiler.ncu.ncu_tool)."""
-    from profiler.worker import Worker
+    "export_errors": [...], "ncu_processes": n}. tool_path None: this host's ncu (profiler.measure.ncu.ncu_tool)."""
 
     tool_path = tool_path or ncu_mod.ncu_tool().path
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="projlab-explain-"))
@@ -160,7 +165,6 @@ def ncu_task(pool, tool_path: str | None, chunk: list[tuple[dict, list[dict]]], 
 
 def _profile_shapes(worker, pending: list, errors: dict, settings: ExplainSettings) -> list:
     """Run explain_ncu tasks until one kills the worker -> the jobs still to profile (in a new ncu process)."""
-    from profiler.worker import WorkerDied, WorkerError
 
     while pending:
         shape, jobs = pending[0]
@@ -197,6 +201,21 @@ def _export(tool_path: str, report: Path, work: Path, records: dict, export_erro
         records.update(ncu_mod.kernel_records(ncu_mod.parse_raw_csv(text, csv.name)))
     except ncu_mod.NcuError as exc:
         export_errors.append(str(exc))
+
+
+def _check_lost(args: tuple, why: str) -> dict:
+    """A check task lost with its worker: every job it carried has no verdict, for that reason."""
+    return {"calls": [], "kineto": {}, "kineto_errors": {}, "failures": {j["job"]: f"check: {why}" for j in args[1]}}
+
+
+def _ncu_lost(args: tuple, why: str) -> dict:
+    """An ncu task lost with its worker: every job of its chunk is unprofiled, for that reason."""
+    return {"records": {}, "errors": {j["job"]: f"ncu: {why}" for _, jobs in args[1] for j in jobs},
+            "export_errors": [], "ncu_processes": 0}
+
+
+CHECK = Task("explain check", check_task, lost=_check_lost)
+NCU = Task("explain ncu", ncu_task, lost=_ncu_lost)
 
 
 # --- records -----------------------------------------------------------------------------------------------------
@@ -249,26 +268,23 @@ def run_explain(specs: list[str], shapes: list[dict], out_path, *, label: str,
                 settings: ExplainSettings, tool: ncu_mod.NcuTool | None, log: Callable[[str], None] = print,
                 device="cuda", worker_init: str | None = None, cluster: str | None = None, workload=None) -> dict:
     """Probes, check + Kineto pass, ncu pass, all in worker processes; returns the run (also written to out_path,
-    never overwritten). `tool`: this host's ncu (None with a remote cluster: each host's own). `workload`: the
-    Workload the shapes come from (None: the default); every task carries it, the run file embeds it."""
-    if workload is None:
-        from datasets import load_workload
-
-        workload = load_workload()
+    never overwritten; on a cluster one run file per GPU model, the first model's run returned). `tool`: this
+    host's ncu (a remote cluster's workers use their host's own). `workload`: the Workload the shapes come from
+    (None: the default); every task carries it, the run file embeds it."""
+    workload = workload or load_workload()
     settings.workload = workload.to_dict()
-    from profiler.runfile import RunWriter
-    from profiler.sweep import LocalBackend
-
     config = {"device": str(device), "mode": "cold", "flush_bytes": None, "init": worker_init}
-    if cluster is not None:
-        from profiler.cluster import run_explain_cluster
-
-        runs = run_explain_cluster(cluster, specs, shapes, out_path, label=label, settings=settings,
-                                   tool=tool, config=config, log=log, workload=workload)
-        return next(iter(runs.values()))
-    writer = RunWriter(out_path)  # refuses an existing file before any work
-    return explain_on(LocalBackend(config, log), specs, shapes, writer, label=label, settings=settings, tool=tool,
-                      log=log, workload=workload)
+    with open_backends(cluster, config, log) as backends:
+        paths = model_paths(out_path, list(backends), default_run(label))
+        writers = {m: RunWriter(p) for m, p in paths.items()}   # refuse an existing file before any work
+        here = tool if backends.on_this_host else None
+        runs = on_each_backend(backends, lambda m, backend, bar: explain_on(
+            backend, specs, shapes, writers[m], label=label,
+            settings=deepcopy(settings) if backends.cluster else settings, tool=here, log=log, workload=workload))
+        if backends.cluster:
+            for model, run in runs.items():
+                log(f"{model}: run file {paths[model]} ({run['status']}, {len(run['kernels'])} kernel records)")
+    return next(iter(runs.values()))
 
 
 def _ncu_environment(tool: ncu_mod.NcuTool | None) -> dict:
@@ -282,66 +298,46 @@ def _ncu_environment(tool: ncu_mod.NcuTool | None) -> dict:
 
 def explain_on(backend, specs: list[str], shapes: list[dict], writer, *, label: str, settings: ExplainSettings,
                tool: ncu_mod.NcuTool | None, log: Callable[[str], None] = print, workload=None) -> dict:
-    """One explain run on `backend` (profiler.sweep.LocalBackend, or the dask workers of one GPU model). The
-    candidates are loaded in the worker first (names; a broken spec is a SweepInputError before any file)."""
-    from datasets.workload import workload_from_dict
-
+    """One explain run on `backend` (profiler.backends.base.Backend). The candidates are loaded in the worker first
+    (names; a broken spec is a SweepInputError before any file)."""
     if workload is None:
-        from datasets import load_workload
-
         workload = (workload_from_dict(settings.workload, "settings", "workload") if settings.workload
                     else load_workload())
     settings.workload = workload.to_dict()
-    from profiler.runfile import new_run
-    from profiler.sweep import _names, environment_task, load_task, record_probes
-
     t_start = time.perf_counter()
     if settings.trace_dir:
         Path(settings.trace_dir).mkdir(parents=True, exist_ok=True)
-    env = dict(backend.call(environment_task))
-    loaded, refused = backend.call(load_task, specs, settings.step_timeout_s, settings.workload)
-    names = _names(loaded)
-    settings.candidates = list(names)
-    env |= {k: v for k, v in _ncu_environment(tool).items() if v is not None}
-    env["settings"] = settings.recorded()
-    env["workers"] = backend.records()
-    run = new_run(label, env, workload=workload)
-    run |= {"calls": [], "kernels": [], "failures": []}
-    try:
+    with RunLife(backend, writer, "explain run", say=False) as life:
+        env = backend.environment()
+        loaded, refused = backend.call(LOAD, specs, settings.step_timeout_s, settings.workload)
+        names = loaded_names(loaded)
+        settings.candidates = list(names)
+        env |= {k: v for k, v in _ncu_environment(tool).items() if v is not None}
+        env["settings"] = settings.recorded()
+        env["workers"] = backend.records()
+        run = life.start(new_run(label, env, workload=workload))
+        run |= {"calls": [], "kernels": [], "failures": []}
         if settings.probes:
-            seconds = record_probes(backend, run, shapes, settings.probe_rounds, writer)
+            seconds = record_probes(life, shapes, settings.probe_rounds)
             log(f"probes: {len(run['probes'])} sizes in {seconds} s")
         by_shape = make_jobs(shapes, names)
-        _check_pass(backend, run, by_shape, specs, refused, writer, settings)
+        _check_pass(life, by_shape, specs, refused, settings)
         log(f"check + kineto: {sum(c['correct'] for c in run['calls'])}/{len(by_shape) * len(names)} calls passed "
             f"in {run['environment']['check_seconds']} s")
-        _ncu_pass(backend, run, by_shape, specs, writer, settings, tool, log)
+        _ncu_pass(life, by_shape, specs, settings, tool, log)
         run["environment"]["wall_seconds"] = round(time.perf_counter() - t_start, 2)
-        backend.close()
-        run["environment"]["workers"] = backend.records()
-        writer.finalize(run)
-        run["status"] = "complete"
-    except KeyboardInterrupt:
-        backend.cancel()
-        backend.close(force=True)
-        run["interrupted"] = True
-        run["environment"]["workers"] = backend.records()
-        writer.flush(run)
-        raise
-    finally:
-        backend.close()
+        life.finalize()
     return run
 
 
-def _check_pass(backend, run, by_shape, specs, refused, writer, settings) -> None:
+def _check_pass(life: RunLife, by_shape, specs, refused, settings) -> None:
     """Check + Kineto per shape; a candidate refused at load is not run (its jobs fail with the reason)."""
-    from profiler.sweep import for_each
-
+    backend, run = life.backend, life.run
     t0, done = time.perf_counter(), {}
 
     def work(i):
         jobs = [j for j in by_shape[i][1] if specs[j.cand] not in refused]
-        got = backend.call(check_task, by_shape[i][0], _task_jobs(jobs, specs), settings) if jobs else {
+        got = backend.call(CHECK, by_shape[i][0], _task_jobs(jobs, specs), settings) if jobs else {
             "calls": [], "kineto": {}, "kineto_errors": {}, "failures": {}}
         got["failures"].update({j.job: f"check: refused at load: {refused[specs[j.cand]]}" for j in by_shape[i][1]
                                 if specs[j.cand] in refused})
@@ -351,16 +347,14 @@ def _check_pass(backend, run, by_shape, specs, refused, writer, settings) -> Non
         done[i] = shape_calls(by_shape[i][1], got)
         run["calls"] = [c for k in sorted(done) for c in done[k][0]]
         run["failures"] = [f for k in sorted(done) for f in done[k][1]]
-        run["environment"]["workers"] = backend.records()
-        writer.flush(run)
+        life.flush()
 
     for_each(range(len(by_shape)), work, finished, backend.parallel, backend.cancel)
     run["environment"]["check_seconds"] = round(time.perf_counter() - t0, 2)
 
 
-def _ncu_pass(backend, run, by_shape, specs, writer, settings, tool, log) -> None:
-    from profiler.sweep import for_each
-
+def _ncu_pass(life: RunLife, by_shape, specs, settings, tool, log) -> None:
+    backend, run = life.backend, life.run
     passed = {(tuple(_base(c).values()), c["candidate"]) for c in run["calls"] if c["correct"]}
     step = max(1, settings.shapes_per_ncu or len(by_shape))
     chunks = []
@@ -374,7 +368,7 @@ def _ncu_pass(backend, run, by_shape, specs, writer, settings, tool, log) -> Non
 
     def work(k_chunk):
         k, chunk = k_chunk
-        return backend.call(ncu_task, tool.path if tool else None,
+        return backend.call(NCU, tool.path if tool else None,
                             [(shape, _task_jobs(js, specs)) for shape, js in chunk], settings.keep_dir,
                             f"ncu-{k}", settings)
 
@@ -384,7 +378,7 @@ def _ncu_pass(backend, run, by_shape, specs, writer, settings, tool, log) -> Non
         run["kernels"] = [r for i in sorted(done) for r in done[i][0]]
         run["failures"] = check_failures + [f for i in sorted(done) for f in done[i][1]]
         run["environment"]["ncu_processes"] += got["ncu_processes"]
-        writer.flush(run)
+        life.writer.flush(run)
         log(f"ncu: chunk {k + 1} ({len(chunk)} shapes), {len(done[k][0])} kernels "
             f"({time.perf_counter() - t0:.0f} s so far)")
 

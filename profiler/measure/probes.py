@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from profiler.stats import bootstrap_ci
+from profiler.measure.stats import bootstrap_ci
 
 # (name, kind, BLOCK elements of fp32, num_warps)
 READ_DESIGNS = (

@@ -150,7 +150,7 @@ def validate_run(run, source: str = "<run>") -> None:
         _check_record(record, FAILURE, f"failures[{i}]", fail)
     for i, record in enumerate(run["environment"].get("workers") or []):
         _check_record(record, WORKER, f"environment.workers[{i}]", fail)
-    from profiler.runfile_explain import validate_explain  # explain runs: kernels, calls, failures
+    from datasets.runfile_explain import validate_explain  # explain runs: kernels, calls, failures
 
     validate_explain(run, fail, _check_record)
     _check_workload(run, source, fail)

@@ -23,7 +23,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from profiler.rules import (Check, as_dtype, check_output, default_contract, error_vs_baseline,  # noqa: F401
+from profiler.check.rules import (Check, as_dtype, check_output, default_contract, error_vs_baseline,  # noqa: F401
                             make_input, make_weight, probe_rows, reference, sparse_probe_rows)
 
 # One byte pattern that is NaN in every float dtype we check (bf16 0xFFFF, fp16 0xFFFF, fp32 0xFFFFFFFF).
@@ -273,7 +273,7 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
     (the sweep times that very graph). `guard`: a profiler.guards.Guard (default: a snapshot taken now).
     `state` given: prepare() already ran (under the caller's guard); only the outlier draw is prepared here.
     """
-    from profiler.guards import Guard
+    from profiler.check.guards import Guard
 
     torch = _torch()
     contract = contract if contract is not None else default_contract()
@@ -341,7 +341,7 @@ def _graph_checks(life: _Lifecycle):
     """Capture run() on a static input; replay with new inputs copied in (B, C, C). Returns the handle, or
     None after the first failure (its reason is in life.reasons)."""
     torch = _torch()
-    from profiler import timing
+    from profiler.measure import timing
 
     x_static, _, prev_ref = life.new_input(life.seed + 100)  # prev_ref: the capture-time input's answer
     before = len(life.reasons)

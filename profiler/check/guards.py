@@ -92,21 +92,21 @@ def snapshot() -> dict[str, Any]:
 # --- the harness's own functions ---------------------------------------------------------------------------
 # (module, dotted attribute) whose identity must not change after a candidate is loaded or runs.
 HARNESS = (
-    ("profiler.timing", "capture_graph"), ("profiler.timing", "measure_shape"),
-    ("profiler.timing", "ColdTimer"), ("profiler.timing", "StreamTimer"),
-    ("profiler.timing", "ColdTimer.sample"), ("profiler.timing", "ColdTimer.sample_raw"),
-    ("profiler.timing", "ColdTimer.calibrate"), ("profiler.timing", "ColdTimer.capture"),
-    ("profiler.timing", "StreamTimer.capture"), ("profiler.timing", "GraphHandle.replay"),
-    ("profiler.stats", "summarize_samples"), ("profiler.stats", "summarize_pairs"),
-    ("profiler.stats", "bootstrap_ci"), ("profiler.stats", "paired_ratios"),
-    ("profiler.rules", "check_output"), ("profiler.rules", "reference"), ("profiler.rules", "make_input"),
-    ("profiler.rules", "make_weight"), ("profiler.contract", "check_candidate"),
+    ("profiler.measure.timing", "capture_graph"), ("profiler.measure.timing", "measure_shape"),
+    ("profiler.measure.timing", "ColdTimer"), ("profiler.measure.timing", "StreamTimer"),
+    ("profiler.measure.timing", "ColdTimer.sample"), ("profiler.measure.timing", "ColdTimer.sample_raw"),
+    ("profiler.measure.timing", "ColdTimer.calibrate"), ("profiler.measure.timing", "ColdTimer.capture"),
+    ("profiler.measure.timing", "StreamTimer.capture"), ("profiler.measure.timing", "GraphHandle.replay"),
+    ("profiler.measure.stats", "summarize_samples"), ("profiler.measure.stats", "summarize_pairs"),
+    ("profiler.measure.stats", "bootstrap_ci"), ("profiler.measure.stats", "paired_ratios"),
+    ("profiler.check.rules", "check_output"), ("profiler.check.rules", "reference"), ("profiler.check.rules", "make_input"),
+    ("profiler.check.rules", "make_weight"), ("profiler.check.contract", "check_candidate"),
     ("time", "perf_counter"), ("numpy", "median"),
     ("torch.nn.functional", "linear"), ("torch", "matmul"), ("torch", "mm"),
     ("torch.cuda", "synchronize"), ("torch.cuda", "Event"), ("torch.cuda", "CUDAGraph"),
     ("torch.cuda.Event", "elapsed_time"), ("torch.cuda.Event", "record"), ("torch.cuda.CUDAGraph", "replay"),
 )
-TIMER_MODULES = ("profiler.timing", "profiler.stats", "time", "numpy", "torch.cuda")
+TIMER_MODULES = ("profiler.measure.timing", "profiler.measure.stats", "time", "numpy", "torch.cuda")
 
 
 def _resolve(module: str, dotted: str) -> tuple[Any, str] | None:

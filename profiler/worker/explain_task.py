@@ -1,21 +1,21 @@
-"""Explain's per-shape work, run in the worker process (profiler.worker task kinds "explain_check", "explain_ncu").
+"""Explain's per-shape work, run in the worker process (profiler.worker.process task kinds "explain_check", "explain_ncu").
 
     {"kind": "explain_check", "shape": {...}, "candidates": [{"spec", "name", "job"}, ...], "seed": 0,
      "trace": path | None, "kineto": true}
         -> {"kind": "explain_check", "calls": [{"job", "ok", "error", "method"}, ...],
             "kineto": {job: sequence}, "kineto_errors": {job: reason}}
-        Every candidate is checked with the full correctness contract (profiler.contract.check_candidate, guarded
+        Every candidate is checked with the full correctness contract (profiler.check.contract.check_candidate, guarded
         like a sweep's check, which also captures its CUDA graph); then each passing graph is replayed once behind
-        an L2 flush under torch.profiler and its kernel sequence recorded (profiler.kineto). On CPU (tests): checks
+        an L2 flush under torch.profiler and its kernel sequence recorded (profiler.measure.kineto). On CPU (tests): checks
         only, eager, no graphs. The Chrome trace is kept at "trace" when given.
     {"kind": "explain_ncu", "shape": {...}, "candidates": [{"spec", "name", "job"}, ...], "seed": 0}
         -> {"kind": "explain_ncu", "done": [job, ...], "errors": {job: reason}}
         Per candidate, in order: WARMUP_CALLS calls, then one inside the NVTX range "projlab <job> <family> M<M>
-        <name>" -- the only kernels ncu profiles (profiler.ncu.NVTX_INCLUDE); the worker runs under ncu
-        (profiler.worker.Worker's `prefix`).
+        <name>" -- the only kernels ncu profiles (profiler.measure.ncu.NVTX_INCLUDE); the worker runs under ncu
+        (profiler.worker.process.Worker's `prefix`).
 
-Each candidate step is announced to the parent (profiler.worker.step: "check", "kineto", "ncu"), so a worker that
-dies or hangs is blamed on the candidate and phase it was in; the parent (profiler.explain) then records that job's
+Each candidate step is announced to the parent (profiler.worker.steps.step: "check", "kineto", "ncu"), so a worker that
+dies or hangs is blamed on the candidate and phase it was in; the parent (profiler.commands.explain) then records that job's
 failure and carries on in a fresh worker. Job numbers are the parent's: they tie an ncu kernel to its call.
 """
 from __future__ import annotations
@@ -25,8 +25,16 @@ import math
 import tempfile
 from pathlib import Path
 
+from profiler.check.contract import CudaFault, check_candidate
+from profiler.check.guards import TaintedProcess
+from profiler.check.rules import error_vs_baseline, make_input
+from profiler.measure import kineto
+from profiler.measure.ncu import RANGE_PREFIX
+from profiler.worker.shape_task import assert_healthy
+from profiler.worker.steps import Fatal, step
+
 WARMUP_CALLS = 3
-FLUSH_L2_MULTIPLE = 4  # read 4 x L2 before each profiled replay, as the cold timer does (profiler/timing.py)
+FLUSH_L2_MULTIPLE = 4  # read 4 x L2 before each profiled replay, as the cold timer does (profiler/measure/timing.py)
 
 
 def _err(exc: BaseException) -> str:
@@ -39,25 +47,19 @@ def _jsonable(d: dict) -> dict:
 
 def _prepared(sess, c: dict, shape: dict, seed: int):
     """(candidate, state, None) or (None, None, reasons): loaded and prepared as in a sweep (guarded, cached)."""
-    from profiler.sweep import _assert_healthy
 
     cand = sess.load(c["spec"], c["name"])
     if cand is None:
         return None, None, [f"load: {sess.load_errors[c['spec']]['error']}"]
     state, reasons = sess.state(c["spec"], c["name"], cand, shape, sess.weight(shape, seed), seed)
     if reasons:
-        _assert_healthy(sess, c["name"], "prepare", reasons)
+        assert_healthy(sess, c["name"], "prepare", reasons)
         return None, None, reasons
     return cand, state, None
 
 
 def explain_check(sess, task: dict) -> dict:
     """The "explain_check" task (module docstring)."""
-    from profiler.contract import CudaFault, check_candidate
-    from profiler.guards import TaintedProcess
-    from profiler.rules import error_vs_baseline
-    from profiler.sweep import _assert_healthy
-    from profiler.worker import Fatal, step
 
     shape, seed = task["shape"], int(task.get("seed", 0))
     calls, passed, base_rel = [], [], None
@@ -81,7 +83,7 @@ def explain_check(sess, task: dict) -> dict:
         method = str(cand.describe(shape["family"], int(shape["M"]), int(shape["N"])))
         calls.append({"job": c["job"], "ok": bool(chk.ok), "error": _jsonable(chk.to_dict()), "method": method})
         if not chk.ok:
-            _assert_healthy(sess, c["name"], "check", chk.reasons)
+            assert_healthy(sess, c["name"], "check", chk.reasons)
         elif chk.graph is not None:  # a graph exists on CUDA only
             passed.append((c["job"], chk.graph))
     sequences, errors = {}, {}
@@ -96,7 +98,6 @@ def _kineto(sess, passed: list, keep: str | None) -> tuple[dict, dict]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from profiler import kineto
 
     flush = getattr(sess, "explain_flush", None)
     if flush is None:
@@ -126,9 +127,6 @@ def _kineto(sess, passed: list, keep: str | None) -> tuple[dict, dict]:
 
 def explain_ncu(sess, task: dict) -> dict:
     """The "explain_ncu" task (module docstring)."""
-    from profiler.ncu import RANGE_PREFIX
-    from profiler.rules import make_input
-    from profiler.worker import Fatal, step
 
     shape, seed = task["shape"], int(task.get("seed", 0))
     fam, M = shape["family"], int(shape["M"])
