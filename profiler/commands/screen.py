@@ -18,7 +18,6 @@ run` compares plans.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -29,7 +28,6 @@ from kernels.method import format_config
 from kernels.plans import PLANS_DIR, load_plan
 from kernels.registry import METHODS
 from profiler.backends.local import LocalBackend
-from profiler.cli_options import add_workload_argument, workload_or_exit
 from profiler.commands.runlife import RunLife
 from profiler.commands.tune import default_plan_name, precompile
 from profiler.commands.tune_measure import WorkerMeasure
@@ -91,33 +89,9 @@ def _key(method: str, config: dict) -> str:
     return format_config(method, config)
 
 
-def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python -m profiler screen", description=__doc__.splitlines()[0])
-    p.add_argument("--methods", nargs="+", required=True, help="methods whose every config is screened")
-    p.add_argument("--plan", default=None, help="whose pick is timed alongside ('' for none; default: best for the "
-                                                "default workload, the plan named after another workload if any)")
-
-    add_workload_argument(p)
-    p.add_argument("--shapes", default="official", choices=["official", "none"])
-    p.add_argument("--extra-m", nargs="*", type=int, default=[], help="more M per family (load 'nearby')")
-    p.add_argument("--families", nargs="+", default=None)
-    p.add_argument("--label", default="screen")
-    p.add_argument("--out-run", default=None, help="default datasets/runs/<date>_<gpu>_<label>.json")
-    p.add_argument("--compile-workers", type=int, default=16)
-    p.add_argument("--budget-s", type=float, default=300.0, help="stop starting new shapes after this long")
-    p.add_argument("--seed", type=int, default=0)
-    return p.parse_args(argv)
-
-
-def main(argv=None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-
-    workload = workload_or_exit("screen", args.workload)
-    import torch
-
-    if not torch.cuda.is_available():
-        print("profiler screen: needs a CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
-        return 2
+def screen(args, workload, argv: list[str]) -> int:
+    """The screening bench of `python -m profiler screen` (profiler.cli.screen parses `args`): every config of
+    args.methods, torch_linear and the plan's pick per shape, into one run file. Returns the exit status."""
     t0 = time.perf_counter()
     unknown = sorted(set(args.methods) - set(METHODS))
     if unknown:
@@ -194,7 +168,3 @@ def _record(pt: Point, got: dict, pick, records: Records) -> list[dict]:
     records.failures += list(got.get("failures", []))
     records.failures += [{**shape_fields(pt), "candidate": k, "reasons": v} for k, v in got["rejected"].items()]
     return rows
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -110,7 +110,7 @@ def test_below_floor_flag_uses_the_probe_noise(tmp_path):
 
 
 def test_cli_summary_of_sweep(tmp_path):
-    from profiler.__main__ import format_run
+    from profiler.cli.main import format_run
 
     out = tmp_path / "s.json"
     run = _sweep([CONTROL, CONTROL, NAN_ROW], _shapes(2), out, probes=False)

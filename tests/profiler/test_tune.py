@@ -12,6 +12,7 @@ from kernels.method import BF16_X_FP32_W as FP32_W
 from kernels.method import Method
 from kernels.plans import DISPATCH_MAX_M, LIBRARY_NOTE
 from kernels.registry import METHODS
+from profiler.cli import tune as tune_cli
 from profiler.commands import tune, tune_rules as rules
 
 ROUTER_SPEC = {"N": 256, "K": 8192, "x_dtype": "bfloat16", "w_dtype": "float32", "y_dtype": "float32",
@@ -372,12 +373,12 @@ def test_a_timing_that_is_not_a_speed_is_a_failure_never_a_result(cpu_measure):
 # --- CLI ----------------------------------------------------------------------------------------------------------
 
 def test_cli_arguments():
-    a = tune.parse_args(["--shapes", "official", "--families", "router", "o", "--budget-s", "100",
+    a = tune_cli.parse_args(["--shapes", "official", "--families", "router", "o", "--budget-s", "100",
                          "--out-plan", "/tmp/p.json", "--compile-workers", "4"])
     assert a.families == ["router", "o"] and a.budget_s == 100 and a.out_plan == "/tmp/p.json"
     assert a.compile_workers == 4 and a.extend_plan is None
     with pytest.raises(SystemExit):
-        tune.parse_args(["--shapes", "everything"])
+        tune_cli.parse_args(["--shapes", "everything"])
 
 
 def test_extend_plan_rewrites_an_old_plan_file_without_a_gpu(tmp_path, capsys):
@@ -392,7 +393,7 @@ def test_extend_plan_rewrites_an_old_plan_file_without_a_gpu(tmp_path, capsys):
         entries[:] = [e for e in entries if e["M"][0] <= 256]
     path = tmp_path / "best.json"
     path.write_text(json.dumps(old))
-    assert tune.main(["--extend-plan", str(path)]) == 0
+    assert tune_cli.main(["--extend-plan", str(path)]) == 0
     p = load_plan(path)
     for fam, entries in old["families"].items():
         for e in entries:
@@ -401,7 +402,7 @@ def test_extend_plan_rewrites_an_old_plan_file_without_a_gpu(tmp_path, capsys):
             assert p.select(fam, lo, e.get("N", 999)) == (e["method"], e["config"])      # tuned entries kept
         assert p.select(fam, 384)[0] == "torch_linear" and p.select(fam, 4096)[0] == "torch_linear"
     (tmp_path / "bad.json").write_text("[" * 1000 + "]" * 1000)
-    assert tune.main(["--extend-plan", str(tmp_path / "bad.json")]) == 1
+    assert tune_cli.main(["--extend-plan", str(tmp_path / "bad.json")]) == 1
     assert "bad.json" in capsys.readouterr().err
 
 
@@ -492,7 +493,7 @@ def test_make_plan_only_m_keeps_every_other_m_of_the_base_plan():
 
 
 def test_tune_m_without_a_scored_point_is_one_line(capsys):
-    from profiler.commands.tune import main
+    from profiler.cli.tune import main
 
     assert main(["--m", "3", "5"]) == 2                      # no load of muse has M=3 or M=5: nothing to tune
     err = capsys.readouterr().err.strip().splitlines()

@@ -1,4 +1,4 @@
-"""`python -m profiler explain`: arguments and the command (profiler/__main__.py only hooks it in)."""
+"""`python -m profiler explain`: its arguments and the command line (profiler/cli/main.py hooks it in)."""
 from __future__ import annotations
 
 import argparse
@@ -9,13 +9,18 @@ import time
 from pathlib import Path
 
 EXIT_MISSING = 2
+DESCRIPTION = """What each checked call launches, per kernel, as a run file: probes, then per shape every candidate
+checked with the correctness contract and one CUDA-graph replay of each passing call recorded under torch.profiler
+(Kineto: the kernel sequence), then one call of each profiled by Nsight Compute (duration, DRAM bytes, launch
+configuration per kernel). Needs a CUDA GPU and ncu; says with one line what is missing. Read the run with
+`python -m dashboard explain RUN.json`."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", action="append", help="plan name or .json path (repeatable)")
     p.add_argument("--candidate", action="append", help="a user's module .py with prepare(weight), run(state, family, x)")
     p.add_argument("--shapes", default="official", help="a selection as for `profiler run --shapes` (official, nearby, all, FAMILY:M,..., M=..., joined by +)")
-    from profiler.cli_options import add_workload_argument
+    from profiler.cli.options import add_workload_argument
 
     add_workload_argument(p)
     p.add_argument("--shape", action="append", metavar="KEY",
@@ -27,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shapes-per-ncu", type=int, default=10,
                    help="shapes per ncu process; the run file is flushed after each (default 10)")
     p.add_argument("--no-probes", action="store_true", help="skip the HBM/compute probes (no floors in the run)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the weights and inputs (default 0)")
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="run the shapes on dask workers: 'local' (one per visible GPU), 'local:N', or a scheduler "
                         "address tcp://HOST:8786 (one run file per GPU model)")
@@ -65,18 +70,13 @@ def _select(shapes: list[dict], keys: list[str] | None) -> list[dict]:
     return [known[k] for k in dict.fromkeys(keys)]
 
 
-def _cluster_errors() -> tuple:
-    mod = sys.modules.get("profiler.backends.dask")   # imported only with --cluster
-    return (mod.ClusterError,) if mod is not None else ()
-
-
 def cmd_explain(args, argv) -> int:
     specs = list(args.plan or []) + [str(Path(c).resolve()) for c in (args.candidate or [])]
     if not specs:
         print("profiler explain: give at least one --plan or --candidate", file=sys.stderr)
         return 1
     from kernels.candidate import check_spec
-    from profiler.cli_options import workload_or_exit
+    from profiler.cli.options import workload_or_exit
 
     workload = workload_or_exit("explain", args.workload)
     remote = args.cluster is not None and not args.cluster.startswith("local")
@@ -89,15 +89,16 @@ def cmd_explain(args, argv) -> int:
     from datasets.runfile import RunFileError, run_filename
     from profiler.commands.sweep import SweepInputError, WorkerStartError, select_shapes
     from profiler.measure.telemetry import cuda_device_name
+    from profiler.backends.open import ClusterError
     from profiler.worker.process import WorkerDied, WorkerError
 
     try:
         for spec in specs:
             check_spec(spec, workload)   # names a bad spec without running candidate code (the worker loads them)
         shapes = _select(select_shapes(args.shapes, workload), args.shape)
-    except Exception as exc:  # PlanError / CandidateError / an unknown shape key: one line naming it
+    except Exception as exc:  # PlanError / CandidateError / an unknown shape key: bad input, one line naming it
         print(f"profiler explain: {exc}", file=sys.stderr)
-        return 1
+        return 2
     label = args.label or ("explain-" + "-".join(Path(s).stem for s in specs))[:80]
     try:   # on a cluster the default name takes each GPU model's name (one run file per model)
         out = Path(args.out) if args.out else None if args.cluster else Path(RUNS_DIR) / run_filename(
@@ -126,7 +127,7 @@ def cmd_explain(args, argv) -> int:
         print(f"profiler explain: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
               file=sys.stderr)
         return EXIT_MISSING
-    except (SweepInputError, WorkerStartError, RunFileError, WorkerError, WorkerDied, *_cluster_errors()) as exc:
+    except (SweepInputError, WorkerStartError, RunFileError, WorkerError, WorkerDied, ClusterError) as exc:
         print(f"profiler explain: {exc}", file=sys.stderr)
         return 1
     print(format_explain(run))
