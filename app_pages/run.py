@@ -36,7 +36,7 @@ if not ok:
     st.code(CLI, language="bash")
     st.markdown("Other useful forms: `--shapes nearby|all|qkv_gate:1,64|M=3,17`, `--workload NAME|FILE` (another "
                 "model's projections, datasets/workloads/), `--mode stream`, `--candidate path/to/module.py`, "
-                "`python -m profiler probe`, `python -m profiler summarize RUN.json`.")
+                "`python -m profiler probe`, `python -m dashboard summarize RUN.json`.")
     st.stop()
 
 from datasets import DatasetError, list_workloads, load_workload  # noqa: E402

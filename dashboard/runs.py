@@ -199,7 +199,10 @@ def probe_curve(data: RunData) -> roofline.ProbeCurve | None:
 
 
 def shape_table(data: RunData, workload: Workload | None = None) -> pd.DataFrame:
-    """Results joined with metrics, memory/compute floors, which bound applies and SOL = floor ÷ median."""
+    """Results joined with metrics, memory/compute floors, which bound applies and SOL = floor ÷ median. floor_us:
+    the result's own exact-bytes probe floor (the one below_floor was flagged with), or the compute floor where
+    that is higher; curve_floor_us: the probe curve at the shape's bytes (the memory floor of results without
+    one)."""
     workload = workload_of(data, workload)
     if data.results.empty:
         return pd.DataFrame()
@@ -211,7 +214,12 @@ def shape_table(data: RunData, workload: Workload | None = None) -> pd.DataFrame
     table = metrics.add_metrics(data.results.drop(columns=["samples_us"], errors="ignore").merge(
         dtypes, on="family", how="left"))
     curve = probe_curve(data)
-    table["memory_floor_us"] = curve.us(table["bytes"].to_numpy()) if curve else np.nan
+    # One floor per name: `floor_us` in a result is the run's own read probe at exactly its bytes, the floor the
+    # profiler flagged `below_floor` with (the gate's); the tables use that same number. `curve_floor_us` is the
+    # probe curve interpolated at the bytes: the memory floor only where a result has no floor_us of its own.
+    table["curve_floor_us"] = curve.us(table["bytes"].to_numpy()) if curve else np.nan
+    own = table["floor_us"].astype(float) if "floor_us" in table else pd.Series(np.nan, index=table.index)
+    table["memory_floor_us"] = own.where(own.notna(), table["curve_floor_us"])
     peak = data.run.get("compute_peak_tflops")
     table["compute_floor_us"] = roofline.compute_floor_us(table["flops"], peak) if peak else np.nan
     table["floor_us"] = roofline.floor_us(table["memory_floor_us"], table["compute_floor_us"])
