@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 
 from kernels.method import PlanError
-from kernels.plans import Plan, format_config, load_plan
+from kernels.plans import Plan, format_config, load_plan, migrate_config
 from kernels.registry import get_method
 
 
@@ -213,7 +213,7 @@ def _method_spec(text: str) -> tuple[str, dict | None]:
         raise CandidateError(f"{text!r}: the config after the method name is not valid JSON ({exc})") from None
     if not isinstance(parsed, dict):
         raise CandidateError(f"{text!r}: the config must be a JSON object, got {type(parsed).__name__}")
-    return name, parsed
+    return name, migrate_config(name, parsed)   # a spec copied from an old run file may carry a retired key
 
 
 def method_spec(method: str, config: dict | None = None) -> str:

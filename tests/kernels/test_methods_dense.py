@@ -131,8 +131,7 @@ def test_splitk_atomic2_guard(method):
     from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M
 
     m = get_method(method)
-    cfg = {"BM": 16, "BN": 64, "BK": 64, "SPLIT": 11, "num_warps": 4, "num_stages": 4, "W_LOAD": "cg",
-           "PREFETCH": 0}
+    cfg = {"BM": 16, "BN": 64, "BK": 64, "SPLIT": 11, "num_warps": 4, "num_stages": 4, "W_LOAD": "cg"}
     for M in (1, 8, 17, SPLITK_ATOMIC2_MAX_M):
         assert m.supports(BF16, M, 2304, 8192, cfg) is None      # 128 steps in 11 slices of 11-12
     assert "workspace" in m.supports(BF16, SPLITK_ATOMIC2_MAX_M + 1, 2304, 8192, cfg)

@@ -1,4 +1,4 @@
-"""Launchers for kernels/triton/splitk_atomic2.py, BF16 families: `splitk_atomic_v2` (weight kept [N, K]) and
+"""Launchers for kernels/triton/splitk_atomic_v2.py, BF16 families: `splitk_atomic_v2` (weight kept [N, K]) and
 `splitk_atomic_kn` (weight stored [K, N] at prepare).
 
 prepare() makes the kernel's weight (a contiguous transpose for `_kn`, the tile-packed permutation
@@ -45,7 +45,7 @@ def _prepare(weight, config: dict, w_kn: bool, what: str) -> dict:
 def run(state: dict, x, out=None):
     import triton
 
-    from kernels.triton.splitk_atomic2 import splitk_atomic2_kernel
+    from kernels.triton.splitk_atomic_v2 import splitk_atomic2_kernel
 
     w, N, K, cfg, what = state["w"], state["N"], state["K"], state["config"], state["what"]
     M = check_input(x, K, w.dtype, what)

@@ -15,7 +15,7 @@ and resets the counter: one launch, no memset, graph-replay safe). What differs,
   (128 bytes at BK=64) spaced a weight row apart. The pipelined pointer load is cp.async.cg whatever cache
   modifier or eviction policy tl.load is given (sm_90 PTX of "", ".cg" and evict_first compared identical,
   triton 3.6), so those are not knobs here.
-- PREFETCH: always 0 (a config key kept so plans and run files keep their names). It pulled the tile's
+- No L2 prefetch (old plans' PREFETCH key is dropped as they load, kernels/plans.py). Pulling the tile's
   workspace lines and counter into L2 at program start, so the tail's first atomics would not wait for HBM in the
   profiler's cold mode; both ways of doing it measured slower at every shape: `prefetch.global.L2` hints by 1-3 us
   (the PREFETCH=1 rows of the r5-r19 screens and tunes in datasets/runs/), zero adds (`red`, PREFETCH=2) by
