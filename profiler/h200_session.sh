@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device sessions behind the committed H200 runs (datasets/runs/<date>_nvidia-h200_*.json).
 # Run from the repo root on the GPU host:
-#     OUT=/some/dir TAG=r4 PROJLAB_GIT_SHA=<commit> STAGES="tune sweeps" bash profiler/h200_session.sh
+#     OUT=/some/dir TAG=after-redesign PROJLAB_GIT_SHA=<commit> STAGES="tune sweeps" bash profiler/h200_session.sh
 # PROJLAB_GIT_SHA: the device copy has no .git, so run files record the commit they were given. TAG suffixes
 # every run name (never reused: runs are never overwritten). Everything lands in $OUT and is copied into
 # datasets/runs by hand, never edited. Each step has its own time limit so one failure cannot eat the others'.
@@ -45,7 +45,7 @@ tune)
   cp $BEST "$OUT/best.json" ;;
 screen)
   step "screen: $SCREEN_METHODS vs torch_linear and best's pick, official${SCREEN_EXTRA_M:+ + M=$SCREEN_EXTRA_M}"
-  timeout ${SCREEN_S:-240} python3 -m profiler.commands.screen --methods $SCREEN_METHODS --plan $BEST --shapes official \
+  timeout ${SCREEN_S:-240} python3 -m profiler screen --methods $SCREEN_METHODS --plan $BEST --shapes official \
     ${SCREEN_FAMILIES:+--families $SCREEN_FAMILIES} ${SCREEN_EXTRA_M:+--extra-m $SCREEN_EXTRA_M} \
     --label screen-${SCREEN_LABEL:?set SCREEN_LABEL}$T --out-run "${P}_screen-$SCREEN_LABEL$T.json" \
     --compile-workers 16 2>&1 | clean | tail -n 60 ;;
@@ -89,7 +89,7 @@ cluster)
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/projlab-site .whl/*.whl
     export PYTHONPATH=/tmp/projlab-site${PYTHONPATH:+:$PYTHONPATH}
   fi
-  for r in "" -r2; do
+  for r in "" -again; do
     step "single process: baseline vs best, official, cold, probes$r"
     timeout 120 python3 -m profiler run --plan baseline --plan $BEST --shapes official \
       --label baseline-best-single$r$T --out "${P}_baseline-best-single$r$T.json" 2>&1 | clean | tail -n 8

@@ -105,7 +105,7 @@ def _task_jobs(jobs: list[Job], specs: list[str]) -> list[dict]:
     return [{"job": j.job, "spec": specs[j.cand], "name": j.name} for j in jobs]
 
 
-# --- the tasks (run with a profiler.commands.sweep.WorkerPool: here, or on a dask worker) ----------------------------------
+# --- the tasks (run on a profiler.backends.pool.WorkerPool: here, or on a dask worker) ---------------------------
 def check_task(pool, shape: dict, jobs: list[dict], settings: ExplainSettings) -> dict:
     """Check + Kineto for one shape's jobs ({"job", "spec", "name"}) in the pool's worker, again in a fresh one
     without the job that took it down -> {"calls", "kineto", "kineto_errors", "failures": {job: reason}}."""

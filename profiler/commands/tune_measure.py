@@ -2,14 +2,14 @@
 
     WorkerMeasure(backend, settings, log)(shape, [(method, config), ...], timing) -> {"timed", "rejected", "info"}
 
-is the `measure` function of profiler.commands.tune_rules (its contract is there), used by `python -m profiler tune` and the
-screening bench. Each call is ONE shape task of the worker protocol (profiler.worker): every candidate a
+is the `measure` function of profiler.commands.tune_rules (its contract is there), used by `python -m profiler tune`
+and the screening bench. Each call is ONE shape task (profiler.backends.isolate.SHAPE): every candidate a
 `method:NAME:{config}` spec named by its label (kernels.method.format_config), checked with the contract's quick
 check (one eager call on fresh inputs with probe rows, vs the FP64 reference) and the passing ones timed together
-(paired rounds, the same sampler as `profiler run`). `backend` runs that task (profiler.commands.sweep.shape_task) on this
-host's worker (profiler.commands.sweep.LocalBackend) or on a dask worker (profiler.backends.dask.ClusterGroup). A candidate whose worker died, hung or broke its CUDA context is a rejection with
-the cause, the others are measured again in a fresh worker, and the tune goes on; a candidate that took a worker
-down at `settings.max_incidents` shapes is not run again.
+(paired rounds, the same sampler as `profiler run`), on whatever backend the command was given (this host's
+worker, or a dask worker). A candidate whose worker died, hung or broke its CUDA context is a rejection with the
+cause, the others are measured again in a fresh worker, and the tune goes on; a candidate that took a worker down
+at `settings.max_incidents` shapes is not run again.
 
 `tune_measured` turns a merged shape result into the measure contract; it is pure, so the same measurements give
 the same timed/rejected lists, and so the same plan, on one worker or many.
