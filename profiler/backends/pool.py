@@ -15,7 +15,8 @@ class WorkerPool:
     """The parent's worker, respawned after a death, with the record of every process it started.
 
     WorkerPool({"device": "cuda", "mode": "cold", "flush_bytes": None, "init": None}, log).call(task, timeout_s,
-    what) -> result (profiler.worker.process task kinds); measure_shape_isolated() adds the retry-without-the-culprit loop."""
+    what) -> result (profiler.worker.process task kinds); measure_shape_isolated() adds the
+    retry-without-the-culprit loop (profiler.backends.isolate)."""
 
     def __init__(self, config: dict, log):
 

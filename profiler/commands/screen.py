@@ -6,11 +6,13 @@ pick, per shape, written as a schema-v1 run file.
                               [--out-run datasets/runs/<date>_<gpu>_screen-<label>.json] [--label screen]
                               [--compile-workers 16]
 
-Per shape the candidates are torch_linear, every config of --methods whose guard admits the shape, and the
---plan's own pick there. They are checked and timed by the tuner's measure step (profiler.commands.tune_measure.WorkerMeasure:
-one shape task in the isolation worker; the contract's quick check -- one call on fresh inputs with probe rows vs
-the FP64 reference; failures are recorded, never timed -- then profiler.measure.timing.measure_shape, the one sampler of
-run/tune/bench, all candidates of a shape paired together).
+Per shape the candidates are torch_linear, every config of --methods whose guard admits the shape, and the --plan's
+own pick there. They are checked and timed by the tuner's measure step
+(profiler.commands.tune_measure.WorkerMeasure: one shape task in the isolation worker; the contract's quick check --
+one call on fresh inputs with probe rows vs the FP64 reference; failures are recorded, never timed -- then
+profiler.measure.timing.measure_shape, the one sampler of run/tune/bench, all candidates of a shape paired
+together).
+
 The run file holds every timed candidate ("correct": true), each one's paired ratio vs torch_linear, the
 rejected ones under "failures", and which candidate was the plan's pick ("plan_pick" on that result).
 Screening numbers: one pass, the plan is not re-tuned; `python -m profiler tune` decides, `python -m profiler

@@ -12,11 +12,11 @@ method:NAME:{config}); the first is the baseline of every pair. Repeated names g
 `shapes`: dicts with load, family, M, N, K, x_dtype, w_dtype, y_dtype, rel_l2_tol (select_shapes()).
 
 This process only orchestrates: every candidate is loaded, prepared, checked and timed in a worker process
-(profiler.worker), one shape per task (profiler.backends.isolate.SHAPE), on the backends open_backends gives.
-When the worker dies or hangs, the candidate it was running gets a failure record with the cause, and the shape is measured again in a fresh worker without it; a candidate that took a
-worker down at `max_incidents` shapes is not run at the remaining ones. The run file is flushed after probes and
-after every shape (status "partial"); finalized "complete" at the end. Ctrl-C leaves a valid partial file and
-re-raises KeyboardInterrupt.
+(profiler.worker), one shape per task (profiler.backends.isolate.SHAPE), on the backends open_backends gives. When
+the worker dies or hangs, the candidate it was running gets a failure record with the cause, and the shape is
+measured again in a fresh worker without it; a candidate that took a worker down at `max_incidents` shapes is not
+run at the remaining ones. The run file is flushed after probes and after every shape (status "partial"); finalized
+"complete" at the end. Ctrl-C leaves a valid partial file and re-raises KeyboardInterrupt.
 
 In the worker, profiler.worker.shape_task.measure_one_shape() is the shape task's body.
 """

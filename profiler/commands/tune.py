@@ -13,18 +13,20 @@ workload, kernels/plans/<workload name>.json for another). `--m` tunes only the 
 serves only them, say): each is re-dispatched by its own one-M entry and every other M keeps the base plan's entry,
 so the other points are not re-decided on a fresh, noisier comparison.
 
-The selection rules (candidates, funnel, neighbour and significance rules, ranges per N, the library fallback
-above the tuned range) are profiler/commands/tune_rules.py, torch-free and tested on CPU. The one "check + time these
-candidates at this shape" step the rules call is profiler.commands.tune_measure.WorkerMeasure: a shape task of the isolation
-worker (profiler.worker), as in `python -m profiler run`, so a config that crashes, hangs or breaks its CUDA
-context is a rejection with its cause and the tune goes on. This process only orchestrates and writes the plan
+The selection rules (candidates, funnel, neighbour and significance rules, ranges per N, the library fallback above
+the tuned range) are profiler/commands/tune_rules.py, torch-free and tested on CPU. The one "check + time these
+candidates at this shape" step the rules call is profiler.commands.tune_measure.WorkerMeasure: a shape task of the
+isolation worker (profiler.worker), as in `python -m profiler run`, so a config that crashes, hangs or breaks its
+CUDA context is a rejection with its cause and the tune goes on. This process only orchestrates and writes the plan
 and the tune run file (schema v1: results of every timed candidate, baseline-vs-winner pairs, failures, and the
-decisions under "tune"; never overwritten). `--cluster` fans the points out over dask workers (profiler.backends.dask):
-each point's stages run on one worker, the rules run here, so the same measurements give the same plan.
+decisions under "tune"; never overwritten). `--cluster` fans the points out over dask workers
+(profiler.backends.dask): each point's stages run on one worker, the rules run here, so the same measurements give
+the same plan.
 
-Timing is profiler.measure.timing.measure_shape in the worker -- the same sampler as `python -m profiler run` and the
-screening bench: CUDA graphs, read-based L2 flush, replay overhead subtracted, paired alternating rounds, warm-up
-by time, batches below 75% of the max SM clock dropped, RSE stopping rule per stage (tune_rules.SCREEN / FINAL).
+Timing is profiler.measure.timing.measure_shape in the worker -- the same sampler as `python -m profiler run` and
+the screening bench: CUDA graphs, read-based L2 flush, replay overhead subtracted, paired alternating rounds,
+warm-up by time, batches below 75% of the max SM clock dropped, RSE stopping rule per stage (the timing policy
+presets TUNE_SCREEN / TUNE_FINAL, profiler/measure/policy.py).
 Compiles: before the first point, every candidate's Triton kernels are compiled in parallel processes
 (kernels.warm), so the workers only load them from Triton's cache.
 """
@@ -277,8 +279,8 @@ def _plan(decisions: list, skipped: list, settings: TuneSettings, workload, gpu:
     base = load_plan(settings.base_plan, workload).to_dict()
     skipped_fams = {s.split()[0] for s in skipped}
     decisions = [d for d in decisions if d.family not in skipped_fams]   # a half-tuned family keeps the base
-    notes = (f"Tuned by profiler/commands/tune.py on {gpu} for workload {workload.name}, {len(decisions)} scored points; "
-             f"families "
+    notes = (f"Tuned by profiler/commands/tune.py on {gpu} for workload {workload.name}, {len(decisions)} scored "
+             f"points; families "
              f"{sorted({d.family for d in decisions})} tuned, others from plan {settings.base_plan!r}. Rule: funnel "
              f"(screen every admitted config, {settings.finalists} finalists + baseline), measure_shape timing "
              f"(screen RSE {SCREEN['rse_target']:.0%}, finals and neighbours RSE {FINAL['rse_target']:.1%}), "

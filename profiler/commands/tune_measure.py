@@ -47,8 +47,8 @@ def tune_measured(merged: dict, labels: dict[str, tuple[str, dict]]) -> dict:
 
 class WorkerMeasure:
     """tune_rules' measure function on the worker protocol (module docstring). The failure records of candidates
-    that took a worker down (kinds in profiler.worker.records.INCIDENT_KINDS) come back under "failures", for the run file;
-    `incidents` counts them per candidate across calls (threads may share one WorkerMeasure)."""
+    that took a worker down (kinds in profiler.worker.records.INCIDENT_KINDS) come back under "failures", for the
+    run file; `incidents` counts them per candidate across calls (threads may share one WorkerMeasure)."""
 
     def __init__(self, backend, settings: SweepSettings, log: Callable[[str], None] = print, workload=None):
         """`workload`: the Workload the shapes come from (None: the default); every task carries it, so the
