@@ -8,6 +8,17 @@ import sys
 import time
 from pathlib import Path
 
+from datasets import RUNS_DIR
+from datasets.runfile import RunFileError, run_filename
+from kernels.candidate import check_spec
+from profiler.backends.open import ClusterError
+from profiler.cli.options import add_workload_argument, workload_or_exit
+from profiler.commands.explain import ExplainSettings, format_explain, run_explain
+from profiler.commands.sweep import SweepInputError, WorkerStartError, select_shapes, shape_key
+from profiler.measure.ncu import NcuError, ncu_tool
+from profiler.measure.telemetry import cuda_device_name
+from profiler.worker.process import WorkerDied, WorkerError
+
 EXIT_MISSING = 2
 DESCRIPTION = """What each checked call launches, per kernel, as a run file: probes, then per shape every candidate
 checked with the correctness contract and one CUDA-graph replay of each passing call recorded under torch.profiler
@@ -20,7 +31,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", action="append", help="plan name or .json path (repeatable)")
     p.add_argument("--candidate", action="append", help="a user's module .py with prepare(weight), run(state, family, x)")
     p.add_argument("--shapes", default="official", help="a selection as for `profiler run --shapes` (official, nearby, all, FAMILY:M,..., M=..., joined by +)")
-    from profiler.cli.options import add_workload_argument
 
     add_workload_argument(p)
     p.add_argument("--shape", action="append", metavar="KEY",
@@ -40,7 +50,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _missing_tools() -> tuple[list[str], object]:
     """What explain needs and this machine lacks, each in words that say where it looked."""
-    from profiler.measure.ncu import NcuError, ncu_tool
 
     problems = []
     try:
@@ -59,8 +68,6 @@ def _missing_tools() -> tuple[list[str], object]:
 
 
 def _select(shapes: list[dict], keys: list[str] | None) -> list[dict]:
-    from profiler.commands.sweep import shape_key
-
     if not keys:
         return shapes
     known = {shape_key(s): s for s in shapes}
@@ -75,8 +82,6 @@ def cmd_explain(args, argv) -> int:
     if not specs:
         print("profiler explain: give at least one --plan or --candidate", file=sys.stderr)
         return 1
-    from kernels.candidate import check_spec
-    from profiler.cli.options import workload_or_exit
 
     workload = workload_or_exit("explain", args.workload)
     remote = args.cluster is not None and not args.cluster.startswith("local")
@@ -84,13 +89,6 @@ def cmd_explain(args, argv) -> int:
     if problems:
         print(f"profiler explain: needs {' and '.join(problems)}", file=sys.stderr)
         return EXIT_MISSING
-    from datasets import RUNS_DIR
-    from profiler.commands.explain import ExplainSettings, format_explain, run_explain
-    from datasets.runfile import RunFileError, run_filename
-    from profiler.commands.sweep import SweepInputError, WorkerStartError, select_shapes
-    from profiler.measure.telemetry import cuda_device_name
-    from profiler.backends.open import ClusterError
-    from profiler.worker.process import WorkerDied, WorkerError
 
     try:
         for spec in specs:

@@ -15,13 +15,20 @@ import sys
 import time
 from pathlib import Path
 
+from datasets import RUNS_DIR
+from datasets.runfile import RunFileError, run_filename, safe_label
+from kernels.candidate import check_spec
+from profiler.backends.open import ClusterError
 from profiler.cli import screen as screen_cli
 from profiler.cli import tune as tune_cli
+from profiler.cli.explain import cmd_explain
 from profiler.cli.explain import DESCRIPTION as EXPLAIN_DESCRIPTION
 from profiler.cli.explain import add_arguments as explain_arguments
-from profiler.cli.explain import cmd_explain
 from profiler.cli.options import add_workload_argument, workload_or_exit
+from profiler.commands.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep, select_shapes
 from profiler.measure.policy import SWEEP
+from profiler.measure.telemetry import cuda_device_name
+from profiler.worker.process import WorkerDied, WorkerError
 
 
 def _cuda_or_exit(cmd: str) -> None:
@@ -66,10 +73,6 @@ class _Progress:
 
 
 def _default_out(label: str) -> Path:
-    from datasets import RUNS_DIR
-    from datasets.runfile import run_filename
-    from profiler.measure.telemetry import cuda_device_name
-
     # The GPU's name from the driver: this process never creates a CUDA context (the worker does).
     return Path(RUNS_DIR) / run_filename(dt.date.today(), cuda_device_name() or "unknown-gpu", label)
 
@@ -92,7 +95,6 @@ def _out_path(cmd: str, out: str | None, label: str) -> Path:
 
 def _label(cmd: str, raw: str) -> str:
     """A label usable in a file name; says so when it had to change (`my kernels` -> `my-kernels`)."""
-    from datasets.runfile import safe_label
 
     label = safe_label(raw)
     if label != raw:
@@ -104,7 +106,6 @@ def _check_specs(specs: list[str], workload) -> None:
     """Exit 2 with one line per spec that cannot name a candidate for `workload` (a plan tuned for another
     workload, a method that computes none of its dtypes, a missing file...): bad input; runs none of the
     candidates' code."""
-    from kernels.candidate import check_spec
 
     bad = []
     for spec in specs:
@@ -126,7 +127,6 @@ def _spec_label(spec: str) -> str:
 
 def _shapes(cmd: str, selection: str, workload) -> list[dict]:
     """The --shapes selection's rows in `workload`, or exit 2 with one line naming what is wrong with it."""
-    from profiler.commands.sweep import select_shapes
 
     try:
         return select_shapes(selection, workload)
@@ -150,7 +150,6 @@ def cmd_run(args, argv) -> int:
     out = _out_path("run", args.out, label) if args.out or not args.cluster else None
     if _local(args.cluster):
         _cuda_or_exit("run")
-    from profiler.commands.sweep import SweepSettings
 
     settings = SweepSettings(mode=args.mode, shapes=args.shapes, max_seconds_per_shape=args.max_seconds_per_shape,
                              seed=args.seed, probes=not args.no_probes, shape_timeout_s=args.shape_timeout_s,
@@ -174,10 +173,6 @@ def _local(cluster: str | None) -> bool:
 
 def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluster=None, workload=None) -> dict:
     """run_sweep; every user-facing problem is one line and an exit (130 after Ctrl-C, 1 otherwise)."""
-    from datasets.runfile import RunFileError
-    from profiler.commands.sweep import SweepInputError, WorkerStartError, run_sweep
-    from profiler.backends.open import ClusterError
-    from profiler.worker.process import WorkerDied, WorkerError
 
     try:
         return run_sweep(specs, shapes, out, label=label, settings=settings, progress=_Progress(),
@@ -203,13 +198,11 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluste
 
 
 def cmd_probe(args, argv) -> int:
-
     workload = workload_or_exit("probe", args.workload)
     shapes = _shapes("probe", args.shapes, workload)
     label = _label("probe", args.label or "probes")
     out = _out_path("probe", args.out, label)
     _cuda_or_exit("probe")
-    from profiler.commands.sweep import SweepSettings
 
     settings = SweepSettings(shapes=args.shapes, command="python -m profiler " + " ".join(argv))
     # Probes only: the shapes give the byte counts to probe, no candidate is run.

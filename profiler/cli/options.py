@@ -6,6 +6,7 @@ before anything needs a GPU.
 from __future__ import annotations
 
 import sys
+from datasets import DatasetError, load_workload
 
 WORKLOAD_HELP = ("the workload: a name in datasets/workloads/ (e.g. llama31_8b_decode) or a .json file "
                  "(default muse_bf16_proj)")
@@ -17,7 +18,6 @@ def add_workload_argument(parser) -> None:
 
 def workload_or_exit(cmd: str, ref):
     """datasets.load_workload(ref), or exit 2 with one line naming what is wrong."""
-    from datasets import DatasetError, load_workload
 
     try:
         return load_workload(ref)

@@ -85,7 +85,6 @@ def _base(shape) -> dict:
 
 def shape_slug(shape) -> str:
     """'decode 16/router' -> 'decode-16_router' (file names of per-shape traces)."""
-    from profiler.commands.sweep import shape_key
 
     return "_".join(slug(part) for part in shape_key(shape).split("/"))
 

@@ -11,6 +11,7 @@ k-th replayed graph. Other launches in the same trace (the L2 flush before each 
 from __future__ import annotations
 
 import math
+from profiler.measure.ncu import short_name
 
 DEVICE_CATEGORIES = {"kernel": "kernel", "gpu_memset": "memset", "gpu_memcpy": "memcpy"}
 GRAPH_LAUNCH_NAMES = ("cudaGraphLaunch", "cudaGraphLaunch_v10000")
@@ -44,7 +45,6 @@ def sequence(trace, correlation: int) -> dict:
     {kernel_full, kind, start_us (from the first one's start), duration_us, gap_before_us, grid, block}.
     gaps_us = span − Σ durations: idle time between kernels (negative where kernels overlap, e.g. with
     programmatic dependent launch)."""
-    from profiler.measure.ncu import short_name
 
     work = [e for e in _events(trace) if e.get("cat") in DEVICE_CATEGORIES
             and isinstance(e.get("args"), dict) and e["args"].get("correlation") == correlation]
