@@ -30,6 +30,7 @@ from profiler.check.guards import TaintedProcess
 from profiler.check.rules import error_vs_baseline, make_input
 from profiler.measure import kineto
 from profiler.measure.ncu import RANGE_PREFIX
+from profiler.measure.policy import SWEEP
 from profiler.worker.shape_task import assert_healthy
 from profiler.worker.steps import Fatal, step
 
@@ -138,7 +139,9 @@ def explain_ncu(sess, task: dict) -> dict:
             continue
         step(c["name"], "ncu")
         try:
-            x, _ = make_input(M, int(shape["K"]), seed + 300, sess.device, dtype=shape["x_dtype"])
+            # the sweep's first timing input (never one of the check's inputs)
+            x, _ = make_input(M, int(shape["K"]), seed + SWEEP.timing_seed_offset, sess.device,
+                              dtype=shape["x_dtype"])
             for _ in range(WARMUP_CALLS):
                 cand.run(state, fam, x)
             _sync(sess)
