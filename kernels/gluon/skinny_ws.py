@@ -15,8 +15,9 @@ barriers; eight stages; K split three ways at integer boundaries) written with G
   BM tokens as the MMA's N dimension: the operands swapped, so M = 9..32 costs one 16/32-wide MMA instead of a
   64-row tile of mostly padding), keeps one MMA in flight and releases the previous slot once it completed.
 
-Work split. The (token tile, weight tile, K step) space is cut into equal contiguous runs of K steps, one run per
-program: `SPLIT` runs per output tile (the split-K grid, grid = tiles x SPLIT; SPLIT need not divide the K steps:
+Work split. The (weight tile, token tile, K step) space -- the token tiles of one weight tile adjacent, so runs
+that read the same weight rows follow each other and find them in L2 -- is cut into equal contiguous runs of K
+steps, one run per program: `SPLIT` runs per output tile (the split-K grid, grid = tiles x SPLIT; SPLIT need not divide the K steps:
 runs of floor or ceil(T/SPLIT) steps, the write-up's 42/43/43 at T=128, SPLIT=3) or, with STREAMK=1, one run per
 program over all tiles with a fixed number of programs (stream-K: every program gets the same number of K steps
 at any tile count; a run may end one tile and start the next).
@@ -27,6 +28,9 @@ steps to the tile's arrival counter (acq_rel); the run that brings the counter t
 the sum out with an atomic exchange (leaving zeros), writes y and resets the counter. Workspace and counters are
 zero again after every call: no memset launch, CUDA-graph replay safe (the scheme of
 kernels/triton/splitk_atomic.py, with K steps counted instead of arrivals so stream-K runs of any length add up).
+
+HILO=True is the router's hi/lo scheme (FP32 weight W = H + L, H = bf16(W), L = bf16(W - H), FP32 output): each
+ring slot holds the H and the L tile of the K step, both multiplied into the one FP32 accumulator.
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -59,13 +63,15 @@ def _run(pid, P, TOTAL):
 
 
 @gluon.jit
-def _load_partition(w_desc, x_desc, w_bufs, x_bufs, ready, empty, start, end,
-                    STEPS: gl.constexpr, N_TILES: gl.constexpr, STAGES: gl.constexpr):
-    """The producer warp: one weight tile and one token tile per K step of this program's run."""
+def _load_partition(w_desc, lo_desc, x_desc, w_bufs, lo_bufs, x_bufs, ready, empty, start, end, M_TILES,
+                    STEPS: gl.constexpr, STAGES: gl.constexpr, PACK: gl.constexpr, HILO: gl.constexpr):
+    """The producer warp: one weight tile (HILO: the H and the L tile) and one token tile per K step of this
+    program's run. PACK: the weight was re-laid at prepare as [N/BN, K/BK, BN, BK] (w_desc views it as
+    [N/BN * K/BK * BN, BK] rows), so a K step's weight tile is one contiguous block."""
     BN: gl.constexpr = w_desc.block_type.shape[0]
     BK: gl.constexpr = w_desc.block_type.shape[1]
     BM: gl.constexpr = x_desc.block_type.shape[0]
-    nbytes: gl.constexpr = w_desc.block_type.nbytes + x_desc.block_type.nbytes
+    nbytes: gl.constexpr = w_desc.block_type.nbytes * (2 if HILO else 1) + x_desc.block_type.nbytes
     for g in range(start, end):
         i = g - start
         s = i % STAGES
@@ -74,18 +80,27 @@ def _load_partition(w_desc, x_desc, w_bufs, x_bufs, ready, empty, start, end,
         tile = g // STEPS
         k = (g % STEPS) * BK
         mbarrier.expect(ready.index(s), nbytes)
-        tma.async_copy_global_to_shared(w_desc, [(tile % N_TILES) * BN, k], ready.index(s), w_bufs.index(s))
-        tma.async_copy_global_to_shared(x_desc, [(tile // N_TILES) * BM, k], ready.index(s), x_bufs.index(s))
+        pid_n = tile // M_TILES
+        if PACK:
+            w_row = (pid_n * STEPS + g % STEPS) * BN
+            w_col = 0
+        else:
+            w_row = pid_n * BN
+            w_col = k
+        tma.async_copy_global_to_shared(w_desc, [w_row, w_col], ready.index(s), w_bufs.index(s))
+        if HILO:
+            tma.async_copy_global_to_shared(lo_desc, [w_row, w_col], ready.index(s), lo_bufs.index(s))
+        tma.async_copy_global_to_shared(x_desc, [(tile % M_TILES) * BM, k], ready.index(s), x_bufs.index(s))
 
 
 @gluon.jit
-def _finish_tile(acc, tile, n_steps, y_ptr, ws_ptr, cnt_ptr, M, stride_ym,
-                 STEPS: gl.constexpr, N_TILES: gl.constexpr, MAX_M: gl.constexpr, BN: gl.constexpr,
+def _finish_tile(acc, tile, n_steps, y_ptr, ws_ptr, cnt_ptr, M, stride_ym, M_TILES,
+                 STEPS: gl.constexpr, MAX_M: gl.constexpr, BN: gl.constexpr,
                  BM: gl.constexpr, epi: gl.constexpr):
     """Store a whole tile's sum, or add a partial into the workspace and, if it completes the tile, write y."""
     v = gl.convert_layout(acc, epi)
-    rn = (tile % N_TILES) * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, epi))
-    rm = (tile // N_TILES) * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, epi))
+    rn = (tile // M_TILES) * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, epi))
+    rm = (tile % M_TILES) * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, epi))
     y_ptrs = y_ptr + rm[None, :] * stride_ym + rn[:, None]
     y_mask = (rm < M)[None, :] & (rn >= 0)[:, None]
     if n_steps == STEPS:
@@ -105,11 +120,11 @@ def _finish_tile(acc, tile, n_steps, y_ptr, ws_ptr, cnt_ptr, M, stride_ym,
 
 
 @gluon.jit
-def _mma_partition(w_bufs, x_bufs, ready, empty, start, end, y_ptr, ws_ptr, cnt_ptr, M, stride_ym,
-                   STEPS: gl.constexpr, N_TILES: gl.constexpr, MAX_M: gl.constexpr, STAGES: gl.constexpr,
+def _mma_partition(w_bufs, lo_bufs, x_bufs, ready, empty, start, end, y_ptr, ws_ptr, cnt_ptr, M, stride_ym,
+                   M_TILES, STEPS: gl.constexpr, MAX_M: gl.constexpr, STAGES: gl.constexpr, HILO: gl.constexpr,
                    num_warps: gl.constexpr):
-    """The consumer warpgroup(s): one async warpgroup MMA per K step, one in flight; a tile's epilogue where
-    the run leaves it."""
+    """The consumer warpgroup(s): one async warpgroup MMA per K step (HILO: the H and the L product into the one
+    FP32 accumulator), one step in flight; a tile's epilogue where the run leaves it."""
     BN: gl.constexpr = w_bufs.type.shape[1]
     BM: gl.constexpr = x_bufs.type.shape[1]
     warps: gl.constexpr = mma_warps(BN, num_warps)
@@ -122,23 +137,27 @@ def _mma_partition(w_bufs, x_bufs, ready, empty, start, end, y_ptr, ws_ptr, cnt_
         i = g - start
         s = i % STAGES
         mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-        acc = warpgroup_mma(w_bufs.index(s), x_bufs.index(s).permute((1, 0)), acc, use_acc=g != seg,
-                            is_async=True)
-        # At most one MMA in flight: the previous step's is done, so its slot goes back to the producer.
+        xt = x_bufs.index(s).permute((1, 0))
+        acc = warpgroup_mma(w_bufs.index(s), xt, acc, use_acc=g != seg, is_async=True)
+        if HILO:
+            acc = warpgroup_mma(lo_bufs.index(s), xt, acc, is_async=True)
+        # At most one MMA group in flight (each warpgroup_mma commits one; they complete in order): the previous
+        # step's are done, so its slot goes back to the producer.
         acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
         mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), pred=i > 0)
         if ((g % STEPS) == STEPS - 1) | (g == end - 1):
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-            _finish_tile(acc, g // STEPS, g - seg + 1, y_ptr, ws_ptr, cnt_ptr, M, stride_ym, STEPS, N_TILES,
-                         MAX_M, BN, BM, epi)
+            _finish_tile(acc, g // STEPS, g - seg + 1, y_ptr, ws_ptr, cnt_ptr, M, stride_ym, M_TILES, STEPS, MAX_M,
+                         BN, BM, epi)
             seg = g + 1
 
 
 @gluon.jit(do_not_specialize=["M", "M_TILES"])
-def skinny_ws_kernel(w_desc, x_desc, y_ptr, ws_ptr, cnt_ptr, M, stride_ym, M_TILES,
+def skinny_ws_kernel(w_desc, lo_desc, x_desc, y_ptr, ws_ptr, cnt_ptr, M, stride_ym, M_TILES,
                      N: gl.constexpr, K: gl.constexpr, MAX_M: gl.constexpr, STAGES: gl.constexpr,
-                     num_warps: gl.constexpr):
-    """y[M, N] = x[M, K] @ w[N, K]^T; grid (programs,), each an equal run of the M_TILES * N/BN * K/BK steps."""
+                     PACK: gl.constexpr, HILO: gl.constexpr, num_warps: gl.constexpr):
+    """y[M, N] = x[M, K] @ w[N, K]^T (HILO: @ (w + lo)^T, lo_desc has w_desc's layout; otherwise lo_desc is
+    unused); grid (programs,), each an equal run of the M_TILES * N/BN * K/BK steps."""
     BN: gl.constexpr = w_desc.block_type.shape[0]
     BK: gl.constexpr = w_desc.block_type.shape[1]
     BM: gl.constexpr = x_desc.block_type.shape[0]
@@ -147,6 +166,10 @@ def skinny_ws_kernel(w_desc, x_desc, y_ptr, ws_ptr, cnt_ptr, M, stride_ym, M_TIL
     start, end = _run(gl.program_id(0), gl.num_programs(0), M_TILES * N_TILES * STEPS)
 
     w_bufs = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
+    if HILO:
+        lo_bufs = gl.allocate_shared_memory(lo_desc.dtype, [STAGES, BN, BK], lo_desc.layout)
+    else:
+        lo_bufs = w_bufs      # never read
     x_bufs = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -155,7 +178,8 @@ def skinny_ws_kernel(w_desc, x_desc, y_ptr, ws_ptr, cnt_ptr, M, stride_ym, M_TIL
         mbarrier.init(empty.index(s), count=1)
 
     gl.warp_specialize([
-        (_mma_partition, (w_bufs, x_bufs, ready, empty, start, end, y_ptr, ws_ptr, cnt_ptr, M, stride_ym, STEPS,
-                          N_TILES, MAX_M, STAGES, num_warps)),
-        (_load_partition, (w_desc, x_desc, w_bufs, x_bufs, ready, empty, start, end, STEPS, N_TILES, STAGES)),
+        (_mma_partition, (w_bufs, lo_bufs, x_bufs, ready, empty, start, end, y_ptr, ws_ptr, cnt_ptr, M, stride_ym,
+                          M_TILES, STEPS, MAX_M, STAGES, HILO, num_warps)),
+        (_load_partition, (w_desc, lo_desc, x_desc, w_bufs, lo_bufs, x_bufs, ready, empty, start, end, M_TILES,
+                           STEPS, STAGES, PACK, HILO)),
     ], [1], [40])
