@@ -21,6 +21,7 @@ Orientations of y[M,N] = x[M,K] @ w[N,K]^T (cuBLASLt is column-major; a row-majo
 from __future__ import annotations
 
 import ctypes
+import warnings
 import weakref
 from functools import lru_cache
 
@@ -203,9 +204,16 @@ def identity(algo: _Algo) -> dict:
 def enumerate_configs(M: int, N: int, K: int) -> tuple[dict, ...]:
     """Every algorithm cuBLASLt's heuristic offers for y[M,N] = x[M,K] @ w[N,K]^T (BF16) in each orientation, as
     configs (orient, M, identity), heuristic order kept. RuntimeError (one line) on a host without CUDA."""
+    _lib()   # a host without CUDA: its one-line reason, before any orientation is tried
     out, seen = [], set()
     for orient in ORIENTS:
-        for algo, _ in Problem(orient, M, N, K).heuristic():
+        try:
+            offered = Problem(orient, M, N, K).heuristic()
+        except RuntimeError as exc:   # e.g. the swapped output's leading dimension M at an odd M: that
+            #                            orientation has no algorithm; the others still count
+            warnings.warn(f"cublaslt: orient {orient} at M={M} N={N} K={K} left out: {exc}", stacklevel=2)
+            continue
+        for algo, _ in offered:
             config = {"orient": orient, "M": int(M), **identity(algo)}
             key = tuple(sorted(config.items()))
             if key not in seen:   # the heuristic may list one configuration twice

@@ -64,3 +64,28 @@ def test_tuner_candidates_come_from_configs_for():
     m = get_method("cublaslt")
     assert m.configs == ()
     assert get_method("torch_linear").configs_for(1, 8, 8) == get_method("torch_linear").configs
+
+
+def test_enumeration_keeps_identities_per_orientation_and_skips_a_failing_one(monkeypatch):
+    # A fake library: 'swap' fails (as an odd M's swapped output can), 'nk' lists one algorithm twice.
+    from kernels.launch import cublaslt as L
+
+    class FakeProblem:
+        def __init__(self, orient, M, N, K):
+            self.orient = orient
+
+        def heuristic(self):
+            if self.orient == "swap":
+                raise RuntimeError("cublaslt: MatmulAlgoGetHeuristic returned cuBLAS status 7")
+            return [("a17", 0), ("a17", 0)] if self.orient == "nk" else [("a17", 0), ("a20", 4096)]
+
+    ids = {"a17": {**{k: 0 for k in L.IDENTITY_KEYS}, "algo_id": 66, "tile_id": 17, "split_k": 1},
+           "a20": {**{k: 0 for k in L.IDENTITY_KEYS}, "algo_id": 66, "tile_id": 20, "split_k": 2}}
+    monkeypatch.setattr(L, "_lib", lambda: None)
+    monkeypatch.setattr(L, "Problem", FakeProblem)
+    monkeypatch.setattr(L, "identity", lambda algo: dict(ids[algo]))
+    with pytest.warns(UserWarning, match="orient swap at M=7 .* left out: .*status 7"):
+        configs = L.enumerate_configs.__wrapped__(7, 4096, 8192)
+    assert [(c["orient"], c["tile_id"]) for c in configs] == [("nk", 17), ("kn", 17), ("kn", 20)]
+    assert all(c["M"] == 7 and cublaslt_config_reason(c) is None for c in configs)
+    assert all(get_method("cublaslt").supports(BF16, 7, 4096, 8192, c) is None for c in configs)
