@@ -13,14 +13,17 @@ barriers; eight stages; K split three ways at integer boundaries) written with G
 * the default partition (the consumer: num_warps warps, one or two warpgroups) that waits for a slot to be ready,
   issues the warpgroup MMA (`wgmma.mma_async`, weights as the 64-row A operand straight from shared memory, the
   BM tokens as the MMA's N dimension: the operands swapped, so M = 9..32 costs one 16/32-wide MMA instead of a
-  64-row tile of mostly padding), keeps one MMA in flight and releases the previous slot once it completed.
+  64-row tile of mostly padding), keeps one MMA group in flight and releases the previous slot once it completed.
+
+Measured on the H200: docs/kernels/skinny_ws.md.
 
 Work split. The (weight tile, token tile, K step) space -- the token tiles of one weight tile adjacent, so runs
 that read the same weight rows follow each other and find them in L2 -- is cut into equal contiguous runs of K
-steps, one run per program: `SPLIT` runs per output tile (the split-K grid, grid = tiles x SPLIT; SPLIT need not divide the K steps:
-runs of floor or ceil(T/SPLIT) steps, the write-up's 42/43/43 at T=128, SPLIT=3) or, with STREAMK=1, one run per
-program over all tiles with a fixed number of programs (stream-K: every program gets the same number of K steps
-at any tile count; a run may end one tile and start the next).
+steps, one run per program: `SPLIT` runs per output tile (the split-K grid, grid = tiles x SPLIT; SPLIT need not
+divide the K steps: runs of floor or ceil(T/SPLIT) steps, the write-up's 42/43/43 at T=128, SPLIT=3) or, with
+STREAMK=S, S programs per SM, each one run over all tiles (stream-K: every program gets the same number of K steps
+at any tile count; a run may end one tile and start the next). The launcher sizes the grid; the kernel only cuts
+its equal share of the steps.
 
 Reduction, one launch: a run that covers a whole tile stores y directly; otherwise the run adds its FP32 partial
 into a persistent zeroed FP32 workspace [N, MAX_M] (token-contiguous, relaxed atomics), then adds its number of K

@@ -2,8 +2,9 @@
 `router_hilo_ws`, the same kernel on the router's hi/lo pair (BF16 x, FP32 weight split at prepare, FP32 y).
 
 prepare() checks the tiling, builds the weight's TMA descriptor ([BN, BK] boxes of the row-major [N, K] weight,
-128-byte swizzle; PACK=1: of the weight re-laid as [N/BN, K/BK, BN, BK], one contiguous block per box), and makes the FP32 workspace [N, MAX_M] and one int32 K-step counter per output tile, both
-zero (every call leaves them zero again); run() builds the activation's descriptor ([BM, BK] boxes of x[M, K]: the
+128-byte swizzle; PACK=1: of the weight re-laid as [N/BN, K/BK, BN, BK], one contiguous block per box), and makes
+the FP32 workspace [N, MAX_M] and one int32 K-step counter per output tile, both zero (every call leaves them zero
+again); run() builds the activation's descriptor ([BM, BK] boxes of x[M, K]: the
 TMA unit zero-fills the token rows past M), allocates y and launches once, so it can be captured in a CUDA graph
 and replayed (the descriptors are kernel parameters, captured by value with the graph). Calls with one prepared
 state must stay on one stream (they share the workspace).
