@@ -1,6 +1,6 @@
 """The correctness gate: no score, load ratio, speedup, Compare verdict or SOL comes from a shape where either side
-is incorrect, failed or (unless included) below the measured floor. Fixtures are edited copies of the committed
-r3 run (tests/fixtures/runs/edit_runs.py; labelled EDITED-, test data only)."""
+is incorrect, failed or (unless included) below the measured floor. Fixtures are edited copies of a committed
+paired sweep (tests/fixtures/runs/edit_runs.py; labelled EDITED-, test data only)."""
 import subprocess
 import sys
 from pathlib import Path
@@ -180,7 +180,7 @@ def test_a_candidate_rejected_everywhere_is_still_summarized():
 
 
 def test_nearby_summary_reports_the_baselines_own_route_apart():
-    # r17's nearby run: 40 of 105 shapes dispatch F.linear on both sides; the candidate's own routes are summarised
+    # This nearby run: 40 of 105 shapes dispatch F.linear on both sides; the candidate's own routes are summarised
     # without them, and their spread is shown as what it is
     path = ROOT / "datasets/runs/2026-12-01_nvidia-h200_baseline-vs-best-nearby-extra-r17.json"
     out = _cli("summarize", path)
