@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from datasets import RUNS_DIR, DatasetError, load_workload
-from dashboard import results_doc, runs, scoring, sources, views, workloads
+from dashboard import runs, scoring, sources, views, workloads
 from dashboard.files import write_files
 from dashboard.kernels import ExplainError
 from dashboard.summary import format_breakdown, format_loads, format_shape_table, format_unscored_pairs
@@ -172,6 +172,8 @@ def cmd_explain(args) -> int:
 
 def cmd_results(args) -> int:
     """RESULTS.md from the committed run files (dashboard/results_doc.py): printed, or written atomically."""
+    from dashboard import results_doc   # as cmd_explain and cmd_report: the kernel tables load plotly
+
     text = results_doc.build(Path(args.runs))
     if args.out is None:
         print(text, end="")

@@ -2,10 +2,10 @@
 
 Nothing here is typed by hand and no run is named: which runs appear follows from rules on the run files, so a run
 committed later shows up when the file is regenerated.
-- A run's kind: explain (it has 'kernels'), tune ('tune'), screen (results marked 'plan_pick'), else a sweep.
+- A run's kind: dashboard.runs.run_kind (explain, tune, screen or sweep).
 - Scores: per workload and (baseline, candidate) pair of a sweep (dashboard.runs.candidate_pairs, one plan timed
   against itself left out), every sweep that scores the pair at the commit of the newest such sweep (the
-  back-to-back sweeps of one session), with load ratios and SOL per load; then every sweep that ever scored it.
+  back-to-back sweeps of one session), with load ratios and SOL per load.
 - Pairs never scored: the newest sweep of each, with the gate's reason.
 - Unscored shapes: the newest sweep of each pair with only nearby shapes.
 - Kernels: the newest explain run of each workload (dashboard.kernel_report.tables): the gap to the floor per load
@@ -27,7 +27,6 @@ from datasets.jsonfile import read_json
 from dashboard import kernel_report, kernels, repeatability, runs, scoring, views
 from dashboard.workloads import default_workload
 
-EXPLAIN, TUNE, SCREEN, SWEEP = "explain", "tune", "screen", "sweep"
 WHY_CHARS = 160     # a gate's reason or a finding is cut to this many characters in a table cell
 LINK_DIR = "datasets/runs"  # run files are linked relative to the repository root, where RESULTS.md lives
 
@@ -43,16 +42,6 @@ class Run:
     scored: bool = False        # some result is at a scored load (not only nearby shapes)
 
 
-def run_kind(run: dict) -> str:
-    if kernels.is_explain_run(run):
-        return EXPLAIN
-    if "tune" in run:
-        return TUNE
-    if any(isinstance(r, dict) and "plan_pick" in r for r in run.get("results") or []):
-        return SCREEN
-    return SWEEP
-
-
 def index_runs(runs_dir=RUNS_DIR) -> list[Run]:
     """Every run file with its kind, date, commit, workload and candidates, oldest first (created_utc, then name).
     Read from the raw JSON: only the runs a section shows are validated and tabulated (dashboard.runs)."""
@@ -64,7 +53,7 @@ def index_runs(runs_dir=RUNS_DIR) -> list[Run]:
         records = [r for key in ("results", "failures") for r in run.get(key) or [] if isinstance(r, dict)]
         names = tuple(dict.fromkeys(str(r.get("candidate")) for r in records))
         scored = any(r.get("load") != NEARBY_LOAD for r in run.get("results") or [] if isinstance(r, dict))
-        out.append(Run(path, run_kind(run), str(run.get("created_utc") or ""), str(env.get("git_sha") or "?")[:7],
+        out.append(Run(path, runs.run_kind(run), str(run.get("created_utc") or ""), str(env.get("git_sha") or "?")[:7],
                        workload, names, scored))
     return sorted(out, key=lambda r: (r.created, r.path.name))
 
@@ -239,7 +228,7 @@ def _explain_section(name: str, explains: list[Run]) -> list[str]:
 
 def _repeat_section(index: list[Run], load: Loaded) -> list[str]:
     """dashboard.repeatability.same_bands over every sweep that times one plan twice ('baseline', 'baseline#2')."""
-    twice = [r for r in index if r.kind == SWEEP and any(c.split("#", 1)[0] in r.candidates
+    twice = [r for r in index if r.kind == runs.SWEEP and any(c.split("#", 1)[0] in r.candidates
                                                          for c in r.candidates if "#" in c)]
     bands = repeatability.same_bands([load(r) for r in twice])
     if bands is None:
@@ -265,10 +254,10 @@ def build(runs_dir=RUNS_DIR) -> str:
              "the GPU each run file names; ratios, scores, floors and SOL are *derived* from them. Which runs "
              "appear follows from rules on the run files (`dashboard/results_doc.py`).", ""]
     for name in dict.fromkeys(r.workload for r in index):
-        sweeps = [r for r in index if r.kind == SWEEP and r.workload == name and r.candidates]
+        sweeps = [r for r in index if r.kind == runs.SWEEP and r.workload == name and r.candidates]
         body = _score_section(name, [r for r in sweeps if r.scored], load) + \
             _nearby_section(name, [r for r in sweeps if not r.scored], load) + \
-            _explain_section(name, [r for r in index if r.kind == EXPLAIN and r.workload == name])
+            _explain_section(name, [r for r in index if r.kind == runs.EXPLAIN and r.workload == name])
         if body:
             lines += [f"## Workload `{name}`", "", *body]
     lines += _repeat_section(index, load)
