@@ -8,8 +8,8 @@ committed later shows up when the file is regenerated.
   back-to-back sweeps of one session), with load ratios and SOL per load.
 - Pairs never scored: the newest sweep of each, with the gate's reason.
 - Unscored shapes: the newest sweep of each pair with only nearby shapes.
-- Kernels: the newest explain run of each workload (dashboard.kernel_report.tables): the gap to the floor per load
-  and each call's largest finding.
+- Kernels: the newest explain run of each workload that profiles every scored shape (dashboard.kernel_report.tables):
+  the gap to the floor per load and each call's largest finding.
 - Repeatability: dashboard.repeatability.same_bands over every run that times one plan twice.
 Everything is computed by the dashboard's own functions (runs, scoring, views, kernel_report, repeatability);
 output depends only on the run files (sorted by created_utc, then name), so it is byte-for-byte reproducible.
@@ -40,6 +40,7 @@ class Run:
     workload: str
     candidates: tuple = ()      # every candidate with a result or a failure
     scored: bool = False        # some result is at a scored load (not only nearby shapes)
+    complete: bool = False      # its results (an explain run: its calls) cover every scored shape of its workload
 
 
 def index_runs(runs_dir=RUNS_DIR) -> list[Run]:
@@ -53,8 +54,12 @@ def index_runs(runs_dir=RUNS_DIR) -> list[Run]:
         records = [r for key in ("results", "failures") for r in run.get(key) or [] if isinstance(r, dict)]
         names = tuple(dict.fromkeys(str(r.get("candidate")) for r in records))
         scored = any(r.get("load") != NEARBY_LOAD for r in run.get("results") or [] if isinstance(r, dict))
-        out.append(Run(path, runs.run_kind(run), str(run.get("created_utc") or ""), str(env.get("git_sha") or "?")[:7],
-                       workload, names, scored))
+        kind = runs.run_kind(run)
+        timed = run.get("calls" if kind == runs.EXPLAIN else "results") or []
+        have = {(r.get("load"), r.get("family")) for r in timed if isinstance(r, dict)}
+        wanted = {(r.load, r.family) for r in runs.run_workload(run, path.name)[0].shapes.itertuples()}
+        out.append(Run(path, kind, str(run.get("created_utc") or ""), str(env.get("git_sha") or "?")[:7],
+                       workload, names, scored, wanted <= have))
     return sorted(out, key=lambda r: (r.created, r.path.name))
 
 
@@ -257,7 +262,7 @@ def build(runs_dir=RUNS_DIR) -> str:
         sweeps = [r for r in index if r.kind == runs.SWEEP and r.workload == name and r.candidates]
         body = _score_section(name, [r for r in sweeps if r.scored], load) + \
             _nearby_section(name, [r for r in sweeps if not r.scored], load) + \
-            _explain_section(name, [r for r in index if r.kind == runs.EXPLAIN and r.workload == name])
+            _explain_section(name, [r for r in index if r.kind == runs.EXPLAIN and r.workload == name and r.complete])
         if body:
             lines += [f"## Workload `{name}`", "", *body]
     lines += _repeat_section(index, load)

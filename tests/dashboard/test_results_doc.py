@@ -74,3 +74,17 @@ def test_cli_writes_the_file_and_refuses_datasets(tmp_path, capsys):
     assert out.read_text() == results_doc.build(tmp_path)
     assert main(["results", "--runs", str(tmp_path), "--out", str(ROOT / "datasets" / "RESULTS.md")]) == 2
     assert "refusing to write into datasets/" in capsys.readouterr().err
+
+
+def test_the_kernels_section_takes_the_newest_explain_run_that_profiles_every_scored_shape(tmp_path):
+    full = ROOT / "datasets" / "runs" / "2026-12-01_nvidia-h200_explain-baseline-best-r25.json"
+    run = json.loads(full.read_text())
+    (tmp_path / full.name).write_text(json.dumps(run))
+    keep = lambda r: (r["load"], r["family"]) == ("decode 16", "qkv_gate")     # a newer run of one shape only
+    part = dict(run, created_utc="2026-12-02T00:00:00Z", kernels=[k for k in run["kernels"] if keep(k)],
+                calls=[c for c in run["calls"] if keep(c)], failures=[])
+    (tmp_path / "2026-12-02_nvidia-h200_explain-one-shape.json").write_text(json.dumps(part))
+    text = results_doc.build(tmp_path)
+    head = text.split("### Where the time goes", 1)[1].split("\n\n", 2)[1]
+    assert head.startswith(f"[{full.name}]")
+    assert "2026-12-02_nvidia-h200_explain-one-shape.json" in text.split("## Every run file", 1)[1]
