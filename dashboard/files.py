@@ -10,7 +10,7 @@ from typing import Callable
 
 from datasets import DATA_DIR
 from datasets.jsonfile import JsonInputError, read_json
-from profiler.runfile import write_text_atomic
+from datasets.runfile import write_text_atomic
 
 
 class OutputError(ValueError):
@@ -48,7 +48,7 @@ def check_target(path: Path, inputs=()) -> None:
 
 
 def write_atomic(path: Path, text: str) -> Path:
-    """profiler.runfile.write_text_atomic: temp file, fsync, rename — the old file or the whole new one."""
+    """datasets.runfile.write_text_atomic: temp file, fsync, rename — the old file or the whole new one."""
     return write_text_atomic(path, text, overwrite=True)
 
 

@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m dashboard report RUN --out DIR`: write the report in every format; bad input → exit 2; a pair
     the correctness gate refuses → the report (it says why) and exit 3."""
     from datasets import DatasetError
-    from profiler.runfile import RunFileError
+    from datasets.runfile import RunFileError
 
     p = argparse.ArgumentParser(prog="python -m dashboard report", description=__doc__.splitlines()[0])
     p.add_argument("path", help="a run file (datasets/runs/*.json) or an official-format per-shape CSV")
