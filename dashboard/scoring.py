@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from datasets import Workload
+from datasets.runfile import DISTURBED_FLAG
 from datasets.shapes import shape_key  # how projlab names a shape; re-exported for dashboard callers
 
 SHAPE_ID = ["load", "family", "M", "N", "K"]
@@ -32,7 +33,6 @@ FAILED, INCORRECT, BELOW_FLOOR, MISSING, OK = "failed", "incorrect", "below_floo
 # The sweep's canary found this baseline result at another speed than in a worker that never loaded a candidate
 # (flag "baseline_disturbed"): a candidate reached it, so no ratio with it means anything.
 DISTURBED = "disturbed"
-DISTURBED_FLAG = "baseline_disturbed"
 STATUSES = (FAILED, INCORRECT, DISTURBED, BELOW_FLOOR, MISSING, OK)
 _PHRASE = {INCORRECT: "is incorrect at", FAILED: "failed at", MISSING: "has no time for",
            BELOW_FLOOR: "is below the measured HBM floor at",

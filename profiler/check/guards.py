@@ -158,6 +158,7 @@ HARNESS = (
     ("profiler.measure.timing", "ColdTimer"), ("profiler.measure.timing", "StreamTimer"),
     ("profiler.measure.timing", "ColdTimer.sample"), ("profiler.measure.timing", "ColdTimer.sample_raw"),
     ("profiler.measure.timing", "ColdTimer.calibrate"), ("profiler.measure.timing", "ColdTimer.capture"),
+    ("profiler.measure.timing", "ColdTimer.flush"), ("profiler.measure.eager", "eager_time"),
     ("profiler.measure.timing", "StreamTimer.capture"), ("profiler.measure.timing", "GraphHandle.replay"),
     ("profiler.measure.stats", "summarize_samples"), ("profiler.measure.stats", "summarize_pairs"),
     ("profiler.measure.stats", "bootstrap_ci"), ("profiler.measure.stats", "paired_ratios"),

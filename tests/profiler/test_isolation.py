@@ -7,7 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from profiler import canary, guards, isolation, wrong  # noqa: E402
+from profiler.check import guards, isolation, wrong
+from profiler.commands import canary  # noqa: E402
 
 VAR = "PROJLAB_TEST_GUARDED_VARIABLE"
 
@@ -75,8 +76,8 @@ def test_host_threads_are_a_guarded_setting():
 
 
 def test_env_at_import_is_refused_at_load_and_the_control_is_measured_in_a_clean_environment(tmp_path):
-    from profiler.runfile import load_run
-    from profiler.sweep import SweepSettings, run_sweep, select_shapes
+    from datasets.runfile import load_run
+    from profiler.commands.sweep import SweepSettings, run_sweep, select_shapes
     from tests.profiler.test_worker import FAKE
 
     shapes = [s | {"N": 64, "K": 256} for s in select_shapes("official")[:2]]
@@ -108,7 +109,7 @@ def test_gpu_cublas_config_set_after_initialisation_does_not_reach_the_baseline(
     when set before its first call change nothing (router M=32 and a BF16 M=1 shape, graph-timed)."""
     import torch.nn.functional as F
 
-    from profiler import timing
+    from profiler.measure import timing
 
     dev = torch.device("cuda")
     isolation.initialise_libraries(dev)
@@ -165,7 +166,7 @@ def test_mark_disturbed_flags_only_the_paired_baseline_at_the_disturbed_shapes()
 
 
 def test_canary_sample_is_the_smallest_and_largest_m_of_every_family():
-    from profiler.sweep import select_shapes
+    from profiler.commands.sweep import select_shapes
 
     shapes = select_shapes("official")
     picked = canary.canary_shapes(shapes, "sample")

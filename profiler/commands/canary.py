@@ -3,9 +3,16 @@ the worker that timed it beside the candidates. A candidate can reach process-wi
 (a library handle configured at import, an allocator setting, a background stream); whatever it changed shows as a
 baseline that runs at another speed in its worker than in a clean one.
 
-    canary_shapes(shapes, sample) -> the shapes the canary times ("all", or one per family: "sample")
+    canary_shapes(shapes, sample) -> the shapes the canary times ("all", or per family two: "sample")
     verdict(canary_results, paired_results, baseline, band=CANARY_BAND) -> the run file's `canary` record
-    DISTURBED_FLAG: the flag put on the paired baseline's result at a disturbed shape (the score gate refuses it)
+    record_canary(life, shapes, baseline, task_base, settings) -> that record, in life.run["canary"], with the
+        paired baseline's results at the disturbed shapes flagged DISTURBED_FLAG (the score gate refuses them)
+    CANARY: the Task (profiler.backends.base) that times the baseline alone in a fresh worker process
+
+When: on every sweep with a baseline, after the paired shapes, on a sample -- per family the smallest and the
+largest M of the run (10 of the 30 official shapes) -- in a worker process started for it that loads only the
+baseline (`--canary all`: every shape; `--canary off`: none). Its cost is one worker start and the baseline's
+timing at those shapes.
 
 Rule: at each shape both sides have a median and a 95% CI; the shape is disturbed when the paired median differs
 from the canary's by more than the run-to-run band (either way: a faster baseline is as suspect as a slower one)
@@ -19,12 +26,16 @@ both. The slowdown the canary exists for was 1.5-13.7x (a candidate's CUBLAS_WOR
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import asdict, replace
 from typing import Iterable, Sequence
 
+from datasets.runfile import DISTURBED_FLAG
 from datasets.shapes import shape_key_of
+from profiler.backends.base import Task
+from profiler.backends.isolate import LOAD, measure_shape_isolated
 
 CANARY_BAND = 0.10               # run-to-run band of one shape's baseline median between processes (docstring)
-DISTURBED_FLAG = "baseline_disturbed"
 OK, DISTURBED, NOT_COMPARED = "ok", "baseline disturbed", "not compared"
 
 
@@ -93,3 +104,49 @@ def mark_disturbed(results: list[dict], record: dict) -> int:
                 flags.append(DISTURBED_FLAG)
                 n += 1
     return n
+
+
+def _canary_task(pool, shapes: list[dict], baseline: dict, task_base: dict, settings) -> dict:
+    """In a fresh worker process (the pool's current one is closed first): load the baseline alone, time it at
+    each shape; the process is closed again after. -> {"results", "failures", "worker"}"""
+    pool.close()
+    LOAD.run(pool, [baseline["spec"]], settings.shape_timeout_s, task_base.get("workload"))
+    worker = pool.index
+    pool.records[worker]["started_for"] = "canary (the baseline alone)"
+    results, failures = [], []
+    for shape in shapes:
+        merged = measure_shape_isolated(pool, shape, [baseline], task_base | {"floor": None}, settings, {}, pool.log)
+        results += merged["results"]
+        failures += merged["failures"]
+    pool.close()
+    return {"results": results, "failures": failures, "worker": worker}
+
+
+def _canary_lost(args: tuple, why: str) -> dict:
+    return {"results": [], "failures": [], "worker": None, "lost": why}
+
+
+CANARY = Task("canary", _canary_task, lost=_canary_lost)
+
+
+def record_canary(life, shapes: Sequence[dict], baseline: dict, task_base: dict, settings) -> dict | None:
+    """Time the baseline (`{"spec", "name"}`) alone in a clean worker at canary_shapes(shapes, settings.canary),
+    compare (verdict), store life.run["canary"], flag the paired baseline where disturbed, flush. None: canary off."""
+    picked = canary_shapes(shapes, settings.canary)
+    if not picked:
+        return None
+    # the baseline passed the full contract in the paired worker already; its eager time is not the canary's job
+    quick = replace(settings, check="quick", eager=False)
+    t0 = time.perf_counter()
+    res = life.backend.call(CANARY, picked, baseline, task_base | {"settings": asdict(quick)}, quick)
+    record = verdict(res["results"], life.run["results"], baseline["name"])
+    record |= {"sample": settings.canary, "worker": res.get("worker"), "seconds": round(time.perf_counter() - t0, 2),
+               "canary_us": {shape_key_of(r): {k: r.get(k) for k in ("median_us", "ci_low_us", "ci_high_us")}
+                             for r in res["results"]},
+               "not_timed": [f"{shape_key_of(f)}: {'; '.join(f['reasons'])[:200]}" for f in res["failures"]]}
+    if res.get("lost"):
+        record["lost"] = res["lost"]
+    mark_disturbed(life.run["results"], record)
+    life.run["canary"] = record
+    life.flush()
+    return record

@@ -1,7 +1,7 @@
 """Eager (host-inclusive) time of one call: back-to-back calls from Python, each timed with CUDA events, the way
 triton.testing.do_bench times a function -- beside the lab's graph time, which leaves the host out.
 
-    eager_time(fn, timer, policy) -> {"eager_us": median us per call, "eager_mean_us", "eager_calls"}
+    eager_time(fn, timer, policy=EAGER) -> {"eager_us": median us per call, "eager_mean_us", "eager_calls"}
 
 Per call: the timer's L2 flush (do_bench clears its cache the same way, before every call), a start event, fn()
 called from Python, an end event; no host sync until the end. When the host needs longer to issue fn's launches
@@ -9,8 +9,9 @@ than the GPU needs to run the flush, the GPU waits for the host between the even
 time adds to the graph time: the cost a deployment that calls the kernels eagerly pays. Serving engines replay
 CUDA graphs, so the score stays the graph time; this is shown beside it.
 Like do_bench: one call, an estimate from 5 calls, then warm-up calls for policy.warmup_seconds and timed calls
-for policy.max_seconds (at least policy.min_pairs of them). do_bench reports the mean; the lab reports the median
-(a host hiccup -- a GC pause, a page fault -- lands in one call) and keeps the mean beside it.
+for policy.max_seconds (at least policy.min_pairs of them): the EAGER preset of profiler.measure.policy. do_bench
+reports the mean; the lab reports the median (a host hiccup -- a GC pause, a page fault -- lands in one call) and
+keeps the mean beside it.
 """
 from __future__ import annotations
 
@@ -18,11 +19,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from profiler.measure.policy import EAGER
+
 ESTIMATE_CALLS = 5          # do_bench's estimate
 MAX_EAGER_CALLS = 10_000    # memory bound on events; the time budget normally stops far earlier
 
 
-def eager_time(fn: Callable[[], Any], timer, policy) -> dict:
+def eager_time(fn: Callable[[], Any], timer, policy=EAGER) -> dict:
     """fn's eager time per call (module docstring); `timer`: a ColdTimer (its flush and device)."""
     import torch
 

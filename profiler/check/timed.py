@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from profiler.rules import (InputReference, WeightReference, check_output, input_reference, make_input,
+from profiler.check.rules import (InputReference, WeightReference, check_output, input_reference, make_input,
                             pair_reference, pair_rule, partner_input)
 
 
