@@ -1,10 +1,10 @@
 """Known-wrong candidates: each one breaks one rule of the contract or one rule of isolation, and the harness must
-reject every one with a clear reason (tests/profiler/test_wrong.py, tests/profiler/test_worker.py). `TorchLinear`
+reject every one with a clear reason (tests/profiler/test_wrong.py, test_worker.py, test_isolation.py, test_timed_check.py, test_trust_sweep.py). `TorchLinear`
 is the correct control. `expect`: the words a rejection must contain (one of them, when a tuple).
 
 All follow the Candidate protocol (kernels/candidate.py): name, prepare(family, weight), run(state, family, x),
-describe(family, M). On the command line each is the spec `profiler/wrong.py:<ClassName>`, e.g.
-`python -m profiler run --plan baseline --candidate profiler/wrong.py:OneHotInt8`.
+describe(family, M). On the command line each is the spec `profiler/check/wrong.py:<ClassName>`, e.g.
+`python -m profiler run --plan baseline --candidate profiler/check/wrong.py:OneHotInt8`.
 
 Groups: CPU_WRONG are rejected by check_candidate on any device; GPU_ONLY_WRONG only show their bug under CUDA
 (graph replay, capture, streams); WORKER_WRONG kill or hang the process they run in, so only the worker's
