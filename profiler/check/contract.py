@@ -1,5 +1,5 @@
 """The correctness contract's lifecycle harness: drive one candidate through prepare, calls and graph replays, and
-judge every output with the rules of profiler.rules.
+judge every output with the rules of profiler.check.rules.
 
     check_candidate(candidate, shape, device, *, seed=0, contract=None, weight=None, state=None,
                     baseline_rel_l2=None, use_graph=None, keep_graph=False, n_calls=3, outliers=True,
@@ -10,7 +10,7 @@ test too"): outputs poisoned before calls; several calls on fresh inputs (probe 
 scratch and counters must be reset); input and weights never modified; on CUDA the captured graph is replayed with
 new inputs copied into its static input and must give the new answers (stale output), and a capture that fails
 or holds no GPU work is named by its cause; a second weight draw with outlier columns is prepared and checked;
-every step is guarded (profiler.guards: a changed global setting or a replaced harness function fails the
+every step is guarded (profiler.check.guards: a changed global setting or a replaced harness function fails the
 candidate and is restored); a candidate's sys.exit() is a verdict, not an exit. A step that leaves the CUDA
 context unusable (a sticky fault) raises CudaFault: nothing else can be checked in that process (the worker
 reports it and a fresh one takes over).
@@ -214,7 +214,7 @@ class _Lifecycle:
     x_dtype: str
     y_dtype: str
     kw: dict             # check_output's expect_shape, expect_dtype, contract
-    guard: Any           # profiler.guards.Guard: global settings and harness functions, checked after each step
+    guard: Any           # profiler.check.guards.Guard: global settings and harness functions, checked after each step
     checks: list = field(default_factory=list)
     reasons: list = field(default_factory=list)
     pair_ratios: list = field(default_factory=list)  # cross-call pair rule results
@@ -292,11 +292,11 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
     CUDA (use_graph default True there): capture run() on a static input, then three replays with inputs
     copied into it (B, C, C): each must match its own reference (stale output, scratch/counter reset).
     Where the inputs have no room for a pair of dense rows (M=1), the eager calls and the replays are followed by
-    a partner couple: an input with a dense row, then the same with its spike negated (pair rule, profiler.rules).
+    a partner couple: an input with a dense row, then the same with its spike negated (pair rule, profiler.check.rules).
     outliers: prepare again on a second weight draw with outlier columns and check two eager calls.
     Weights must be unchanged at the end. `baseline_rel_l2` (the baseline's rel_l2 from the same seed) gives
     vs_baseline = this rel_l2 / baseline's. keep_graph=True returns the captured GraphHandle in Check.graph
-    (the sweep times that very graph). `guard`: a profiler.guards.Guard (default: a snapshot taken now).
+    (the sweep times that very graph). `guard`: a profiler.check.guards.Guard (default: a snapshot taken now).
     `state` given: prepare() already ran (under the caller's guard); only the outlier draw is prepared here.
     """
     from profiler.check.guards import Guard

@@ -18,7 +18,7 @@ fails the candidate with the setting's name, and restores the snapshot before an
 
 The environment is read where native libraries read it (the C `environ` array, through ctypes), so os.putenv and a
 libc setenv() are seen as well as os.environ. Restoring it cannot undo what a library already read: that is why the
-worker initialises the lazily configured libraries before any candidate is imported (profiler.isolation) and the
+worker initialises the lazily configured libraries before any candidate is imported (profiler.check.isolation) and the
 sweep compares the baseline with a worker that never loaded a candidate (the canary).
 """
 from __future__ import annotations

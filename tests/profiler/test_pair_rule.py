@@ -1,4 +1,4 @@
-"""The pair rule (profiler.rules): dense rows all of one kind, pairs of them equal but for one negated spike, and
+"""The pair rule (profiler.check.rules): dense rows all of one kind, pairs of them equal but for one negated spike, and
 the bound a correct kernel stays under with margin while lossy weights do not -- at every official family's N, K."""
 import pytest
 

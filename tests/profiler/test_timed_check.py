@@ -1,4 +1,4 @@
-"""Every timed graph is a checked graph (profiler.timed_check), on CPU with a stand-in graph whose replay re-runs
+"""Every timed graph is a checked graph (profiler.check.timed), on CPU with a stand-in graph whose replay re-runs
 the captured call into the same output buffer."""
 import pytest
 
