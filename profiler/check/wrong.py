@@ -1,6 +1,7 @@
 """Known-wrong candidates: each one breaks one rule of the contract or one rule of isolation, and the harness must
 reject every one with a clear reason (tests/profiler/test_wrong.py, test_worker.py, test_isolation.py,
-test_timed_check.py, test_trust_sweep.py). `TorchLinear` is the correct control. `expect`: the words a rejection must contain (one of them, when a tuple).
+test_timed_check.py, test_trust_sweep.py). `TorchLinear` is the correct control. `expect`: the words a rejection
+must contain (one of them, when a tuple).
 
 All follow the Candidate protocol (kernels/candidate.py): name, prepare(family, weight), run(state, family, x),
 describe(family, M). On the command line each is the spec `profiler/check/wrong.py:<ClassName>`, e.g.
