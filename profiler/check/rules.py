@@ -259,15 +259,19 @@ def make_input(M: int, K: int, seed: int, device, sparse: bool = True, dtype="bf
     spike = spike_magnitude(K)
     cols = rng.integers(K, size=len(dense))
     signs = rng.choice([-1.0, 1.0], size=len(dense))
-    spikes = {}
-    for r, c, sgn in zip(dense, cols, signs):
-        x[r, int(c)] = float(sgn) * spike
-        spikes[r] = int(c)
+    spikes = {r: int(c) for r, c in zip(dense, cols)}
     pairs = _pairs(dense, M, np.random.default_rng(seed + 3571))
-    for a, b in pairs:
-        x[b] = x[a]
-        x[b, spikes[a]] = -x[a, spikes[a]]
-        spikes[b] = spikes[a]
+    if dense:  # one indexed write per step (an input is built on the device: no launch per row)
+        rows = torch.as_tensor(dense, device=x.device)
+        x[rows, torch.as_tensor(cols, device=x.device)] = torch.as_tensor(signs * spike, dtype=x.dtype,
+                                                                            device=x.device)
+    if pairs:
+        ia = torch.as_tensor([a for a, _ in pairs], device=x.device)
+        ib = torch.as_tensor([b for _, b in pairs], device=x.device)
+        ca = torch.as_tensor([spikes[a] for a, _ in pairs], device=x.device)
+        x[ib] = x[ia]
+        x[ib, ca] = -x[ia, ca]
+        spikes.update({b: spikes[a] for a, b in pairs})
     if vary:
         x *= 2.0 ** input_scale_exponent(seed, contract)  # a power of two: exact, before the cast
     return x.to(as_dtype(dtype)), Layout(kinds, spikes, pairs)
