@@ -28,7 +28,7 @@ def test_a_sweep_records_the_settings_the_committed_sweeps_recorded():
     assert set(recorded) - {"allow_tf32", "min_clock_fraction", "specs"} <= set(mine)
 
 
-@pytest.mark.parametrize("name", ["2026-12-01_nvidia-h200_tune-r25.json", "2026-12-01_nvidia-h200_tune-r4.json"])
+@pytest.mark.parametrize("name", ["2026-12-01_nvidia-h200_tune-r25.json.gz", "2026-12-01_nvidia-h200_tune-r4.json.gz"])
 def test_the_tuner_records_the_stages_the_committed_tunes_recorded(name):
     recorded = _settings(name)
     assert tune_rules.SCREEN == recorded["screen"] == policy.TUNE_SCREEN.stage()
@@ -37,7 +37,7 @@ def test_the_tuner_records_the_stages_the_committed_tunes_recorded(name):
 
 
 def test_the_screen_records_the_timing_the_committed_screens_recorded():
-    assert screen.TIMING == _settings("2026-12-01_nvidia-h200_screen-bigm-warm-r26.json")["timing"]
+    assert screen.TIMING == _settings("2026-12-01_nvidia-h200_screen-bigm-warm-r26.json.gz")["timing"]
 
 
 def test_a_stage_round_trips_through_sweep_settings():
