@@ -131,6 +131,10 @@ def process_environment() -> dict[str, str]:
 LIBRARY_DEFAULTS = {
     "TORCHINDUCTOR_CACHE_DIR": "torch._inductor.runtime.cache_dir_utils.cache_dir() sets it on first use",
     "CUDA_MODULE_LOADING": "torch sets it to LAZY when it initialises CUDA",
+    # torch._inductor's Triton launcher and compile workers (torch.compile), torch/_inductor/runtime/*.py
+    "TRITON_CACHE_DIR": "torch._inductor.runtime.triton_heuristics sets it for the kernels it compiles",
+    "TRITON_PTXAS_PATH": "torch._inductor.runtime.compile_tasks points Triton at the ptxas it ships",
+    "TRITON_LIBDEVICE_PATH": "torch._inductor.runtime.compile_tasks points Triton at the libdevice it ships",
 }
 
 
