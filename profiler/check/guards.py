@@ -88,9 +88,10 @@ def _settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
                  torch.backends.cuda.preferred_blas_library),
                 ("torch.cuda.current_device()", torch.cuda.current_device, torch.cuda.set_device),
                 ("torch.cuda.current_stream()", torch.cuda.current_stream, torch.cuda.set_stream),
-                ("torch.cuda.get_per_process_memory_fraction()", torch.cuda.get_per_process_memory_fraction,
-                 torch.cuda.set_per_process_memory_fraction),
                 (PERSISTING_L2_SETTING, persisting_l2_limit, _set_persisting_l2_limit)]
+        if hasattr(torch.cuda, "get_per_process_memory_fraction"):  # torch >= 2.8: the allocator's memory cap
+            out.append(("torch.cuda.get_per_process_memory_fraction()", torch.cuda.get_per_process_memory_fraction,
+                        torch.cuda.set_per_process_memory_fraction))
     return out
 
 
