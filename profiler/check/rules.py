@@ -30,7 +30,9 @@ in by the harness from the task's workload):
   weights, scaled by 2S, read through two rows that look like every other dense row. Where an input has no room
   for a pair (M=1), the partner is the same input with every spike flipped (partner_input), run as the next call;
 - the inputs the sweep TIMES are built by the same function with the same layout (vary=False only drops the
-  magnitude scaling), so no kind of row exists only in checked calls;
+  magnitude scaling), so no kind of row exists only in checked calls -- except below sparse_probe_min_M, where a
+  probe row could be a timed input's only row: there timed inputs are dense rows (the timed graph's dense row is
+  still judged, with its partner), so a kernel that skips zero entries is never timed on a 2-nonzero input;
 - input magnitude varies across calls: x is scaled by 2^e, e from input_scale_exponents (2^-8 ... 2^8) by
   seed (exact in BF16); relative errors of a correct kernel do not depend on it;
 - a second weight draw (outliers=True) has outlier columns (1 in outlier_column_every, x outlier_column_scale),
@@ -240,8 +242,9 @@ def make_input(M: int, K: int, seed: int, device, sparse: bool = True, dtype="bf
     sparse=True (every checked and every timed input): the probe rows of probe_rows(), every other row dense
     with one spike +-S (spike_magnitude), and pairs of dense rows (module docstring). vary=True (the lifecycle
     contract's checked calls): the whole input scaled by 2^e (input_scale_exponent; exact). vary=False (timing
-    inputs): the same layout, unscaled. sparse=False: plain Gaussian rows, no layout (callers that only need
-    bytes to move).
+    inputs): the same layout, unscaled -- except below sparse_probe_min_M, where a timed input has dense rows only
+    (a lone probe row would let a zero-skipping kernel be timed on almost no work). sparse=False: plain Gaussian
+    rows, no layout (callers that only need bytes to move).
     """
     import numpy as np
 
@@ -251,7 +254,11 @@ def make_input(M: int, K: int, seed: int, device, sparse: bool = True, dtype="bf
     x = torch.randn(M, K, generator=g, device=device, dtype=torch.float32)
     if not sparse:
         return x.to(as_dtype(dtype)), Layout()
-    kinds = probe_rows(M, seed, contract)
+    # A timed input below sparse_probe_min_M carries dense rows only: there a probe row can be the input's only
+    # row, and a kernel that skips zero entries would be timed on a 2-nonzero input (the checked calls still see
+    # every kind; the timed graph's dense row is judged with its partner).
+    small = M < int(contract["sparse_probe_min_M"])
+    kinds = probe_rows(M, seed, contract) if vary or not small else {}
     rng = np.random.default_rng(seed + 7919)  # a different stream from the row choice
     for r, kind in kinds.items():
         _fill_probe_row(x, r, kind, rng, contract)

@@ -123,3 +123,13 @@ def test_the_bound_is_what_the_docstring_derives():
     y[0, 0] += 0.25  # far beyond BF16 rounding of an output of magnitude ~6
     worst, reasons = R.pair_rule(y, None, pref)
     assert worst > 1 and "column 0" in reasons[0]
+
+
+def test_timed_inputs_below_the_probe_rows_minimum_are_dense_and_checked_ones_cycle():
+    """At M=1 a probe row would be a timed input's only row (a 2-nonzero input times a zero-skipping kernel on
+    almost no work): timed inputs there are dense, each with its spike; the checked calls still cycle the kinds."""
+    for seed in range(300, 308):
+        x, layout = R.make_input(1, 512, seed, "cpu", contract=CONTRACT)
+        assert dict(layout) == {} and list(layout.spikes) == [0] and int(torch.count_nonzero(x)) == 512
+    kinds = {k for s in range(1, 5) for k in R.make_input(1, 512, s, "cpu", contract=CONTRACT, vary=True)[1].values()}
+    assert kinds == {"dominant", "few", "zero"}
