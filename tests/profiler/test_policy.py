@@ -1,11 +1,11 @@
 """The timing policy: one object per preset, and the run files it writes record what the committed H200 runs
 recorded (the move into profiler/measure/policy.py changed no setting)."""
-import json
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
+from datasets.jsonfile import read_json
 from profiler.commands import screen, tune_rules
 from profiler.measure import policy
 from profiler.worker.settings import SweepSettings
@@ -15,7 +15,7 @@ TIMING_KEYS = ("min_pairs", "rse_target", "max_seconds_per_shape", "warmup_secon
 
 
 def _settings(name: str) -> dict:
-    return json.loads((RUNS / name).read_text())["environment"]["settings"]
+    return read_json(RUNS / name)["environment"]["settings"]
 
 
 def test_a_sweep_records_the_settings_the_committed_sweeps_recorded():
