@@ -390,6 +390,14 @@ def _default_source(srcs: list[sources.Source]) -> str:
     return first.name if first is not None and first.name in names else names[0]
 
 
+def current_source() -> sources.Source:
+    """The source the sidebar shows (this session's choice, a ?source= link, else the default) for a page that has
+    no source picker of its own (Kernels opens that run's explain data)."""
+    srcs = source_list()
+    name = url_choice("source", [s.name for s in srcs], _default_source(srcs), what="source")
+    return sources.find_source(srcs, name)
+
+
 def _pair(box, src: sources.Source, data: drun.RunData) -> tuple[str, str]:
     if src.kind == "table":
         return "baseline", sources.table_candidate(src)

@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import kernel_figures, kernel_findings, kernel_report, kernels, scoring
+from dashboard import kernel_figures, kernel_findings, kernel_report, kernels, runs, scoring, sources
 
 EXPLAIN_HELP = ("Make one on the H200: `python -m profiler explain --plan baseline --plan best --shapes official` "
                 "(Nsight Compute + one CUDA-graph replay per call).")
@@ -32,33 +32,62 @@ def _shape_report(path: str, mtime: float, shape: str, _data):
     return kernel_report.build_report(_data, shape=shape)   # the run's own workload
 
 
-def _explain_sources() -> tuple[dict[str, str], int]:
-    """Explain runs among the run sources (file name → path) and the index of the one to open first: the most
-    candidates, then the newest."""
-    out, sizes = {}, []
+def _explain_runs() -> dict[str, object]:
+    """Every readable explain run among the run sources (file name → RunData); a file that looks like one but does
+    not load is named in the sidebar."""
+    out = {}
     for path in [src.path for src in common.source_list() if src.kind == "run"]:
         try:
-            run = common.run_data(path).run
+            data = common.run_data(path)
         except common.BAD_INPUT as exc:
             if '"kernels"' in _head(path):  # looks like an explain run: say why it is not offered
                 st.sidebar.warning(f"Skipped {path.name}: {exc}")
             continue
-        if kernels.is_explain_run(run):
-            out[path.name] = str(path)
-            sizes.append(len({c.get("candidate") for c in run.get("calls", [])}))
-    best = max(range(len(sizes)), key=lambda i: (sizes[i], i)) if sizes else 0
-    return out, best
+        if kernels.is_explain_run(data.run):
+            out[path.name] = data
+    return out
 
 
-sources, first_source = _explain_sources()
-if not sources:
+def _of_source(every: dict) -> tuple[dict[str, str], str | None]:
+    """The explain runs of the sidebar's source (kernels.explains_of: same workload and plans, best first) as
+    file name → path, plus the line to show when there is none. A source that is an explain run opens itself."""
+    src = common.current_source()
+    if src.name in every:
+        return {src.name: str(every[src.name].path)}, None
+    try:
+        data = common.source_data(src)
+    except common.BAD_INPUT as exc:
+        return {}, f"Cannot read the sidebar's source {src.label}: {exc}"
+    state = st.session_state
+    pair = sources.default_pair(data) or ("baseline", "best")
+    base, cand = state.get("_sel_baseline", pair[0]), state.get("_sel_candidate", pair[1])
+    found = kernels.explains_of(data, list(every.values()), cand, base)
+    if found:
+        return {d.path.name: str(d.path) for d in found}, None
+    wl = runs.workload_of(data)
+    return {}, (f"No explain run of {src.label} (workload {wl.name}, the same plans): the Kernels page shows only "
+                f"the kernels of the run you are looking at. Make one on the H200: "
+                f"`{kernels.explain_command(base, cand, wl)}`")
+
+
+every = _explain_runs()
+if not every:
     st.info(f"No explain run among the run files. {EXPLAIN_HELP}")
     st.stop()
-labels = list(sources)
-label = common.url_selectbox(st.sidebar, "Explain run", labels, "explain", labels[first_source], key="kernels_source",
-                             what="explain run", help="Run files with a per-kernel breakdown (a 'kernels' list).")
+explain_runs, missing = _of_source(every)
+asked = st.query_params.get("explain")
+if asked in every and asked not in explain_runs:   # a link naming an explain run opens it, whatever the source
+    explain_runs[asked] = str(every[asked].path)
+    st.caption(f"{asked} was asked for by the address; it is not an explain run of the sidebar's source.")
+if not explain_runs:
+    st.warning(missing)
+    st.stop()
+labels = list(explain_runs)
+label = common.url_selectbox(st.sidebar, "Explain run", labels, "explain", labels[0], key="kernels_source",
+                             what="explain run", help="The explain runs of the sidebar's source (same workload, "
+                             "same plans), newest first.")
 try:
-    data = kernels.from_run_data(common.run_data(sources[label]))
+    data = kernels.from_run_data(common.run_data(explain_runs[label]))
     wl = data.workload
     ktab = kernels.kernel_table(data)
     calls = kernels.call_table(data, wl, ktab)
@@ -156,7 +185,7 @@ st.caption("Under-filled grid is a model: the main kernel's time × the share of
            "its time over its floor (dashboard/kernels.py says why).")
 with st.expander("Export this shape's breakdown as a report (same as `python -m dashboard report RUN --shape ...`)"):
     try:
-        rep = _shape_report(sources[label], Path(sources[label]).stat().st_mtime, shape, data)
+        rep = _shape_report(explain_runs[label], Path(explain_runs[label]).stat().st_mtime, shape, data)
     except common.BAD_INPUT as exc:
         st.error(f"Cannot build the report: {exc}")
     else:

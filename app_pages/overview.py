@@ -1,4 +1,6 @@
 """Overview: the score, per-load ratios, time saved, score-equivalent time, SOL, gap to a target, environment."""
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
@@ -99,7 +101,7 @@ if far:
     st.caption("Furthest from the floor (lowest SOL): open a shape on the Kernels page to see what its call launches.")
     for cell, key in zip(st.columns(len(far)), far):
         cell.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
-                       query_params={"shape": key})
+                       query_params={"shape": key, "source": Path(v.path).name})
 
 st.subheader(f"Gap to {target:.4f}×")
 if bd.score >= target:

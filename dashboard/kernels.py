@@ -267,6 +267,45 @@ def furthest_from_floor(wide: pd.DataFrame, n: int = 3, column: str = "sol_candi
     return list(wide.dropna(subset=[column]).nsmallest(n, column)["shape"])
 
 
+def _dispatch(rows) -> dict[tuple, str]:
+    """(load, family, M, candidate) → the method that ran there, from a run's results or an explain run's calls."""
+    return {(r.get("load"), r.get("family"), r.get("M"), r.get("candidate")): r.get("method")
+            for r in rows or [] if isinstance(r, dict)}
+
+
+def same_plans(source: dict, explain: dict) -> bool:
+    """The explain run profiled the source run's plans: they share a candidate at some shape, and wherever both
+    have a (shape, candidate) the same method ran (a candidate of the same name tuned again dispatches
+    differently, and its kernels are not the ones the source timed)."""
+    have, profiled = _dispatch(source.get("results")), _dispatch(explain.get("calls"))
+    shared = have.keys() & profiled.keys()
+    return bool(shared) and all(have[k] == profiled[k] for k in shared)
+
+
+def explains_of(source: runs.RunData, explains: list[runs.RunData], candidate: str,
+                baseline: str | None = None) -> list[runs.RunData]:
+    """The explain runs of `source`'s own measurement of `candidate`: the same workload (name and fingerprint),
+    `candidate` profiled, and the same plans (same_plans; a per-shape table has no plans, so there only the
+    workload and the name count), best first: those that also profiled `baseline`, then the newest (created_utc)."""
+    ref = runs.workload_of(source).ref
+    is_table = "schema_version" not in source.run
+
+    def profiled(e: runs.RunData) -> set:
+        return {c.get("candidate") for c in e.run.get("calls") or [] if isinstance(c, dict)}
+
+    found = [e for e in explains if runs.workload_of(e).ref == ref and candidate in profiled(e)
+             and (is_table or same_plans(source.run, e.run))]
+    return sorted(found, key=lambda e: (baseline in profiled(e), str(e.run.get("created_utc") or ""), e.path.name),
+                  reverse=True)
+
+
+def explain_command(baseline: str, candidate: str, workload) -> str:
+    """The command that makes an explain run of this pair (on the H200)."""
+    plans = " ".join(f"--plan {name}" for name in dict.fromkeys((baseline, candidate)))
+    extra = "" if workload.name == runs.DEFAULT_WORKLOAD else f" --workload {workload.name}"
+    return f"python -m profiler explain {plans} --shapes official{extra}"
+
+
 def explain_paths(paths, load) -> list[Path]:
     """The paths among `paths` whose run is an explain run; `load(path)` returns the run dict (unreadable skipped)."""
     out = []
