@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard import compare, runs as drun, scoring, sources, views, workloads
+from dashboard import compare, run_kinds, runs as drun, scoring, sources, views, workloads
 from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload
 from profiler.runfile import RunFileError
 
@@ -131,16 +131,34 @@ def source_list() -> list[sources.Source]:
 
 
 @st.cache_data(show_spinner=False)
-def _default_run(key: tuple) -> str | None:
-    found = drun.default_run([Path(p) for p, _ in key])
-    return str(found) if found else None
+def _run_meta(path: str, mtime: float) -> run_kinds.RunMeta | None:
+    return run_kinds.run_meta(path)
+
+
+def run_metas(srcs: list[sources.Source] | None = None) -> dict[Path, run_kinds.RunMeta]:
+    """dashboard.run_kinds.run_meta of every run source (kind, date, workload, candidates), cached by path + mtime;
+    unreadable files are left out."""
+    out = {}
+    for src in srcs if srcs is not None else source_list():
+        if src.kind == "run":
+            try:
+                meta = _run_meta(str(src.path), _mtime(src.path))
+            except OSError:
+                continue
+            if meta is not None:
+                out[src.path] = meta
+    return out
 
 
 def default_run_path() -> Path | None:
-    """dashboard.runs.default_run over the committed runs, cached by (path, mtime) of every file."""
-    key = tuple((str(p), _mtime(p)) for p in drun.list_runs(RUNS_DIR))
-    found = _default_run(key)
-    return Path(found) if found else None
+    """dashboard.run_kinds.default_run over the committed runs' cached RunMetas (one raw read per file)."""
+    srcs = [sources.run_source(p) for p in drun.list_runs(RUNS_DIR)]
+    return _default_run(tuple((str(m.path), _mtime(m.path)) for m in run_metas(srcs).values()))
+
+
+@st.cache_data(show_spinner=False)
+def _default_run(key: tuple) -> Path | None:
+    return run_kinds.default_run([_run_meta(p, mtime) for p, mtime in key])
 
 
 # --- uploads: validated in the uploader's callback, so the sidebar (drawn first) already lists them ------------

@@ -188,7 +188,8 @@ def _report_line(capsys, text: str) -> None:
 
 
 def _default_run_score():
-    from dashboard.runs import default_run, list_runs, load_run_data, run_score, scored_candidates
+    from dashboard.run_kinds import default_run
+    from dashboard.runs import list_runs, load_run_data, run_score, scored_candidates
 
     path = default_run(list_runs())
     if path is None:

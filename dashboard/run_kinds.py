@@ -1,0 +1,118 @@
+"""What a run file is, read from its JSON alone (no validation, no DataFrames: every committed file is classified on
+an app's first visit): the kind that decides where it is offered (Fleet shows sweeps, Kernels explain runs) and how
+the source picker groups it, newest first.
+
+    kind_of(run)             -> SWEEP | REPEAT | TUNE | SCREEN | EXPLAIN | PROBE
+    run_meta(path)           -> RunMeta     kind, created_utc, workload name, candidates, cluster, scored count
+                                            (None: unreadable)
+    newest_first(metas)      -> [RunMeta]
+    default_run(metas|paths) -> Path        the run to open first (default_rank), validated
+    SHIPPED_PLAN             the candidate name of the shipped plan (kernels/plans/best.json)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from datasets import DEFAULT_WORKLOAD
+from datasets.jsonfile import JsonInputError, read_json
+from datasets.workload import RUN_KEY
+from profiler.runfile import RunFileError, validate_run
+from dashboard import runs
+from dashboard.workloads import default_workload
+
+SWEEP, REPEAT, TUNE, SCREEN, EXPLAIN, PROBE = "sweep", "repeatability", "tune", "screen", "explain", "probe"
+# The picker's groups, in the order shown; uploads come last (dashboard.sources).
+KIND_TITLES = {SWEEP: "plan sweeps", REPEAT: "repeatability", TUNE: "tunes", SCREEN: "screens", EXPLAIN: "explains",
+               PROBE: "probes"}
+SHIPPED_PLAN = "best"   # `--plan best` / kernels/plans/best.json: the plan projlab ships
+
+
+def _candidates(run: dict) -> list[str]:
+    names = [r.get("candidate") for r in run.get("results") or [] if isinstance(r, dict)]
+    return [str(n) for n in dict.fromkeys(names) if n is not None]
+
+
+def kind_of(run) -> str:
+    """An explain run has a 'kernels' list (python -m profiler explain), a tune log a 'tune' record, a screen marks
+    its results 'plan_pick' (python -m profiler.screen); a run without results is probes only; a sweep whose every
+    candidate is one plan timed twice ('baseline' and 'baseline#2') measures repeatability; the rest are plan
+    sweeps (python -m profiler run)."""
+    if not isinstance(run, dict):
+        return PROBE
+    if isinstance(run.get("kernels"), list):
+        return EXPLAIN
+    if "tune" in run:
+        return TUNE
+    results = run.get("results") or []
+    if not results:
+        return PROBE
+    if any(isinstance(r, dict) and "plan_pick" in r for r in results):
+        return SCREEN
+    names = _candidates(run)
+    plans = {n.split("#", 1)[0] for n in names}
+    return REPEAT if len(names) > 1 and len(plans) == 1 else SWEEP
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    path: Path
+    kind: str
+    created_utc: str
+    workload: str             # the embedded workload's name (an older run without one: the default)
+    candidates: tuple[str, ...]
+    cluster: bool             # measured by a dask fleet (`--cluster`), as its recorded command says
+    scored: int = 0           # candidates with a correct result at every scored shape (runs.scored_count_raw)
+
+    @property
+    def shipped_pair(self) -> bool:
+        """A sweep pairing the baseline with the shipped plan."""
+        return self.kind == SWEEP and {"baseline", SHIPPED_PLAN} <= set(self.candidates)
+
+
+def run_meta(path) -> RunMeta | None:
+    """The RunMeta of a run file; None when it is not readable JSON."""
+    path = Path(path)
+    try:
+        run = read_json(path)
+    except (JsonInputError, OSError):
+        return None
+    if not isinstance(run, dict):
+        return None
+    try:
+        workload = runs.run_workload(run, path.name)[0] if RUN_KEY in run else default_workload()
+    except RunFileError:
+        return None
+    want = {(r.load, r.family, int(r.M)) for r in workload.shapes.itertuples()}
+    settings = (run.get("environment") or {}).get("settings") if isinstance(run.get("environment"), dict) else None
+    command = str((settings or {}).get("command") or "") if isinstance(settings, dict) else ""
+    return RunMeta(path, kind_of(run), str(run.get("created_utc") or ""), workload.name, tuple(_candidates(run)),
+                   "--cluster" in command.split(), runs.scored_count_raw(run, want))
+
+
+def newest_first(metas) -> list[RunMeta]:
+    """By created_utc, newest first (then by file name, so 'r12' and 'r2' of one day keep the time they ran)."""
+    return sorted(metas, key=lambda m: (m.created_utc, m.path.name), reverse=True)
+
+
+def default_rank(meta: RunMeta) -> tuple:
+    """A plan sweep (not a tune log, a screen or an explain run, which time many configs per shape rather than
+    compare plans) of the default workload, then the most fully scored candidates (the shipped plan's latest
+    sweep beside the baseline and seed036), then the newest by created_utc, then by file name."""
+    return meta.kind == SWEEP, meta.workload == DEFAULT_WORKLOAD, meta.scored, meta.created_utc, meta.path.name
+
+
+def default_run(metas) -> Path | None:
+    """The run to open first (default_rank) among RunMetas (or paths, read here); the next one when the winner
+    does not validate. Ranking reads each file's raw JSON once (run_meta, which the app caches); only the winner
+    is validated: validating and tabulating every committed run would make the first page seconds slower."""
+    metas = [m if isinstance(m, RunMeta) else run_meta(m) for m in metas]
+    for meta in sorted((m for m in metas if m is not None), key=default_rank, reverse=True):
+        try:
+            run = read_json(meta.path)
+            validate_run(run, source=meta.path.name)  # what runs.load_run_data checks after reading
+            runs.check_against_workload(run, meta.path.name, runs.run_workload(run, meta.path.name)[0])
+        except (RunFileError, JsonInputError):
+            continue
+        return meta.path
+    return None
