@@ -127,7 +127,8 @@ def source_list() -> list[sources.Source]:
     """dashboard.sources.list_sources: the published table, committed runs, $PROJLAB_EXTRA_RUNS, this session's
     uploads."""
     return sources.list_sources(RUNS_DIR, uploaded_tables=st.session_state.get("uploaded_tables", []),
-                                uploaded_runs=st.session_state.get("uploaded_runs", []))
+                                uploaded_runs=st.session_state.get("uploaded_runs", []),
+                                shown=st.session_state.get("upload_names", {}))
 
 
 @st.cache_data(show_spinner=False)
@@ -173,10 +174,9 @@ def _upload_dir() -> Path:
 
 
 def save_upload(name: str, data: bytes) -> Path:
-    """Keep an upload on disk (sanitised name + content hash) so it flows through the same cached loaders."""
-    safe = sources.safe_name(name, "upload")
-    stem, suffix = Path(safe).stem or "upload", Path(safe).suffix.lower()
-    path = _upload_dir() / f"{stem}-{hashlib.sha256(data).hexdigest()[:10]}{suffix}"
+    """Keep an upload on disk (dashboard.sources.upload_name: content hash + sanitised name) so it flows through the
+    same cached loaders."""
+    path = _upload_dir() / sources.upload_name(name, hashlib.sha256(data).hexdigest())
     if not path.exists():
         path.write_bytes(data)
     return path
@@ -189,7 +189,7 @@ def _named(message: str, path: Path, name: str) -> str:
 def take_upload(name: str, data: bytes) -> tuple[bool, str]:
     """Validate an upload and list it as a source (and select it); (ok, the message to show). A rejected file
     is deleted and never listed."""
-    shown = sources.safe_name(name, "upload")
+    shown = sources.display_name(name)
     if len(data) > MAX_UPLOAD_BYTES:
         return False, (f"Upload {shown!r} rejected: {len(data):,} bytes is over the {MAX_UPLOAD_BYTES:,}-byte "
                        f"({MAX_UPLOAD_BYTES / 2**20:g} MB) limit")
@@ -200,18 +200,23 @@ def take_upload(name: str, data: bytes) -> tuple[bool, str]:
     try:
         if suffix == ".json":
             run_data(path)
-            kind, src = "uploaded_runs", sources.run_source(path, uploaded=True)
+            kind, src = "uploaded_runs", sources.run_source(path, uploaded=True, shown=shown)
         else:
             official(path)
-            kind, src = "uploaded_tables", sources.table_source(path, uploaded=True)
+            kind, src = "uploaded_tables", sources.table_source(path, uploaded=True, shown=shown)
     except BAD_INPUT as exc:
         path.unlink(missing_ok=True)
         return False, f"Upload {shown!r} rejected: {_named(exc, path, shown)}"
     listed = st.session_state.setdefault(kind, [])
     if str(path) not in listed:
         listed.append(str(path))
+    st.session_state.setdefault("upload_names", {})[str(path)] = shown
     st.session_state["_sel_source"] = src.name
-    return True, f"Loaded {shown}: it is now the selected source ({src.label!r} in the sidebar)."
+    chosen = st.session_state.get("_sel_runs")   # Compare shows it too, beside the sources already chosen there
+    if chosen is not None and src.name not in chosen:
+        st.session_state["_sel_runs"] = [*chosen, src.name]
+    return True, (f"Loaded {shown}: it is now the selected source ({src.label!r} in the sidebar) on every page of "
+                  "this browser session, Compare included.")
 
 
 def _on_upload(key: str) -> None:
@@ -243,7 +248,8 @@ def url_choice(param: str, names: list[str], default: str, what: str | None = No
             chosen = q
         else:
             fallback = chosen if chosen in names else default
-            st.warning(f"The address asks for {what or param} {q!r}, which is not available here; showing "
+            st.warning(sources.missing_upload(q) if param == "source" and sources.missing_upload(q) else
+                       f"The address asks for {what or param} {q!r}, which is not available here; showing "
                        f"{fallback!r} instead.")
             chosen = fallback
     if chosen not in names:
@@ -293,7 +299,8 @@ def url_multiselect(box, label: str, options: list[str], param: str, default: li
         if unknown:
             st.warning(f"The address asks for {', '.join(map(repr, unknown))}, not available here; left out.")
         chosen = [v for v in q if v in options]
-    chosen = [v for v in chosen if v in options] if chosen is not None else [v for v in default if v in options]
+    chosen = [v for v in chosen if v in options] if chosen is not None else []
+    chosen = chosen or [v for v in default if v in options]   # nothing left of the old choice: the default
     state[f"_sel_{param}"] = chosen
     state[key] = chosen  # reseeded every run, as in url_selectbox
     box.multiselect(label, options, key=key, on_change=_picked_many, args=(key, param), **kw)
@@ -414,6 +421,17 @@ def current_source() -> sources.Source:
     srcs = source_list()
     name = url_choice("source", [s.name for s in srcs], _default_source(srcs), what="source")
     return sources.find_source(srcs, name)
+
+
+def source_names(srcs: list[sources.Source]) -> list[str]:
+    """The sources' URL names in picker order."""
+    return [s.name for s in srcs]
+
+
+def source_label(srcs: list[sources.Source]):
+    """format_func for a picker of source names: the label each one shows."""
+    labels = {s.name: s.label for s in srcs}
+    return lambda name: labels.get(name, name)
 
 
 def _pair(box, src: sources.Source, data: drun.RunData) -> tuple[str, str]:

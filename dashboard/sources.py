@@ -13,12 +13,20 @@ Torch- and streamlit-free: the app wraps these in its caches and widgets; the CL
     default_pair(data)                -> (baseline, candidate) | None
     resolve_pair(data, baseline=None, candidate=None) -> (baseline, candidate)   SourceError if a name is unknown
     safe_name(text)                   -> str        a file name fit for a label, a URL and a file on disk
+    display_name(text)                -> str        an uploaded file's own name, as its label shows it
+    upload_name(display, digest)      -> str        an upload's URL and file name ('upload-<digest>-<safe name>')
+    missing_upload(name)              -> str | None the line for a link naming an upload this session does not have
+
+Uploads are sources like any other for the browser session that uploaded them (every page, Compare included), shown
+under the user's own file name. They live in that session only, so a link naming one says so instead of showing
+another run in its place.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,17 +79,18 @@ def table_provenance(path) -> str:
     return PUBLISHED if digest is not None and digest == _digest(OFFICIAL_036_CSV) else UPLOADED
 
 
-def table_source(path, uploaded: bool = False) -> Source:
+def table_source(path, uploaded: bool = False, shown: str | None = None) -> Source:
     path = Path(path)
     if not uploaded and table_provenance(path) == PUBLISHED and path.name == OFFICIAL_036_CSV.name:
         return Source(path.name, OFFICIAL_LABEL, "table", path, PUBLISHED)
     prov = table_provenance(path)
-    return Source(path.name, f"{'upload' if uploaded else 'table'}: {path.name}", "table", path, prov)
+    return Source(path.name, f"{'upload' if uploaded else 'table'}: {shown or path.name}", "table", path, prov)
 
 
-def run_source(path, uploaded: bool = False) -> Source:
+def run_source(path, uploaded: bool = False, shown: str | None = None) -> Source:
+    """A run file as a source; `shown` is an upload's own file name (its label), else the file's name."""
     path = Path(path)
-    return Source(path.name, f"{'upload' if uploaded else 'run'}: {path.name}", "run", path, MEASURED)
+    return Source(path.name, f"{'upload' if uploaded else 'run'}: {shown or path.name}", "run", path, MEASURED)
 
 
 def extra_run_paths(value: str | None = None) -> list[Path]:
@@ -95,18 +104,27 @@ def extra_run_paths(value: str | None = None) -> list[Path]:
 
 
 def list_sources(runs_dir=RUNS_DIR, extra_runs: list | None = None, uploaded_tables=(),
-                 uploaded_runs=()) -> list[Source]:
-    """The published table, uploaded tables, committed runs (oldest first), extra runs, uploaded runs.
+                 uploaded_runs=(), shown: dict | None = None) -> list[Source]:
+    """The published table, uploaded tables, committed runs (oldest first), extra runs, uploaded runs; `shown` maps
+    an upload's path to the user's own file name (its label).
 
-    A name (the URL value) is unique: a later source with a name already listed is dropped."""
+    A name (the URL value) is unique: a later source with a name already listed is dropped. So is a label: a second
+    upload under one file name gets its upload name added."""
+    shown = {str(k): v for k, v in (shown or {}).items()}
     out = [table_source(OFFICIAL_036_CSV)]
-    out += [table_source(p, uploaded=True) for p in uploaded_tables]
+    out += [table_source(p, uploaded=True, shown=shown.get(str(p))) for p in uploaded_tables]
     extra = extra_run_paths() if extra_runs is None else [Path(p) for p in extra_runs]
     out += [run_source(p) for p in [*runs.list_runs(runs_dir), *extra]]
-    out += [run_source(p, uploaded=True) for p in uploaded_runs]
+    out += [run_source(p, uploaded=True, shown=shown.get(str(p))) for p in uploaded_runs]
     seen: dict[str, Source] = {}
+    labels: set[str] = set()
     for src in out:
-        seen.setdefault(src.name, src)
+        if src.name in seen:
+            continue
+        if src.label in labels:
+            src = Source(src.name, f"{src.label} ({src.name})", src.kind, src.path, src.provenance)
+        seen[src.name] = src
+        labels.add(src.label)
     return list(seen.values())
 
 
@@ -179,6 +197,31 @@ def resolve_pair(data: runs.RunData, baseline: str | None = None, candidate: str
         others = [n for n in names if n in paired] or [n for n in names if n != baseline]
         return baseline, (others[-1] if others else baseline)
     return default
+
+
+UPLOAD_PREFIX = "upload-"
+
+
+def display_name(text: str, default: str = "upload") -> str:
+    """An uploaded file's own name as a label shows it ('résumé run 1.json' stays so): only the last path
+    component, without control or format characters, at most 80 characters; `default` if nothing is left."""
+    last = str(text).replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    kept = "".join(ch for ch in last if not unicodedata.category(ch).startswith("C")).strip()
+    return kept[:80] or default
+
+
+def upload_name(display: str, digest: str) -> str:
+    """An upload's name in the URL and on disk: 'upload-<first 10 hex digits of its hash>-<safe name>'."""
+    return f"{UPLOAD_PREFIX}{digest[:10]}-{safe_name(display, 'upload')}"
+
+
+def missing_upload(name: str) -> str | None:
+    """The line to show for a link naming an upload that this browser session does not have; None for a name that
+    is not an upload's."""
+    if not str(name).startswith(UPLOAD_PREFIX):
+        return None
+    return (f"The address names an uploaded file ({name!r}). Uploads live in the browser session that uploaded "
+            "them, so a link cannot carry one: upload the file here to see it (meanwhile the default is shown).")
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

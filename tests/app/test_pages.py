@@ -114,8 +114,8 @@ def test_where_time_goes_load_picker(app):
 
 def test_compare_two_runs_with_intersection_note(app):
     at = app.open_page("compare")
-    at.multiselect(key="cmp_series").set_value([f"{app.RUN_A} · baseline", f"{app.RUN_A} · seed036",
-                                                "run: synthetic_decode_only.json · seed036"]).run()
+    app.compare(at, [f"{app.RUN_A} · baseline", f"{app.RUN_A} · seed036",
+                                                "run: synthetic_decode_only.json · seed036"])
     assert not at.exception
     assert any("intersection of 15 shapes" in w.value for w in at.warning)
     shapes = at.dataframe[2].value
@@ -130,7 +130,7 @@ def test_compare_two_runs_with_intersection_note(app):
 def test_compare_marks_where_both_candidates_of_a_run_ran_the_same_route(app):
     run = "run: 2026-12-01_nvidia-h200_baseline-vs-best-b-r17.json"   # best runs F.linear at 8 of its 30 shapes
     at = app.open_page("compare")
-    at.multiselect(key="cmp_series").set_value([f"{run} · baseline", f"{run} · best"]).run()
+    app.compare(at, [f"{run} · baseline", f"{run} · best"])
     assert not at.exception
     shapes = at.dataframe[2].value
     same = shapes[shapes["same_route"]]
@@ -140,8 +140,8 @@ def test_compare_marks_where_both_candidates_of_a_run_ran_the_same_route(app):
 
 def test_compare_published_table_has_no_samples(app):
     at = app.open_page("compare")
-    at.multiselect(key="cmp_series").set_value(["Official 036 table (published) · baseline",
-                                                "Official 036 table (published) · 036"]).run()
+    app.compare(at, ["Official 036 table (published) · baseline",
+                                                "Official 036 table (published) · 036"])
     overall = at.dataframe[0].value
     assert round(float(overall["score"].iloc[0]), 4) == 1.3012
     assert overall["verdict"].iloc[0] == "NO SAMPLES"

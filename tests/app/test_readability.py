@@ -113,11 +113,11 @@ def test_compare_without_a_repeatability_run_explains_the_one_percent(app, monke
 
 def test_compare_warns_when_a_published_table_meets_local_runs(app):
     at = app.open_page("compare", source=None)
-    at.multiselect(key="cmp_series").set_value(["Official 036 table (published) · 036",
-                                                f"{app.RUN_A} · seed036"]).run()
+    app.compare(at, ["Official 036 table (published) · 036",
+                                                f"{app.RUN_A} · seed036"])
     assert not at.exception
     assert any("baselines differ" in w.value for w in at.warning)
-    at.multiselect(key="cmp_series").set_value([f"{app.RUN_A} · baseline", f"{app.RUN_A} · seed036"]).run()
+    app.compare(at, [f"{app.RUN_A} · baseline", f"{app.RUN_A} · seed036"])
     assert not any("baselines differ" in w.value for w in at.warning)
 
 

@@ -96,7 +96,7 @@ def test_an_upload_is_listed_and_selected_at_once(app):
     app.upload(at, "upload_overview", "my kernels run.json", data)
     assert not at.exception
     source = at.sidebar.selectbox(key="source")
-    assert source.value.startswith("upload: my_kernels_run-") and source.value in source.options
+    assert source.value == "upload: my kernels run.json" and source.value in source.options
     assert any("now the selected source" in s.value for s in at.success)
     expected = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_b.json"), "baseline", "seed036").score
     assert _score(at) == f"{expected:.4f}×"   # this very rerun shows it: no second refresh
@@ -118,6 +118,41 @@ def test_a_rejected_upload_is_named_deleted_and_never_listed(app, name, data, wo
     assert at.sidebar.selectbox(key="source").options == before
     folder = at.session_state["_upload_tmp"].name if "_upload_tmp" in at.session_state else None
     assert folder is None or not any(p for p in __import__("os").listdir(folder))
+
+
+def test_an_upload_keeps_its_own_name_and_reaches_compare(app):
+    """An upload is a source like any other for its browser session: shown under the user's file name (not a
+    sanitised one), selected on every page, and offered and chosen on Compare without clearing anything by hand."""
+    at = app.open_page("compare", source=None)
+    before = at.multiselect(key="cmp_runs").value
+    data = (app.FIXTURES / "synthetic_b.json").read_bytes()
+    app.upload(at, "upload_compare", "résumé run 1.json", data)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs_box = at.multiselect(key="cmp_runs")
+    upload = next(n for n in runs_box.value if n.startswith("upload-"))
+    assert [n for n in runs_box.value if n != upload] == before
+    series = at.multiselect(key="cmp_series").value
+    assert any(s.startswith("upload: résumé run 1.json · ") for s in series), series
+    at.switch_page("app_pages/overview.py")
+    at.run()
+    assert _sidebar(at)["source"] == "upload: résumé run 1.json"
+    expected = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_b.json"), "baseline", "seed036").score
+    assert _score(at) == f"{expected:.4f}×"
+
+
+def test_a_link_to_an_upload_says_uploads_cannot_be_shared(app):
+    at = app.open_page("overview")
+    app.upload(at, "upload_overview", "mine.json", (app.FIXTURES / "synthetic_b.json").read_bytes())
+    link = dict(at.query_params)
+    assert link["source"].startswith("upload-")
+    fresh = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=60)   # another browser: only the URL
+    fresh.query_params.update(link)
+    fresh.switch_page("app_pages/overview.py")
+    fresh.run()
+    assert not fresh.exception
+    texts = [w.value for w in fresh.warning]
+    assert any("Uploads live in the browser session that uploaded them" in t and link["source"] in t
+               for t in texts), texts
 
 
 def test_an_oversized_upload_is_refused_before_it_is_read(app, monkeypatch):
