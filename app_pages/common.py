@@ -423,15 +423,18 @@ def current_source() -> sources.Source:
     return sources.find_source(srcs, name)
 
 
-def source_names(srcs: list[sources.Source]) -> list[str]:
-    """The sources' URL names in picker order."""
-    return [s.name for s in srcs]
+def sources_in_order() -> tuple[list[sources.Source], dict[str, str]]:
+    """Every source in picker order and what each option shows (dashboard.sources.picker: grouped by kind, newest
+    first, the default marked)."""
+    srcs = source_list()
+    return sources.picker(srcs, run_metas(srcs), _default_source(srcs))
 
 
-def source_label(srcs: list[sources.Source]):
-    """format_func for a picker of source names: the label each one shows."""
+def source_text():
+    """format_func for a picker of source names (Compare's runs): the grouped text each one shows."""
+    srcs, shown = sources_in_order()
     labels = {s.name: s.label for s in srcs}
-    return lambda name: labels.get(name, name)
+    return lambda name: shown.get(labels.get(name, name), name)
 
 
 def _pair(box, src: sources.Source, data: drun.RunData) -> tuple[str, str]:
@@ -479,10 +482,12 @@ def view(sidebar=True, probes_only_ok: bool = False) -> View:
     """Render the sidebar picker and return the chosen view; bad input → st.error and stop the page.
 
     probes_only_ok: a run without results (`python -m profiler probe`) is fine for this page (Probes)."""
-    srcs = source_list()
+    srcs, shown = sources_in_order()
     box = st.sidebar if sidebar else st
     name = url_selectbox(box, "Source", {s.name: s.label for s in srcs}, "source", _default_source(srcs),
-                         key="source", what="source", help="Published official table, or a measured run.")
+                         key="source", what="source", format_func=lambda label: shown.get(label, label),
+                         help="Grouped by kind (published, plan sweeps, repeatability, tunes, screens, explains, "
+                              "uploads), newest first; ★ marks the run projlab opens on. Type to filter.")
     src = sources.find_source(srcs, name)
     try:
         data = source_data(src)

@@ -46,14 +46,14 @@ with st.expander("Upload a run file or a per-shape CSV to compare"):
 # First the runs (and tables) to compare, then the series they offer: each chosen source's candidates, not every
 # candidate of every file the app knows about. It opens on the sidebar's source (an upload included) beside the run
 # the other pages open on.
-srcs = common.source_list()
+srcs, _ = common.sources_in_order()
 by_name = {s.name: s for s in srcs}
 first = common.default_run_path()
 asked = st.query_params.get_all("series")   # a link naming series opens on the sources they come from
 linked = [s.name for s in srcs if any(q.startswith(f"{s.label} · ") for q in asked)]
 opening = linked or list(dict.fromkeys([common.current_source().name, *([first.name] if first else [])]))
-run_names = common.url_multiselect(st, "Runs and tables to compare", common.source_names(srcs), "runs", opening,
-                                   key="cmp_runs", format_func=common.source_label(srcs),
+run_names = common.url_multiselect(st, "Runs and tables to compare", [s.name for s in srcs], "runs", opening,
+                                   key="cmp_runs", format_func=common.source_text(),
                                    help="Grouped by kind, newest first; each one offers its own candidates below.")
 options: dict[str, tuple] = {}
 run_files, errors, pairs = [], [], []

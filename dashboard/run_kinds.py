@@ -97,9 +97,10 @@ def newest_first(metas) -> list[RunMeta]:
 
 def default_rank(meta: RunMeta) -> tuple:
     """A plan sweep (not a tune log, a screen or an explain run, which time many configs per shape rather than
-    compare plans) of the default workload, then the most fully scored candidates (the shipped plan's latest
-    sweep beside the baseline and seed036), then the newest by created_utc, then by file name."""
-    return meta.kind == SWEEP, meta.workload == DEFAULT_WORKLOAD, meta.scored, meta.created_utc, meta.path.name
+    compare plans) of the default workload, pairing the baseline with the shipped plan, then the most fully scored
+    candidates (the baseline / seed036 / best sweeps), then the newest by created_utc, then by file name."""
+    return (meta.kind == SWEEP, meta.workload == DEFAULT_WORKLOAD, meta.shipped_pair, meta.scored, meta.created_utc,
+            meta.path.name)
 
 
 def default_run(metas) -> Path | None:

@@ -12,6 +12,8 @@ Torch- and streamlit-free: the app wraps these in its caches and widgets; the CL
     candidate_names(data)             -> [str]
     default_pair(data)                -> (baseline, candidate) | None
     resolve_pair(data, baseline=None, candidate=None) -> (baseline, candidate)   SourceError if a name is unknown
+    picker(sources, metas, default)   -> ([Source], {label: text})   picker order (grouped by kind, newest first)
+                                                    and what each option shows (its group; the default marked)
     safe_name(text)                   -> str        a file name fit for a label, a URL and a file on disk
     display_name(text)                -> str        an uploaded file's own name, as its label shows it
     upload_name(display, digest)      -> str        an upload's URL and file name ('upload-<digest>-<safe name>')
@@ -32,7 +34,7 @@ from pathlib import Path
 
 from datasets import RUNS_DIR, Workload, load_official, load_seed_probes
 from datasets.paths import OFFICIAL_036_CSV
-from dashboard import runs, views
+from dashboard import run_kinds, runs, views
 
 PUBLISHED, MEASURED, UPLOADED = "published", "measured", "uploaded"
 PROVENANCE = {PUBLISHED: "published (write-up, official run)", MEASURED: "measured (run file)",
@@ -53,6 +55,7 @@ class Source:
     kind: str        # "run" | "table"
     path: Path
     provenance: str  # PUBLISHED | MEASURED | UPLOADED
+    uploaded: bool = False
 
     @property
     def words(self) -> str:
@@ -84,13 +87,15 @@ def table_source(path, uploaded: bool = False, shown: str | None = None) -> Sour
     if not uploaded and table_provenance(path) == PUBLISHED and path.name == OFFICIAL_036_CSV.name:
         return Source(path.name, OFFICIAL_LABEL, "table", path, PUBLISHED)
     prov = table_provenance(path)
-    return Source(path.name, f"{'upload' if uploaded else 'table'}: {shown or path.name}", "table", path, prov)
+    return Source(path.name, f"{'upload' if uploaded else 'table'}: {shown or path.name}", "table", path, prov,
+                  uploaded)
 
 
 def run_source(path, uploaded: bool = False, shown: str | None = None) -> Source:
     """A run file as a source; `shown` is an upload's own file name (its label), else the file's name."""
     path = Path(path)
-    return Source(path.name, f"{'upload' if uploaded else 'run'}: {shown or path.name}", "run", path, MEASURED)
+    return Source(path.name, f"{'upload' if uploaded else 'run'}: {shown or path.name}", "run", path, MEASURED,
+                  uploaded)
 
 
 def extra_run_paths(value: str | None = None) -> list[Path]:
@@ -122,10 +127,45 @@ def list_sources(runs_dir=RUNS_DIR, extra_runs: list | None = None, uploaded_tab
         if src.name in seen:
             continue
         if src.label in labels:
-            src = Source(src.name, f"{src.label} ({src.name})", src.kind, src.path, src.provenance)
+            src = Source(src.name, f"{src.label} ({src.name})", src.kind, src.path, src.provenance, src.uploaded)
         seen[src.name] = src
         labels.add(src.label)
     return list(seen.values())
+
+
+# The picker's groups, in order: what a source is decides where it is listed (run_kinds.kind_of for run files).
+GROUPS = {"published": "Published", run_kinds.SWEEP: "Plan sweep", run_kinds.REPEAT: "Repeatability",
+          run_kinds.TUNE: "Tune", run_kinds.SCREEN: "Screen", run_kinds.EXPLAIN: "Explain", run_kinds.PROBE: "Probes",
+          "table": "Table", "unreadable": "Unreadable", "upload": "Upload"}
+DEFAULT_MARK = "★ default: the shipped plan's latest full sweep"
+
+
+def _group(src: Source, metas: dict) -> str:
+    if src.uploaded:
+        return "upload"
+    if src.kind == "table":
+        return "published" if src.provenance == PUBLISHED else "table"
+    meta = metas.get(src.path)
+    return meta.kind if meta is not None else "unreadable"
+
+
+def picker(sources: list[Source], metas: dict, default: str | None = None) -> tuple[list[Source], dict[str, str]]:
+    """The sources in picker order — grouped by kind (GROUPS: published, plan sweeps, repeatability, tunes,
+    screens, explains, …, uploads), newest first inside a group (created_utc, not the file name's text, so 'r12'
+    and 'r2' keep the order they ran in) — and what each option shows: '<group> · <label>', the `default` source
+    marked. `metas` maps a run file's path to its run_kinds.RunMeta."""
+    order = list(GROUPS)
+    groups = {src.name: _group(src, metas) for src in sources}
+
+    def when(src: Source) -> str:
+        meta = metas.get(src.path)
+        return meta.created_utc if meta is not None else ""
+
+    newest = sorted(sources, key=lambda s: (when(s), s.name), reverse=True)
+    ordered = sorted(newest, key=lambda s: order.index(groups[s.name]))   # stable: newest first inside a group
+    shown = {s.label: f"{GROUPS[groups[s.name]]} · {s.label}" + (f"  {DEFAULT_MARK}" if s.name == default else "")
+             for s in ordered}
+    return ordered, shown
 
 
 def find_source(sources: list[Source], name: str) -> Source | None:

@@ -96,7 +96,7 @@ def test_an_upload_is_listed_and_selected_at_once(app):
     app.upload(at, "upload_overview", "my kernels run.json", data)
     assert not at.exception
     source = at.sidebar.selectbox(key="source")
-    assert source.value == "upload: my kernels run.json" and source.value in source.options
+    assert source.value == "upload: my kernels run.json" and "Upload · upload: my kernels run.json" in source.options
     assert any("now the selected source" in s.value for s in at.success)
     expected = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_b.json"), "baseline", "seed036").score
     assert _score(at) == f"{expected:.4f}×"   # this very rerun shows it: no second refresh
@@ -211,3 +211,25 @@ def test_dispatch_upload_errors_are_one_line(app):
     assert not at.exception
     assert any("deep_plan.json" in e.value and "nested 1000 levels" in e.value for e in at.error), \
         [e.value for e in at.error]
+
+
+def test_the_source_picker_groups_by_kind_newest_first_and_marks_the_default(app, monkeypatch):
+    from dashboard import run_kinds
+
+    monkeypatch.delenv("PROJLAB_EXTRA_RUNS", raising=False)
+    at = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=90)
+    at.switch_page("app_pages/overview.py")
+    at.run()
+    box = at.sidebar.selectbox(key="source")
+    default = run_kinds.default_run(runs.list_runs())
+    assert box.value == f"run: {default.name}"
+    marked = [o for o in box.options if "★" in o]
+    assert marked == [f"Plan sweep · run: {default.name}  ★ default: the shipped plan's latest full sweep"]
+    groups = list(dict.fromkeys(o.split(" · ", 1)[0] for o in box.options))
+    assert groups[:2] == ["Published", "Plan sweep"] and {"Repeatability", "Tune", "Screen", "Explain"} <= set(groups)
+    at.switch_page("app_pages/compare.py")
+    at.run()
+    assert not at.exception
+    assert at.multiselect(key="cmp_runs").value == [default.name]          # the sidebar's source
+    series = at.multiselect(key="cmp_series").options
+    assert series and all(s.startswith(f"run: {default.name} · ") for s in series)   # its candidates, no more
