@@ -17,7 +17,6 @@ from pathlib import Path
 from datasets import DEFAULT_WORKLOAD
 from datasets.jsonfile import JsonInputError, read_json
 from datasets.workload import RUN_KEY
-from profiler.runfile import RunFileError, validate_run
 from dashboard import runs
 from dashboard.workloads import default_workload
 
@@ -81,7 +80,7 @@ def run_meta(path) -> RunMeta | None:
         return None
     try:
         workload = runs.run_workload(run, path.name)[0] if RUN_KEY in run else default_workload()
-    except RunFileError:
+    except runs.RunFileError:
         return None
     want = {(r.load, r.family, int(r.M)) for r in workload.shapes.itertuples()}
     settings = (run.get("environment") or {}).get("settings") if isinstance(run.get("environment"), dict) else None
@@ -111,9 +110,9 @@ def default_run(metas) -> Path | None:
     for meta in sorted((m for m in metas if m is not None), key=default_rank, reverse=True):
         try:
             run = read_json(meta.path)
-            validate_run(run, source=meta.path.name)  # what runs.load_run_data checks after reading
+            runs.validate_run(run, source=meta.path.name)  # what runs.load_run_data checks after reading
             runs.check_against_workload(run, meta.path.name, runs.run_workload(run, meta.path.name)[0])
-        except (RunFileError, JsonInputError):
+        except (runs.RunFileError, JsonInputError):
             continue
         return meta.path
     return None
