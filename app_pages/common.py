@@ -226,10 +226,13 @@ def _on_upload(key: str) -> None:
 
 
 def upload_widget(key: str = "upload") -> None:
-    """File uploader for a run JSON or an official-format CSV; validated before the page reruns."""
-    st.file_uploader(f"Upload a run file (.json) or a per-shape table (.csv: load,family,M,N,K,baseline_us,"
-                     f"candidate_us); at most {MAX_UPLOAD_MB} MB", type=["json", "csv"], key=key,
-                     max_upload_size=MAX_UPLOAD_MB, on_change=_on_upload, args=(key,))
+    """File uploader for a run JSON or an official-format CSV; validated before the page reruns. The size limit is
+    written on the page, not only in the widget's tooltip."""
+    st.file_uploader("Upload a run file (.json) or a per-shape table (.csv: load,family,M,N,K,baseline_us,"
+                     "candidate_us)", type=["json", "csv"], key=key, max_upload_size=MAX_UPLOAD_MB,
+                     on_change=_on_upload, args=(key,))
+    st.caption(f"At most {MAX_UPLOAD_MB} MB per file ({MAX_UPLOAD_BYTES:,} bytes; the largest committed run file is "
+               "1.1 MB); a larger file is refused before it is read. An upload stays in this browser session.")
     msg = st.session_state.get(f"_upload_msg_{key}")
     if msg is not None and st.session_state.get(key) is not None:
         (st.success if msg[0] else st.error)(msg[1])

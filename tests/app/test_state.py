@@ -233,3 +233,16 @@ def test_the_source_picker_groups_by_kind_newest_first_and_marks_the_default(app
     assert at.multiselect(key="cmp_runs").value == [default.name]          # the sidebar's source
     series = at.multiselect(key="cmp_series").options
     assert series and all(s.startswith(f"run: {default.name} · ") for s in series)   # its candidates, no more
+
+
+def test_the_upload_limit_is_on_the_page_and_a_wrong_typed_upload_is_a_short_line(app):
+    import json
+
+    at = app.open_page("overview")
+    assert any("At most 16 MB per file" in c.value for c in at.caption)
+    run = json.loads((app.FIXTURES / "synthetic_b.json").read_text())
+    run["results"] = {"all": run["results"]}
+    app.upload(at, "upload_overview", "moved.json", json.dumps(run).encode())
+    errors = [e.value for e in at.error]
+    assert errors and all(len(e) < 400 for e in errors), [len(e) for e in errors]
+    assert any("moved.json" in e and "results: expected list" in e for e in errors), errors
