@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from datasets import DatasetError, load_workload
-from dashboard import runs, scoring, sources, views, workloads
+from dashboard import report_cli, runs, scoring, sources, views, workloads
 from dashboard.kernels import ExplainError
 from dashboard.summary import format_breakdown, format_loads, format_shape_table, format_unscored_pairs
 from profiler.runfile import RunFileError
@@ -169,9 +169,7 @@ def cmd_explain(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from dashboard import report
-
-    return report.main(args.report_args)
+    return report_cli.main(args.report_args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -197,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     expl.add_argument("--candidate", help="only this candidate")
     expl.add_argument("--shape", help="only this shape key, e.g. 'decode 16/router'")
     expl.set_defaults(func=cmd_explain, baseline=None)
-    # Listed for --help only: main() hands everything after 'report' to dashboard.report.main untouched.
+    # Listed for --help only: main() hands everything after 'report' to dashboard.report_cli.main untouched.
     sub.add_parser("report", help="write a report (HTML, MD, CSV, JSON); see `python -m dashboard report -h`")
     return parser
 

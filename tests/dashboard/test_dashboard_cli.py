@@ -77,26 +77,26 @@ def test_bad_input_is_one_line_exit_2(tmp_path, name, content, expected):
 
 def test_report_hook_passes_arguments_through(tmp_path):
     # With dashboard/report.py absent the hook says so in one line; when present it must receive the args.
-    if (ROOT / "dashboard" / "report.py").exists():
+    if (ROOT / "dashboard" / "report_cli.py").exists():
         from dashboard import __main__ as cli_main
-        import dashboard.report as report
+        import dashboard.report_cli as report_cli
 
         seen = {}
-        original = report.main
+        original = report_cli.main
 
         def fake_main(args):
             seen["args"] = args
             return 0
 
-        report.main = fake_main
+        report_cli.main = fake_main
         try:
             assert cli_main.main(["report", "--format", "md", "x.json"]) == 0
         finally:
-            report.main = original
+            report_cli.main = original
         assert seen["args"] == ["--format", "md", "x.json"]
     else:
         out = cli("report", "--anything")
-        assert out.returncode == 2 and "dashboard/report.py is missing" in out.stderr
+        assert out.returncode == 2 and "dashboard/report_cli.py is missing" in out.stderr
 
 
 def test_no_command_is_a_usage_error():
@@ -258,3 +258,27 @@ def test_a_csv_with_an_excel_byte_order_mark_is_read(tmp_path):
     (tmp_path / "latin.csv").write_bytes(b"load,family\xe9\n")
     bad = cli("summarize", str(tmp_path / "latin.csv"))
     assert bad.returncode == 2 and "latin.csv" in bad.stderr and "not UTF-8" in bad.stderr, bad.stderr
+
+
+def test_report_help_describes_the_command_in_whole_sentences():
+    out = cli("report", "--help")
+    assert out.returncode == 0
+    described = out.stdout.split("\n\n")[1].replace("\n", " ")
+    assert described.startswith("Write a run's report") and described.rstrip().endswith("its kernel breakdown.")
+    assert "Markdown, CSV and JSON" in described
+
+
+def test_report_and_kernel_report_import_one_way():
+    """kernel_report builds on report's Report; report never reaches back (the CLI routes explain runs)."""
+    import ast
+
+    def imported(module):
+        tree = ast.parse((ROOT / "dashboard" / f"{module}.py").read_text())
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                names |= {node.module or ""} | {f"{node.module}.{a.name}" for a in node.names}
+        return names
+
+    assert not any("kernel_report" in n for n in imported("report"))
+    assert "dashboard.report.Report" in imported("kernel_report")
