@@ -169,6 +169,15 @@ def test_write_all_formats(tmp_path, run_report):
     assert all(p.stat().st_size > 0 for p in paths)
 
 
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_reports_get_the_umasks_mode_not_the_temp_files(tmp_path, umask, mode):
+    out = subprocess.run(["bash", "-c", f"umask {umask:03o} && exec {sys.executable} -m dashboard report {RUN} "
+                          f"--out {tmp_path} --format md,csv"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+    assert modes and set(modes.values()) == {mode}, {k: oct(v) for k, v in modes.items()}
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "dashboard", "report", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
