@@ -125,3 +125,16 @@ def test_overview_flags_sol_above_100_percent_on_the_published_table(app):
     at = app.open_page("overview")
     flag = [w.value for w in at.warning if "SOL above 100%" in w.value]
     assert flag and "decode 1/o" in flag[0]  # 036 at 5.490 µs beat the write-up's 16.8 MB probe (5.79 µs)
+
+
+def test_planner_never_calls_a_shape_enough_below_its_floor(app, monkeypatch):
+    monkeypatch.delenv("PROJLAB_EXTRA_RUNS", raising=False)
+    at = app.open_page("planner", source=None)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    score = float(next(m.value for m in at.metric if m.label == "Current score").rstrip("×"))
+    at.number_input(key="plan_target").set_value(round(score + 0.005, 4)).run()   # near: most shapes could do it
+    tgt = next(d.value for d in at.dataframe if "feasible" in d.value)
+    ok = tgt[tgt["feasible"]]
+    assert len(ok) and (ok["new_us"] >= ok["floor_us"]).all()
+    below = tgt[tgt["reason"].str.startswith("impossible")]
+    assert (below["new_us"] < below["floor_us"]).all()
