@@ -18,8 +18,14 @@ def _environment(v) -> None:
         e[1].metric("SM clock while measuring",
                     views.mhz_range(clock), help=glossary.short("clock"))
         e[2].metric("Replay overhead", f"{env.get('replay_overhead_us', float('nan')):.2f} µs")
-        flagged = int(v.data.results["flags"].map(len).gt(0).sum())
-        e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}")
+        flags = v.data.results["flags"]
+        flagged = int(flags.map(len).gt(0).sum())
+        e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}", help=glossary.short("flags"))
+        if flagged:
+            counts = flags.explode().dropna().value_counts()
+            st.caption("Results with flags: " + ", ".join(f"{n} {name}" for name, n in counts.items())
+                       + ". A flag is a note on a timed result (below_floor and incorrect ones are never scored); "
+                       "the glossary's *flags* says what each means.")
         (st.warning if clock["throttle_reasons"] else st.caption)(views.clock_text(clock))
         telemetry = pd.DataFrame(v.run.get("telemetry", []))
         if len(telemetry) > 1:

@@ -130,8 +130,8 @@ def _numbers(df: pd.DataFrame, fmt: str = ",.3f") -> pd.DataFrame:
     return df.apply(lambda col: col.map(lambda x: _num(x, fmt)) if pd.api.types.is_float_dtype(col) else col)
 
 
-def _terms_note(keys: list[str]) -> render.Note:
-    return render.Note("Terms", glossary.markdown(keys), markdown=True)
+def _terms_note(keys: list[str], workload) -> render.Note:
+    return render.Note("Terms", glossary.markdown(keys, workload), markdown=True)
 
 
 def slug(text: str) -> str:
@@ -235,8 +235,9 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
     if len(data.environment):
         tables["environment"] = data.environment.astype(str)
         display["Environment (measured)"] = tables["environment"]
-    notes.append(_terms_note(["provenance", "ratio", "ci", "sigma_w", "score", "floor", "sol", "sol_over",
-                              "verdicts", "baselines", "clock"]))
+    official_terms = ["baselines"] if workloads.official_only(workload, "this run") is None else []
+    notes.append(_terms_note(["provenance", "ratio", "ci", "sigma_w", "score", "flags", "floor", "sol", "sol_over",
+                              "verdicts", *official_terms, "clock"], workload))
     return Report(f"projlab report — {label}: {candidate} vs {baseline}", slug(f"{label}_{candidate}_vs_{baseline}"),
                   source, summary, tables, figs, facts=facts, display=display, notes=notes, gate=gate)
 
@@ -292,7 +293,7 @@ def _shape_report(data, baseline, candidate, workload, source, shape, include_be
                           "samples": cands.get("n_samples", "—"), "SOL": cands["sol"].map(_pct),
                           "correct": cands["correct"].map(lambda c: "yes" if bool(c) else "NO"),
                           "flags": cands["flags"]})
-    notes = [_terms_note(["provenance", "ratio", "ci", "floor", "sol", "verdicts"])]
+    notes = [_terms_note(["provenance", "ratio", "ci", "floor", "sol", "flags", "verdicts"], workload)]
     return Report(f"projlab shape report — {label}: {shape}", slug(f"{label}_{shape}"), source, summary,
                   {"candidates": cands}, figs, main_table="candidates", facts=facts,
                   display={"Candidates at this shape": shown}, notes=notes)

@@ -138,3 +138,15 @@ def test_planner_never_calls_a_shape_enough_below_its_floor(app, monkeypatch):
     assert len(ok) and (ok["new_us"] >= ok["floor_us"]).all()
     below = tgt[tgt["reason"].str.startswith("impossible")]
     assert (below["new_us"] < below["floor_us"]).all()
+
+
+def test_results_with_flags_say_which_flags_and_what_they_mean(app, monkeypatch):
+    monkeypatch.delenv("PROJLAB_EXTRA_RUNS", raising=False)
+    at = app.open_page("overview", source=None)
+    flagged = next(m for m in at.metric if m.label == "Results with flags")
+    assert "Notes on a timed result" in flagged.proto.help
+    n = int(flagged.value.split(" / ")[0])
+    if n:
+        caption = next(c.value for c in at.caption if c.value.startswith("Results with flags: "))
+        counts = [int(part.split()[0]) for part in caption.split(": ", 1)[1].split(". ")[0].split(", ")]
+        assert sum(counts) >= n and "glossary" in caption
