@@ -115,9 +115,14 @@ m = st.columns(4)
 m[0].metric("Floor (derived)", f"{first['floor_us']:.2f} µs", help=f"{first['bound']}-bound: max of the read probe at "
             f"the ideal bytes ({first['memory_floor_us']:.2f} µs) and 2MNK at the measured peak "
             f"({first['compute_floor_us']:.2f} µs)")
-m[1].metric("Ideal bytes (weights + x + y)", f"{first['ideal_bytes'] / 1e6:.2f} MB")
-m[2].metric("Kernels per call (measured)", " / ".join(f"{c}: {n}" for c, n in zip(here["candidate"], here["launches"])))
-m[3].metric("SOL (derived)", " / ".join(f"{c}: {s:.0%}" for c, s in zip(here["candidate"], here["sol"])))
+m[1].metric("Ideal bytes", f"{first['ideal_bytes'] / 1e6:.2f} MB", help="weights + x + y: what the call must move")
+m[2].metric("Kernels per call", " / ".join(str(n) for n in here["launches"]),
+            help="measured, per candidate: " + ", ".join(f"{c}: {n}" for c, n in zip(here["candidate"],
+                                                                                     here["launches"])))
+m[3].metric("SOL (derived)", " / ".join(f"{s:.0%}" for s in here["sol"]),
+            help="floor ÷ time, per candidate: " + ", ".join(f"{c}: {s:.1%}" for c, s in zip(here["candidate"],
+                                                                                            here["sol"])))
+st.caption("Per candidate, in the order " + " / ".join(here["candidate"]) + ".")
 
 parts = kernels.kernel_gap_parts(ktab, calls)
 parts = parts[(parts["shape"] == shape) & parts["candidate"].isin(chosen)]
@@ -144,17 +149,23 @@ c[1].plotly_chart(kernel_figures.kernel_roofline(rows, probe, f"{shape}: each ke
 
 st.subheader("Every kernel (measured and derived)")
 num = st.column_config.NumberColumn
+words = kernels.COLUMN_WORDS
 kernel_cols = {
-    "time_us": num("time µs (replay or ncu, see time_basis)", format="%.3f"),
-    "duration_us": num("ncu µs (one cold call)", format="%.3f"), "replay_us": num("replay µs", format="%.3f"),
-    "share": num("share of call", format="percent"), "bw_vs_probe": num("vs probe", format="percent"),
-    "achieved_tbps": num("TB/s (derived)", format="%.3f"), "grid_fill": num("grid fill", format="percent")}
+    "time_us": num("time µs", format="%.3f", help="the replay's time where it ran ncu's kernels, else ncu's "
+                   "(the 'time from' column)"),
+    "duration_us": num(words["duration_us"], format="%.3f"), "replay_us": num(words["replay_us"], format="%.3f"),
+    "share": num(words["share"], format="percent"), "bw_vs_probe": num(words["bw_vs_probe"], format="percent"),
+    "achieved_tbps": num("TB/s (derived)", format="%.3f"), "grid_fill": num(words["grid_fill"], format="percent"),
+    "dram_bytes": num(words["dram_bytes"], format="%d"), "grid": num(words["grid"], format="%d"),
+    "waves": num(words["waves"], format="%.2f"), "registers": num(words["registers"], format="%d"),
+    "candidate": st.column_config.TextColumn(words["candidate"]), "kernel": st.column_config.TextColumn("kernel"),
+    "time_basis": st.column_config.TextColumn(words["time_basis"])}
 # The lead columns fit the page at 1,600 px; every column is in the table below and in the CSV.
 lead = {"candidate": 85, "kernel": 230, "time_us": 85, "share": 75, "dram_bytes": 95, "achieved_tbps": 80,
         "bw_vs_probe": 75, "grid": 65, "grid_fill": 70, "waves": 60, "registers": 70, "time_basis": 80}
 st.dataframe(rows, hide_index=True, width="stretch", column_order=[c for c in lead if c in rows],
              column_config={c: {**kernel_cols.get(c, st.column_config.Column(c)), "width": w} for c, w in lead.items()})
-with st.expander("Every column of these kernels"):
+with st.expander("Every column of these kernels (as the CSV names them)"):
     st.dataframe(rows, hide_index=True, width="stretch", column_config=kernel_cols)
 common.download_csv(rows, f"kernels_{shape.replace('/', '_').replace(' ', '-')}.csv",
                     "Download this shape's kernels (CSV)")
@@ -164,10 +175,12 @@ st.subheader("Where each call's gap to the floor goes (derived, µs)")
 gap_cols = ["candidate", "time_us", "floor_us", "gap_us", "side_kernels_us", "between_us", "excess_bytes_us",
             "main_slow_us", "main_kernel", "main_grid", "main_waves", "excess_ratio", "time_basis"]
 st.dataframe(here[gap_cols], hide_index=True, width="stretch", column_config={
-    **{c: num(c, format="%.3f", width=80) for c in gap_cols if c.endswith("_us")},
-    "candidate": st.column_config.TextColumn(width=85), "main_kernel": st.column_config.TextColumn(width=170),
-    "main_grid": num(width=70), "main_waves": num(format="%.2f", width=70),
-    "excess_ratio": num(format="%.2f", width=80), "time_basis": st.column_config.TextColumn(width=80)})
+    **{c: num(words[c], format="%.3f", width=95) for c in gap_cols if c.endswith("_us")},
+    "candidate": st.column_config.TextColumn(words["candidate"], width=85),
+    "main_kernel": st.column_config.TextColumn(words["main_kernel"], width=170),
+    "main_grid": num(words["main_grid"], width=75), "main_waves": num(words["main_waves"], format="%.2f", width=75),
+    "excess_ratio": num(words["excess_ratio"], format="%.2f", width=90),
+    "time_basis": st.column_config.TextColumn(words["time_basis"], width=80)})
 
 st.subheader("Per load")
 cand = st.selectbox("Candidate", cands, index=len(cands) - 1, key="kernels_load_cand")
@@ -175,9 +188,9 @@ loads = kernels.gap_by_load(calls, cand, scoring.family_weights(wl), wl.load_ord
 st.plotly_chart(kernel_figures.gap_parts_bars(loads, kernels.GAP_PARTS, f"{cand}: the gap to the floor per load, by "
                                               "cause"), width="stretch")
 st.dataframe(loads, hide_index=True, width="stretch", column_config={
-    **{c: num(c, format="%.2f", width=95) for c in loads.columns if c.endswith("_us")},
-    "load": st.column_config.TextColumn(width=80), "sol": num(format="percent", width=70),
-    "launches_per_call": num(format="%.2f", width=80)},
+    **{c: num(words.get(c, c), format="%.2f", width=95) for c in loads.columns if c.endswith("_us")},
+    "load": st.column_config.TextColumn(words["load"], width=80), "sol": num(words["sol"], format="percent", width=70),
+    "launches_per_call": num(words["launches_per_call"], format="%.2f", width=90)},
     column_order=[c for c in ("load", "time_sum_us", "floor_sum_us", "gap_sum_us", "side_kernels_us", "between_us",
                               "excess_bytes_us", "underfilled_us", "low_bw_us", "below_compute_us", "sol",
                               "launches_per_call") if c in loads])

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard import metrics, roofline, runs
+from datasets import DEFAULT_WORKLOAD
 from datasets.shapes import shape_key
 
 CALL_ID = ["load", "family", "M", "N", "K", "candidate"]
@@ -222,6 +223,19 @@ GAP_PARTS = {"side_kernels_us": "extra launches", "between_us": "between kernels
              "below_compute_us": "below the compute roof"}
 
 
+# What a reader sees for each column of the tables above (the Kernels page, reports): words with units, never the
+# snake_case names the CSVs keep.
+COLUMN_WORDS = {
+    "candidate": "candidate", "kernel": "kernel", "load": "load", "time_us": "time µs", "floor_us": "floor µs",
+    "gap_us": "gap to floor µs", "share": "share of call", "dram_bytes": "DRAM bytes", "achieved_tbps": "TB/s",
+    "bw_vs_probe": "vs probe", "grid": "grid (programs)", "grid_fill": "grid fill", "waves": "waves",
+    "registers": "registers / thread", "time_basis": "time from", "duration_us": "ncu µs (one cold call)",
+    "replay_us": "replay µs", "main_kernel": "main kernel", "main_grid": "main grid", "main_waves": "main waves",
+    "excess_ratio": "DRAM ÷ ideal bytes", "main_slow_us": "main kernel slow µs", "time_sum_us": "Σw·time µs",
+    "floor_sum_us": "Σw·floor µs", "gap_sum_us": "Σw·gap µs", "sol": "SOL", "launches_per_call": "kernels per call",
+    **{part: f"{words} µs" for part, words in GAP_PARTS.items()}}
+
+
 def underfilled_us(calls: pd.DataFrame) -> pd.Series:
     """The part of the main kernel's below-probe time put down to an under-filled grid: its time × the fraction of
     SMs its grid leaves idle, capped at the below-probe time (a model, not a measurement: it assumes the stream's
@@ -302,7 +316,7 @@ def explains_of(source: runs.RunData, explains: list[runs.RunData], candidate: s
 def explain_command(baseline: str, candidate: str, workload) -> str:
     """The command that makes an explain run of this pair (on the H200)."""
     plans = " ".join(f"--plan {name}" for name in dict.fromkeys((baseline, candidate)))
-    extra = "" if workload.name == runs.DEFAULT_WORKLOAD else f" --workload {workload.name}"
+    extra = "" if workload.name == DEFAULT_WORKLOAD else f" --workload {workload.cli_ref}"
     return f"python -m profiler explain {plans} --shapes official{extra}"
 
 

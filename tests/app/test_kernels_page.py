@@ -111,3 +111,21 @@ def test_a_broken_explain_run_is_named_not_offered(app, monkeypatch):
     warn = [w.value for w in at.sidebar.warning]
     assert any("synthetic_explain_broken.json" in w and "kernels[1].duration_us" in w for w in warn), warn
     assert "synthetic_explain_broken.json" not in at.sidebar.selectbox(key="kernels_source").options
+
+
+def test_tables_and_metrics_read_as_words_not_snake_case(app):
+    import json
+
+    at = _open(app, {"shape": "decode 16/router"})
+    assert not at.exception and not at.error
+    shown = 0
+    for frame in at.dataframe:
+        config = json.loads(frame.proto.columns or "{}")
+        for column in frame.proto.column_order or frame.value.columns:
+            if column in config or frame.proto.column_order:
+                label = config.get(column, {}).get("label", column)
+                assert "_" not in label, (column, label)
+                shown += 1
+    assert shown > 20
+    for metric in at.metric:
+        assert len(metric.label) <= 20 and len(metric.value) <= 16, (metric.label, metric.value)
