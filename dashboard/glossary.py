@@ -82,6 +82,15 @@ TERMS: dict[str, Term] = {t.key: t for t in [
          "The local baseline is torch `F.linear` on this machine; the official one is the write-up's SGLang path "
          "on the evaluator (e.g. router M=256: 46.4 µs here, 17.6 µs published). Ratios against different "
          "baselines are not comparable, so a score from a run and the official 1.3012 sit side by side, labelled."),
+    Term("eager", "eager vs graph time", "Graph time: a CUDA-graph replay (what is scored); eager: one plain call, "
+         "host cost included.",
+         "Every score uses CUDA-graph replays: the kernels alone, as serving engines that replay graphs run them. "
+         "A plain (eager) call also pays Python dispatch and the launch of each kernel on the host, so a plan of "
+         "several small launches can win replayed and lose eagerly: timers that call eagerly, such as "
+         "`triton.testing.do_bench`, measure that. A run may record `eager_us` per result, the time per call of "
+         "eager calls in a loop (host-inclusive); it is shown beside the graph time, never scored. *Host cost* = "
+         "eager − graph; a shape is flagged *host > kernel* where the host cost exceeds the graph time: deployed "
+         "without graphs, the host, not the kernel, sets its time."),
     Term("clock", "SM clock and gpu_idle", "The clock while measuring, not the idle reading at the start.",
          "A run records the SM clock at start and end and samples it after the probes and after every shape. The "
          "start and end readings are taken on an idle GPU, whose clock drops and whose throttle reason reads "

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from dashboard import compare, figures, files, glossary, kernels, runs, scoring, sources, views, workloads
+from dashboard import compare, eager, figures, files, glossary, kernels, runs, scoring, sources, views, workloads
 from dashboard import report_render as render
 
 SOURCE_WORDS = sources.PROVENANCE  # one definition of the provenance words, shared with the app and the CLI
@@ -107,7 +107,19 @@ def _shapes_display(wide: pd.DataFrame) -> pd.DataFrame:
         "ratio ×": [_num(r["ratio"], ".3f") if ok else _not_scored(r) for ok, (_, r) in zip(usable, wide.iterrows())],
         "paired ratio [95% CI]": views.readable_shapes(wide)["paired_ci"],
         "floor µs": wide["floor_us"].map(_us), "SOL": wide["sol_candidate"].map(_pct),
-        "correct": wide["correct"].map(lambda c: "yes" if bool(c) else "NO")})
+        "correct": wide["correct"].map(lambda c: "yes" if bool(c) else "NO"),
+        **_eager_display(wide)})
+
+
+def _eager_display(wide: pd.DataFrame) -> dict:
+    """Eager (host-inclusive) times beside the graph times, when the run records them (dashboard.eager)."""
+    if "eager_candidate_us" not in wide or wide[["eager_baseline_us", "eager_candidate_us"]].isna().all().all():
+        return {}
+    host = [", ".join(side for side, flag in (("baseline", b), ("candidate", c)) if flag)
+            for b, c in zip(wide["host_bound_baseline"], wide["host_bound_candidate"])]
+    return {"baseline eager µs": wide["eager_baseline_us"].map(_us),
+            "candidate eager µs": wide["eager_candidate_us"].map(_us),
+            "host > kernel (eager)": [h or "—" for h in host]}
 
 
 def _loads_display(loads: pd.DataFrame, baseline: str, candidate: str) -> pd.DataFrame:
@@ -204,6 +216,9 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
         figs.append(figures.ratio_bars(loads.assign(label=loads["load"]), f"{tag}; ratios derived"))
     tables["shapes"] = wide
     display["Per shape (compact; every column is in the CSV)"] = _shapes_display(wide)
+    host = eager.host_bound_text(wide, baseline, candidate)
+    if eager.has_eager(table):
+        summary["host_bound_results"] = int(wide["host_bound_baseline"].sum() + wide["host_bound_candidate"].sum())
     curve = runs.probe_curve(data)
     if curve is not None:
         pts = views.roofline_points(table, [baseline, candidate])
@@ -212,7 +227,7 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
                  figures.time_vs_floor(pts, tag, colors)]
     if source == "measured" and not data.probes.empty:
         figs.append(figures.probe_curve(data.probes, None, "measured"))
-    notes = []
+    notes = [render.Note("Eager vs graph (measured)", host)] if host else []
     muse_only = workloads.official_only(workload)
     if source == "measured" and official is not None and muse_only is None:
         side = views.local_vs_official(table, official)
@@ -236,8 +251,9 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
         tables["environment"] = data.environment.astype(str)
         display["Environment (measured)"] = tables["environment"]
     official_terms = ["baselines"] if workloads.official_only(workload, "this run") is None else []
-    notes.append(_terms_note(["provenance", "ratio", "ci", "sigma_w", "score", "flags", "floor", "sol", "sol_over",
-                              "verdicts", *official_terms, "clock"], workload))
+    eager_terms = ["eager"] if eager.has_eager(table) else []
+    notes.append(_terms_note(["provenance", "ratio", "ci", "sigma_w", "score", "flags", *eager_terms, "floor", "sol",
+                              "sol_over", "verdicts", *official_terms, "clock"], workload))
     return Report(f"projlab report — {label}: {candidate} vs {baseline}", slug(f"{label}_{candidate}_vs_{baseline}"),
                   source, summary, tables, figs, facts=facts, display=display, notes=notes, gate=gate)
 

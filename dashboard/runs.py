@@ -147,7 +147,7 @@ def load_run_data(path, workload: Workload | None = None) -> RunData:
     check_against_workload(run, path.name, workload)
     results = _with_key(pd.DataFrame(run["results"]))
     for column in ("method", "ci_low_us", "ci_high_us", "n_samples", "flags", "throttled_samples", "samples_us",
-                   "error"):
+                   "error", "eager_us"):   # eager_us: optional, host-inclusive time per eager call (dashboard.eager)
         if len(results) and column not in results:
             results[column] = None
     if len(results):
