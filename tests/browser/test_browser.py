@@ -36,6 +36,9 @@ CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
                 f"--window-size={WIDTH},{HEIGHT}"]
 FIRST_LOAD_TARGET_S = 3.0  # printed next to the measurement; a benchmark figure, not an assertion
+# The app's first full page in a fresh browser may take at most this many times a bare Streamlit page's (one chart,
+# one table) in another fresh browser on the same machine: the app's own work on top of Streamlit's frontend.
+FIRST_LOAD_VS_BARE = 1.3
 
 
 def _find(*names):
@@ -233,11 +236,14 @@ def test_first_page_load_of_a_fresh_server(browser, capsys):
     finally:
         other.quit()
         shutil.rmtree(profile, ignore_errors=True)
-    _report_line(capsys, f"first full page load of a fresh server: {cached:.2f} s with the browser's cache of the app's "
-                         f"static files, {cold:.2f} s in a browser that never saw the app (a bare page with one chart "
-                         f"and one table: {bare:.2f} s there); a reload after it {reload_s:.2f} s (target ≤ "
+    _report_line(capsys, f"first full page load of a fresh server: {cold:.2f} s in a fresh browser beside "
+                         f"{bare:.2f} s for a bare Streamlit page (one chart, one table) in another fresh browser "
+                         f"({cold / bare:.2f}×, at most {FIRST_LOAD_VS_BARE}×); {cached:.2f} s with the browser's "
+                         f"cache of the app's static files; a reload after it {reload_s:.2f} s (target ≤ "
                          f"{FIRST_LOAD_TARGET_S:.0f} s on {os.cpu_count()} cores; load average "
                          f"{os.getloadavg()[0]:.1f})")
+    assert cold <= FIRST_LOAD_VS_BARE * bare, f"the app's first page took {cold:.2f} s, {cold / bare:.2f}× a bare " \
+                                              f"Streamlit page's {bare:.2f} s"
 
 
 @pytest.mark.parametrize("page", list(PAGES))
