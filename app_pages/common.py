@@ -131,8 +131,11 @@ def source_list() -> list[sources.Source]:
                                 shown=st.session_state.get("upload_names", {}))
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, persist="disk")
 def _run_meta(path: str, mtime: float) -> run_kinds.RunMeta | None:
+    # persist="disk" (Streamlit's cache under ~/.streamlit/cache): a run file is never overwritten, so what it is
+    # survives a server restart, keyed by path + mtime; the first page of a restarted server then does not parse
+    # every committed run again (0.5-1 s on 2 cores for the 108 committed runs), only the new ones.
     return run_kinds.run_meta(path)
 
 
@@ -159,7 +162,7 @@ def default_run_path() -> Path | None:
 
 @st.cache_data(show_spinner=False)
 def _default_run(key: tuple) -> Path | None:
-    return run_kinds.default_run([_run_meta(p, mtime) for p, mtime in key])
+    return run_kinds.default_run([_run_meta(p, mtime) for p, mtime in key], opens=run_data)
 
 
 # --- uploads: validated in the uploader's callback, so the sidebar (drawn first) already lists them ------------

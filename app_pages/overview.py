@@ -91,8 +91,7 @@ else:
 st.subheader("Per load")
 target = targets.target_input("target", v, bd.score)
 fig_df = bd.loads.assign(label=bd.loads["load"])
-chart, table = st.empty(), st.empty()
-chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
+chart, table = st.empty(), st.empty()   # drawn once, at the end, with their CIs
 wide = v.wide()
 loads = bd.loads.merge(views.load_sol(wide, weights), on="load", how="left")
 loads["ratio_if_alone_reaches_target"] = loads["load"].map(planner.load_ratios_needed(bd, target))
@@ -125,14 +124,16 @@ else:
 _environment(v)
 
 # The bootstrap CIs come last: thousands of resamples are the slowest step of a first visit, so everything above is
-# already on its way to the browser (which loads the chart library meanwhile); they fill the slots left for them.
+# already on its way to the browser (which loads the chart library meanwhile); the chart and the table fill the slots
+# left for them, drawn once (a first draw without CIs would make the browser lay out both twice).
 cmp = common.run_comparison(v) if v.kind == "run" else None
 ci = cmp.overall.iloc[0] if cmp is not None else None
 if ci is not None:
     if pd.notna(ci["ci_low"]):
         ci_slot.caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} ({ci['verdict']})")
     fig_df = fig_df.merge(cmp.loads[["load", "ci_low", "ci_high"]], on="load", how="left")
-    chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
+chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
+if ci is not None:
     loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
     loads["ci"] = [views.ci_text(lo, hi) for lo, hi in zip(loads["ci_low"], loads["ci_high"])]
 num = st.column_config.NumberColumn

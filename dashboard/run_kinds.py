@@ -153,17 +153,21 @@ def default_rank(meta: RunMeta) -> tuple:
             meta.path.name)
 
 
-def default_run(metas) -> Path | None:
+def default_run(metas, opens=None) -> Path | None:
     """The run to open first (default_rank) among RunMetas (or paths, read here); the next one when the winner
-    does not validate. Ranking reads each file's raw JSON once (run_meta, which the app caches); only the winner
-    is validated: validating and tabulating every committed run would make the first page seconds slower."""
+    does not load. `opens(path)` loads a run (raising when it cannot: the app passes its cached loader, so the
+    winner is read once); by default the file is read and validated here."""
     metas = [m if isinstance(m, RunMeta) else run_meta(m) for m in metas]
     for meta in sorted((m for m in metas if m is not None), key=default_rank, reverse=True):
         try:
-            run = read_json(meta.path)
-            runs.validate_run(run, source=meta.path.name)  # what runs.load_run_data checks after reading
-            runs.check_against_workload(run, meta.path.name, runs.run_workload(run, meta.path.name)[0])
-        except (runs.RunFileError, JsonInputError):
+            (opens or _validate)(meta.path)
+        except (runs.RunFileError, JsonInputError, ValueError, OSError):
             continue
         return meta.path
     return None
+
+
+def _validate(path: Path) -> None:
+    run = read_json(path)
+    runs.validate_run(run, source=path.name)  # what runs.load_run_data checks after reading
+    runs.check_against_workload(run, path.name, runs.run_workload(run, path.name)[0])
