@@ -29,7 +29,8 @@ def _environment(v) -> None:
         (st.warning if clock["throttle_reasons"] else st.caption)(views.clock_text(clock))
         telemetry = pd.DataFrame(v.run.get("telemetry", []))
         if len(telemetry) > 1:
-            st.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
+            with st.expander("SM clock, power and temperature during the run (measured)"):
+                st.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
         with st.expander("All environment fields"):
             st.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")
 
