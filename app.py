@@ -12,17 +12,8 @@ def _page(file: str, title: str, icon: str, default: bool = False) -> st.Page:
     return st.Page(f"app_pages/{file}.py", title=title, icon=f":material/{icon}:", url_path=file, default=default)
 
 
-# The default page is served at the root address; the address of its name (/overview) is a hidden page that
-# opens it, so a link or a typed /overview never lands on "Page not found".
-overview = st.Page("app_pages/overview.py", title="Overview", icon=":material/flag:", url_path="home", default=True)
-
-
-def _to_overview() -> None:
-    st.switch_page(overview, query_params=st.query_params.to_dict())
-
-
 pg = st.navigation({
-    "Results": [overview, st.Page(_to_overview, title="Overview", url_path="overview", visibility="hidden"),
+    "Results": [_page("overview", "Overview", "flag", default=True),
                 _page("where_time_goes", "Where time goes", "timer"), _page("kernels", "Kernels", "memory"),
                 _page("shapes", "Shapes", "table_chart"), _page("compare", "Compare", "compare_arrows")],
     "Hardware": [_page("roofline", "Roofline", "show_chart"), _page("probes", "Probes", "sensors"),

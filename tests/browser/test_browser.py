@@ -284,17 +284,6 @@ def test_page_renders_fits_and_is_screenshotted(server, browser, page):
             assert f"{first:.4f}×" in text
 
 
-def test_the_overview_address_opens_the_overview(server, browser):
-    """/overview (the default page's own name, what a reader types or links) opens the Overview, never
-    'Page not found'."""
-    from selenium.webdriver.common.by import By
-
-    browser.get(f"{server}/overview")
-    _wait_rendered(browser)
-    assert browser.find_element(By.CSS_SELECTOR, "h1").text == "Overview"
-    assert "not found" not in browser.find_element(By.TAG_NAME, "body").text.lower()
-
-
 def test_report_opens_offline_in_chromium(browser, tmp_path, capsys):
     """`python -m dashboard report` on the app's synthetic run: the HTML opens from file:// with every figure
     drawn by the inline plotly.js, fetches nothing, and does not scroll sideways at 1,600 px."""
