@@ -175,11 +175,11 @@ st.subheader("Where each call's gap to the floor goes (derived, µs)")
 gap_cols = ["candidate", "time_us", "floor_us", "gap_us", "side_kernels_us", "between_us", "excess_bytes_us",
             "main_slow_us", "main_kernel", "main_grid", "main_waves", "excess_ratio", "time_basis"]
 st.dataframe(here[gap_cols], hide_index=True, width="stretch", column_config={
-    **{c: num(words[c], format="%.3f", width=95) for c in gap_cols if c.endswith("_us")},
+    **{c: num(words[c], format="%.3f", width=80) for c in gap_cols if c.endswith("_us")},
     "candidate": st.column_config.TextColumn(words["candidate"], width=85),
     "main_kernel": st.column_config.TextColumn(words["main_kernel"], width=170),
-    "main_grid": num(words["main_grid"], width=75), "main_waves": num(words["main_waves"], format="%.2f", width=75),
-    "excess_ratio": num(words["excess_ratio"], format="%.2f", width=90),
+    "main_grid": num(words["main_grid"], width=70), "main_waves": num(words["main_waves"], format="%.2f", width=70),
+    "excess_ratio": num(words["excess_ratio"], format="%.2f", width=80),
     "time_basis": st.column_config.TextColumn(words["time_basis"], width=80)})
 
 st.subheader("Per load")
@@ -190,7 +190,7 @@ st.plotly_chart(kernel_figures.gap_parts_bars(loads, kernels.GAP_PARTS, f"{cand}
 st.dataframe(loads, hide_index=True, width="stretch", column_config={
     **{c: num(words.get(c, c), format="%.2f", width=95) for c in loads.columns if c.endswith("_us")},
     "load": st.column_config.TextColumn(words["load"], width=80), "sol": num(words["sol"], format="percent", width=70),
-    "launches_per_call": num(words["launches_per_call"], format="%.2f", width=90)},
+    "launches_per_call": num(words["launches_per_call"], format="%.2f", width=80)},
     column_order=[c for c in ("load", "time_sum_us", "floor_sum_us", "gap_sum_us", "side_kernels_us", "between_us",
                               "excess_bytes_us", "underfilled_us", "low_bw_us", "below_compute_us", "sol",
                               "launches_per_call") if c in loads])

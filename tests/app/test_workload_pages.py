@@ -211,8 +211,18 @@ LLAMA_EXPLAIN = "2026-12-01_nvidia-h200_explain-llama31_8b_decode-r5.json"
                                   "planner", "reports"])
 def test_every_page_opens_the_committed_llama_run(app, page):
     """The committed H200 run of llama31_8b_decode (its workload embedded) opens on every page that reads a run,
-    with that workload's families, and no error."""
-    at = app.open_page(page, LLAMA_RUN)
+    with that workload's families, and no error. Kernels has no source picker: it opens the explain run of the
+    sidebar's source (a link carries it as ?source=), the llama run's own."""
+    if page == "kernels":
+        from streamlit.testing.v1 import AppTest
+
+        at = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=60)
+        at.query_params["source"] = LLAMA_RUN.split(": ", 1)[1]
+        at.switch_page("app_pages/kernels.py")
+        at.run()
+        assert at.sidebar.selectbox(key="kernels_source").value == LLAMA_EXPLAIN
+    else:
+        at = app.open_page(page, LLAMA_RUN)
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     text = app.text_of(at) + " ".join(c.value for c in at.sidebar.caption)
