@@ -19,7 +19,7 @@ import streamlit as st
 
 from dashboard import compare, run_kinds, runs as drun, scoring, sources, views, workloads
 from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload
-from profiler.runfile import RunFileError
+from datasets.runfile import RunFileError
 
 SOURCE_NOTE = sources.PROVENANCE
 BAD_INPUT = (DatasetError, RunFileError, scoring.ScoringError, sources.SourceError, ValueError, KeyError, OSError)

@@ -1,6 +1,6 @@
 """Run: profile plans live on a CUDA GPU (progress bar, new run file), or say exactly how to do it elsewhere.
 
-The Streamlit process never imports torch: the GPU check asks the NVIDIA driver directly (profiler.telemetry,
+The Streamlit process never imports torch: the GPU check asks the NVIDIA driver directly (profiler.measure.telemetry,
 libcuda through ctypes, milliseconds), and the sweep runs its candidates in a worker process (profiler.worker),
 so a candidate that crashes or hangs cannot take the app down with it.
 """
@@ -16,7 +16,7 @@ CLI = "python -m profiler run --plan baseline --plan best --shapes official"
 
 def _cuda() -> tuple[bool, str]:
     """(available, device name or why not), from the driver API; torch is only looked up, not imported."""
-    from profiler.telemetry import cuda_device_name
+    from profiler.measure.telemetry import cuda_device_name
 
     if importlib.util.find_spec("torch") is None:
         return False, "PyTorch is not installed in this environment."
@@ -36,7 +36,7 @@ if not ok:
     st.code(CLI, language="bash")
     st.markdown("Other useful forms: `--shapes nearby|all|qkv_gate:1,64|M=3,17`, `--workload NAME|FILE` (another "
                 "model's projections, datasets/workloads/), `--mode stream`, `--candidate path/to/module.py`, "
-                "`python -m profiler probe`, `python -m profiler summarize RUN.json`.")
+                "`python -m profiler probe`, `python -m dashboard summarize RUN.json`.")
     st.stop()
 
 from datasets import DatasetError, list_workloads, load_workload  # noqa: E402
@@ -70,9 +70,9 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
     from pathlib import Path
 
     from datasets import RUNS_DIR
-    from profiler.runfile import RunFileError, run_filename, safe_label
-    from profiler.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep
-    from profiler.worker import WorkerDied, WorkerError
+    from datasets.runfile import RunFileError, run_filename, safe_label
+    from profiler.commands.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep
+    from profiler.worker.process import WorkerDied, WorkerError
 
     bar = st.progress(0.0, text="starting the worker process")
     log = st.empty()

@@ -20,7 +20,7 @@ Verdict from the bootstrap CI of the median ratio (percentile bootstrap, 95%, se
 Without samples (a published table) there is no CI and the verdict is NO SAMPLES.
 
 EPS_DEFAULT = 0.01: a 1% band. The profiler stops a shape at a ratio RSE of 0.5%
-(profiler.sweep.SweepSettings.rse_target), so its 95% CI half-width is about 1%; differences smaller than that are not resolvable, and the write-up's official
+(profiler.commands.sweep.SweepSettings.rse_target), so its 95% CI half-width is about 1%; differences smaller than that are not resolvable, and the write-up's official
 repeats (036 check 1.3020 vs scored 1.3012) differ by 0.06%, well inside it.
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Callable
 
 from datasets import DATA_DIR
 from datasets.jsonfile import JsonInputError, read_json
-from profiler.runfile import write_text_atomic
+from datasets.runfile import write_text_atomic
 
 
 class OutputError(ValueError):
@@ -64,7 +64,7 @@ def _umask() -> int:
 
 
 def write_atomic(path: Path, text: str) -> Path:
-    """profiler.runfile.write_text_atomic (temp file, fsync, rename: the old file or the whole new one), then the
+    """datasets.runfile.write_text_atomic (temp file, fsync, rename: the old file or the whole new one), then the
     mode any new file gets (0o666 less the umask): the temp file is created owner-only, and a report is for
     sharing."""
     written = write_text_atomic(path, text, overwrite=True)

@@ -13,16 +13,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-# Sizes of the torch-style dtype names used in datasets/workload.json.
-DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+from datasets.shapes import DTYPE_BYTES, bytes_moved, dtype_bytes  # noqa: F401  (the one byte count: datasets)
+
 HILO_PARTS = 2  # hi + lo BF16 parts of one FP32 router weight
-
-
-def dtype_bytes(name: str) -> int:
-    try:
-        return DTYPE_BYTES[name]
-    except KeyError:
-        raise ValueError(f"unknown dtype {name!r}; known: {sorted(DTYPE_BYTES)}") from None
 
 
 def flops(M, N, K):
@@ -42,11 +35,6 @@ def weight_bytes(N, K, w_dtype: str = "bfloat16"):
 def hilo_weight_bytes(N, K):
     """Bytes of the hi/lo BF16 pair that replaces an FP32 weight: 2 parts × 2 B = the same 4 B per weight."""
     return N * K * HILO_PARTS * dtype_bytes("bfloat16")
-
-
-def bytes_moved(M, N, K, x_dtype: str = "bfloat16", w_dtype: str = "bfloat16", y_dtype: str = "bfloat16"):
-    """Compulsory traffic: read w[N,K] and x[M,K] once, write y[M,N] once (no scratch, no rereads)."""
-    return N * K * dtype_bytes(w_dtype) + M * K * dtype_bytes(x_dtype) + M * N * dtype_bytes(y_dtype)
 
 
 def intensity_flop_per_byte(M, N, K, x_dtype="bfloat16", w_dtype="bfloat16", y_dtype="bfloat16"):

@@ -22,7 +22,8 @@ from datasets.workload import RUN_KEY
 from dashboard import runs
 from dashboard.workloads import default_workload
 
-SWEEP, REPEAT, TUNE, SCREEN, EXPLAIN, PROBE = "sweep", "repeatability", "tune", "screen", "explain", "probe"
+SWEEP, TUNE, SCREEN, EXPLAIN = runs.SWEEP, runs.TUNE, runs.SCREEN, runs.EXPLAIN   # dashboard.runs.run_kind's
+REPEAT, PROBE = "repeatability", "probe"
 # The picker's groups, in the order shown; uploads come last (dashboard.sources).
 KIND_TITLES = {SWEEP: "plan sweeps", REPEAT: "repeatability", TUNE: "tunes", SCREEN: "screens", EXPLAIN: "explains",
                PROBE: "probes"}
@@ -35,21 +36,16 @@ def _candidates(run: dict) -> list[str]:
 
 
 def kind_of(run) -> str:
-    """An explain run has a 'kernels' list (python -m profiler explain), a tune log a 'tune' record, a screen marks
-    its results 'plan_pick' (python -m profiler.screen); a run without results is probes only; a sweep whose every
-    candidate is one plan timed twice ('baseline' and 'baseline#2') measures repeatability; the rest are plan
-    sweeps (python -m profiler run)."""
+    """dashboard.runs.run_kind (explain, tune, screen, sweep: what wrote the file), refined for the picker: a run
+    without results is probes only, and a sweep whose every candidate is one plan timed twice ('baseline' and
+    'baseline#2') measures repeatability."""
     if not isinstance(run, dict):
         return PROBE
-    if isinstance(run.get("kernels"), list):
-        return EXPLAIN
-    if "tune" in run:
-        return TUNE
-    results = run.get("results") or []
-    if not results:
+    kind = runs.run_kind(run)
+    if kind != runs.SWEEP:
+        return kind
+    if not run.get("results"):
         return PROBE
-    if any(isinstance(r, dict) and "plan_pick" in r for r in results):
-        return SCREEN
     names = _candidates(run)
     plans = {n.split("#", 1)[0] for n in names}
     return REPEAT if len(names) > 1 and len(plans) == 1 else SWEEP

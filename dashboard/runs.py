@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, Workload, workload_of_run
-from profiler.runfile import RunFileError, load_run, validate_run
+from datasets.runfile import RunFileError, load_run, validate_run
 from dashboard import metrics, roofline, scoring
 from dashboard.workloads import default_workload
 
@@ -134,7 +134,7 @@ def run_workload(run: dict, source: str) -> tuple[Workload, str | None]:
 
 
 def load_run_data(path, workload: Workload | None = None) -> RunData:
-    """Load and validate a run file (profiler.runfile.load_run, then check_against_workload) and tabulate it.
+    """Load and validate a run file (datasets.runfile.load_run, then check_against_workload) and tabulate it.
 
     The workload is the run's own (embedded, or the default with a note for an older run); passing `workload`
     checks the run against that one instead. Results get a `status` (ok / incorrect / below_floor, see
@@ -197,7 +197,10 @@ def probe_curve(data: RunData) -> roofline.ProbeCurve | None:
 
 
 def shape_table(data: RunData, workload: Workload | None = None) -> pd.DataFrame:
-    """Results joined with metrics, memory/compute floors, which bound applies and SOL = floor ÷ median."""
+    """Results joined with metrics, memory/compute floors, which bound applies and SOL = floor ÷ median. floor_us:
+    the result's own exact-bytes probe floor (the one below_floor was flagged with), or the compute floor where
+    that is higher; curve_floor_us: the probe curve at the shape's bytes (the memory floor of results without
+    one)."""
     workload = workload_of(data, workload)
     if data.results.empty:
         return pd.DataFrame()
@@ -209,7 +212,12 @@ def shape_table(data: RunData, workload: Workload | None = None) -> pd.DataFrame
     table = metrics.add_metrics(data.results.drop(columns=["samples_us"], errors="ignore").merge(
         dtypes, on="family", how="left"))
     curve = probe_curve(data)
-    table["memory_floor_us"] = curve.us(table["bytes"].to_numpy()) if curve else np.nan
+    # One floor per name: `floor_us` in a result is the run's own read probe at exactly its bytes, the floor the
+    # profiler flagged `below_floor` with (the gate's); the tables use that same number. `curve_floor_us` is the
+    # probe curve interpolated at the bytes: the memory floor only where a result has no floor_us of its own.
+    table["curve_floor_us"] = curve.us(table["bytes"].to_numpy()) if curve else np.nan
+    own = table["floor_us"].astype(float) if "floor_us" in table else pd.Series(np.nan, index=table.index)
+    table["memory_floor_us"] = own.where(own.notna(), table["curve_floor_us"])
     peak = data.run.get("compute_peak_tflops")
     table["compute_floor_us"] = roofline.compute_floor_us(table["flops"], peak) if peak else np.nan
     table["floor_us"] = roofline.floor_us(table["memory_floor_us"], table["compute_floor_us"])
@@ -286,6 +294,21 @@ def scored_count_raw(run, want: set) -> int:
             continue
         have.setdefault(str(r.get("candidate")), set()).add((r.get("load"), r.get("family"), r.get("M")))
     return sum(want <= shapes for name, shapes in have.items() if name not in failed)
+
+
+EXPLAIN, TUNE, SCREEN, SWEEP = "explain", "tune", "screen", "sweep"
+
+
+def run_kind(run: dict) -> str:
+    """What wrote a run file: an explain run ("kernels"), a tune log ("tune"), a screen (results marked
+    "plan_pick") or a plan/candidate sweep (python -m profiler run)."""
+    if "kernels" in run:
+        return EXPLAIN
+    if "tune" in run:
+        return TUNE
+    if any(isinstance(r, dict) and "plan_pick" in r for r in run.get("results") or []):
+        return SCREEN
+    return SWEEP
 
 
 def parse_run_name(path) -> dict | None:

@@ -18,6 +18,7 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 KNOWN_DTYPES = tuple(DTYPE_BYTES)
 
 NEARBY_LOAD = "nearby"   # the load of every unscored shape; no workload may name a load so
+SHAPE_ID_FIELDS = ("load", "family", "M", "N", "K")   # what names one shape in every run-file record
 
 
 def is_scored_load(load: str) -> bool:
@@ -34,6 +35,12 @@ def shape_key(load: str, family: str, M: int) -> str:
 
 def shape_key_of(shape: Mapping) -> str:
     return shape_key(shape["load"], shape["family"], shape["M"])
+
+
+def shape_identity(shape: Mapping) -> dict:
+    """The identity fields of a run-file record (SHAPE_ID_FIELDS): load and family as given, M, N, K as ints."""
+    return {"load": shape["load"], "family": shape["family"], "M": int(shape["M"]), "N": int(shape["N"]),
+            "K": int(shape["K"])}
 
 
 def dtype_signature(shape: Mapping) -> tuple[str, str, str]:
@@ -58,8 +65,14 @@ def weight_bytes(shape: Mapping) -> int:
     return int(shape["N"]) * int(shape["K"]) * dtype_bytes(shape["w_dtype"])
 
 
+def bytes_moved(M, N, K, x_dtype: str = "bfloat16", w_dtype: str = "bfloat16", y_dtype: str = "bfloat16"):
+    """The one byte count: read w[N,K] and x[M,K] once, write y[M,N] once, each at its stored dtype (no scratch,
+    no rereads). M, N, K may be ints or numpy arrays / pandas Series (plain arithmetic broadcasts)."""
+    return N * K * dtype_bytes(w_dtype) + M * K * dtype_bytes(x_dtype) + M * N * dtype_bytes(y_dtype)
+
+
 def shape_bytes(shape: Mapping) -> int:
     """Bytes the projection must move at least once: weights + input + output, each at its stored dtype
     (the floor the task itself counts)."""
-    M, N, K = int(shape["M"]), int(shape["N"]), int(shape["K"])
-    return weight_bytes(shape) + M * K * dtype_bytes(shape["x_dtype"]) + M * N * dtype_bytes(shape["y_dtype"])
+    return int(bytes_moved(int(shape["M"]), int(shape["N"]), int(shape["K"]), shape["x_dtype"], shape["w_dtype"],
+                           shape["y_dtype"]))

@@ -10,7 +10,7 @@ Candidate specs (strings, so a candidate can be named on the command line and se
     baseline | kernels/plans/x.json           a dispatch plan (by name, or a plan file)
     my_kernels.py                             a module with prepare(weight) and run(state, family, x)
     some/file.py:ClassName                    a class (instantiated without arguments) or object in a file that
-                                              follows the Candidate protocol, e.g. profiler/wrong.py:StaleOutput
+                                              follows the Candidate protocol, e.g. profiler/check/wrong.py:StaleOutput
     method:gemv  |  method:gemv:{"BN": 1, "num_warps": 16, "cache": ".cg"}   one method with one config
 check_spec(spec) validates a spec without running any of the candidate's code (the profiler's parent process
 calls it before a worker loads the candidate); load_candidate(spec) builds it.
@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 
 from kernels.method import PlanError
-from kernels.plans import Plan, format_config, load_plan
+from kernels.plans import Plan, format_config, load_plan, migrate_config
 from kernels.registry import get_method
 
 
@@ -213,7 +213,7 @@ def _method_spec(text: str) -> tuple[str, dict | None]:
         raise CandidateError(f"{text!r}: the config after the method name is not valid JSON ({exc})") from None
     if not isinstance(parsed, dict):
         raise CandidateError(f"{text!r}: the config must be a JSON object, got {type(parsed).__name__}")
-    return name, parsed
+    return name, migrate_config(name, parsed)   # a spec copied from an old run file may carry a retired key
 
 
 def method_spec(method: str, config: dict | None = None) -> str:

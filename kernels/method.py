@@ -122,6 +122,11 @@ class Method:
                 return f"method {self.name!r}: {key}={value!r} not in {list(self.params[key])}"
         return None
 
+    def configs_for(self, M: int, N: int, K: int) -> tuple[dict, ...]:
+        """The tuning space at one shape (the tuner asks this per point; guards still decide). A fixed space:
+        `configs`. A library's own per-shape list (kernels/methods_library.py) overrides it."""
+        return self.configs
+
     def serves(self, dtypes) -> bool:
         """Whether it computes this (x, w, y) dtype signature (a tuple, or a shape/family mapping)."""
         return signature(dtypes) in self.dtypes

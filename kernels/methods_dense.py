@@ -19,8 +19,9 @@ PACKED_MAX_M = 64
 # stream-K also serves the nearby M up to 512 (16 MB of workspace at N=8192). Above, plans use the library.
 SPLITK_ATOMIC_MAX_M = 256
 STREAMK_MAX_M = 512
-# The second-round single-launch variants target the small-M shapes where splitk_atomic won (M = 4-16) and the
-# M = 32 neighbour; above, splitk_atomic lost 2-6x (screen r2 below), so their workspace holds 32 rows.
+# splitk_atomic_v2, _kn and streamk_small target the small-M shapes where splitk_atomic won (M = 4-16) and the
+# M = 32 neighbour; above, splitk_atomic lost 2-6x
+# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json), so their workspace holds 32 rows.
 SPLITK_ATOMIC2_MAX_M = 32
 # splitk_swap puts the tokens in the MMA's N dimension (BM = 16..128 per tile): its workspace is [N, 256].
 SPLITK_SWAP_MAX_M = 256
@@ -59,7 +60,7 @@ def _splitk_atomic_guard(M, N, K, config):
 
 
 def k_slices_reason(N, K, config, weight_rows_per_tile: int = 1) -> str | None:
-    """The split-K kernels whose K slices need not divide the K steps (kernels/triton/splitk_atomic2.py k_slice):
+    """The split-K kernels whose K slices need not divide the K steps (kernels/triton/splitk_atomic_v2.py k_slice):
     a K step per slice, whole BN tiles and BK steps, pipelined tiles that fit in shared memory."""
     if K % config["BK"] == 0 and K // config["BK"] < config["SPLIT"]:
         return f"needs K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']}): a slice per split"
@@ -112,7 +113,8 @@ SPLITK_CONFIGS = config_table(TILE_KEYS, [
     (32, 128, 128, 4, 8, 3),
     (32, 32, 256, 4, 4, 3),
     # Narrow N tiles x deep splits: at N=1024 (unpooler M<=8) BN=64 x SPLIT=4 gives only 64 programs for 132 SMs;
-    # BN=32 x SPLIT=16 gives 512 (H200 r2 run: verify 1/unpooler at 46% SOL with the configs above).
+    # BN=32 x SPLIT=16 gives 512 (verify 1/unpooler at 46% SOL with the configs above in the paired sweep
+    # datasets/runs/2026-11-30_nvidia-h200_baseline-seed036-best-r2.json).
     (16, 32, 128, 16, 4, 3),
     (16, 32, 256, 8, 4, 3),
     (16, 64, 128, 16, 4, 3),
@@ -168,11 +170,11 @@ STREAMK_CONFIGS = config_table(STREAMK_KEYS, [
     (128, 128, 64, 8, 4, 1),
 ])
 
-SPLITK_ATOMIC2_KEYS = (*TILE_KEYS, "W_LOAD", "PREFETCH")
-# Second round of the single-launch split-K (kernels/triton/splitk_atomic2.py), for the gap at qkv_gate M = 8-16:
+SPLITK_ATOMIC2_KEYS = (*TILE_KEYS, "W_LOAD")
+# Second round of the single-launch split-K (kernels/triton/splitk_atomic_v2.py), for the gap at qkv_gate M = 8-16:
 # splitk_atomic measured 13.07-13.28 us there (datasets/runs/2026-12-01_nvidia-h200_tune-r4.json) against a
 # floor (weight bytes / measured HBM read bandwidth) of ~9.3-9.7 us. Each row changes one thing against the
-# control row (16, 64, 64, 16, 4, 4, "cg", 0) = splitk_atomic's default through the new kernel:
+# control row (16, 64, 64, 16, 4, 4, "cg") = splitk_atomic's default through the new kernel:
 # PREFETCH=1 put the tile's workspace lines and counter in L2 at program start (cold mode evicts them, so the
 # tail's atomics and acq_rel counter would otherwise wait on HBM; measured slower, now gone); W_LOAD "tma" (bulk
 # tensor copies) against the pipelined pointer loads (cp.async.cg: a cache modifier or evict_first on tl.load
@@ -182,23 +184,24 @@ SPLITK_ATOMIC2_KEYS = (*TILE_KEYS, "W_LOAD", "PREFETCH")
 # the unpooler's N=1024 slice 16 tiles x 33 = 16 / 4 x 132) where SPLIT=16 leaves 576 = 4.36 x 132 programs;
 # BK=128 x SPLIT=8 is the tile of an earlier quick kernel that measured 11.76 us at qkv_gate M=8 in another harness.
 SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
-    # The r5 screen (datasets/runs/2026-12-01_nvidia-h200_screen-splitk-v2.json) ran every knob with the L2
-    # prefetch on, which cost 2.6-3.2 us at qkv_gate M=8-16 (15.52/16.43 us against 12.90/13.20 without); there the
-    # balanced SPLIT=11 (14.19/14.86) and BK=128 x SPLIT=8 (14.80/15.10) beat the prefetching control by 1.3-1.6
-    # us. So every knob was tried again without the prefetch, which stayed 1-3 us slower at every shape of the
-    # r16-r19 screens and tunes; zero adds that warm the same lines (`red`, PREFETCH=2, commit 6b47ca0) measured
-    # 1.3-1.8 us slower than the same tiles without (qkv_gate M = 8-16 12.40-12.99 against 14.08-14.82 us, the
-    # unpooler's M=8 slice 5.60 against 7.14; datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json).
-    # Both are gone; the PREFETCH key stays, always 0, so plans and run files keep their config names.
-    (16, 64, 64, 16, 4, 4, "cg", 0),            # default: splitk_atomic's r4 pick (the same kernel)
-    (16, 64, 64, 11, 4, 4, "cg", 0),            # qkv_gate: 396 programs = 3 per SM, 11-12 K steps each
-    (16, 64, 64, 11, 4, 6, "cg", 0),            # the same with a deeper pipeline for the longer slices
-    (16, 64, 64, 22, 4, 4, "cg", 0),            # qkv_gate: 792 programs = 6 per SM
-    (16, 64, 128, 8, 4, 4, "cg", 0),            # the quick kernel's qkv_gate tile
-    (16, 64, 64, 33, 4, 4, "cg", 0),            # pooler 2112 = 16 per SM, unpooler N=1024 528 = 4 per SM
-    (32, 64, 64, 16, 4, 4, "cg", 0),            # M = 17..32 in one M tile
-    (16, 64, 64, 16, 4, 4, "tma", 0),
-    (16, 64, 64, 11, 4, 4, "tma", 0),
+    # The first screen of these knobs (datasets/runs/2026-12-01_nvidia-h200_screen-splitk-v2.json) ran every knob
+    # with the L2 prefetch on, which cost 2.6-3.2 us at qkv_gate M=8-16 (15.52/16.43 us against 12.90/13.20
+    # without); there the balanced SPLIT=11 (14.19/14.86) and BK=128 x SPLIT=8 (14.80/15.10) beat the prefetching
+    # control by 1.3-1.6 us. So every knob was tried again without the prefetch, which stayed 1-3 us slower at
+    # every shape of every later screen and tune that kept a PREFETCH=1 row; zero adds that warm the same lines
+    # (`red`, PREFETCH=2, commit 6b47ca0) measured 1.3-1.8 us slower than the same tiles without (qkv_gate
+    # M = 8-16 12.40-12.99 against 14.08-14.82 us, the unpooler's M=8 slice 5.60 against 7.14;
+    # datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json).
+    # Both are gone, and so is their PREFETCH key (kernels/plans.py drops PREFETCH=0 from old plans as they load).
+    (16, 64, 64, 16, 4, 4, "cg"),               # default: splitk_atomic's config in the shipped plan
+    (16, 64, 64, 11, 4, 4, "cg"),               # qkv_gate: 396 programs = 3 per SM, 11-12 K steps each
+    (16, 64, 64, 11, 4, 6, "cg"),               # the same with a deeper pipeline for the longer slices
+    (16, 64, 64, 22, 4, 4, "cg"),               # qkv_gate: 792 programs = 6 per SM
+    (16, 64, 128, 8, 4, 4, "cg"),               # the quick kernel's qkv_gate tile
+    (16, 64, 64, 33, 4, 4, "cg"),               # pooler 2112 = 16 per SM, unpooler N=1024 528 = 4 per SM
+    (32, 64, 64, 16, 4, 4, "cg"),               # M = 17..32 in one M tile
+    (16, 64, 64, 16, 4, 4, "tma"),
+    (16, 64, 64, 11, 4, 4, "tma"),
     # The weight tile-packed at prepare ([N/BN, K/BK, BN, BK], W_LOAD "pack" / "pack_tma"): every K step one
     # contiguous block. The pooler's `packed` route (that layout, a separate reduce launch at SPLIT=2) streams its
     # weights at 95% of the probe's bandwidth under Nsight Compute, this kernel on the [N, K] layout at 69-78%
@@ -209,19 +212,19 @@ SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
     # counter, no reduce launch). Never fastest and dropped: SPLIT=1 tiles of 16 weight rows (144-256 programs;
     # 1.04-4.2x the fastest route at M = 1-32) and the other packed split-K tiles (BK=128/256 at SPLIT 2-11,
     # BN=128 at SPLIT=22, BM=32 at SPLIT 2-11: at best 1.5-10% behind the fastest route).
-    (16, 64, 64, 11, 4, 4, "pack", 0),          # qkv_gate M <= 16: the shipped tiles and grid, packed
-    (16, 64, 64, 11, 4, 4, "pack_tma", 0),
-    (16, 32, 512, 1, 4, 3, "pack", 0),          # pooler M = 8-16: 128 programs of one 32-row strip each
-    (16, 32, 512, 1, 4, 4, "pack", 0),
-    (32, 32, 512, 1, 4, 3, "pack", 0),          # pooler M = 17-32: 18.99 us against mm_wt's 19.58 (r19)
-    (16, 64, 128, 1, 4, 4, "pack", 0),          # o (N=8192, K=1024): 128 tiles, direct store (ties F.linear)
+    (16, 64, 64, 11, 4, 4, "pack"),             # qkv_gate M <= 16: the shipped tiles and grid, packed
+    (16, 64, 64, 11, 4, 4, "pack_tma"),
+    (16, 32, 512, 1, 4, 3, "pack"),             # pooler M = 8-16: 128 programs of one 32-row strip each
+    (16, 32, 512, 1, 4, 4, "pack"),
+    (32, 32, 512, 1, 4, 3, "pack"),             # pooler M = 17-32: 18.99 us against mm_wt's 19.58 (nosplit screen)
+    (16, 64, 128, 1, 4, 4, "pack"),             # o (N=8192, K=1024): 128 tiles, direct store (ties F.linear)
 ])
 # The same kernel on the weight stored [K, N] (a [BK, BN] tile is BK runs of BN contiguous elements instead of
 # the transposed view of [N, K]).
 SPLITK_ATOMIC_KN_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
-    (16, 64, 64, 16, 4, 4, "cg", 0),            # default: as splitk_atomic_v2's default
-    (16, 64, 64, 11, 4, 4, "cg", 0),
-    (16, 64, 128, 8, 4, 4, "cg", 0),
+    (16, 64, 64, 16, 4, 4, "cg"),               # default: as splitk_atomic_v2's default
+    (16, 64, 64, 11, 4, 4, "cg"),
+    (16, 64, 128, 8, 4, 4, "cg"),
 ])
 # Stream-K (kernels/triton/streamk.py) on 16-row tiles: one program per SM over equal runs of tile K steps, so
 # the 132 SMs get the same number of weight bytes at any N (the split-K grids above only divide evenly at
@@ -256,10 +259,9 @@ SPLITK_SWAP_CONFIGS = config_table(TILE_KEYS, [
 _TILE_PARAMS = {"BM": (16, 32), "BN": (32, 64, 128), "BK": (64, 128, 256, 512), "SPLIT": (1, 2, 4, 8, 16),
                 "num_warps": (4, 8), "num_stages": (2, 3, 4)}
 
-# splitk_atomic_v2 and splitk_atomic_kn: one kernel (kernels/triton/splitk_atomic2.py), one config space.
+# splitk_atomic_v2 and splitk_atomic_kn: one kernel (kernels/triton/splitk_atomic_v2.py), one config space.
 _SPLITK_ATOMIC2_PARAMS = {**_TILE_PARAMS, "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33),
-                          "num_stages": (2, 3, 4, 5, 6), "num_warps": (2, 4, 8), "W_LOAD": ("cg", "tma"),
-                          "PREFETCH": (0,)}
+                          "num_stages": (2, 3, 4, 5, 6), "num_warps": (2, 4, 8), "W_LOAD": ("cg", "tma")}
 # Only splitk_atomic_v2 packs its weight ([N, K] tiles); splitk_atomic_kn's [K, N] layout is its own.
 _SPLITK_ATOMIC_V2_PARAMS = {**_SPLITK_ATOMIC2_PARAMS, "W_LOAD": ("cg", "tma", "pack", "pack_tma")}
 
@@ -320,7 +322,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     Method(
         name="splitk_atomic_v2",
         dtypes=BF16_ONLY,
-        impl="kernels.launch.splitk_atomic2:SPLITK_ATOMIC_V2",
+        impl="kernels.launch.splitk_atomic_v2:SPLITK_ATOMIC_V2",
         description="splitk_atomic with knobs: weight tiles by pointer loads or TMA, from [N, K] or tile-packed at "
                     "prepare, SPLIT that need not divide the K steps (balanced grids)",
         params=_SPLITK_ATOMIC_V2_PARAMS,
@@ -330,7 +332,7 @@ DENSE_METHODS: tuple[Method, ...] = (
     Method(
         name="splitk_atomic_kn",
         dtypes=BF16_ONLY,
-        impl="kernels.launch.splitk_atomic2:SPLITK_ATOMIC_KN",
+        impl="kernels.launch.splitk_atomic_v2:SPLITK_ATOMIC_KN",
         description="splitk_atomic_v2 on the weight stored [K, N] at prepare: [BK, BN] tiles contiguous along N",
         params=_SPLITK_ATOMIC2_PARAMS,
         configs=SPLITK_ATOMIC_KN_CONFIGS,

@@ -47,6 +47,17 @@ ANY_FAMILY = "*"         # entries for every workload family the plan does not l
 WORKLOAD_KEYS = {"name", "fingerprint"}
 REQUIRED_TOP = {"name", "families"}
 ENTRY_KEYS = {"M", "N", "method", "config", "note"}
+# Config keys that no longer exist, with the one value old plans (and the plans inside old run files) carry for
+# them: dropped as a plan loads, so a config names only what its kernel reads. splitk_atomic_v2 / _kn's PREFETCH
+# was always 0 once its L2-prefetching variants measured slower (kernels/methods_dense.py, SPLITK_ATOMIC_V2_CONFIGS).
+RETIRED_KEYS = {"splitk_atomic_v2": {"PREFETCH": 0}, "splitk_atomic_kn": {"PREFETCH": 0}}
+
+
+def migrate_config(method: str, config: dict) -> dict:
+    """`config` without the retired keys of `method` at their one old value (any other value stays, and the
+    method refuses it as an unknown key)."""
+    retired = RETIRED_KEYS.get(method, {})
+    return {k: v for k, v in config.items() if not (k in retired and v == retired[k])}
 GUARD_CHECK_MAX_M = 512  # guards are checked at every M of a range up to here, and at the range's upper end
 # Every plan dispatches every M from 1 to here for every family it lists (its generic entries cover the whole
 # range without a gap), so a run never meets "no entry covers M". 2^20 tokens in one projection call is far
@@ -293,6 +304,7 @@ def _entry(where: str, family: str, raw, workload) -> Entry:
     config = raw["config"]
     if not isinstance(config, dict):
         raise PlanError(f"{where}: field 'config' must be an object")
+    config = migrate_config(method.name, config)
     reason = method.check_config(config)
     if reason:
         raise PlanError(f"{where}: field 'config': {reason}")

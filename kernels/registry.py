@@ -1,12 +1,18 @@
-"""The one place where methods are registered: dense BF16 methods and router methods, by name."""
+"""The one place where methods are registered: dense BF16 methods, router methods, GEMVs, Hopper and library
+methods, by name."""
 from __future__ import annotations
 
 from kernels.method import Method, PlanError
 from kernels.methods_dense import DENSE_METHODS
+from kernels.methods_gemv import GEMV_METHODS
+from kernels.methods_hopper import HOPPER_METHODS
+from kernels.methods_library import LIBRARY_METHODS
 from kernels.methods_router import ROUTER_METHODS
 
-METHODS: dict[str, Method] = {m.name: m for m in (*DENSE_METHODS, *ROUTER_METHODS)}
-assert len(METHODS) == len(DENSE_METHODS) + len(ROUTER_METHODS), "duplicate method name"
+METHODS: dict[str, Method] = {m.name: m for m in (*DENSE_METHODS, *ROUTER_METHODS, *GEMV_METHODS, *HOPPER_METHODS,
+                                                  *LIBRARY_METHODS)}
+assert len(METHODS) == (len(DENSE_METHODS) + len(ROUTER_METHODS) + len(GEMV_METHODS) + len(HOPPER_METHODS)
+                        + len(LIBRARY_METHODS)), "duplicate method name"
 
 
 def get_method(name: str) -> Method:

@@ -1,6 +1,6 @@
 """Quick torch-only self-check of one method at one shape against an FP64 reference (rel-L2).
 
-The official contract (poisoning, sparse probes, graph replay, error vs baseline) is profiler/contract.py;
+The official contract (poisoning, sparse probes, graph replay, error vs baseline) is profiler/check/contract.py;
 this is the kernel author's fast loop: `python -m kernels.selfcheck gemv o 1` (the default workload), or
 `python -m kernels.selfcheck gemv qkv 1 --workload llama31_8b_decode`. Shapes and dtypes come from the workload.
 """

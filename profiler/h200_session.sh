@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device sessions behind the committed H200 runs (datasets/runs/<date>_nvidia-h200_*.json).
 # Run from the repo root on the GPU host:
-#     OUT=/some/dir TAG=r4 PROJLAB_GIT_SHA=<commit> STAGES="tune sweeps" bash profiler/h200_session.sh
+#     OUT=/some/dir TAG=after-redesign PROJLAB_GIT_SHA=<commit> STAGES="tune sweeps" bash profiler/h200_session.sh
 # PROJLAB_GIT_SHA: the device copy has no .git, so run files record the commit they were given. TAG suffixes
 # every run name (never reused: runs are never overwritten). Everything lands in $OUT and is copied into
 # datasets/runs by hand, never edited. Each step has its own time limit so one failure cannot eat the others'.
@@ -13,7 +13,7 @@
 #   sweeps   paired baseline/seed036/best sweep with probes; a second back-to-back baseline-vs-best sweep
 #            (repeatability of the score); best vs baseline on nearby + extra M (generalization, any-M dispatch)
 #   explain  Nsight Compute + Kineto breakdown of baseline and best over the official shapes
-#   trust    baseline + every known-wrong candidate of profiler/wrong.py over the official shapes, then a
+#   trust    baseline + every known-wrong candidate of profiler/check/wrong.py over the official shapes, then a
 #            baseline-only sweep (the baseline must stay correct and at its usual time)
 #   gputests the GPU tests of the known-wrong set, the worker and the kernels (TEST_PATHS, TEST_K: a subset)
 #   repeat   two back-to-back baseline-vs-baseline sweeps over official + nearby shapes
@@ -45,7 +45,7 @@ tune)
   cp $BEST "$OUT/best.json" ;;
 screen)
   step "screen: $SCREEN_METHODS vs torch_linear and best's pick, official${SCREEN_EXTRA_M:+ + M=$SCREEN_EXTRA_M}"
-  timeout ${SCREEN_S:-240} python3 -m profiler.screen --methods $SCREEN_METHODS --plan $BEST --shapes official \
+  timeout ${SCREEN_S:-240} python3 -m profiler screen --methods $SCREEN_METHODS --plan $BEST --shapes official \
     ${SCREEN_FAMILIES:+--families $SCREEN_FAMILIES} ${SCREEN_EXTRA_M:+--extra-m $SCREEN_EXTRA_M} \
     --label screen-${SCREEN_LABEL:?set SCREEN_LABEL}$T --out-run "${P}_screen-$SCREEN_LABEL$T.json" \
     --compile-workers 16 2>&1 | clean | tail -n 60 ;;
@@ -67,7 +67,7 @@ explain)
 trust)
   step "isolation: baseline + every known-wrong candidate, official, cold, probes"
   timeout ${TRUST_S:-300} python3 -m profiler run --plan baseline \
-    $(for c in $WRONG; do printf -- '--candidate profiler/wrong.py:%s ' "$c"; done) --shapes official \
+    $(for c in $WRONG; do printf -- '--candidate profiler/check/wrong.py:%s ' "$c"; done) --shapes official \
     --shape-timeout-s 20 --max-seconds-per-shape 1.0 --label baseline-vs-known-wrong$T \
     --out "${P}_baseline-vs-known-wrong$T.json" 2>&1 | clean | tail -n 60
   step "baseline only, same session, official, cold, probes"
@@ -89,7 +89,7 @@ cluster)
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/projlab-site .whl/*.whl
     export PYTHONPATH=/tmp/projlab-site${PYTHONPATH:+:$PYTHONPATH}
   fi
-  for r in "" -r2; do
+  for r in "" -again; do
     step "single process: baseline vs best, official, cold, probes$r"
     timeout 120 python3 -m profiler run --plan baseline --plan $BEST --shapes official \
       --label baseline-best-single$r$T --out "${P}_baseline-best-single$r$T.json" 2>&1 | clean | tail -n 8

@@ -1,9 +1,13 @@
 """The tree's import rules: datasets → kernels → profiler → dashboard → app, nothing backwards;
-dashboard/ never imports torch or streamlit (plotly only in figures.py, kernel_figures.py, report.py); torch-free modules import
-with torch blocked.
+inside profiler: measure → check → worker → backends → commands → cli, nothing backwards, and no import cycle
+between its modules; dashboard/ never imports torch or streamlit (plotly only in figures.py, kernel_figures.py,
+report.py); torch-free modules import with torch blocked.
 
 Two independent proofs: a static scan of every import statement (ast, including imports inside functions),
 and real imports in a subprocess whose meta-path finder refuses torch/streamlit.
+
+`python tests/test_architecture.py` prints profiler's import graph (every edge, function-local imports included)
+in layer order and says whether it has a cycle.
 """
 import ast
 import json
@@ -16,7 +20,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"datasets": 0, "kernels": 1, "profiler": 2, "dashboard": 3, "app": 4, "app_pages": 4}
 PLOTLY_ALLOWED = {"dashboard/figures.py", "dashboard/kernel_figures.py", "dashboard/report.py"}
-TORCH_FREE = ["datasets", "kernels.registry", "kernels.plans", "profiler.runfile", "profiler.stats", "profiler.tune_rules"]
+TORCH_FREE = ["datasets", "kernels.registry", "kernels.plans", "datasets.runfile", "profiler.measure.stats", "profiler.commands.tune_rules"]
+
+
+# Inside profiler/: each subpackage imports only itself and the ones before it. The top-level modules
+# (__init__.py, __main__.py) are the command line's.
+PROFILER_LAYERS = {"measure": 0, "check": 1, "worker": 2, "backends": 3, "commands": 4, "cli": 5}
 
 
 def _layer_of(path: Path) -> tuple[str, int]:
@@ -46,7 +55,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 def test_there_is_something_to_check():
     names = {p.relative_to(ROOT).as_posix() for p in _source_files()}
-    assert {"datasets/__init__.py", "dashboard/scoring.py", "profiler/runfile.py"} <= names
+    assert {"datasets/__init__.py", "dashboard/scoring.py", "datasets/runfile.py"} <= names
 
 
 @pytest.mark.parametrize("path", _source_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -104,7 +113,7 @@ def test_dashboard_imports_with_torch_and_streamlit_blocked():
 def test_torch_free_modules_import_with_torch_blocked():
     present = [m for m in TORCH_FREE
                if (ROOT / (m.replace(".", "/") + ".py")).exists() or (ROOT / m / "__init__.py").exists()]
-    assert "datasets" in present and "profiler.runfile" in present
+    assert "datasets" in present and "datasets.runfile" in present
     result = _import_blocked(present)
     assert result["failed"] == {}
     assert result["loaded"] == []
@@ -126,3 +135,128 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert "set -euo pipefail" in ci
     last = [line for line in ci.splitlines() if line.strip() and not line.startswith("#")][-1]
     assert last == commands[1]
+
+
+# --- inside profiler/ ---------------------------------------------------------------------------------------------
+def _profiler_module(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts[:-1]) if rel.name == "__init__" else list(rel.parts)
+    return ".".join(parts)
+
+
+def _profiler_layer(module: str) -> str:
+    """'profiler.worker.session' -> 'worker'; the top-level modules -> 'cli'."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in PROFILER_LAYERS) else "cli"
+
+
+def _profiler_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) for every import of a profiler module in the file (`from profiler.x import y`, where y is a
+    module, counts as profiler.x.y), function-local imports included."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "profiler"]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
+                node.module.split(".")[0] == "profiler":
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                is_module = (ROOT / (sub.replace(".", "/") + ".py")).exists() or (ROOT / sub.replace(".", "/")).is_dir()
+                found.append((node.lineno, sub if is_module else node.module))
+    return found
+
+
+def _profiler_files() -> list[Path]:
+    return sorted((ROOT / "profiler").rglob("*.py"))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """{profiler module: the profiler modules it imports}, function-local imports included; a package's
+    __init__ is not an edge of its own (importing profiler.worker.steps runs profiler/worker/__init__.py,
+    which imports nothing)."""
+    modules = {_profiler_module(p): p for p in _profiler_files()}
+    graph = {}
+    for mod, path in modules.items():
+        graph[mod] = {m for _, m in _profiler_imports(path) if m != mod and m in modules}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as [a, b, ..., a], or None."""
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_the_profiler_layers_are_all_there():
+    present = {_profiler_layer(_profiler_module(p)) for p in _profiler_files()}
+    assert present == set(PROFILER_LAYERS)
+
+
+@pytest.mark.parametrize("path", _profiler_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_profiler_layers_import_one_way(path):
+    """measure < check < worker < backends < commands < cli, imports inside functions included."""
+    rel = path.relative_to(ROOT).as_posix()
+    mine = _profiler_layer(_profiler_module(path))
+    for line, module in _profiler_imports(path):
+        if module == "profiler":
+            raise AssertionError(f"{rel}:{line} imports the profiler package itself; import the module")
+        theirs = _profiler_layer(module)
+        assert PROFILER_LAYERS[theirs] <= PROFILER_LAYERS[mine], (
+            f"{rel}:{line} imports {module} (profiler/{theirs} is above profiler/{mine})")
+
+
+def test_commands_never_import_dask_and_the_dask_backend_never_a_command():
+    for path in _profiler_files():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("profiler/commands/") or rel.startswith("profiler/cli/"):
+            assert not [m for _, m in _imports(path) if m.split(".")[0] in ("dask", "distributed")], rel
+    assert not [m for _, m in _profiler_imports(ROOT / "profiler/backends/dask.py") if m.startswith("profiler.commands")]
+
+
+def test_the_profiler_import_graph_has_no_cycle():
+    graph = import_graph()
+    assert len(graph) > 30 and sum(map(len, graph.values())) > 50   # the scan sees the package
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+def test_a_cycle_would_be_found():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def main() -> int:
+    """Print profiler's import graph, layer by layer, and whether it has a cycle."""
+    graph = import_graph()
+    order = sorted(graph, key=lambda m: (PROFILER_LAYERS[_profiler_layer(m)], m))
+    for mod in order:
+        deps = sorted(graph[mod], key=lambda m: (PROFILER_LAYERS[_profiler_layer(m)], m))
+        print(f"[{_profiler_layer(mod)}] {mod}" + (f" -> {', '.join(deps)}" if deps else ""))
+    cycle = find_cycle(graph)
+    print("cycle: " + " -> ".join(cycle) if cycle else
+          f"no cycle: {len(graph)} modules, {sum(map(len, graph.values()))} imports")
+    return 1 if cycle else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -3,7 +3,7 @@ weight, y in the weight's dtype). prepare() keeps the weight as it is; run() all
 from __future__ import annotations
 
 from kernels.launch import check_input, check_out, impl, require
-from kernels.methods_router import GEMV_ROWS_MAX_M
+from kernels.methods_gemv import GEMV_ROWS_MAX_M
 
 WHAT = "gemv_rows"
 

@@ -214,7 +214,7 @@ def prepare_hilo_flag(weight, family: str, config: dict) -> dict:
     import triton
 
     from kernels.launch.packed import weight_for_load
-    from kernels.launch.splitk_atomic2 import check_tiling
+    from kernels.launch.splitk_atomic_v2 import check_tiling
 
     N, K = _check_weight(weight, "router_hilo_flag")
     check_tiling(N, K, config, "router_hilo_flag")      # the same uneven K slices (k_slice)

@@ -16,7 +16,7 @@ loop is then known to the compiler (and the Triton interpreter can run the loops
 import triton
 import triton.language as tl
 
-from kernels.triton.splitk_atomic2 import k_slice
+from kernels.triton.splitk_atomic_v2 import k_slice
 
 
 @triton.jit

@@ -8,7 +8,7 @@ are the MMA's N dimension (BM = 16, 32, 64 or 128): both operands are read from 
 cores, asynchronously, and M = 17-32 costs one tile instead of two. (cuBLAS picks the same orientation for
 these shapes: its kernels here are named `..._tst_64x16_...`, 64 weight rows by 16 tokens.)
 
-The K slices and the reduction are those of kernels/triton/splitk_atomic2.py: slice s covers K steps
+The K slices and the reduction are those of kernels/triton/splitk_atomic_v2.py: slice s covers K steps
 [s*T/SPLIT, (s+1)*T/SPLIT) of T = K/BK (a compile-time trip count when SPLIT divides T), each split adds its
 FP32 partial into a persistent zeroed FP32 workspace, bumps an acq_rel arrival counter per output tile, and the
 last arriver takes the sum out with an atomic exchange (leaving zeros), writes y and resets the counter: one
@@ -18,7 +18,7 @@ of the accumulator, so a thread's adjacent accumulator values are adjacent addre
 HILO=True is the router's hi/lo scheme (FP32 weight W = H + L, H = bf16(W), L = bf16(W - H)): the second
 weight pointer holds L with H's strides; both products go into the one FP32 accumulator.
 
-Measured on the H200 (datasets/runs/2026-12-01_nvidia-h200_screen-swap-v4-r8.json, kernels/README.md): within
+Measured on the H200 (datasets/runs/2026-12-01_nvidia-h200_screen-swap-v4-r8.json, docs/kernels/splitk_swap.md): within
 0.2-0.7 us of splitk_atomic_v2 at qkv_gate M = 4-16 and of F.linear at M = 32, never ahead; far behind at
 M >= 128, where every weight tile re-reads x from L2.
 """
@@ -26,7 +26,7 @@ import triton
 import triton.language as tl
 
 from kernels.triton.splitk_atomic import add_and_finish
-from kernels.triton.splitk_atomic2 import k_slice
+from kernels.triton.splitk_atomic_v2 import k_slice
 
 
 @triton.jit(do_not_specialize=["M"])

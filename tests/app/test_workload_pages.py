@@ -185,9 +185,9 @@ def test_probes_page_labels_the_write_up_probes_for_another_workload(tiny):
 def test_run_page_checks_workload_shapes_and_plans_before_a_worker_starts(app, monkeypatch):
     """With a (faked) CUDA device the Run page offers every workload; a selection the workload lacks and a plan
     tuned for another workload are one st.error each, and the CLI line names the workload."""
-    import profiler.telemetry
+    import profiler.measure.telemetry
 
-    monkeypatch.setattr(profiler.telemetry, "cuda_device_name", lambda: "FAKE GPU (test)")
+    monkeypatch.setattr(profiler.measure.telemetry, "cuda_device_name", lambda: "FAKE GPU (test)")
     at = app.open_page("run", None)
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "llama31_8b_decode" in at.selectbox(key="run_workload").options

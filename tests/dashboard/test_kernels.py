@@ -10,7 +10,7 @@ import pytest
 
 from dashboard import kernels, runs, scoring
 from datasets import load_workload
-from profiler.sweep import select_shapes, shape_bytes
+from profiler.commands.sweep import select_shapes, shape_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "datasets" / "runs" / "2026-12-01_nvidia-h200_explain-baseline-best.json"

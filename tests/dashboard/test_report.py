@@ -253,7 +253,7 @@ def test_a_kill_mid_write_leaves_the_previous_report_intact(tmp_path):
         "from dashboard import files, report\n"
         "rep = report.build_from_path(sys.argv[2], 'seed036', 'baseline')\n"   # another pair: other content
         "rep.stem = sys.argv[4]\n"
-        "import profiler.runfile as rf; rf.os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "import datasets.runfile as rf; rf.os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
         "rep.write(sys.argv[3], ('md',))\n")
     out = subprocess.run([sys.executable, "-c", script, str(ROOT), str(RUN), str(tmp_path), path.stem],
                          capture_output=True, text=True, timeout=120)

@@ -175,3 +175,20 @@ def test_scored_candidates_needs_every_scored_shape(tmp_path):
     bad = tmp_path / src.name
     bad.write_text(json.dumps(run))
     assert victim not in scored_candidates(load_run_data(bad))
+
+
+def test_the_tables_use_the_runs_own_floor_the_one_below_floor_was_flagged_with(tmp_path):
+    """A result's floor_us (its exact-bytes probe) is the tables' memory floor; the probe curve's value at the same
+    bytes keeps its own name, curve_floor_us, and stands in only for a result without a floor of its own."""
+    run = json.loads(COMPLETE.read_text())
+    own = [r for r in run["results"] if r["candidate"] == "fast" and r["load"] == "decode 16"]
+    for r in own:
+        r["floor_us"] = 123.0
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(run))
+    table = runs.shape_table(runs.load_run_data(path))
+    mine = table[(table["candidate"] == "fast") & (table["load"] == "decode 16")]
+    assert len(mine) == len(own) and (mine["memory_floor_us"] == 123.0).all()
+    assert mine["curve_floor_us"].to_numpy() == pytest.approx((mine["bytes"] / 4e6).to_numpy())  # named apart
+    others = table[~table.index.isin(mine.index)]
+    assert (others["memory_floor_us"] == others["curve_floor_us"]).all()   # no floor of their own: the curve

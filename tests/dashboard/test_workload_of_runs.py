@@ -11,7 +11,7 @@ import pytest
 
 from dashboard import figures, report, runs, views, workloads
 from datasets import load_workload
-from profiler.runfile import RunFileError
+from datasets.runfile import RunFileError
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"

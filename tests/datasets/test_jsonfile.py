@@ -4,7 +4,7 @@ import pytest
 from datasets import DatasetError, load_workload
 from datasets.jsonfile import JsonInputError, nesting_depth, parse_json, read_json
 from kernels.plans import PlanError, load_plan
-from profiler.runfile import RunFileError, load_run
+from datasets.runfile import RunFileError, load_run
 
 DEEP = "[" * 1000 + "]" * 1000
 

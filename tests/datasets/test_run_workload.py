@@ -46,7 +46,7 @@ def test_a_run_with_its_workload_reads_it_back():
 
 
 def test_the_run_schema_accepts_the_embedded_workload(tmp_path):
-    from profiler.runfile import load_run, new_run, write_run_atomic
+    from datasets.runfile import load_run, new_run, write_run_atomic
 
     run = new_run("x", {"gpu": "SYNTHETIC (not measured)"})
     run[RUN_KEY] = load_workload(TINY).to_dict()

@@ -26,7 +26,7 @@ for name in ("splitk_atomic_v2", "splitk_atomic_kn"):
                 {"BM": 32, "BN": 32, "BK": 32, "SPLIT": 8},     # one step per slice
                 {"BM": 16, "BN": 32, "BK": 64, "SPLIT": 1}):    # no split: direct store
         for w_load in ("cg", "tma", "pack", "pack_tma") if name == "splitk_atomic_v2" else ("cg", "tma"):
-            config = {**cfg, "num_warps": 4, "num_stages": 2, "W_LOAD": w_load, "PREFETCH": 0}
+            config = {**cfg, "num_warps": 4, "num_stages": 2, "W_LOAD": w_load}
             for M, N, K in ((1, 64, 256), (17, 96, 256), (32, 32, 512)):   # M tiles, padded rows, N tiles
                 g = torch.Generator().manual_seed(M + N)
                 w = torch.randn(N, K, generator=g) * K ** -0.5

@@ -15,8 +15,8 @@ triton = pytest.importorskip("triton")
 
 from kernels.methods_dense import (GEMV_CONFIGS, PACKED_CONFIGS, SPLITK_ATOMIC_CONFIGS,  # noqa: E402
                                    SPLITK_CONFIGS, STREAMK_CONFIGS)
-from kernels.methods_router import (GEMV_WIDE_CONFIGS, HILO_ATOMIC_CONFIGS, HILO_FLAG_CONFIGS,  # noqa: E402
-                                    HILO_FUSED_CONFIGS)
+from kernels.methods_gemv import GEMV_WIDE_CONFIGS  # noqa: E402
+from kernels.methods_router import HILO_ATOMIC_CONFIGS, HILO_FLAG_CONFIGS, HILO_FUSED_CONFIGS  # noqa: E402
 
 PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 pytestmark = pytest.mark.skipif(not os.path.exists(PTXAS), reason="triton's bundled ptxas not found")

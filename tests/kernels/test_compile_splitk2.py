@@ -21,7 +21,7 @@ CASES = [(False, c) for c in SPLITK_ATOMIC_V2_CONFIGS] + [(True, c) for c in SPL
 
 @pytest.mark.parametrize("w_kn,cfg", CASES, ids=str)
 def test_splitk_atomic2_compiles(w_kn, cfg):
-    from kernels.triton.splitk_atomic2 import splitk_atomic2_kernel
+    from kernels.triton.splitk_atomic_v2 import splitk_atomic2_kernel
 
     sig = dict(SIG)
     consts = {k: cfg[k] for k in ("BM", "BN", "BK", "SPLIT", "W_LOAD")}

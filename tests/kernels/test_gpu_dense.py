@@ -1,5 +1,5 @@
 """GPU: every dense method (default config) at every admitted official and nearby shape passes the full
-contract (profiler.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph
+contract (profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph
 replay with new inputs, inputs/weights unchanged), and every config of the Triton methods passes at the
 official shapes its guard admits."""
 import pytest
@@ -27,7 +27,7 @@ def _admitted(method, config=None):
 
 def _check(method, config, row):
     from kernels.candidate import MethodCandidate
-    from profiler.contract import check_candidate
+    from profiler.check.contract import check_candidate
 
     c = check_candidate(MethodCandidate(method, config), row, "cuda", seed=3)
     assert c.ok, f"{method} {config} {row['load']}/{row['family']} M={row['M']}: {c.reasons}"

@@ -1,5 +1,5 @@
 """GPU: the single-launch methods (splitk_atomic, streamk, router_hilo_fused, router_hilo_flag) pass the full contract
-(profiler.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph replays with new
+(profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph replays with new
 inputs, inputs and weights unchanged) with every config at every official shape its guard admits, and the default
 config at the nearby shapes; and their workspace and counters (router_hilo_flag: token counts) are zero after eager
 calls and graph replays that mix M (a count left non-zero would corrupt the next call)."""
@@ -55,8 +55,8 @@ def test_workspace_zero_after_calls_and_replays_of_mixed_m(name, family, N, K):
     output right, and the workspace and counters all zero at the end."""
     import torch
 
-    from profiler.contract import make_input, make_weight, reference
-    from profiler.timing import capture_graph
+    from profiler.check.contract import make_input, make_weight, reference
+    from profiler.measure.timing import capture_graph
 
     method = get_method(name)
     cfg = next(c for c in method.configs if c.get("SPLIT", 2) > 1)

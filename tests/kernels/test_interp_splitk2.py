@@ -1,4 +1,4 @@
-"""Kernel logic of splitk_atomic_v2 / splitk_atomic_kn (kernels/triton/splitk_atomic2.py) under the Triton
+"""Kernel logic of splitk_atomic_v2 / splitk_atomic_kn (kernels/triton/splitk_atomic_v2.py) under the Triton
 interpreter (CPU), through the launchers: the [N, K], [K, N] and tile-packed weight layouts, pointer and TMA
 loads, even and uneven K slices, M tiles with padded rows; every call leaves the workspace and counters zero."""
 

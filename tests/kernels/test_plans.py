@@ -440,3 +440,24 @@ def test_baseline_refuses_a_family_whose_output_dtype_is_not_its_weight_dtype():
     wl = workload_from_dict(spec, "llama_fp32_out.json")
     with pytest.raises(PlanError, match=r"torch_linear.*not x bfloat16, w bfloat16, y float32.*family 'o'"):
         load_plan("baseline", wl)
+
+
+def test_an_old_plan_with_the_retired_prefetch_key_loads_migrated():
+    """splitk_atomic_v2 configs once carried PREFETCH (always 0): old plans and the plans inside old run files load
+    without it; any other value is still refused as an unknown key."""
+    best = json.loads((PLANS_DIR / "best.json").read_text())
+    entries = [e for f in best["families"].values() for e in f if e["method"] in ("splitk_atomic_v2",
+                                                                                   "splitk_atomic_kn")]
+    assert entries, "best.json dispatches splitk_atomic_v2 somewhere"
+    old = copy.deepcopy(best)
+    for f in old["families"].values():
+        for e in f:
+            if e["method"] == "splitk_atomic_v2":
+                e["config"]["PREFETCH"] = 0
+    assert plan_from_dict(old, "old.json").to_dict()["families"] == load_plan("best").to_dict()["families"]
+    for f in old["families"].values():
+        for e in f:
+            if e["method"] == "splitk_atomic_v2":
+                e["config"]["PREFETCH"] = 1
+    with pytest.raises(PlanError, match="PREFETCH"):
+        plan_from_dict(old, "old.json")

@@ -47,8 +47,8 @@ def test_contract(name, config_index, M, family):
 @pytest.mark.parametrize("M", [1, 16, 256])
 def test_atomic_routes_repeat_and_replay(name, M):
     """50 eager calls and 50 graph replays with new inputs: a missing/late zero-fill would double outputs."""
-    from profiler.contract import make_input, make_weight, reference
-    from profiler.timing import capture_graph
+    from profiler.check.contract import make_input, make_weight, reference
+    from profiler.measure.timing import capture_graph
 
     method = METHODS[name]
     w = make_weight("router", 256, 8192, 1, "cuda", dtype="float32")

@@ -2,7 +2,7 @@
 known-wrong candidates that only a GPU can show (a sticky fault at one shape, a GPU hang, capture and stream
 bugs, TF32, lossy weights, a segfault), then a table. Writes the run file to $OUT (never into datasets/runs).
 
-    OUT=/tmp/out python3 tests/profiler/device_isolation.py [--shape-timeout-s 8]
+    OUT=DIR python3 tests/profiler/device_isolation.py [--shape-timeout-s 8]
 """
 import argparse
 import os
@@ -13,9 +13,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from profiler import wrong  # noqa: E402
-from profiler.runfile import load_run  # noqa: E402
-from profiler.sweep import SweepSettings, run_sweep, select_shapes, shape_key  # noqa: E402
+from profiler.check import wrong  # noqa: E402
+from datasets.runfile import load_run  # noqa: E402
+from profiler.commands.sweep import SweepSettings, run_sweep, select_shapes, shape_key  # noqa: E402
 
 SHAPES = ("decode 1/qkv_gate", "decode 16/o", "verify 16/router")
 CLASSES = (wrong.FaultAtOneShape, wrong.TF32Flipper, wrong.Hang, wrong.SideStream, wrong.HostSync,

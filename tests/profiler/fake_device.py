@@ -8,11 +8,11 @@ import zlib
 
 import numpy as np
 
-from profiler.timing import GraphHandle
+from profiler.measure.timing import GraphHandle
 
 
 class FakeTimer:
-    """Same interface as profiler.timing.ColdTimer; made-up samples."""
+    """Same interface as profiler.measure.timing.ColdTimer; made-up samples."""
 
     def __init__(self, device=None, flush_bytes=None, **kw):
         self.device, self.l2_bytes, self.sm_count = device, 60 << 20, 132
@@ -41,8 +41,8 @@ def fake_read_probes(timer, plan, n_rounds=0, progress=None, us=None):
 
 def install():
     """Fake timer and probes (floors ~2 us: nothing is below them)."""
-    import profiler.probes as probes
-    import profiler.timing as timing
+    import profiler.measure.probes as probes
+    import profiler.measure.timing as timing
 
     timing.ColdTimer = FakeTimer
     timing.StreamTimer = FakeTimer
@@ -52,7 +52,7 @@ def install():
 
 def install_high_floors():
     """As install(), with every probe reading 50 us (CI 49.5-50.5): every fake 10 us result is below its floor."""
-    import profiler.probes as probes
+    import profiler.measure.probes as probes
 
     install()
     probes.run_read_probes = lambda timer, plan, n_rounds=0, progress=None: fake_read_probes(timer, plan, us=50.0)
@@ -69,12 +69,12 @@ class KeyedFakeTimer(FakeTimer):
         self._batches = {}
 
     def capture(self, fn):
-        from profiler.worker import _CURRENT
+        from profiler.worker.steps import current
 
         handle = super().capture(fn)
         out = handle.output
-        handle.fake_key = f"{_CURRENT['candidate']}|{tuple(out.shape) if hasattr(out, 'shape') else out}"
-        handle.fake_us = 5.0 + zlib.crc32(str(_CURRENT["candidate"]).encode()) % 1000 / 100.0
+        handle.fake_key = f"{current()[0]}|{tuple(out.shape) if hasattr(out, 'shape') else out}"
+        handle.fake_us = 5.0 + zlib.crc32(str(current()[0]).encode()) % 1000 / 100.0
         if hasattr(out, "shape"):
             handle.fake_us *= 1.0 + out.shape[0] / 64.0
         self._batches = {}  # a new task captures before it samples: its batch numbers start again
@@ -92,7 +92,7 @@ class KeyedFakeTimer(FakeTimer):
 
 def install_keyed():
     """install() with KeyedFakeTimer: samples that depend only on the task, never on the process or order."""
-    import profiler.timing as timing
+    import profiler.measure.timing as timing
 
     install()
     timing.ColdTimer = KeyedFakeTimer
@@ -145,7 +145,7 @@ def install_fake_nvtx():
     NVTX, and the fake ncu reports the fixture's kernels of exactly the jobs whose range was pushed."""
     import os
 
-    import profiler.explain_task as explain_task
+    import profiler.worker.explain_task as explain_task
 
     install()
 
@@ -160,7 +160,7 @@ def install_fake_nvtx():
 def install_keyed_one_gpu():
     """install_keyed(), and every worker reporting the same GPU UUID: as two dask workers left unpinned on one
     GPU would (the cluster must refuse them)."""
-    import profiler.telemetry as telemetry
+    import profiler.measure.telemetry as telemetry
 
     install_keyed()
     real = telemetry.environment
@@ -173,7 +173,7 @@ def install_keyed_gpu_from_env():
     different values stand for hosts with different GPU models."""
     import os
 
-    import profiler.telemetry as telemetry
+    import profiler.measure.telemetry as telemetry
 
     install_keyed()
     real, model = telemetry.environment, os.environ.get("PROJLAB_FAKE_GPU", "SYNTHETIC GPU")

@@ -1,5 +1,5 @@
 """A stand-in for Nsight Compute on CPU (tests): `fake_ncu.py --version`, `fake_ncu.py <profile options> --export REP
---force-overwrite CMD...` and `fake_ncu.py --import REP --csv ...`, the three forms profiler.ncu builds.
+--force-overwrite CMD...` and `fake_ncu.py --import REP --csv ...`, the three forms profiler.measure.ncu builds.
 
 Profiling runs CMD (the projlab worker) with the same stdin/stdout, as ncu does, and tells it where to note its NVTX
 ranges ($FAKE_NCU_RANGES: fake_device.install_fake_nvtx makes the worker append each pushed range there, since a

@@ -1,4 +1,6 @@
-"""CLI behaviour that does not need a GPU: the no-CUDA exits (run, probe, tune), bad input as one line, summarize."""
+"""CLI behaviour that does not need a GPU: the no-CUDA exits (run, probe, tune), bad input as one line, the help
+of every subcommand and option, summarize's pointer to the dashboard."""
+import argparse
 import os
 import subprocess
 import sys
@@ -6,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from profiler.runfile import new_run, write_run_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +57,7 @@ def test_run_without_plan_is_an_error():
                                          ("method:gemv:{not json", "not valid JSON")])
 def test_bad_candidate_spec_is_one_line_before_anything_runs(spec, words):
     p = _cli("run", "--plan", "baseline", "--candidate", spec)
-    assert p.returncode == 1
+    assert p.returncode == 2
     line = _one_line(p)
     assert spec in line and words in line, line
 
@@ -83,42 +84,31 @@ def test_odd_labels_are_sanitised_not_a_traceback(tmp_path, args, label):
     assert f"-> '{label}'" in p.stderr.splitlines()[0]
 
 
-def _synthetic_run(tmp_path):
-    env = {"gpu": "Test GPU", "replay_overhead_us": 3.3, "replay_overhead_ci_us": [3.2, 3.4],
-           "settings": {"mode": "cold", "candidates": ["baseline", "fast", "dies"]}}
-    run = new_run("synthetic", env)
-    shape = {"load": "decode 1", "family": "qkv_gate", "M": 1, "N": 2304, "K": 8192}
-    run["results"] = [shape | {"candidate": "baseline", "median_us": 14.0, "correct": True, "flags": []},
-                      shape | {"candidate": "fast", "median_us": 10.0, "correct": False, "flags": ["incorrect"],
-                               "error": {"reasons": ["eager call 1: rel-L2 error 2e-2 > tolerance 1e-2"]}}]
-    run["pairs"] = [shape | {"baseline": "baseline", "candidate": "fast", "ratio_median": 1.4,
-                             "ratio_ci_low": 1.39, "ratio_ci_high": 1.41}]
-    run["failures"] = [shape | {"candidate": "dies", "kind": "died", "phase": "check",
-                                "reasons": ["worker died in check: exit code 7"]}]
-    run["probes"] = [{"bytes": 37748736, "us": 10.1, "tbps": 3.74, "design": "persistent_b8192"}]
-    path = tmp_path / "run.json"
-    write_run_atomic(run, path)
-    return path
+def test_summarize_points_at_the_dashboard_in_one_line(tmp_path):
+    p = _cli("summarize", str(tmp_path / "run.json"))
+    assert p.returncode == 2 and "python -m dashboard summarize RUN.json" in _one_line(p)
 
 
-def test_summarize_prints_table(tmp_path):
-    path = _synthetic_run(tmp_path)
-    p = _cli("summarize", str(path))
-    assert p.returncode == 0, p.stderr
-    assert "decode 1/qkv_gate" in p.stdout and "1.4000 [1.3900,1.4100]" in p.stdout
-    assert "INCORRECT" in p.stdout and "persistent_b8192" in p.stdout
-    assert "FAILED decode 1/qkv_gate M=1 dies (died, check): worker died in check: exit code 7" in p.stdout
+def _parsers():
+    """Every parser of `python -m profiler`: the top level, each subcommand's, tune's and screen's own."""
+    from profiler.cli import screen, tune
+    from profiler.cli.main import build_parser
+
+    top = build_parser()
+    subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
+    return {"profiler": top, **{f"profiler {n}": sp for n, sp in subs.items() if n not in ("tune", "screen")},
+            "profiler tune": tune.build_parser(), "profiler screen": screen.build_parser()}
 
 
-@pytest.mark.parametrize("content, words", [(b"{}", "schema_version: missing"), (b'{"a": "\xff\xfe"}', "UTF-8"),
-                                            (b"[" * 1000 + b"]" * 1000, "nest"), (b"{not json", "not valid JSON")])
-def test_summarize_bad_file_is_one_line_naming_it(tmp_path, content, words):
-    bad = tmp_path / "bad.json"
-    bad.write_bytes(content)
-    p = _cli("summarize", str(bad))
-    assert p.returncode == 1
-    line = _one_line(p)
-    assert "bad.json" in line and words in line, line
+@pytest.mark.parametrize("name", ["profiler", "profiler run", "profiler probe", "profiler summarize",
+                                  "profiler explain", "profiler tune", "profiler screen"])
+def test_every_subcommand_has_a_description_and_every_option_a_help(name):
+    parser = _parsers()[name]
+    assert parser.description and len(parser.description.split()) >= 8, name
+    assert parser.description.rstrip().endswith((".", ")", "`")), f"{name}: description stops mid-sentence"
+    missing = [a.option_strings or a.dest for a in parser._actions
+               if not isinstance(a, argparse._SubParsersAction) and not a.help]
+    assert missing == [], f"{name}: options without help: {missing}"
 
 
 # --- --workload -------------------------------------------------------------------------------------------------
@@ -149,7 +139,7 @@ def test_shapes_are_validated_against_the_workload():
 
 def test_a_plan_for_another_workload_is_refused_by_run_in_one_line():
     p = _cli("run", "--workload", "llama31_8b_decode", "--plan", "baseline", "--plan", "best", "--shapes", "qkv:1")
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert "cannot load candidate 'best'" in _one_line(p) and "tuned for workload muse_bf16_proj" in p.stderr
 
 

@@ -14,8 +14,9 @@ import pytest
 torch = pytest.importorskip("torch")
 distributed = pytest.importorskip("distributed")
 
-from profiler import tune, wrong  # noqa: E402
-from profiler.runfile import load_run  # noqa: E402
+from profiler.commands import tune
+from profiler.check import wrong  # noqa: E402
+from datasets.runfile import load_run  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FAKE = str(HERE / "fake_device.py")
@@ -51,13 +52,13 @@ def scheduler():
 
 
 def _shapes(selection="qkv_gate,o:1,16"):
-    from profiler.sweep import select_shapes
+    from profiler.commands.sweep import select_shapes
 
     return [s | {"N": 64, "K": 256} for s in select_shapes(selection)]   # CPU-sized, real loads and families
 
 
 def _sweep(specs, shapes, out, cluster=None, init=KEYED, progress=None, **settings):
-    from profiler.sweep import SweepSettings, run_sweep
+    from profiler.commands.sweep import SweepSettings, run_sweep
 
     return run_sweep(specs, shapes, out, label=out.stem, device="cpu", log=lambda m: None, worker_init=init,
                      cluster=cluster, progress=progress,
@@ -164,7 +165,7 @@ def test_a_fleet_of_two_gpu_models_writes_one_run_file_per_model(tmp_path):
 
 
 def test_two_timing_workers_on_one_gpu_are_refused_before_anything_is_measured(tmp_path, scheduler):
-    from profiler.cluster import ClusterError
+    from profiler.backends.dask import ClusterError
 
     out = tmp_path / "shared.json"
     with pytest.raises(ClusterError, match="one timing worker per GPU") as err:
@@ -186,7 +187,8 @@ def test_ctrl_c_cancels_the_cluster_tasks_and_keeps_the_partial_run(tmp_path, sc
 
 
 def test_cluster_addresses_and_file_names():
-    from profiler.cluster import ClusterError, model_paths, parse_cluster
+    from profiler.backends.dask import ClusterError, parse_cluster
+    from profiler.commands.fanout import model_paths
 
     assert parse_cluster("local") == ("local", None) and parse_cluster("local:3") == ("local", 3)
     assert parse_cluster("tcp://10.0.0.5:8786") == ("address", "tcp://10.0.0.5:8786")
@@ -200,7 +202,8 @@ def test_cluster_addresses_and_file_names():
 
 
 def test_nothing_imports_dask_without_cluster():
-    code = ("import sys, profiler.__main__, profiler.sweep, profiler.tune, profiler.explain, profiler.explain_cli;"
+    code = ("import sys, profiler.cli.main, profiler.commands.sweep, profiler.commands.tune, "
+            "profiler.commands.explain, profiler.commands.screen, profiler.backends.open;"
             "m = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed'));"
             "sys.exit(str(m) if m else 0)")
     p = subprocess.run([sys.executable, "-c", code], cwd=HERE.parents[1], capture_output=True, text=True)
@@ -219,7 +222,7 @@ def test_a_bad_cluster_address_is_one_line_and_no_file(tmp_path):
 def test_explain_on_a_local_cluster_records_what_the_single_process_one_does(tmp_path):
     from test_explain_worker import CRASH_UNDER_NCU, _fake_ncu, _shape
 
-    from profiler import explain
+    from profiler.commands import explain
 
     crasher = tmp_path / "crasher.py"
     crasher.write_text(CRASH_UNDER_NCU)

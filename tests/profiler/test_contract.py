@@ -3,9 +3,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from profiler import contract as C  # noqa: E402
-from profiler import rules  # noqa: E402
-from profiler import wrong  # noqa: E402
+from profiler.check import contract as C  # noqa: E402
+from profiler.check import rules  # noqa: E402
+from profiler.check import wrong  # noqa: E402
 
 CONTRACT = C.default_contract()
 BF16 = dict(load="test", family="qkv_gate", M=16, N=64, K=256, x_dtype="bfloat16", w_dtype="bfloat16",
@@ -237,7 +237,7 @@ class _ReplayByRerun:
 
 @pytest.fixture
 def cpu_graphs(monkeypatch):
-    from profiler import timing
+    from profiler.measure import timing
 
     monkeypatch.setattr(timing, "capture_graph", lambda fn, device: _ReplayByRerun(fn))
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)

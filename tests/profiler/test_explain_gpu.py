@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.ncu import find_ncu
+from profiler.measure.ncu import find_ncu
 
 ROOT = Path(__file__).resolve().parents[2]
 CRASH = ("import os\nNAME = 'crash'\ndef prepare(weight):\n    return weight\n"

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from profiler import explain  # noqa: E402
-from profiler.runfile import load_run  # noqa: E402
+from profiler.commands import explain  # noqa: E402
+from datasets.runfile import load_run  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FAKE = str(HERE / "fake_device.py")
@@ -54,7 +54,7 @@ def run(state, family, x):
 
 
 def _shape(load="decode 1", family="o"):
-    from profiler.sweep import select_shapes
+    from profiler.commands.sweep import select_shapes
 
     return next(s for s in select_shapes("official") if s["load"] == load and s["family"] == family)
 
@@ -69,7 +69,7 @@ def _modules(tmp_path, *texts):
 
 
 def _pool(init="install"):
-    from profiler.sweep import WorkerPool
+    from profiler.backends.pool import WorkerPool
 
     return WorkerPool({"device": "cpu", "mode": "cold", "flush_bytes": None, "init": f"{FAKE}:{init}"},
                       log=lambda m: None)
@@ -97,7 +97,7 @@ def test_a_crashing_candidate_is_a_recorded_failure_and_the_rest_still_get_verdi
 
 
 def _fake_ncu(tmp_path):
-    from profiler.ncu import NcuTool
+    from profiler.measure.ncu import NcuTool
 
     script = tmp_path / "ncu"
     script.write_text(f"#!/bin/sh\nexec {sys.executable} {HERE / 'fake_ncu.py'} \"$@\"\n")
@@ -132,7 +132,7 @@ def test_explain_run_profiles_under_ncu_in_the_worker_and_goes_on_after_a_crash(
 
 
 def test_a_broken_candidate_module_is_an_input_error_before_any_file(tmp_path):
-    from profiler.sweep import SweepInputError
+    from profiler.commands.sweep import SweepInputError
 
     out = tmp_path / "e.json"
     with pytest.raises(SweepInputError, match="no such module file"):
@@ -144,7 +144,7 @@ def test_a_broken_candidate_module_is_an_input_error_before_any_file(tmp_path):
 
 def _ncu_case():
     """Two jobs of decode 1/qkv_gate, with job 0's real ncu records (tests/fixtures/ncu) and job 1 lost to a crash."""
-    from profiler import ncu
+    from profiler.measure import ncu
 
     csv = sorted((HERE.parents[0] / "fixtures" / "ncu").glob("*_ncu-0.csv"))[0]
     records = {0: ncu.kernel_records(ncu.parse_raw_csv(csv.read_text()))[0]}

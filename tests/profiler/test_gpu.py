@@ -6,15 +6,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from profiler import probes, wrong  # noqa: E402
-from profiler.runfile import load_run  # noqa: E402
+from profiler.measure import probes
+from profiler.check import wrong  # noqa: E402
+from datasets.runfile import load_run  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
 def timer():
-    from profiler.timing import ColdTimer
+    from profiler.measure.timing import ColdTimer
 
     return ColdTimer("cuda")
 
@@ -47,7 +48,7 @@ def test_sample_alternates_the_order_every_round(timer):
 
 
 def test_persisting_l2_is_reset_and_a_limit_change_is_named():
-    from profiler import guards
+    from profiler.check import guards
 
     assert guards.reset_persisting_l2("cuda") == "ok"
     g = guards.Guard()
@@ -60,7 +61,7 @@ def test_persisting_l2_is_reset_and_a_limit_change_is_named():
 
 
 def test_flush_makes_l2_cold(timer):
-    from profiler.timing import StreamTimer
+    from profiler.measure.timing import StreamTimer
 
     # A bandwidth-bound read (torch.sum is not: 9 us cold and hot at 16 MiB on the H200, 2026-11-30).
     buf = torch.rand(16 * 2**20 // 4, device="cuda")  # 16 MiB: fits in the 60 MB L2
@@ -95,7 +96,7 @@ def test_read_probes_reasonable(timer):
 
 
 def test_measure_shape_pairs_identical_candidates(timer):
-    from profiler.timing import measure_shape
+    from profiler.measure.timing import measure_shape
 
     w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
@@ -107,7 +108,7 @@ def test_measure_shape_pairs_identical_candidates(timer):
 
 
 def test_stream_timer_divides_by_calls():
-    from profiler.timing import StreamTimer
+    from profiler.measure.timing import StreamTimer
 
     st = StreamTimer("cuda")
     w = [torch.randn(1024, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(4)]
@@ -119,7 +120,7 @@ def test_stream_timer_divides_by_calls():
 
 
 def _small_shapes():
-    from profiler.sweep import select_shapes
+    from profiler.commands.sweep import select_shapes
 
     return [s for s in select_shapes("official") if (s["load"], s["family"]) in
             {("decode 1", "o"), ("verify 1", "router")}]
@@ -129,7 +130,7 @@ CONTROL, NAN_ROW = wrong.spec(wrong.TorchLinear), wrong.spec(wrong.NaNRow)
 
 
 def test_sweep_end_to_end(tmp_path):
-    from profiler.sweep import SweepSettings, run_sweep
+    from profiler.commands.sweep import SweepSettings, run_sweep
 
     out = tmp_path / "run.json"
     run = run_sweep([CONTROL, CONTROL, NAN_ROW], _small_shapes(), out, label="t",
@@ -149,7 +150,7 @@ def test_sweep_end_to_end(tmp_path):
 
 
 def test_interrupt_keeps_partial(tmp_path):
-    from profiler.sweep import SweepSettings, run_sweep
+    from profiler.commands.sweep import SweepSettings, run_sweep
 
     out = tmp_path / "partial.json"
 
@@ -165,7 +166,7 @@ def test_interrupt_keeps_partial(tmp_path):
 
 
 def test_stream_mode_sweep(tmp_path):
-    from profiler.sweep import SweepSettings, run_sweep
+    from profiler.commands.sweep import SweepSettings, run_sweep
 
     out = tmp_path / "stream.json"
     run_sweep([CONTROL, CONTROL], _small_shapes()[:1], out, label="s",

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler import kineto
+from profiler.measure import kineto
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "tests" / "fixtures" / "kineto"

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = r"""
 import torch
-from profiler import probes
+from profiler.measure import probes
 buf = torch.rand(40000, dtype=torch.float32)
 fns = probes.read_fns(buf, 4 * 33000, sm_count=4)
 ok_o, ok_p = probes._kernels()

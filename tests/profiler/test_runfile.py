@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler import runfile
-from profiler.runfile import RunFileError, RunWriter, load_run, new_run, run_filename, write_run_atomic
+from datasets import runfile
+from datasets.runfile import RunFileError, RunWriter, load_run, new_run, run_filename, write_run_atomic
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 COMPLETE = FIXTURES / "2000-01-01_synthetic_synthetic-complete.json"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.runfile import RunFileError, load_run, validate_run
+from datasets.runfile import RunFileError, load_run, validate_run
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = sorted((ROOT / "datasets" / "runs").glob("*_explain-*.json"))

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from profiler import stats
+from profiler.measure import stats
 
 
 def test_paired_ratios_drop_bad_pairs():
@@ -54,5 +54,5 @@ def test_stats_imports_without_torch():
     import subprocess
     import sys
 
-    code = "import sys, profiler.stats, profiler.runfile; assert 'torch' not in sys.modules; assert 'scipy' not in sys.modules"
+    code = "import sys, profiler.measure.stats, datasets.runfile; assert 'torch' not in sys.modules; assert 'scipy' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=__file__.rsplit("/tests/", 1)[0])

@@ -8,8 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from profiler import wrong  # noqa: E402
-from profiler.runfile import load_run  # noqa: E402
+from profiler.check import wrong  # noqa: E402
+from datasets.runfile import load_run  # noqa: E402
 
 FAKE = str(Path(__file__).with_name("fake_device.py"))
 INSTALL, HIGH_FLOORS = f"{FAKE}:install", f"{FAKE}:install_high_floors"
@@ -17,13 +17,13 @@ CONTROL, NAN_ROW = wrong.spec(wrong.TorchLinear), wrong.spec(wrong.NaNRow)
 
 
 def _shapes(n=2):
-    from profiler.sweep import select_shapes
+    from profiler.commands.sweep import select_shapes
 
     return [s | {"N": 64, "K": 256} for s in select_shapes("official")[:n]]  # CPU-sized, real loads/families
 
 
 def _sweep(specs, shapes, out, init=INSTALL, **settings):
-    from profiler.sweep import SweepSettings, run_sweep
+    from profiler.commands.sweep import SweepSettings, run_sweep
 
     return run_sweep(specs, shapes, out, label=out.stem, device="cpu", log=lambda m: None, worker_init=init,
                      settings=SweepSettings(**({"max_seconds_per_shape": 0.1} | settings)))
@@ -60,7 +60,7 @@ class Boom:
 
 
 def test_sweep_records_prepare_failures_and_never_overwrites(tmp_path, monkeypatch):
-    from profiler.runfile import RunFileError
+    from datasets.runfile import RunFileError
 
     (tmp_path / "boom.py").write_text(BOOM)
     monkeypatch.chdir(tmp_path)  # a path relative to the user's directory; the worker runs in the repository root
@@ -77,7 +77,7 @@ def test_sweep_records_prepare_failures_and_never_overwrites(tmp_path, monkeypat
 
 
 def test_broken_module_is_an_input_error_before_any_file(tmp_path):
-    from profiler.sweep import SweepInputError
+    from profiler.commands.sweep import SweepInputError
 
     mod = tmp_path / "broken.py"
     mod.write_text("def prepare(weight):\n    return weight\n")  # no run()
@@ -88,7 +88,7 @@ def test_broken_module_is_an_input_error_before_any_file(tmp_path):
 
 
 def test_sweep_interrupt_leaves_partial(tmp_path):
-    from profiler.sweep import SweepSettings, run_sweep
+    from profiler.commands.sweep import SweepSettings, run_sweep
 
     def progress(stage, i, n):
         if stage == "shapes" and i == 1:
@@ -110,7 +110,7 @@ def test_below_floor_flag_uses_the_probe_noise(tmp_path):
 
 
 def test_cli_summary_of_sweep(tmp_path):
-    from profiler.__main__ import format_run
+    from profiler.cli.main import format_run
 
     out = tmp_path / "s.json"
     run = _sweep([CONTROL, CONTROL, NAN_ROW], _shapes(2), out, probes=False)
@@ -128,7 +128,7 @@ def test_sweep_uses_three_instances_in_cold_mode(tmp_path):
 def test_measure_shape_rotates_instances_per_batch():
     from fake_device import FakeTimer
 
-    from profiler.timing import GraphHandle, measure_shape
+    from profiler.measure.timing import GraphHandle, measure_shape
 
     class Recorder(FakeTimer):
         def __init__(self):

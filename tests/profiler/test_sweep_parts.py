@@ -1,7 +1,12 @@
 """Pure parts of the sweep and probes: shape sets, bytes, names, probe plan, flags."""
 import pytest
 
-from profiler import probes, sweep
+from profiler.backends.isolate import unique_names
+from profiler.commands import sweep
+from profiler.measure import probes
+from profiler.worker import shape_task
+from profiler.worker.records import failure_record
+from profiler.worker.settings import SweepSettings
 
 
 def test_select_shapes():
@@ -30,7 +35,7 @@ def test_unique_names():
         def __init__(self, n):
             self.name = n
 
-    assert sweep.unique_names([C("baseline"), C("baseline"), C("x")]) == ["baseline", "baseline#2", "x"]
+    assert unique_names([C("baseline"), C("baseline"), C("x")]) == ["baseline", "baseline#2", "x"]
 
 
 def test_probe_plan_orders_and_merges():
@@ -45,23 +50,23 @@ def test_log_sweep():
 
 def test_flags():
     floor = {"us": 11.0, "ci_low_us": 10.5}
-    assert sweep._flags(10.0, 9.9, 10.1, floor, 0) == ["below_floor"]
+    assert shape_task._flags(10.0, 9.9, 10.1, floor, 0) == ["below_floor"]
     # under the probe's median but within its noise (CI low 9.5): not below the floor
-    assert sweep._flags(10.0, 9.9, 10.1, {"us": 10.2, "ci_low_us": 9.5}, 0) == []
-    assert sweep._flags(10.0, 9.9, 10.1, {"us": 10.2}, 0) == ["below_floor"]  # a probe without a CI: its median
-    assert sweep._flags(10.0, 9.9, 10.1, {"us": 9.0, "ci_low_us": 8.9}, 3) == ["throttled"]
-    assert sweep._flags(10.0, 8.0, 12.0, None, 0) == ["wide_ci"]
-    assert sweep._flags(10.0, 9.9, 10.1, None, 0, vs_baseline=4.5, error_factor=4) == ["less_accurate"]
-    assert sweep._flags(10.0, 9.9, 10.1, None, 0, vs_baseline=3.9, error_factor=4) == []
+    assert shape_task._flags(10.0, 9.9, 10.1, {"us": 10.2, "ci_low_us": 9.5}, 0) == []
+    assert shape_task._flags(10.0, 9.9, 10.1, {"us": 10.2}, 0) == ["below_floor"]  # a probe without a CI: its median
+    assert shape_task._flags(10.0, 9.9, 10.1, {"us": 9.0, "ci_low_us": 8.9}, 3) == ["throttled"]
+    assert shape_task._flags(10.0, 8.0, 12.0, None, 0) == ["wide_ci"]
+    assert shape_task._flags(10.0, 9.9, 10.1, None, 0, vs_baseline=4.5, error_factor=4) == ["less_accurate"]
+    assert shape_task._flags(10.0, 9.9, 10.1, None, 0, vs_baseline=3.9, error_factor=4) == []
 
 
 def test_failure_record():
     s = {"load": "decode 1", "family": "o", "M": 1, "N": 8192, "K": 1024, "x_dtype": "bfloat16"}
-    f = sweep.failure_record(s, "x", "died", "check", ["boom"], worker=2)
+    f = failure_record(s, "x", "died", "check", ["boom"], worker=2)
     assert f == {"load": "decode 1", "family": "o", "M": 1, "N": 8192, "K": 1024, "candidate": "x",
                  "kind": "died", "phase": "check", "reasons": ["boom"], "worker": 2}
 
 
 def test_settings_from_dict_ignores_unknown_keys():
-    st = sweep.SweepSettings.from_dict({"mode": "stream", "min_pairs": 7, "not_a_setting": 1})
+    st = SweepSettings.from_dict({"mode": "stream", "min_pairs": 7, "not_a_setting": 1})
     assert (st.mode, st.min_pairs, st.check) == ("stream", 7, "full")

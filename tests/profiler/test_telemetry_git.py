@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from profiler.telemetry import git_info
+from profiler.measure.telemetry import git_info
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

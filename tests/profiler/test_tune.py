@@ -1,6 +1,6 @@
-"""The tuner on CPU: the selection rules (profiler/tune_rules.py) -- robustness rule, range building, candidates,
+"""The tuner on CPU: the selection rules (profiler/commands/tune_rules.py) -- robustness rule, range building, candidates,
 a whole tune_point driven by a measure step that runs the worker's REAL quick correctness check
-(profiler.contract.check_candidate with one eager call, through torch on CPU) with timings from a table -- the plan
+(profiler.check.contract.check_candidate with one eager call, through torch on CPU) with timings from a table -- the plan
 it writes (validates, dispatches any M), and the CLI. The tuner through the worker process: test_tune_worker.py."""
 import json
 
@@ -12,7 +12,8 @@ from kernels.method import BF16_X_FP32_W as FP32_W
 from kernels.method import Method
 from kernels.plans import DISPATCH_MAX_M, LIBRARY_NOTE
 from kernels.registry import METHODS
-from profiler import tune, tune_rules as rules
+from profiler.cli import tune as tune_cli
+from profiler.commands import tune, tune_rules as rules
 
 ROUTER_SPEC = {"N": 256, "K": 8192, "x_dtype": "bfloat16", "w_dtype": "float32", "y_dtype": "float32",
                "rel_l2_tol": 1e-4}
@@ -246,7 +247,7 @@ def cpu_measure():
             return self.method.run(state["s"], x)
 
     class _CpuMeasure:
-        """The worker's quick check (profiler.contract.check_candidate, one eager call) on CPU, in this process;
+        """The worker's quick check (profiler.check.contract.check_candidate, one eager call) on CPU, in this process;
         timings from a table {(method, v or None, M): us}."""
 
         def __init__(self, table):
@@ -254,7 +255,7 @@ def cpu_measure():
 
         def __call__(self, shape, cands, timing):
             from kernels.method import format_config
-            from profiler.contract import check_candidate
+            from profiler.check.contract import check_candidate
 
             rejected, live = {}, []
             for name, config in cands:
@@ -362,7 +363,7 @@ def test_a_timing_that_is_not_a_speed_is_a_failure_never_a_result(cpu_measure):
     assert "fake_fast v=1" in d.rejected and "no usable timing" in d.rejected["fake_fast v=1"][0]
     assert [f["candidate"] for f in records.failures] == ["fake_fast v=1"]
     assert "fake_fast v=1" not in {r["candidate"] for r in records.results}
-    from profiler.runfile import new_run, validate_run
+    from datasets.runfile import new_run, validate_run
 
     run = new_run("tune", {})
     run.update(results=records.results, pairs=records.pairs, failures=records.failures)
@@ -372,12 +373,12 @@ def test_a_timing_that_is_not_a_speed_is_a_failure_never_a_result(cpu_measure):
 # --- CLI ----------------------------------------------------------------------------------------------------------
 
 def test_cli_arguments():
-    a = tune.parse_args(["--shapes", "official", "--families", "router", "o", "--budget-s", "100",
+    a = tune_cli.parse_args(["--shapes", "official", "--families", "router", "o", "--budget-s", "100",
                          "--out-plan", "/tmp/p.json", "--compile-workers", "4"])
     assert a.families == ["router", "o"] and a.budget_s == 100 and a.out_plan == "/tmp/p.json"
     assert a.compile_workers == 4 and a.extend_plan is None
     with pytest.raises(SystemExit):
-        tune.parse_args(["--shapes", "everything"])
+        tune_cli.parse_args(["--shapes", "everything"])
 
 
 def test_extend_plan_rewrites_an_old_plan_file_without_a_gpu(tmp_path, capsys):
@@ -392,7 +393,7 @@ def test_extend_plan_rewrites_an_old_plan_file_without_a_gpu(tmp_path, capsys):
         entries[:] = [e for e in entries if e["M"][0] <= 256]
     path = tmp_path / "best.json"
     path.write_text(json.dumps(old))
-    assert tune.main(["--extend-plan", str(path)]) == 0
+    assert tune_cli.main(["--extend-plan", str(path)]) == 0
     p = load_plan(path)
     for fam, entries in old["families"].items():
         for e in entries:
@@ -401,7 +402,7 @@ def test_extend_plan_rewrites_an_old_plan_file_without_a_gpu(tmp_path, capsys):
             assert p.select(fam, lo, e.get("N", 999)) == (e["method"], e["config"])      # tuned entries kept
         assert p.select(fam, 384)[0] == "torch_linear" and p.select(fam, 4096)[0] == "torch_linear"
     (tmp_path / "bad.json").write_text("[" * 1000 + "]" * 1000)
-    assert tune.main(["--extend-plan", str(tmp_path / "bad.json")]) == 1
+    assert tune_cli.main(["--extend-plan", str(tmp_path / "bad.json")]) == 1
     assert "bad.json" in capsys.readouterr().err
 
 
@@ -492,7 +493,7 @@ def test_make_plan_only_m_keeps_every_other_m_of_the_base_plan():
 
 
 def test_tune_m_without_a_scored_point_is_one_line(capsys):
-    from profiler.tune import main
+    from profiler.cli.tune import main
 
     assert main(["--m", "3", "5"]) == 2                      # no load of muse has M=3 or M=5: nothing to tune
     err = capsys.readouterr().err.strip().splitlines()

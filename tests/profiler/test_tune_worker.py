@@ -9,8 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from kernels.registry import METHODS  # noqa: E402
-from profiler import tune, tune_rules as rules  # noqa: E402
-from profiler.runfile import load_run  # noqa: E402
+from profiler.commands import tune, tune_rules as rules  # noqa: E402
+from datasets.runfile import load_run  # noqa: E402
 
 FAKE = str(Path(__file__).with_name("fake_device.py"))
 
@@ -51,8 +51,9 @@ def test_a_config_that_kills_its_worker_is_a_rejection_and_the_tune_goes_on(tmp_
 def test_a_config_its_guard_rejects_is_a_reason_not_a_launch():
     """router_gemv_fp32 BK=1024 at K=1000 once ran under the interpreter and read out of bounds: in the worker the
     guard raises at the call, before any launch, and the reason comes back as a rejection."""
-    from profiler.measure import WorkerMeasure
-    from profiler.sweep import LocalBackend, SweepSettings
+    from profiler.commands.tune_measure import WorkerMeasure
+    from profiler.backends.local import LocalBackend
+    from profiler.worker.settings import SweepSettings
 
     backend = LocalBackend({"device": "cpu", "mode": "cold", "flush_bytes": None, "init": f"{FAKE}:install_keyed"},
                            log=lambda m: None)

@@ -7,21 +7,21 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from profiler import wrong  # noqa: E402
-from profiler.runfile import load_run  # noqa: E402
+from profiler.check import wrong  # noqa: E402
+from datasets.runfile import load_run  # noqa: E402
 
 FAKE = str(Path(__file__).with_name("fake_device.py"))
 CONTROL = wrong.spec(wrong.TorchLinear)
 
 
 def _shapes(n=1, **over):
-    from profiler.sweep import select_shapes
+    from profiler.commands.sweep import select_shapes
 
     return [s | {"N": 64, "K": 256} | over for s in select_shapes("official")[:n]]
 
 
 def _sweep(specs, shapes, out, device="cpu", **settings):
-    from profiler.sweep import SweepSettings, run_sweep
+    from profiler.commands.sweep import SweepSettings, run_sweep
 
     run_sweep(specs, shapes, out, label=out.stem, device=device, log=lambda m: None,
               worker_init=f"{FAKE}:install" if device == "cpu" else None,
@@ -61,7 +61,7 @@ def test_a_candidate_that_keeps_killing_workers_is_skipped_after_max_incidents(t
 
 
 PATCHES_AT_IMPORT = '''
-import profiler.timing as timing
+import profiler.measure.timing as timing
 timing.measure_shape = lambda *a, **k: None
 def prepare(weight):
     return weight
@@ -82,7 +82,7 @@ def test_modules_refused_at_load_are_failures_at_every_shape(tmp_path):
     assert run["environment"]["settings"]["candidates"] == ["torch_linear_control", "patcher", "exiter"]
     p, e = _failures(run, "patcher"), _failures(run, "exiter")
     assert len(p) == len(e) == 2 and {f["kind"] for f in p + e} == {"load"}
-    assert "module replaced the profiler's timer (profiler.timing.measure_shape)" in p[0]["reasons"][0]
+    assert "module replaced the profiler's timer (profiler.measure.timing.measure_shape)" in p[0]["reasons"][0]
     assert "the worker died while loading it: exit code 5" in e[0]["reasons"][0]
     assert len(run["results"]) == 2  # the control at both shapes, timed with the original timer
 
@@ -98,7 +98,7 @@ def test_global_setting_changes_are_named_and_restored_before_the_next_candidate
 
 def test_run_task_is_callable_in_process_with_plain_dicts():
     """The executor-neutral entry point: a load task answered by a JSON-able dict."""
-    from profiler.worker import run_task
+    from profiler.worker.tasks import run_task
 
     res = run_task({"kind": "load", "specs": [CONTROL, "no_such_plan"]}, {"device": "cpu"})
     assert json.loads(json.dumps(res)) == res
@@ -107,7 +107,7 @@ def test_run_task_is_callable_in_process_with_plain_dicts():
 
 
 def test_exit_descriptions():
-    from profiler.worker import _stderr_summary, exit_description
+    from profiler.worker.process import _stderr_summary, exit_description
 
     assert exit_description(-11) == "killed by SIGSEGV (segmentation fault)"
     assert exit_description(-9).startswith("killed by SIGKILL (out of host memory?")
@@ -121,7 +121,7 @@ def test_exit_descriptions():
 
 # --- on the GPU ------------------------------------------------------------------------------------------------
 def _official(*keys):
-    from profiler.sweep import select_shapes, shape_key
+    from profiler.commands.sweep import select_shapes, shape_key
 
     return [s for s in select_shapes("official") if shape_key(s) in keys]
 
@@ -158,7 +158,9 @@ def test_tuner_style_shape_task_with_method_specs_and_quick_checks():
     from dataclasses import asdict
 
     from kernels.candidate import method_spec
-    from profiler.sweep import SweepSettings, WorkerPool, measure_shape_isolated
+    from profiler.backends.isolate import measure_shape_isolated
+    from profiler.backends.pool import WorkerPool
+    from profiler.worker.settings import SweepSettings
 
     shape = _shapes(1)[0]
     cands = [{"spec": method_spec("torch_linear", {}), "name": "torch_linear"},

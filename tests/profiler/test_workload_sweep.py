@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch")
 
 from datasets import load_workload  # noqa: E402
 from datasets.workload import RUN_KEY, workload_of_run  # noqa: E402
-from profiler import wrong  # noqa: E402
-from profiler.runfile import load_run  # noqa: E402
+from profiler.check import wrong  # noqa: E402
+from datasets.runfile import load_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = str(Path(__file__).with_name("fake_device.py"))
@@ -21,7 +21,7 @@ CONTROL = wrong.spec(wrong.TorchLinear)
 
 
 def _sweep(specs, shapes, out, workload, **settings):
-    from profiler.sweep import SweepSettings, run_sweep
+    from profiler.commands.sweep import SweepSettings, run_sweep
 
     return run_sweep(specs, shapes, out, label=out.stem, device="cpu", log=lambda m: None,
                      worker_init=f"{FAKE}:install", workload=workload,
@@ -49,7 +49,7 @@ def test_tiny_workload_selection_sweep_and_run_file(tmp_path):
 
 
 def test_llama_workload_sweeps_with_the_generic_baseline_and_refuses_a_muse_plan_in_the_worker(tmp_path):
-    from profiler.sweep import SweepInputError
+    from profiler.commands.sweep import SweepInputError
 
     llama = load_workload("llama31_8b_decode")
     shapes = [s | {"N": 64, "K": 256} for s in llama.select("qkv:1,32+down:8")]   # CPU-sized, llama's families
@@ -65,7 +65,7 @@ def test_llama_workload_sweeps_with_the_generic_baseline_and_refuses_a_muse_plan
 
 
 def test_a_run_file_with_a_malformed_or_mismatched_workload_is_rejected(tmp_path):
-    from profiler.runfile import RunFileError, new_run, validate_run
+    from datasets.runfile import RunFileError, new_run, validate_run
 
     tiny = load_workload(TINY)
     run = new_run("r", {}, workload=tiny)
@@ -95,8 +95,8 @@ def test_committed_runs_without_a_workload_still_load():
 def test_tune_on_the_tiny_workload_writes_a_plan_that_records_it(tmp_path):
     from kernels.method import PlanError
     from kernels.plans import load_plan
-    from profiler import tune
-    from profiler.tune_rules import scored_points
+    from profiler.commands import tune
+    from profiler.commands.tune_rules import scored_points
 
     tiny = load_workload(TINY)
     settings = tune.TuneSettings(workload=tiny.name, methods=["mm_wt"], compile_workers=0)

@@ -4,8 +4,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from profiler import contract as C  # noqa: E402
-from profiler import wrong  # noqa: E402
+from profiler.check import contract as C  # noqa: E402
+from profiler.check import wrong  # noqa: E402
 
 CONTRACT = C.default_contract()
 BF16 = dict(load="test", family="qkv_gate", M=16, N=64, K=256, x_dtype="bfloat16", w_dtype="bfloat16",
@@ -72,11 +72,11 @@ def test_tf32_flipper_is_named_and_restored():
 
 
 def test_timer_patcher_is_refused_and_the_timer_restored():
-    from profiler import timing
+    from profiler.measure import timing
 
     original = timing.ColdTimer.sample
     c = C.check_candidate(wrong.TimerPatcher(), BF16, "cpu", contract=CONTRACT)
-    assert not c.ok and "module replaced the profiler's timer (profiler.timing.ColdTimer.sample) in prepare()" \
+    assert not c.ok and "module replaced the profiler's timer (profiler.measure.timing.ColdTimer.sample) in prepare()" \
         in c.reasons
     assert timing.ColdTimer.sample is original
 
@@ -113,7 +113,7 @@ def test_control_passes_on_gpu_with_graph(shape):
 
 
 def test_guard_holds_candidates_to_a_value_the_harness_set():
-    from profiler.guards import Guard
+    from profiler.check.guards import Guard
 
     g = Guard()
     key = "torch.backends.cudnn.benchmark"

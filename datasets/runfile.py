@@ -1,0 +1,370 @@
+"""The run-file schema (profiler/README.md, "Run file", schema_version 1): validate, load, and write atomically.
+
+Torch-free on purpose: the dashboard and the app read run files on machines without CUDA.
+Errors name the file and the JSON path of the bad field, e.g.
+    2026-11-30_nvidia-h200_a.json: results[3].median_us: expected number, got 'abc'
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+STATUSES = ("complete", "partial")
+KNOWN_FLAGS = ("below_floor", "throttled", "wide_ci", "less_accurate", "incorrect")  # other strings are accepted
+FAILURE_KINDS = ("incorrect", "load", "died", "timeout", "cuda_fault", "exit", "tainted", "skipped", "not_timed",
+                 "error")  # documented (profiler/README.md); other strings are accepted
+MAX_US_PER_CALL = 1e6  # one projection call taking more than 1 s is not a measurement of it: rejected
+LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the label becomes part of the file name
+SHAPE_FIELDS = ("load", "family", "M", "N", "K")
+
+
+class RunFileError(ValueError):
+    """A run file (or run dict) breaks the schema; the message names the file and the field's JSON path."""
+
+
+# --- type checks: each returns a problem string or None ------------------------------------------------------
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_time(v) -> bool:
+    return _is_number(v) and 0 < v <= MAX_US_PER_CALL
+
+
+_KINDS = {
+    "number": _is_number,
+    "time": _is_time,
+    "time or null": lambda v: v is None or _is_time(v),
+    "list of times": lambda v: isinstance(v, list) and all(_is_time(x) for x in v),
+    "positive number or null": lambda v: v is None or (_is_number(v) and v > 0),
+    "positive number": lambda v: _is_number(v) and v > 0,
+    "integer": _is_int,
+    "positive integer": lambda v: _is_int(v) and v > 0,
+    "string": lambda v: isinstance(v, str),
+    "non-empty string": lambda v: isinstance(v, str) and v != "",
+    "boolean": lambda v: isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict),
+    "list": lambda v: isinstance(v, list),
+    "number or null": lambda v: v is None or _is_number(v),
+    "object or null": lambda v: v is None or isinstance(v, dict),
+    "list of numbers": lambda v: isinstance(v, list) and all(_is_number(x) for x in v),
+    "list of strings": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+    "pair of numbers": lambda v: isinstance(v, list) and len(v) == 2 and all(_is_number(x) for x in v),
+}
+
+# (key, kind, required) per record type. Extra keys are allowed so the profiler can add detail.
+TOP = [("schema_version", "integer", True), ("status", "string", True), ("label", "non-empty string", True),
+       ("created_utc", "non-empty string", True), ("environment", "object", True), ("results", "list", True),
+       ("pairs", "list", True), ("telemetry", "list", False), ("probes", "list", False),
+       ("compute_peak_tflops", "positive number or null", False), ("compute_probe", "object or null", False),
+       ("failures", "list", False)]
+ENVIRONMENT = [("gpu", "string", False), ("sm_count", "positive integer", False), ("l2_bytes", "positive integer", False),
+               ("clocks", "object", False), ("throttle_reasons", "list of strings", False),
+               ("replay_overhead_us", "number", False), ("replay_overhead_ci_us", "pair of numbers", False),
+               ("settings", "object", False), ("git_dirty", "boolean", False), ("workers", "list", False)]
+SHAPE = [("load", "non-empty string", True), ("family", "non-empty string", True), ("M", "positive integer", True),
+         ("N", "positive integer", True), ("K", "positive integer", True)]
+RESULT = SHAPE + [("candidate", "non-empty string", True), ("median_us", "time", True),
+                  ("correct", "boolean", True), ("method", "string", False), ("ci_low_us", "time or null", False),
+                  ("ci_high_us", "time or null", False), ("samples_us", "list of times", False),
+                  ("n_samples", "integer", False), ("error", "object or null", False),
+                  ("flags", "list of strings", False), ("throttled_samples", "integer", False)]
+PAIR = SHAPE + [("baseline", "non-empty string", True), ("candidate", "non-empty string", True),
+                ("ratio_median", "positive number", True), ("ratio_ci_low", "number or null", False),
+                ("ratio_ci_high", "number or null", False), ("rse", "number or null", False),
+                ("n_pairs", "integer", False), ("ratios", "list of numbers", False)]
+PROBE = [("bytes", "positive integer", True), ("us", "time", True), ("tbps", "number or null", False),
+         ("ci_low_us", "time or null", False), ("ci_high_us", "time or null", False),
+         ("design", "string", False), ("kind", "string", False), ("for_shape", "string", False),
+         ("designs_us", "object", False)]
+TELEMETRY = [("t_s", "number", True)]
+COMPUTE_PROBE = [("M", "positive integer", True), ("N", "positive integer", True), ("K", "positive integer", True),
+                 ("us", "time", True)]
+FAILURE = SHAPE + [("candidate", "non-empty string", True), ("reasons", "list of strings", True),
+                   ("kind", "string", False), ("phase", "string", False), ("error", "object or null", False)]
+WORKER = [("index", "integer", True), ("ended", "string", False)]
+
+
+def _check_record(record, fields, where: str, fail, null_ok: bool = False) -> None:
+    """Check required keys and types; with null_ok an optional key may also be null (value unknown)."""
+    if not isinstance(record, dict):
+        fail(where, f"expected object, got {type(record).__name__}")
+    for key, kind, required in fields:
+        path = f"{where}.{key}" if where else key
+        if key not in record:
+            if required:
+                fail(path, "missing")
+            continue
+        if null_ok and not required and record[key] is None:
+            continue
+        if not _KINDS[kind](record[key]):
+            fail(path, f"expected {_expected(kind, record[key])}, got {_excerpt(record[key])}")
+
+
+def _excerpt(value, limit: int = 80) -> str:
+    """A wrong value as an error shows it: its repr, cut at `limit` characters with its type and size (a whole
+    misplaced results list would otherwise be a message of 100,000 characters)."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = (f", {len(value):,} item{'s' if len(value) != 1 else ''}" if isinstance(value, (list, dict)) else
+            f", {len(text):,} characters")
+    return f"{text[:limit]}… ({type(value).__name__}{size})"
+
+
+def _expected(kind: str, value) -> str:
+    """What the field must be, naming the basic type first ("expected number, got 'abc'"), the range second."""
+    if kind.startswith("time") or kind == "list of times":
+        many = kind == "list of times"
+        if many and not (isinstance(value, list) and all(_is_number(x) for x in value)):
+            return "list of numbers"
+        if not many and not _is_number(value):
+            return "number" + (" or null" if kind.endswith("null") else "")
+        what = "times" if many else "a time"
+        return f"{what} in us with 0 < t <= {MAX_US_PER_CALL:.0e} (at most 1 s per call)"
+    base = kind.removeprefix("positive ")
+    return base if not _KINDS[base](value) else kind
+
+
+def validate_run(run, source: str = "<run>") -> None:
+    """Raise RunFileError naming `source` and the JSON path of the first field that breaks the schema."""
+    def fail(path: str, problem: str):
+        raise RunFileError(f"{source}: {path}: {problem}")
+
+    _check_record(run, TOP, "", fail)
+    if run["schema_version"] != SCHEMA_VERSION:
+        fail("schema_version", f"expected {SCHEMA_VERSION}, got {_excerpt(run['schema_version'])}")
+    if run["status"] not in STATUSES:
+        fail("status", f"expected one of {STATUSES}, got {_excerpt(run['status'])}")
+    if not LABEL_RE.match(run["label"]):
+        fail("label", f"expected letters, digits, '.', '_' or '-', got {_excerpt(run['label'])}")
+    # Environment facts can be unknown on a given machine (no NVML, no git): null is allowed there.
+    _check_record(run["environment"], ENVIRONMENT, "environment", fail, null_ok=True)
+    if run.get("compute_probe") is not None:
+        _check_record(run["compute_probe"], COMPUTE_PROBE, "compute_probe", fail)
+    for name, fields in (("probes", PROBE), ("telemetry", TELEMETRY)):
+        for i, record in enumerate(run.get(name, [])):
+            _check_record(record, fields, f"{name}[{i}]", fail)
+    _check_results(run["results"], fail)
+    _check_pairs(run["pairs"], {tuple(r[f] for f in SHAPE_FIELDS) + (r["candidate"],) for r in run["results"]}, fail)
+    for i, record in enumerate(run.get("failures", [])):
+        _check_record(record, FAILURE, f"failures[{i}]", fail)
+    for i, record in enumerate(run["environment"].get("workers") or []):
+        _check_record(record, WORKER, f"environment.workers[{i}]", fail)
+    from datasets.runfile_explain import validate_explain  # explain runs: kernels, calls, failures
+
+    validate_explain(run, fail, _check_record)
+    _check_workload(run, source, fail)
+
+
+def _check_workload(run: dict, source: str, fail) -> None:
+    """The embedded workload (top-level "workload", datasets.workload.RUN_KEY) is a valid workload and holds every
+    family the run's results, pairs and failures name. A run written before runs embedded one has none: readers
+    take the default workload (datasets.workload.workload_of_run)."""
+    from datasets.errors import DatasetError
+    from datasets.workload import RUN_KEY, workload_from_dict
+
+    if RUN_KEY not in run:
+        return
+    try:
+        workload = workload_from_dict(run[RUN_KEY], Path(source).name, RUN_KEY)
+    except DatasetError as exc:
+        raise RunFileError(str(exc)) from None
+    for name in ("results", "pairs", "failures"):
+        for i, record in enumerate(run.get(name) or []):
+            if record["family"] not in workload.families:
+                fail(f"{name}[{i}].family", f"{record['family']!r} is not a family of the run's workload "
+                                            f"{workload.name} ({', '.join(workload.family_order)})")
+
+
+def _check_results(results: list, fail) -> None:
+    """Each result well-formed; no candidate twice at a shape; no (load, family, M, candidate) at two N (one
+    shape has one N: a second N means two different shapes under one name, which a score would mix up)."""
+    seen: dict[tuple, int] = {}
+    at_n: dict[tuple, tuple[int, int]] = {}
+    for i, record in enumerate(results):
+        _check_record(record, RESULT, f"results[{i}]", fail)
+        key = tuple(record[f] for f in SHAPE_FIELDS) + (record["candidate"],)
+        where = f"{record['load']}/{record['family']} M={record['M']}"
+        if key in seen:
+            fail(f"results[{i}]", f"duplicate result for candidate {record['candidate']!r} at {where} "
+                 f"(first at results[{seen[key]}])")
+        seen[key] = i
+        lfm = (record["load"], record["family"], record["M"], record["candidate"])
+        if lfm in at_n and at_n[lfm][0] != record["N"]:
+            fail(f"results[{i}].N", f"candidate {record['candidate']!r} at {where} has N={record['N']} here and "
+                 f"N={at_n[lfm][0]} at results[{at_n[lfm][1]}]")
+        at_n.setdefault(lfm, (record["N"], i))
+
+
+def _check_pairs(pairs: list, results: set, fail) -> None:
+    seen: dict[tuple, int] = {}
+    for i, record in enumerate(pairs):
+        _check_record(record, PAIR, f"pairs[{i}]", fail)
+        shape = tuple(record[f] for f in SHAPE_FIELDS)
+        for role in ("baseline", "candidate"):
+            if shape + (record[role],) not in results:
+                fail(f"pairs[{i}].{role}", f"no result for {record[role]!r} at "
+                     f"{record['load']}/{record['family']} M={record['M']}")
+        key = shape + (record["baseline"], record["candidate"])
+        if key in seen:
+            fail(f"pairs[{i}]", f"duplicate pair {record['baseline']!r} vs {record['candidate']!r} at "
+                 f"{record['load']}/{record['family']} M={record['M']} (first at pairs[{seen[key]}])")
+        seen[key] = i
+
+
+def load_run(path) -> dict:
+    """Read and validate one run file; any problem is a RunFileError naming the file and the field."""
+    from datasets.jsonfile import JsonInputError, read_json
+
+    path = Path(path)
+    try:
+        run = read_json(path)
+    except JsonInputError as exc:
+        raise RunFileError(str(exc)) from None
+    validate_run(run, source=path.name)
+    return run
+
+
+def _dumps(run: dict, source: str) -> str:
+    try:
+        return json.dumps(run, indent=1, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as exc:
+        raise RunFileError(f"{source}: cannot serialize: {exc}") from None
+
+
+def write_run_atomic(run: dict, path, overwrite: bool = False) -> Path:
+    """Validate `run` and write it to `path` so a reader only ever sees a whole file.
+
+    The JSON goes to a temp file in the same directory (same filesystem), then: with overwrite, os.replace;
+    without, os.link, which fails if `path` exists — so two writers can never clobber a run (runs are never
+    overwritten). Where hard links are unsupported it falls back to an existence check and os.replace.
+    """
+    path = Path(path)
+    validate_run(run, source=path.name)
+    text = _dumps(run, path.name)
+    if not overwrite and path.exists():
+        raise RunFileError(f"{path.name}: refusing to overwrite an existing run file (runs are never overwritten; "
+                           f"pick a new label)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_text_atomic(path, text, overwrite=overwrite)
+
+
+def write_text_atomic(path: Path, text: str, overwrite: bool = True) -> Path:
+    """Write `text` to a temp file next to `path`, fsync, then move it into place: a reader (or a crash
+    mid-write) only ever sees the old file or the whole new one; the temp file is removed if anything fails.
+    overwrite=False links instead of renaming, so an existing `path` is never replaced (RunFileError)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            _link_no_clobber(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _link_no_clobber(tmp: str, path: Path) -> None:
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise RunFileError(f"{path.name}: refusing to overwrite an existing run file") from None
+    except OSError:  # filesystem without hard links
+        if path.exists():
+            raise RunFileError(f"{path.name}: refusing to overwrite an existing run file") from None
+        os.replace(tmp, path)
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run(label: str, environment: dict, created_utc: str | None = None, workload=None) -> dict:
+    """An empty, valid run (status 'partial' until finished) for the profiler to fill. `workload` (a
+    datasets.workload.Workload): embedded under "workload" (datasets.workload.RUN_KEY), as every run the profiler
+    writes does."""
+    run = {"schema_version": SCHEMA_VERSION, "status": "partial", "label": label,
+           "created_utc": created_utc or utc_now(), "environment": dict(environment), "telemetry": [],
+           "probes": [], "compute_peak_tflops": None, "compute_probe": None, "results": [], "pairs": []}
+    if workload is not None:
+        from datasets.workload import RUN_KEY
+
+        run[RUN_KEY] = workload.to_dict()
+    validate_run(run, source=f"new run {label!r}")
+    return run
+
+
+def safe_label(text: str, default: str = "run") -> str:
+    """A label from any text (a file name, a user's --label): runs of other characters -> '-', no '..', no leading
+    or trailing '.', '_' or '-', at most 80 characters ("my kernels" -> "my-kernels", "../../x" -> "x")."""
+    label = re.sub(r"[^A-Za-z0-9._-]+", "-", str(text))
+    label = re.sub(r"\.{2,}", ".", label).strip("-._")[:80].strip("-._")
+    return label if LABEL_RE.match(label) else default
+
+
+def slug(text: str) -> str:
+    """Lower-case, runs of other characters → '-' ("NVIDIA H200" → "nvidia-h200")."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
+
+
+def run_filename(date, gpu: str, label: str) -> str:
+    """'<YYYY-MM-DD>_<gpu-slug>_<label>.json'; `date` is a date/datetime or an ISO 'YYYY-MM-DD...' string."""
+    if isinstance(date, (dt.date, dt.datetime)):
+        day = date.strftime("%Y-%m-%d")
+    else:
+        day = str(date)[:10]
+        try:
+            dt.date.fromisoformat(day)
+        except ValueError:
+            raise RunFileError(f"run_filename: expected a YYYY-MM-DD date, got {date!r}") from None
+    if not LABEL_RE.match(label):
+        raise RunFileError(f"run_filename: label {label!r} must use letters, digits, '.', '_' or '-'")
+    return f"{day}_{slug(gpu)}_{label}.json"
+
+
+class RunWriter:
+    """Incremental writer for one in-progress run: flush after each shape, finalize at the end.
+
+    The first flush creates the file and refuses an existing one; later flushes atomically replace it, so an
+    interrupted run leaves a valid 'partial' file holding every shape finished so far.
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+        if self.path.exists():
+            raise RunFileError(f"{self.path.name}: refusing to overwrite an existing run file")
+        self._created = False
+        self.finalized = False
+
+    def _write(self, run: dict, status: str) -> Path:
+        if self.finalized:
+            raise RunFileError(f"{self.path.name}: run already finalized")
+        write_run_atomic({**run, "status": status}, self.path, overwrite=self._created)
+        self._created = True
+        return self.path
+
+    def flush(self, run: dict) -> Path:
+        """Write `run` with status 'partial'."""
+        return self._write(run, "partial")
+
+    def finalize(self, run: dict) -> Path:
+        """Write `run` with status 'complete'; no more writes afterwards."""
+        path = self._write(run, "complete")
+        self.finalized = True
+        return path

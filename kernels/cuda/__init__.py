@@ -1,0 +1,1 @@
+"""CUDA C++ kernels (built through torch.utils.cpp_extension, cached per source hash: build.py)."""

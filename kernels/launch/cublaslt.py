@@ -1,0 +1,278 @@
+"""cuBLASLt's own algorithms, named by identity, called through its C API (the libcublasLt torch already loads).
+
+The library's heuristic returns a short list of algorithms per problem. A list position means nothing at another
+shape or library version, so a config names the algorithm by what cuBLASLt says it is: its id and configuration
+attributes (tile, stages, split-K count, reduction scheme, CTA swizzle, custom option, inner shape, cluster shape,
+as cuBLASLt's enum values), plus the orientation and the M it was read at.
+
+    enumerate_configs(M, N, K) -> configs        # the tuner's space at one shape (a CUDA host)
+    prepare(weight, family, config) -> state     # finds the config's algorithm at config["M"] or refuses it
+    run(state, x) -> y                            # one cublasLtMatmul on torch's current stream (graph-capturable)
+
+The binding is ctypes over the cuBLASLt that torch's cuBLAS links (found in the process's mapped libraries), so
+there is no extra dependency and the algorithms are the very library F.linear calls. Nothing here touches CUDA at
+import; `unavailable_reason()` says in one line why a host cannot run it.
+
+Orientations of y[M,N] = x[M,K] @ w[N,K]^T (cuBLASLt is column-major; a row-major [R, C] is a column-major [C, R]):
+  nk   D[N,M] = w^T(op T) . x   -- y row-major [M, N]; what F.linear presents
+  kn   D[N,M] = wT . x          -- wT stored [K, N] at prepare (no transpose op)
+  swap D[M,N] = x^T(op T) . w   -- y^T row-major [N, M], returned as its [M, N] view (tokens as the tile's N)
+"""
+from __future__ import annotations
+
+import ctypes
+import warnings
+import weakref
+from functools import lru_cache
+
+from kernels.launch import check_input, impl
+
+ORIENTS = ("nk", "kn", "swap")
+LIMIT = 64                           # algorithms asked of the heuristic per problem
+WORKSPACE_BYTES = 32 * 1024 * 1024   # the most workspace one algorithm may use
+ALIGN_BYTES = 256                    # the heuristic's default minimum operand alignment (cublasLt.h)
+# Split-K partials are reduced in FP32 (INPLACE | COMPUTE_TYPE) or not split: never in the BF16 output type,
+# whose rounding of every partial would add error the FP32-accumulating baseline does not have.
+REDUCTION_MASK = 0x1 | 0x2
+IDENTITY_KEYS = ("algo_id", "tile_id", "stages_id", "split_k", "reduction", "swizzle", "custom", "inner_shape_id",
+                 "cluster_shape_id")
+
+# cublasLt.h / library_types.h / cublas_api.h enum values.
+_CUDA_R_32F, _CUDA_R_16BF, _COMPUTE_32F = 0, 14, 68
+_OP_N, _OP_T = 0, 1
+_DESC_TRANSA, _DESC_TRANSB = 3, 4
+_PREF_MAX_WORKSPACE_BYTES, _PREF_REDUCTION_SCHEME_MASK = 1, 3
+# cublasLtMatmulAlgoConfigAttributes_t: (attribute, C type) per identity key.
+_CONFIG_ATTRS = {"algo_id": (0, ctypes.c_int32), "tile_id": (1, ctypes.c_uint32), "split_k": (2, ctypes.c_uint32),
+                 "reduction": (3, ctypes.c_uint32), "swizzle": (4, ctypes.c_uint32), "custom": (5, ctypes.c_uint32),
+                 "stages_id": (6, ctypes.c_uint32), "inner_shape_id": (7, ctypes.c_uint16),
+                 "cluster_shape_id": (8, ctypes.c_uint16)}
+
+
+class _Algo(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_uint64 * 8)]
+
+
+class _Heuristic(ctypes.Structure):
+    _fields_ = [("algo", _Algo), ("workspace_size", ctypes.c_size_t), ("state", ctypes.c_int),
+                ("waves_count", ctypes.c_float), ("reserved", ctypes.c_int * 4)]
+
+
+def unavailable_reason() -> str | None:
+    """None when this host can plan and run cuBLASLt algorithms, else one line saying why not."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "cublaslt needs a CUDA GPU (torch.cuda.is_available() is False); it is a GPU-host-only method"
+    if _library_path() is None:
+        return "cublaslt: torch's CUDA build loaded no libcublasLt into this process"
+    return None
+
+
+@lru_cache(maxsize=1)
+def _library_path() -> str | None:
+    import torch
+
+    torch.cuda.current_blas_handle()   # torch loads cuBLAS, which links cuBLASLt, on first use
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if "/libcublasLt.so" in path:
+                return path
+    return None
+
+
+@lru_cache(maxsize=1)
+def _lib():
+    reason = unavailable_reason()
+    if reason:
+        raise RuntimeError(reason)
+    lib = ctypes.CDLL(_library_path())
+    vp, i32, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
+    for name, args in {
+        "cublasLtCreate": [ctypes.POINTER(vp)],
+        "cublasLtMatmulDescCreate": [ctypes.POINTER(vp), i32, i32],
+        "cublasLtMatmulDescSetAttribute": [vp, i32, vp, sz],
+        "cublasLtMatmulDescDestroy": [vp],
+        "cublasLtMatrixLayoutCreate": [ctypes.POINTER(vp), i32, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64],
+        "cublasLtMatrixLayoutDestroy": [vp],
+        "cublasLtMatmulPreferenceCreate": [ctypes.POINTER(vp)],
+        "cublasLtMatmulPreferenceSetAttribute": [vp, i32, vp, sz],
+        "cublasLtMatmulPreferenceDestroy": [vp],
+        "cublasLtMatmulAlgoGetHeuristic": [vp, vp, vp, vp, vp, vp, vp, i32, ctypes.POINTER(_Heuristic),
+                                           ctypes.POINTER(i32)],
+        "cublasLtMatmulAlgoConfigGetAttribute": [ctypes.POINTER(_Algo), i32, vp, sz, ctypes.POINTER(sz)],
+        "cublasLtMatmul": [vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, ctypes.POINTER(_Algo), vp, sz, vp],
+    }.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = args, i32
+    lib.cublasLtGetVersion.argtypes, lib.cublasLtGetVersion.restype = [], ctypes.c_size_t
+    return lib
+
+
+def _check(status: int, what: str) -> None:
+    if status != 0:
+        raise RuntimeError(f"cublaslt: {what} returned cuBLAS status {status}")
+
+
+@lru_cache(maxsize=1)
+def _handle() -> ctypes.c_void_p:
+    h = ctypes.c_void_p()
+    _check(_lib().cublasLtCreate(ctypes.byref(h)), "cublasLtCreate")
+    return h
+
+
+def library_version() -> int:
+    return int(_lib().cublasLtGetVersion())
+
+
+class Problem:
+    """The descriptors of one (orientation, M, N, K) BF16 product with FP32 compute, and its heuristic list."""
+
+    def __init__(self, orient: str, M: int, N: int, K: int):
+        if orient not in ORIENTS:
+            raise ValueError(f"cublaslt: orient {orient!r} not in {list(ORIENTS)}")
+        lib = _lib()
+        self.orient, self.M, self.N, self.K = orient, M, N, K
+        self.desc, self.a, self.b, self.d = (ctypes.c_void_p() for _ in range(4))
+        _check(lib.cublasLtMatmulDescCreate(ctypes.byref(self.desc), _COMPUTE_32F, _CUDA_R_32F), "MatmulDescCreate")
+        # (transa, transb, A rows/cols/ld, B rows/cols/ld, D rows/cols/ld), column-major (module docstring)
+        ta, tb, a, b, d = {
+            "nk": (_OP_T, _OP_N, (K, N, K), (K, M, K), (N, M, N)),
+            "kn": (_OP_N, _OP_N, (N, K, N), (K, M, K), (N, M, N)),
+            "swap": (_OP_T, _OP_N, (K, M, K), (K, N, K), (M, N, M)),
+        }[orient]
+        for attr, op in ((_DESC_TRANSA, ta), (_DESC_TRANSB, tb)):
+            v = ctypes.c_int32(op)
+            _check(lib.cublasLtMatmulDescSetAttribute(self.desc, attr, ctypes.addressof(v), 4), "MatmulDescSetAttribute")
+        for layout, (rows, cols, ld) in ((self.a, a), (self.b, b), (self.d, d)):
+            _check(lib.cublasLtMatrixLayoutCreate(ctypes.byref(layout), _CUDA_R_16BF, rows, cols, ld),
+                   "MatrixLayoutCreate")
+        self._alpha, self._beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
+        weakref.finalize(self, _destroy, lib, self.desc.value, self.a.value, self.b.value, self.d.value)
+
+    def heuristic(self) -> list[tuple[_Algo, int]]:
+        """(algorithm, workspace bytes) the heuristic offers, in its order (FP32-or-no split-K reduction)."""
+        lib = _lib()
+        pref = ctypes.c_void_p()
+        _check(lib.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "MatmulPreferenceCreate")
+        try:
+            ws, mask = ctypes.c_uint64(WORKSPACE_BYTES), ctypes.c_uint32(REDUCTION_MASK)
+            _check(lib.cublasLtMatmulPreferenceSetAttribute(pref, _PREF_MAX_WORKSPACE_BYTES, ctypes.addressof(ws), 8),
+                   "MatmulPreferenceSetAttribute")
+            _check(lib.cublasLtMatmulPreferenceSetAttribute(pref, _PREF_REDUCTION_SCHEME_MASK, ctypes.addressof(mask), 4),
+                   "MatmulPreferenceSetAttribute")
+            results, count = (_Heuristic * LIMIT)(), ctypes.c_int(0)
+            status = lib.cublasLtMatmulAlgoGetHeuristic(_handle(), self.desc, self.a, self.b, self.d, self.d, pref,
+                                                        LIMIT, results, ctypes.byref(count))
+            if status == 15:   # CUBLAS_STATUS_NOT_SUPPORTED: no algorithm for this problem
+                return []
+            _check(status, "MatmulAlgoGetHeuristic")
+            out = []
+            for r in results[:count.value]:
+                if r.state == 0:
+                    out.append((_Algo.from_buffer_copy(r.algo), int(r.workspace_size)))
+            return out
+        finally:
+            lib.cublasLtMatmulPreferenceDestroy(pref)
+
+    def launch(self, a_ptr: int, b_ptr: int, d_ptr: int, algo: _Algo, ws_ptr: int, ws_bytes: int, stream: int):
+        _check(_lib().cublasLtMatmul(_handle(), self.desc, ctypes.addressof(self._alpha), a_ptr, self.a, b_ptr, self.b,
+                                     ctypes.addressof(self._beta), d_ptr, self.d, d_ptr, self.d, ctypes.byref(algo),
+                                     ws_ptr, ws_bytes, stream), "cublasLtMatmul")
+
+
+def _destroy(lib, desc, a, b, d) -> None:
+    lib.cublasLtMatmulDescDestroy(desc)
+    for layout in (a, b, d):
+        lib.cublasLtMatrixLayoutDestroy(layout)
+
+
+def identity(algo: _Algo) -> dict:
+    """cuBLASLt's id and configuration attributes of an algorithm (its enum values)."""
+    lib, out = _lib(), {}
+    for key, (attr, ctype) in _CONFIG_ATTRS.items():
+        value, written = ctype(0), ctypes.c_size_t(0)
+        _check(lib.cublasLtMatmulAlgoConfigGetAttribute(ctypes.byref(algo), attr, ctypes.addressof(value),
+                                                        ctypes.sizeof(ctype), ctypes.byref(written)),
+               f"MatmulAlgoConfigGetAttribute({key})")
+        out[key] = int(value.value)
+    return out
+
+
+@lru_cache(maxsize=None)
+def enumerate_configs(M: int, N: int, K: int) -> tuple[dict, ...]:
+    """Every algorithm cuBLASLt's heuristic offers for y[M,N] = x[M,K] @ w[N,K]^T (BF16) in each orientation, as
+    configs (orient, M, identity), heuristic order kept. RuntimeError (one line) on a host without CUDA."""
+    _lib()   # a host without CUDA: its one-line reason, before any orientation is tried
+    out, seen = [], set()
+    for orient in ORIENTS:
+        try:
+            offered = Problem(orient, M, N, K).heuristic()
+        except RuntimeError as exc:   # e.g. the swapped output's leading dimension M at an odd M: that
+            #                            orientation has no algorithm; the others still count
+            warnings.warn(f"cublaslt: orient {orient} at M={M} N={N} K={K} left out: {exc}", stacklevel=2)
+            continue
+        for algo, _ in offered:
+            config = {"orient": orient, "M": int(M), **identity(algo)}
+            key = tuple(sorted(config.items()))
+            if key not in seen:   # the heuristic may list one configuration twice
+                seen.add(key)
+                out.append(config)
+    return tuple(out)
+
+
+def _describe(config: dict) -> str:
+    return " ".join(f"{k}={config[k]}" for k in IDENTITY_KEYS)
+
+
+def prepare(weight, family: str, config: dict) -> dict:
+    """Find the config's algorithm, by identity, in the library's list at config["M"]; an algorithm the running
+    cuBLASLt does not offer there is refused (ValueError, one line)."""
+    import torch
+
+    reason = unavailable_reason()
+    if reason:
+        raise RuntimeError(reason)
+    N, K = int(weight.shape[0]), int(weight.shape[1])
+    M, orient = int(config["M"]), config["orient"]
+    problem = Problem(orient, M, N, K)
+    offered = problem.heuristic()
+    want = {k: config[k] for k in IDENTITY_KEYS}
+    match = [(a, ws) for a, ws in offered if identity(a) == want]
+    if not match:
+        raise ValueError(f"cublaslt: cuBLASLt {library_version()} does not offer algorithm {_describe(config)} for "
+                         f"{family} M={M} N={N} K={K} orient={orient} ({len(offered)} offered there); re-tune the "
+                         f"plan")
+    algo, ws_bytes = match[0]
+    return {"problem": problem, "algo": algo, "w": weight.contiguous(),
+            "wT": weight.t().contiguous() if orient == "kn" else None, "M": M, "N": N, "K": K, "orient": orient,
+            "family": family, "workspace": torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=weight.device),
+            "workspace_bytes": ws_bytes}
+
+
+def run(state: dict, x):
+    import torch
+
+    w = state["w"]
+    M = check_input(x, state["K"], w.dtype, "cublaslt")
+    if M != state["M"]:
+        raise ValueError(f"cublaslt: this algorithm was chosen at M={state['M']}, got x with M={M}")
+    x = x.contiguous()
+    if x.data_ptr() % ALIGN_BYTES:
+        raise ValueError(f"cublaslt: x must be {ALIGN_BYTES}-byte aligned (the heuristic's alignment), got "
+                         f"address {x.data_ptr():#x}")
+    orient, N = state["orient"], state["N"]
+    if orient == "swap":
+        yT = torch.empty((N, M), dtype=w.dtype, device=x.device)
+        a_ptr, b_ptr, y_ptr, y = x.data_ptr(), w.data_ptr(), yT.data_ptr(), yT.t()
+    else:
+        y = torch.empty((M, N), dtype=w.dtype, device=x.device)
+        a_ptr = (state["wT"] if orient == "kn" else w).data_ptr()
+        b_ptr, y_ptr = x.data_ptr(), y.data_ptr()
+    state["problem"].launch(a_ptr, b_ptr, y_ptr, state["algo"], state["workspace"].data_ptr(),
+                            state["workspace_bytes"], torch.cuda.current_stream().cuda_stream)
+    return y
+
+
+CUBLASLT = impl(prepare, run)

@@ -1,0 +1,131 @@
+"""Methods that run a library's own algorithms or a native CUDA C++ kernel: `cublaslt` (cuBLASLt's per-shape
+algorithm list, chosen by identity) and `cluster_splitk` (split-K reduced through cluster shared memory).
+
+Torch-free: implementations are named by "module:attr" strings and imported on first use. Both need a GPU host
+(the libcublasLt torch loads, for cublaslt; nvcc or a cached build for cluster_splitk); their guards
+check shapes only, so plans that use them still load and validate on a CPU host, and prepare() says in one line
+what is missing on a host that cannot run them.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+from kernels.method import BF16, Method, _load_impl, config_table
+
+BF16_ONLY = (BF16,)
+
+# ------------------------------------------------------------------------------------------ cublaslt
+
+CUBLASLT_ORIENTS = ("nk", "kn", "swap")          # kernels/launch/cublaslt.py ORIENTS
+# The identity (kernels/launch/cublaslt.py IDENTITY_KEYS): cuBLASLt's algorithm id and configuration attributes as
+# the library's enum values (cublasLtMatmulTile_t, cublasLtMatmulStages_t, cublasLtReductionScheme_t, ...).
+CUBLASLT_IDENTITY_KEYS = ("algo_id", "tile_id", "stages_id", "split_k", "reduction", "swizzle", "custom",
+                          "inner_shape_id", "cluster_shape_id")
+CUBLASLT_KEYS = ("orient", "M", *CUBLASLT_IDENTITY_KEYS)
+
+
+def cublaslt_config_reason(config: dict) -> str | None:
+    """None when `config` is a well-formed cuBLASLt algorithm identity (orientation, M, id, attributes)."""
+    missing = sorted(set(CUBLASLT_KEYS) - set(config))
+    extra = sorted(set(config) - set(CUBLASLT_KEYS))
+    if missing or extra:
+        return f"method 'cublaslt': config keys missing {missing} / unknown {extra}"
+    if config["orient"] not in CUBLASLT_ORIENTS:
+        return f"method 'cublaslt': orient={config['orient']!r} not in {list(CUBLASLT_ORIENTS)}"
+    for key in ("M", *CUBLASLT_IDENTITY_KEYS):
+        value, low = config[key], 1 if key in ("M", "split_k") else 0
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            return f"method 'cublaslt': {key}={value!r} must be an integer >= {low}"
+    return None
+
+
+def _cublaslt_guard(M, N, K, config):
+    if M != config["M"]:
+        return (f"cublaslt config was chosen from cuBLASLt's list at M={config['M']}; the list is per shape, so "
+                f"it dispatches that M only")
+    if N % 8 or K % 8:
+        return f"cublaslt needs N % 8 == 0 and K % 8 == 0 (16-byte rows; N={N}, K={K})"
+    return None
+
+
+@dataclass(frozen=True)
+class PerShapeMethod(Method):
+    """A method whose tuning space is a library's own list at each shape, read on the GPU when the tuner asks
+    (`configs_for`), never a fixed table: `enumerator` is "module:attr" of fn(M, N, K) -> configs, and
+    `config_reason` validates a config that a plan stores (the algorithm's identity, not a list position)."""
+
+    enumerator: str = ""
+    config_reason: object = None   # Callable[[dict], str | None]
+
+    def check_config(self, config: dict) -> str | None:
+        return self.config_reason(config)
+
+    def configs_for(self, M: int, N: int, K: int) -> tuple[dict, ...]:
+        try:
+            return tuple(_load_impl(self.enumerator)(M, N, K))
+        except RuntimeError as exc:   # no GPU, or no library: the method has no candidates here; say so once
+            warnings.warn(f"{self.name}: no configs at M={M} N={N} K={K}: {exc}", stacklevel=2)
+            return ()
+
+    def supports(self, dtypes, M: int, N: int, K: int, config: dict | None = None) -> str | None:
+        if config is None:
+            return (f"method {self.name!r} has no default config: its configs are the library's algorithms at "
+                    f"each shape (configs_for, on a GPU host)")
+        return super().supports(dtypes, M, N, K, config)
+
+
+# ------------------------------------------------------------------------------------------ cluster_splitk
+
+# The (RW, KW, NT) instantiations compiled in kernels/cuda/cluster_splitk.cu (its launch() switch; a test
+# checks the two agree). RW x KW warps per block; BN = 16 * RW weight rows, 8 * NT tokens per tile.
+CLUSTER_COMPILED = tuple((rw, kw, nt) for rw, kw in ((2, 2), (2, 4), (4, 1), (4, 2)) for nt in (1, 2, 4))
+CLUSTER_UNROLL = 4          # kernels/cuda/cluster_splitk.cu UNROLL: 32-wide K steps per loop iteration
+CLUSTER_MAX_M = 64          # the token tiles (grid y) reach any M; the method targets skinny products
+CLUSTER_SIZES = (2, 4, 8)   # blocks per cluster (8 is the portable maximum on sm_90)
+
+
+def cluster_nt(M: int) -> int:
+    """The token tile (n8 MMA columns) a skinny M uses: the smallest of 1, 2, 4 covering it (4 above 16)."""
+    return 1 if M <= 8 else 2 if M <= 16 else 4
+
+
+def _cluster_guard(M, N, K, config):
+    if not 1 <= M <= CLUSTER_MAX_M:
+        return f"cluster_splitk serves 1 <= M <= {CLUSTER_MAX_M}"
+    if config["NT"] != cluster_nt(M):
+        return f"cluster_splitk at M={M} uses NT={cluster_nt(M)} (token tile {8 * cluster_nt(M)}), not {config['NT']}"
+    bn, step = 16 * config["RW"], config["S"] * config["KW"] * 32 * CLUSTER_UNROLL
+    if N % bn or K % step:
+        return (f"cluster_splitk needs N % {bn} == 0 and K % {step} == 0 (S * KW * 32 * {CLUSTER_UNROLL}); "
+                f"N={N}, K={K}")
+    return None
+
+
+CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "S"), [(rw, kw, nt, s) for rw, kw, nt in CLUSTER_COMPILED
+                                                          for s in CLUSTER_SIZES])
+
+LIBRARY_METHODS: tuple[Method, ...] = (
+    PerShapeMethod(
+        name="cublaslt",
+        dtypes=BF16_ONLY,
+        impl="kernels.launch.cublaslt:CUBLASLT",
+        description="one cuBLASLt algorithm named by identity (id + tile, stages, split-K, reduction, swizzle, "
+                    "custom, inner and cluster shape) in orientation nk/kn/swap, from the library's heuristic list "
+                    "at the tuned M (cuBLASLt's C API; GPU hosts only)",
+        configs=(),
+        guard=_cublaslt_guard,
+        enumerator="kernels.launch.cublaslt:enumerate_configs",
+        config_reason=cublaslt_config_reason,
+    ),
+    Method(
+        name="cluster_splitk",
+        dtypes=BF16_ONLY,
+        impl="kernels.launch.cluster_splitk:CLUSTER_SPLITK",
+        description="CUDA C++ split-K over a thread-block cluster of S blocks (mma.sync BF16, tokens as the MMA's "
+                    "N); partials summed through distributed shared memory in the same launch",
+        params={"RW": (2, 4), "KW": (1, 2, 4), "NT": (1, 2, 4), "S": CLUSTER_SIZES},
+        configs=CLUSTER_CONFIGS,
+        guard=_cluster_guard,
+    ),
+)

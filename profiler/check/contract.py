@@ -1,0 +1,392 @@
+"""The correctness contract's lifecycle harness: drive one candidate through prepare, calls and graph replays, and
+judge every output with the rules of profiler.rules.
+
+    check_candidate(candidate, shape, device, *, seed=0, contract=None, weight=None, state=None,
+                    baseline_rel_l2=None, use_graph=None, keep_graph=False, n_calls=3, outliers=True,
+                    guard=None) -> Check
+
+Lifecycle (seed write-up "What a useful correctness check has to catch", "Fresh graph replay is a correctness
+test too"): outputs poisoned before calls; several calls on fresh inputs (probe rows, magnitudes 2^-8 ... 2^8:
+scratch and counters must be reset); input and weights never modified; on CUDA the captured graph is replayed with
+new inputs copied into its static input and must give the new answers (stale output), and a capture that fails
+or holds no GPU work is named by its cause; a second weight draw with outlier columns is prepared and checked;
+every step is guarded (profiler.guards: a changed global setting or a replaced harness function fails the
+candidate and is restored); a candidate's sys.exit() is a verdict, not an exit. A step that leaves the CUDA
+context unusable (a sticky fault) raises CudaFault: nothing else can be checked in that process (the worker
+reports it and a fresh one takes over).
+
+The rules (make_input, make_weight, reference, check_output, ...) are re-exported here for existing callers.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from profiler.check.rules import (Check, as_dtype, check_output, default_contract, error_vs_baseline,  # noqa: F401
+                            make_input, make_weight, probe_rows, reference, sparse_probe_rows)
+
+# One byte pattern that is NaN in every float dtype we check (bf16 0xFFFF, fp16 0xFFFF, fp32 0xFFFFFFFF).
+POISON_BYTE = 0xFF
+OUTLIER_SEED_OFFSET = 1          # the second weight draw: seed + 1, outlier columns
+OUTLIER_CALLS = 2                # eager calls on the outlier weights
+
+# Capture errors, by what run() did (CUDA runtime messages; torch re-raises the end-of-capture error, so the
+# first cause is often only in the exception's __context__).
+_HOST_SYNC = ("operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported",
+              "operation failed due to a previous error during capture", "cudaErrorStreamCaptureInvalidated",
+              "during CUDA graph capture")
+_OTHER_STREAM = ("capture sequence contains a fork that was not joined", "cudaErrorStreamCaptureUnjoined",
+                 "would make the legacy stream depend on a capturing blocking stream",
+                 "cudaErrorStreamCaptureImplicit", "cudaErrorStreamCaptureIsolation")
+HOST_SYNC_CAUSE = "run() synchronised with the host during capture (.item(), .cpu(), printing a tensor)"
+OTHER_STREAM_CAUSE = "run() launched work on another stream that was not joined back to the capturing stream"
+NOT_CAPTURABLE_CAUSE = ("run() made a call a CUDA graph cannot capture, and an eager call shows no host sync (work "
+                        "queued on another stream? a library handle or allocation set up during capture?)")
+UNKNOWN_CAPTURE_CAUSE = ("run() made a call a CUDA graph cannot capture (a host sync such as .item(), .cpu() or "
+                         "printing a tensor, or work queued on another stream)")
+EMPTY_GRAPH_CAUSE = "the captured graph holds no GPU work (did run() launch on another stream?)"
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def poison_allocator(device, max_bytes: int) -> None:
+    """Make the CUDA caching allocator hand out NaN-filled memory, so an output a kernel allocates with
+    torch.empty and leaves (partly) unwritten shows up as NaN instead of stale or zero bytes.
+
+    Why this works: empty_cache() returns every free cached block to the driver; we then allocate the small
+    pool's 2 MB segment in full (two 1 MB blocks, the largest small-pool size) and one large block, fill
+    them with 0xFF (NaN in every float dtype) and free them. The only free cached blocks are now poisoned, and
+    the next allocations are carved out of them. Limit: a temporary the candidate frees inside its own call
+    can be reused for its output (best fit), which then holds finite garbage; the numeric rules still reject
+    that. No-op on CPU (malloc cannot be poisoned from here).
+    """
+    torch = _torch()
+    if torch.device(device).type != "cuda":
+        return
+    torch.cuda.empty_cache()
+    one_mb = 1 << 20
+    large = max(64 * one_mb, 4 * int(max_bytes))
+    blocks = [torch.empty(n, dtype=torch.uint8, device=device) for n in (one_mb, one_mb, one_mb, one_mb, large)]
+    for b in blocks:
+        b.fill_(POISON_BYTE)
+    del blocks  # freed back to the cache, still holding 0xFF; the fills are stream-ordered before reuse
+
+
+def _combine(checks: list[Check], reasons: list[str]) -> Check:
+    def worst(attr):
+        vals = [getattr(c, attr) for c in checks if getattr(c, attr) is not None]
+        if any(v != v for v in vals):  # NaN (a non-finite output) is the worst; max() would drop it by order
+            return float("nan")
+        return max(vals) if vals else None
+
+    return Check(not reasons, reasons, rel_l2=worst("rel_l2"), max_row_rel=worst("max_row_rel"),
+                 sparse_rel=worst("sparse_rel"))
+
+
+class CudaFault(RuntimeError):
+    """A candidate's step left the CUDA context unusable (a sticky error: illegal address, device-side assert,
+    ...): nothing else can run in this process. `reason` names the step and the error."""
+
+    def __init__(self, reason: str, context_error: str):
+        super().__init__(f"{reason} (the CUDA context is unusable afterwards: {context_error})")
+        self.reason, self.context_error = reason, context_error
+
+
+def cuda_context_error(device) -> str | None:
+    """None when the CUDA context still runs a tiny kernel correctly (or the device is not CUDA); else the error."""
+    torch = _torch()
+    if torch.device(device).type != "cuda":
+        return None
+    try:
+        torch.cuda.synchronize(device)
+        probe = torch.ones(1, device=device)
+        probe.add_(1.0)
+        if float(probe.item()) != 2.0:
+            return "a tiny kernel returned a wrong value"
+    except Exception as exc:
+        return _err(exc)
+    return None
+
+
+def _sync(device) -> None:
+    torch = _torch()
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _err(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+
+
+def _chain_text(exc: BaseException) -> str:
+    parts, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        parts.append(str(exc))
+        exc = exc.__cause__ or exc.__context__
+    return " | ".join(parts)
+
+
+def syncs_with_host(fn: Callable[[], Any]) -> bool | None:
+    """Call fn once eagerly with torch's CUDA sync debug mode set to "error": True when it synchronises with the
+    host (.item(), .cpu(), a D2H copy, an explicit synchronize), False when it runs without, None when this torch
+    cannot tell (no CUDA, or fn failed for another reason)."""
+    torch = _torch()
+    try:
+        previous = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode("error")
+    except Exception:
+        return None
+    try:
+        fn()
+        return False
+    except RuntimeError as exc:
+        return True if "synchroniz" in str(exc) else None  # torch: "called a synchronizing CUDA operation"
+    except Exception:
+        return None
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
+
+
+def capture_failure(exc: BaseException, fn: Callable[[], Any] | None = None) -> str:
+    """One reason for a failed capture. The CUDA error after an invalidated capture ("operation failed due to a
+    previous error during capture") does not say what run() did, so run() is called once more eagerly with the sync
+    debug mode on: a host sync shows there; work on another stream does not."""
+    text = _chain_text(exc)
+    raw = f" [{_err(exc)}]"
+    if any(s in text for s in _OTHER_STREAM):
+        return f"CUDA graph capture failed: {OTHER_STREAM_CAUSE}{raw}"
+    if any(s in text for s in _HOST_SYNC):
+        synced = syncs_with_host(fn) if fn is not None else None
+        cause = {True: HOST_SYNC_CAUSE, False: NOT_CAPTURABLE_CAUSE}.get(synced, UNKNOWN_CAPTURE_CAUSE)
+        return f"CUDA graph capture failed: {cause}{raw}"
+    return f"CUDA graph capture failed: {_err(exc)}"
+
+
+def _current_stream():
+    """The current CUDA stream where CUDA is in use here, else None."""
+    torch = _torch()
+    try:
+        return torch.cuda.current_stream() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    except Exception:
+        return None
+
+
+def capture_checked(fn: Callable[[], Any], capture: Callable[[Callable[[], Any]], Any]):
+    """capture(fn) -> (handle, None) or (None, reason): a capture error named by its cause, or a graph torch
+    reports empty (run() queued no work on the capturing stream). A failed capture can leave torch's capture
+    stream current; it is set back here (the harness's own state, not the candidate's doing)."""
+    stream = _current_stream()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            handle = capture(fn)
+        except Exception as exc:
+            if stream is not None:
+                _torch().cuda.set_stream(stream)
+            return None, capture_failure(exc, fn)
+    if any("CUDA Graph is empty" in str(w.message) for w in seen):
+        return None, f"CUDA graph capture: {EMPTY_GRAPH_CAUSE}"
+    return handle, None
+
+
+@dataclass
+class _Lifecycle:
+    """What every call of one check_candidate run is judged with; `checks` and `reasons` accumulate."""
+
+    candidate: Any
+    state: Any
+    family: str
+    M: int
+    K: int
+    w_ref: Any           # a clone of the weight taken before prepare(): the reference never sees a mutation
+    seed: int
+    device: Any
+    tol: float
+    x_dtype: str
+    y_dtype: str
+    kw: dict             # check_output's expect_shape, expect_dtype, contract
+    guard: Any           # profiler.guards.Guard: global settings and harness functions, checked after each step
+    checks: list = field(default_factory=list)
+    reasons: list = field(default_factory=list)
+    inputs: list = field(default_factory=list, repr=False)
+
+    def step(self, what: str, fn: Callable[[], Any]) -> tuple[Any, bool]:
+        """Run one candidate step (prepare, a run() call, a capture) and sync: -> (value, ok). An exception,
+        sys.exit() or a changed global setting / harness function becomes a reason (and is restored)."""
+        value, ok = None, False
+        try:
+            value = fn()
+            _sync(self.device)
+            ok = True
+        except SystemExit as exc:
+            self.reasons.append(f"{what} called sys.exit({exc.code!r})")
+        except Exception as exc:  # a candidate's bug is a verdict, not a harness crash
+            self.reasons.append(f"{what} raised {_err(exc)}")
+            lost = cuda_context_error(self.device)
+            if lost is not None:
+                raise CudaFault(self.reasons[-1], lost) from exc
+        changed = self.guard.check(what)
+        self.reasons += changed
+        return value, ok and not changed
+
+    def new_input(self, seed: int, w_ref=None):
+        """(x, probe rows, FP64 reference of x) for one call. Every input stays allocated until the check
+        ends, so no later input (the graph's static one included) can reuse an earlier one's address: a
+        candidate that memoizes on the address would otherwise return an older call's answer, which the
+        stale hint (it compares with the previous answer only) could not name."""
+        x, rows = make_input(self.M, self.K, seed, self.device, dtype=self.x_dtype, contract=self.kw["contract"],
+                             vary=True)
+        self.inputs.append(x)
+        return x, rows, reference(x, self.w_ref if w_ref is None else w_ref, self.y_dtype)
+
+    def judge(self, y, ref, rows, prev_ref, x, x_sent, label: str, context: str) -> bool:
+        """Check one call: output vs its reference (a failure that matches the previous input's answer is
+        named STALE first), and the input x still equal to what was sent. True when the call passed."""
+        torch = _torch()
+        c = check_output(y, ref, self.tol, sparse_rows=rows, where=f"{label} ({context})", **self.kw)
+        self.checks.append(c)
+        found = _stale_hint(c, y, prev_ref, self.tol, self.kw, label) + c.reasons
+        if not torch.equal(x, x_sent):
+            found.append(f"{label}: input x was modified in place")
+        self.reasons += found
+        return not found
+
+
+def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contract: Mapping | None = None,
+                    weight=None, state=None, baseline_rel_l2: float | None = None, use_graph: bool | None = None,
+                    keep_graph: bool = False, n_calls: int = 3, outliers: bool = True, guard=None) -> Check:
+    """Full lifecycle check of `candidate` (prepare(family, w) / run(state, family, x)) at one shape.
+
+    shape: mapping with family, M, N, K, x_dtype, w_dtype, y_dtype, rel_l2_tol (a workload row).
+    Eager: `n_calls` calls, each on a fresh input, allocator poisoned first; input must be unchanged.
+    CUDA (use_graph default True there): capture run() on a static input, then three replays with inputs
+    copied into it (B, C, C): each must match its own reference (stale output, scratch/counter reset).
+    outliers: prepare again on a second weight draw with outlier columns and check two eager calls.
+    Weights must be unchanged at the end. `baseline_rel_l2` (the baseline's rel_l2 from the same seed) gives
+    vs_baseline = this rel_l2 / baseline's. keep_graph=True returns the captured GraphHandle in Check.graph
+    (the sweep times that very graph). `guard`: a profiler.guards.Guard (default: a snapshot taken now).
+    `state` given: prepare() already ran (under the caller's guard); only the outlier draw is prepared here.
+    """
+    from profiler.check.guards import Guard
+
+    torch = _torch()
+    contract = contract if contract is not None else default_contract()
+    guard = guard if guard is not None else Guard()
+    family, M, N, K = shape["family"], int(shape["M"]), int(shape["N"]), int(shape["K"])
+    use_graph = torch.device(device).type == "cuda" if use_graph is None else use_graph
+    w = weight if weight is not None else make_weight(family, N, K, seed, device, dtype=shape.get("w_dtype"))
+    w_before = w.clone()
+    life = _Lifecycle(candidate, state, family, M, K, w_before, seed, device, float(shape["rel_l2_tol"]),
+                      shape["x_dtype"], shape["y_dtype"],
+                      dict(expect_shape=(M, N), expect_dtype=shape["y_dtype"], contract=contract), guard)
+    if state is None:
+        life.state, ok = life.step("prepare()", lambda: candidate.prepare(family, w))
+        if not ok:
+            return _combine(life.checks, life.reasons)
+    y_bytes = M * N * torch.empty((), dtype=as_dtype(shape["y_dtype"])).element_size()
+    _eager_checks(life, n_calls, y_bytes)
+    handle = _graph_checks(life) if use_graph and not life.reasons else None
+    if outliers and not life.reasons:
+        _outlier_checks(life, shape, y_bytes)
+    if not torch.equal(w, w_before):
+        life.reasons.append("weight tensor was modified by prepare/run")
+    out = _combine(life.checks, life.reasons)
+    out.vs_baseline = error_vs_baseline(out.rel_l2, baseline_rel_l2)
+    if keep_graph and out.ok:
+        out.graph = handle
+    return out
+
+
+def _eager_checks(life: _Lifecycle, n_calls: int, y_bytes: int, state=None, w_ref=None, seed0: int = 1,
+                  label: str = "eager call") -> None:
+    """`n_calls` eager calls, each on a fresh input with the allocator poisoned first; stops at the first failure."""
+    state = life.state if state is None else state
+    prev_ref = None
+    for i in range(n_calls):
+        x, rows, ref = life.new_input(life.seed + seed0 + i, w_ref)
+        x_sent = x.clone()
+        poison_allocator(life.device, y_bytes)
+        where = f"{label} {i + 1}"
+        y, ok = life.step(f"{where}: run()", lambda: life.candidate.run(state, life.family, x))
+        if not ok:
+            return
+        if not life.judge(y, ref, rows, prev_ref, x, x_sent, where, "fresh input"):
+            return
+        prev_ref = ref
+
+
+def _outlier_checks(life: _Lifecycle, shape: Mapping, y_bytes: int) -> None:
+    """Prepare on a second weight draw with outlier columns and check OUTLIER_CALLS eager calls on it."""
+    torch = _torch()
+    N = int(shape["N"])
+    w2 = make_weight(life.family, N, life.K, life.seed + OUTLIER_SEED_OFFSET, life.device,
+                     dtype=shape.get("w_dtype"), outliers=True, contract=life.kw["contract"])
+    w2_before = w2.clone()
+    state2, ok = life.step("prepare() on the outlier-column weights",
+                           lambda: life.candidate.prepare(life.family, w2))
+    if ok:
+        _eager_checks(life, OUTLIER_CALLS, y_bytes, state=state2, w_ref=w2_before, seed0=200,
+                      label="outlier-weights call")
+    if not torch.equal(w2, w2_before):
+        life.reasons.append("weight tensor was modified by prepare/run (outlier-column weights)")
+
+
+def _graph_checks(life: _Lifecycle):
+    """Capture run() on a static input; replay with new inputs copied in (B, C, C). Returns the handle, or
+    None after the first failure (its reason is in life.reasons)."""
+    torch = _torch()
+    from profiler.measure import timing
+
+    x_static, _, prev_ref = life.new_input(life.seed + 100)  # prev_ref: the capture-time input's answer
+    before = len(life.reasons)
+    captured, ok = life.step("capture: run()", lambda: capture_checked(
+        lambda: life.candidate.run(life.state, life.family, x_static),
+        lambda fn: timing.capture_graph(fn, life.device)))
+    handle, why = captured if captured is not None else (None, None)
+    if why:  # the cause first; a guard reason from the same step (e.g. a failed capture left its stream current)
+        life.reasons.insert(before, why)
+    if not ok or why:
+        return None
+    handle.keep = x_static  # the graph reads this memory on every replay (timing reuses the graph)
+    y_static = handle.output
+    if not isinstance(y_static, torch.Tensor):
+        life.reasons.append(f"graph: run returned {type(y_static).__name__}, not a tensor")
+        return None
+    for j, s in enumerate((life.seed + 101, life.seed + 102, life.seed + 102)):
+        x_new, rows, ref = life.new_input(s)
+        x_static.copy_(x_new)
+        # Poison the output before replays 2 and 3 (partly unwritten outputs show as NaN). Not before the
+        # first: a graph that captured no work then still holds the capture-time answer -> named STALE.
+        if j > 0 and y_static.is_floating_point():
+            y_static.fill_(float("nan"))
+        try:
+            handle.replay()
+            torch.cuda.synchronize(life.device)
+        except Exception as exc:
+            life.reasons.append(f"graph replay {j + 1} raised {_err(exc)}")
+            lost = cuda_context_error(life.device)
+            if lost is not None:
+                raise CudaFault(life.reasons[-1], lost) from exc
+            return None
+        context = "repeat, same input" if j == 2 else "new input"
+        if not life.judge(y_static, ref, rows, prev_ref, x_static, x_new, f"graph replay {j + 1}", context):
+            return None
+        prev_ref = ref
+    return handle
+
+
+def _stale_hint(c: Check, y, prev_ref, tol, kw, where: str) -> list[str]:
+    """When a check fails but the output matches the PREVIOUS input's answer, say so plainly."""
+    if c.ok or prev_ref is None or c.rel_l2 is None or c.rel_l2 != c.rel_l2:
+        return []
+    again = check_output(y, prev_ref, tol, **kw)
+    if again.ok:
+        return [f"{where}: STALE output - it equals the previous input's answer (output cached, or the "
+                f"graph did not follow the new input)"]
+    return []

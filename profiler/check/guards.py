@@ -1,0 +1,272 @@
+"""What a candidate must leave alone: process-wide torch settings, the harness's own functions, persisting L2.
+
+    guard = Guard(harness=None)     # snapshot of the settings now, and of the harness functions (or `harness`)
+    guard.check("prepare()") -> ["changed global setting torch.backends.cuda.matmul.allow_tf32 (from False to
+                                  True) in prepare()", ...]   (and everything is restored before it returns)
+    harness_now() -> the harness functions as they are now (the worker keeps them from its start)
+    reset_persisting_l2(device) -> "ok" | why not
+
+Why: a candidate that turns TF32 on in prepare() made the baseline's FP32 router results wrong and faster in the
+same sweep; a module that replaces the profiler's timer (or F.linear) could make any number up. The worker checks
+before loading a candidate and after each of its steps (load, prepare, every run() call, capture), fails the
+candidate with the setting's name, and restores the snapshot before anything else runs.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib
+from typing import Any, Callable
+
+PERSISTING_L2_SETTING = "persisting L2 limit (cudaLimitPersistingL2CacheSize)"
+
+# (name, getter, setter). A getter may raise (torch refuses to read the legacy TF32 flag after the new
+# fp32_precision API was used): the snapshot then holds "unreadable", which still differs from a readable value.
+
+
+def _settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
+    import torch
+
+    mm, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+
+    def attr(obj, name):
+        return (lambda: getattr(obj, name)), (lambda v: setattr(obj, name, v))
+
+    out = [
+        # Legacy flags first, the fp32_precision API after: restoring sets them in this order and the last
+        # write decides the underlying state, so the new API's value is what a restore leaves.
+        ("torch.backends.cuda.matmul.allow_tf32", *attr(mm, "allow_tf32")),
+        ("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+         *attr(mm, "allow_bf16_reduced_precision_reduction")),
+        ("torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+         *attr(mm, "allow_fp16_reduced_precision_reduction")),
+        ("torch.backends.cudnn.allow_tf32", *attr(cudnn, "allow_tf32")),
+        ("torch.get_float32_matmul_precision()", torch.get_float32_matmul_precision,
+         torch.set_float32_matmul_precision),
+        ("torch.backends.cudnn.benchmark", *attr(cudnn, "benchmark")),
+        ("torch.backends.cudnn.deterministic", *attr(cudnn, "deterministic")),
+        ("torch.backends.cudnn.enabled", *attr(cudnn, "enabled")),
+        ("torch.are_deterministic_algorithms_enabled()",
+         lambda: (torch.are_deterministic_algorithms_enabled(),
+                  torch.is_deterministic_algorithms_warn_only_enabled()),
+         lambda v: torch.use_deterministic_algorithms(v[0], warn_only=v[1])),
+        ("torch.get_default_dtype()", torch.get_default_dtype, torch.set_default_dtype),
+    ]
+    if hasattr(mm, "allow_fp16_accumulation") or "allow_fp16_accumulation" in dir(mm):
+        out.append(("torch.backends.cuda.matmul.allow_fp16_accumulation", *attr(mm, "allow_fp16_accumulation")))
+    try:  # torch >= 2.9: the fp32_precision API (global, cuBLAS, cuDNN conv/rnn)
+        _ = torch.backends.fp32_precision
+        out += [("torch.backends.fp32_precision", *attr(torch.backends, "fp32_precision")),
+                ("torch.backends.cuda.matmul.fp32_precision", *attr(mm, "fp32_precision")),
+                ("torch.backends.cudnn.conv.fp32_precision", *attr(cudnn.conv, "fp32_precision")),
+                ("torch.backends.cudnn.rnn.fp32_precision", *attr(cudnn.rnn, "fp32_precision"))]
+    except Exception:
+        pass
+    try:
+        import torch.utils.deterministic as det
+
+        out.append(("torch.utils.deterministic.fill_uninitialized_memory",
+                    *attr(det, "fill_uninitialized_memory")))
+    except Exception:
+        pass
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        out += [("torch.backends.cuda.preferred_blas_library()", torch.backends.cuda.preferred_blas_library,
+                 torch.backends.cuda.preferred_blas_library),
+                ("torch.cuda.current_device()", torch.cuda.current_device, torch.cuda.set_device),
+                ("torch.cuda.current_stream()", torch.cuda.current_stream, torch.cuda.set_stream),
+                (PERSISTING_L2_SETTING, persisting_l2_limit, _set_persisting_l2_limit)]
+    return out
+
+
+def _read(getter) -> Any:
+    try:
+        return getter()
+    except Exception as exc:  # e.g. torch's "mix of the legacy and new APIs" RuntimeError
+        return f"unreadable ({type(exc).__name__})"
+
+
+def snapshot() -> dict[str, Any]:
+    """{setting name: value} of every setting in the list above that this torch has."""
+    return {name: _read(get) for name, get, _ in _settings()}
+
+
+# --- the harness's own functions ---------------------------------------------------------------------------
+# (module, dotted attribute) whose identity must not change after a candidate is loaded or runs.
+HARNESS = (
+    ("profiler.measure.timing", "capture_graph"), ("profiler.measure.timing", "measure_shape"),
+    ("profiler.measure.timing", "ColdTimer"), ("profiler.measure.timing", "StreamTimer"),
+    ("profiler.measure.timing", "ColdTimer.sample"), ("profiler.measure.timing", "ColdTimer.sample_raw"),
+    ("profiler.measure.timing", "ColdTimer.calibrate"), ("profiler.measure.timing", "ColdTimer.capture"),
+    ("profiler.measure.timing", "StreamTimer.capture"), ("profiler.measure.timing", "GraphHandle.replay"),
+    ("profiler.measure.stats", "summarize_samples"), ("profiler.measure.stats", "summarize_pairs"),
+    ("profiler.measure.stats", "bootstrap_ci"), ("profiler.measure.stats", "paired_ratios"),
+    ("profiler.check.rules", "check_output"), ("profiler.check.rules", "reference"), ("profiler.check.rules", "make_input"),
+    ("profiler.check.rules", "make_weight"), ("profiler.check.contract", "check_candidate"),
+    ("time", "perf_counter"), ("numpy", "median"),
+    ("torch.nn.functional", "linear"), ("torch", "matmul"), ("torch", "mm"),
+    ("torch.cuda", "synchronize"), ("torch.cuda", "Event"), ("torch.cuda", "CUDAGraph"),
+    ("torch.cuda.Event", "elapsed_time"), ("torch.cuda.Event", "record"), ("torch.cuda.CUDAGraph", "replay"),
+)
+TIMER_MODULES = ("profiler.measure.timing", "profiler.measure.stats", "time", "numpy", "torch.cuda")
+
+
+def _resolve(module: str, dotted: str) -> tuple[Any, str] | None:
+    """(owner object, last attribute name) for module + dotted path; None where this process lacks it."""
+    try:
+        obj = importlib.import_module(module)
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            obj = getattr(obj, part)
+        getattr(obj, parts[-1])
+        return obj, parts[-1]
+    except Exception:
+        return None
+
+
+def _lookup(owner, name: str):
+    """The attribute as stored: a class's own __dict__ entry (so a patch on a subclass shows), else getattr."""
+    if isinstance(owner, type) and name in owner.__dict__:
+        return owner.__dict__[name]
+    return getattr(owner, name, None)
+
+
+def harness_now() -> dict[str, tuple[Any, str, Any]]:
+    """{"module.attr": (owner, attribute, current object)} for every harness function this process has."""
+    out = {}
+    for module, dotted in HARNESS:
+        found = _resolve(module, dotted)
+        if found is not None:
+            owner, name = found
+            out[f"{module}.{dotted}"] = (owner, name, _lookup(owner, name))
+    return out
+
+
+def _what(name: str) -> str:
+    timer = any(name.startswith(m + ".") for m in TIMER_MODULES)
+    return "module replaced the profiler's timer" if timer else "module replaced a function the harness uses"
+
+
+class Guard:
+    """A snapshot of the global settings and of the harness functions; check() compares, restores and names
+    every change. `harness`: the originals to hold the process to (the worker takes them at start, before any
+    candidate is loaded); default: the functions as they are now."""
+
+    def __init__(self, harness: dict | None = None):
+        self.harness = dict(harness) if harness is not None else harness_now()
+        self.settings = snapshot()
+
+    def check(self, where: str) -> list[str]:
+        """Reasons for every setting or harness function changed since the snapshot (then restored)."""
+        reasons = []
+        now = snapshot()
+        # None: unknown right now (a CUDA read failed); not a change the candidate can be blamed for here.
+        changed = [k for k in self.settings if now.get(k) is not None and now.get(k) != self.settings[k]]
+        for key in changed:
+            reasons.append(f"changed global setting {key} (from {self.settings[key]!r} to {now.get(key)!r}) "
+                           f"in {where}")
+        for key, (owner, name, original) in self.harness.items():
+            if _lookup(owner, name) is not original:
+                reasons.append(f"{_what(key)} ({key}) in {where}")
+                setattr(owner, name, original)
+        if changed:
+            self.restore()
+        return reasons
+
+    def harness_set(self, name: str, value) -> None:
+        """Record a setting the harness itself changed (the persisting-L2 reset) as the value to hold to."""
+        if name in self.settings:
+            self.settings[name] = value
+
+    def restore(self) -> None:
+        """Set every setting back to the snapshot (legacy flags first, the new API last; see _settings)."""
+        for name, _, setter in _settings():
+            value = self.settings.get(name)
+            if name in self.settings and not (isinstance(value, str) and value.startswith("unreadable")):
+                try:
+                    setter(value)
+                except Exception:
+                    pass
+        now = snapshot()
+        left = [k for k, v in self.settings.items() if now.get(k) is not None and now.get(k) != v]
+        if left:  # the process cannot be trusted any more: the worker dies and a fresh one takes over
+            raise TaintedProcess(f"could not restore global settings {left}")
+
+
+class TaintedProcess(RuntimeError):
+    """Global state that could not be restored: the process must not measure anything else."""
+
+
+# --- persisting L2 (CUDA runtime through ctypes; the driver API where the runtime is linked in statically) ------
+CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06  # cudaLimitPersistingL2CacheSize == CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+_LIBS: dict = {}
+
+
+def _cuda_libs() -> tuple[Any, Any]:
+    """(CUDA runtime this process loaded -- found in /proc/self/maps -- or None, libcuda driver or None)."""
+    if not _LIBS:
+        runtime = None
+        try:
+            with open("/proc/self/maps") as maps:
+                paths = sorted({line.split()[-1] for line in maps if "libcudart" in line})
+        except OSError:
+            paths = []
+        for path in paths:
+            try:
+                runtime = ctypes.CDLL(path)
+                break
+            except OSError:
+                continue
+        try:
+            driver = ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            driver = None
+        if runtime is not None or driver is not None:
+            _LIBS.update(runtime=runtime, driver=driver)
+        else:
+            return None, None
+    return _LIBS["runtime"], _LIBS["driver"]
+
+
+def persisting_l2_limit() -> int | None:
+    """The persisting-L2 limit in bytes; None where it cannot be read (no CUDA, or a context already broken by
+    a sticky fault: the guard then skips it rather than blame the next candidate)."""
+    runtime, driver = _cuda_libs()
+    value = ctypes.c_size_t(0)
+    if runtime is not None:
+        rc = runtime.cudaDeviceGetLimit(ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE)
+    elif driver is not None:
+        rc = driver.cuCtxGetLimit(ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE)
+    else:
+        return None
+    return int(value.value) if rc == 0 else None
+
+
+def _set_persisting_l2_limit(value) -> int:
+    runtime, driver = _cuda_libs()
+    if not isinstance(value, int):
+        return -1
+    if runtime is not None:
+        return runtime.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(value))
+    if driver is not None:
+        return driver.cuCtxSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(value))
+    return -1
+
+
+def reset_persisting_l2(device) -> str:
+    """Evict persisting L2 lines and set the persisting-L2 limit to 0, so no candidate can keep its weights in
+    L2 across the flush (cudaDeviceSetLimit + cudaCtxResetPersistingL2Cache, or their driver-API twins).
+    "ok", or why it could not."""
+    import torch
+
+    if torch.device(device).type != "cuda":
+        return "not a CUDA device"
+    runtime, driver = _cuda_libs()
+    if runtime is None and driver is None:
+        return "no CUDA runtime or driver library found in this process"
+    with torch.cuda.device(device):
+        torch.cuda.synchronize(device)
+        rc_limit = _set_persisting_l2_limit(0)
+        rc_reset = runtime.cudaCtxResetPersistingL2Cache() if runtime is not None else \
+            driver.cuCtxResetPersistingL2Cache()
+    if rc_limit or rc_reset:
+        return f"set limit -> error {rc_limit}, reset persisting L2 -> error {rc_reset}"
+    return "ok"

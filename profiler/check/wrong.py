@@ -1,0 +1,358 @@
+"""Known-wrong candidates: each one breaks one rule of the contract or one rule of isolation, and the harness must
+reject every one with a clear reason (tests/profiler/test_wrong.py, tests/profiler/test_worker.py). `TorchLinear`
+is the correct control. `expect`: the words a rejection must contain (one of them, when a tuple).
+
+All follow the Candidate protocol (kernels/candidate.py): name, prepare(family, weight), run(state, family, x),
+describe(family, M). On the command line each is the spec `profiler/wrong.py:<ClassName>`, e.g.
+`python -m profiler run --plan baseline --candidate profiler/wrong.py:OneHotInt8`.
+
+Groups: CPU_WRONG are rejected by check_candidate on any device; GPU_ONLY_WRONG only show their bug under CUDA
+(graph replay, capture, streams); WORKER_WRONG kill or hang the process they run in, so only the worker's
+isolation (profiler.worker) can survive them (FaultAtOneShape needs CUDA).
+"""
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+
+
+def _linear(x, w):
+    """The baseline's arithmetic: bf16 F.linear, or for FP32 weights (router) F.linear(x.float(), w)."""
+    import torch.nn.functional as F
+    import torch
+
+    if w.dtype == torch.float32:
+        return F.linear(x.float(), w)
+    return F.linear(x, w)
+
+
+class TorchLinear:
+    """Correct control (same arithmetic as the torch_linear baseline)."""
+
+    name = "torch_linear_control"
+    expect = None  # passes
+
+    def prepare(self, family, weight):
+        return {"w": weight}
+
+    def run(self, state, family, x):
+        return _linear(x, state["w"])
+
+    def describe(self, family, M):
+        return self.name
+
+
+class StaleOutput(TorchLinear):
+    """Returns the first call's answer forever (a cached output)."""
+
+    name, expect = "stale_output", "STALE"
+
+    def run(self, state, family, x):
+        if "y" not in state:
+            state["y"] = _linear(x, state["w"]).clone()
+        return state["y"]
+
+
+class SkippedKTail(TorchLinear):
+    """Drops the last 64 columns of K (a K loop that forgot the remainder tile)."""
+
+    name, expect = "skipped_k_tail", ("rel-L2", "sparse probe")
+
+    def run(self, state, family, x):
+        k = x.shape[1] - 64
+        return _linear(x[:, :k].contiguous(), state["w"][:, :k].contiguous())
+
+
+class RouterBF16Weights(TorchLinear):
+    """Router computed with the FP32 weights rounded to BF16 only (no low part): ~0.2% error > 0.01%."""
+
+    name, expect = "router_bf16_only", "rel-L2"
+
+    def prepare(self, family, weight):
+        import torch
+
+        return {"w": weight.to(torch.bfloat16).to(weight.dtype)}
+
+
+class UninitializedOutput(TorchLinear):
+    """torch.empty output whose last 16 columns are never written."""
+
+    name, expect = "uninitialized_output", None  # NaN under the poisoned CUDA allocator
+
+    def run(self, state, family, x):
+        import torch
+
+        y = _linear(x, state["w"])
+        out = torch.empty_like(y)
+        out[:, :-16] = y[:, :-16]
+        return out
+
+
+class WrongDtype(TorchLinear):
+    """Right numbers, wrong output dtype (FP32 for a BF16 family, BF16 for the router)."""
+
+    name, expect = "wrong_dtype", "dtype"
+
+    def run(self, state, family, x):
+        import torch
+
+        y = _linear(x, state["w"])
+        return y.to(torch.float32 if y.dtype == torch.bfloat16 else torch.bfloat16)
+
+
+class TransposedOutput(TorchLinear):
+    """Returns y^T [N, M]."""
+
+    name, expect = "transposed_output", "transposed"
+
+    def run(self, state, family, x):
+        return _linear(x, state["w"]).T.contiguous()
+
+
+class NaNRow(TorchLinear):
+    """One output row is NaN."""
+
+    name, expect = "nan_row", "non-finite"
+
+    def run(self, state, family, x):
+        y = _linear(x, state["w"])
+        y[-1] = float("nan")
+        return y
+
+
+class InputMutated(TorchLinear):
+    """Correct values, but uses the input as scratch (x *= 2 in place, result halved)."""
+
+    name, expect = "input_mutated", "modified in place"
+
+    def run(self, state, family, x):
+        x.mul_(2)  # exact in bf16: the output values stay right, only the caller's input is clobbered
+        return _linear(x, state["w"]) / 2
+
+
+class ScratchNotReset(TorchLinear):
+    """Accumulates into a persistent FP32 buffer that is never zeroed (a split-K/atomic counter bug):
+    the first call is right, every later call adds the previous answers."""
+
+    name, expect = "scratch_not_reset", ("rel-L2", "zero input row")
+
+    def run(self, state, family, x):
+        import torch
+
+        key = ("acc", tuple(x.shape))
+        if key not in state:
+            state[key] = torch.zeros(x.shape[0], state["w"].shape[0], device=x.device, dtype=torch.float32)
+        y = _linear(x, state["w"])
+        state[key] += y.float()
+        return state[key].to(y.dtype)
+
+
+class WeightMutated(TorchLinear):
+    """Scales the caller's weight in place in prepare (and undoes it in the output): weights are not its to
+    modify."""
+
+    name, expect = "weight_mutated", "weight tensor was modified"
+
+    def prepare(self, family, weight):
+        weight.mul_(2)
+        return {"w": weight}
+
+    def run(self, state, family, x):
+        return _linear(x, state["w"]) / 2
+
+
+class MemoByPointer(TorchLinear):
+    """Memoizes on the input's address: right in eager calls (fresh tensors have fresh addresses), but a
+    CUDA graph's static input always has the same address, so capture records no work (named: the graph holds
+    no GPU work) and replays would be stale. GPU-only failure."""
+
+    name, expect = "memo_by_pointer", ("STALE", "holds no GPU work")  # H200: the capture records no kernel
+
+    def run(self, state, family, x):
+        if state.get("ptr") == x.data_ptr():
+            return state["y"]
+        state["ptr"], state["y"] = x.data_ptr(), _linear(x, state["w"])
+        return state["y"]
+
+
+class OneHotInt8(TorchLinear):
+    """Stores the weights as int8 with a per-row absmax scale (lossy: ~0.4% per weight) and computes exactly only
+    the rows with at most one nonzero input entry -- which is all the write-up's one-hot probe rows can see. The
+    dominant-entry-plus-noise and few-nonzero probe rows (and the outlier-column weights) expose it."""
+
+    name, expect = "one_hot_int8", ("sparse probe", "rel-L2")
+
+    def prepare(self, family, weight):
+        import torch
+
+        w = weight.float()
+        scale = w.abs().amax(dim=1, keepdim=True).clamp(min=1e-30) / 127.0
+        q = torch.round(w / scale).clamp(-127, 127).to(torch.int8)
+        return {"w": weight, "q": q, "scale": scale}
+
+    def run(self, state, family, x):
+        import torch
+
+        lossy = (state["q"].float() * state["scale"]).to(state["w"].dtype)
+        y = _linear(x, lossy)
+        one_hot = torch.count_nonzero(x, dim=1) <= 1
+        if bool(one_hot.any()):
+            y[one_hot] = _linear(x[one_hot], state["w"])
+        return y
+
+
+class TF32Flipper(TorchLinear):
+    """Turns TF32 on for cuBLAS FP32 matmuls in prepare() (faster FP32 for everyone after it, and the FP32 router
+    baseline then misses its 0.01% tolerance)."""
+
+    name, expect = "tf32_flipper", "changed global setting torch.backends.cuda.matmul.allow_tf32"
+
+    def prepare(self, family, weight):
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = True
+        return {"w": weight}
+
+
+class TimerPatcher(TorchLinear):
+    """Replaces the profiler's sampling function in prepare() with one that reports 0.1 us per call."""
+
+    name, expect = "timer_patcher", "replaced the profiler's timer"
+
+    def prepare(self, family, weight):
+        import numpy as np
+
+        from profiler.measure import timing
+
+        timing.ColdTimer.sample = lambda self, graphs, n_rounds, **kw: np.full((n_rounds, len(graphs)), 0.1)
+        return {"w": weight}
+
+
+class SysExit(TorchLinear):
+    """Calls sys.exit(3) in run(): a verdict, never a clean exit of the profiler."""
+
+    name, expect = "sys_exit", "called sys.exit(3)"
+
+    def run(self, state, family, x):
+        import sys
+
+        sys.exit(3)
+
+
+class SideStream(TorchLinear):
+    """Computes on its own CUDA stream. Eager calls join the streams properly; under capture it skips the join,
+    so the work runs outside the graph (the graph holds no kernels) and replays never follow a new input."""
+
+    name, expect = "side_stream", "another stream"
+
+    def run(self, state, family, x):
+        import torch
+
+        if not x.is_cuda:
+            return _linear(x, state["w"])
+        side = state.setdefault("stream", torch.cuda.Stream(x.device))
+        main = torch.cuda.current_stream(x.device)
+        capturing = torch.cuda.is_current_stream_capturing()
+        if not capturing:
+            side.wait_stream(main)
+        with torch.cuda.stream(side):
+            y = _linear(x, state["w"])
+        if not capturing:
+            main.wait_stream(side)
+            y.record_stream(main)
+        return y
+
+
+class HostSync(TorchLinear):
+    """Reads a value back to the host in run() (a debugging print left in): fine eagerly, but a CUDA graph cannot
+    capture it."""
+
+    name, expect = "host_sync", "synchronised with the host during capture"
+
+    def run(self, state, family, x):
+        y = _linear(x, state["w"])
+        state["last_peak"] = float(y.abs().max())  # .item(): a device -> host copy and a sync
+        return y
+
+
+class ExitProcess(TorchLinear):
+    """os._exit(7) in run(): the process is gone without a word; only the worker's isolation survives it."""
+
+    name, expect = "exit_process", "exit code 7"
+
+    def run(self, state, family, x):
+        import os
+
+        os._exit(7)
+
+
+class Segfault(TorchLinear):
+    """Reads address 0 through ctypes in run(): SIGSEGV."""
+
+    name, expect = "segfault", "SIGSEGV"
+
+    def run(self, state, family, x):
+        import ctypes
+
+        ctypes.string_at(0)
+
+
+class Hang(TorchLinear):
+    """Never returns from run(): spins the GPU (torch.cuda._sleep) or sleeps on CPU; the watchdog must stop it."""
+
+    name, expect = "hang", "watchdog"
+
+    def run(self, state, family, x):
+        import torch
+
+        while True:
+            if x.is_cuda:
+                torch.cuda._sleep(1 << 40)  # ~9 minutes of GPU cycles per launch at ~2 GHz
+                torch.cuda.synchronize(x.device)
+            else:
+                time.sleep(0.05)
+
+
+FAULT_SHAPE = ("o", 16)  # (family, M) where FaultAtOneShape faults: decode 16/o among the official shapes
+
+
+@lru_cache(maxsize=None)
+def _wild_store():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def wild_store(ptr, offset):
+        """*(ptr + offset) = 1: with a huge offset, an illegal memory access (a sticky CUDA error)."""
+        tl.store(ptr + offset, 1.0)
+
+    return wild_store
+
+
+class FaultAtOneShape(TorchLinear):
+    """Correct everywhere except at FAULT_SHAPE, where it stores 4 TiB past its output: an illegal memory access,
+    which leaves the CUDA context unusable (sticky). The other shapes must still be measured."""
+
+    name, expect = "fault_at_one_shape", "illegal memory access"
+
+    def run(self, state, family, x):
+        y = _linear(x, state["w"])
+        if x.is_cuda and (family, int(x.shape[0])) == FAULT_SHAPE:
+            _wild_store()[(1,)](y, 1 << 40)
+        return y
+
+
+CPU_WRONG = (StaleOutput, SkippedKTail, RouterBF16Weights, WrongDtype, TransposedOutput,
+             NaNRow, InputMutated, ScratchNotReset, WeightMutated, OneHotInt8, TF32Flipper, TimerPatcher, SysExit)
+# UninitializedOutput is caught by the poisoned CUDA allocator; on CPU, malloc may hand its torch.empty the block
+# the reference's BF16 copy of the same size just freed, so the unwritten columns can hold the right answer.
+GPU_ONLY_WRONG = (UninitializedOutput, MemoByPointer, SideStream, HostSync)
+WORKER_WRONG = (ExitProcess, Segfault, Hang, FaultAtOneShape)
+ALL_WRONG = CPU_WRONG + GPU_ONLY_WRONG + WORKER_WRONG
+
+
+def spec(cls) -> str:
+    """The candidate spec of a class here, e.g. 'profiler/wrong.py:StaleOutput' (kernels.candidate)."""
+    from pathlib import Path
+
+    return f"{Path(__file__).resolve()}:{cls.__name__}"

@@ -1,0 +1,112 @@
+"""`python -m profiler tune`: the arguments and the command line of the tuner (profiler.commands.tune does the work).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from profiler.cli.options import add_workload_argument, workload_or_exit
+from profiler.commands import tune as tune_command
+from profiler.commands.tune import (DEFAULT_BUDGET_S, TuneError, TuneSettings, default_plan_name, extend_plan,
+                                    tune_sweep)
+from profiler.commands.tune_rules import FINALISTS, scored_points
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m profiler tune", description=tune_command.__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--shapes", default="official", choices=["official"], help="which shapes to tune (scored)")
+
+    add_workload_argument(p)
+    p.add_argument("--families", nargs="+", default=None, help="restrict to these families")
+    p.add_argument("--m", nargs="+", type=int, default=None, metavar="M",
+                   help="tune only the scored points at these M; the plan re-dispatches exactly those M (one-M "
+                        "entries) and every other M of the family keeps the base plan's entry")
+    p.add_argument("--methods", nargs="+", default=None, help="restrict to these methods (baseline always in)")
+    p.add_argument("--out-plan", default=None,
+                   help="default kernels/plans/best.json (default workload), kernels/plans/<workload>.json otherwise")
+    p.add_argument("--out-run", default=None, help="default datasets/runs/<date>_<gpu>_tune.json")
+    p.add_argument("--base-plan", default="baseline", help="entries for families not tuned")
+    p.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S,
+                   help="soft wall-clock budget; points left when it runs out keep the base plan's entries")
+    p.add_argument("--finalists", type=int, default=FINALISTS,
+                   help=f"configs per point that go from the screen to the finals (default {FINALISTS})")
+    p.add_argument("--compile-workers", type=int, default=min(16, os.cpu_count() or 1),
+                   help="processes that compile the candidates' Triton kernels first (0: compile in the sweep)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the weights and inputs (default 0)")
+    p.add_argument("--device", default="cuda", help="the worker's torch device (default cuda; cpu: tests only)")
+    p.add_argument("--shape-timeout-s", type=float, default=120.0,
+                   help="watchdog: a candidate step in the worker that makes no progress for this long is stopped "
+                        "and the candidate rejected at that point")
+    p.add_argument("--max-incidents", type=int, default=2,
+                   help="a candidate config whose worker died or hung at this many shapes is not run again")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="fan the points out over dask workers: 'local' (one worker per visible GPU), 'local:N', or "
+                        "a scheduler address tcp://HOST:8786; one plan and run file per GPU model")
+    p.add_argument("--extend-plan", default=None, metavar="PLAN",
+                   help="only rewrite PLAN with the library fallback above its ranges (no GPU, nothing measured)")
+    return p
+
+
+def parse_args(argv):
+    return build_parser().parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+
+    workload = workload_or_exit("tune", args.workload)
+    if args.families:
+        unknown = [f for f in args.families if f not in workload.families]
+        if unknown:
+            print(f"profiler tune: --families: unknown family {unknown[0]!r}; {workload.name} has "
+                  f"{', '.join(workload.family_order)}", file=sys.stderr)
+            return 2
+    if args.extend_plan:
+        return extend_plan(args.extend_plan, workload)
+    points = [p for p in scored_points(workload, args.families) if args.m is None or p.M in args.m]
+    if not points:
+        print(f"profiler tune: --m: no scored point of {workload.name} at M={args.m} in families "
+              f"{args.families or workload.family_order}", file=sys.stderr)
+        return 2
+    if args.cluster is None or args.cluster.startswith("local"):
+        import torch
+
+        if not torch.cuda.is_available():
+            print("profiler tune: needs a CUDA GPU (torch.cuda.is_available() is False); run it on the H200",
+                  file=sys.stderr)
+            return 2
+    out_plan = args.out_plan or f"kernels/plans/{default_plan_name(workload)}.json"
+    settings = TuneSettings(shapes=args.shapes, workload=workload.name, families=args.families,
+                            methods=args.methods, only_m=sorted(set(args.m)) if args.m else None,
+                            base_plan=args.base_plan, budget_s=args.budget_s, finalists=args.finalists,
+                            compile_workers=args.compile_workers, seed=args.seed,
+                            shape_timeout_s=args.shape_timeout_s, max_incidents=args.max_incidents,
+                            command="python -m profiler tune " + " ".join(argv or sys.argv[1:]))
+    try:
+        outcomes = tune_sweep(points, args.out_run, out_plan,
+                              settings=settings, device=args.device, workload=workload, cluster=args.cluster,
+                              progress=_progress)
+    except KeyboardInterrupt:
+        print("profiler tune: interrupted; the partial run file is kept (the plan was not written)", file=sys.stderr)
+        return 130
+    except ImportError as exc:
+        if args.cluster is None or (exc.name or "").split(".")[0] not in ("dask", "distributed"):
+            raise
+        print(f"profiler tune: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
+              file=sys.stderr)
+        return 2
+    except TuneError as exc:
+        print(f"profiler tune: {exc}", file=sys.stderr)
+        return 1
+    for out in outcomes:
+        print(f"\nplan -> {out['plan_path']}\nrun  -> {out['run_path']} ({out['run']['status']})")
+    return 0
+
+
+def _progress(stage: str, i: int, n: int, detail: str | None = None) -> None:
+    """Points done (over every GPU model on a cluster), with the tasks done per worker."""
+    print(f"{stage}: {i}/{n}" + (f"  ({detail})" if detail else ""), file=sys.stderr, flush=True)
+
+

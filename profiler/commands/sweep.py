@@ -1,0 +1,197 @@
+"""One run: probes, then per shape: correctness of every candidate, paired timing of the correct ones, records.
+
+    run_sweep(specs, shapes, out_path, *, label, settings=SweepSettings(), device="cuda", progress=None,
+              log=print, measure_shapes=True, worker_init=None, cluster=None, workload=None) -> dict (the run)
+
+`workload`: the datasets.workload.Workload the shapes come from (None: the default, muse_bf16_proj). It is
+embedded in the run file (top-level "workload") and sent with every task, so the worker loads plans and takes the
+contract's numbers from it, never from its own default.
+
+`specs`: candidate specs (kernels.candidate: plan name, plan .json, module .py, file.py:Class,
+method:NAME:{config}); the first is the baseline of every pair. Repeated names get "#2", "#3".
+`shapes`: dicts with load, family, M, N, K, x_dtype, w_dtype, y_dtype, rel_l2_tol (select_shapes()).
+
+This process only orchestrates: every candidate is loaded, prepared, checked and timed in a worker process
+(profiler.worker), one shape per task (profiler.backends.isolate.SHAPE), on the backends open_backends gives. When
+the worker dies or hangs, the candidate it was running gets a failure record with the cause, and the shape is
+measured again in a fresh worker without it; a candidate that took a worker down at `max_incidents` shapes is not
+run at the remaining ones. The run file is flushed after probes and after every shape (status "partial"); finalized
+"complete" at the end. Ctrl-C leaves a valid partial file and re-raises KeyboardInterrupt.
+
+In the worker, profiler.worker.shape_task.measure_one_shape() is the shape task's body.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from copy import deepcopy
+from dataclasses import asdict
+from typing import Callable, Sequence
+
+from datasets import load_workload
+from datasets.runfile import RunWriter, new_run
+from datasets.selection import select_shapes as select
+from datasets.shapes import shape_bytes
+from datasets.shapes import shape_key_of as shape_key
+from kernels.candidate import resolve_spec
+from profiler.backends.base import for_each
+from profiler.backends.isolate import LOAD, PROBES, SHAPE, SweepInputError, loaded_names  # noqa: F401
+from profiler.backends.open import open_backends
+from profiler.backends.pool import WorkerStartError  # noqa: F401  (what run_sweep raises: the CLI and app catch it)
+from profiler.commands.fanout import default_run, model_paths, on_each_backend
+from profiler.commands.runlife import RunLife
+from profiler.worker.records import failure_record
+from profiler.worker.settings import SweepSettings
+
+
+def select_shapes(selection: str, workload=None) -> list[dict]:
+    """The shape rows a --shapes selection names (datasets.select_shapes: 'official', 'nearby', 'all',
+    'qkv_gate:1,64', 'M=3,17', parts joined by '+'); ShapeSelectionError (a ValueError) names a bad one."""
+    return select(selection, workload or load_workload())
+
+
+def floor_lookup(probe_records: list[dict]) -> dict[int, dict]:
+    """{bytes: the exact-bytes read probe's floor} -- the `floor_us` a result records and `below_floor` uses."""
+    return {int(p["bytes"]): {"us": float(p["us"]), "ci_low_us": p.get("ci_low_us"), "ci_high_us": p.get("ci_high_us")}
+            for p in probe_records if p.get("kind", "read") == "read"}
+
+
+def record_probes(life: RunLife, shapes: Sequence[dict], rounds: int) -> float:
+    """Run the HBM read and compute probes at the shapes' byte counts on the lifecycle's backend, put them in its
+    run and write it; returns the probes' seconds. One place for run and explain."""
+    run = life.run
+    res = life.backend.call(PROBES, {"kind": "probes", "rounds": rounds,
+                                     "shape_bytes": {shape_key(s): shape_bytes(s) for s in shapes}})
+    run["probes"], run["compute_probe"] = res["probes"], res["compute_probe"]
+    run["compute_peak_tflops"] = res["compute_probe"]["tflops"]
+    run["environment"]["probe_seconds"] = res["seconds"]
+    life.writer.flush(run)
+    return res["seconds"]
+
+
+def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: str,
+              settings: SweepSettings | None = None, device="cuda", progress: Callable | None = None,
+              log: Callable[[str], None] = print, measure_shapes: bool = True, worker_init: str | None = None,
+              cluster: str | None = None, workload=None) -> dict:
+    """Probes, then every shape, all in a worker process; returns the run dict (also written to out_path).
+    measure_shapes=False: probes only (`python -m profiler probe`); the shapes only give byte counts.
+    worker_init: 'file.py:function' run in every worker before its first task (tests: a fake timer).
+    cluster: a dask scheduler address or "local" / "local:N" (profiler.backends.open; one run file per GPU model,
+    the returned run is the first model's); None: this host's one worker (dask never imported)."""
+    workload = workload or load_workload()
+    settings = settings or SweepSettings()
+    given = [str(s) for s in specs]
+    resolved = [resolve_spec(s) for s in given]  # the worker runs in the repository root: file paths made absolute
+    config = {"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes, "init": worker_init}
+    with open_backends(cluster, config, log) as backends:
+        paths = model_paths(out_path, list(backends), default_run(label))
+        writers = {m: RunWriter(p) for m, p in paths.items()}   # refuse an existing file before any work
+        runs = on_each_backend(backends, lambda m, backend, bar: sweep_on(
+            backend, resolved, given, shapes, writers[m], label=label,
+            settings=deepcopy(settings) if backends.cluster else settings, progress=bar, log=log,
+            measure_shapes=measure_shapes, workload=workload), progress)
+        if backends.cluster:
+            for model, run in runs.items():
+                log(f"{model}: run file {paths[model]} ({run['status']}, {len(run['results'])} results)")
+    return next(iter(runs.values()))
+
+
+def live_candidates(shape: dict, candidates: list[dict], refused: dict, incidents: dict,
+                    settings: SweepSettings) -> tuple[list[dict], list[dict]]:
+    """(candidates to run at this shape, failure records of those that will not: refused at load, or past
+    max_incidents)."""
+    live, skipped = [], []
+    for c in candidates:
+        if c["spec"] in refused:
+            skipped.append(failure_record(shape, c["name"], "load", "load", [refused[c["spec"]]]))
+        elif incidents.get(c["name"], 0) >= settings.max_incidents:
+            skipped.append(failure_record(shape, c["name"], "skipped", "none", [
+                f"not run: its worker died or hung at {incidents[c['name']]} shapes already "
+                f"(max_incidents {settings.max_incidents})"]))
+        else:
+            live.append(c)
+    return live, skipped
+
+
+def _shape_records(run: dict, done: dict, shapes: Sequence[dict]) -> None:
+    """Rebuild results, pairs, failures, shape_info and per-shape telemetry from the finished shapes, in shape
+    order (tasks may finish in any order on several workers; the file reads the same as a one-worker run's)."""
+    run["results"], run["pairs"], run["failures"], run["shape_info"], telemetry = [], [], [], {}, []
+    for i in sorted(done):
+        merged, skipped = done[i]
+        run["results"] += merged["results"]
+        run["pairs"] += merged["pairs"]
+        run["failures"] += skipped + merged["failures"]
+        run["shape_info"][shape_key(shapes[i])] = merged["info"] | (
+            {"worker": merged["worker"]} if merged.get("worker") is not None else {})
+        if merged["telemetry"]:
+            telemetry.append(merged["telemetry"])
+    run["telemetry"] = telemetry
+
+
+def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict], writer, *, label: str,
+             settings: SweepSettings, progress: Callable | None = None, log: Callable[[str], None] = print,
+             measure_shapes: bool = True, workload=None) -> dict:
+    """One run file's sweep on `backend` (profiler.backends.base.Backend): load check, probes, then the shapes --
+    `backend.parallel` at a time, each one task -- flushed as each finishes. `workload` (None: the default) is
+    embedded in the run and sent with the load and shape tasks."""
+    workload = workload or load_workload()
+    wl_spec = workload.to_dict()
+    t_start = time.perf_counter()
+
+    def wall_time(run: dict) -> None:
+        run["environment"]["wall_seconds"] = round(time.perf_counter() - t_start, 2)
+
+    with RunLife(backend, writer, "run", on_interrupt=wall_time) as life:
+        env = backend.environment()
+        loaded, refused = (backend.call(LOAD, specs, settings.shape_timeout_s, wl_spec) if specs else ([], {}))
+        names = loaded_names(loaded)
+        settings.candidates = names
+        env["settings"] = asdict(settings) | {"flush_bytes": env.pop("flush_bytes", settings.flush_bytes),
+                                              "allow_tf32": False,
+                                              "min_clock_fraction": settings.policy().min_clock_fraction,
+                                              "specs": given}
+        env["workers"] = backend.records()
+        ci = env.get("replay_overhead_ci_us", [0, 0])
+        log(f"replay overhead {env.get('replay_overhead_us', 0):.2f} us (95% CI {ci[0]:.2f}-{ci[1]:.2f}); "
+            f"flush reads {(env['settings']['flush_bytes'] or 0) / 1e6:.0f} MB; candidates run in a worker process")
+        run = life.start(new_run(label, env, workload=workload))
+        run["failures"], run["shape_info"] = [], {}
+        if settings.probes:
+            record_probes(life, shapes, settings.probe_rounds)
+            if progress:
+                progress("probes", 1, 1)
+        floors = floor_lookup(run["probes"])
+        candidates = [{"spec": s, "name": n} for s, n in zip(specs, names)]
+        incidents: dict[str, int] = {}
+        counting = threading.Lock()   # shapes may run in several threads (a cluster backend)
+        task_base = {"kind": "shape", "settings": asdict(settings), "workload": wl_spec}
+        t_shapes = time.perf_counter()
+        done: dict[int, tuple[dict, list]] = {}
+
+        def measure(i: int) -> tuple[dict, list]:
+            with counting:
+                live, skipped = live_candidates(shapes[i], candidates, refused, incidents, settings)
+            merged = backend.call(SHAPE, shapes[i], live,
+                                  task_base | {"floor": floors.get(shape_bytes(shapes[i]))}, settings)
+            with counting:
+                for name, n in merged.pop("incidents").items():
+                    incidents[name] = incidents.get(name, 0) + n
+            return merged, skipped
+
+        def finished(i: int, outcome: tuple[dict, list]) -> None:
+            done[i] = outcome
+            _shape_records(run, done, shapes)
+            life.flush()
+            if progress:
+                detail = backend.detail()   # per-worker counts on a cluster; the app's progress takes 3 arguments
+                progress("shapes", len(done), len(shapes), **({"detail": detail} if detail is not None else {}))
+
+        for_each(range(len(shapes)) if measure_shapes else [], measure, finished, backend.parallel, backend.cancel)
+        env = run["environment"]
+        env["sweep_seconds"] = round(time.perf_counter() - t_shapes, 2)
+        wall_time(run)
+        if run["telemetry"]:
+            env.setdefault("clocks", {})["sm_mhz_end"] = run["telemetry"][-1].get("sm_mhz")
+        life.finalize()
+    return run

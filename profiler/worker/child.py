@@ -1,0 +1,75 @@
+"""`python -m profiler.worker`: the child side of the worker protocol (profiler/worker/process.py's docstring):
+read one JSON message per line on stdin, answer on the original stdout, exit with the parent."""
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import sys
+import threading
+import time
+
+from profiler.worker import steps
+from profiler.worker.session import session
+from profiler.worker.steps import Fatal, current, step
+from profiler.worker.tasks import run_task
+
+
+def _exit_with_parent(parent_pid: int, every_s: float = 1.0) -> None:
+    """End this worker within a second of its parent's death (a killed CLI or dask worker): an orphan would go on
+    timing its shape on the GPU while a fresh worker measures there too."""
+    while True:
+        time.sleep(every_s)
+        if os.getppid() != parent_pid:
+            os._exit(0)
+
+
+def child_main() -> int:
+    """`python -m profiler.worker`: the child side of the protocol."""
+
+    proto_out = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    os.dup2(2, 1)  # a candidate's print() goes to stderr, never into the protocol
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", closefd=False)
+    # A segfault prints the candidate's Python frames to stderr, which the parent keeps (the current thread
+    # only: the parent-watch thread's frames would come first and name nothing useful).
+    faulthandler.enable(all_threads=False)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+
+    def send(msg: dict) -> None:
+        proto_out.write(json.dumps(msg, allow_nan=True) + "\n")
+        proto_out.flush()
+
+    steps.report_to(lambda candidate, phase: send({"msg": "step", "candidate": candidate, "phase": phase}))
+    sess = None
+    for line in proto_in:
+        msg = json.loads(line)
+        try:
+            if msg["op"] == "exit":
+                return 0
+            if msg["op"] == "init":
+                step(None, "start")
+                sess = session(msg["config"])
+                send({"msg": "ready", "pid": os.getpid(), "environment": sess.environment()})
+                continue
+            send({"msg": "done", "result": run_task(msg["task"], sess.config)})
+        except Fatal as exc:
+            send({"msg": "fatal", "candidate": exc.candidate, "phase": exc.phase, "kind": exc.kind,
+                  "error": exc.error})
+            return 3
+        except SystemExit as exc:  # a candidate's sys.exit() outside a guarded step
+            send({"msg": "fatal", "candidate": current()[0], "phase": current()[1], "kind": "exit",
+                  "error": f"called sys.exit({exc.code!r})"})
+            return 3
+        except Exception as exc:
+            why = sess.healthy() if sess is not None else None
+            text = f"{type(exc).__name__}: {exc}"[:500]
+            if why is not None or sess is None:
+                send({"msg": "fatal", "candidate": current()[0], "phase": current()[1],
+                      "kind": "cuda_fault" if why else "start", "error": text})
+                return 3
+            send({"msg": "error", "error": text})
+    return 0
+

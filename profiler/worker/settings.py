@@ -1,0 +1,47 @@
+"""The sweep's settings: what a run was asked to do (recorded as the run file's environment.settings) and what
+every shape task carries to the worker. The timing fields default to the SWEEP timing policy
+(profiler.measure.policy); `policy()` gives the policy a shape is timed with."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+
+from profiler.measure.policy import SWEEP, TimingPolicy
+
+
+@dataclass
+class SweepSettings:
+    mode: str = "cold"                  # "cold" | "stream"
+    shapes: str = "official"            # which set the shapes came from (recorded only)
+    max_seconds_per_shape: float = SWEEP.max_seconds
+    rse_target: float = SWEEP.rse_target
+    min_pairs: int = SWEEP.min_pairs
+    warmup_seconds: float = SWEEP.warmup_seconds
+    batch_rounds: int = SWEEP.batch_rounds
+    instances: int = SWEEP.instances    # cold mode: graphs per candidate, separately allocated, rotated
+    seed: int = 0
+    probes: bool = True
+    probe_rounds: int = 24
+    flush_bytes: int | None = None
+    command: str = ""
+    candidates: list = field(default_factory=list)
+    shape_timeout_s: float = 120.0      # watchdog: a step of a shape (one candidate's load/prepare/check/capture,
+                                        # or the shape's timing) that makes no progress for this long is stopped
+    max_incidents: int = 2              # a candidate whose worker died/hung at this many shapes skips the rest
+    check: str = "full"                 # "full" lifecycle contract | "quick" (one eager call: a tuner's screen)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SweepSettings":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def policy(self) -> TimingPolicy:
+        """The timing policy of these settings: SWEEP's constants with this run's stopping rule and instances."""
+        return replace(SWEEP, min_pairs=self.min_pairs, rse_target=self.rse_target,
+                       max_seconds=self.max_seconds_per_shape, batch_rounds=self.batch_rounds,
+                       warmup_seconds=self.warmup_seconds, instances=self.instances)
+
+    def with_policy(self, policy: TimingPolicy, **changes) -> "SweepSettings":
+        """These settings timed by `policy` (a tuner stage, the screening bench), plus `changes`."""
+        return replace(self, min_pairs=policy.min_pairs, rse_target=policy.rse_target,
+                       max_seconds_per_shape=policy.max_seconds, batch_rounds=policy.batch_rounds,
+                       warmup_seconds=policy.warmup_seconds, instances=policy.instances, **changes)

@@ -1,0 +1,37 @@
+"""The worker process's step reporting: which candidate and phase run now, and the exception that ends the process.
+
+`step(candidate, phase)` is called BEFORE each step of a task; in a child process it sends a "step" message to the
+parent (profiler.worker.child wires it), so a death from then on is blamed on that candidate and phase.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+class Fatal(Exception):
+    """The worker process must end after reporting this (sticky CUDA error, sys.exit, tainted globals)."""
+
+    def __init__(self, kind: str, error: str, candidate: str | None = None, phase: str | None = None):
+        super().__init__(error)
+        self.kind, self.error, self.candidate, self.phase = kind, error, candidate, phase
+
+
+_REPORT: list[Callable[[str | None, str], None]] = [lambda candidate, phase: None]
+_CURRENT: dict[str, Any] = {"candidate": None, "phase": None}
+
+
+def step(candidate: str | None, phase: str) -> None:
+    """Tell the parent (if any) which candidate and phase run next; a death from here on is theirs."""
+    _CURRENT.update(candidate=candidate, phase=phase)
+    _REPORT[0](candidate, phase)
+
+
+
+def current() -> tuple[str | None, str | None]:
+    """(candidate, phase) of the step running now (the last step() call)."""
+    return _CURRENT["candidate"], _CURRENT["phase"]
+
+
+def report_to(send: Callable[[str | None, str], None]) -> None:
+    """Send every later step(candidate, phase) to `send` as well (the child process: to its parent)."""
+    _REPORT[0] = send

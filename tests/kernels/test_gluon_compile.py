@@ -1,0 +1,93 @@
+"""Every config of skinny_ws (kernels/gluon/skinny_ws.py) compiles for sm_90a (H200) on this CPU machine at the
+launcher's register cap, and the PTX is the design's: TMA tile loads into an mbarrier ring, the warpgroup MMA with
+the tokens as its N dimension, a warp-specialized producer (setmaxnreg: the partitions' register budgets), the
+single-launch reduction (vector FP32 atomics, an acq_rel counter, the exchange that re-zeroes the workspace) and
+no spills. Skips where triton's ptxas is missing."""
+import os
+import re
+import subprocess
+import tempfile
+
+import pytest
+
+triton = pytest.importorskip("triton")
+pytest.importorskip("triton.experimental.gluon")
+
+from kernels.launch.gluon_skinny import maxnreg  # noqa: E402
+from kernels.methods_hopper import HILO_WS_CONFIGS, SKINNY_CONFIGS, SKINNY_MAX_M, skinny_smem_bytes  # noqa: E402
+
+PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+pytestmark = pytest.mark.skipif(not os.path.exists(PTXAS), reason="triton's bundled ptxas not found")
+
+
+def _desc_type(rows: int, cols: int) -> str:
+    """The JIT's signature string of a host TensorDescriptor of [rows, cols] bf16 boxes (as run() builds them)."""
+    import triton.experimental.gluon.language as gl
+
+    layout = gl.NVMMASharedLayout.get_default_for([rows, cols], gl.bfloat16)
+    return f"tensordesc<bf16[{rows}, {cols}],{layout!r}>"
+
+
+def compile_skinny(cfg: dict, N: int, K: int, hilo: bool = False):
+    """(compiled kernel, ptxas -v stderr) of skinny_ws_kernel for one config at one (N, K) (hilo: the router's
+    hi/lo pair and an FP32 output)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from kernels.gluon.skinny_ws import skinny_ws_kernel
+
+    sig = {"w_desc": _desc_type(cfg["BN"], cfg["BK"]), "lo_desc": _desc_type(cfg["BN"], cfg["BK"]),
+           "x_desc": _desc_type(cfg["BM"], cfg["BK"]), "y_ptr": "*fp32" if hilo else "*bf16",
+           "ws_ptr": "*fp32", "cnt_ptr": "*i32", "M": "i32", "stride_ym": "i32", "M_TILES": "i32",
+           "N": "constexpr", "K": "constexpr", "MAX_M": "constexpr", "STAGES": "constexpr", "PACK": "constexpr",
+           "HILO": "constexpr", "num_warps": "constexpr"}
+    consts = {"N": N, "K": K, "MAX_M": SKINNY_MAX_M, "STAGES": cfg["STAGES"], "PACK": bool(cfg["PACK"]),
+              "HILO": hilo, "num_warps": cfg["num_warps"]}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values()) if t.startswith("*")}
+    k = triton.compile(GluonASTSource(skinny_ws_kernel, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": cfg["num_warps"], "maxnreg": maxnreg(cfg, 2 if hilo else 1)})
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(k.asm["ptx"])
+    try:
+        err = subprocess.run([PTXAS, "-arch=sm_90a", "-v", f.name, "-o", os.devnull], capture_output=True, text=True,
+                             check=True).stderr
+    finally:
+        os.unlink(f.name)
+    return k, err
+
+
+CASES = [(False, c, 2304) for c in SKINNY_CONFIGS] + [(True, c, 256) for c in HILO_WS_CONFIGS]
+
+
+@pytest.mark.parametrize("hilo,cfg,N", CASES, ids=str)
+def test_skinny_ws_compiles_to_tma_wgmma_warp_specialized(hilo, cfg, N):
+    k, err = compile_skinny(cfg, N, 8192, hilo)
+    ptx = k.asm["ptx"]
+    spills = [int(s) for s in re.findall(r"(\d+) bytes spill stores", err)]
+    assert max(spills or [0]) == 0, err
+    # both tiles of a K step arrive by TMA and complete on the slot's mbarrier; the consumer waits on its parity
+    tma_loads = ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes")
+    assert tma_loads == (3 if hilo else 2) * cfg["BK"] // 64      # 128-byte swizzle: one box per 64 bf16 of K
+    assert "mbarrier.arrive.expect_tx" in ptx and "mbarrier.try_wait.parity" in ptx
+    assert "cp.async.ca" not in ptx and "cp.async.cg" not in ptx and "ld.global" not in ptx.split("atom")[0]
+    # the warpgroup MMA: 64 weight rows by the token tile (split across two warpgroups at num_warps=8, BN=64)
+    n = {int(v) for v in re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.bf16\.bf16", ptx)}
+    groups = cfg["num_warps"] // 4
+    assert n == {cfg["BM"] // (groups if cfg["BN"] < 64 * groups else 1)}, n
+    assert "mma.sync" not in ptx
+    # warp specialization: the partitions rebalance registers; the block is num_warps + 4 warps
+    assert "setmaxnreg.dec.sync.aligned.u32" in ptx and "setmaxnreg.inc.sync.aligned.u32" in ptx
+    assert f".reqntid {(cfg['num_warps'] + 4) * 32}" in ptx
+    # the single-launch reduction
+    assert "atom.global.gpu.relaxed.add.v4.f32" in ptx and "atom.global.gpu.relaxed.add.f32" not in ptx
+    assert "atom.global.gpu.acq_rel.add" in ptx and "atom.global.gpu.relaxed.exch.b32" in ptx
+    # the guard's shared-memory figure is the compiler's (within the mbarriers' alignment)
+    need = skinny_smem_bytes(cfg, 2 if hilo else 1)
+    assert abs(k.metadata.shared - need) <= 128, (k.metadata.shared, need)
+
+
+@pytest.mark.parametrize("N,K", [(4096, 8192), (8192, 1024), (1024, 4096)])
+def test_skinny_ws_compiles_at_the_other_families(N, K):
+    """The default config at pooler, o and the unpooler's N=1024 slice (the guard admits them all)."""
+    k, err = compile_skinny(SKINNY_CONFIGS[0], N, K)
+    assert "wgmma.mma_async" in k.asm["ptx"] and "0 bytes spill stores" in err

@@ -1,0 +1,48 @@
+"""The timing policy: one object per preset, and the run files it writes record what the committed H200 runs
+recorded (the move into profiler/measure/policy.py changed no setting)."""
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from profiler.commands import screen, tune_rules
+from profiler.measure import policy
+from profiler.worker.settings import SweepSettings
+
+RUNS = Path(__file__).resolve().parents[2] / "datasets" / "runs"
+TIMING_KEYS = ("min_pairs", "rse_target", "max_seconds_per_shape", "warmup_seconds", "batch_rounds", "instances")
+
+
+def _settings(name: str) -> dict:
+    return json.loads((RUNS / name).read_text())["environment"]["settings"]
+
+
+def test_a_sweep_records_the_settings_the_committed_sweeps_recorded():
+    recorded = _settings("2026-12-01_nvidia-h200_baseline-vs-best-b-r28.json")
+    mine = asdict(SweepSettings())
+    assert {k: mine[k] for k in TIMING_KEYS} == {k: recorded[k] for k in TIMING_KEYS}
+    assert SweepSettings().policy().min_clock_fraction == recorded["min_clock_fraction"]
+    assert set(mine) <= set(recorded)                       # every field a sweep records, none new
+
+
+@pytest.mark.parametrize("name", ["2026-12-01_nvidia-h200_tune-r25.json", "2026-12-01_nvidia-h200_tune-r4.json"])
+def test_the_tuner_records_the_stages_the_committed_tunes_recorded(name):
+    recorded = _settings(name)
+    assert tune_rules.SCREEN == recorded["screen"] == policy.TUNE_SCREEN.stage()
+    assert tune_rules.FINAL == recorded["final"] == policy.TUNE_FINAL.stage()
+    assert policy.TUNE_FINAL.min_clock_fraction == recorded["min_clock_fraction"]
+
+
+def test_the_screen_records_the_timing_the_committed_screens_recorded():
+    assert screen.TIMING == _settings("2026-12-01_nvidia-h200_screen-bigm-warm-r26.json")["timing"]
+
+
+def test_a_stage_round_trips_through_sweep_settings():
+    """The tuner's worker settings take every stopping-rule number from the stage, nothing else changes."""
+    from profiler.commands.tune_measure import timing_settings
+
+    st = timing_settings(SweepSettings(seed=7), tune_rules.SCREEN)
+    assert st.policy() == policy.SWEEP.with_stage(tune_rules.SCREEN) and st.seed == 7
+    assert (st.mode, st.check, st.probes) == ("cold", "quick", False)
+    assert st.policy().stage() == tune_rules.SCREEN
