@@ -131,12 +131,39 @@ def source_list() -> list[sources.Source]:
                                 shown=st.session_state.get("upload_names", {}))
 
 
+def _code(*modules) -> str:
+    """A digest of the modules' source files: part of a disk-cache key, so a changed computation is never read
+    back from an older server's cache."""
+    digest = hashlib.sha256()
+    for module in modules:
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@st.cache_data(show_spinner=False)
+def _meta_code() -> str:
+    return _code(run_kinds, drun)
+
+
 @st.cache_data(show_spinner=False, persist="disk")
-def _run_meta(path: str, mtime: float) -> run_kinds.RunMeta | None:
+def _run_meta_on_disk(path: str, mtime: float, code: str) -> run_kinds.RunMeta | None:
     # persist="disk" (Streamlit's cache under ~/.streamlit/cache): a run file is never overwritten, so what it is
-    # survives a server restart, keyed by path + mtime; the first page of a restarted server then does not parse
-    # every committed run again (0.5-1 s on 2 cores for the 108 committed runs), only the new ones.
+    # survives a server restart, keyed by path + mtime + the classifying code; the first page of a restarted server
+    # then does not parse every committed run again (0.5-1 s on 2 cores for the 108 committed runs), only new ones.
     return run_kinds.run_meta(path)
+
+
+@st.cache_data(show_spinner=False)
+def _run_meta_in_memory(path: str, mtime: float) -> run_kinds.RunMeta | None:
+    return run_kinds.run_meta(path)
+
+
+def _run_meta(path: str, mtime: float) -> run_kinds.RunMeta | None:
+    """run_kinds.run_meta, cached: on disk for committed runs, in memory for anything else (an upload's facts never
+    leave its session)."""
+    if _committed(path):
+        return _run_meta_on_disk(path, mtime, _meta_code())
+    return _run_meta_in_memory(path, mtime)
 
 
 def run_metas(srcs: list[sources.Source] | None = None) -> dict[Path, run_kinds.RunMeta]:
@@ -355,16 +382,44 @@ class View:
 
 
 @st.cache_data(show_spinner=False)
-def _run_comparison(path: str, mtime: float, baseline: str, candidate: str, include: bool) -> "compare.Comparison":
+def _comparison_code() -> str:
+    return _code(compare, scoring, drun)
+
+
+def _comparison(path: str, baseline: str, candidate: str, include: bool) -> "compare.Comparison":
     data = run_data(path)
     weights = scoring.family_weights(data.workload)
     return compare.compare_candidates(data.results, baseline, [candidate], Path(path).name, weights,
                                       failures=data.failures, include_below_floor=include)
 
 
+@st.cache_data(show_spinner=False)
+def _run_comparison(path: str, mtime: float, baseline: str, candidate: str, include: bool) -> "compare.Comparison":
+    return _comparison(path, baseline, candidate, include)
+
+
+@st.cache_data(show_spinner=False, persist="disk")
+def _committed_comparison(path: str, mtime: float, baseline: str, candidate: str, include: bool,
+                          code: str) -> "compare.Comparison":
+    # On disk, like _run_meta_on_disk, for committed runs only (an upload's numbers never leave its session): the
+    # bootstrap (0.4-0.6 s, the slowest step of the first page) survives a server restart; `code` (the compare,
+    # scoring and runs sources) keeps a changed computation from being read back.
+    return _comparison(path, baseline, candidate, include)
+
+
+def _committed(path) -> bool:
+    try:
+        return Path(path).resolve().parent == Path(RUNS_DIR).resolve()
+    except OSError:
+        return False
+
+
 def run_comparison(v: "View") -> "compare.Comparison":
     """Bootstrap CIs and verdicts of a run's score and load ratios (dashboard.compare, gated like the score),
     cached like the run file they come from: thousands of resamples are too slow to redo on every widget change."""
+    if _committed(v.path):
+        return _committed_comparison(v.path, _mtime(v.path), v.baseline, v.candidate, v.include_below_floor,
+                                     _comparison_code())
     return _run_comparison(v.path, _mtime(v.path), v.baseline, v.candidate, v.include_below_floor)
 
 
