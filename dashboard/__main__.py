@@ -1,4 +1,5 @@
-"""`python -m dashboard summarize|table|explain|report`: scores, per-shape tables, kernel breakdowns and reports.
+"""`python -m dashboard summarize|table|explain|report|results`: scores, per-shape tables, kernel breakdowns, reports
+and RESULTS.md.
 
 Exit status: 0 when every pair shown was scored (or only lacks unfinished shapes: a partial run, whose complete
 loads are shown); 3 when the correctness gate refused a pair — a scored shape incorrect, failed, or below the
@@ -11,8 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from datasets import DatasetError, load_workload
+from datasets import RUNS_DIR, DatasetError, load_workload
 from dashboard import runs, scoring, sources, views, workloads
+from dashboard.files import write_files
 from dashboard.kernels import ExplainError
 from dashboard.summary import format_breakdown, format_loads, format_shape_table, format_unscored_pairs
 from datasets.runfile import RunFileError
@@ -168,6 +170,19 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def cmd_results(args) -> int:
+    """RESULTS.md from the committed run files (dashboard/results_doc.py): printed, or written atomically."""
+    from dashboard import results_doc   # as cmd_explain and cmd_report: the kernel tables load plotly
+
+    text = results_doc.build(Path(args.runs))
+    if args.out is None:
+        print(text, end="")
+    else:
+        write_files(Path(args.out).parent, {Path(args.out).name: text})
+        print(f"wrote {args.out}")
+    return 0
+
+
 def cmd_report(args) -> int:
     from dashboard import report
 
@@ -197,6 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     expl.add_argument("--candidate", help="only this candidate")
     expl.add_argument("--shape", help="only this shape key, e.g. 'decode 16/router'")
     expl.set_defaults(func=cmd_explain, baseline=None)
+    res = sub.add_parser("results", help="RESULTS.md from the run files: scores, SOL per load, kernel findings, "
+                                         "repeatability, each row linking its run file")
+    res.add_argument("--out", help="write here (e.g. RESULTS.md) instead of printing")
+    res.add_argument("--runs", default=str(RUNS_DIR), help="folder of run files (default: datasets/runs)")
+    res.set_defaults(func=cmd_results)
     # Listed for --help only: main() hands everything after 'report' to dashboard.report.main untouched.
     sub.add_parser("report", help="write a report (HTML, MD, CSV, JSON); see `python -m dashboard report -h`")
     return parser

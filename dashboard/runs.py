@@ -298,12 +298,23 @@ def _scored_count_raw(run, want: set) -> int:
     return sum(want <= shapes for name, shapes in have.items() if name not in failed)
 
 
+EXPLAIN, TUNE, SCREEN, SWEEP = "explain", "tune", "screen", "sweep"
+
+
+def run_kind(run: dict) -> str:
+    """What wrote a run file: an explain run ("kernels"), a tune log ("tune"), a screen (results marked
+    "plan_pick") or a plan/candidate sweep (python -m profiler run)."""
+    if "kernels" in run:
+        return EXPLAIN
+    if "tune" in run:
+        return TUNE
+    if any(isinstance(r, dict) and "plan_pick" in r for r in run.get("results") or []):
+        return SCREEN
+    return SWEEP
+
+
 def _is_sweep(run) -> bool:
-    """A plan/candidate sweep (python -m profiler run): not a tune log ("tune"), an explain run ("kernels") or a
-    screen (results marked "plan_pick")."""
-    if not isinstance(run, dict) or "tune" in run or "kernels" in run:
-        return False
-    return not any(isinstance(r, dict) and "plan_pick" in r for r in run.get("results") or [])
+    return isinstance(run, dict) and run_kind(run) == SWEEP
 
 
 def default_run(paths: list[Path], workload: Workload | None = None) -> Path | None:

@@ -19,8 +19,9 @@ PACKED_MAX_M = 64
 # stream-K also serves the nearby M up to 512 (16 MB of workspace at N=8192). Above, plans use the library.
 SPLITK_ATOMIC_MAX_M = 256
 STREAMK_MAX_M = 512
-# The second-round single-launch variants target the small-M shapes where splitk_atomic won (M = 4-16) and the
-# M = 32 neighbour; above, splitk_atomic lost 2-6x (screen r2 below), so their workspace holds 32 rows.
+# splitk_atomic_v2, _kn and streamk_small target the small-M shapes where splitk_atomic won (M = 4-16) and the
+# M = 32 neighbour; above, splitk_atomic lost 2-6x
+# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json), so their workspace holds 32 rows.
 SPLITK_ATOMIC2_MAX_M = 32
 # splitk_swap puts the tokens in the MMA's N dimension (BM = 16..128 per tile): its workspace is [N, 256].
 SPLITK_SWAP_MAX_M = 256
@@ -112,7 +113,8 @@ SPLITK_CONFIGS = config_table(TILE_KEYS, [
     (32, 128, 128, 4, 8, 3),
     (32, 32, 256, 4, 4, 3),
     # Narrow N tiles x deep splits: at N=1024 (unpooler M<=8) BN=64 x SPLIT=4 gives only 64 programs for 132 SMs;
-    # BN=32 x SPLIT=16 gives 512 (H200 r2 run: verify 1/unpooler at 46% SOL with the configs above).
+    # BN=32 x SPLIT=16 gives 512 (verify 1/unpooler at 46% SOL with the configs above in the paired sweep
+    # datasets/runs/2026-11-30_nvidia-h200_baseline-seed036-best-r2.json).
     (16, 32, 128, 16, 4, 3),
     (16, 32, 256, 8, 4, 3),
     (16, 64, 128, 16, 4, 3),
@@ -182,15 +184,16 @@ SPLITK_ATOMIC2_KEYS = (*TILE_KEYS, "W_LOAD")
 # the unpooler's N=1024 slice 16 tiles x 33 = 16 / 4 x 132) where SPLIT=16 leaves 576 = 4.36 x 132 programs;
 # BK=128 x SPLIT=8 is the tile of an earlier quick kernel that measured 11.76 us at qkv_gate M=8 in another harness.
 SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
-    # The r5 screen (datasets/runs/2026-12-01_nvidia-h200_screen-splitk-v2.json) ran every knob with the L2
-    # prefetch on, which cost 2.6-3.2 us at qkv_gate M=8-16 (15.52/16.43 us against 12.90/13.20 without); there the
-    # balanced SPLIT=11 (14.19/14.86) and BK=128 x SPLIT=8 (14.80/15.10) beat the prefetching control by 1.3-1.6
-    # us. So every knob was tried again without the prefetch, which stayed 1-3 us slower at every shape of the
-    # r16-r19 screens and tunes; zero adds that warm the same lines (`red`, PREFETCH=2, commit 6b47ca0) measured
-    # 1.3-1.8 us slower than the same tiles without (qkv_gate M = 8-16 12.40-12.99 against 14.08-14.82 us, the
-    # unpooler's M=8 slice 5.60 against 7.14; datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json).
+    # The first screen of these knobs (datasets/runs/2026-12-01_nvidia-h200_screen-splitk-v2.json) ran every knob
+    # with the L2 prefetch on, which cost 2.6-3.2 us at qkv_gate M=8-16 (15.52/16.43 us against 12.90/13.20
+    # without); there the balanced SPLIT=11 (14.19/14.86) and BK=128 x SPLIT=8 (14.80/15.10) beat the prefetching
+    # control by 1.3-1.6 us. So every knob was tried again without the prefetch, which stayed 1-3 us slower at
+    # every shape of every later screen and tune that kept a PREFETCH=1 row; zero adds that warm the same lines
+    # (`red`, PREFETCH=2, commit 6b47ca0) measured 1.3-1.8 us slower than the same tiles without (qkv_gate
+    # M = 8-16 12.40-12.99 against 14.08-14.82 us, the unpooler's M=8 slice 5.60 against 7.14;
+    # datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json).
     # Both are gone, and so is their PREFETCH key (kernels/plans.py drops PREFETCH=0 from old plans as they load).
-    (16, 64, 64, 16, 4, 4, "cg"),               # default: splitk_atomic's r4 pick (the same kernel)
+    (16, 64, 64, 16, 4, 4, "cg"),               # default: splitk_atomic's config in the shipped plan
     (16, 64, 64, 11, 4, 4, "cg"),               # qkv_gate: 396 programs = 3 per SM, 11-12 K steps each
     (16, 64, 64, 11, 4, 6, "cg"),               # the same with a deeper pipeline for the longer slices
     (16, 64, 64, 22, 4, 4, "cg"),               # qkv_gate: 792 programs = 6 per SM
@@ -213,7 +216,7 @@ SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
     (16, 64, 64, 11, 4, 4, "pack_tma"),
     (16, 32, 512, 1, 4, 3, "pack"),             # pooler M = 8-16: 128 programs of one 32-row strip each
     (16, 32, 512, 1, 4, 4, "pack"),
-    (32, 32, 512, 1, 4, 3, "pack"),             # pooler M = 17-32: 18.99 us against mm_wt's 19.58 (r19)
+    (32, 32, 512, 1, 4, 3, "pack"),             # pooler M = 17-32: 18.99 us against mm_wt's 19.58 (nosplit screen)
     (16, 64, 128, 1, 4, 4, "pack"),             # o (N=8192, K=1024): 128 tiles, direct store (ties F.linear)
 ])
 # The same kernel on the weight stored [K, N] (a [BK, BN] tile is BK runs of BN contiguous elements instead of

@@ -90,7 +90,7 @@ HILO_SPLITK_CONFIGS = config_table(TILE_KEYS, [
     (128, 64, 64, 4, 8, 3),
 ])
 
-# Measured on the H200 (2026-11-30, tune of router+o, cold, device log /work/.device/3/tune.log): SPLIT=32 with
+# Measured on the H200 (2026-11-30, a tune of router and o, cold; its log was not kept as a run file): SPLIT=32 with
 # BM=16 won at M = 8..32 (~5.4-6.2 us), BM=64 BN=64 BK=128 SPLIT=8 8 warps at M = 128, 256 (~8.1-8.8 us); BM=128
 # and SPLIT=4 were 2x slower. The two rows after them extend around those winners. The last gives M = 129-256 one
 # 128-token tile per weight tile, so each weight tile is read by one program of its K slice instead of M/64 (the

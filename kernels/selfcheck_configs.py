@@ -1,6 +1,8 @@
-"""Every config of some methods, once, at one shape: PASS/FAIL lines vs the FP64 product (a pre-screen check).
+"""Every config of some methods at one shape, or at every shape of the workload its guard admits: PASS/FAIL lines
+vs the FP64 product (a pre-screen check, and the GPU test suite's sweep of every config at every shape).
 
     python -m kernels.selfcheck_configs splitk_atomic_v2 splitk_atomic_kn streamk_small --family qkv_gate --M 16
+    python -m kernels.selfcheck_configs splitk_swap --all-shapes      # every official and nearby shape
 
 Per config: prepare on a random weight, two calls on fresh inputs (the second one shows a workspace or counter
 left dirty by the first), rel-L2 of each vs the FP64 product against the family's tolerance, and, for the
@@ -34,11 +36,38 @@ def check_config(method, shape: dict, config: dict, device) -> str:
     return ""
 
 
+def workload_rows(workload) -> list[dict]:
+    """Every official and nearby shape of a workload, as the shape rows check_config takes."""
+    return [r._asdict() for df in (workload.shapes, workload.nearby) for r in df.itertuples(index=False)]
+
+
+def sweep(method, rows: list[dict], device) -> list[tuple[str, str]]:
+    """(label, reason) for every config of `method` at every row its guard admits: reason '' when it passed.
+    An exception is a failure with its first line (one broken config must not hide the others)."""
+    from kernels.method import format_config
+
+    out = []
+    for config in method.configs:
+        for row in rows:
+            M, N, K = int(row["M"]), int(row["N"]), int(row["K"])
+            if method.supports(row, M, N, K, config) is not None:
+                continue
+            label = f"{format_config(method.name, config)} {row['family']} M={M} N={N} K={K}"
+            try:
+                why = check_config(method, row, config, device)
+            except Exception as exc:
+                why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+            out.append((label, why))
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m kernels.selfcheck_configs", description=__doc__.splitlines()[0])
     p.add_argument("methods", nargs="+")
     p.add_argument("--family", default="qkv_gate")
     p.add_argument("--M", type=int, default=16)
+    p.add_argument("--all-shapes", action="store_true", help="every official and nearby shape of the workload "
+                                                             "(instead of --family/--M)")
     p.add_argument("--workload", default=None, help="a workload name or .json file (default muse_bf16_proj)")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
     import torch
@@ -47,22 +76,19 @@ def main(argv=None) -> int:
     from kernels.method import format_config
     from kernels.registry import get_method
 
-    shape = load_workload(args.workload).shape(args.family, args.M)
-    M, N, K = shape["M"], shape["N"], shape["K"]
+    workload = load_workload(args.workload)
+    rows = workload_rows(workload) if args.all_shapes else [workload.shape(args.family, args.M)]
     device = "cuda" if torch.cuda.is_available() else "cpu"
     failed = 0
     for name in args.methods:
         method = get_method(name)
-        for config in method.configs:
-            label = f"{format_config(name, config)} {args.family} M={M} N={N} K={K}"
-            reason = method.supports(shape, M, N, K, config)
-            if reason:
-                print(f"SKIP {label}: {reason}")
-                continue
-            try:
-                why = check_config(method, shape, config, device)
-            except Exception as exc:   # report and go on: one broken config must not hide the others
-                why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+        if not args.all_shapes:
+            row = rows[0]
+            for config in method.configs:
+                reason = method.supports(row, int(row["M"]), int(row["N"]), int(row["K"]), config)
+                if reason:
+                    print(f"SKIP {format_config(name, config)} {row['family']} M={row['M']}: {reason}")
+        for label, why in sweep(method, rows, device):
             failed += bool(why)
             print(f"{'FAIL' if why else 'PASS'} {label}{': ' + why if why else ''}", flush=True)
     print(f"# {failed} failed")

@@ -1,9 +1,17 @@
-"""Shared pytest setup: the repo root on sys.path and the `gpu` marker.
+"""Shared pytest setup: the repo root on sys.path, the `gpu` and `slow` markers, and the run's wall time.
 
 GPU tests are marked `@pytest.mark.gpu`; they skip cleanly (with a reason) where torch has no CUDA.
+
+Slow tests are marked `slow`: `python3 -m pytest -q -m "not slow"` is the fast tier, the plain command (what CI
+runs) runs everything. A whole file is slow when its base name is in SLOW_FILES (test file names are unique across
+tests/, see pytest.ini), a single test with `@pytest.mark.slow`. A test is slow when it takes more than a few
+seconds on a 2-core machine; the reasons below are what makes each file so. The end of every run prints its wall
+time and which tier it was.
 """
 import importlib.util
+import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -21,17 +29,91 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+# What is slow, by test file name (every test in it) or "file::test" (one test, all its parameters), with why.
+SLOW = {
+    # Triton's interpreter runs the kernels in Python
+    "test_interpreter.py": "Triton interpreter",
+    "test_interp_gemv_rows.py": "Triton interpreter",
+    "test_interp_splitk2.py": "Triton interpreter",
+    "test_interp_swap.py": "Triton interpreter",
+    "test_router_interp.py": "Triton interpreter",
+    # every config compiled to sm_90 PTX and assembled by ptxas, 1-30 s each
+    "test_compile_sm90.py": "sm_90 compiles",
+    "test_compile_splitk2.py": "sm_90 compiles",
+    "test_compile_swap.py": "sm_90 compiles",
+    # a Streamlit server and a headless chromium
+    "test_browser.py": "browser",
+    # worker processes, dask clusters, subprocesses of python -m profiler (each imports torch)
+    "test_cluster.py": "dask LocalCluster",
+    "test_worker.py": "worker processes",
+    "test_explain_worker.py": "worker processes",
+    "test_tune_worker.py": "worker processes",
+    "test_sweep_cpu.py": "worker processes",
+    "test_workload_sweep.py": "worker processes",
+    "test_cli.py": "python -m profiler subprocesses",
+    # Streamlit AppTest renders, 1-4 s each (the fast tier keeps test_pages.py and test_gate_app.py: every page on
+    # the published table and a run, and the correctness gate on every page)
+    "test_workload_pages.py": "AppTest: every page on two more workloads",
+    "test_state.py": "AppTest: page switches, links and uploads",
+    "test_readability.py": "AppTest: captions and labels of every page",
+    "test_kernels_page.py": "AppTest: the Kernels page on the committed explain runs",
+    "test_gate_app.py::test_pages_without_a_source_still_open_next_to_a_deep_file": "a deeply nested file, every page",
+    "test_report.py": "python -m dashboard report subprocesses",
+    "test_tune.py::test_warm_runs_jobs_in_worker_processes_and_reports_the_ones_that_raise": "worker processes",
+    "test_pages.py::test_no_page_imports_torch": "a subprocess per page",
+    "test_runs.py::test_default_run_prefers_the_most_fully_scored_sweep_of_the_default_workload": "every run file",
+    "test_runs.py::test_committed_runs_are_valid": "every run file",
+    "test_gate.py::test_cli_summarize_table_report_exit_3_for_an_incorrect_pair": "python -m dashboard subprocesses",
+    "test_gate_app.py::test_compare_gives_incorrect_no_verdict_and_an_error": "Compare over every series",
+}
+FAST_TIER_TARGET_S = 240   # the fast tier's budget on a 2-core machine
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped elsewhere")
+    config._projlab_started_s = time.perf_counter() - (_process_age_s() or 0.0)
 
 
 def pytest_collection_modifyitems(config, items):
+    files = {p.name for p in (ROOT / "tests").rglob("test_*.py")}
+    collected = {Path(str(item.fspath)).name for item in items}
+    names = {f"{Path(str(item.fspath)).name}::{item.originalname}" for item in items}
+    missing = [key for key in SLOW if key.split("::")[0] not in files
+               or ("::" in key and key.split("::")[0] in collected and key not in names)]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py: SLOW names {missing}, which no test is called "
+                                "(renamed? update SLOW)")
+    for item in items:
+        name = Path(str(item.fspath)).name
+        if name in SLOW or f"{name}::{item.originalname}" in SLOW:
+            item.add_marker(pytest.mark.slow)
     if _cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def _process_age_s() -> float | None:
+    """Seconds since this pytest process started (Linux /proc: field 22 of /proc/self/stat against the uptime),
+    so the wall time printed counts the interpreter's start and the imports too; None where /proc is missing."""
+    try:
+        start_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime_s = float(Path("/proc/uptime").read_text().split()[0])
+        return max(uptime_s - start_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The run's wall time and tier, last: the fast tier (-m "not slow") should stay within FAST_TIER_TARGET_S."""
+    wall_s = time.perf_counter() - config._projlab_started_s
+    marks = config.getoption("markexpr") or ""
+    tier = "fast tier (-m 'not slow')" if marks.replace('"', "").replace("'", "").strip() == "not slow" else \
+        (f"-m {marks!r}" if marks else "all tests (both tiers)")
+    budget = f" (budget {FAST_TIER_TARGET_S} s on 2 cores)" if tier.startswith("fast") else ""
+    terminalreporter.write_line(f"projlab: {tier}: wall time {wall_s:.0f} s{budget}")
 
 
 @pytest.fixture

@@ -156,7 +156,7 @@ def candidates(methods: dict, dtypes, M: int, N: int, K: int, only=None) -> list
     for name, method in methods.items():
         if not method.serves(dtypes) or (only and name not in only and name != BASELINE):
             continue
-        out += [(name, dict(c)) for c in method.configs if method.supports(dtypes, M, N, K, c) is None]
+        out += [(name, dict(c)) for c in method.configs_for(M, N, K) if method.supports(dtypes, M, N, K, c) is None]
     out.sort(key=lambda c: c[0] != BASELINE)
     return out
 

@@ -81,8 +81,8 @@ _SPEC.loader.exec_module(EDIT)
 
 @pytest.fixture
 def edited(tmp_path, extra_runs, monkeypatch):
-    """Write an edited copy of the committed r3 run (tests/fixtures/runs/edit_runs.py: TEST DATA, labelled
-    EDITED-) and put it alone on the source list; returns (path, the module for more edits)."""
+    """Write an edited copy of the committed paired sweep edit_runs.R3 (tests/fixtures/runs/edit_runs.py: TEST
+    DATA, labelled EDITED-) and put it alone on the source list; returns (path, the module for more edits)."""
     def make(change, tag):
         path = EDIT.write(change(EDIT.r3()), tmp_path, tag)
         monkeypatch.setenv("PROJLAB_EXTRA_RUNS", str(path))

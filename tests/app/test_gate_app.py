@@ -1,7 +1,7 @@
 """The correctness gate in the app: a run with one incorrect (or failed, or below-floor) shape gets no score on any
 page, an st.error names the side and the shape, and the shape is red in tables and charts. Bad files (deeply
 nested JSON) give one st.error on every page while the good runs still open. Fixtures are edited copies of the
-committed r3 run (TEST DATA, labelled EDITED-)."""
+committed paired sweep of 2026-11-30 (edit_runs.R3; TEST DATA, labelled EDITED-)."""
 import re
 
 import pytest

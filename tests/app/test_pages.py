@@ -1,5 +1,6 @@
 """Every page renders (published table and a synthetic run), shows its key numbers, reacts to widgets, and turns
 bad input into an st.error that names the problem — never a traceback."""
+import json
 import subprocess
 import sys
 import textwrap
@@ -128,14 +129,20 @@ def test_compare_two_runs_with_intersection_note(app):
 
 
 def test_compare_marks_where_both_candidates_of_a_run_ran_the_same_route(app):
-    run = "run: 2026-12-01_nvidia-h200_baseline-vs-best-b-r17.json"   # best runs F.linear at 8 of its 30 shapes
+    name = "2026-12-01_nvidia-h200_baseline-vs-best-b-r17.json"   # best runs F.linear at some of its 30 shapes
+    raw = json.loads((app.ROOT / "datasets" / "runs" / name).read_text())
+    method = {(r["candidate"], r["load"], r["family"]): r["method"] for r in raw["results"]}
+    n_same = sum(method[("baseline", *key)] == method[("best", *key)]
+                 for key in {(r["load"], r["family"]) for r in raw["results"]})
+    assert 0 < n_same < 30
+    run = f"run: {name}"
     at = app.open_page("compare")
     at.multiselect(key="cmp_series").set_value([f"{run} · baseline", f"{run} · best"]).run()
     assert not at.exception
     shapes = at.dataframe[2].value
     same = shapes[shapes["same_route"]]
-    assert len(shapes) == 30 and len(same) == 8
-    assert any("8 of 30 shape rows" in c.value and "same route" in c.value for c in at.caption)
+    assert len(shapes) == 30 and len(same) == n_same
+    assert any(f"{n_same} of 30 shape rows" in c.value and "same route" in c.value for c in at.caption)
 
 
 def test_compare_published_table_has_no_samples(app):

@@ -24,7 +24,7 @@ def _expected(app, name: str, base: str, cand: str) -> str:
 
 
 def test_source_survives_page_switches(app):
-    """Overview → pick r2 → Roofline → Shapes → Compare (no sidebar) → Shapes: still r2, and in the URL."""
+    """Overview → pick R2 → Roofline → Shapes → Compare (no sidebar) → Shapes: still R2, and in the URL."""
     at = app.open_page("overview", f"run: {R2}")
     for page in ("roofline", "shapes", "compare", "shapes", "overview"):
         at.switch_page(f"app_pages/{page}.py")
@@ -76,7 +76,7 @@ def test_a_bad_link_warns_and_falls_back(app, params, words):
 
 
 def test_the_sidebar_candidate_is_never_stale(app):
-    """r3 shows best; a repeatability run has no best: the sidebar must show what the page computes."""
+    """A paired sweep shows best; a repeatability run has no best: the sidebar must show what the page computes."""
     at = app.open_page("overview", f"run: {R2}")
     assert _sidebar(at)["candidate"] == "best"
     at.sidebar.selectbox(key="source").set_value(f"run: {BVB}").run()

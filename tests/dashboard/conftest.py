@@ -1,4 +1,4 @@
-"""Shared fixtures for the dashboard tests: edited copies of the committed r3 run (test data, labelled so)."""
+"""Shared fixtures for the dashboard tests: edited copies of a committed paired sweep (test data, labelled so)."""
 import importlib.util
 from pathlib import Path
 

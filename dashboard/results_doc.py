@@ -1,0 +1,270 @@
+"""RESULTS.md, generated from the run files: `python -m dashboard results [--out RESULTS.md]`.
+
+Nothing here is typed by hand and no run is named: which runs appear follows from rules on the run files, so a run
+committed later shows up when the file is regenerated.
+- A run's kind: dashboard.runs.run_kind (explain, tune, screen or sweep).
+- Scores: per workload and (baseline, candidate) pair of a sweep (dashboard.runs.candidate_pairs, one plan timed
+  against itself left out), every sweep that scores the pair at the commit of the newest such sweep (the
+  back-to-back sweeps of one session), with load ratios and SOL per load.
+- Pairs never scored: the newest sweep of each, with the gate's reason.
+- Unscored shapes: the newest sweep of each pair with only nearby shapes.
+- Kernels: the newest explain run of each workload that profiles every scored shape (dashboard.kernel_report.tables):
+  the gap to the floor per load and each call's largest finding.
+- Repeatability: dashboard.repeatability.same_bands over every run that times one plan twice.
+Everything is computed by the dashboard's own functions (runs, scoring, views, kernel_report, repeatability);
+output depends only on the run files (sorted by created_utc, then name), so it is byte-for-byte reproducible.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from datasets import NEARBY_LOAD, RUNS_DIR
+from datasets.jsonfile import read_json
+from dashboard import kernel_report, kernels, repeatability, runs, scoring, views
+from dashboard.workloads import default_workload
+
+WHY_CHARS = 160     # a gate's reason or a finding is cut to this many characters in a table cell
+LINK_DIR = "datasets/runs"  # run files are linked relative to the repository root, where RESULTS.md lives
+
+
+@dataclass(frozen=True)
+class Run:
+    path: Path
+    kind: str
+    created: str                # created_utc as recorded
+    commit: str                 # environment.git_sha, 7 characters ('?' when not recorded)
+    workload: str
+    candidates: tuple = ()      # every candidate with a result or a failure
+    scored: bool = False        # some result is at a scored load (not only nearby shapes)
+    complete: bool = False      # its results (an explain run: its calls) cover every scored shape of its workload
+
+
+def index_runs(runs_dir=RUNS_DIR) -> list[Run]:
+    """Every run file with its kind, date, commit, workload and candidates, oldest first (created_utc, then name).
+    Read from the raw JSON: only the runs a section shows are validated and tabulated (dashboard.runs)."""
+    out = []
+    for path in runs.list_runs(runs_dir):
+        run = read_json(path)
+        env = run.get("environment") or {}
+        workload = (run.get("workload") or {}).get("name") or default_workload().name
+        records = [r for key in ("results", "failures") for r in run.get(key) or [] if isinstance(r, dict)]
+        names = tuple(dict.fromkeys(str(r.get("candidate")) for r in records))
+        scored = any(r.get("load") != NEARBY_LOAD for r in run.get("results") or [] if isinstance(r, dict))
+        kind = runs.run_kind(run)
+        timed = run.get("calls" if kind == runs.EXPLAIN else "results") or []
+        have = {(r.get("load"), r.get("family")) for r in timed if isinstance(r, dict)}
+        wanted = {(r.load, r.family) for r in runs.run_workload(run, path.name)[0].shapes.itertuples()}
+        out.append(Run(path, kind, str(run.get("created_utc") or ""), str(env.get("git_sha") or "?")[:7],
+                       workload, names, scored, wanted <= have))
+    return sorted(out, key=lambda r: (r.created, r.path.name))
+
+
+def link(path: Path) -> str:
+    return f"[{path.name}]({LINK_DIR}/{path.name})"
+
+
+def _pct(x) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{x:.1%}"
+
+
+def _cut(text: str, chars: int = WHY_CHARS) -> str:
+    """One table cell: no pipes, at most `chars` characters."""
+    text = text.replace("|", "/").replace("\n", " ")
+    return text if len(text) <= chars else text[:chars - 1].rstrip() + "…"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |",
+            *["| " + " | ".join(map(str, r)) + " |" for r in rows], ""]
+
+
+def _pairs(data: runs.RunData) -> list[tuple[str, str]]:
+    repeats = set(repeatability.repeat_pairs(data)) if len(data.results) else set()
+    return [p for p in runs.candidate_pairs(data) if p not in repeats and p[0] is not None]
+
+
+def _sol(data: runs.RunData, base: str, cand: str) -> pd.DataFrame:
+    wide = views.wide_shapes(runs.shape_table(data), data.pairs, base, cand,
+                             runs.pair_gate(data, base, cand, scored_only=False))
+    wide = wide[wide["load"].isin(data.workload.load_order)]
+    return views.load_sol(wide, scoring.family_weights(data.workload)).set_index("load")
+
+
+class Loaded:
+    """Run files validated and tabulated (dashboard.runs.load_run_data) once, when a section first needs them."""
+
+    def __init__(self):
+        self._data: dict[Path, runs.RunData] = {}
+
+    def __call__(self, meta: Run) -> runs.RunData:
+        if meta.path not in self._data:
+            self._data[meta.path] = runs.load_run_data(meta.path)
+        return self._data[meta.path]
+
+
+def _newest_sweeps_per_pair(sweeps: list[Run], load: Loaded, same_commit: bool):
+    """[(pair, Run, RunData)], newest sweep first: for each (baseline, candidate) pair, the newest sweep among
+    `sweeps` that has it — and with `same_commit`, every other sweep of it at that sweep's commit. A run is only
+    loaded when it may hold a pair not settled yet (judged from the candidate names in the index)."""
+    newest: dict[str, str] = {}     # candidate -> commit of the newest sweep it was taken from
+    others: set[str] = set()        # names that are only ever a baseline or one plan timed twice
+    out = []
+    for meta in reversed(sweeps):
+        if not any(c not in others and newest.get(c, meta.commit) == meta.commit for c in meta.candidates):
+            continue
+        data = load(meta)
+        pairs = [p for p in _pairs(data) if newest.get(p[1], meta.commit) == meta.commit]
+        others |= set(data.candidates()) - {c for _, c in _pairs(data)}
+        for pair in pairs:
+            if same_commit or pair[1] not in newest:
+                out.append((pair, meta, data))
+            newest[pair[1]] = meta.commit
+    return out
+
+
+def _score_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
+    """Scores per pair (the sweeps at the newest scored sweep's commit) with SOL per load, and pairs never scored."""
+    scored, refused, statuses = {}, {}, {}
+    pending = sweeps
+    while pending:
+        found = _newest_sweeps_per_pair(pending, load, same_commit=True)
+        retry = set()
+        for pair, meta, data in found:
+            rows = statuses.setdefault(meta.path, runs.status_rows(data))
+            try:
+                bd = scoring.score_long(rows, *pair, data.workload)
+            except scoring.ScoringError as exc:
+                gate = getattr(exc, "gate", None)
+                refused.setdefault(pair, (meta, gate.message(first=1) if gate is not None else str(exc)))
+                retry.add(pair[1])
+                continue
+            scored.setdefault(pair, []).append((meta, data, bd))
+        # A pair refused in its newest sweep may have been scored in an older one: look further back for those.
+        retry -= {c for _, c in scored}
+        oldest = min((m.created for p, m, _ in found if p[1] in retry), default=None)
+        pending = [m for m in pending if oldest is not None and m.created < oldest and set(m.candidates) & retry]
+    if not scored and not refused:
+        return []
+    loads = load(sweeps[-1]).workload.load_order
+    lines = [f"### Scores: `{name}`", "",
+             "Per (baseline, candidate) pair: the newest sweep that scores it and every other sweep of it at that "
+             "commit (measured times; ratios and scores derived: each load Σ w·baseline ÷ Σ w·candidate over its "
+             "shapes, the score their geometric mean, both sides correct at every scored shape).", ""]
+    rows, sol_rows = [], []
+    for (base, cand), hits in scored.items():
+        for meta, data, bd in hits:
+            ratios = bd.load_ratios()
+            rows.append([f"`{cand}` vs `{base}`", f"**{bd.score:.4f}**", *[f"{ratios[l]:.3f}" for l in loads],
+                         meta.created[:10], f"`{meta.commit}`", link(meta.path)])
+            sol = _sol(data, base, cand)
+            for side, col in ((cand, "sol_candidate"), (base, "sol_baseline")):
+                sol_rows.append([f"`{side}`", *[_pct(sol[col].get(l)) for l in loads], link(meta.path)])
+    lines += _table(["pair", "score", *loads, "date", "commit", "run file"], rows)
+    lines += ["SOL per load (Σ floor ÷ Σ time, *derived*; floors from each run's own HBM read probes and measured "
+              "compute peak):", ""]
+    lines += _table(["candidate", *loads, "run file"], list(dict.fromkeys(map(tuple, sol_rows))))
+    never = [(pair, why) for pair, why in refused.items() if pair not in scored]
+    if never:
+        lines += ["Pairs no sweep scored (the newest sweep of each; the correctness gate's reason, first shape):", ""]
+        lines += _table(["pair", "why", "run file"],
+                        [[f"`{c}` vs `{b}`", _cut(why), link(meta.path)] for (b, c), (meta, why) in never])
+    return lines
+
+
+def _nearby_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
+    """The newest nearby-only sweep of each pair: shapes, correct on both sides, per-shape ratios."""
+    rows = []
+    for (base, cand), meta, data in _newest_sweeps_per_pair(sweeps, load, same_commit=False):
+        gate = runs.pair_gate(data, base, cand, scored_only=False)
+        pairs = data.pairs[(data.pairs["baseline"] == base) & (data.pairs["candidate"] == cand)]
+        usable = pairs[pairs["shape"].isin(set(gate.usable["shape"]))]
+        same = views.same_route(data.results, base, cand)
+        same_shapes = set(same.index[same])
+        own, lib = usable[~usable["shape"].isin(same_shapes)], usable[usable["shape"].isin(same_shapes)]
+        spread = (lambda r: f"{r.min():.3f} – {r.max():.3f} (median {r.median():.3f})" if len(r) else "–")
+        rows.append([f"`{cand}` vs `{base}`", len(gate.shapes), len(gate.usable),
+                     f"{len(own)}: {spread(own['ratio_median'])}", f"{len(lib)}: {spread(lib['ratio_median'])}",
+                     meta.created[:10], link(meta.path)])
+    if not rows:
+        return []
+    return [f"### Shapes outside the score: `{name}`", "",
+            "The newest sweep of each pair over nearby and extra M only (never scored). Per-shape paired ratio "
+            "(baseline ÷ candidate, median of rounds), apart where the candidate ran its own route and where it "
+            "dispatched the baseline's own call (there the ratio is one call timed twice).", "",
+            *_table(["pair", "shapes", "correct on both sides", "own route: shapes, ratio", "same call: shapes, ratio",
+                     "date", "run file"], rows)]
+
+
+def _explain_section(name: str, explains: list[Run]) -> list[str]:
+    """The newest explain run of the workload: gap to the floor per load by cause, and each call's top finding."""
+    if not explains:
+        return []
+    meta = explains[-1]
+    data = kernels.from_run_data(runs.load_run_data(meta.path))
+    t = kernel_report.tables(data)
+    lines = [f"### Where the time goes: `{name}`", "",
+             f"{link(meta.path)} ({meta.created[:10]}, commit `{meta.commit}`): per call, Nsight Compute's bytes, "
+             "grid and throughputs of one cold call and the kernel times of one CUDA-graph replay (measured); floors, "
+             "gaps and their parts derived (`python -m dashboard explain RUN` prints every kernel). Gap to the floor "
+             "per load, µs summed over the load's shapes:", ""]
+    gaps = t["gap per load"]
+    parts = list(kernels.GAP_PARTS)
+    lines += _table(["candidate", "load", "time", "floor", "gap", *kernels.GAP_PARTS.values(), "kernels per call",
+                     "SOL"],
+                    [[f"`{r['candidate']}`", r["load"], f"{r['time_sum_us']:.2f}", f"{r['floor_sum_us']:.2f}",
+                      f"{r['gap_sum_us']:.2f}", *[f"{r[p] + 0.0:.2f}" for p in parts],
+                      f"{r['launches_per_call']:.1f}", _pct(r["sol"])] for _, r in gaps.iterrows()])
+    calls, found = t["calls"], t["findings"]
+    rows = []
+    for _, c in calls.iterrows():
+        mine = found[(found["shape"] == c["shape"]) & (found["candidate"] == c["candidate"])] if len(found) else found
+        top = mine.iloc[0]["text"] if len(mine) else "–"
+        rows.append([c["shape"], f"`{c['candidate']}`", f"`{c['method']}`" if isinstance(c["method"], str) else "–",
+                     int(c["launches"]), f"{c['time_us']:.2f}", f"{c['floor_us']:.2f}", _pct(c["sol"]),
+                     _cut(str(top))])
+    lines += ["Per call: the largest finding (`dashboard/kernel_findings.py` rules, by the µs it explains):", ""]
+    lines += _table(["shape", "candidate", "method", "kernels", "µs", "floor µs", "SOL", "finding"], rows)
+    return lines
+
+
+def _repeat_section(index: list[Run], load: Loaded) -> list[str]:
+    """dashboard.repeatability.same_bands over every sweep that times one plan twice ('baseline', 'baseline#2')."""
+    twice = [r for r in index if r.kind == runs.SWEEP and any(c.split("#", 1)[0] in r.candidates
+                                                         for c in r.candidates if "#" in c)]
+    bands = repeatability.same_bands([load(r) for r in twice])
+    if bands is None:
+        return []
+    return ["## Repeatability", "",
+            f"{bands.describe()} Runs: {', '.join(link(Path(n)) for n in bands.runs)}.", ""]
+
+
+def _index_section(index: list[Run]) -> list[str]:
+    return ["## Every run file", "",
+            *_table(["created (UTC)", "kind", "workload", "commit", "run file"],
+                    [[r.created[:16].replace("T", " "), r.kind, r.workload, f"`{r.commit}`", link(r.path)]
+                     for r in reversed(index)])]
+
+
+def build(runs_dir=RUNS_DIR) -> str:
+    """The whole RESULTS.md text from the run files in `runs_dir`."""
+    index = index_runs(runs_dir)
+    load = Loaded()
+    lines = ["# Results", "",
+             "Generated by `python -m dashboard results --out RESULTS.md` from the run files in `datasets/runs/`; "
+             "do not edit (a test regenerates it from the committed runs and compares). Times are **measured** on "
+             "the GPU each run file names; ratios, scores, floors and SOL are *derived* from them. Which runs "
+             "appear follows from rules on the run files (`dashboard/results_doc.py`).", ""]
+    for name in dict.fromkeys(r.workload for r in index):
+        sweeps = [r for r in index if r.kind == runs.SWEEP and r.workload == name and r.candidates]
+        body = _score_section(name, [r for r in sweeps if r.scored], load) + \
+            _nearby_section(name, [r for r in sweeps if not r.scored], load) + \
+            _explain_section(name, [r for r in index if r.kind == runs.EXPLAIN and r.workload == name and r.complete])
+        if body:
+            lines += [f"## Workload `{name}`", "", *body]
+    lines += _repeat_section(index, load)
+    lines += _index_section(index)
+    return "\n".join(lines).rstrip() + "\n"
