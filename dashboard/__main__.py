@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from datasets import RUNS_DIR, DatasetError, load_workload
+from datasets.paths import RUN_SUFFIXES
 from dashboard import runs, scoring, sources, views, workloads
 from dashboard.files import write_files
 from dashboard.kernels import ExplainError
@@ -122,13 +123,13 @@ def _existing(path: str, suffixes: tuple[str, ...], what: str) -> Path:
     p = Path(path)
     if not p.is_file():
         raise CliError(f"{path}: no such file")
-    if p.suffix.lower() not in suffixes:
+    if not p.name.lower().endswith(suffixes):
         raise CliError(f"{p.name}: expected {what}")
     return p
 
 
 def cmd_summarize(args) -> int:
-    path = _existing(args.path, (".csv", ".json"), "an official .csv or a run .json")
+    path = _existing(args.path, (".csv", *RUN_SUFFIXES), "an official .csv or a run .json / .json.gz")
     if path.suffix.lower() == ".csv":
         if args.baseline or args.candidate:
             raise CliError(f"{path.name}: a per-shape table has one pair (baseline, candidate); "
@@ -138,7 +139,7 @@ def cmd_summarize(args) -> int:
 
 
 def cmd_table(args) -> int:
-    path = _existing(args.path, (".json",), "a run .json")
+    path = _existing(args.path, RUN_SUFFIXES, "a run .json / .json.gz")
     data = _load(path)
     workload = data.workload
     base, cand = sources.resolve_pair(data, args.baseline, args.candidate)
@@ -162,7 +163,7 @@ def cmd_explain(args) -> int:
     """The kernel breakdown of an explain run (python -m profiler explain), as terminal tables."""
     from dashboard import kernel_report, kernels
 
-    path = _existing(args.path, (".json",), "an explain run .json")
+    path = _existing(args.path, RUN_SUFFIXES, "an explain run .json / .json.gz")
     run = _load(path)
     data = kernels.from_run_data(run)
     print(_workload_line(run).strip())

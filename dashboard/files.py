@@ -10,6 +10,7 @@ from typing import Callable
 
 from datasets import DATA_DIR
 from datasets.jsonfile import JsonInputError, read_json
+from datasets.paths import is_run_name
 from datasets.runfile import write_text_atomic
 
 
@@ -27,7 +28,7 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def _is_run_file(path: Path) -> bool:
     """A JSON file shaped like a run (schema_version + results): never overwritten by a report."""
-    if path.suffix.lower() != ".json" or not path.is_file():
+    if not is_run_name(path.name) or not path.is_file():
         return False
     try:
         doc = read_json(path)

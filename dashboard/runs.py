@@ -17,12 +17,13 @@ import pandas as pd
 
 from datasets import DEFAULT_WORKLOAD, NEARBY_LOAD, RUNS_DIR, DatasetError, Workload, workload_of_run
 from datasets.jsonfile import JsonInputError, read_json
+from datasets.paths import run_paths
 from datasets.workload import RUN_KEY
 from datasets.runfile import RunFileError, load_run, validate_run
 from dashboard import metrics, roofline, scoring
 from dashboard.workloads import default_workload
 
-RUN_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})_(.+?)_(.+)\.json$")
+RUN_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})_(.+?)_(.+)\.json(?:\.gz)?$")
 SCALAR_RESULT_COLUMNS = ["load", "family", "M", "N", "K", "candidate", "method", "median_us", "ci_low_us",
                          "ci_high_us", "n_samples", "correct", "flags", "throttled_samples"]
 FAILURE_COLUMNS = ["shape", *scoring.SHAPE_ID, "candidate", "status", "reason"]
@@ -256,10 +257,7 @@ def list_runs(runs_dir=RUNS_DIR) -> list[Path]:
 
     Files that do not follow '<date>_<gpu>_<label>.json' sort after the dated ones.
     """
-    runs_dir = Path(runs_dir)
-    if not runs_dir.is_dir():
-        return []
-    files = [p for p in runs_dir.glob("*.json") if p.is_file() and not p.name.startswith(".")]
+    files = run_paths(runs_dir)
 
     def key(p: Path):
         match = RUN_NAME_RE.match(p.name)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from datasets import RUNS_DIR, Workload, load_official, load_seed_probes
-from datasets.paths import OFFICIAL_036_CSV
+from datasets.paths import OFFICIAL_036_CSV, run_paths
 from dashboard import runs, views
 
 PUBLISHED, MEASURED, UPLOADED = "published", "measured", "uploaded"
@@ -90,7 +90,7 @@ def extra_run_paths(value: str | None = None) -> list[Path]:
     paths: list[Path] = []
     for item in filter(None, value.split(os.pathsep)):
         p = Path(item)
-        paths += sorted(p.glob("*.json")) if p.is_dir() else [p]
+        paths += run_paths(p) if p.is_dir() else [p]
     return paths
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard import runs, scoring
+from datasets.paths import run_stem
 from dashboard.workloads import default_workload
 
 # The write-up's "applicable" dense BF16 peak used in its roofline arithmetic (seed section 'A rough way to ask
@@ -254,7 +255,7 @@ def series_label(source_label: str, path, candidate: str) -> str:
         return f"{parsed['date']} · {parsed['label']} · {candidate}"
     if "published" in source_label.lower():
         return f"published 036 table · {candidate}"
-    return f"{_Path(path).stem} · {candidate}"
+    return f"{run_stem(_Path(path).name)} · {candidate}"
 
 
 def shape_order(load_order, family_order) -> list[str]:

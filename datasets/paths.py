@@ -10,3 +10,29 @@ OFFICIAL_036_CSV = DATA_DIR / "official_036.csv"
 SEED_LEDGER_CSV = DATA_DIR / "seed_ledger.csv"
 SEED_PROBES_CSV = DATA_DIR / "seed_probes.csv"
 RUNS_DIR = DATA_DIR / "runs"
+# A run file is '<date>_<gpu>_<label>.json' as the profiler writes it, or '.json.gz': the same bytes through
+# `gzip -n -9`, how tune and screen logs are committed (they time every config of every method, 0.9-3.3 MB each;
+# compressed about 6x smaller). Every reader goes through datasets.jsonfile.read_json, which takes both.
+RUN_SUFFIXES = (".json", ".json.gz")
+
+
+def is_run_name(name: str) -> bool:
+    """Whether a file name has a run file's suffix (.json or .json.gz)."""
+    return name.lower().endswith(RUN_SUFFIXES)
+
+
+def run_paths(folder) -> list[Path]:
+    """The run files directly in `folder` (both suffixes; hidden files left out), in name order."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and is_run_name(p.name) and not p.name.startswith("."))
+
+
+def run_stem(name: str) -> str:
+    """A run file's name without its suffix ('.json' or '.json.gz')."""
+    lower = name.lower()
+    for suffix in sorted(RUN_SUFFIXES, key=len, reverse=True):
+        if lower.endswith(suffix):
+            return name[: -len(suffix)]
+    return Path(name).stem

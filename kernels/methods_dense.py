@@ -21,7 +21,7 @@ SPLITK_ATOMIC_MAX_M = 256
 STREAMK_MAX_M = 512
 # splitk_atomic_v2, _kn and streamk_small target the small-M shapes where splitk_atomic won (M = 4-16) and the
 # M = 32 neighbour; above, splitk_atomic lost 2-6x
-# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json), so their workspace holds 32 rows.
+# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json.gz), so their workspace holds 32 rows.
 SPLITK_ATOMIC2_MAX_M = 32
 # splitk_swap puts the tokens in the MMA's N dimension (BM = 16..128 per tile): its workspace is [N, 256].
 SPLITK_SWAP_MAX_M = 256
@@ -135,7 +135,7 @@ PACKED_CONFIGS = config_table(TILE_KEYS, [
 ])
 
 # Single-launch split-K (kernels/triton/splitk_atomic.py). Grid = N/BN x SPLIT x ceil(M/BM). Screened on the H200
-# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json, cold, overhead subtracted): BM=16 with
+# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json.gz, cold, overhead subtracted): BM=16 with
 # BK=64 x SPLIT=16 won at qkv_gate M=4-16 (12.85-13.14 us vs F.linear 13.98-14.42, vs the splitk plan entry
 # 13.09-13.20) and at the unpooler's M=8, N=1024 slice (5.55 vs 6.93); it tied or lost at M=32 and lost 2-6x at
 # M >= 64 (an earlier screen of 64- and 128-row tiles lost 1.3-3.7x there: the atomic traffic of large split
@@ -172,7 +172,7 @@ STREAMK_CONFIGS = config_table(STREAMK_KEYS, [
 
 SPLITK_ATOMIC2_KEYS = (*TILE_KEYS, "W_LOAD")
 # Second round of the single-launch split-K (kernels/triton/splitk_atomic_v2.py), for the gap at qkv_gate M = 8-16:
-# splitk_atomic measured 13.07-13.28 us there (datasets/runs/2026-12-01_nvidia-h200_tune-r4.json) against a
+# splitk_atomic measured 13.07-13.28 us there (datasets/runs/2026-12-01_nvidia-h200_tune-r4.json.gz) against a
 # floor (weight bytes / measured HBM read bandwidth) of ~9.3-9.7 us. Each row changes one thing against the
 # control row (16, 64, 64, 16, 4, 4, "cg") = splitk_atomic's default through the new kernel:
 # PREFETCH=1 put the tile's workspace lines and counter in L2 at program start (cold mode evicts them, so the
@@ -184,14 +184,14 @@ SPLITK_ATOMIC2_KEYS = (*TILE_KEYS, "W_LOAD")
 # the unpooler's N=1024 slice 16 tiles x 33 = 16 / 4 x 132) where SPLIT=16 leaves 576 = 4.36 x 132 programs;
 # BK=128 x SPLIT=8 is the tile of an earlier quick kernel that measured 11.76 us at qkv_gate M=8 in another harness.
 SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
-    # The first screen of these knobs (datasets/runs/2026-12-01_nvidia-h200_screen-splitk-v2.json) ran every knob
+    # The first screen of these knobs (datasets/runs/2026-12-01_nvidia-h200_screen-splitk-v2.json.gz) ran every knob
     # with the L2 prefetch on, which cost 2.6-3.2 us at qkv_gate M=8-16 (15.52/16.43 us against 12.90/13.20
     # without); there the balanced SPLIT=11 (14.19/14.86) and BK=128 x SPLIT=8 (14.80/15.10) beat the prefetching
     # control by 1.3-1.6 us. So every knob was tried again without the prefetch, which stayed 1-3 us slower at
     # every shape of every later screen and tune that kept a PREFETCH=1 row; zero adds that warm the same lines
     # (`red`, PREFETCH=2, commit 6b47ca0) measured 1.3-1.8 us slower than the same tiles without (qkv_gate
     # M = 8-16 12.40-12.99 against 14.08-14.82 us, the unpooler's M=8 slice 5.60 against 7.14;
-    # datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json).
+    # datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json.gz).
     # Both are gone, and so is their PREFETCH key (kernels/plans.py drops PREFETCH=0 from old plans as they load).
     (16, 64, 64, 16, 4, 4, "cg"),               # default: splitk_atomic's config in the shipped plan
     (16, 64, 64, 11, 4, 4, "cg"),               # qkv_gate: 396 programs = 3 per SM, 11-12 K steps each
@@ -206,7 +206,7 @@ SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
     # contiguous block. The pooler's `packed` route (that layout, a separate reduce launch at SPLIT=2) streams its
     # weights at 95% of the probe's bandwidth under Nsight Compute, this kernel on the [N, K] layout at 69-78%
     # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json). Screened in
-    # ..._screen-pack-r18.json and ..._screen-nosplit-r19.json (21 packed rows); kept are the rows that were
+    # ..._screen-pack-r18.json.gz and ..._screen-nosplit-r19.json.gz (21 packed rows); kept are the rows that were
     # fastest somewhere. The layout alone moved qkv_gate M = 4-16 by at most 0.1-0.2 us (ties with "cg"/"tma");
     # the pooler gained up to 1.1 us from SPLIT=1 strips of 32 rows x 512 (128 programs: no workspace, no
     # counter, no reduce launch). Never fastest and dropped: SPLIT=1 tiles of 16 weight rows (144-256 programs;

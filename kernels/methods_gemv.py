@@ -89,7 +89,7 @@ GEMV_WIDE_CONFIGS = config_table(GEMV_WIDE_KEYS, [
     (4, 1024, 2, ".cg"),
     # Long rows in router_gemv_fp32's geometry (16-32 KB per program in one unrolled step, 16 warps, evict_first;
     # it reads the router's 8.4 MB in 3.1-3.2 us). Screened at M=1 (datasets/runs/
-    # 2026-12-01_nvidia-h200_screen-gemv-long-rows-r15.json): qkv_gate 9.66, pooler 15.95, unpooler 3.31 us against
+    # 2026-12-01_nvidia-h200_screen-gemv-long-rows-r15.json.gz): qkv_gate 9.66, pooler 15.95, unpooler 3.31 us against
     # 10.51, 16.91, 3.79 for the plan's picks then (gemv_wide BN=8 BK=1024, gemv, gemv).
     (4, 4096, 16, ""),      # K=4096 (unpooler M=1): 256 programs
     (2, 4096, 16, ""),      # K=4096: 512 programs of 16 KB

@@ -44,7 +44,7 @@ def _hilo_guard(M, N, K, config):
 # 128 B); grids that fill the 132 SMs: 11 runs per 64-row tile (396 programs, 3 per SM), 7 per 128-row tile (126),
 # stream-K (1-3 programs per SM, equal K-step runs across tiles); then 128/256-row tiles for M = 33..256, where the
 # token tile is re-read from L2 once per weight tile (the first screen, datasets/runs/
-# 2026-12-02_nvidia-h200_screen-skinny-ws.json: 64-row tiles at M = 128 moved 113 MB through L2 in 24 us).
+# 2026-12-02_nvidia-h200_screen-skinny-ws.json.gz: 64-row tiles at M = 128 moved 113 MB through L2 in 24 us).
 SKINNY_CONFIGS = config_table(SKINNY_KEYS, [
     (16, 64, 64, 3, 8, 0, 0, 4),      # default: the write-up's 039 configuration at M = 9..16
     (32, 64, 64, 3, 8, 0, 0, 4),      # the write-up's 039 configuration at M = 17..32

@@ -97,7 +97,7 @@ HILO_SPLITK_CONFIGS = config_table(TILE_KEYS, [
 # BM=128 row above ran 16-32 programs there): 128 programs at M=256 (SPLIT=16). Under Nsight Compute the BM=64
 # picks kept neither DRAM (30% of peak) nor the SMs (15-25%) busy at M = 128-256
 # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r25.json). Screened with the PDL launch
-# (datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json): fastest at M=200 (8.29 against 8.48 us for
+# (datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json.gz): fastest at M=200 (8.29 against 8.48 us for
 # the BM=64 SPLIT=8 pick), 8.43 against 8.35 at M=256, 7.97 against 6.72 at M=128; its SPLIT=32 twin (2 K steps
 # per program at M=128) was never fastest (7.55 us there) and is not kept.
 HILO_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
@@ -118,7 +118,7 @@ HILO_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
 HILO_ATOMIC_PDL_CONFIGS = tuple(c for c in HILO_ATOMIC_CONFIGS if (c["BM"], c["SPLIT"]) != (128, 4))
 
 # router_hilo_fused: grid = 256/BN x SPLIT x ceil(M/BM). Screened on the H200
-# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json) against router_hilo_atomic_pdl (zero-fill +
+# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json.gz) against router_hilo_atomic_pdl (zero-fill +
 # PDL + atomics into y): 5.58 vs 5.20 us at M=16, 9.84 vs 6.72 at M=128, 10.58 vs 8.26 at M=256 -- the last
 # arriver's extra L2 round trips (release/acquire on the tile counter, then the exchange) cost more than the
 # zero-fill launch that PDL overlaps. The six best rows of the first screen are kept for the tuner.
@@ -132,7 +132,7 @@ HILO_FUSED_CONFIGS = config_table(TILE_KEYS, [
 ])
 
 # router_hilo_flag: grid = (SPLIT + 1) x 256/BN x ceil(M/BM). Screened on the H200
-# (datasets/runs/2026-12-01_nvidia-h200_screen-router-flag-r11.json, against router_hilo_atomic_pdl, the same
+# (datasets/runs/2026-12-01_nvidia-h200_screen-router-flag-r11.json.gz, against router_hilo_atomic_pdl, the same
 # split-K behind a zero-fill launch): 0.3-0.8 us faster at M = 4..64 (4.94 vs 5.34 us at M=16, 5.44 vs 6.08 at
 # M=32), slower at M >= 128 where its grids were 136-144 programs: one more wave than the 132 SMs (7.58 vs 5.76 us
 # for the same tiles at M=128 and M=64). The M >= 128 rows below keep the grid at 128-132 programs; SPLIT need not
@@ -151,7 +151,7 @@ HILO_FLAG_CONFIGS = config_table(HILO_FLAG_KEYS, [
     # contiguous block instead of 2BN runs of BK*2 bytes a weight row apart. This kernel streamed the router's
     # 8.7 MB at 58% of the probe's bandwidth under Nsight Compute at M = 8-32
     # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json). Screen
-    # ..._screen-pack-r18.json: packed rows fastest at M = 4-32, 0.1-0.4 us ahead of the same tiles unpacked
+    # ..._screen-pack-r18.json.gz: packed rows fastest at M = 4-32, 0.1-0.4 us ahead of the same tiles unpacked
     # (M=16: 4.53 against 4.77 us for the fastest unpacked row); at M = 128-256 the packed rows gained
     # 0.1-0.25 us and still lost 1.0-1.3 us to router_hilo_atomic_pdl, so they are not kept, nor the three rows
     # that were never fastest. The unpacked twins of the kept rows (16/32/128 SWAP 0, 16/32/64 SWAP 1, 32/64/128

@@ -7,7 +7,7 @@ from dashboard import runs
 
 R2 = "2026-11-30_nvidia-h200_baseline-seed036-best-r2.json"
 BVB = "2026-11-30_nvidia-h200_baseline-vs-baseline-a-r2.json"
-TUNE = "2026-11-30_nvidia-h200_tune-r3.json"
+TUNE = "2026-11-30_nvidia-h200_tune-r3.json.gz"
 
 
 def _sidebar(at: AppTest) -> dict:

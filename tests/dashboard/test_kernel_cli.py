@@ -37,7 +37,7 @@ def test_explain_one_shape_shows_both_candidates_and_findings():
 def test_explain_bad_input_is_one_line():
     for args, needle in [((str(RUN), "--candidate", "nope"), "no profiled candidate 'nope'"),
                          ((str(RUN), "--shape", "decode 9/o"), "no profiled shape 'decode 9/o'"),
-                         (("datasets/runs/2026-11-30_nvidia-h200_tune.json",), "not an explain run"),
+                         (("datasets/runs/2026-11-30_nvidia-h200_tune.json.gz",), "not an explain run"),
                          (("missing.json",), "missing.json: no such file")]:
         out = cli("explain", *args)
         assert out.returncode == 2, args

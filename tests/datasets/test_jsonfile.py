@@ -1,4 +1,5 @@
 """datasets.jsonfile: every loader's bad-JSON path gives one clear error, never a RecursionError/UnicodeError."""
+import json
 import pytest
 
 from datasets import DatasetError, load_workload
@@ -46,3 +47,39 @@ def test_every_loader_turns_bad_json_into_its_own_error(tmp_path, loader, error,
     path.write_bytes(content)
     with pytest.raises(error, match="nested 1000 levels deep|not UTF-8"):
         loader(path)
+
+
+def test_a_gzip_run_file_reads_as_the_file_it_compresses(tmp_path):
+    import gzip
+    doc = {"schema_version": 1, "results": [{"median_us": 12.5}]}
+    plain, packed = tmp_path / "a.json", tmp_path / "a.json.gz"
+    plain.write_text(json.dumps(doc))
+    packed.write_bytes(gzip.compress(plain.read_bytes(), mtime=0))
+    assert read_json(packed) == read_json(plain) == doc
+
+
+def test_a_gzip_file_is_refused_when_it_expands_past_the_limit_or_is_cut_short(tmp_path):
+    import gzip
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b"[" + b"0," * 50_000 + b"0]"))
+    with pytest.raises(JsonInputError, match=r"^bomb\.json\.gz: expands to over 1,000 bytes"):
+        read_json(bomb, max_bytes=1_000)
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(gzip.compress(b'{"a": 1}' * 100)[:-12])
+    with pytest.raises(JsonInputError, match=r"^cut\.json\.gz: the gzip data is cut short"):
+        read_json(cut)
+    fake = tmp_path / "fake.json.gz"
+    fake.write_bytes(b'{"a": 1}')
+    with pytest.raises(JsonInputError, match=r"^fake\.json\.gz: not a gzip file"):
+        read_json(fake)
+
+
+def test_committed_compressed_runs_are_listed_and_load():
+    from datasets import RUNS_DIR
+    from datasets.paths import run_paths, run_stem
+    from dashboard.runs import list_runs, parse_run_name
+    packed = [p for p in run_paths(RUNS_DIR) if p.name.endswith(".json.gz")]
+    assert packed and set(packed) <= set(list_runs())
+    for p in packed[:3]:
+        assert parse_run_name(p)["label"] == run_stem(p.name).split("_", 2)[2]
+        assert load_run(p)["results"]

@@ -7,6 +7,8 @@ import pytest
 
 from datasets import DatasetError, RUNS_DIR, load_workload, workload_from_dict, workload_of_run
 from datasets.workload import RUN_KEY
+from datasets.jsonfile import read_json
+from datasets.paths import run_paths
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "workloads" / "tiny.json"
 WORKLOADS = ["muse_bf16_proj", "llama31_8b_decode", str(TINY)]
@@ -63,9 +65,9 @@ def test_a_broken_embedded_workload_names_the_run_and_field():
 
 
 def test_committed_runs_without_the_field_fall_back_to_muse_with_a_note():
-    older = [p for p in sorted(RUNS_DIR.glob("*.json")) if RUN_KEY not in json.loads(p.read_text())]
+    older = [p for p in run_paths(RUNS_DIR) if RUN_KEY not in read_json(p)]
     assert older     # the 2026-11-30 H200 runs were written before runs embedded their workload
     for path in older:
-        w, note = workload_of_run(json.loads(path.read_text()), str(path))
+        w, note = workload_of_run(read_json(path), str(path))
         assert w.name == "muse_bf16_proj"
         assert note.startswith(f"{path.name} does not record its workload") and "assuming" in note

@@ -10,6 +10,8 @@ from datasets import (DTYPE_BYTES, NEARBY_LOAD, RUNS_DIR, dtype_bytes, is_scored
                       load_workload, shape_bytes, shape_key, shape_key_of)
 from datasets.shapes import SHAPE_COLUMNS, weight_bytes
 from datasets.workload import workload_of_run
+from datasets.jsonfile import read_json
+from datasets.paths import run_paths
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "workloads" / "tiny.json"
 
@@ -60,11 +62,11 @@ def test_every_committed_run_shape_is_the_workloads_shape():
     """Each (load, family, M, N, K) measured on the H200 is exactly Workload.shape(family, M) of the run's own
     workload (embedded, or muse_bf16_proj for runs written before runs embedded one), including the tuner's M±1
     neighbours (M=127, 257) that are not in the nearby list."""
-    runs = sorted(RUNS_DIR.glob("*.json"))
+    runs = run_paths(RUNS_DIR)
     assert runs
     seen, names = set(), set()
     for path in runs:
-        run = json.loads(path.read_text())
+        run = read_json(path)
         workload, _ = workload_of_run(run, path.name)
         names.add(workload.name)
         for record in run["results"] + run["pairs"]:

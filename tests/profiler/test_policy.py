@@ -1,11 +1,11 @@
 """The timing policy: one object per preset, and the run files it writes record what the committed H200 runs
 recorded (the move into profiler/measure/policy.py changed no setting)."""
-import json
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
+from datasets.jsonfile import read_json
 from profiler.commands import screen, tune_rules
 from profiler.measure import policy
 from profiler.worker.settings import SweepSettings
@@ -15,7 +15,7 @@ TIMING_KEYS = ("min_pairs", "rse_target", "max_seconds_per_shape", "warmup_secon
 
 
 def _settings(name: str) -> dict:
-    return json.loads((RUNS / name).read_text())["environment"]["settings"]
+    return read_json(RUNS / name)["environment"]["settings"]   # a .json or a gzipped .json.gz run file
 
 
 def test_a_sweep_records_the_settings_the_committed_sweeps_recorded():
@@ -26,7 +26,7 @@ def test_a_sweep_records_the_settings_the_committed_sweeps_recorded():
     assert set(mine) <= set(recorded)                       # every field a sweep records, none new
 
 
-@pytest.mark.parametrize("name", ["2026-12-01_nvidia-h200_tune-r25.json", "2026-12-01_nvidia-h200_tune-r4.json"])
+@pytest.mark.parametrize("name", ["2026-12-01_nvidia-h200_tune-r25.json.gz", "2026-12-01_nvidia-h200_tune-r4.json.gz"])
 def test_the_tuner_records_the_stages_the_committed_tunes_recorded(name):
     recorded = _settings(name)
     assert tune_rules.SCREEN == recorded["screen"] == policy.TUNE_SCREEN.stage()
@@ -35,7 +35,7 @@ def test_the_tuner_records_the_stages_the_committed_tunes_recorded(name):
 
 
 def test_the_screen_records_the_timing_the_committed_screens_recorded():
-    assert screen.TIMING == _settings("2026-12-01_nvidia-h200_screen-bigm-warm-r26.json")["timing"]
+    assert screen.TIMING == _settings("2026-12-01_nvidia-h200_screen-bigm-warm-r26.json.gz")["timing"]
 
 
 def test_a_stage_round_trips_through_sweep_settings():

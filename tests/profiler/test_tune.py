@@ -131,8 +131,8 @@ def test_range_notes_are_not_repeated_and_run_path_is_repo_relative():
     entries = rules.build_ranges("qkv_gate", winners, spec, METHODS, {1: "n1", 8: "n8", 16: "n16"})
     assert len(entries) == 1 and entries[0]["M"] == [1, 16]
     assert entries[0]["note"].split("; ") == ["n1", "n8", "n16"]
-    assert tune.committed_run_path("/root/out/2026-11-30_nvidia-h200_tune.json") == \
-        "datasets/runs/2026-11-30_nvidia-h200_tune.json"
+    assert tune.committed_run_path("/root/out/2026-11-30_nvidia-h200_tune.json.gz") == \
+        "datasets/runs/2026-11-30_nvidia-h200_tune.json.gz"
 
 
 UNPOOLER_SPEC = {"N": 8192, "K": 4096, "x_dtype": "bfloat16", "w_dtype": "bfloat16", "y_dtype": "bfloat16",

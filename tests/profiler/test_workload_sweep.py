@@ -13,6 +13,7 @@ from datasets import load_workload  # noqa: E402
 from datasets.workload import RUN_KEY, workload_of_run  # noqa: E402
 from profiler.check import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
+from datasets.paths import run_paths  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = str(Path(__file__).with_name("fake_device.py"))
@@ -83,7 +84,7 @@ def test_a_run_file_with_a_malformed_or_mismatched_workload_is_rejected(tmp_path
 
 
 def test_committed_runs_without_a_workload_still_load():
-    runs = sorted((ROOT / "datasets" / "runs").glob("*.json"))
+    runs = run_paths(ROOT / "datasets" / "runs")
     assert runs
     for path in runs[:3]:
         run = load_run(path)
