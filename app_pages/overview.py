@@ -70,6 +70,8 @@ c[2].metric(f"Score-equivalent time, {v.baseline} (derived)", f"{bd.equiv_baseli
             help=f"Geometric mean over the {workloads.count_word(n_loads)} loads of Σ weight × time")
 c[3].metric(f"Score-equivalent time, {v.candidate} (derived)", f"{bd.equiv_candidate_us:,.1f} µs",
             help=f"Geometric mean over the {workloads.count_word(n_loads)} loads of Σ weight × time")
+if bd.accuracy:  # a less_accurate candidate is never scored silently
+    st.warning(f"{v.candidate}: {bd.accuracy}")
 if v.source != "published" and common.official_note(v.workload) is None:
     ref = scoring.score_official(common.official(), common.workload())
     st.caption(f"For reference, the official 036 table (published) scores {ref.score:.4f}× against its baseline "

@@ -109,4 +109,6 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
             st.warning(f"{cand} vs {base}: not scored: {exc}")
             continue
         st.metric(f"{cand} vs {base} — score (measured times; derived)", f"{bd.score:.4f}×")
+        if bd.accuracy:
+            st.warning(f"{cand}: {bd.accuracy}")
         st.dataframe(bd.loads, hide_index=True, width="stretch")

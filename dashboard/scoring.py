@@ -17,21 +17,26 @@ Published tables (`score_official`) are correct by publication: the official eva
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from datasets import Workload
+from datasets.runfile import DISTURBED_FLAG
 from datasets.shapes import shape_key  # how projlab names a shape; re-exported for dashboard callers
 
 SHAPE_ID = ["load", "family", "M", "N", "K"]
 
 # Status of one candidate at one shape, in the order one wins over another when several apply.
 FAILED, INCORRECT, BELOW_FLOOR, MISSING, OK = "failed", "incorrect", "below_floor", "missing", "ok"
-STATUSES = (FAILED, INCORRECT, BELOW_FLOOR, MISSING, OK)
+# The sweep's canary found this baseline result at another speed than in a worker that never loaded a candidate
+# (flag "baseline_disturbed"): a candidate reached it, so no ratio with it means anything.
+DISTURBED = "disturbed"
+STATUSES = (FAILED, INCORRECT, DISTURBED, BELOW_FLOOR, MISSING, OK)
 _PHRASE = {INCORRECT: "is incorrect at", FAILED: "failed at", MISSING: "has no time for",
-           BELOW_FLOOR: "is below the measured HBM floor at"}
+           BELOW_FLOOR: "is below the measured HBM floor at",
+           DISTURBED: "ran at another speed than in a clean worker (canary: baseline disturbed) at"}
 BELOW_FLOOR_NOTE = "an artifact of the measurement, left out of scores unless included explicitly"
 
 
@@ -48,11 +53,12 @@ class NoScore(ScoringError):
 
 
 def result_status(correct, flags) -> list[str]:
-    """Status of result rows from their `correct` and `flags` columns: incorrect, below_floor or ok."""
+    """Status of result rows from their `correct` and `flags` columns: incorrect, disturbed, below_floor or ok."""
     out = []
     for ok, fl in zip(correct, flags):
         fl = fl if isinstance(fl, (list, tuple)) else []
-        out.append(INCORRECT if not bool(ok) or "incorrect" in fl else BELOW_FLOOR if "below_floor" in fl else OK)
+        out.append(INCORRECT if not bool(ok) or "incorrect" in fl else DISTURBED if DISTURBED_FLAG in fl
+                   else BELOW_FLOOR if "below_floor" in fl else OK)
     return out
 
 
@@ -89,7 +95,7 @@ class Gate:
         out = []
         sides = [(self.baseline, "baseline")] + ([(self.candidate, "candidate")]
                                                  if self.candidate != self.baseline else [])
-        for status in (INCORRECT, FAILED, MISSING, BELOW_FLOOR):
+        for status in (INCORRECT, FAILED, DISTURBED, MISSING, BELOW_FLOOR):
             if status == BELOW_FLOOR and self.include_below_floor:
                 continue
             for name, role in sides:
@@ -184,6 +190,7 @@ class ScoreBreakdown:
     equiv_baseline_us: float
     equiv_candidate_us: float
     below_floor_included: tuple = ()  # shapes below the measured floor that were scored because the user asked
+    accuracy: str | None = None       # accuracy_note: shown beside the score wherever it appears
 
     def load_ratios(self) -> dict[str, float]:
         return dict(zip(self.loads["load"], self.loads["ratio"]))
@@ -244,6 +251,31 @@ def score_official(official: pd.DataFrame, workload, candidate: str = "036 (offi
     return _score_wide(frame, workload.load_order, baseline="baseline", candidate=candidate)
 
 
+LESS_ACCURATE = "less_accurate"  # the sweep's flag: correct, but error > the contract's factor x the baseline's
+
+
+def accuracy_note(times: pd.DataFrame, candidate: str, scored: pd.DataFrame | None = None) -> str | None:
+    """The words that go beside a score whose candidate is flagged less_accurate at a scored shape, with the
+    factor ("less accurate: error up to 5.2x the baseline's at 3 of 30 scored shapes (decode 1/o, ...)"); None
+    when it is not (or `times` carries no flags). `times`: rows with candidate, flags and optionally vs_baseline."""
+    if "flags" not in times:
+        return None
+    rows = times[times["candidate"] == candidate]
+    if scored is not None:
+        rows = rows.merge(scored[SHAPE_ID], on=SHAPE_ID)
+    flagged = rows[[isinstance(f, (list, tuple)) and LESS_ACCURATE in f for f in rows["flags"]]]
+    if flagged.empty:
+        return None
+    factors = (pd.to_numeric(flagged["vs_baseline"], errors="coerce") if "vs_baseline" in flagged
+               else pd.Series(dtype=float))
+    factor = f"error up to {factors.max():.3g}x the baseline's" if factors.notna().any() else \
+        "error above the contract's factor x the baseline's"
+    names = [shape_key(r.load, r.family, r.M) for r in flagged.itertuples()]
+    where = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    total = len(scored) if scored is not None else len(rows)
+    return f"less accurate: {factor} at {len(flagged)} of {total} scored shapes ({where})"
+
+
 def score_long(times: pd.DataFrame, baseline: str, candidate: str, workload,
                include_below_floor: bool = False) -> ScoreBreakdown:
     """Score two candidates from a long table: load, family, M, N, K, candidate, median_us and correctness
@@ -262,8 +294,9 @@ def score_long(times: pd.DataFrame, baseline: str, candidate: str, workload,
         rows = times.loc[(times["candidate"] == name) & (times["status"] != FAILED), SHAPE_ID + ["median_us"]]
         sides[role] = scored.merge(rows, on=SHAPE_ID, how="left")["median_us"].to_numpy()
     frame = scored.assign(**sides)
-    return _score_wide(frame, workload.load_order, baseline=baseline, candidate=candidate,
-                       below_floor=tuple(gate.below_floor) if include_below_floor else ())
+    out = _score_wide(frame, workload.load_order, baseline=baseline, candidate=candidate,
+                      below_floor=tuple(gate.below_floor) if include_below_floor else ())
+    return replace(out, accuracy=accuracy_note(times, candidate, scored))
 
 
 def complete_loads(times: pd.DataFrame, baseline: str, candidate: str, workload,

@@ -22,6 +22,8 @@ def format_breakdown(b: ScoreBreakdown, title: str) -> str:
               f"  time saved: {b.time_saved:.2%}",
               f"  score-equivalent time: {b.baseline} {b.equiv_baseline_us:,.2f} µs, "
               f"{b.candidate} {b.equiv_candidate_us:,.2f} µs"]
+    if b.accuracy:
+        lines.append(f"  {b.candidate}: {b.accuracy}")
     return "\n".join(lines)
 
 
@@ -63,7 +65,8 @@ def _shape_name(row) -> str:
 
 
 METHOD_COLUMN = 44  # characters; a longer method wraps onto continuation lines, between its words
-STATUS_WORDS = {"failed": "FAILED", "incorrect": "INCORRECT", "below_floor": "BELOW FLOOR", "missing": "no time"}
+STATUS_WORDS = {"failed": "FAILED", "incorrect": "INCORRECT", "below_floor": "BELOW FLOOR", "missing": "no time",
+                "disturbed": "DISTURBED"}
 
 
 def _method_lines(method: str) -> list[str]:

@@ -16,7 +16,10 @@ from pathlib import Path
 
 SCHEMA_VERSION = 1
 STATUSES = ("complete", "partial")
-KNOWN_FLAGS = ("below_floor", "throttled", "wide_ci", "less_accurate", "incorrect")  # other strings are accepted
+# The canary (profiler.commands.canary) put this on the paired baseline's result where it ran at another speed than
+# in a worker that never loaded a candidate; the score gate refuses such a shape (dashboard.scoring).
+DISTURBED_FLAG = "baseline_disturbed"
+KNOWN_FLAGS = ("below_floor", "throttled", "wide_ci", "less_accurate", "incorrect", DISTURBED_FLAG)  # others accepted
 FAILURE_KINDS = ("incorrect", "load", "died", "timeout", "cuda_fault", "exit", "tainted", "skipped", "not_timed",
                  "error")  # documented (profiler/README.md); other strings are accepted
 MAX_US_PER_CALL = 1e6  # one projection call taking more than 1 s is not a measurement of it: rejected
@@ -67,7 +70,7 @@ TOP = [("schema_version", "integer", True), ("status", "string", True), ("label"
        ("created_utc", "non-empty string", True), ("environment", "object", True), ("results", "list", True),
        ("pairs", "list", True), ("telemetry", "list", False), ("probes", "list", False),
        ("compute_peak_tflops", "positive number or null", False), ("compute_probe", "object or null", False),
-       ("failures", "list", False)]
+       ("failures", "list", False), ("canary", "object", False)]
 ENVIRONMENT = [("gpu", "string", False), ("sm_count", "positive integer", False), ("l2_bytes", "positive integer", False),
                ("clocks", "object", False), ("throttle_reasons", "list of strings", False),
                ("replay_overhead_us", "number", False), ("replay_overhead_ci_us", "pair of numbers", False),
@@ -78,7 +81,8 @@ RESULT = SHAPE + [("candidate", "non-empty string", True), ("median_us", "time",
                   ("correct", "boolean", True), ("method", "string", False), ("ci_low_us", "time or null", False),
                   ("ci_high_us", "time or null", False), ("samples_us", "list of times", False),
                   ("n_samples", "integer", False), ("error", "object or null", False),
-                  ("flags", "list of strings", False), ("throttled_samples", "integer", False)]
+                  ("flags", "list of strings", False), ("throttled_samples", "integer", False),
+                  ("eager_us", "time or null", False)]
 PAIR = SHAPE + [("baseline", "non-empty string", True), ("candidate", "non-empty string", True),
                 ("ratio_median", "positive number", True), ("ratio_ci_low", "number or null", False),
                 ("ratio_ci_high", "number or null", False), ("rse", "number or null", False),

@@ -49,6 +49,10 @@ SLOW = {
     "test_explain_worker.py": "worker processes",
     "test_tune_worker.py": "worker processes",
     "test_sweep_cpu.py": "worker processes",
+    "test_trust_sweep.py": "worker processes",
+    "test_isolation.py::test_env_at_import_is_refused_at_load_and_the_control_is_measured_in_a_clean_environment":
+        "worker processes",
+    "test_accuracy_flag.py::test_report_and_cli_show_the_flag_beside_the_score": "python -m dashboard subprocesses",
     "test_workload_sweep.py": "worker processes",
     "test_cli.py": "python -m profiler subprocesses",
     # Streamlit AppTest renders, 1-4 s each (the fast tier keeps test_pages.py and test_gate_app.py: every page on

@@ -1,5 +1,5 @@
 """The correctness contract's lifecycle harness: drive one candidate through prepare, calls and graph replays, and
-judge every output with the rules of profiler.rules.
+judge every output with the rules of profiler.check.rules.
 
     check_candidate(candidate, shape, device, *, seed=0, contract=None, weight=None, state=None,
                     baseline_rel_l2=None, use_graph=None, keep_graph=False, n_calls=3, outliers=True,
@@ -10,7 +10,7 @@ test too"): outputs poisoned before calls; several calls on fresh inputs (probe 
 scratch and counters must be reset); input and weights never modified; on CUDA the captured graph is replayed with
 new inputs copied into its static input and must give the new answers (stale output), and a capture that fails
 or holds no GPU work is named by its cause; a second weight draw with outlier columns is prepared and checked;
-every step is guarded (profiler.guards: a changed global setting or a replaced harness function fails the
+every step is guarded (profiler.check.guards: a changed global setting or a replaced harness function fails the
 candidate and is restored); a candidate's sys.exit() is a verdict, not an exit. A step that leaves the CUDA
 context unusable (a sticky fault) raises CudaFault: nothing else can be checked in that process (the worker
 reports it and a fresh one takes over).
@@ -23,13 +23,15 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from profiler.check.rules import (Check, as_dtype, check_output, default_contract, error_vs_baseline,  # noqa: F401
-                            make_input, make_weight, probe_rows, reference, sparse_probe_rows)
+from profiler.check.rules import (Check, WeightReference, as_dtype, check_output, default_contract,  # noqa: F401
+                                  error_vs_baseline, input_reference, make_input, make_weight, pair_reference,
+                                  pair_rule, partner_input, probe_rows, reference, sparse_probe_rows)
 
 # One byte pattern that is NaN in every float dtype we check (bf16 0xFFFF, fp16 0xFFFF, fp32 0xFFFFFFFF).
 POISON_BYTE = 0xFF
 OUTLIER_SEED_OFFSET = 1          # the second weight draw: seed + 1, outlier columns
 OUTLIER_CALLS = 2                # eager calls on the outlier weights
+PAIR_SEED_TRIES = 8              # seeds tried for a partner-call input with a dense row (M=1: 1 seed in 4 has one)
 
 # Capture errors, by what run() did (CUDA runtime messages; torch re-raises the end-of-capture error, so the
 # first cause is often only in the exception's __context__).
@@ -77,15 +79,16 @@ def poison_allocator(device, max_bytes: int) -> None:
     del blocks  # freed back to the cache, still holding 0xFF; the fills are stream-ordered before reuse
 
 
-def _combine(checks: list[Check], reasons: list[str]) -> Check:
-    def worst(attr):
-        vals = [getattr(c, attr) for c in checks if getattr(c, attr) is not None]
+def _combine(checks: list[Check], reasons: list[str], pair_ratios: tuple = ()) -> Check:
+    def worst(vals):
+        vals = [v for v in vals if v is not None]
         if any(v != v for v in vals):  # NaN (a non-finite output) is the worst; max() would drop it by order
             return float("nan")
         return max(vals) if vals else None
 
-    return Check(not reasons, reasons, rel_l2=worst("rel_l2"), max_row_rel=worst("max_row_rel"),
-                 sparse_rel=worst("sparse_rel"))
+    return Check(not reasons, reasons, rel_l2=worst(c.rel_l2 for c in checks),
+                 max_row_rel=worst(c.max_row_rel for c in checks), sparse_rel=worst(c.sparse_rel for c in checks),
+                 pair_ratio=worst([c.pair_ratio for c in checks] + list(pair_ratios)))
 
 
 class CudaFault(RuntimeError):
@@ -204,16 +207,17 @@ class _Lifecycle:
     family: str
     M: int
     K: int
-    w_ref: Any           # a clone of the weight taken before prepare(): the reference never sees a mutation
+    w_ref: Any           # WeightReference of a clone taken before prepare(): the reference never sees a mutation
     seed: int
     device: Any
     tol: float
     x_dtype: str
     y_dtype: str
     kw: dict             # check_output's expect_shape, expect_dtype, contract
-    guard: Any           # profiler.guards.Guard: global settings and harness functions, checked after each step
+    guard: Any           # profiler.check.guards.Guard: global settings and harness functions, checked after each step
     checks: list = field(default_factory=list)
     reasons: list = field(default_factory=list)
+    pair_ratios: list = field(default_factory=list)  # cross-call pair rule results
     inputs: list = field(default_factory=list, repr=False)
 
     def step(self, what: str, fn: Callable[[], Any]) -> tuple[Any, bool]:
@@ -235,25 +239,45 @@ class _Lifecycle:
         self.reasons += changed
         return value, ok and not changed
 
-    def new_input(self, seed: int, w_ref=None):
-        """(x, probe rows, FP64 reference of x) for one call. Every input stays allocated until the check
-        ends, so no later input (the graph's static one included) can reuse an earlier one's address: a
-        candidate that memoizes on the address would otherwise return an older call's answer, which the
-        stale hint (it compares with the previous answer only) could not name."""
-        x, rows = make_input(self.M, self.K, seed, self.device, dtype=self.x_dtype, contract=self.kw["contract"],
-                             vary=True)
+    def keep(self, x):
+        """Every input stays allocated until the check ends, so no later input (the graph's static one included)
+        can reuse an earlier one's address: a candidate that memoizes on the address would otherwise return an
+        older call's answer, which the stale hint (it compares with the previous answer only) could not name."""
         self.inputs.append(x)
-        return x, rows, reference(x, self.w_ref if w_ref is None else w_ref, self.y_dtype)
+        return x
 
-    def judge(self, y, ref, rows, prev_ref, x, x_sent, label: str, context: str) -> bool:
+    def new_input(self, seed: int, w_ref=None):
+        """(x, InputReference of x) for one call."""
+        x, layout = make_input(self.M, self.K, seed, self.device, dtype=self.x_dtype, contract=self.kw["contract"],
+                               vary=True)
+        return self.keep(x), input_reference(x, self.w_ref if w_ref is None else w_ref, self.y_dtype, layout)
+
+    def pair_input(self, seed: int, w_ref=None):
+        """new_input at the first seed from `seed` whose input has a dense row (for a partner call)."""
+        for s in range(seed, seed + PAIR_SEED_TRIES):
+            x, iref = self.new_input(s, w_ref)
+            if iref.layout.spikes:
+                return x, iref
+        return None, None
+
+    def judge(self, y, iref, prev_ref, x, x_sent, label: str, context: str) -> bool:
         """Check one call: output vs its reference (a failure that matches the previous input's answer is
         named STALE first), and the input x still equal to what was sent. True when the call passed."""
         torch = _torch()
-        c = check_output(y, ref, self.tol, sparse_rows=rows, where=f"{label} ({context})", **self.kw)
+        c = check_output(y, iref, self.tol, where=f"{label} ({context})", **self.kw)
         self.checks.append(c)
         found = _stale_hint(c, y, prev_ref, self.tol, self.kw, label) + c.reasons
         if not torch.equal(x, x_sent):
             found.append(f"{label}: input x was modified in place")
+        self.reasons += found
+        return not found
+
+    def judge_partner(self, y_a, y_b, x_a, x_b, iref_a, iref_b, w_ref, label: str) -> bool:
+        """The pair rule across two calls: x_b = partner_input(x_a)."""
+        _, pairs = partner_input(x_a, iref_a.layout)
+        pref = pair_reference(x_a, w_ref, self.y_dtype, pairs, x_b=x_b, exact_a=iref_a.exact, exact_b=iref_b.exact)
+        ratio, found = pair_rule(y_a, y_b, pref, f"{label}: ")
+        self.pair_ratios.append(ratio)
         self.reasons += found
         return not found
 
@@ -267,23 +291,26 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
     Eager: `n_calls` calls, each on a fresh input, allocator poisoned first; input must be unchanged.
     CUDA (use_graph default True there): capture run() on a static input, then three replays with inputs
     copied into it (B, C, C): each must match its own reference (stale output, scratch/counter reset).
+    Where the inputs have no room for a pair of dense rows (M=1), the eager calls and the replays are followed by
+    a partner couple: an input with a dense row, then the same with its spike negated (pair rule, profiler.check.rules).
     outliers: prepare again on a second weight draw with outlier columns and check two eager calls.
     Weights must be unchanged at the end. `baseline_rel_l2` (the baseline's rel_l2 from the same seed) gives
     vs_baseline = this rel_l2 / baseline's. keep_graph=True returns the captured GraphHandle in Check.graph
-    (the sweep times that very graph). `guard`: a profiler.guards.Guard (default: a snapshot taken now).
+    (the sweep times that very graph). `guard`: a profiler.check.guards.Guard (default: a snapshot taken now).
     `state` given: prepare() already ran (under the caller's guard); only the outlier draw is prepared here.
     """
     from profiler.check.guards import Guard
 
     torch = _torch()
     contract = contract if contract is not None else default_contract()
-    guard = guard if guard is not None else Guard()
     family, M, N, K = shape["family"], int(shape["M"]), int(shape["N"]), int(shape["K"])
     use_graph = torch.device(device).type == "cuda" if use_graph is None else use_graph
     w = weight if weight is not None else make_weight(family, N, K, seed, device, dtype=shape.get("w_dtype"))
+    # After the weight: its allocation initialises CUDA, which sets CUDA_MODULE_LOADING (torch's own change).
+    guard = guard if guard is not None else Guard()
     w_before = w.clone()
-    life = _Lifecycle(candidate, state, family, M, K, w_before, seed, device, float(shape["rel_l2_tol"]),
-                      shape["x_dtype"], shape["y_dtype"],
+    life = _Lifecycle(candidate, state, family, M, K, WeightReference(w_before), seed, device,
+                      float(shape["rel_l2_tol"]), shape["x_dtype"], shape["y_dtype"],
                       dict(expect_shape=(M, N), expect_dtype=shape["y_dtype"], contract=contract), guard)
     if state is None:
         life.state, ok = life.step("prepare()", lambda: candidate.prepare(family, w))
@@ -296,7 +323,7 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
         _outlier_checks(life, shape, y_bytes)
     if not torch.equal(w, w_before):
         life.reasons.append("weight tensor was modified by prepare/run")
-    out = _combine(life.checks, life.reasons)
+    out = _combine(life.checks, life.reasons, tuple(life.pair_ratios))
     out.vs_baseline = error_vs_baseline(out.rel_l2, baseline_rel_l2)
     if keep_graph and out.ok:
         out.graph = handle
@@ -305,20 +332,48 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
 
 def _eager_checks(life: _Lifecycle, n_calls: int, y_bytes: int, state=None, w_ref=None, seed0: int = 1,
                   label: str = "eager call") -> None:
-    """`n_calls` eager calls, each on a fresh input with the allocator poisoned first; stops at the first failure."""
+    """`n_calls` eager calls, each on a fresh input with the allocator poisoned first; stops at the first failure.
+    Then, where none of them had a pair of dense rows, a partner couple of calls (pair rule across calls)."""
     state = life.state if state is None else state
-    prev_ref = None
-    for i in range(n_calls):
-        x, rows, ref = life.new_input(life.seed + seed0 + i, w_ref)
-        x_sent = x.clone()
+    w_ref = life.w_ref if w_ref is None else w_ref
+
+    def call(x, where: str):
         poison_allocator(life.device, y_bytes)
-        where = f"{label} {i + 1}"
         y, ok = life.step(f"{where}: run()", lambda: life.candidate.run(state, life.family, x))
-        if not ok:
+        return y, ok
+
+    prev_ref, paired = None, False
+    for i in range(n_calls):
+        x, iref = life.new_input(life.seed + seed0 + i, w_ref)
+        paired = paired or iref.pairs is not None
+        x_sent = x.clone()
+        where = f"{label} {i + 1}"
+        y, ok = call(x, where)
+        if not ok or not life.judge(y, iref, prev_ref, x, x_sent, where, "fresh input"):
             return
-        if not life.judge(y, ref, rows, prev_ref, x, x_sent, where, "fresh input"):
+        prev_ref = iref.ref
+    if not paired:
+        _partner_couple(life, call, w_ref, life.seed + seed0 + n_calls, f"{label} {n_calls + 1}")
+
+
+def _partner_couple(life: _Lifecycle, call: Callable, w_ref, seed: int, label: str) -> None:
+    """Two calls through call(x, where) -> (y, ok): an input with a dense row, then its partner_input; each judged
+    on its own, then the pair rule across the two outputs."""
+    torch = _torch()
+    x_a, iref_a = life.pair_input(seed, w_ref)
+    if x_a is None:
+        return
+    x_b = life.keep(partner_input(x_a, iref_a.layout)[0])
+    iref_b = input_reference(x_b, w_ref, life.y_dtype, iref_a.layout)
+    outputs = []
+    for x, iref, part in ((x_a, iref_a, "a"), (x_b, iref_b, "b: the same input, spikes negated")):
+        where = f"{label}{part if part == 'a' else ' ' + part}"
+        x_sent = x.clone()
+        y, ok = call(x, where)
+        if not ok or not life.judge(y, iref, None, x, x_sent, where, "partner call"):
             return
-        prev_ref = ref
+        outputs.append(y.detach().clone() if isinstance(y, torch.Tensor) else y)
+    life.judge_partner(outputs[0], outputs[1], x_a, x_b, iref_a, iref_b, w_ref, f"{label} (partner calls)")
 
 
 def _outlier_checks(life: _Lifecycle, shape: Mapping, y_bytes: int) -> None:
@@ -331,19 +386,21 @@ def _outlier_checks(life: _Lifecycle, shape: Mapping, y_bytes: int) -> None:
     state2, ok = life.step("prepare() on the outlier-column weights",
                            lambda: life.candidate.prepare(life.family, w2))
     if ok:
-        _eager_checks(life, OUTLIER_CALLS, y_bytes, state=state2, w_ref=w2_before, seed0=200,
+        _eager_checks(life, OUTLIER_CALLS, y_bytes, state=state2, w_ref=WeightReference(w2_before), seed0=200,
                       label="outlier-weights call")
     if not torch.equal(w2, w2_before):
         life.reasons.append("weight tensor was modified by prepare/run (outlier-column weights)")
 
 
 def _graph_checks(life: _Lifecycle):
-    """Capture run() on a static input; replay with new inputs copied in (B, C, C). Returns the handle, or
-    None after the first failure (its reason is in life.reasons)."""
+    """Capture run() on a static input; replay with new inputs copied in (B, C, C), then (where those had no
+    pair of dense rows) a partner couple of replays. Returns the handle, or None after the first failure (its
+    reason is in life.reasons)."""
     torch = _torch()
     from profiler.measure import timing
 
-    x_static, _, prev_ref = life.new_input(life.seed + 100)  # prev_ref: the capture-time input's answer
+    x_static, static_ref = life.new_input(life.seed + 100)
+    prev_ref = static_ref.ref  # the capture-time input's answer
     before = len(life.reasons)
     captured, ok = life.step("capture: run()", lambda: capture_checked(
         lambda: life.candidate.run(life.state, life.family, x_static),
@@ -358,26 +415,40 @@ def _graph_checks(life: _Lifecycle):
     if not isinstance(y_static, torch.Tensor):
         life.reasons.append(f"graph: run returned {type(y_static).__name__}, not a tensor")
         return None
-    for j, s in enumerate((life.seed + 101, life.seed + 102, life.seed + 102)):
-        x_new, rows, ref = life.new_input(s)
+
+    def replay(x_new, where: str, poison: bool = True):
         x_static.copy_(x_new)
-        # Poison the output before replays 2 and 3 (partly unwritten outputs show as NaN). Not before the
-        # first: a graph that captured no work then still holds the capture-time answer -> named STALE.
-        if j > 0 and y_static.is_floating_point():
+        # Poison the output first (partly unwritten outputs show as NaN); not before the first replay: a graph
+        # that captured no work then still holds the capture-time answer -> named STALE.
+        if poison and y_static.is_floating_point():
             y_static.fill_(float("nan"))
         try:
             handle.replay()
             torch.cuda.synchronize(life.device)
         except Exception as exc:
-            life.reasons.append(f"graph replay {j + 1} raised {_err(exc)}")
+            life.reasons.append(f"{where} raised {_err(exc)}")
             lost = cuda_context_error(life.device)
             if lost is not None:
                 raise CudaFault(life.reasons[-1], lost) from exc
+            return None, False
+        return y_static, True
+
+    paired = False
+    for j, s in enumerate((life.seed + 101, life.seed + 102, life.seed + 102)):
+        x_new, iref = life.new_input(s)
+        paired = paired or iref.pairs is not None
+        y, ok = replay(x_new, f"graph replay {j + 1}", poison=j > 0)
+        if not ok:
             return None
         context = "repeat, same input" if j == 2 else "new input"
-        if not life.judge(y_static, ref, rows, prev_ref, x_static, x_new, f"graph replay {j + 1}", context):
+        if not life.judge(y, iref, prev_ref, x_static, x_new, f"graph replay {j + 1}", context):
             return None
-        prev_ref = ref
+        prev_ref = iref.ref
+    if not paired:
+        before = len(life.reasons)
+        _partner_couple(life, lambda x, where: replay(x, where), life.w_ref, life.seed + 103, "graph replay 4")
+        if len(life.reasons) > before:
+            return None
     return handle
 
 

@@ -1,15 +1,25 @@
-"""What a candidate must leave alone: process-wide torch settings, the harness's own functions, persisting L2.
+"""What a candidate must leave alone: process-wide torch settings, the process environment, the harness's own
+functions, persisting L2.
 
     guard = Guard(harness=None)     # snapshot of the settings now, and of the harness functions (or `harness`)
     guard.check("prepare()") -> ["changed global setting torch.backends.cuda.matmul.allow_tf32 (from False to
-                                  True) in prepare()", ...]   (and everything is restored before it returns)
+                                  True) in prepare()",
+                                 "changed environment variable CUBLAS_WORKSPACE_CONFIG (from unset to ':0:0') in
+                                  loading the module", ...]   (and everything is restored before it returns)
     harness_now() -> the harness functions as they are now (the worker keeps them from its start)
     reset_persisting_l2(device) -> "ok" | why not
 
 Why: a candidate that turns TF32 on in prepare() made the baseline's FP32 router results wrong and faster in the
-same sweep; a module that replaces the profiler's timer (or F.linear) could make any number up. The worker checks
-before loading a candidate and after each of its steps (load, prepare, every run() call, capture), fails the
-candidate with the setting's name, and restores the snapshot before anything else runs.
+same sweep; a module that replaces the profiler's timer (or F.linear) could make any number up; a module that set
+CUBLAS_WORKSPACE_CONFIG=:0:0 and CUBLASLT_WORKSPACE_SIZE=0 at import made the baseline's F.linear in the same worker
+up to 13.7x slower (H200, router M=32: 19.8 -> 271 us), because cuBLAS reads them when it first makes a workspace.
+The worker checks before loading a candidate and after each of its steps (load, prepare, every run() call, capture),
+fails the candidate with the setting's name, and restores the snapshot before anything else runs.
+
+The environment is read where native libraries read it (the C `environ` array, through ctypes), so os.putenv and a
+libc setenv() are seen as well as os.environ. Restoring it cannot undo what a library already read: that is why the
+worker initialises the lazily configured libraries before any candidate is imported (profiler.check.isolation) and the
+sweep compares the baseline with a worker that never loaded a candidate (the canary).
 """
 from __future__ import annotations
 
@@ -50,7 +60,12 @@ def _settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
                   torch.is_deterministic_algorithms_warn_only_enabled()),
          lambda v: torch.use_deterministic_algorithms(v[0], warn_only=v[1])),
         ("torch.get_default_dtype()", torch.get_default_dtype, torch.set_default_dtype),
+        # host threads: eager (host-inclusive) timings and the FP64 reference on CPU depend on them
+        ("torch.get_num_threads()", torch.get_num_threads, torch.set_num_threads),
     ]
+    if hasattr(torch._C, "_accelerator_getAllocatorSettings"):  # the caching allocator's runtime settings
+        out.append(("caching allocator settings (torch._C._accelerator_getAllocatorSettings())",
+                    torch._C._accelerator_getAllocatorSettings, torch._C._accelerator_setAllocatorSettings))
     if hasattr(mm, "allow_fp16_accumulation") or "allow_fp16_accumulation" in dir(mm):
         out.append(("torch.backends.cuda.matmul.allow_fp16_accumulation", *attr(mm, "allow_fp16_accumulation")))
     try:  # torch >= 2.9: the fp32_precision API (global, cuBLAS, cuDNN conv/rnn)
@@ -74,6 +89,9 @@ def _settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
                 ("torch.cuda.current_device()", torch.cuda.current_device, torch.cuda.set_device),
                 ("torch.cuda.current_stream()", torch.cuda.current_stream, torch.cuda.set_stream),
                 (PERSISTING_L2_SETTING, persisting_l2_limit, _set_persisting_l2_limit)]
+        if hasattr(torch.cuda, "get_per_process_memory_fraction"):  # torch >= 2.8: the allocator's memory cap
+            out.append(("torch.cuda.get_per_process_memory_fraction()", torch.cuda.get_per_process_memory_fraction,
+                        torch.cuda.set_per_process_memory_fraction))
     return out
 
 
@@ -89,6 +107,55 @@ def snapshot() -> dict[str, Any]:
     return {name: _read(get) for name, get, _ in _settings()}
 
 
+# --- the process environment --------------------------------------------------------------------------------
+def process_environment() -> dict[str, str]:
+    """{name: value} of the C-level environment (what cuBLAS, the CUDA driver and the allocator read with
+    getenv); falls back to os.environ where libc's `environ` cannot be read."""
+    import os
+
+    try:
+        libc = ctypes.CDLL(None)
+        entries = ctypes.POINTER(ctypes.c_char_p).in_dll(libc, "environ")
+    except (OSError, ValueError, AttributeError):
+        return dict(os.environ)
+    out, i = {}, 0
+    while entries[i] is not None:
+        name, _, value = entries[i].decode("utf-8", "surrogateescape").partition("=")
+        out[name] = value
+        i += 1
+    return out
+
+
+# Variables torch sets itself, with its own default, the first time a lazily imported part of it runs: a candidate
+# that uses torch.compile (or anything importing torch._dynamo) makes them appear, and they change nothing the
+# baseline's libraries read. Their APPEARANCE is not a change; a new value for one that was set still is.
+LIBRARY_DEFAULTS = {
+    "TORCHINDUCTOR_CACHE_DIR": "torch._inductor.runtime.cache_dir_utils.cache_dir() sets it on first use",
+    "CUDA_MODULE_LOADING": "torch sets it to LAZY when it initialises CUDA",
+    # torch._inductor's Triton launcher and compile workers (torch.compile), torch/_inductor/runtime/*.py
+    "TRITON_CACHE_DIR": "torch._inductor.runtime.triton_heuristics sets it for the kernels it compiles",
+    "TRITON_PTXAS_PATH": "torch._inductor.runtime.compile_tasks points Triton at the ptxas it ships",
+    "TRITON_LIBDEVICE_PATH": "torch._inductor.runtime.compile_tasks points Triton at the libdevice it ships",
+}
+
+
+def environment_changes(before: dict[str, str], now: dict[str, str]) -> list[tuple[str, str | None, str | None]]:
+    """[(name, value before or None when unset, value now or None)] for every variable added, removed or changed."""
+    return [(k, before.get(k), now.get(k)) for k in sorted(set(before) | set(now)) if before.get(k) != now.get(k)]
+
+
+def restore_environment(before: dict[str, str]) -> None:
+    """Set the environment back to `before` (os.environ and the C environment together)."""
+    import os
+
+    for name, old, _ in environment_changes(before, process_environment()):
+        if old is None:
+            os.environ.pop(name, None)
+            os.unsetenv(name)  # a variable set with libc setenv() is not in os.environ
+        else:
+            os.environ[name] = old
+
+
 # --- the harness's own functions ---------------------------------------------------------------------------
 # (module, dotted attribute) whose identity must not change after a candidate is loaded or runs.
 HARNESS = (
@@ -96,6 +163,7 @@ HARNESS = (
     ("profiler.measure.timing", "ColdTimer"), ("profiler.measure.timing", "StreamTimer"),
     ("profiler.measure.timing", "ColdTimer.sample"), ("profiler.measure.timing", "ColdTimer.sample_raw"),
     ("profiler.measure.timing", "ColdTimer.calibrate"), ("profiler.measure.timing", "ColdTimer.capture"),
+    ("profiler.measure.timing", "ColdTimer.flush"), ("profiler.measure.eager", "eager_time"),
     ("profiler.measure.timing", "StreamTimer.capture"), ("profiler.measure.timing", "GraphHandle.replay"),
     ("profiler.measure.stats", "summarize_samples"), ("profiler.measure.stats", "summarize_pairs"),
     ("profiler.measure.stats", "bootstrap_ci"), ("profiler.measure.stats", "paired_ratios"),
@@ -153,10 +221,23 @@ class Guard:
     def __init__(self, harness: dict | None = None):
         self.harness = dict(harness) if harness is not None else harness_now()
         self.settings = snapshot()
+        self.environment = process_environment()
 
     def check(self, where: str) -> list[str]:
-        """Reasons for every setting or harness function changed since the snapshot (then restored)."""
+        """Reasons for every setting, environment variable or harness function changed since the snapshot (then
+        restored)."""
         reasons = []
+        env_changes = []
+        for name, old, new in environment_changes(self.environment, process_environment()):
+            if old is None and name in LIBRARY_DEFAULTS:
+                self.environment[name] = new  # torch's own default appearing (LIBRARY_DEFAULTS): held from now
+                continue
+            env_changes.append((name, old, new))
+        for name, old, new in env_changes:
+            reasons.append(f"changed environment variable {name} (from {'unset' if old is None else repr(old)} to "
+                           f"{'unset' if new is None else repr(new)}) in {where}")
+        if env_changes:
+            restore_environment(self.environment)
         now = snapshot()
         # None: unknown right now (a CUDA read failed); not a change the candidate can be blamed for here.
         changed = [k for k in self.settings if now.get(k) is not None and now.get(k) != self.settings[k]]

@@ -21,11 +21,48 @@ in by the harness from the task's workload):
   zero     an all-zero row: its output row must be exactly zero;
   below sparse_probe_min_M the single probe row (if any) of a call cycles through dominant, few, zero, none
   with the seed, so the lifecycle's calls at M=1 see each kind;
+- every other row is a DENSE row of one kind: Gaussian entries plus one spike +-S at a random column, S =
+  spike_magnitude(K) (pair rule below). Each of the kinds above can be recognised from the row alone, so a kernel
+  could be exact only on them; the dense rows cannot be told apart from each other by any statistic of the row;
+- PAIRED dense rows (pair rule; its numbers -- PAIR_EVERY_ROWS, PAIR_LAMBDA, the spike -- are derived below, not
+  tunable contract numbers, so they live here): rows a and b of one input are equal except at a's spike column c,
+  where b holds -x_a[c]; so y(a) - y(b) must equal (x_a - x_b) W^T = 2 x_a[c] W[:, c] -- one column of the
+  weights, scaled by 2S, read through two rows that look like every other dense row. Where an input has no room
+  for a pair (M=1), the partner is the same input with every spike flipped (partner_input), run as the next call;
+- the inputs the sweep TIMES are built by the same function with the same layout (vary=False only drops the
+  magnitude scaling), so no kind of row exists only in checked calls -- except below sparse_probe_min_M, where a
+  probe row could be a timed input's only row: there timed inputs are dense rows (the timed graph's dense row is
+  still judged, with its partner), so a kernel that skips zero entries is never timed on a 2-nonzero input;
 - input magnitude varies across calls: x is scaled by 2^e, e from input_scale_exponents (2^-8 ... 2^8) by
   seed (exact in BF16); relative errors of a correct kernel do not depend on it;
 - a second weight draw (outliers=True) has outlier columns (1 in outlier_column_every, x outlier_column_scale),
   which turns a per-row scaled low-precision weight format into a visible rel-L2 error even at M=1;
 - exact shape and dtype; NaN/Inf rejected.
+
+The pair rule's bound (pair_reference). Let r_a, r_b be the exact products x_a W^T, x_b W^T and y_a, y_b the
+kernel's outputs. A kernel that reads the weights as given and accumulates in FP32 makes two errors per output:
+  (1) the accumulation error; for a dot product of length K in FP32 (unit roundoff u_acc = 2^-24) it is, with
+      probability >= 1 - 2 exp(-lambda^2 / 2) per entry, at most lambda sqrt(K) u_acc sum_k |x_k| |w_nk|
+      (Higham and Mary, "A new approach to probabilistic rounding error analysis", SIAM J. Sci. Comput. 2019);
+      lambda = PAIR_LAMBDA = 8 makes that 1 - 3e-14 per entry. A reduction tree (split-K, tensor-core blocks) only
+      shortens the chains, so the bound holds for it too;
+  (2) the rounding of the result to the output dtype: |y - r| <= u_y |r| (round to nearest; u_y = 2^-8 BF16,
+      2^-11 FP16, 2^-24 FP32). The rule allows 2 u_y, so a kernel that rounds by truncation (error < 1 ulp
+      <= 2 u_y |r|) passes too and a round-to-nearest kernel passes with a factor 2 of margin.
+  Hence, entry by entry,  |(y_a - y_b) - (r_a - r_b)| <= 2 u_y (|r_a| + |r_b|) + lambda sqrt(K) u_acc
+  ((|x_a| + |x_b|) |W|^T).  The pair rule fails a call when any entry of any pair exceeds this bound; the worst
+  ratio error/bound is the check's `pair_ratio` (<= 0.5 for round-to-nearest kernels, measured in the tests at
+  every official family's N and K).
+Why it catches lossy weights (int8 with a scale per 128 columns: entry error up to ~1.1% of the group's sigma):
+  a kernel that reads W' = W + E on both rows returns 2S E[:, c] + rounding for the difference; with S ~ sqrt(K)
+  (spike_magnitude) the output entries are dominated by r_d + -S W_nc, and every entry whose weight W_nc is
+  smaller than its own quantisation error / 2 u_y exceeds the bound (a quarter to a third of a pair's entries in
+  the tests).
+  A kernel exact on the spiky row and lossy on the other cannot choose: the two rows are of one kind. What a kernel
+  could still do is compare rows with each other (find two rows equal but for one entry); the known-wrong set has
+  no such kernel and the rule does not claim to catch one.
+For FP32 outputs (router) term (2) is ~2^-24 and term (1) dominates: the hi/lo scheme's weight residual (~2^-17
+  relative) stays below it by two orders of magnitude; the router's 1e-4 tolerance is its weight rule.
 """
 from __future__ import annotations
 
@@ -37,6 +74,20 @@ PROBE_KINDS = {"one_hot": "one-hot", "dominant": "dominant entry + noise", "few"
                "zero": "zero row"}
 SMALL_M_CYCLE = (None, "dominant", "few", "zero")  # by seed % 4 below sparse_probe_min_M (lifecycle seeds 1, 2, 3)
 POWER_EXPONENTS = (-3, 4)  # probe entries are +-2^e, e in [-3, 4): exact in every dtype we check
+PAIR_EVERY_ROWS = 8        # one pair of dense rows per 8 rows (at least one where two dense rows exist)
+PAIR_LAMBDA = 8.0          # the probabilistic accumulation bound's lambda (module docstring): 1 - 3e-14 per entry
+FP32_UNIT_ROUNDOFF = 2.0 ** -24   # the accumulation precision every kernel of these families must keep
+UNIT_ROUNDOFF = {"bfloat16": 2.0 ** -8, "float16": 2.0 ** -11, "float32": 2.0 ** -24, "float64": 2.0 ** -53}
+
+
+class Layout(dict):
+    """make_input's row layout: {row: probe kind} (what the probe rules judge), plus
+    spikes {dense row: its spike column} and pairs [(a, b)] of dense rows equal but for a's spike, negated in b."""
+
+    def __init__(self, kinds=(), spikes=None, pairs=()):
+        super().__init__(kinds)
+        self.spikes: dict[int, int] = dict(spikes or {})
+        self.pairs: list[tuple[int, int]] = list(pairs)
 
 
 @dataclass
@@ -49,12 +100,13 @@ class Check:
     max_row_rel: float | None = None
     sparse_rel: float | None = None
     vs_baseline: float | None = None
+    pair_ratio: float | None = None  # worst |pair error| / its bound (pair rule; > 1 fails)
     graph: Any = field(default=None, repr=False, compare=False)  # GraphHandle kept for timing (CUDA only)
 
     def to_dict(self) -> dict:
         """The run file's `error` record."""
         return {"rel_l2": self.rel_l2, "max_row_rel": self.max_row_rel, "sparse_rel": self.sparse_rel,
-                "vs_baseline": self.vs_baseline, "reasons": list(self.reasons)}
+                "vs_baseline": self.vs_baseline, "pair_ratio": self.pair_ratio, "reasons": list(self.reasons)}
 
 
 def _torch():
@@ -167,13 +219,32 @@ def _fill_probe_row(x, r: int, kind: str, rng, contract: Mapping) -> None:
             x[r, int(c)] = power()
 
 
+def spike_magnitude(K: int) -> float:
+    """S = 2^ceil(log2(sqrt(K))): the dense rows' spike, a power of two (exact in every dtype we check) about
+    sqrt(K) times the rows' Gaussian entries, so the spike's column carries about as much of each output as the
+    K Gaussian entries together (pair rule, module docstring)."""
+    return float(2.0 ** math.ceil(math.log2(math.sqrt(max(1, int(K))))))
+
+
+def _pairs(dense: list[int], M: int, rng) -> list[tuple[int, int]]:
+    """Pairs (a, b) of distinct dense rows: one per PAIR_EVERY_ROWS rows, at least one where two exist."""
+    count = min(len(dense) // 2, max(1, M // PAIR_EVERY_ROWS))
+    if count == 0:
+        return []
+    chosen = [int(r) for r in rng.permutation(dense)[: 2 * count]]
+    return [(chosen[2 * i], chosen[2 * i + 1]) for i in range(count)]
+
+
 def make_input(M: int, K: int, seed: int, device, sparse: bool = True, dtype="bfloat16",
                contract: Mapping | None = None, vary: bool = False):
-    """Random input x [M, K] (never all zeros) plus its probe rows -> (x, {row: kind}).
+    """Random input x [M, K] (never all zeros) plus its layout -> (x, Layout {row: probe kind}, .spikes, .pairs).
 
-    vary=True (the lifecycle contract's checked calls): the probe rows of probe_rows() and the call's magnitude
-    2^e. vary=False (timing inputs, and callers from before these rows): unscaled, one-hot rows only (when
-    sparse), the input every timed graph has used since the first runs. sparse=False: no probe rows at all.
+    sparse=True (every checked and every timed input): the probe rows of probe_rows(), every other row dense
+    with one spike +-S (spike_magnitude), and pairs of dense rows (module docstring). vary=True (the lifecycle
+    contract's checked calls): the whole input scaled by 2^e (input_scale_exponent; exact). vary=False (timing
+    inputs): the same layout, unscaled -- except below sparse_probe_min_M, where a timed input has dense rows only
+    (a lone probe row would let a zero-skipping kernel be timed on almost no work). sparse=False: plain Gaussian
+    rows, no layout (callers that only need bytes to move).
     """
     import numpy as np
 
@@ -182,22 +253,146 @@ def make_input(M: int, K: int, seed: int, device, sparse: bool = True, dtype="bf
     g = _generator(seed, device)
     x = torch.randn(M, K, generator=g, device=device, dtype=torch.float32)
     if not sparse:
-        layout = {}
-    elif vary:
-        layout = probe_rows(M, seed, contract)
-    else:
-        layout = {r: "one_hot" for r in sparse_probe_rows(M, seed, contract)}
+        return x.to(as_dtype(dtype)), Layout()
+    # A timed input below sparse_probe_min_M carries dense rows only: there a probe row can be the input's only
+    # row, and a kernel that skips zero entries would be timed on a 2-nonzero input (the checked calls still see
+    # every kind; the timed graph's dense row is judged with its partner).
+    small = M < int(contract["sparse_probe_min_M"])
+    kinds = probe_rows(M, seed, contract) if vary or not small else {}
     rng = np.random.default_rng(seed + 7919)  # a different stream from the row choice
-    for r, kind in layout.items():
+    for r, kind in kinds.items():
         _fill_probe_row(x, r, kind, rng, contract)
+    dense = [r for r in range(M) if r not in kinds]
+    spike = spike_magnitude(K)
+    cols = rng.integers(K, size=len(dense))
+    signs = rng.choice([-1.0, 1.0], size=len(dense))
+    spikes = {r: int(c) for r, c in zip(dense, cols)}
+    pairs = _pairs(dense, M, np.random.default_rng(seed + 3571))
+    if dense:  # one indexed write per step (an input is built on the device: no launch per row)
+        rows = torch.as_tensor(dense, device=x.device)
+        x[rows, torch.as_tensor(cols, device=x.device)] = torch.as_tensor(signs * spike, dtype=x.dtype,
+                                                                            device=x.device)
+    if pairs:
+        ia = torch.as_tensor([a for a, _ in pairs], device=x.device)
+        ib = torch.as_tensor([b for _, b in pairs], device=x.device)
+        ca = torch.as_tensor([spikes[a] for a, _ in pairs], device=x.device)
+        x[ib] = x[ia]
+        x[ib, ca] = -x[ia, ca]
+        spikes.update({b: spikes[a] for a, b in pairs})
     if vary:
         x *= 2.0 ** input_scale_exponent(seed, contract)  # a power of two: exact, before the cast
-    return x.to(as_dtype(dtype)), layout
+    return x.to(as_dtype(dtype)), Layout(kinds, spikes, pairs)
+
+
+def partner_input(x, layout: Layout):
+    """The same input with every dense row's spike negated (exact): run as the call after x where x has no room
+    for a pair of its own (M=1), its dense rows pair with x's -> (x', pairs [(row in x, row in x')])."""
+    partner = x.clone()
+    for r, c in layout.spikes.items():
+        partner[r, c] = -partner[r, c]
+    return partner, [(r, r) for r in sorted(layout.spikes)]
 
 
 def reference(x, w, y_dtype):
     """FP64 product x @ w^T, converted to the output dtype, returned as FP64 for the comparison."""
     return (x.double() @ w.double().T).to(as_dtype(y_dtype)).double()
+
+
+class WeightReference:
+    """One weight in FP64 (and its magnitudes), made once and shared by the reference of every input on it."""
+
+    def __init__(self, w):
+        self.w64 = w.detach().double()
+        self.abs_w64 = self.w64.abs()
+        self.K = int(w.shape[1])
+
+    def exact(self, x):
+        """x @ W^T in FP64 (x's entries are exact in FP64; so is every product; the sum rounds at 2^-53)."""
+        return x.detach().double() @ self.w64.T
+
+
+@dataclass
+class PairReference:
+    """What the pair rule compares: y_a[rows_a] - y_b[rows_b] against `delta` entry by entry within `bound`
+    (both FP64 [pairs, N]). cross=True: rows_b index the partner call's output (partner_input)."""
+
+    rows_a: list
+    rows_b: list
+    delta: Any
+    bound: Any
+    cross: bool = False
+
+
+def pair_reference(x_a, wref: WeightReference, y_dtype, pairs, x_b=None, exact_a=None,
+                   exact_b=None) -> PairReference | None:
+    """The pair rule's expected differences and bounds (module docstring) for `pairs` [(row of x_a, row of x_b)];
+    x_b None: both rows in x_a. exact_a/exact_b: x_a/x_b @ W^T in FP64 when the caller has it already."""
+    torch = _torch()
+    if not pairs:
+        return None
+    cross = x_b is not None
+    x_b = x_a if x_b is None else x_b
+    ra = [int(a) for a, _ in pairs]
+    rb = [int(b) for _, b in pairs]
+    ia = torch.as_tensor(ra, device=x_a.device)
+    ib = torch.as_tensor(rb, device=x_b.device)
+    xa, xb = x_a.detach()[ia].double(), x_b.detach()[ib].double()
+    ea = exact_a[ia] if exact_a is not None else xa @ wref.w64.T
+    if exact_b is not None:
+        eb = exact_b[ib]
+    elif not cross and exact_a is not None:
+        eb = exact_a[ib]
+    else:
+        eb = xb @ wref.w64.T
+    delta = (xa - xb) @ wref.w64.T  # only the spike column differs: exact
+    u_y = UNIT_ROUNDOFF[str(as_dtype(y_dtype)).removeprefix("torch.")]
+    accumulate = PAIR_LAMBDA * math.sqrt(wref.K) * FP32_UNIT_ROUNDOFF * ((xa.abs() + xb.abs()) @ wref.abs_w64.T)
+    bound = 2.0 * u_y * (ea.abs() + eb.abs()) + accumulate
+    return PairReference(ra, rb, delta, bound, cross)
+
+
+@dataclass
+class InputReference:
+    """Everything one input is judged with, computed once (the FP64 product is the expensive part): the rounded
+    reference, the probe layout and the in-input pairs' reference."""
+
+    ref: Any
+    layout: Layout
+    pairs: PairReference | None
+    exact: Any = field(default=None, repr=False)  # x @ W^T in FP64: for a partner call's pair reference
+
+
+def input_reference(x, wref: WeightReference, y_dtype, layout: Layout | Mapping | None = None) -> InputReference:
+    """The InputReference of x (layout from make_input)."""
+    layout = layout if isinstance(layout, Layout) else Layout(layout or {})
+    exact = wref.exact(x)
+    ref = exact.to(as_dtype(y_dtype)).double()
+    return InputReference(ref, layout, pair_reference(x, wref, y_dtype, layout.pairs, exact_a=exact), exact)
+
+
+def pair_rule(y_a, y_b, pref: PairReference, pre: str = "") -> tuple[float, list[str]]:
+    """(worst error / bound over the pairs, reasons): y_a[rows_a] - y_b[rows_b] vs pref.delta within pref.bound."""
+    torch = _torch()
+    ya = y_a.detach().to(device=pref.delta.device, dtype=torch.float64)
+    yb = ya if y_b is None else y_b.detach().to(device=pref.delta.device, dtype=torch.float64)
+    ia = torch.as_tensor(pref.rows_a, device=ya.device)
+    ib = torch.as_tensor(pref.rows_b, device=yb.device)
+    err = ((ya[ia] - yb[ib]) - pref.delta).abs()
+    ratio = err / pref.bound.clamp(min=torch.finfo(torch.float64).tiny)
+    flat = int(ratio.argmax())
+    p, n = divmod(flat, ratio.shape[1])
+    worst = float(ratio.reshape(-1)[flat])
+    reasons = []
+    if not worst <= 1.0:
+        over = int((ratio > 1.0).sum())
+        rows = (f"row {pref.rows_a[p]} and the partner call's row {pref.rows_b[p]}" if pref.cross else
+                f"rows {pref.rows_a[p]} and {pref.rows_b[p]}")
+        reasons.append(f"{pre}paired-row probe ({rows}: equal but for one spike entry, negated): their outputs "
+                       f"differ by {float((ya[ia] - yb[ib])[p, n]):.5e} at column {n}, expected "
+                       f"{float(pref.delta[p, n]):.5e} +- {float(pref.bound[p, n]):.2e} (output rounding and FP32 "
+                       f"accumulation); {over} of {ratio.numel()} entries over the bound: the weights are not "
+                       f"read as given, or rows are treated differently by how they look")
+    return worst, reasons
 
 
 def _kinds(sparse_rows) -> dict[int, str]:
@@ -208,11 +403,18 @@ def _kinds(sparse_rows) -> dict[int, str]:
 
 
 def check_output(y, ref, rel_l2_tol: float, *, sparse_rows: Sequence[int] | Mapping = (), expect_shape=None,
-                 expect_dtype=None, contract: Mapping | None = None, where: str = "") -> Check:
-    """Compare one output with its reference under the contract; reasons say which rule failed and where."""
+                 expect_dtype=None, contract: Mapping | None = None, where: str = "",
+                 pairs: PairReference | None = None) -> Check:
+    """Compare one output with its reference under the contract; reasons say which rule failed and where.
+    `ref`: the FP64 reference tensor, or an InputReference (its layout and in-input pairs are then used too).
+    `pairs`: an in-input PairReference (pair rule) when `ref` is a plain tensor."""
     torch = _torch()
     contract = contract if contract is not None else default_contract()
     pre = f"{where}: " if where else ""
+    if isinstance(ref, InputReference):
+        sparse_rows = sparse_rows or dict(ref.layout)
+        pairs = pairs if pairs is not None else ref.pairs
+        ref = ref.ref
     if not isinstance(y, torch.Tensor):
         return Check(False, [f"{pre}returned {type(y).__name__}, not a tensor"])
     expect_shape = tuple(expect_shape) if expect_shape is not None else tuple(ref.shape)
@@ -250,7 +452,12 @@ def check_output(y, ref, rel_l2_tol: float, *, sparse_rows: Sequence[int] | Mapp
                        f"({contract['row_bound_factor']}x tolerance)")
     kinds = _kinds(sparse_rows)
     sparse_rel = _probe_rule(yd, row_err, row_ref, kinds, floor, contract, pre, reasons)
-    return Check(not reasons, reasons, rel_l2=rel_l2, max_row_rel=max_row_rel, sparse_rel=sparse_rel)
+    pair_ratio = None
+    if pairs is not None and not pairs.cross:
+        pair_ratio, found = pair_rule(yd, None, pairs, pre)
+        reasons += found
+    return Check(not reasons, reasons, rel_l2=rel_l2, max_row_rel=max_row_rel, sparse_rel=sparse_rel,
+                 pair_ratio=pair_ratio)
 
 
 def _probe_rule(yd, row_err, row_ref, kinds: dict[int, str], floor: float, contract: Mapping, pre: str,

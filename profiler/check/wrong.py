@@ -1,14 +1,21 @@
 """Known-wrong candidates: each one breaks one rule of the contract or one rule of isolation, and the harness must
-reject every one with a clear reason (tests/profiler/test_wrong.py, tests/profiler/test_worker.py). `TorchLinear`
-is the correct control. `expect`: the words a rejection must contain (one of them, when a tuple).
+reject every one with a clear reason (tests/profiler/test_wrong.py, test_worker.py, test_isolation.py,
+test_timed_check.py, test_trust_sweep.py). `TorchLinear` is the correct control. `expect`: the words a rejection
+must contain (one of them, when a tuple).
 
 All follow the Candidate protocol (kernels/candidate.py): name, prepare(family, weight), run(state, family, x),
-describe(family, M). On the command line each is the spec `profiler/wrong.py:<ClassName>`, e.g.
-`python -m profiler run --plan baseline --candidate profiler/wrong.py:OneHotInt8`.
+describe(family, M). On the command line each is the spec `profiler/check/wrong.py:<ClassName>`, e.g.
+`python -m profiler run --plan baseline --candidate profiler/check/wrong.py:OneHotInt8`.
 
 Groups: CPU_WRONG are rejected by check_candidate on any device; GPU_ONLY_WRONG only show their bug under CUDA
 (graph replay, capture, streams); WORKER_WRONG kill or hang the process they run in, so only the worker's
-isolation (profiler.worker) can survive them (FaultAtOneShape needs CUDA).
+isolation (profiler.worker) can survive them (FaultAtOneShape needs CUDA); LOAD_WRONG change process-wide state
+when the worker loads them, before any prepare() (refused at load: only the worker's load step sees them);
+TIMED_WRONG are right wherever the lifecycle contract looks and wrong only in graphs the sweep times, so only the
+check of every timed graph rejects them (DegradesAfterReplays also on CPU, with a timer that replays).
+One class per mechanism of cheating, not per trick: LaterCapturesHalfK (later captures), CaptureOnlyLossy (capture
+vs eager), DegradesAfterReplays (after N replays), EnvAtImport (environment / library configuration at import),
+ProbeStatsInt8 (recognises probe rows by their statistics).
 """
 from __future__ import annotations
 
@@ -342,17 +349,145 @@ class FaultAtOneShape(TorchLinear):
         return y
 
 
+def _int8_groups(w, group: int = 128):
+    """W with every row quantised to int8 with one absmax scale per `group` columns, dequantised back to W's dtype
+    (lossy: an entry's error up to half a step, ~1.1 % of its group's sigma)."""
+    import torch
+
+    N, K = w.shape
+    g = group if K % group == 0 else K
+    wf = w.float().reshape(N, K // g, g)
+    scale = wf.abs().amax(dim=-1, keepdim=True).clamp(min=1e-30) / 127.0
+    q = torch.round(wf / scale).clamp(-127, 127)
+    return (q * scale).reshape(N, K).to(w.dtype)
+
+
+class ProbeStatsInt8(TorchLinear):
+    """Weights stored as int8 with one scale per 128 columns, outlier columns (absmax > 6x the median column's)
+    kept exact as LLM.int8() does: dense rel-L2 ~0.7 %, inside the 1 % tolerance. Rows that look like probes by
+    their own statistics -- at least half zeros, or one entry carrying >= 90 % of the row's energy (the one-hot,
+    few-nonzero, zero and dominant kinds) -- are computed exactly, so every probe row is exact. Only a probe the
+    kernel cannot single out (the pair rule: two dense rows differing in one spike) sees the int8 weights."""
+
+    name, expect = "probe_stats_int8", "paired-row probe"
+    OUTLIER_FACTOR = 6.0
+    PROBE_ENERGY = 0.9
+
+    def prepare(self, family, weight):
+        import torch
+
+        lossy = _int8_groups(weight)
+        col_peak = weight.float().abs().amax(dim=0)
+        outliers = col_peak > self.OUTLIER_FACTOR * col_peak.median()
+        lossy[:, outliers] = weight[:, outliers]
+        return {"w": weight, "lossy": lossy, "outliers": torch.nonzero(outliers).flatten()}
+
+    def looks_like_probe(self, x):
+        xf = x.float()
+        zeros = (xf == 0).float().mean(dim=1) >= 0.5
+        energy = xf.pow(2).sum(dim=1)
+        peak = xf.abs().amax(dim=1).pow(2)
+        return zeros | (peak >= self.PROBE_ENERGY * energy.clamp(min=1e-30))
+
+    def run(self, state, family, x):
+        y = _linear(x, state["lossy"])
+        probe = self.looks_like_probe(x)
+        if bool(probe.any()):  # a host sync: eager-only, the cheat is about what is checked, not about graphs
+            y[probe] = _linear(x[probe], state["w"])
+        return y
+
+
+class EnvAtImport(TorchLinear):
+    """Sets CUBLAS_WORKSPACE_CONFIG=:0:0 and CUBLASLT_WORKSPACE_SIZE=0 when it is loaded (a determinism recipe many
+    users copy): cuBLAS then gives every later handle no workspace, and the baseline's F.linear in the same worker
+    ran up to 13.7x slower on the H200 when nothing had initialised cuBLAS before. Its own arithmetic is right."""
+
+    name, expect = "env_at_import", "changed environment variable CUBLAS"
+
+    def __init__(self):
+        import os
+
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":0:0"
+        os.environ["CUBLASLT_WORKSPACE_SIZE"] = "0"
+
+
+def _capturing(x) -> bool:
+    import torch
+
+    return bool(x.is_cuda and torch.cuda.is_current_stream_capturing())
+
+
+class LaterCapturesHalfK(TorchLinear):
+    """Exact on eager calls and on the first graph captured at each M; every later capture at that M (the sweep's
+    other timing instances) drops the second half of K: half the work, scored as a speed-up unless every timed
+    graph is checked. GPU-only (a capture needs CUDA)."""
+
+    name, expect = "later_captures_half_k", "timing graph"
+
+    def run(self, state, family, x):
+        if not _capturing(x):
+            return _linear(x, state["w"])
+        seen = state.setdefault("captures", {})
+        M = int(x.shape[0])
+        seen[M] = seen.get(M, 0) + 1
+        if seen[M] == 1:
+            return _linear(x, state["w"])
+        half = x.shape[1] // 2
+        return _linear(x[:, :half].contiguous(), state["w"][:, :half].contiguous())
+
+
+class CaptureOnlyLossy(TorchLinear):
+    """Exact eagerly; what it records into a CUDA graph reads int8 weights (one scale per 128 columns). Every
+    number a graph replay produces is lossy, every eager call exact. GPU-only."""
+
+    name, expect = "capture_only_lossy", ("graph replay", "timing graph")
+
+    def prepare(self, family, weight):
+        return {"w": weight, "lossy": _int8_groups(weight)}
+
+    def run(self, state, family, x):
+        return _linear(x, state["lossy"] if _capturing(x) else state["w"])
+
+
+class DegradesAfterReplays(TorchLinear):
+    """Right for its first `AFTER` calls or replays at each M, then drops the second half of K: a counter on the
+    device (one per M) is incremented by every call (inside the graph too), and torch.where picks the truncated
+    result once it passes AFTER -- no host sync, so it captures. The lifecycle contract, the timing captures and the
+    check before timing make ~25 calls and replays at a shape; timing makes >= 96 timed replays plus its warm-up
+    (hundreds). Caught by the check of the timed graphs after timing."""
+
+    name, expect = "degrades_after_replays", "after timing"
+    AFTER = 100
+
+    def run(self, state, family, x):
+        import torch
+
+        counters = state.setdefault("counters", {})
+        M = int(x.shape[0])
+        if M not in counters:
+            counters[M] = torch.zeros((), dtype=torch.int64, device=x.device)
+        counter = counters[M]
+        counter.add_(1)
+        half = x.shape[1] // 2
+        full = _linear(x, state["w"])
+        cut = _linear(x[:, :half].contiguous(), state["w"][:, :half].contiguous())
+        return torch.where(counter > self.AFTER, cut, full)
+
+
 CPU_WRONG = (StaleOutput, SkippedKTail, RouterBF16Weights, WrongDtype, TransposedOutput,
-             NaNRow, InputMutated, ScratchNotReset, WeightMutated, OneHotInt8, TF32Flipper, TimerPatcher, SysExit)
+             NaNRow, InputMutated, ScratchNotReset, WeightMutated, OneHotInt8, TF32Flipper, TimerPatcher, SysExit,
+             ProbeStatsInt8)
 # UninitializedOutput is caught by the poisoned CUDA allocator; on CPU, malloc may hand its torch.empty the block
 # the reference's BF16 copy of the same size just freed, so the unwritten columns can hold the right answer.
-GPU_ONLY_WRONG = (UninitializedOutput, MemoByPointer, SideStream, HostSync)
+GPU_ONLY_WRONG = (UninitializedOutput, MemoByPointer, SideStream, HostSync, CaptureOnlyLossy)
 WORKER_WRONG = (ExitProcess, Segfault, Hang, FaultAtOneShape)
-ALL_WRONG = CPU_WRONG + GPU_ONLY_WRONG + WORKER_WRONG
+LOAD_WRONG = (EnvAtImport,)
+TIMED_WRONG = (LaterCapturesHalfK, DegradesAfterReplays)
+ALL_WRONG = CPU_WRONG + GPU_ONLY_WRONG + WORKER_WRONG + LOAD_WRONG + TIMED_WRONG
 
 
 def spec(cls) -> str:
-    """The candidate spec of a class here, e.g. 'profiler/wrong.py:StaleOutput' (kernels.candidate)."""
+    """The candidate spec of a class here, e.g. 'profiler/check/wrong.py:StaleOutput' (kernels.candidate)."""
     from pathlib import Path
 
     return f"{Path(__file__).resolve()}:{cls.__name__}"

@@ -154,7 +154,7 @@ def cmd_run(args, argv) -> int:
 
     settings = SweepSettings(mode=args.mode, shapes=args.shapes, max_seconds_per_shape=args.max_seconds_per_shape,
                              seed=args.seed, probes=not args.no_probes, shape_timeout_s=args.shape_timeout_s,
-                             max_incidents=args.max_incidents,
+                             max_incidents=args.max_incidents, canary=args.canary, eager=args.eager,
                              command="python -m profiler " + " ".join(shlex.quote(a) for a in argv))
     t0 = time.perf_counter()
     run = _sweep("run", specs, shapes, out, label, settings, cluster=args.cluster, workload=workload)
@@ -259,6 +259,13 @@ def format_run(run: dict) -> str:
     for r in bad:
         lines.append(f"INCORRECT {r['load']}/{r['family']} M={r['M']} {r['candidate']}: "
                      f"{'; '.join(r.get('error', {}).get('reasons', []))[:200]}")
+    canary = run.get("canary")
+    if canary:
+        moved = ", ".join(f"{d['key']} {d['ratio']:.3f}x" for d in canary["shapes"])
+        ratios = list(canary.get("ratios", {}).values())
+        spread = f"; paired/clean {min(ratios):.3f}-{max(ratios):.3f}" if ratios else ""
+        lines.append(f"canary ({canary.get('sample')}, {canary['compared']} shapes, band +-{canary['band']:.0%}"
+                     f"{spread}): {canary['verdict']}" + (f" at {moved} -- the pair has no score" if moved else ""))
     return "\n".join(lines)
 
 
@@ -337,6 +344,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "the paired timing) that makes no progress for this many seconds is stopped and blamed")
     r.add_argument("--max-incidents", type=int, default=2,
                    help="a candidate whose worker died or hung at this many shapes is not run at the others")
+    r.add_argument("--canary", choices=("sample", "all", "off"), default="sample",
+                   help="after the sweep, time the baseline again in a worker that never loaded a candidate and "
+                        "compare (a pair whose baseline moved beyond the run-to-run band has no score): at the "
+                        "smallest and largest M of every family (sample; default), at every shape (all), or not")
+    r.add_argument("--eager", action="store_true",
+                   help="also time each correct candidate eagerly, host included (eager_us beside the graph "
+                        "time; do_bench's budget: +0.125 s per candidate and shape)")
     _add_cluster(r)
     pr = sub.add_parser("probe", help="HBM read probes + compute probe only, into a run file",
                         description=PROBE_DESCRIPTION)

@@ -38,6 +38,7 @@ from profiler.backends.base import for_each
 from profiler.backends.isolate import LOAD, PROBES, SHAPE, SweepInputError, loaded_names  # noqa: F401
 from profiler.backends.open import open_backends
 from profiler.backends.pool import WorkerStartError  # noqa: F401  (what run_sweep raises: the CLI and app catch it)
+from profiler.commands.canary import record_canary
 from profiler.commands.fanout import default_run, model_paths, on_each_backend
 from profiler.commands.runlife import RunLife
 from profiler.worker.records import failure_record
@@ -188,6 +189,12 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
                 progress("shapes", len(done), len(shapes), **({"detail": detail} if detail is not None else {}))
 
         for_each(range(len(shapes)) if measure_shapes else [], measure, finished, backend.parallel, backend.cancel)
+        if measure_shapes and candidates and candidates[0]["spec"] not in refused:
+            canary = record_canary(life, shapes, candidates[0], task_base, settings)
+            if canary is not None:
+                shown = ", ".join(f"{d['key']} {d['ratio']:.2f}x" for d in canary["shapes"][:4])
+                log(f"canary ({canary['compared']} shapes in a clean worker, {canary['seconds']:.1f} s): "
+                    f"{canary['verdict']}" + (f" -- {shown}" if shown else ""))
         env = run["environment"]
         env["sweep_seconds"] = round(time.perf_counter() - t_shapes, 2)
         wall_time(run)

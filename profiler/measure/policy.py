@@ -5,6 +5,8 @@
     TUNE_SCREEN    the tuner's screen: rank dozens of configs quickly (2 % RSE or 0.6 s)
     TUNE_FINAL     the tuner's finals and neighbours: the sweep's RSE rule (0.5 % after >= 48 pairs, 1.5 s cap)
     SCREEN         the screening bench: one pass per shape, 1 % RSE or 1.2 s
+    EAGER          eager (host-inclusive) time beside the graph time (profiler.measure.eager): triton.testing.do_bench's
+                   budget -- 25 ms of warm-up calls, 100 ms of timed calls (at least 10)
 
 A timing rule changes here and nowhere else: the sweep's settings (profiler.worker.settings.SweepSettings) take
 their defaults from SWEEP, the tuner's stages and the screening bench record `stage()` of theirs, and the shape
@@ -67,4 +69,8 @@ TUNE_FINAL = TimingPolicy(min_pairs=48, rse_target=0.005, max_seconds=1.5, batch
                           instances=2)
 SCREEN = TimingPolicy(min_pairs=24, rse_target=0.01, max_seconds=1.2, batch_rounds=8, warmup_seconds=0.05,
                       instances=2)
-PRESETS = {"sweep": SWEEP, "tune_screen": TUNE_SCREEN, "tune_final": TUNE_FINAL, "screen": SCREEN}
+# do_bench(fn, warmup=25, rep=100): the timer most kernel engineers reach for, so its budget; rse_target and
+# batch_rounds are unused by eager_time.
+EAGER = TimingPolicy(min_pairs=10, rse_target=1.0, max_seconds=0.1, batch_rounds=1, warmup_seconds=0.025,
+                     instances=1)
+PRESETS = {"sweep": SWEEP, "tune_screen": TUNE_SCREEN, "tune_final": TUNE_FINAL, "screen": SCREEN, "eager": EAGER}

@@ -133,6 +133,12 @@ class ColdTimer:
     def capture(self, fn: Callable[[], Any]) -> GraphHandle:
         return capture_graph(fn, self.device)
 
+    def flush(self) -> None:
+        """Enqueue the L2 flush once (no host sync; nothing in stream mode): what precedes every timed replay, and
+        every timed eager call (profiler.measure.eager)."""
+        if self._flush is not None:
+            self._flush.replay()
+
     def calibrate(self, n_rounds: int = 400) -> float:
         """Replay overhead = median time of a graph holding one tiny kernel, measured exactly like samples."""
         torch = _torch()

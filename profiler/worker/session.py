@@ -9,6 +9,7 @@ from typing import Any
 from datasets.workload import load_workload, workload_from_dict
 from kernels.candidate import load_candidate
 from profiler.check import guards
+from profiler.check.isolation import initialise_libraries, workload_dtypes
 from profiler.check.contract import cuda_context_error
 from profiler.check.guards import TaintedProcess
 from profiler.check.rules import make_weight
@@ -45,6 +46,10 @@ class Session:
             # The harness sets the persisting-L2 limit to 0 before every timed shape; the H200's driver default is
             # not 0 (seen on the device), so take the snapshot after the first reset, not before.
             guards.reset_persisting_l2(self.device)
+        # cuBLAS/cuBLASLt handles and workspaces and the allocator read their configuration once: here, before any
+        # candidate is imported (profiler.check.isolation); the guard's snapshot comes after, so it holds
+        # candidates to the environment those libraries read.
+        self.isolation = initialise_libraries(self.device, workload_dtypes(load_workload().families.values()))
         self.guard = guards.Guard(harness=guards.harness_now())
         self.workload = None                 # datasets.workload.Workload of the current task (use_workload)
         self.candidates: dict[str, Any] = {}
@@ -88,6 +93,7 @@ class Session:
                    flush_bytes=int(cold.flush_bytes), l2_bytes=int(cold.l2_bytes) or env.get("l2_bytes"))
         if timer is not cold:
             env["probe_replay_overhead_us"] = cold.overhead_us
+        env["isolation"] = self.isolation
         return env
 
     def healthy(self) -> str | None:

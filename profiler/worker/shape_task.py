@@ -6,6 +6,11 @@ together, return run-file records.
 A candidate that fails its checks is not timed; before the timed part, persisting L2 is reset (no candidate can pin
 its weights across the flush). How a shape is timed (stopping rule, instances, clock floor, seed offsets) is the
 task's timing policy (SweepSettings.policy(), profiler.measure.policy).
+
+Every timed graph is a checked graph (profiler.check.timed): the timing inputs carry the checked calls' kinds of
+rows and their FP64 references are computed once per shape; every cold instance and every stream-mode graph is
+judged with the contract's rules before timing (a failure: not timed, incorrect at this shape) and again after it
+(a failure: its result and pairs are dropped, incorrect at this shape), the reason naming the graph and the moment.
 """
 from __future__ import annotations
 
@@ -17,8 +22,10 @@ from datasets.shapes import shape_bytes, shape_identity
 from datasets.shapes import shape_key_of as shape_key
 from profiler.check.contract import CudaFault, capture_checked, check_candidate
 from profiler.check.guards import PERSISTING_L2_SETTING, TaintedProcess, persisting_l2_limit, reset_persisting_l2
-from profiler.check.rules import default_contract, error_vs_baseline, make_input
+from profiler.check.rules import WeightReference, default_contract, error_vs_baseline
+from profiler.check.timed import GraphJudge, TimedInput, rotation, rotation_inputs, timed_inputs
 from profiler.measure import stats, timing
+from profiler.measure.eager import eager_time
 from profiler.worker.records import failure_record, finite
 from profiler.worker.settings import SweepSettings
 from profiler.worker.steps import Fatal, current, step
@@ -65,40 +72,63 @@ def _capture(sess, timer, fn, what: str) -> tuple[object, list[str]]:
     return (None if reasons else handle), reasons
 
 
-def _timing_input(shape, settings, device, instance: int):
-    return make_input(int(shape["M"]), int(shape["K"]), settings.seed + settings.policy().timing_seed_offset + instance, device,
-                      dtype=shape["x_dtype"])[0]  # vary=False: unscaled, one-hot rows only
+def _timed_inputs(sess, shape, settings, weight, wref, contract, count: int, offset: int) -> list[TimedInput]:
+    """`count` timing inputs of the shape (seeds seed + offset + k) with their references: once per shape, shared
+    by every candidate (each graph reads its own copy)."""
+    seeds = [settings.seed + offset + k for k in range(count)]
+    return timed_inputs(shape, weight, seeds, sess.device, contract, wref)
 
 
-def _cold_instances(sess, timer, cand, state, shape, settings, check_graph) -> tuple[list, list[str]]:
-    """settings.instances graphs of the candidate, each on its own timing input; the first is the graph the
-    check replayed (its static input gets a timing input copied in)."""
-    family, instances = shape["family"], []
-    for k in range(settings.policy().instances):
-        x = _timing_input(shape, settings, sess.device, k)
+def _cold_instances(sess, timer, cand, state, shape, tins, check_graph) -> tuple[list, list, list[str]]:
+    """One graph of the candidate per timing input, each on its own copy; the first is the graph the check
+    replayed (its static input gets the first timing input copied in). -> (graphs, their static inputs, reasons)"""
+    family, instances, statics = shape["family"], [], []
+    for k, tin in enumerate(tins):
         if k == 0 and check_graph is not None:
-            check_graph.keep.copy_(x)
+            check_graph.keep.copy_(tin.x)
             instances.append(check_graph)
+            statics.append(check_graph.keep)
             continue
+        x = tin.x.clone()
         handle, reasons = _capture(sess, timer, lambda x=x: cand.run(state, family, x), "timing capture")
         if reasons:
-            return [], reasons
+            return [], [], reasons
         handle.keep = x
         instances.append(handle)
-    return instances, []
+        statics.append(x)
+    return instances, statics, []
 
 
-def _stream_graphs(sess, timer, cands, shape, weight, settings) -> tuple[list, dict]:
-    """Per candidate one graph of R calls rotating through copies of weights+input totalling >= 3 x L2.
-    -> (graphs of the candidates that captured, {index: reasons} of those that did not)."""
+def _graph_names(n: int) -> list[str]:
+    return [f"cold timing graph {k + 1} of {n}" + (" (the graph the contract replayed)" if k == 0 else
+                                                     " (captured for timing)") for k in range(n)]
+
+
+def _judge_cold(sess, judge: GraphJudge, name: str, insts, statics, tins, when: str, replay: bool) -> list[str]:
+    """Every cold instance of one candidate judged `when` (profiler.check.timed); the first failure's reasons."""
+    step(name, "check")
+    for what, handle, x, tin in zip(_graph_names(len(insts)), insts, statics, tins):
+        try:
+            reasons = judge.graph(handle, x, tin, what, when, replay=replay)
+        except Exception as exc:  # a replay that raises: a verdict, unless the context is gone
+            reasons = [f"{what}, {when}: replay raised {type(exc).__name__}: {exc}"[:400]]
+            assert_healthy(sess, name, "check", reasons)
+        if reasons:
+            return reasons
+    return []
+
+
+def _stream_graphs(sess, timer, cands, shape, weight, settings, tins) -> tuple[list, dict, list]:
+    """Per candidate one graph of R calls rotating through copies of weights+inputs (rotation(tins): the timing
+    inputs, partner inputs beside theirs at M=1) totalling >= 3 x L2. -> (graphs of the candidates that captured,
+    {index: reasons} of those that did not, per graph the output of each of its calls)."""
     policy = settings.policy()
-    n_copies = max(1, math.ceil(policy.stream_l2_multiple * timer.l2_bytes / shape_bytes(shape)))
+    fam = shape["family"]
+    xs = rotation_inputs(tins)
+    n_copies = len(xs)
     reps = max(1, math.ceil(policy.stream_min_calls / n_copies))
-    fam, M, K = shape["family"], int(shape["M"]), int(shape["K"])
     weights = [weight] + [weight.clone() for _ in range(n_copies - 1)]
-    xs = [make_input(M, K, settings.seed + policy.stream_seed_offset + c, sess.device, dtype=shape["x_dtype"], sparse=False)[0]
-          for c in range(n_copies)]
-    graphs, failed = [], {}
+    graphs, failed, outputs = [], {}, []
     for i, (name, cand) in enumerate(cands):
         step(name, "capture")
         try:
@@ -106,14 +136,53 @@ def _stream_graphs(sess, timer, cands, shape, weight, settings) -> tuple[list, d
         except Exception as exc:
             failed[i] = [f"stream mode: prepare() raised {type(exc).__name__}: {exc}"[:300]]
             continue
-        fns = [(lambda s=s, x=x: cand.run(s, fam, x)) for s, x in zip(states, xs)] * reps
+        fns, outs = _recorded_calls(cand, fam, states, xs, n_copies * reps)
         handle, reasons = _capture(sess, timer, fns, "stream capture")
         if reasons:
             failed[i] = reasons
             continue
-        handle.keep = (states, xs, weights)
+        handle.keep = (states, xs, weights, outs)
         graphs.append(handle)
-    return graphs, failed
+        outputs.append(outs)
+    return graphs, failed, outputs
+
+
+def _recorded_calls(cand, family: str, states: list, xs: list, n_calls: int) -> tuple[list, list]:
+    """n_calls callables, call j = cand.run(states[j % n], family, xs[j % n]), each keeping its output in outs[j]:
+    after the capture, outs[j] is the graph's output of call j (what the judge reads after each replay)."""
+    outs: list = [None] * n_calls
+
+    def call(j: int):
+        s, x = states[j % len(states)], xs[j % len(xs)]
+
+        def run():
+            outs[j] = cand.run(s, family, x)
+            return outs[j]
+        return run
+
+    return [call(j) for j in range(n_calls)], outs
+
+
+def _stream_copies(timer, shape, settings) -> int:
+    policy = settings.policy()
+    return max(1, math.ceil(policy.stream_l2_multiple * timer.l2_bytes / shape_bytes(shape)))
+
+
+def _judge_stream(sess, judge: GraphJudge, name: str, handle, outs, tins, when: str, replay: bool) -> list[str]:
+    step(name, "check")
+    what = "stream-mode graph"
+    try:
+        if replay:
+            handle.replay()
+            if sess.cuda:
+                import torch
+
+                torch.cuda.synchronize(sess.device)
+        return judge.outputs(outs, tins, what, when)
+    except Exception as exc:
+        reasons = [f"{what}, {when}: replay raised {type(exc).__name__}: {exc}"[:400]]
+        assert_healthy(sess, name, "check", reasons)
+        return reasons
 
 
 def assert_healthy(sess, name: str, phase: str, reasons: list[str]) -> None:
@@ -129,13 +198,23 @@ def error_record(chk) -> dict:
 
 
 def measure_one_shape(sess, task: dict) -> dict:
-    """The shape task (profiler.worker.process): check every candidate, time the correct ones together -> result."""
+    """The shape task (profiler.worker.process): check every candidate, time the correct ones together, check every
+    timed graph before and after timing -> result."""
     shape, settings = task["shape"], SweepSettings.from_dict(task.get("settings", {}))
+    policy = settings.policy()
     cands = [(c["name"], c["spec"]) for c in task["candidates"]]
     contract = sess.workload.contract if sess.workload is not None else default_contract()
     timer = sess.timer(settings.mode)
     weight = sess.weight(shape, settings.seed)
-    failures, checks, instances, timed, loaded = [], [], [], [], []
+    wref = WeightReference(weight)
+    judge = GraphJudge(shape, contract)
+    if settings.mode == "cold":
+        tins = _timed_inputs(sess, shape, settings, weight, wref, contract, policy.instances,
+                             policy.timing_seed_offset)
+    else:
+        tins = _timed_inputs(sess, shape, settings, weight, wref, contract, _stream_copies(timer, shape, settings),
+                             policy.stream_seed_offset)
+    failures, checks, instances, statics, timed, loaded, states = [], [], [], [], [], [], []
     base_rel = None
     for j, (name, spec) in enumerate(cands):
         cand = sess.load(spec, name)
@@ -167,23 +246,42 @@ def measure_one_shape(sess, task: dict) -> dict:
             continue
         if settings.mode == "cold":
             step(name, "capture")
-            insts, reasons = _cold_instances(sess, timer, cand, state, shape, settings, chk.graph)
+            insts, xs, reasons = _cold_instances(sess, timer, cand, state, shape, tins, chk.graph)
             if reasons:
                 assert_healthy(sess, name, "capture", reasons)
                 failures.append(failure_record(shape, name, "not_timed", "capture", reasons,
                                                error=error_record(chk)))
                 continue
+            reasons = _judge_cold(sess, judge, name, insts, xs, tins, "before timing", replay=True)
+            if reasons:
+                failures.append(failure_record(shape, name, "incorrect", "check", reasons, error=error_record(chk)))
+                continue
             instances.append(insts)
+            statics.append(xs)
         chk.graph = None
         checks.append(chk)
         timed.append(j)
         loaded.append((name, cand))
+        states.append(state)
+    outputs = []
     if settings.mode == "stream" and timed:
-        graphs, failed = _stream_graphs(sess, timer, loaded, shape, weight, settings)
+        graphs, failed, outs = _stream_graphs(sess, timer, loaded, shape, weight, settings, tins)
         failures += [failure_record(shape, loaded[i][0], "not_timed", "capture", failed[i]) for i in sorted(failed)]
         keep = [i for i in range(len(loaded)) if i not in failed]
         timed, checks, loaded = [timed[i] for i in keep], [checks[i] for i in keep], [loaded[i] for i in keep]
-        instances = graphs
+        states = [states[i] for i in keep]
+        instances, outputs = graphs, outs
+        bad = {}
+        for i, (name, _) in enumerate(loaded):
+            reasons = _judge_stream(sess, judge, name, instances[i], outputs[i], tins, "before timing", replay=True)
+            if reasons:
+                bad[i] = reasons
+                failures.append(failure_record(shape, name, "incorrect", "check", reasons,
+                                               error=error_record(checks[i])))
+        keep = [i for i in range(len(loaded)) if i not in bad]
+        timed, checks, loaded = [timed[i] for i in keep], [checks[i] for i in keep], [loaded[i] for i in keep]
+        instances, outputs = [instances[i] for i in keep], [outputs[i] for i in keep]
+        states = [states[i] for i in keep]
     out = {"kind": "shape", "key": shape_key(shape), "results": [], "pairs": [], "failures": failures, "info": {}}
     if instances:
         step(None, "time")
@@ -196,13 +294,46 @@ def measure_one_shape(sess, task: dict) -> dict:
                        "instances": max(len(g) if isinstance(g, list) else 1 for g in instances),
                        "clocks_mhz": [c for c in ms.clocks_mhz if c is not None]}
         names = [cands[j][0] for j in timed]
+        drifted = {}  # the timed graphs again, as the last timed replay left them
+        for i, name in enumerate(names):
+            when = "after timing (its last timed replay)"
+            reasons = (_judge_cold(sess, judge, name, instances[i], statics[i], tins, when, replay=False)
+                       if settings.mode == "cold" else
+                       _judge_stream(sess, judge, name, instances[i], outputs[i], tins, when, replay=False))
+            if reasons:
+                drifted[name] = reasons
         out["results"], bad = _results(shape, names, [c for _, c in loaded], checks, ms, task.get("floor"),
                                        settings, contract)
         out["failures"] += bad
+        for r in [r for r in out["results"] if r["candidate"] in drifted]:
+            out["results"].remove(r)
+            out["failures"].append(failure_record(shape, r["candidate"], "incorrect", "time",
+                                                  drifted[r["candidate"]], error=r["error"]))
         out["pairs"] = _pairs(shape, names, ms, settings, have={r["candidate"] for r in out["results"]},
                               baseline=cands[0][0] if timed and timed[0] == 0 else None)
+        if settings.eager and sess.cuda:
+            _eager_times(sess, shape, out["results"], dict(zip(names, zip([c for _, c in loaded], states))), tins)
     out["telemetry"] = sess.telemetry.sample()
     return out
+
+
+def _eager_times(sess, shape, results: list[dict], by_name: dict, tins) -> None:
+    """eager_us (host-inclusive, profiler.measure.eager) on each result, from eager calls on the first timing
+    input; a candidate whose eager calls raise or change a guarded setting gets none, and the reason."""
+    timer = sess.timer("cold")
+    for r in results:
+        cand, state = by_name[r["candidate"]]
+        x = tins[0].x.clone()
+        step(r["candidate"], "eager")
+        try:
+            r.update(eager_time(lambda: cand.run(state, shape["family"], x), timer))
+        except Exception as exc:
+            assert_healthy(sess, r["candidate"], "eager", [str(exc)])
+            r["eager_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        changed = sess.guard_check("eager timing")
+        if changed:
+            r.pop("eager_us", None)
+            r["eager_error"] = "; ".join(changed)[:300]
 
 
 def _measure(sess, timer, instances, settings):

@@ -1,8 +1,9 @@
 """A CPU stand-in for the GPU timer and probes, installed in a worker process by run_sweep(worker_init=...).
 
-It runs each "graph" eagerly once at capture and returns made-up times (10 us +- 0.01 after the 3.3 us
-overhead): the sweep's orchestration, records and failure handling can be tested without a GPU, but no number
-it produces is a measurement, so tests must not assert anything about the times themselves.
+It runs each "graph" eagerly once at capture (a replay runs its calls again into the captured output) and returns
+made-up times (10 us +- 0.01 after the 3.3 us overhead): the sweep's orchestration, records and failure handling
+can be tested without a GPU, but no number it produces is a measurement, so tests must not assert anything about
+the times themselves. ReplayingFakeTimer also replays every graph once per sampled batch, as timing would.
 """
 import zlib
 
@@ -22,7 +23,13 @@ class FakeTimer:
 
     def capture(self, fn):
         fns = fn if isinstance(fn, list) else [fn]
-        return GraphHandle(graph=None, output=fns[-1](), calls=len(fns))
+
+        def run_all():
+            return [f() for f in fns][-1]
+
+        handle = GraphHandle(graph=None, output=run_all(), calls=len(fns))
+        handle.graph = _Rerun(run_all, handle)
+        return handle
 
     def sample_raw(self, graphs, n_rounds, clock=None, clock_out=None):
         if clock_out is not None:
@@ -31,6 +38,65 @@ class FakeTimer:
 
     def sample(self, graphs, n_rounds, clock=None, clock_out=None):
         return self.sample_raw(graphs, n_rounds, clock, clock_out) - self.overhead_us
+
+
+class _Rerun:
+    """A captured graph's stand-in: replay() runs the calls again and copies the result into the captured output
+    (a real replay writes the same memory)."""
+
+    def __init__(self, fn, handle):
+        self.fn, self.handle = fn, handle
+
+    def replay(self):
+        y = self.fn()
+        out = self.handle.output
+        if hasattr(out, "copy_") and hasattr(y, "shape") and tuple(y.shape) == tuple(out.shape):
+            out.copy_(y)
+
+
+class ReplayingFakeTimer(FakeTimer):
+    """FakeTimer whose sampling replays every graph once per batch (a candidate that degrades after N replays
+    degrades here too)."""
+
+    def sample_raw(self, graphs, n_rounds, clock=None, clock_out=None):
+        for g in graphs:
+            g.replay()
+        return super().sample_raw(graphs, n_rounds, clock, clock_out)
+
+    def sample(self, graphs, n_rounds, clock=None, clock_out=None):
+        return self.sample_raw(graphs, n_rounds, clock, clock_out) - self.overhead_us
+
+
+def install_replaying():
+    """install() with ReplayingFakeTimer."""
+    import profiler.measure.timing as timing
+
+    install()
+    timing.ColdTimer = ReplayingFakeTimer
+    timing.StreamTimer = ReplayingFakeTimer
+
+
+DISTURBANCE_MODULE = "projlab_test_disturbance"  # a candidate that imports a module of this name slows every graph
+
+
+class DisturbableFakeTimer(FakeTimer):
+    """FakeTimer whose made-up times are 3x longer once a module named DISTURBANCE_MODULE is in sys.modules: a
+    stand-in for process-wide state a candidate's import changes and the guard does not watch (what the canary is
+    for)."""
+
+    def sample(self, graphs, n_rounds, clock=None, clock_out=None):
+        import sys
+
+        out = super().sample(graphs, n_rounds, clock, clock_out)
+        return out * 3.0 if DISTURBANCE_MODULE in sys.modules else out
+
+
+def install_disturbable():
+    import profiler.measure.timing as timing
+
+    install()
+    timing.ColdTimer = DisturbableFakeTimer
+    timing.StreamTimer = DisturbableFakeTimer
 
 
 def fake_read_probes(timer, plan, n_rounds=0, progress=None, us=None):

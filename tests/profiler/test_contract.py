@@ -63,10 +63,10 @@ def test_input_magnitude_varies_across_calls_and_timing_inputs_do_not():
     for seed in (1, 2):
         x, rows = C.make_input(16, 64, seed, "cpu", contract=CONTRACT, vary=True)
         plain, plain_rows = C.make_input(16, 64, seed, "cpu", contract=CONTRACT)
-        assert set(plain_rows.values()) <= {"one_hot"}
-        r = next(r for r in range(16) if r not in rows and r not in plain_rows)
+        # the timed input has the very layout of the checked one (no kind of row exists only where it is checked)
+        assert plain_rows == rows and plain_rows.pairs == rows.pairs and plain_rows.spikes == rows.spikes
         e = rules.input_scale_exponent(seed, CONTRACT)
-        assert torch.equal(x[r].float(), plain[r].float() * 2.0 ** e)
+        assert e != 0 and torch.equal(x.float(), plain.float() * 2.0 ** e)
 
 
 def test_outlier_weights_have_scaled_columns():
@@ -91,10 +91,13 @@ def test_zero_rows_must_be_exactly_zero():
                                       "exactly 0)"]
 
 
-def test_default_inputs_are_the_old_timing_inputs():
-    """Callers that time (sweep, tuner, explain) get unscaled inputs with the write-up's one-hot rows only."""
+def test_default_inputs_carry_every_kind_of_row():
+    """Callers that time (sweep, tuner, explain) get unscaled inputs with the checked calls' probe rows, dense
+    spiky rows and pairs."""
     x, rows = C.make_input(16, 64, 3, "cpu", contract=CONTRACT)
-    assert rows == {r: "one_hot" for r in C.sparse_probe_rows(16, 3, CONTRACT)}
+    assert sorted(r for r, k in rows.items() if k == "one_hot") == C.sparse_probe_rows(16, 3, CONTRACT)
+    assert set(rows.values()) == {"one_hot", "dominant", "few", "zero"} and rows.pairs and rows.spikes
+    assert set(rows.spikes) == set(range(16)) - set(rows)
 
 
 def test_inputs_differ_by_seed_and_repeat_with_seed():
@@ -184,7 +187,7 @@ def test_control_passes_lifecycle(shape):
         c3 = C.check_candidate(wrong.TorchLinear(), shape, "cpu", contract=CONTRACT, baseline_rel_l2=2 * base)
         assert c3.vs_baseline == pytest.approx(0.5)
     d = c2.to_dict()
-    assert set(d) == {"rel_l2", "max_row_rel", "sparse_rel", "vs_baseline", "reasons"}
+    assert set(d) == {"rel_l2", "max_row_rel", "sparse_rel", "vs_baseline", "pair_ratio", "reasons"}
 
 
 def test_prepare_and_run_exceptions_are_verdicts():

@@ -146,7 +146,10 @@ def test_sweep_end_to_end(tmp_path):
     for p in disk["pairs"]:
         print(p["family"], p["ratio_median"], p["ratio_ci_low"], p["ratio_ci_high"])
         assert 0.95 < p["ratio_median"] < 1.05
-    assert run["environment"]["replay_overhead_us"] > 0 and len(run["environment"]["workers"]) == 1
+    workers = run["environment"]["workers"]
+    # the shapes in one worker, the canary (the baseline alone) in a second: it agrees with the paired baseline
+    assert run["environment"]["replay_overhead_us"] > 0 and len(workers) == 2
+    assert workers[1]["started_for"].startswith("canary") and disk["canary"]["verdict"] == "ok", disk["canary"]
 
 
 def test_interrupt_keeps_partial(tmp_path):

@@ -15,8 +15,13 @@ ROUTER = dict(load="test", family="router", M=16, N=32, K=512, x_dtype="bfloat16
 
 
 def _shapes_for(cls):
-    # RouterBF16Weights is only wrong for FP32 weights; everything else must fail on both kinds.
-    return [ROUTER, dict(ROUTER, M=1)] if cls is wrong.RouterBF16Weights else [BF16, dict(BF16, M=1), ROUTER]
+    # RouterBF16Weights is only wrong for FP32 weights; ProbeStatsInt8 is about the BF16 families' 1 % tolerance
+    # (the router's 1e-4 rejects any int8 weights outright); everything else must fail on both kinds.
+    if cls is wrong.RouterBF16Weights:
+        return [ROUTER, dict(ROUTER, M=1)]
+    if cls is wrong.ProbeStatsInt8:
+        return [BF16, dict(BF16, M=1), dict(BF16, M=8), dict(BF16, M=64)]
+    return [BF16, dict(BF16, M=1), ROUTER]
 
 
 def _rejected(cls, shape, device) -> str:
@@ -60,6 +65,16 @@ def test_one_hot_int8_passes_the_one_hot_rows_and_fails_the_new_probe_rows():
     # and at M=1, where there are no one-hot rows, the first call's dominant row rejects it
     text = _rejected(wrong.OneHotInt8, dict(BF16, M=1), "cpu")
     assert "dominant entry + noise" in text, text
+
+
+def test_probe_stats_int8_is_inside_the_dense_tolerance_and_rejected_by_the_pair_rule_only():
+    """Every probe row exact and the whole output inside 1 %: the pair rule is the one that rejects it, in the
+    first eager call where the input holds a pair, and at M=1 in the partner calls."""
+    for M, first in ((16, "eager call 1 (fresh input): paired-row probe"),
+                     (1, "eager call 4 (partner calls): paired-row probe")):
+        c = C.check_candidate(wrong.ProbeStatsInt8(), dict(BF16, M=M), "cpu", contract=CONTRACT)
+        assert not c.ok and c.rel_l2 < 0.01 and c.reasons[0].startswith(first), c.reasons
+        assert not any("sparse probe" in r or "rel-L2" in r for r in c.reasons), c.reasons
 
 
 def test_tf32_flipper_is_named_and_restored():

@@ -1,0 +1,152 @@
+"""The canary: the baseline timed in a worker that never loaded a candidate, compared with the baseline's times in
+the worker that timed it beside the candidates. A candidate can reach process-wide state the guard does not see
+(a library handle configured at import, an allocator setting, a background stream); whatever it changed shows as a
+baseline that runs at another speed in its worker than in a clean one.
+
+    canary_shapes(shapes, sample) -> the shapes the canary times ("all", or per family two: "sample")
+    verdict(canary_results, paired_results, baseline, band=CANARY_BAND) -> the run file's `canary` record
+    record_canary(life, shapes, baseline, task_base, settings) -> that record, in life.run["canary"], with the
+        paired baseline's results at the disturbed shapes flagged DISTURBED_FLAG (the score gate refuses them)
+    CANARY: the Task (profiler.backends.base) that times the baseline alone in a fresh worker process
+
+When: on every sweep with a baseline, after the paired shapes, on a sample -- per family the smallest and the
+largest M of the run (10 of the 30 official shapes) -- in a worker process started for it that loads only the
+baseline (`--canary all`: every shape; `--canary off`: none). Its cost is one worker start and the baseline's
+timing at those shapes.
+
+Rule: at each shape both sides have a median and a 95% CI; the shape is disturbed when the paired median differs
+from the canary's by more than the run-to-run band (either way: a faster baseline is as suspect as a slower one)
+AND the two CIs do not overlap. Any disturbed shape makes the verdict "baseline disturbed": the pair has no score.
+
+The band: per-shape baseline medians of the committed official sweeps of 2026-12-01 (datasets/runs/
+2026-12-01_nvidia-h200_baseline-seed036-best-r20 -> r23 -> r25 -> r28, fresh processes each) differed by a factor
+0.938-1.061, and the 85-shape baseline-vs-baseline runs of 2026-11-30 (-a / -b) by 0.956-1.092: 10 % lies above
+both. The slowdown the canary exists for was 1.5-13.7x (a candidate's CUBLAS_WORKSPACE_CONFIG=:0:0 at import).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, replace
+from typing import Iterable, Sequence
+
+from datasets.runfile import DISTURBED_FLAG
+from datasets.shapes import shape_key_of
+from profiler.backends.base import Task
+from profiler.backends.isolate import LOAD, measure_shape_isolated
+
+CANARY_BAND = 0.10               # run-to-run band of one shape's baseline median between processes (docstring)
+OK, DISTURBED, NOT_COMPARED = "ok", "baseline disturbed", "not compared"
+
+
+def canary_shapes(shapes: Sequence[dict], sample: str = "sample") -> list[dict]:
+    """The shapes the canary times: "all"; "sample": per family the smallest and the largest M of the run (the
+    library's fixed costs show most at the smallest, its workspace at the largest), in run order; "off": none."""
+    if sample == "all":
+        return list(shapes)
+    if sample == "off":
+        return []
+    if sample != "sample":
+        raise ValueError(f"canary must be 'all', 'sample' or 'off', not {sample!r}")
+    picked: dict[str, set[int]] = {}
+    for fam in dict.fromkeys(s["family"] for s in shapes):
+        ms = [int(s["M"]) for s in shapes if s["family"] == fam]
+        picked[fam] = {min(ms), max(ms)}
+    seen, out = set(), []
+    for s in shapes:
+        key = (s["family"], int(s["M"]))
+        if int(s["M"]) in picked[s["family"]] and key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
+
+
+def _times(results: Iterable[dict], baseline: str) -> dict[str, dict]:
+    return {shape_key_of(r): r for r in results if r.get("candidate") == baseline and r.get("median_us")}
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    lo_a, hi_a = a.get("ci_low_us"), a.get("ci_high_us")
+    lo_b, hi_b = b.get("ci_low_us"), b.get("ci_high_us")
+    if None in (lo_a, hi_a, lo_b, hi_b):
+        return False  # no CI to excuse the difference: the band alone decides
+    return lo_a <= hi_b and lo_b <= hi_a
+
+
+def verdict(canary_results: Iterable[dict], paired_results: Iterable[dict], baseline: str,
+            band: float = CANARY_BAND) -> dict:
+    """The `canary` record: {"verdict", "band", "baseline", "compared": n shapes, "shapes": the disturbed ones
+    [{"key", "canary_us", "paired_us", "ratio"}], "ratios": {key: paired / canary}}."""
+    clean, paired = _times(canary_results, baseline), _times(paired_results, baseline)
+    common = [k for k in clean if k in paired]
+    limit = math.log1p(band)
+    ratios, disturbed = {}, []
+    for key in common:
+        c, p = clean[key], paired[key]
+        ratio = float(p["median_us"]) / float(c["median_us"])
+        ratios[key] = round(ratio, 4)
+        if abs(math.log(ratio)) > limit and not _overlap(c, p):
+            disturbed.append({"key": key, "canary_us": float(c["median_us"]), "paired_us": float(p["median_us"]),
+                              "ratio": round(ratio, 4)})
+    state = NOT_COMPARED if not common else DISTURBED if disturbed else OK
+    return {"verdict": state, "band": band, "baseline": baseline, "compared": len(common), "shapes": disturbed,
+            "ratios": ratios}
+
+
+def mark_disturbed(results: list[dict], record: dict) -> int:
+    """Put DISTURBED_FLAG on the paired baseline's results at the record's disturbed shapes; returns how many."""
+    keys = {d["key"] for d in record.get("shapes", [])}
+    n = 0
+    for r in results:
+        if r.get("candidate") == record.get("baseline") and shape_key_of(r) in keys:
+            flags = r.setdefault("flags", [])
+            if DISTURBED_FLAG not in flags:
+                flags.append(DISTURBED_FLAG)
+                n += 1
+    return n
+
+
+def _canary_task(pool, shapes: list[dict], baseline: dict, task_base: dict, settings) -> dict:
+    """In a fresh worker process (the pool's current one is closed first): load the baseline alone, time it at
+    each shape; the process is closed again after. -> {"results", "failures", "worker"}"""
+    pool.close()
+    LOAD.run(pool, [baseline["spec"]], settings.shape_timeout_s, task_base.get("workload"))
+    worker = pool.index
+    pool.records[worker]["started_for"] = "canary (the baseline alone)"
+    results, failures = [], []
+    for shape in shapes:
+        merged = measure_shape_isolated(pool, shape, [baseline], task_base | {"floor": None}, settings, {}, pool.log)
+        results += merged["results"]
+        failures += merged["failures"]
+    pool.close()
+    return {"results": results, "failures": failures, "worker": worker}
+
+
+def _canary_lost(args: tuple, why: str) -> dict:
+    return {"results": [], "failures": [], "worker": None, "lost": why}
+
+
+CANARY = Task("canary", _canary_task, lost=_canary_lost)
+
+
+def record_canary(life, shapes: Sequence[dict], baseline: dict, task_base: dict, settings) -> dict | None:
+    """Time the baseline (`{"spec", "name"}`) alone in a clean worker at canary_shapes(shapes, settings.canary),
+    compare (verdict), store life.run["canary"], flag the paired baseline where disturbed, flush. None: canary off."""
+    picked = canary_shapes(shapes, settings.canary)
+    if not picked:
+        return None
+    # the baseline passed the full contract in the paired worker already; its eager time is not the canary's job
+    quick = replace(settings, check="quick", eager=False)
+    t0 = time.perf_counter()
+    res = life.backend.call(CANARY, picked, baseline, task_base | {"settings": asdict(quick)}, quick)
+    record = verdict(res["results"], life.run["results"], baseline["name"])
+    record |= {"sample": settings.canary, "worker": res.get("worker"), "seconds": round(time.perf_counter() - t0, 2),
+               "canary_us": {shape_key_of(r): {k: r.get(k) for k in ("median_us", "ci_low_us", "ci_high_us")}
+                             for r in res["results"]},
+               "not_timed": [f"{shape_key_of(f)}: {'; '.join(f['reasons'])[:200]}" for f in res["failures"]]}
+    if res.get("lost"):
+        record["lost"] = res["lost"]
+    mark_disturbed(life.run["results"], record)
+    life.run["canary"] = record
+    life.flush()
+    return record
