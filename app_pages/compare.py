@@ -43,40 +43,59 @@ terms.link("verdicts", "eps", "ci", "baselines")
 with st.expander("Upload a run file or a per-shape CSV to compare"):
     common.upload_widget("upload_compare")
 
-# Every (source, candidate) the app knows about is a possible series; each gets a short name for the chart and the
-# tables (the pickers and the address keep the full one).
+# First the runs (and tables) to compare, then the series they offer: each chosen source's candidates, not every
+# candidate of every file the app knows about. It opens on the sidebar's source (an upload included) beside the run
+# the other pages open on.
+srcs, _ = common.sources_in_order()
+by_name = {s.name: s for s in srcs}
+first = common.default_run_path()
+asked = st.query_params.get_all("series")   # a link naming series opens on the sources they come from
+linked = [s.name for s in srcs if any(q.startswith(f"{s.label} · ") for q in asked)]
+opening = linked or list(dict.fromkeys([common.current_source().name, *([first.name] if first else [])]))
+run_names = common.url_multiselect(st, "Runs and tables to compare", [s.name for s in srcs], "runs", opening,
+                                   key="cmp_runs", format_func=common.source_text(),
+                                   help="Grouped by kind, newest first; each one offers its own candidates below.")
 options: dict[str, tuple] = {}
-run_files, errors = [], []
-for src in common.source_list():
+run_files, errors, pairs = [], [], []
+seen = st.session_state.get("_cmp_runs_seen")   # the runs of the last rerun: a run added since brings its series
+added = [n for n in run_names if seen is not None and n not in seen]
+st.session_state["_cmp_runs_seen"] = run_names
+for src in (by_name[n] for n in run_names):
     try:
         if src.kind == "table":
             common.official(src.path)
-            for col, name in (("baseline_us", "baseline"), ("candidate_us", common.sources.table_candidate(src))):
-                options[f"{src.label} · {name}"] = ("table", src, col, name)
+            cols = (("baseline_us", "baseline"), ("candidate_us", common.sources.table_candidate(src)))
+            offered = {f"{src.label} · {name}": ("table", src, col, name) for col, name in cols}
+            pair = [name for _, name in cols]
         else:
             data = common.run_data(src.path)
-            run_files.append((str(src.path), data.path.stat().st_mtime))
-            for cand in data.candidates():
-                options[f"{src.label} · {cand}"] = ("run", src, cand, cand)
+            offered = {f"{src.label} · {cand}": ("run", src, cand, cand) for cand in data.candidates()}
+            pair = list(dict.fromkeys(sources.default_pair(data) or ()))
     except common.BAD_INPUT as exc:
         errors.append(f"{src.label}: {exc}")
+        continue
+    options |= offered
+    if pair:
+        pairs.append([f"{src.label} · {name}" for name in pair])
+        if src.name in added and st.session_state.get("_sel_series") is not None:
+            st.session_state["_sel_series"] = [*st.session_state["_sel_series"], pairs[-1][-1]]
 for e in errors:
-    st.error(f"Skipped a source that cannot be read — {e}")
+    st.error(f"Cannot use a chosen source — {e}")
 short: dict[str, str] = {}
 for key, (kind, src, _, name) in options.items():
     label = views.series_label(src.label, src.path, name)
     short[key] = label if label not in short.values() else f"{label} ({src.label})"
 
 keys = list(options)
-first = common.default_run_path()  # open on the run the other pages open on: its baseline against its last candidate
-opening = [k for k in keys if first is not None and options[k][0] == "run" and options[k][1].name == first.name]
-runs_first = [k for k in keys if options[k][0] == "run"]
-default = ([opening[0], opening[-1]] if len(opening) >= 2 else runs_first[:2] if len(runs_first) >= 2
-           else keys[:2])
+# the first source's default pair (its baseline against its last candidate), then each other source's candidate
+default = list(dict.fromkeys([*(pairs[0] if pairs else []), *(p[-1] for p in pairs[1:])]))
 chosen = common.url_multiselect(st, "Series to compare (2 or more)", keys, "series", default, key="cmp_series")
 if len(chosen) < 2:
-    st.info("Pick at least two series.")
+    st.info("Pick at least two series (choose more runs above for more candidates).")
     st.stop()
+# the SAME bands come from the repeatability runs among the sources: only runs timing one plan twice are read
+run_files = [(str(p), p.stat().st_mtime) for p, m in common.run_metas(srcs).items()
+             if any("#" in c for c in m.candidates)]
 
 named = [(short.get(k, k), common.series_workload(options[k][0], options[k][1].path)) for k in chosen]
 refusal = workloads.mismatch(named)

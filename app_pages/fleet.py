@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import figures, fleet, sources
+from dashboard import figures, fleet, run_kinds, sources
 
 st.title("Fleet — one sweep on every GPU model")
 st.caption("A fleet sweep (`python -m profiler run --cluster tcp://HOST:8786 ...`) writes one run file per GPU "
@@ -11,13 +11,14 @@ st.caption("A fleet sweep (`python -m profiler run --cluster tcp://HOST:8786 ...
            "row below is one run file, scored alone through the correctness gate (**measured**); SOL = Σ w·floor ÷ "
            "Σ w·time over the scored shapes, with that run's own probes (**derived**).")
 terms.link("score", "sol")
-runs_by_name = {s.name: s for s in common.source_list() if s.kind == "run"}
-sets = fleet.fleet_sets(s.path for s in runs_by_name.values())
+metas = common.run_metas()   # plan sweeps only: a tune log, a screen or an explain run times configs, not plans
+sets = fleet.fleet_sets(p for p, m in metas.items() if m.kind == run_kinds.SWEEP)
 if not sets:
-    st.info("No run files named `<date>_<gpu>_<label>.json` yet: run a sweep (the Run page) or a fleet sweep.")
+    st.info("No plan sweep named `<date>_<gpu>_<label>.json` yet: run a sweep (the Run page) or a fleet sweep.")
     st.stop()
-label = common.url_selectbox(st, "Sweep (run-file label)", list(sets), "fleet", fleet.default_set(sets),
-                             key="fleet_label", what="sweep")
+label = common.url_selectbox(st, "Sweep (run-file label)", list(sets), "fleet", fleet.default_set(sets, metas),
+                             key="fleet_label", what="sweep", help="Plan sweeps, by label; opens on the newest "
+                             "fleet sweep of the shipped plan measured on the most GPU models.")
 paths = sets[label]
 try:
     datas = [common.run_data(p) for p in paths]
@@ -42,9 +43,11 @@ if (table["status"] == "scored").any():
     st.plotly_chart(figures.fleet_figure(table), width="stretch")
 num = st.column_config.NumberColumn
 text = st.column_config.TextColumn
-st.dataframe(table, hide_index=True, width="stretch", column_order=[
-    "gpu", "run", "status", "score", "sol_candidate", "sol_baseline", "equiv_candidate_us", "time_saved", "shapes",
-    "hosts"], column_config={  # fits a 1,600 px page; every column (workers, git sha, reason) is in the CSV
+scored = (table["status"] == "scored").any()
+numbers = ["score", "sol_candidate", "sol_baseline", "equiv_candidate_us", "time_saved", "shapes"] if scored else []
+st.dataframe(table, hide_index=True, width="stretch", placeholder="—", column_order=[
+    "gpu", "run", "status", *numbers, "hosts", *(["reason"] if not scored else [])], column_config={
+    # fits a 1,600 px page; every column (workers, git sha, reason) is in the CSV
     "gpu": text("GPU model", width=200, pinned=True), "run": text("run file", width=220),
     "status": text("status", width=80), "score": num("score ×", format="%.4f", width=90,
                                                      help="measured: the candidate vs the baseline in this run"),
@@ -52,5 +55,5 @@ st.dataframe(table, hide_index=True, width="stretch", column_order=[
     "sol_baseline": num("SOL base", format="percent", width=80, help="derived: Σ w·floor ÷ Σ w·time"),
     "equiv_candidate_us": num("cand µs", format="%.2f", width=100, help="the candidate's score-equivalent time"),
     "time_saved": num("saved", format="percent", width=80), "shapes": num("shapes", format="%d", width=60),
-    "hosts": text("hosts", width=120)})
+    "hosts": text("hosts", width=120), "reason": text("why no score", width=600)})
 common.download_csv(table, f"fleet_{sources.safe_name(label)}.csv")

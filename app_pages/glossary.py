@@ -8,4 +8,4 @@ st.title("Glossary")
 st.caption("The words the pages and the reports use. Column tooltips quote the first line of each.")
 for term in glossary.TERMS.values():
     st.subheader(term.title, anchor=term.key)
-    st.markdown(f"*{term.short}*  \n{term.long}")
+    st.markdown(f"*{term.short}*  \n{glossary.long(term.key)}")

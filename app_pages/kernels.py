@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import kernel_figures, kernel_findings, kernel_report, kernels, scoring
+from dashboard import kernel_figures, kernel_findings, kernel_report, kernels, runs, scoring, sources
 
 EXPLAIN_HELP = ("Make one on the H200: `python -m profiler explain --plan baseline --plan best --shapes official` "
                 "(Nsight Compute + one CUDA-graph replay per call).")
@@ -32,33 +32,62 @@ def _shape_report(path: str, mtime: float, shape: str, _data):
     return kernel_report.build_report(_data, shape=shape)   # the run's own workload
 
 
-def _explain_sources() -> tuple[dict[str, str], int]:
-    """Explain runs among the run sources (file name → path) and the index of the one to open first: the most
-    candidates, then the newest."""
-    out, sizes = {}, []
+def _explain_runs() -> dict[str, object]:
+    """Every readable explain run among the run sources (file name → RunData); a file that looks like one but does
+    not load is named in the sidebar."""
+    out = {}
     for path in [src.path for src in common.source_list() if src.kind == "run"]:
         try:
-            run = common.run_data(path).run
+            data = common.run_data(path)
         except common.BAD_INPUT as exc:
             if '"kernels"' in _head(path):  # looks like an explain run: say why it is not offered
                 st.sidebar.warning(f"Skipped {path.name}: {exc}")
             continue
-        if kernels.is_explain_run(run):
-            out[path.name] = str(path)
-            sizes.append(len({c.get("candidate") for c in run.get("calls", [])}))
-    best = max(range(len(sizes)), key=lambda i: (sizes[i], i)) if sizes else 0
-    return out, best
+        if kernels.is_explain_run(data.run):
+            out[path.name] = data
+    return out
 
 
-sources, first_source = _explain_sources()
-if not sources:
+def _of_source(every: dict) -> tuple[dict[str, str], str | None]:
+    """The explain runs of the sidebar's source (kernels.explains_of: same workload and plans, best first) as
+    file name → path, plus the line to show when there is none. A source that is an explain run opens itself."""
+    src = common.current_source()
+    if src.name in every:
+        return {src.name: str(every[src.name].path)}, None
+    try:
+        data = common.source_data(src)
+    except common.BAD_INPUT as exc:
+        return {}, f"Cannot read the sidebar's source {src.label}: {exc}"
+    state = st.session_state
+    pair = sources.default_pair(data) or ("baseline", "best")
+    base, cand = state.get("_sel_baseline", pair[0]), state.get("_sel_candidate", pair[1])
+    found = kernels.explains_of(data, list(every.values()), cand, base)
+    if found:
+        return {d.path.name: str(d.path) for d in found}, None
+    wl = runs.workload_of(data)
+    return {}, (f"No explain run of {src.label} (workload {wl.name}, the same plans): the Kernels page shows only "
+                f"the kernels of the run you are looking at. Make one on the H200: "
+                f"`{kernels.explain_command(base, cand, wl)}`")
+
+
+every = _explain_runs()
+if not every:
     st.info(f"No explain run among the run files. {EXPLAIN_HELP}")
     st.stop()
-labels = list(sources)
-label = common.url_selectbox(st.sidebar, "Explain run", labels, "explain", labels[first_source], key="kernels_source",
-                             what="explain run", help="Run files with a per-kernel breakdown (a 'kernels' list).")
+explain_runs, missing = _of_source(every)
+asked = st.query_params.get("explain")
+if asked in every and asked not in explain_runs:   # a link naming an explain run opens it, whatever the source
+    explain_runs[asked] = str(every[asked].path)
+    st.caption(f"{asked} was asked for by the address; it is not an explain run of the sidebar's source.")
+if not explain_runs:
+    st.warning(missing)
+    st.stop()
+labels = list(explain_runs)
+label = common.url_selectbox(st.sidebar, "Explain run", labels, "explain", labels[0], key="kernels_source",
+                             what="explain run", help="The explain runs of the sidebar's source (same workload, "
+                             "same plans), newest first.")
 try:
-    data = kernels.from_run_data(common.run_data(sources[label]))
+    data = kernels.from_run_data(common.run_data(explain_runs[label]))
     wl = data.workload
     ktab = kernels.kernel_table(data)
     calls = kernels.call_table(data, wl, ktab)
@@ -86,9 +115,14 @@ m = st.columns(4)
 m[0].metric("Floor (derived)", f"{first['floor_us']:.2f} µs", help=f"{first['bound']}-bound: max of the read probe at "
             f"the ideal bytes ({first['memory_floor_us']:.2f} µs) and 2MNK at the measured peak "
             f"({first['compute_floor_us']:.2f} µs)")
-m[1].metric("Ideal bytes (weights + x + y)", f"{first['ideal_bytes'] / 1e6:.2f} MB")
-m[2].metric("Kernels per call (measured)", " / ".join(f"{c}: {n}" for c, n in zip(here["candidate"], here["launches"])))
-m[3].metric("SOL (derived)", " / ".join(f"{c}: {s:.0%}" for c, s in zip(here["candidate"], here["sol"])))
+m[1].metric("Ideal bytes", f"{first['ideal_bytes'] / 1e6:.2f} MB", help="weights + x + y: what the call must move")
+m[2].metric("Kernels per call", " / ".join(str(n) for n in here["launches"]),
+            help="measured, per candidate: " + ", ".join(f"{c}: {n}" for c, n in zip(here["candidate"],
+                                                                                     here["launches"])))
+m[3].metric("SOL (derived)", " / ".join(f"{s:.0%}" for s in here["sol"]),
+            help="floor ÷ time, per candidate: " + ", ".join(f"{c}: {s:.1%}" for c, s in zip(here["candidate"],
+                                                                                            here["sol"])))
+st.caption("Per candidate, in the order " + " / ".join(here["candidate"]) + ".")
 
 parts = kernels.kernel_gap_parts(ktab, calls)
 parts = parts[(parts["shape"] == shape) & parts["candidate"].isin(chosen)]
@@ -115,17 +149,23 @@ c[1].plotly_chart(kernel_figures.kernel_roofline(rows, probe, f"{shape}: each ke
 
 st.subheader("Every kernel (measured and derived)")
 num = st.column_config.NumberColumn
+words = kernels.COLUMN_WORDS
 kernel_cols = {
-    "time_us": num("time µs (replay or ncu, see time_basis)", format="%.3f"),
-    "duration_us": num("ncu µs (one cold call)", format="%.3f"), "replay_us": num("replay µs", format="%.3f"),
-    "share": num("share of call", format="percent"), "bw_vs_probe": num("vs probe", format="percent"),
-    "achieved_tbps": num("TB/s (derived)", format="%.3f"), "grid_fill": num("grid fill", format="percent")}
+    "time_us": num("time µs", format="%.3f", help="the replay's time where it ran ncu's kernels, else ncu's "
+                   "(the 'time from' column)"),
+    "duration_us": num(words["duration_us"], format="%.3f"), "replay_us": num(words["replay_us"], format="%.3f"),
+    "share": num(words["share"], format="percent"), "bw_vs_probe": num(words["bw_vs_probe"], format="percent"),
+    "achieved_tbps": num("TB/s (derived)", format="%.3f"), "grid_fill": num(words["grid_fill"], format="percent"),
+    "dram_bytes": num(words["dram_bytes"], format="%d"), "grid": num(words["grid"], format="%d"),
+    "waves": num(words["waves"], format="%.2f"), "registers": num(words["registers"], format="%d"),
+    "candidate": st.column_config.TextColumn(words["candidate"]), "kernel": st.column_config.TextColumn("kernel"),
+    "time_basis": st.column_config.TextColumn(words["time_basis"])}
 # The lead columns fit the page at 1,600 px; every column is in the table below and in the CSV.
 lead = {"candidate": 85, "kernel": 230, "time_us": 85, "share": 75, "dram_bytes": 95, "achieved_tbps": 80,
         "bw_vs_probe": 75, "grid": 65, "grid_fill": 70, "waves": 60, "registers": 70, "time_basis": 80}
 st.dataframe(rows, hide_index=True, width="stretch", column_order=[c for c in lead if c in rows],
              column_config={c: {**kernel_cols.get(c, st.column_config.Column(c)), "width": w} for c, w in lead.items()})
-with st.expander("Every column of these kernels"):
+with st.expander("Every column of these kernels (as the CSV names them)"):
     st.dataframe(rows, hide_index=True, width="stretch", column_config=kernel_cols)
 common.download_csv(rows, f"kernels_{shape.replace('/', '_').replace(' ', '-')}.csv",
                     "Download this shape's kernels (CSV)")
@@ -135,10 +175,12 @@ st.subheader("Where each call's gap to the floor goes (derived, µs)")
 gap_cols = ["candidate", "time_us", "floor_us", "gap_us", "side_kernels_us", "between_us", "excess_bytes_us",
             "main_slow_us", "main_kernel", "main_grid", "main_waves", "excess_ratio", "time_basis"]
 st.dataframe(here[gap_cols], hide_index=True, width="stretch", column_config={
-    **{c: num(c, format="%.3f", width=80) for c in gap_cols if c.endswith("_us")},
-    "candidate": st.column_config.TextColumn(width=85), "main_kernel": st.column_config.TextColumn(width=170),
-    "main_grid": num(width=70), "main_waves": num(format="%.2f", width=70),
-    "excess_ratio": num(format="%.2f", width=80), "time_basis": st.column_config.TextColumn(width=80)})
+    **{c: num(words[c], format="%.3f", width=80) for c in gap_cols if c.endswith("_us")},
+    "candidate": st.column_config.TextColumn(words["candidate"], width=85),
+    "main_kernel": st.column_config.TextColumn(words["main_kernel"], width=170),
+    "main_grid": num(words["main_grid"], width=70), "main_waves": num(words["main_waves"], format="%.2f", width=70),
+    "excess_ratio": num(words["excess_ratio"], format="%.2f", width=80),
+    "time_basis": st.column_config.TextColumn(words["time_basis"], width=80)})
 
 st.subheader("Per load")
 cand = st.selectbox("Candidate", cands, index=len(cands) - 1, key="kernels_load_cand")
@@ -146,9 +188,9 @@ loads = kernels.gap_by_load(calls, cand, scoring.family_weights(wl), wl.load_ord
 st.plotly_chart(kernel_figures.gap_parts_bars(loads, kernels.GAP_PARTS, f"{cand}: the gap to the floor per load, by "
                                               "cause"), width="stretch")
 st.dataframe(loads, hide_index=True, width="stretch", column_config={
-    **{c: num(c, format="%.2f", width=95) for c in loads.columns if c.endswith("_us")},
-    "load": st.column_config.TextColumn(width=80), "sol": num(format="percent", width=70),
-    "launches_per_call": num(format="%.2f", width=80)},
+    **{c: num(words.get(c, c), format="%.2f", width=95) for c in loads.columns if c.endswith("_us")},
+    "load": st.column_config.TextColumn(words["load"], width=80), "sol": num(words["sol"], format="percent", width=70),
+    "launches_per_call": num(words["launches_per_call"], format="%.2f", width=80)},
     column_order=[c for c in ("load", "time_sum_us", "floor_sum_us", "gap_sum_us", "side_kernels_us", "between_us",
                               "excess_bytes_us", "underfilled_us", "low_bw_us", "below_compute_us", "sol",
                               "launches_per_call") if c in loads])
@@ -156,7 +198,7 @@ st.caption("Under-filled grid is a model: the main kernel's time × the share of
            "its time over its floor (dashboard/kernels.py says why).")
 with st.expander("Export this shape's breakdown as a report (same as `python -m dashboard report RUN --shape ...`)"):
     try:
-        rep = _shape_report(sources[label], Path(sources[label]).stat().st_mtime, shape, data)
+        rep = _shape_report(explain_runs[label], Path(explain_runs[label]).stat().st_mtime, shape, data)
     except common.BAD_INPUT as exc:
         st.error(f"Cannot build the report: {exc}")
     else:

@@ -1,4 +1,6 @@
 """Overview: the score, per-load ratios, time saved, score-equivalent time, SOL, gap to a target, environment."""
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
@@ -16,12 +18,19 @@ def _environment(v) -> None:
         e[1].metric("SM clock while measuring",
                     views.mhz_range(clock), help=glossary.short("clock"))
         e[2].metric("Replay overhead", f"{env.get('replay_overhead_us', float('nan')):.2f} µs")
-        flagged = int(v.data.results["flags"].map(len).gt(0).sum())
-        e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}")
+        flags = v.data.results["flags"]
+        flagged = int(flags.map(len).gt(0).sum())
+        e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}", help=glossary.short("flags"))
+        if flagged:
+            counts = flags.explode().dropna().value_counts()
+            st.caption("Results with flags: " + ", ".join(f"{n} {name}" for name, n in counts.items())
+                       + ". A flag is a note on a timed result (below_floor and incorrect ones are never scored); "
+                       "the glossary's *flags* says what each means.")
         (st.warning if clock["throttle_reasons"] else st.caption)(views.clock_text(clock))
         telemetry = pd.DataFrame(v.run.get("telemetry", []))
         if len(telemetry) > 1:
-            st.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
+            with st.expander("SM clock, power and temperature during the run (measured)"):
+                st.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
         with st.expander("All environment fields"):
             st.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")
 
@@ -85,8 +94,7 @@ else:
 st.subheader("Per load")
 target = targets.target_input("target", v, bd.score)
 fig_df = bd.loads.assign(label=bd.loads["load"])
-chart, table = st.empty(), st.empty()
-chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
+chart, table = st.empty(), st.empty()   # drawn once, at the end, with their CIs
 wide = v.wide()
 loads = bd.loads.merge(views.load_sol(wide, weights), on="load", how="left")
 loads["ratio_if_alone_reaches_target"] = loads["load"].map(planner.load_ratios_needed(bd, target))
@@ -101,7 +109,7 @@ if far:
     st.caption("Furthest from the floor (lowest SOL): open a shape on the Kernels page to see what its call launches.")
     for cell, key in zip(st.columns(len(far)), far):
         cell.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
-                       query_params={"shape": key})
+                       query_params={"shape": key, "source": Path(v.path).name})
 
 st.subheader(f"Gap to {target:.4f}×")
 if bd.score >= target:
@@ -119,14 +127,16 @@ else:
 _environment(v)
 
 # The bootstrap CIs come last: thousands of resamples are the slowest step of a first visit, so everything above is
-# already on its way to the browser (which loads the chart library meanwhile); they fill the slots left for them.
+# already on its way to the browser (which loads the chart library meanwhile); the chart and the table fill the slots
+# left for them, drawn once (a first draw without CIs would make the browser lay out both twice).
 cmp = common.run_comparison(v) if v.kind == "run" else None
 ci = cmp.overall.iloc[0] if cmp is not None else None
 if ci is not None:
     if pd.notna(ci["ci_low"]):
         ci_slot.caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} ({ci['verdict']})")
     fig_df = fig_df.merge(cmp.loads[["load", "ci_low", "ci_high"]], on="load", how="left")
-    chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
+chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
+if ci is not None:
     loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
     loads["ci"] = [views.ci_text(lo, hi) for lo, hi in zip(loads["ci_low"], loads["ci_high"])]
 num = st.column_config.NumberColumn

@@ -79,14 +79,18 @@ with tab_target:
     m2.metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(bd.score, target):.3%}")
     m3.metric("Single-load factor needed (derived)",
               f"{planner.single_load_factor(bd.score, target, len(ratios)):.4f}×")
-    tgt = planner.shape_targets(bd, target)
+    wide = v.wide()
+    floors = {(r.load, r.family): r.floor_us for r in wide.itertuples()} if "floor_us" in wide else {}
+    tgt = planner.shape_targets(bd, target, floors)
     num = st.column_config.NumberColumn
     st.dataframe(tgt, hide_index=True, width="stretch", placeholder="—", column_config={
         "load": st.column_config.TextColumn("load", width=85), "family": st.column_config.TextColumn(width=85),
         "candidate_us": num("candidate µs", format="%.3f", width=100),
+        "floor_us": num("floor µs", format="%.3f", width=75, help="the shape's roofline floor (derived)"),
         "share": num("share of load", format="percent", width=95),
         "speedup_needed": num("speedup needed ×", format="%.4f", width=120),
         "new_us": num("would need µs", format="%.3f", width=105),
-        "feasible": st.column_config.CheckboxColumn("alone enough?", width=100),
-        "reason": st.column_config.TextColumn("why not", width="large")})
+        "feasible": st.column_config.CheckboxColumn("alone enough?", width=100, help="the load reaches the target "
+                                                    "with this shape alone sped up, at a time above its floor"),
+        "reason": st.column_config.TextColumn("why not", width="medium")})
     common.download_csv(tgt, "shape_targets.csv")

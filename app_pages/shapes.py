@@ -5,7 +5,7 @@ table is that workload's); a picker at the bottom lists any workload's shapes (d
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import glossary, metrics, views
+from dashboard import eager, glossary, metrics, views
 from datasets import list_workloads
 
 st.title("Shapes")
@@ -64,8 +64,30 @@ lead = {
     "gflop": num("GFLOP", format="%.3f", width=65, help="2·M·N·K"),
     "correct": st.column_config.CheckboxColumn("ok", width=40, help="passed the correctness contract"),
 }
+has_eager = v.kind == "run" and eager.has_eager(v.shape_table())
+moved = []
+if has_eager:   # the eager times take the place of MB, GFLOP and bound (in the second table), so it still fits
+    moved = ["bound", "mb", "gflop"]
+    lead = {k: c for k, c in lead.items() if k not in moved}
+    lead_order = list(lead)
+    at = lead_order.index("baseline_us") + 1
+    eager_cols = {
+        "eager_candidate_us": num(f"{v.candidate} eager µs", format="%.2f", width=85,
+                                  help="host-inclusive time per eager call (measured): " + glossary.short("eager")),
+        "eager_baseline_us": num(f"{v.baseline} eager µs", format="%.2f", width=85,
+                                 help="host-inclusive time per eager call (measured)"),
+        "host_bound_candidate": st.column_config.CheckboxColumn("host > kernel", width=60,
+                                                                help="eager − graph time exceeds the graph time")}
+    lead = {k: lead[k] for k in lead_order[:at]} | eager_cols | {k: lead[k] for k in lead_order[at:]}
 st.dataframe(common.gated_style(shown), hide_index=True, width="stretch", height="content", placeholder="—",
              column_order=[c for c in lead if c in shown], column_config=lead)
+if has_eager:
+    note = eager.host_bound_text(shown, v.baseline, v.candidate)
+    (st.warning if note else st.caption)(note or "Eager times (measured, host-inclusive) are beside the graph "
+                                         "times; at no shape shown does the host cost exceed the kernel time.")
+elif v.kind == "run":
+    st.caption("This run records no eager (host-inclusive) times; the times are CUDA-graph replays "
+               "(glossary: eager vs graph).")
 over = views.sol_over_100(shown)
 st.caption(f"{len(shown)} of {len(wide)} shapes shown; rows in red are kept out of every score (incorrect, failed "
            "or below the measured floor), so they have no ratio. The ratio of medians is what the score aggregates; the CI "
@@ -76,7 +98,7 @@ common.download_csv(shown.drop(columns=["method_label"]), "shapes.csv")
 
 with st.expander("All columns (the whole method, M, N, K, intensity, both floors, SOL of the baseline, official "
                  "times, other candidates, flags)"):
-    rest = ["shape", "method", "M", "N", "K", "bytes", "flops", "intensity_flop_per_byte", "memory_floor_us",
+    rest = ["shape", "method", *moved, "M", "N", "K", "bytes", "flops", "intensity_flop_per_byte", "memory_floor_us",
             "compute_floor_us", "sol_baseline", "ratio_paired", "ratio_ci_low", "ratio_ci_high",
             "official_baseline_us", "official_036_us", *others, "same_route", "flags"]
     st.dataframe(shown, hide_index=True, width="stretch", placeholder="—",
@@ -88,6 +110,8 @@ with st.expander("All columns (the whole method, M, N, K, intensity, both floors
         "memory_floor_us": num("mem floor µs", format="%.3f"),
         "compute_floor_us": num("compute floor µs", format="%.3f"),
         "sol_baseline": num("SOL baseline", format="percent"),
+        "bound": st.column_config.TextColumn("bound"), "mb": num("MB", format="%.1f"),
+        "gflop": num("GFLOP", format="%.3f"),
         "same_route": st.column_config.CheckboxColumn("= baseline", help="the candidate ran the baseline's route"),
         **{k: c for k, c in common.shape_ratio_columns(v).items() if k.startswith("ratio_")},
         "official_baseline_us": num("official baseline µs (published)", format="%.3f"),

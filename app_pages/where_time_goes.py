@@ -1,5 +1,7 @@
 """Where time goes: per load, baseline vs candidate per family (floors marked), the time above the floor per
 family (what is recoverable), time shares, Amdahl per shape, local vs official."""
+from pathlib import Path
+
 import numpy as np
 import streamlit as st
 
@@ -66,7 +68,7 @@ if far:
     st.markdown("**Furthest from the floor** (lowest SOL of " + v.candidate + "): what the call launches, per kernel —")
     for cell, key in zip(st.columns(len(far)), far):
         cell.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
-                       query_params={"shape": key})
+                       query_params={"shape": key, "source": Path(v.path).name})
 
 if v.kind == "run" and common.official_note(wl) is not None:
     st.subheader("Local (measured) vs official (published), same shapes")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from datasets import RUNS_DIR, DatasetError, load_workload
 from datasets.paths import RUN_SUFFIXES
-from dashboard import runs, scoring, sources, views, workloads
+from dashboard import report_cli, runs, scoring, sources, views, workloads
 from dashboard.files import write_files
 from dashboard.kernels import ExplainError
 from dashboard.summary import format_breakdown, format_loads, format_shape_table, format_unscored_pairs
@@ -185,9 +185,7 @@ def cmd_results(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from dashboard import report
-
-    return report.main(args.report_args)
+    return report_cli.main(args.report_args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -218,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--out", help="write here (e.g. RESULTS.md) instead of printing")
     res.add_argument("--runs", default=str(RUNS_DIR), help="folder of run files (default: datasets/runs)")
     res.set_defaults(func=cmd_results)
-    # Listed for --help only: main() hands everything after 'report' to dashboard.report.main untouched.
+    # Listed for --help only: main() hands everything after 'report' to dashboard.report_cli.main untouched.
     sub.add_parser("report", help="write a report (HTML, MD, CSV, JSON); see `python -m dashboard report -h`")
     return parser
 

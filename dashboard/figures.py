@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import plotly.colors as pcolors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -27,6 +28,78 @@ FLOOR_TICK = dict(symbol="line-ew", size=18, line=dict(width=3, color="black")) 
 LAYOUT = dict(margin=dict(l=60, r=20, t=60, b=50), hovermode="closest")
 REPORT_TEMPLATE = "plotly_white"
 SUBPLOTS_LAYOUT = {**LAYOUT, "margin": dict(l=60, r=20, t=100, b=50)}  # room for subplot titles under the title
+
+
+# Distinct colours for a plan's methods (plotly's Dark24: 24 hues, so a plan's dozen methods never share one);
+# torch_linear, the call the baseline makes, keeps the baseline's grey.
+METHOD_COLORS = [c for c in pcolors.qualitative.Dark24 if c.upper() not in ("#222A2A",)]
+BASELINE_METHOD = "torch_linear"
+
+# Log axes are labelled at chosen values with their unit, never plotly's bare minor digits ("5, 2, 1, 5, 2"):
+# decades over three decades or more, 1-2-5 over a wider than 3× span, finer steps inside a narrow one.
+_MANTISSAS = {"decades": (1,), "wide": (1, 2, 5), "narrow": (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8)}
+
+
+def _tick_text(v: float, unit: str) -> str:
+    if unit == "B":
+        for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if v >= scale:
+                return f"{v / scale:g} {prefix}B"
+        return f"{v:g} B"
+    return f"{v:,.10g}{unit}"
+
+
+def log_ticks(lo: float, hi: float, unit: str = "") -> tuple[list[float], list[str]]:
+    """Tick values inside [lo, hi] for a log axis and their labels with `unit` ("B" gets k/M/G prefixes)."""
+    if not (np.isfinite(lo) and np.isfinite(hi)) or lo <= 0 or hi <= lo:
+        return [], []
+    span = hi / lo
+    kind = "decades" if span >= 1000 else "wide" if span >= 3 else "narrow"
+    vals = []
+    for d in range(int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 1):
+        vals += [m * 10.0 ** d for m in _MANTISSAS[kind] if lo <= m * 10.0 ** d <= hi]
+    vals = [float(f"{v:.6g}") for v in vals]
+    return vals, [_tick_text(v, unit) for v in vals]
+
+
+def _axis_values(fig: go.Figure, axis: str) -> list[float]:
+    """Every positive finite value the figure's traces put on layout axis `axis` ('xaxis', 'yaxis2', ...)."""
+    letter, suffix = axis[0], axis[5:]
+    out = []
+    for trace in fig.data:
+        if (getattr(trace, f"{letter}axis", None) or letter) != f"{letter}{suffix}":
+            continue
+        values = getattr(trace, letter, None)
+        if values is None:
+            continue
+        base = getattr(trace, "base", None) if letter == "x" and getattr(trace, "orientation", None) == "h" else None
+        if base is not None:   # a horizontal bar spans base .. base + x
+            values = [b + v for b, v in zip(base, values)] + list(base)
+        for v in values:
+            if isinstance(v, (int, float, np.number)) and np.isfinite(v) and v > 0:
+                out.append(float(v))
+    return out
+
+
+def label_log_axes(fig: go.Figure, units: dict[str, str] | None = None) -> go.Figure:
+    """Give every log axis of `fig` ticks with units (log_ticks) over its range (or its data's); `units` maps a
+    layout axis name ('xaxis', 'yaxis2') to its unit."""
+    units = units or {}
+    for name in [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]:
+        ax = fig.layout[name]
+        if ax.type != "log":
+            continue
+        if ax.range is not None:
+            lo, hi = 10.0 ** ax.range[0], 10.0 ** ax.range[1]
+        else:
+            values = _axis_values(fig, name)
+            if not values:
+                continue
+            lo, hi = min(values) / 1.15, max(values) * 1.15
+        vals, text = log_ticks(lo, hi, units.get(name, ""))
+        if len(vals) >= 2:
+            fig.layout[name].update(tickmode="array", tickvals=vals, ticktext=text, minor=dict(showgrid=False))
+    return fig
 
 
 def _title(text: str, source: str) -> dict:
@@ -154,10 +227,15 @@ def ratio_bars(df: pd.DataFrame, source: str, target: float | None = None) -> go
                            text=[f"{r:.4f}×" for r in df["ratio"]], textposition="outside",
                            hovertemplate="%{x}: %{y:.4f}×<extra></extra>"))
     fig.add_hline(y=1.0, line_color="black", line_width=1)
+    top = max([float(np.nanmax(df["ratio"])) if len(df) else 1.0, float(target or 0)]
+              + ([float(np.nanmax(df["ci_high"]))] if err is not None else []))
     if target:
-        fig.add_hline(y=target, line_dash="dot", line_color="#d62728", annotation_text=f"target {target:.4f}×")
+        # the label sits in the right margin, outside the bars, so it never covers a bar's own label
+        fig.add_hline(y=target, line_dash="dot", line_color="#d62728", annotation_text=f"target<br>{target:.4f}×",
+                      annotation_position="right", annotation_font_color="#d62728")
     fig.update_layout(title=_title("Speedup ratio (baseline ÷ candidate; > 1 is faster)", source),
                       yaxis_title="ratio ×", **LAYOUT)
+    fig.update_layout(yaxis_range=[0, top * 1.15], margin=dict(LAYOUT["margin"], r=90 if target else 20))
     return fig
 
 
@@ -228,7 +306,7 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
                       xaxis=dict(type="log", title="arithmetic intensity (FLOP / byte)",
                                  range=[np.log10(lo), np.log10(hi)]),
                       yaxis=dict(type="log", title="achieved TFLOP/s"), **LAYOUT)
-    return fig
+    return label_log_axes(fig)
 
 
 def time_vs_floor(df: pd.DataFrame, source: str, colors: dict | None = None) -> go.Figure:
@@ -270,7 +348,7 @@ def probe_curve(probes: pd.DataFrame | None, seed: pd.DataFrame | None, source: 
     fig.update_xaxes(type="log", title="bytes read")
     fig.update_yaxes(type="log", row=1, col=1)
     fig.update_layout(title=_title("HBM read probe curve", source), **SUBPLOTS_LAYOUT)
-    return fig
+    return label_log_axes(fig, {"xaxis": "B", "xaxis2": "B", "yaxis": " µs"})
 
 
 def line_figure(x, y, title: str, xlabel: str, ylabel: str, source: str, marker: tuple | None = None,
@@ -288,6 +366,7 @@ def line_figure(x, y, title: str, xlabel: str, ylabel: str, source: str, marker:
                       **LAYOUT)
     if log_x:
         fig.update_xaxes(type="log")
+        label_log_axes(fig)
     return fig
 
 
@@ -356,7 +435,7 @@ def compare_figure(shapes: pd.DataFrame, eps: float, source: str, labels: dict[s
                                    f"±{eps:.1%})", source),
                       yaxis=dict(type="log", title="ratio × (log)"), xaxis=xaxis, scattermode="group",
                       legend=dict(groupclick="toggleitem"), **LAYOUT)
-    return fig
+    return label_log_axes(fig, {"yaxis": "×"})
 
 
 def dispatch_figure(regions: pd.DataFrame, shapes: pd.DataFrame | None, source: str,
@@ -365,7 +444,8 @@ def dispatch_figure(regions: pd.DataFrame, shapes: pd.DataFrame | None, source: 
 
     `regions` columns: family, M_lo, M_hi, method; `shapes` columns: family, M, load."""
     methods = list(dict.fromkeys(regions["method"]))
-    palette = {m: SERIES_COLORS[(i + 1) % len(SERIES_COLORS)] for i, m in enumerate(methods)}
+    others = iter(METHOD_COLORS)
+    palette = {m: SERIES_COLORS[0] if m == BASELINE_METHOD else next(others) for m in methods}
     fig = go.Figure()
     shown = set()
     for r in regions.itertuples(index=False):
@@ -380,10 +460,15 @@ def dispatch_figure(regions: pd.DataFrame, shapes: pd.DataFrame | None, source: 
                         hovertemplate="%{text}: %{y} M=%{x}<extra></extra>")
     if selected_M:
         fig.add_vline(x=selected_M, line_dash="dot", line_color="#d62728", annotation_text=f"M={selected_M}")
+    lanes = regions["family"].nunique()
+    # the legend lies under the plot in rows, so a plan's dozen methods never need a scrolling legend
     fig.update_layout(barmode="overlay", title=_title("Dispatch regions by M", source),
                       xaxis=dict(type="log", title="M (token rows)", range=[np.log10(0.5), np.log10(300)]),
                       yaxis=dict(autorange="reversed"), **LAYOUT)
-    return fig
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.18, x=0),
+                      height=160 + 38 * lanes + 26 * int(np.ceil((len(methods) + 1) / 4)),
+                      margin=dict(LAYOUT["margin"], b=40 + 26 * int(np.ceil((len(methods) + 1) / 4))))
+    return label_log_axes(fig)
 
 
 def telemetry_figure(telemetry: pd.DataFrame, source: str = "measured (NVML telemetry)") -> go.Figure:

@@ -5,7 +5,8 @@ model with the same label (`<date>_<gpu>_<label>.json`): results of different mo
 so each row here is one run file scored on its own, through the same gate as every other page (runs.run_score).
 
     fleet_sets(paths)                        -> {label: [paths]}   run files grouped by their sweep's label
-    default_set(sets)                        -> label              the set measured on the most GPU models
+    default_set(sets, metas)                 -> label              most GPU models, then the shipped plan's newest
+                                                                   (cluster) sweep
     fleet_table(datas, baseline, candidate, workload) -> DataFrame one row per run file (GPU model)
     overall_sol(wide, weights)               -> (baseline, candidate)   Σ w·floor ÷ Σ w·time over the scored shapes
 
@@ -36,14 +37,21 @@ def fleet_sets(paths) -> dict[str, list[Path]]:
             sorted(sets.items())}
 
 
-def default_set(sets: dict[str, list[Path]]) -> str | None:
-    """The label measured on the most distinct GPU models (ties: the most recent file)."""
+def default_set(sets: dict[str, list[Path]], metas: dict | None = None) -> str | None:
+    """The set to open first: the one measured on the most distinct GPU models; among those, a sweep pairing the
+    baseline with the shipped plan (run_kinds.RunMeta.shipped_pair), measured by a fleet (`--cluster`), the newest
+    (created_utc, else the file name's date). `metas` maps a path to its RunMeta; without it only models and dates
+    count. A tune log or a screen is never a fleet sweep: the page passes sweeps only."""
     if not sets:
         return None
+    metas = metas or {}
 
     def key(label):
         names = [runs.parse_run_name(p) for p in sets[label]]
-        return len({n["gpu"] for n in names}), max(n["date"] for n in names), label
+        info = [metas.get(p) for p in sets[label]]
+        info = [m for m in info if m is not None]
+        return (len({n["gpu"] for n in names}), any(m.shipped_pair for m in info), any(m.cluster for m in info),
+                max([m.created_utc for m in info] or [""]), max(n["date"] for n in names), label)
 
     return max(sets, key=key)
 
@@ -78,7 +86,8 @@ def fleet_row(data: runs.RunData, baseline: str, candidate: str, workload=None) 
     try:
         bd = runs.run_score(data, baseline, candidate, workload)
     except scoring.ScoringError as exc:
-        return row | {"status": "no score", "reason": str(exc)}
+        reason = str(exc)   # the status column already says "no score": the reason alone, never "no score: no score:"
+        return row | {"status": "no score", "reason": reason.removeprefix("no score: ")}
     gate = runs.pair_gate(data, baseline, candidate, workload)
     wide = views.wide_shapes(runs.shape_table(data, workload), data.pairs, baseline, candidate, gate)
     scored = wide.merge(workload.shapes[["load", "family", "M"]], on=["load", "family", "M"])

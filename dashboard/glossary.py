@@ -2,11 +2,14 @@
 forms as column tooltips, and reports quote them.
 
 Each entry: a title, a one-line `short` form (tooltips) and a `long` explanation (Markdown). The numbers quoted
-come from committed run files named in the text.
+come from committed run files named in the text. What depends on the workload (its families, weights and loads)
+is not in the text: markdown(keys, workload) adds it for the workload shown (the default one when none is given).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from dashboard.workloads import count_word, default_workload
 
 
 @dataclass(frozen=True)
@@ -34,13 +37,19 @@ TERMS: dict[str, Term] = {t.key: t for t in [
          "the 95% interval. It covers sampling noise only: two back-to-back runs of identical kernels differ by "
          "more than one run's CI (where buffers land in memory changes between runs)."),
     Term("sigma_w", "Σw", "Weighted sum over a load's shapes (one per family): Σ weight × time.",
-         "Each load has one shape per family of the run's workload (five in muse_bf16_proj); its time is Σ w·t "
-         "with the workload's family weight w (muse: 62 for every family, so it cancels in ratios). The load "
-         "ratio is Σw·baseline ÷ Σw·candidate."),
-    Term("score", "score", "Geometric mean of the load ratios (six in muse_bf16_proj).",
-         "The benchmark score: the geometric mean of the per-load ratios of the run's workload (muse_bf16_proj: "
-         "six, decode 1/16/32 and verify 1/16/32). "
+         "Each load has one shape per family of the run's workload; its time is Σ w·t with the workload's family "
+         "weight w (equal weights cancel in ratios). The load ratio is Σw·baseline ÷ Σw·candidate."),
+    Term("score", "score", "Geometric mean of the load ratios.",
+         "The benchmark score: the geometric mean of the per-load ratios of the run's workload. "
          "*Score-equivalent time* is the geometric mean over loads of Σw·t per side; *time saved* = 1 − 1/score."),
+    Term("flags", "flags", "Notes on a timed result; a flag never changes a time, only what is scored.",
+         "A result's `flags` (run files, the Shapes page, reports): **below_floor**: faster than the run's own HBM "
+         "probe at its bytes by more than the probe's noise, an artifact of the measurement, so kept out of every "
+         "score unless included; **throttled**: samples taken while the clock was throttled were dropped; "
+         "**wide_ci**: the 95% CI is wider than the profiler's stopping rule wanted (the time limit came first); "
+         "**less_accurate**: the candidate's error is more than the contract's factor × the baseline's, though "
+         "within its tolerance (correct, but noted); **incorrect**: it failed the correctness contract and is never "
+         "scored. 'Results with flags' counts results carrying at least one."),
     Term("floor", "floor", "The least time a shape could take: max(memory floor, compute floor).",
          "*Memory floor*: the time the run's HBM read probes took for the shape's bytes (weights + activations + "
          "output), interpolated on the probe curve. *Compute floor*: 2·M·N·K FLOPs ÷ the compute peak. The larger "
@@ -73,6 +82,15 @@ TERMS: dict[str, Term] = {t.key: t for t in [
          "The local baseline is torch `F.linear` on this machine; the official one is the write-up's SGLang path "
          "on the evaluator (e.g. router M=256: 46.4 µs here, 17.6 µs published). Ratios against different "
          "baselines are not comparable, so a score from a run and the official 1.3012 sit side by side, labelled."),
+    Term("eager", "eager vs graph time", "Graph time: a CUDA-graph replay (what is scored); eager: one plain call, "
+         "host cost included.",
+         "Every score uses CUDA-graph replays: the kernels alone, as serving engines that replay graphs run them. "
+         "A plain (eager) call also pays Python dispatch and the launch of each kernel on the host, so a plan of "
+         "several small launches can win replayed and lose eagerly: timers that call eagerly, such as "
+         "`triton.testing.do_bench`, measure that. A run may record `eager_us` per result, the time per call of "
+         "eager calls in a loop (host-inclusive); it is shown beside the graph time, never scored. *Host cost* = "
+         "eager − graph; a shape is flagged *host > kernel* where the host cost exceeds the graph time: deployed "
+         "without graphs, the host, not the kernel, sets its time."),
     Term("clock", "SM clock and gpu_idle", "The clock while measuring, not the idle reading at the start.",
          "A run records the SM clock at start and end and samples it after the probes and after every shape. The "
          "start and end readings are taken on an idle GPU, whose clock drops and whose throttle reason reads "
@@ -86,7 +104,30 @@ def short(key: str) -> str:
     return TERMS[key].short
 
 
-def markdown(keys: list[str] | None = None) -> str:
-    """The glossary (or the named entries) as Markdown, one section per term."""
+def workload_words(key: str, workload=None) -> str:
+    """The sentence a term needs about the workload shown ('' for a term that needs none): its families and
+    weights (Σw), its loads (score)."""
+    wl = workload or default_workload()
+    if key == "sigma_w":
+        weights = {f: rec["weight"] for f, rec in wl.families.items()}
+        same = len(set(weights.values())) == 1
+        told = (f"weight {next(iter(weights.values())):g} for every family" if same else
+                ", ".join(f"{f} {w:g}" for f, w in weights.items()))
+        return (f"In {wl.name}: {count_word(len(weights))} families ({', '.join(wl.family_order)}), {told}.")
+    if key == "score":
+        loads = ", ".join(f"{name} (M={m})" for name, m in wl.load_m.items())
+        return f"In {wl.name}: {count_word(len(wl.load_order))} loads, {loads}."
+    return ""
+
+
+def long(key: str, workload=None) -> str:
+    """A term's explanation, with what it says about the workload shown (workload_words)."""
+    extra = workload_words(key, workload)
+    return f"{TERMS[key].long} {extra}" if extra else TERMS[key].long
+
+
+def markdown(keys: list[str] | None = None, workload=None) -> str:
+    """The glossary (or the named entries) as Markdown, one section per term, for `workload` (default: the
+    default workload)."""
     entries = [TERMS[k] for k in keys] if keys else list(TERMS.values())
-    return "\n\n".join(f"**{t.title}** — {t.long}" for t in entries)
+    return "\n\n".join(f"**{t.title}** — {long(t.key, workload)}" for t in entries)

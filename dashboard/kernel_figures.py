@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.figures import LAYOUT, SERIES_COLORS
+from dashboard.figures import LAYOUT, SERIES_COLORS, label_log_axes
 
 KERNEL_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#72b7b2", "#9d755d", "#bab0ac"]
 BETWEEN_COLOR = "#d3d3d3"
@@ -78,7 +78,7 @@ def kernel_roofline(kernels: pd.DataFrame, probe_points: pd.DataFrame | None, ti
                                       "%{y:.3f} TB/s<extra>" + cand + "</extra>")
     fig.update_layout(title=_title(title, source), xaxis_type="log", yaxis_type="log",
                       xaxis_title="DRAM bytes moved by the kernel", yaxis_title="achieved TB/s", **LAYOUT)
-    return fig
+    return label_log_axes(fig, {"xaxis": "B"})
 
 
 def gap_parts_bars(loads: pd.DataFrame, parts: dict[str, str], title: str,

@@ -10,6 +10,7 @@ import math
 import pandas as pd
 
 from dashboard import kernel_figures, kernel_findings, kernels, scoring
+from dashboard.report import Report, slug
 from dashboard.workloads import default_workload
 
 KERNEL_COLUMNS = ["shape", "candidate", "index", "launches", "kernel", "time_us", "time_basis", "duration_us", "share",
@@ -102,8 +103,6 @@ def format_text(data: kernels.ExplainData, t: dict[str, pd.DataFrame]) -> str:
 
 def build_report(data: kernels.ExplainData, workload=None, candidate: str | None = None, shape: str | None = None):
     """A dashboard.report.Report of the kernel breakdown (tables + figures)."""
-    from dashboard.report import Report, _slug
-
     workload = workload or data.workload or default_workload()
     t = tables(data, workload, candidate, shape)
     env = data.run.get("environment", {})
@@ -120,5 +119,5 @@ def build_report(data: kernels.ExplainData, workload=None, candidate: str | None
         sel = parts["shape"] == shape
         floor = float(calls[calls["shape"] == shape]["floor_us"].iloc[0])
         figs.insert(0, kernel_figures.kernel_stack(parts[sel], floor, f"{shape}: kernels against the floor"))
-    stem = _slug(f"{data.label}_kernels" + (f"_{candidate}" if candidate else "") + (f"_{shape}" if shape else ""))
+    stem = slug(f"{data.label}_kernels" + (f"_{candidate}" if candidate else "") + (f"_{shape}" if shape else ""))
     return Report(f"projlab kernel breakdown — {data.label}", stem, "measured", summary, t, figs, main_table="kernels")

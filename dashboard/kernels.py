@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard import metrics, roofline, runs
+from datasets import DEFAULT_WORKLOAD
 from datasets.shapes import shape_key
 
 CALL_ID = ["load", "family", "M", "N", "K", "candidate"]
@@ -222,6 +223,19 @@ GAP_PARTS = {"side_kernels_us": "extra launches", "between_us": "between kernels
              "below_compute_us": "below the compute roof"}
 
 
+# What a reader sees for each column of the tables above (the Kernels page, reports): words with units, never the
+# snake_case names the CSVs keep.
+COLUMN_WORDS = {
+    "candidate": "candidate", "kernel": "kernel", "load": "load", "time_us": "time µs", "floor_us": "floor µs",
+    "gap_us": "gap to floor µs", "share": "share of call", "dram_bytes": "DRAM bytes", "achieved_tbps": "TB/s",
+    "bw_vs_probe": "vs probe", "grid": "grid (programs)", "grid_fill": "grid fill", "waves": "waves",
+    "registers": "registers / thread", "time_basis": "time from", "duration_us": "ncu µs (one cold call)",
+    "replay_us": "replay µs", "main_kernel": "main kernel", "main_grid": "main grid", "main_waves": "main waves",
+    "excess_ratio": "DRAM ÷ ideal bytes", "main_slow_us": "main kernel slow µs", "time_sum_us": "Σw·time µs",
+    "floor_sum_us": "Σw·floor µs", "gap_sum_us": "Σw·gap µs", "sol": "SOL", "launches_per_call": "kernels per call",
+    **{part: f"{words} µs" for part, words in GAP_PARTS.items()}}
+
+
 def underfilled_us(calls: pd.DataFrame) -> pd.Series:
     """The part of the main kernel's below-probe time put down to an under-filled grid: its time × the fraction of
     SMs its grid leaves idle, capped at the below-probe time (a model, not a measurement: it assumes the stream's
@@ -265,6 +279,45 @@ def furthest_from_floor(wide: pd.DataFrame, n: int = 3, column: str = "sol_candi
     if column not in wide or wide[column].isna().all():
         return []
     return list(wide.dropna(subset=[column]).nsmallest(n, column)["shape"])
+
+
+def _dispatch(rows) -> dict[tuple, str]:
+    """(load, family, M, candidate) → the method that ran there, from a run's results or an explain run's calls."""
+    return {(r.get("load"), r.get("family"), r.get("M"), r.get("candidate")): r.get("method")
+            for r in rows or [] if isinstance(r, dict)}
+
+
+def same_plans(source: dict, explain: dict) -> bool:
+    """The explain run profiled the source run's plans: they share a candidate at some shape, and wherever both
+    have a (shape, candidate) the same method ran (a candidate of the same name tuned again dispatches
+    differently, and its kernels are not the ones the source timed)."""
+    have, profiled = _dispatch(source.get("results")), _dispatch(explain.get("calls"))
+    shared = have.keys() & profiled.keys()
+    return bool(shared) and all(have[k] == profiled[k] for k in shared)
+
+
+def explains_of(source: runs.RunData, explains: list[runs.RunData], candidate: str,
+                baseline: str | None = None) -> list[runs.RunData]:
+    """The explain runs of `source`'s own measurement of `candidate`: the same workload (name and fingerprint),
+    `candidate` profiled, and the same plans (same_plans; a per-shape table has no plans, so there only the
+    workload and the name count), best first: those that also profiled `baseline`, then the newest (created_utc)."""
+    ref = runs.workload_of(source).ref
+    is_table = "schema_version" not in source.run
+
+    def profiled(e: runs.RunData) -> set:
+        return {c.get("candidate") for c in e.run.get("calls") or [] if isinstance(c, dict)}
+
+    found = [e for e in explains if runs.workload_of(e).ref == ref and candidate in profiled(e)
+             and (is_table or same_plans(source.run, e.run))]
+    return sorted(found, key=lambda e: (baseline in profiled(e), str(e.run.get("created_utc") or ""), e.path.name),
+                  reverse=True)
+
+
+def explain_command(baseline: str, candidate: str, workload) -> str:
+    """The command that makes an explain run of this pair (on the H200)."""
+    plans = " ".join(f"--plan {name}" for name in dict.fromkeys((baseline, candidate)))
+    extra = "" if workload.name == DEFAULT_WORKLOAD else f" --workload {workload.cli_ref}"
+    return f"python -m profiler explain {plans} --shapes official{extra}"
 
 
 def explain_paths(paths, load) -> list[Path]:

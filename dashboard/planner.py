@@ -75,13 +75,16 @@ def load_ratios_needed(breakdown: ScoreBreakdown, target: float) -> dict[str, fl
     return {load: ratio * factor for load, ratio in breakdown.load_ratios().items()}
 
 
-def shape_targets(breakdown: ScoreBreakdown, target: float) -> pd.DataFrame:
+def shape_targets(breakdown: ScoreBreakdown, target: float, floors: dict | None = None) -> pd.DataFrame:
     """For every shape: the candidate speedup it alone would need to lift the score to `target`.
 
     The shape's load must gain single_load_factor(); the shape holds a share f of that load's weighted candidate
     time, so by Amdahl it needs s = f / (1/F − (1 − f)). When f ≤ 1 − 1/F even an instant kernel falls short:
-    feasible is False, speedup_needed is inf and `reason` says why.
+    feasible is False, speedup_needed is inf and `reason` says why. `floors` maps (load, family) to the shape's
+    roofline floor (µs): a time it would need below its floor is impossible too (no kernel beats the floor), and
+    `reason` says so.
     """
+    floors = floors or {}
     factor = single_load_factor(breakdown.score, target, len(breakdown.loads))
     sums = dict(zip(breakdown.loads["load"], breakdown.loads["candidate_sum_us"]))
     rows = []
@@ -89,12 +92,18 @@ def shape_targets(breakdown: ScoreBreakdown, target: float) -> pd.DataFrame:
         share = rec.weight * rec.candidate_us / sums[rec.load]
         speedup = part_speedup_needed(share, factor) if factor > 1 else 1.0
         feasible = math.isfinite(speedup)
+        new_us = rec.candidate_us / speedup if feasible else math.nan
+        floor = floors.get((rec.load, rec.family), math.nan)
         reason = "" if feasible else (
             f"holds {share:.1%} of {rec.load}; even at zero time the load gains at most "
             f"{amdahl_limit(share):.4f}×, short of the {factor:.4f}× needed")
-        rows.append({"load": rec.load, "family": rec.family, "candidate_us": rec.candidate_us, "share": share,
-                     "speedup_needed": speedup, "new_us": rec.candidate_us / speedup if feasible else math.nan,
-                     "feasible": feasible, "reason": reason})
+        if feasible and math.isfinite(floor) and new_us < floor:
+            feasible = False
+            reason = (f"impossible: it would need {new_us:.3f} µs, below its floor of {floor:.3f} µs (no kernel "
+                      "is faster than its roofline floor)")
+        rows.append({"load": rec.load, "family": rec.family, "candidate_us": rec.candidate_us, "floor_us": floor,
+                     "share": share, "speedup_needed": speedup, "new_us": new_us, "feasible": feasible,
+                     "reason": reason})
     return pd.DataFrame(rows)
 
 

@@ -1,14 +1,14 @@
 """Whole-run and per-shape reports: standalone HTML (interactive figures, plotly.js inline so it opens offline),
-Markdown, CSV and JSON. Headless: `python -m dashboard report RUN.json|official.csv --out DIR`.
+Markdown, CSV and JSON. Headless: `python -m dashboard report RUN.json|official.csv --out DIR`
+(dashboard.report_cli, which sends an explain run to dashboard.kernel_report).
 
-A report only arranges what dashboard/ computed (runs, scoring, views, compare) and figures drew.
+A report only arranges what dashboard/ computed (runs, scoring, views, compare) and figures drew. Imports go one
+way: kernel_report builds its Report with this module; this module knows nothing of kernel breakdowns.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,12 +17,10 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from dashboard import compare, figures, files, glossary, kernels, runs, scoring, sources, views, workloads
+from dashboard import compare, eager, figures, files, glossary, kernels, runs, scoring, sources, views, workloads
 from dashboard import report_render as render
 
 SOURCE_WORDS = sources.PROVENANCE  # one definition of the provenance words, shared with the app and the CLI
-EXIT_BAD_INPUT = 2
-EXIT_NO_SCORE = 3  # the correctness gate refused the pair (as `python -m dashboard summarize|table`)
 
 
 @dataclass
@@ -109,7 +107,19 @@ def _shapes_display(wide: pd.DataFrame) -> pd.DataFrame:
         "ratio ×": [_num(r["ratio"], ".3f") if ok else _not_scored(r) for ok, (_, r) in zip(usable, wide.iterrows())],
         "paired ratio [95% CI]": views.readable_shapes(wide)["paired_ci"],
         "floor µs": wide["floor_us"].map(_us), "SOL": wide["sol_candidate"].map(_pct),
-        "correct": wide["correct"].map(lambda c: "yes" if bool(c) else "NO")})
+        "correct": wide["correct"].map(lambda c: "yes" if bool(c) else "NO"),
+        **_eager_display(wide)})
+
+
+def _eager_display(wide: pd.DataFrame) -> dict:
+    """Eager (host-inclusive) times beside the graph times, when the run records them (dashboard.eager)."""
+    if "eager_candidate_us" not in wide or wide[["eager_baseline_us", "eager_candidate_us"]].isna().all().all():
+        return {}
+    host = [", ".join(side for side, flag in (("baseline", b), ("candidate", c)) if flag)
+            for b, c in zip(wide["host_bound_baseline"], wide["host_bound_candidate"])]
+    return {"baseline eager µs": wide["eager_baseline_us"].map(_us),
+            "candidate eager µs": wide["eager_candidate_us"].map(_us),
+            "host > kernel (eager)": [h or "—" for h in host]}
 
 
 def _loads_display(loads: pd.DataFrame, baseline: str, candidate: str) -> pd.DataFrame:
@@ -132,11 +142,11 @@ def _numbers(df: pd.DataFrame, fmt: str = ",.3f") -> pd.DataFrame:
     return df.apply(lambda col: col.map(lambda x: _num(x, fmt)) if pd.api.types.is_float_dtype(col) else col)
 
 
-def _terms_note(keys: list[str]) -> render.Note:
-    return render.Note("Terms", glossary.markdown(keys), markdown=True)
+def _terms_note(keys: list[str], workload) -> render.Note:
+    return render.Note("Terms", glossary.markdown(keys, workload), markdown=True)
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
 
 
@@ -208,6 +218,9 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
         figs.append(figures.ratio_bars(loads.assign(label=loads["load"]), f"{tag}; ratios derived"))
     tables["shapes"] = wide
     display["Per shape (compact; every column is in the CSV)"] = _shapes_display(wide)
+    host = eager.host_bound_text(wide, baseline, candidate)
+    if eager.has_eager(table):
+        summary["host_bound_results"] = int(wide["host_bound_baseline"].sum() + wide["host_bound_candidate"].sum())
     curve = runs.probe_curve(data)
     if curve is not None:
         pts = views.roofline_points(table, [baseline, candidate])
@@ -216,7 +229,7 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
                  figures.time_vs_floor(pts, tag, colors)]
     if source == "measured" and not data.probes.empty:
         figs.append(figures.probe_curve(data.probes, None, "measured"))
-    notes = []
+    notes = [render.Note("Eager vs graph (measured)", host)] if host else []
     muse_only = workloads.official_only(workload)
     if source == "measured" and official is not None and muse_only is None:
         side = views.local_vs_official(table, official)
@@ -239,9 +252,11 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
     if len(data.environment):
         tables["environment"] = data.environment.astype(str)
         display["Environment (measured)"] = tables["environment"]
-    notes.append(_terms_note(["provenance", "ratio", "ci", "sigma_w", "score", "floor", "sol", "sol_over",
-                              "verdicts", "baselines", "clock"]))
-    return Report(f"projlab report — {label}: {candidate} vs {baseline}", _slug(f"{label}_{candidate}_vs_{baseline}"),
+    official_terms = ["baselines"] if workloads.official_only(workload, "this run") is None else []
+    eager_terms = ["eager"] if eager.has_eager(table) else []
+    notes.append(_terms_note(["provenance", "ratio", "ci", "sigma_w", "score", "flags", *eager_terms, "floor", "sol",
+                              "sol_over", "verdicts", *official_terms, "clock"], workload))
+    return Report(f"projlab report — {label}: {candidate} vs {baseline}", slug(f"{label}_{candidate}_vs_{baseline}"),
                   source, summary, tables, figs, facts=facts, display=display, notes=notes, gate=gate)
 
 
@@ -296,8 +311,8 @@ def _shape_report(data, baseline, candidate, workload, source, shape, include_be
                           "samples": cands.get("n_samples", "—"), "SOL": cands["sol"].map(_pct),
                           "correct": cands["correct"].map(lambda c: "yes" if bool(c) else "NO"),
                           "flags": cands["flags"]})
-    notes = [_terms_note(["provenance", "ratio", "ci", "floor", "sol", "verdicts"])]
-    return Report(f"projlab shape report — {label}: {shape}", _slug(f"{label}_{shape}"), source, summary,
+    notes = [_terms_note(["provenance", "ratio", "ci", "floor", "sol", "flags", "verdicts"], workload)]
+    return Report(f"projlab shape report — {label}: {shape}", slug(f"{label}_{shape}"), source, summary,
                   {"candidates": cands}, figs, main_table="candidates", facts=facts,
                   display={"Candidates at this shape": shown}, notes=notes)
 
@@ -316,49 +331,8 @@ def build_from_path(path, baseline: str | None = None, candidate: str | None = N
         return build(data, "baseline", sources.table_candidate(src), workload, official, src.provenance, shape)
     data = runs.load_run_data(path, workload)
     workload = data.workload
-    if kernels.is_explain_run(data.run):  # an explain run: its kernel breakdown (dashboard.kernel_report)
-        from dashboard import kernel_report
-
-        return kernel_report.build_report(kernels.from_run_data(data), workload, candidate, shape)
+    if kernels.is_explain_run(data.run):
+        raise ValueError(f"{path.name} is an explain run: its report is the kernel breakdown "
+                         "(dashboard.kernel_report; `python -m dashboard report` writes it)")
     baseline, candidate = sources.resolve_pair(data, baseline, candidate)
     return build(data, baseline, candidate, workload, official, "measured", shape, include_below_floor)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m dashboard report RUN --out DIR`: write the report in every format; bad input → exit 2; a pair
-    the correctness gate refuses → the report (it says why) and exit 3."""
-    from datasets import DatasetError
-    from datasets.runfile import RunFileError
-
-    p = argparse.ArgumentParser(prog="python -m dashboard report", description=__doc__.splitlines()[0])
-    p.add_argument("path", help="a run file (datasets/runs/*.json) or an official-format per-shape CSV")
-    p.add_argument("--out", required=True, help="output folder (created if missing; never inside datasets/)")
-    p.add_argument("--baseline", help="baseline candidate in the run (default: the one the candidate was paired "
-                                      "with, 'baseline')")
-    p.add_argument("--candidate", help="candidate in the run (default: the last one paired with the baseline)")
-    p.add_argument("--shape", help="write a per-shape report for this key, e.g. 'decode 1/router'")
-    p.add_argument("--format", default="html,md,csv,json", help="comma-separated subset of html,md,csv,json")
-    p.add_argument("--include-below-floor", action="store_true",
-                   help="score results flagged below the measured HBM floor (artifacts, left out by default)")
-    args = p.parse_args(sys.argv[1:] if argv is None else argv)
-    formats = [f.strip() for f in args.format.split(",") if f.strip()]
-    bad = sorted(set(formats) - {"html", "md", "csv", "json"})
-    try:
-        if bad:
-            raise ValueError(f"unknown format(s) {bad}; choose from html, md, csv, json")
-        if not Path(args.path).is_file():
-            raise ValueError(f"{args.path}: no such file")
-        rep = build_from_path(args.path, args.baseline, args.candidate, args.shape,
-                              include_below_floor=args.include_below_floor)
-        paths = rep.write(args.out, formats, inputs=[args.path])
-    except (DatasetError, RunFileError, scoring.ScoringError, ValueError, KeyError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    for path in paths:
-        print(path)
-    if rep.gate is not None and rep.gate.refused:
-        hint = " (--include-below-floor scores them)" if rep.gate.below_floor and not args.include_below_floor \
-            else ""
-        print(f"{rep.gate.candidate} vs {rep.gate.baseline}: {rep.gate.message()}{hint}", file=sys.stderr)
-        return EXIT_NO_SCORE
-    return 0

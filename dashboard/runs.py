@@ -15,10 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from datasets import DEFAULT_WORKLOAD, NEARBY_LOAD, RUNS_DIR, DatasetError, Workload, workload_of_run
-from datasets.jsonfile import JsonInputError, read_json
+from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, Workload, workload_of_run
 from datasets.paths import run_paths
-from datasets.workload import RUN_KEY
 from datasets.runfile import RunFileError, load_run, validate_run
 from dashboard import metrics, roofline, scoring
 from dashboard.workloads import default_workload
@@ -150,7 +148,7 @@ def load_run_data(path, workload: Workload | None = None) -> RunData:
     check_against_workload(run, path.name, workload)
     results = _with_key(pd.DataFrame(run["results"]))
     for column in ("method", "ci_low_us", "ci_high_us", "n_samples", "flags", "throttled_samples", "samples_us",
-                   "error"):
+                   "error", "eager_us"):   # eager_us: optional, host-inclusive time per eager call (dashboard.eager)
         if len(results) and column not in results:
             results[column] = None
     if len(results):
@@ -285,7 +283,7 @@ def scored_candidates(data: RunData, workload: Workload | None = None) -> list[s
     return [c for c in data.candidates() if bool(have.get(c, False))]
 
 
-def _scored_count_raw(run, want: set) -> int:
+def scored_count_raw(run, want: set) -> int:
     """scored_candidates' count from a run's raw JSON (no validation, no DataFrames): candidates with a correct
     result (status ok or below_floor) at every scored shape in `want` ((load, family, M) tuples) and no failure."""
     have: dict = {}
@@ -314,40 +312,6 @@ def run_kind(run: dict) -> str:
     if any(isinstance(r, dict) and "plan_pick" in r for r in run.get("results") or []):
         return SCREEN
     return SWEEP
-
-
-def _is_sweep(run) -> bool:
-    return isinstance(run, dict) and run_kind(run) == SWEEP
-
-
-def default_run(paths: list[Path], workload: Workload | None = None) -> Path | None:
-    """The committed run to open first: a sweep (not a tune log, a screen or an explain run, which time many
-    configs per shape rather than compare plans) of the default workload, then the most fully scored candidates,
-    then the newest by created_utc, then by file name. Unreadable files are skipped (the picker still lists them).
-    Each run is counted against its own workload (or `workload` when given).
-
-    Every file is ranked from its raw JSON and only the winner is validated (the next one if it fails): validating
-    and tabulating all 13 committed runs made the app's first page 0.3 s slower."""
-    ranked = []
-    for p in paths:
-        try:
-            run = read_json(p)
-            embedded = isinstance(run, dict) and RUN_KEY in run   # else the default, read once (not per file)
-            wl = workload or (run_workload(run, p.name)[0] if embedded else default_workload())
-        except (JsonInputError, RunFileError):
-            continue
-        want = {(r.load, r.family, int(r.M)) for r in wl.shapes.itertuples()}
-        created = str(run.get("created_utc") or "") if isinstance(run, dict) else ""
-        rank = (_is_sweep(run), wl.name == DEFAULT_WORKLOAD, _scored_count_raw(run, want), created, p.name)
-        ranked.append((rank, p, run, wl))
-    for _, p, run, wl in sorted(ranked, key=lambda kpr: kpr[0], reverse=True):
-        try:
-            validate_run(run, source=p.name)  # what load_run_data checks after reading
-            check_against_workload(run, p.name, wl)
-        except RunFileError:
-            continue
-        return p
-    return None
 
 
 def parse_run_name(path) -> dict | None:

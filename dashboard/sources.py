@@ -12,19 +12,29 @@ Torch- and streamlit-free: the app wraps these in its caches and widgets; the CL
     candidate_names(data)             -> [str]
     default_pair(data)                -> (baseline, candidate) | None
     resolve_pair(data, baseline=None, candidate=None) -> (baseline, candidate)   SourceError if a name is unknown
+    picker(sources, metas, default)   -> ([Source], {label: text})   picker order (grouped by kind, newest first)
+                                                    and what each option shows (its group; the default marked)
     safe_name(text)                   -> str        a file name fit for a label, a URL and a file on disk
+    display_name(text)                -> str        an uploaded file's own name, as its label shows it
+    upload_name(display, digest)      -> str        an upload's URL and file name ('upload-<digest>-<safe name>')
+    missing_upload(name)              -> str | None the line for a link naming an upload this session does not have
+
+Uploads are sources like any other for the browser session that uploaded them (every page, Compare included), shown
+under the user's own file name. They live in that session only, so a link naming one says so instead of showing
+another run in its place.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from datasets import RUNS_DIR, Workload, load_official, load_seed_probes
 from datasets.paths import OFFICIAL_036_CSV, run_paths
-from dashboard import runs, views
+from dashboard import run_kinds, runs, views
 
 PUBLISHED, MEASURED, UPLOADED = "published", "measured", "uploaded"
 PROVENANCE = {PUBLISHED: "published (write-up, official run)", MEASURED: "measured (run file)",
@@ -45,6 +55,7 @@ class Source:
     kind: str        # "run" | "table"
     path: Path
     provenance: str  # PUBLISHED | MEASURED | UPLOADED
+    uploaded: bool = False
 
     @property
     def words(self) -> str:
@@ -71,17 +82,20 @@ def table_provenance(path) -> str:
     return PUBLISHED if digest is not None and digest == _digest(OFFICIAL_036_CSV) else UPLOADED
 
 
-def table_source(path, uploaded: bool = False) -> Source:
+def table_source(path, uploaded: bool = False, shown: str | None = None) -> Source:
     path = Path(path)
     if not uploaded and table_provenance(path) == PUBLISHED and path.name == OFFICIAL_036_CSV.name:
         return Source(path.name, OFFICIAL_LABEL, "table", path, PUBLISHED)
     prov = table_provenance(path)
-    return Source(path.name, f"{'upload' if uploaded else 'table'}: {path.name}", "table", path, prov)
+    return Source(path.name, f"{'upload' if uploaded else 'table'}: {shown or path.name}", "table", path, prov,
+                  uploaded)
 
 
-def run_source(path, uploaded: bool = False) -> Source:
+def run_source(path, uploaded: bool = False, shown: str | None = None) -> Source:
+    """A run file as a source; `shown` is an upload's own file name (its label), else the file's name."""
     path = Path(path)
-    return Source(path.name, f"{'upload' if uploaded else 'run'}: {path.name}", "run", path, MEASURED)
+    return Source(path.name, f"{'upload' if uploaded else 'run'}: {shown or path.name}", "run", path, MEASURED,
+                  uploaded)
 
 
 def extra_run_paths(value: str | None = None) -> list[Path]:
@@ -95,19 +109,63 @@ def extra_run_paths(value: str | None = None) -> list[Path]:
 
 
 def list_sources(runs_dir=RUNS_DIR, extra_runs: list | None = None, uploaded_tables=(),
-                 uploaded_runs=()) -> list[Source]:
-    """The published table, uploaded tables, committed runs (oldest first), extra runs, uploaded runs.
+                 uploaded_runs=(), shown: dict | None = None) -> list[Source]:
+    """The published table, uploaded tables, committed runs (oldest first), extra runs, uploaded runs; `shown` maps
+    an upload's path to the user's own file name (its label).
 
-    A name (the URL value) is unique: a later source with a name already listed is dropped."""
+    A name (the URL value) is unique: a later source with a name already listed is dropped. So is a label: a second
+    upload under one file name gets its upload name added."""
+    shown = {str(k): v for k, v in (shown or {}).items()}
     out = [table_source(OFFICIAL_036_CSV)]
-    out += [table_source(p, uploaded=True) for p in uploaded_tables]
+    out += [table_source(p, uploaded=True, shown=shown.get(str(p))) for p in uploaded_tables]
     extra = extra_run_paths() if extra_runs is None else [Path(p) for p in extra_runs]
     out += [run_source(p) for p in [*runs.list_runs(runs_dir), *extra]]
-    out += [run_source(p, uploaded=True) for p in uploaded_runs]
+    out += [run_source(p, uploaded=True, shown=shown.get(str(p))) for p in uploaded_runs]
     seen: dict[str, Source] = {}
+    labels: set[str] = set()
     for src in out:
-        seen.setdefault(src.name, src)
+        if src.name in seen:
+            continue
+        if src.label in labels:
+            src = Source(src.name, f"{src.label} ({src.name})", src.kind, src.path, src.provenance, src.uploaded)
+        seen[src.name] = src
+        labels.add(src.label)
     return list(seen.values())
+
+
+# The picker's groups, in order: what a source is decides where it is listed (run_kinds.kind_of for run files).
+GROUPS = {"published": "Published", run_kinds.SWEEP: "Plan sweep", run_kinds.REPEAT: "Repeatability",
+          run_kinds.TUNE: "Tune", run_kinds.SCREEN: "Screen", run_kinds.EXPLAIN: "Explain", run_kinds.PROBE: "Probes",
+          "table": "Table", "unreadable": "Unreadable", "upload": "Upload"}
+DEFAULT_MARK = "★ default: the shipped plan's latest full sweep"
+
+
+def _group(src: Source, metas: dict) -> str:
+    if src.uploaded:
+        return "upload"
+    if src.kind == "table":
+        return "published" if src.provenance == PUBLISHED else "table"
+    meta = metas.get(src.path)
+    return meta.kind if meta is not None else "unreadable"
+
+
+def picker(sources: list[Source], metas: dict, default: str | None = None) -> tuple[list[Source], dict[str, str]]:
+    """The sources in picker order — grouped by kind (GROUPS: published, plan sweeps, repeatability, tunes,
+    screens, explains, …, uploads), newest first inside a group (created_utc, not the file name's text, so 'r12'
+    and 'r2' keep the order they ran in) — and what each option shows: '<group> · <label>', the `default` source
+    marked. `metas` maps a run file's path to its run_kinds.RunMeta."""
+    order = list(GROUPS)
+    groups = {src.name: _group(src, metas) for src in sources}
+
+    def when(src: Source) -> str:
+        meta = metas.get(src.path)
+        return meta.created_utc if meta is not None else ""
+
+    newest = sorted(sources, key=lambda s: (when(s), s.name), reverse=True)
+    ordered = sorted(newest, key=lambda s: order.index(groups[s.name]))   # stable: newest first inside a group
+    shown = {s.label: f"{GROUPS[groups[s.name]]} · {s.label}" + (f"  {DEFAULT_MARK}" if s.name == default else "")
+             for s in ordered}
+    return ordered, shown
 
 
 def find_source(sources: list[Source], name: str) -> Source | None:
@@ -179,6 +237,31 @@ def resolve_pair(data: runs.RunData, baseline: str | None = None, candidate: str
         others = [n for n in names if n in paired] or [n for n in names if n != baseline]
         return baseline, (others[-1] if others else baseline)
     return default
+
+
+UPLOAD_PREFIX = "upload-"
+
+
+def display_name(text: str, default: str = "upload") -> str:
+    """An uploaded file's own name as a label shows it ('résumé run 1.json' stays so): only the last path
+    component, without control or format characters, at most 80 characters; `default` if nothing is left."""
+    last = str(text).replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    kept = "".join(ch for ch in last if not unicodedata.category(ch).startswith("C")).strip()
+    return kept[:80] or default
+
+
+def upload_name(display: str, digest: str) -> str:
+    """An upload's name in the URL and on disk: 'upload-<first 10 hex digits of its hash>-<safe name>'."""
+    return f"{UPLOAD_PREFIX}{digest[:10]}-{safe_name(display, 'upload')}"
+
+
+def missing_upload(name: str) -> str | None:
+    """The line to show for a link naming an upload that this browser session does not have; None for a name that
+    is not an upload's."""
+    if not str(name).startswith(UPLOAD_PREFIX):
+        return None
+    return (f"The address names an uploaded file ({name!r}). Uploads live in the browser session that uploaded "
+            "them, so a link cannot carry one: upload the file here to see it (meanwhile the default is shown).")
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dashboard import runs, scoring
+from dashboard import eager, runs, scoring
 from datasets.paths import run_stem
 from dashboard.workloads import default_workload
 
@@ -101,7 +101,7 @@ def wide_shapes(table: pd.DataFrame, pairs: pd.DataFrame, baseline: str, candida
     out["flags"] = c["flags"].reindex(index).map(lambda f: ", ".join(f) if isinstance(f, list) else "") \
         if "flags" in c else ""
     out["M"] = out["M"].astype(int)
-    return out.rename_axis("shape").reset_index()
+    return eager.with_eager(out.rename_axis("shape").reset_index(), table, baseline, candidate)
 
 
 def load_sol(wide: pd.DataFrame, weights: dict[str, float] | None = None) -> pd.DataFrame:

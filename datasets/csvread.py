@@ -53,9 +53,20 @@ PARSER_NAMES = {parse_int: "an integer", parse_float: "a number", parse_optional
 
 
 def read_typed_csv(path: str | Path, columns: dict[str, Callable[[str], object]]) -> pd.DataFrame:
-    """Read `path`, require every column in `columns` and parse each cell; extra columns are kept as text."""
+    """Read `path`, require every column in `columns` and parse each cell; extra columns are kept as text.
+
+    A leading byte-order mark (what Excel's "CSV UTF-8" writes) is dropped, as pandas does ("utf-8-sig")."""
     path = Path(path)
-    with path.open(newline="", encoding="utf-8") as handle:
+    try:
+        return _read(path, columns)
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start:exc.start + 1]
+        raise DatasetError(path, "(encoding)", f"not UTF-8 text (byte {exc.start}: {bad!r}); save it as \"CSV UTF-8\""
+                           ) from None
+
+
+def _read(path: Path, columns: dict[str, Callable[[str], object]]) -> pd.DataFrame:
+    with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
         seen: dict[str, int] = {}
@@ -66,7 +77,9 @@ def read_typed_csv(path: str | Path, columns: dict[str, Callable[[str], object]]
             seen[name] = i
         for name in columns:
             if name not in header:
-                raise DatasetError(path, name, f"column missing from the header (found {header})", row=1)
+                marks = " (a byte-order mark U+FEFF is inside the header: save the file as UTF-8 once)" \
+                    if any("\ufeff" in h for h in header) else ""
+                raise DatasetError(path, name, f"column missing from the header (found {header}){marks}", row=1)
         rows = []
         for row_number, raw in enumerate(reader, start=1):
             parsed = {}

@@ -16,6 +16,8 @@ import re
 import zlib
 from pathlib import Path
 
+from datasets.shapes import shape_key
+
 # No projlab document nests deeper than ~6 levels (run file -> results -> record -> error -> reasons);
 # 64 leaves room for user extras while staying far below Python's recursion limit (1000).
 MAX_DEPTH = 64
@@ -27,6 +29,36 @@ class JsonInputError(ValueError):
 
 def _reject_constant(name: str):
     raise ValueError(f"non-standard JSON constant {name} (NaN/Infinity are not JSON)")
+
+
+class _Constant:
+    """Where a NaN / Infinity sat, found by a second, lenient parse (only after the strict one failed)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _where_constant(text: str) -> str:
+    """' at results[3].median_us (decode 16/o, best)': the first NaN/Infinity's field path and, inside a shape's
+    record (load, family, M), which shape and candidate; '' when it cannot be found."""
+    try:
+        doc = json.loads(text, parse_constant=_Constant)
+    except (ValueError, RecursionError):
+        return ""
+    stack = [("", doc, None)]
+    while stack:
+        path, value, parent = stack.pop()
+        if isinstance(value, _Constant):
+            where = f" at {path or '(top level)'}"
+            if isinstance(parent, dict) and {"load", "family", "M"} <= set(parent):
+                shape = shape_key(parent["load"], parent["family"], parent["M"])
+                where += f" ({shape}{', ' + str(parent['candidate']) if 'candidate' in parent else ''})"
+            return where
+        if isinstance(value, dict):
+            stack += [(f"{path}.{k}" if path else str(k), v, value) for k, v in reversed(value.items())]
+        elif isinstance(value, list):
+            stack += [(f"{path}[{i}]", v, value) for i, v in reversed(list(enumerate(value)))]
+    return ""
 
 
 # A JSON string: quote, then runs of ordinary characters or backslash escapes, then quote (the unrolled form, so the
@@ -70,7 +102,8 @@ def parse_json(data: bytes | str, name: str, max_bytes: int | None = None, max_d
     except json.JSONDecodeError as exc:
         raise JsonInputError(f"{name}: not valid JSON: {exc}") from None
     except (ValueError, RecursionError) as exc:
-        raise JsonInputError(f"{name}: not valid JSON: {exc}") from None
+        where = _where_constant(text) if "non-standard JSON constant" in str(exc) else ""
+        raise JsonInputError(f"{name}: not valid JSON: {exc}{where}") from None
 
 
 # What a '.gz' file may expand to when the caller sets no limit: 16x the largest committed run file (3.3 MB), so a

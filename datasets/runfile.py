@@ -112,7 +112,18 @@ def _check_record(record, fields, where: str, fail, null_ok: bool = False) -> No
         if null_ok and not required and record[key] is None:
             continue
         if not _KINDS[kind](record[key]):
-            fail(path, f"expected {_expected(kind, record[key])}, got {record[key]!r}")
+            fail(path, f"expected {_expected(kind, record[key])}, got {_excerpt(record[key])}")
+
+
+def _excerpt(value, limit: int = 80) -> str:
+    """A wrong value as an error shows it: its repr, cut at `limit` characters with its type and size (a whole
+    misplaced results list would otherwise be a message of 100,000 characters)."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = (f", {len(value):,} item{'s' if len(value) != 1 else ''}" if isinstance(value, (list, dict)) else
+            f", {len(text):,} characters")
+    return f"{text[:limit]}… ({type(value).__name__}{size})"
 
 
 def _expected(kind: str, value) -> str:
@@ -136,11 +147,11 @@ def validate_run(run, source: str = "<run>") -> None:
 
     _check_record(run, TOP, "", fail)
     if run["schema_version"] != SCHEMA_VERSION:
-        fail("schema_version", f"expected {SCHEMA_VERSION}, got {run['schema_version']!r}")
+        fail("schema_version", f"expected {SCHEMA_VERSION}, got {_excerpt(run['schema_version'])}")
     if run["status"] not in STATUSES:
-        fail("status", f"expected one of {STATUSES}, got {run['status']!r}")
+        fail("status", f"expected one of {STATUSES}, got {_excerpt(run['status'])}")
     if not LABEL_RE.match(run["label"]):
-        fail("label", f"expected letters, digits, '.', '_' or '-', got {run['label']!r}")
+        fail("label", f"expected letters, digits, '.', '_' or '-', got {_excerpt(run['label'])}")
     # Environment facts can be unknown on a given machine (no NVML, no git): null is allowed there.
     _check_record(run["environment"], ENVIRONMENT, "environment", fail, null_ok=True)
     if run.get("compute_probe") is not None:

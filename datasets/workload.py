@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -30,7 +31,7 @@ from datasets.selection import select_shapes
 from datasets.shapes import NEARBY_LOAD, SHAPE_COLUMNS, shape_key
 from datasets.shapes import dtype_signature
 from datasets.shapes import n_at as family_n_at
-from datasets.workload_spec import NAME_RE, check_spec
+from datasets.workload_spec import NAME_RE, check_spec, with_defaults
 
 __all__ = ["Workload", "load_workload", "resolve_workload", "list_workloads", "workload_from_dict",
            "workload_of_run", "RUN_KEY", "DEFAULT_WORKLOAD", "SHAPE_COLUMNS", "NEARBY_LOAD"]
@@ -121,6 +122,15 @@ class Workload:
         return hashlib.sha256(json.dumps(measured, sort_keys=True).encode()).hexdigest()[:12]
 
     @property
+    def cli_ref(self) -> str:
+        """What `--workload` takes to mean this workload: its name when it is a file of datasets/workloads/ (or a
+        run's copy of one), else the path of the file it was read from."""
+        origin = Path(self.origin)
+        if origin.suffix == ".json" and origin.is_file() and origin.resolve().parent != WORKLOADS_DIR.resolve():
+            return shlex.quote(str(origin))
+        return self.name
+
+    @property
     def ref(self) -> dict:
         """{"name", "fingerprint"}: how a plan records the workload it was tuned for (kernels/plans.py)."""
         return {"name": self.name, "fingerprint": self.fingerprint}
@@ -138,10 +148,23 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SHAPE_COLUMNS)
 
 
-def workload_from_dict(spec, source: str = "<workload>", prefix: str = "", origin: str = "") -> Workload:
-    """Validate a workload JSON object (DatasetError names `source` and the field) and build the Workload."""
+def _default_contract() -> dict:
+    """The default workload's contract numbers, what a workload file that writes none gets (read raw: the default
+    file is complete, so no defaults are needed to read it)."""
+    try:
+        contract = read_json(WORKLOAD_JSON, max_bytes=MAX_WORKLOAD_BYTES).get("contract")
+    except (JsonInputError, AttributeError):
+        return {}
+    return contract if isinstance(contract, dict) else {}
+
+
+def workload_from_dict(spec, source: str = "<workload>", prefix: str = "", origin: str = "",
+                       name: str | None = None) -> Workload:
+    """Fill in the defaults (datasets.workload_spec.with_defaults; `name` is the file's stem, for a file), validate
+    (DatasetError names `source` and every bad field) and build the Workload. Defaults come first, so the
+    fingerprint of a file that writes them out is that of one that leaves them out."""
+    spec = with_defaults(spec, name, _default_contract())
     check_spec(spec, source, prefix)
-    spec = copy.deepcopy(spec)
     bare = Workload(shapes=_frame([]), nearby=_frame([]), families=spec["families"], loads=spec["loads"],
                     contract=spec["contract"], load_order=[e["load"] for e in spec["loads"]],
                     family_order=list(spec["families"]), name=spec["name"], spec=spec, origin=origin or source)
@@ -183,7 +206,7 @@ def load_workload(ref: str | Path | None = None, *, inside_project: bool = False
         spec = read_json(path, max_bytes=MAX_WORKLOAD_BYTES)
     except JsonInputError as exc:
         raise DatasetError(path, "(json)", str(exc).split(": ", 1)[-1]) from None
-    workload = workload_from_dict(spec, str(path), origin=str(path))
+    workload = workload_from_dict(spec, str(path), origin=str(path), name=path.stem)
     if path.resolve().parent == WORKLOADS_DIR and path.stem != workload.name:
         raise DatasetError(path, "name", f"{workload.name!r} differs from the file name; a workload in "
                                          f"datasets/workloads/ is found by its name, so it must be {path.stem!r}")

@@ -1,6 +1,13 @@
-"""The workload file schema (datasets/README.md, 'Workload files'), checked field by field.
+"""The workload file schema (datasets/README.md, 'Workload files'), checked field by field, and its defaults.
 
-    check_spec(spec, file, prefix="") -> None     # DatasetError naming the file, the field's path and the value
+    with_defaults(spec, name=None, contract=None) -> spec   # the missing optional-by-default fields filled in
+    check_spec(spec, file, prefix="") -> None     # WorkloadSpecError naming the file and, for every problem at
+                                                  # once, the field's path and the value
+
+Only each family's N and K and the loads must be written: dtypes default to bfloat16 (the output to the weight's
+dtype, what F.linear returns), the tolerance to the output dtype's standard (STANDARD_REL_L2_TOL), the weight to 1,
+the contract to the default workload's, the name to the file's stem. Defaults are filled in before the workload is
+fingerprinted, so a file that writes them out and one that leaves them to the defaults are the same workload.
 
 Strict on purpose: an unknown field is an error (a misspelt "N_by_m" would otherwise be silently ignored and the
 shapes would be wrong), and every number is checked for type and range. `prefix` names where the object sits in a
@@ -8,8 +15,11 @@ larger document (a run file embeds its workload under "workload", so its fields 
 """
 from __future__ import annotations
 
+import copy
 import math
 import re
+from contextlib import contextmanager
+from pathlib import Path
 
 from datasets.errors import DatasetError
 from datasets.shapes import KNOWN_DTYPES, NEARBY_LOAD
@@ -43,6 +53,56 @@ SCORE_OPTIONAL = ("per_load", "overall")
 NEARBY_REQUIRED = ("M",)
 NEARBY_OPTIONAL = ("note",)
 
+DEFAULT_DTYPE = "bfloat16"
+FAMILY_DEFAULT_WEIGHT = 1
+# The whole-output rel-L2 tolerance a family gets from its output dtype when it names none. bfloat16 and float32 are
+# the default workload's own choices (0.01 for its BF16 families, 0.0001 for the FP32 router); float16 rounds 8x
+# finer than bfloat16 (10 vs 7 mantissa bits), so it gets bfloat16's tolerance / 10, projlab's choice.
+STANDARD_REL_L2_TOL = {"bfloat16": 0.01, "float16": 0.001, "float32": 0.0001}
+
+
+def with_defaults(spec, name: str | None = None, contract: dict | None = None):
+    """A copy of `spec` with what a user may leave out filled in (module docstring): per family x_dtype, w_dtype,
+    y_dtype, rel_l2_tol, weight; `name` (the file's stem) and a source saying so; missing contract numbers from
+    `contract` (the default workload's). A field that is present is never changed, and anything malformed is left
+    as it is for check_spec to report."""
+    if not isinstance(spec, dict):
+        return spec
+    spec = copy.deepcopy(spec)
+    if name is not None and NAME_RE.fullmatch(name):   # a stem unfit for a name leaves "name" to be written
+        spec.setdefault("name", name)
+        spec.setdefault("source", f"workload file {name}.json; unset dtypes, tolerances, weights and contract "
+                                  "numbers are projlab's defaults (datasets/workload_spec.py)")
+    families = spec.get("families")
+    for fam in families.values() if isinstance(families, dict) else ():
+        if not isinstance(fam, dict):
+            continue
+        fam.setdefault("x_dtype", DEFAULT_DTYPE)
+        fam.setdefault("w_dtype", DEFAULT_DTYPE)
+        fam.setdefault("y_dtype", fam["w_dtype"])
+        if fam["y_dtype"] in STANDARD_REL_L2_TOL:
+            fam.setdefault("rel_l2_tol", STANDARD_REL_L2_TOL[fam["y_dtype"]])
+        fam.setdefault("weight", FAMILY_DEFAULT_WEIGHT)
+    if contract is not None:
+        given = spec.setdefault("contract", {})
+        if isinstance(given, dict):
+            for key in (*CONTRACT_NUMBERS, *CONTRACT_COUNTS, *CONTRACT_EXPONENTS):
+                if key not in given and key in contract:
+                    given[key] = copy.deepcopy(contract[key])
+    return spec
+
+
+class WorkloadSpecError(DatasetError):
+    """Every problem of one workload object: `problems` is [(field, problem)], in the order of the file; the
+    message names the file and each field with its value, on one line."""
+
+    def __init__(self, file, problems: list[tuple[str, str]]):
+        self.problems = problems
+        super().__init__(file, *problems[0])
+        if len(problems) > 1:
+            self.args = (f"{Path(file).name}: file, {len(problems)} problems: "
+                         + "; ".join(f"field {field!r}: {problem}" for field, problem in problems),)
+
 
 def _shown(value) -> str:
     text = repr(value)
@@ -57,25 +117,48 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+class _Bad(Exception):
+    """One field failed (already recorded): stop checking what depends on it."""
+
+
 class _Checker:
     def __init__(self, file, prefix: str):
         self.file, self.prefix = file, prefix
+        self.problems: list[tuple[str, str]] = []
+
+    def note(self, field: str, problem: str) -> None:
+        self.problems.append((f"{self.prefix}{field}" if field else self.prefix.rstrip(".") or "(top level)",
+                              problem))
 
     def fail(self, field: str, problem: str):
-        raise DatasetError(self.file, f"{self.prefix}{field}" if field else self.prefix.rstrip(".") or "(top level)",
-                           problem)
+        self.note(field, problem)
+        raise _Bad
+
+    @contextmanager
+    def part(self):
+        """A check whose failure does not stop the ones after it (a field, a load, a family)."""
+        try:
+            yield
+        except _Bad:
+            pass
+
+    def done(self) -> None:
+        if self.problems:
+            raise WorkloadSpecError(self.file, self.problems)
 
     def record(self, value, field: str, required, optional, what: str = "an object") -> dict:
-        """An object with every required key and no unknown one."""
+        """An object; every unknown and every missing key is a problem (all of them noted, then _Bad)."""
         if not isinstance(value, dict):
             self.fail(field, f"expected {what}, got {_shown(value)}")
         dot = f"{field}." if field else ""
-        unknown = sorted(set(value) - set(required) - set(optional))
-        if unknown:
-            self.fail(f"{dot}{unknown[0]}", f"unknown field; allowed: {', '.join(sorted((*required, *optional)))}")
-        for key in required:
-            if key not in value:
-                self.fail(f"{dot}{key}", "missing")
+        allowed = ", ".join(sorted((*required, *optional)))
+        bad = [(f"{dot}{key}", f"unknown field; allowed: {allowed}") for key in sorted(set(value) - set(required)
+                                                                                       - set(optional))]
+        bad += [(f"{dot}{key}", "missing") for key in required if key not in value]
+        for where, problem in bad:
+            self.note(where, problem)
+        if bad:
+            raise _Bad
         return value
 
     def text(self, value, field: str, pattern: re.Pattern | None = None, rule: str = "") -> str:
@@ -99,6 +182,13 @@ class _Checker:
             self.fail(field, f"expected a number below {below}, got {_shown(value)}")
         return value
 
+    def exponents(self, value, field: str) -> list:
+        exact = isinstance(value, list) and value and all(_is_int(e) and abs(e) <= MAX_SCALE_EXPONENT for e in value)
+        if not exact:
+            self.fail(field, f"expected a non-empty list of integers within +-{MAX_SCALE_EXPONENT}, got "
+                             f"{_shown(value)}")
+        return value
+
     def dtype(self, value, field: str) -> str:
         if value not in KNOWN_DTYPES:
             self.fail(field, f"expected one of {', '.join(KNOWN_DTYPES)}, got {_shown(value)}")
@@ -106,21 +196,49 @@ class _Checker:
 
 
 def check_spec(spec, file, prefix: str = "") -> None:
-    """Raise DatasetError at the first field of `spec` that breaks the workload schema."""
+    """Raise WorkloadSpecError naming every field of `spec` that breaks the workload schema (with_defaults first
+    for a file a user wrote)."""
     c = _Checker(file, f"{prefix}." if prefix else "")
-    c.record(spec, "", TOP_REQUIRED, TOP_OPTIONAL, "a JSON object at the top level")
-    c.text(spec["name"], "name", NAME_RE, "letters, digits, '_', '.' or '-' (the name is used in file names)")
-    c.text(spec["source"], "source")
-    if "description" in spec:
-        c.text(spec["description"], "description")
-    if "score" in spec:
-        for key in c.record(spec["score"], "score", (), SCORE_OPTIONAL):
-            c.text(spec["score"][key], f"score.{key}")
-    load_m = _check_loads(c, spec["loads"])
-    _check_families(c, spec["families"], load_m)
-    _check_contract(c, spec["contract"])
-    if "nearby" in spec:
-        _check_nearby(c, spec["nearby"], load_m)
+    if not isinstance(spec, dict):
+        with c.part():
+            c.fail("", f"expected a JSON object at the top level, got {_shown(spec)}")
+        c.done()
+    allowed = (*TOP_REQUIRED, *TOP_OPTIONAL)
+    for key in sorted(set(spec) - set(allowed)):
+        c.note(key, f"unknown field; allowed: {', '.join(sorted(allowed))}")
+    for key in TOP_REQUIRED:
+        if key not in spec:
+            c.note(key, "missing")
+    with c.part():
+        if "name" in spec:
+            c.text(spec["name"], "name", NAME_RE, "letters, digits, '_', '.' or '-' (the name is used in file names)")
+    with c.part():
+        if "source" in spec:
+            c.text(spec["source"], "source")
+    with c.part():
+        if "description" in spec:
+            c.text(spec["description"], "description")
+    with c.part():
+        if "score" in spec:
+            for key in c.record(spec["score"], "score", (), SCORE_OPTIONAL):
+                with c.part():
+                    c.text(spec["score"][key], f"score.{key}")
+    load_m: dict[int, str] | None = None   # None: the loads are broken, so nothing is checked against their M
+    with c.part():
+        if "loads" in spec:
+            before = len(c.problems)
+            found = _check_loads(c, spec["loads"])
+            load_m = found if len(c.problems) == before else None
+    with c.part():
+        if "families" in spec:
+            _check_families(c, spec["families"], load_m)
+    with c.part():
+        if "contract" in spec:
+            _check_contract(c, spec["contract"])
+    with c.part():
+        if "nearby" in spec:
+            _check_nearby(c, spec["nearby"], load_m)
+    c.done()
 
 
 def _check_loads(c: _Checker, loads) -> dict[int, str]:
@@ -130,40 +248,54 @@ def _check_loads(c: _Checker, loads) -> dict[int, str]:
     by_name: dict[str, int] = {}
     load_m: dict[int, str] = {}
     for i, entry in enumerate(loads):
-        where = f"loads[{i}]"
-        c.record(entry, where, LOAD_REQUIRED, LOAD_OPTIONAL)
+        with c.part():
+            _check_load(c, i, entry, by_name, load_m)
+    return load_m
+
+
+def _check_load(c: _Checker, i: int, entry, by_name: dict, load_m: dict) -> None:
+    where = f"loads[{i}]"
+    c.record(entry, where, LOAD_REQUIRED, LOAD_OPTIONAL)
+    with c.part():
         name = c.text(entry["load"], f"{where}.load", LOAD_RE, "letters, digits, spaces, '_', '.' or '-' (no '/')")
         if name == NEARBY_LOAD:
             c.fail(f"{where}.load", f"{name!r} is reserved: it is the load of every unscored shape")
         if name in by_name:
             c.fail(f"{where}.load", f"duplicate load {name!r} (first at loads[{by_name[name]}])")
         by_name[name] = i
+    with c.part():
         M = c.count(entry["M"], f"{where}.M", MAX_M)
         if M in load_m:
             c.fail(f"{where}.M", f"M={M} is already load {load_m[M]!r}; each load needs its own M")
-        load_m[M] = name
+        load_m[M] = entry["load"] if isinstance(entry["load"], str) else str(entry["load"])
+    with c.part():
         if "note" in entry:
             c.text(entry["note"], f"{where}.note")
-    return load_m
 
 
 def _check_families(c: _Checker, families, load_m: dict[int, str]) -> None:
     if not isinstance(families, dict) or not families:
         c.fail("families", f"expected a non-empty object of families, got {_shown(families)}")
     for name, fam in families.items():
-        where = f"families.{name}"
-        if not NAME_RE.fullmatch(name) or name in SELECTION_WORDS:
-            c.fail(where, f"family name {name!r}: expected letters, digits, '_', '.' or '-', and not one of "
-                          f"{', '.join(SELECTION_WORDS)} (used in --shapes selections)")
-        c.record(fam, where, FAMILY_REQUIRED, FAMILY_OPTIONAL)
-        c.count(fam["N"], f"{where}.N", MAX_DIM)
-        c.count(fam["K"], f"{where}.K", MAX_DIM)
-        for key in ("x_dtype", "w_dtype", "y_dtype"):
-            c.dtype(fam[key], f"{where}.{key}")
-        c.number(fam["rel_l2_tol"], f"{where}.rel_l2_tol", below=1)
-        c.number(fam["weight"], f"{where}.weight")
+        with c.part():
+            _check_family(c, name, fam, load_m)
+
+
+def _check_family(c: _Checker, name: str, fam, load_m: dict[int, str]) -> None:
+    where = f"families.{name}"
+    if not NAME_RE.fullmatch(name) or name in SELECTION_WORDS:
+        c.fail(where, f"family name {name!r}: expected letters, digits, '_', '.' or '-', and not one of "
+                      f"{', '.join(SELECTION_WORDS)} (used in --shapes selections)")
+    c.record(fam, where, FAMILY_REQUIRED, FAMILY_OPTIONAL)
+    checks = [(c.count, "N", MAX_DIM), (c.count, "K", MAX_DIM), (c.dtype, "x_dtype"), (c.dtype, "w_dtype"),
+              (c.dtype, "y_dtype"), (c.number, "rel_l2_tol", 1), (c.number, "weight")]
+    for check, key, *limit in checks:
+        with c.part():
+            check(fam[key], f"{where}.{key}", *limit)
+    with c.part():
         if "note" in fam:
             c.text(fam["note"], f"{where}.note")
+    with c.part():
         if "N_by_M" in fam:
             _check_n_by_m(c, fam["N_by_M"], f"{where}.N_by_M", load_m)
 
@@ -173,43 +305,42 @@ def _check_n_by_m(c: _Checker, n_by_m, where: str, load_m: dict[int, str]) -> No
     if not isinstance(n_by_m, dict):
         c.fail(where, f"expected an object {{\"<M>\": N}}, got {_shown(n_by_m)}")
     for key, N in n_by_m.items():
-        if not (key.isascii() and key.isdigit() and key[0] != "0"):
-            c.fail(f"{where}.{key}", f"expected an M written as a positive integer key, got {key!r}")
-        if int(key) not in load_m:
-            c.fail(f"{where}.{key}", f"M={key} is not the M of any load (loads have M "
-                                     f"{', '.join(str(m) for m in load_m)}); N_by_M only overrides N at scored loads")
-        c.count(N, f"{where}.{key}", MAX_DIM)
+        with c.part():
+            _check_n_by_m_entry(c, key, N, where, load_m)
+
+
+def _check_n_by_m_entry(c: _Checker, key: str, N, where: str, load_m: dict[int, str] | None) -> None:
+    if not (key.isascii() and key.isdigit() and key[0] != "0"):
+        c.fail(f"{where}.{key}", f"expected an M written as a positive integer key, got {key!r}")
+    if load_m is not None and int(key) not in load_m:
+        c.fail(f"{where}.{key}", f"M={key} is not the M of any load (loads have M "
+                                 f"{', '.join(str(m) for m in load_m)}); N_by_M only overrides N at scored loads")
+    c.count(N, f"{where}.{key}", MAX_DIM)
 
 
 def _check_contract(c: _Checker, contract) -> None:
     c.record(contract, "contract", CONTRACT_NUMBERS + CONTRACT_COUNTS + CONTRACT_EXPONENTS, CONTRACT_OPTIONAL)
-    for key in CONTRACT_NUMBERS:
-        c.number(contract[key], f"contract.{key}")
-    for key in CONTRACT_EXPONENTS:
-        value = contract[key]
-        exact = isinstance(value, list) and value and all(_is_int(e) and abs(e) <= MAX_SCALE_EXPONENT for e in value)
-        if not exact:
-            c.fail(f"contract.{key}", f"expected a non-empty list of integers within +-{MAX_SCALE_EXPONENT}, "
-                                      f"got {_shown(value)}")
-    for key in CONTRACT_COUNTS:
-        c.count(contract[key], f"contract.{key}")
-    for key in CONTRACT_OPTIONAL:
-        if key in contract:
-            c.text(contract[key], f"contract.{key}")
+    checks = [*((c.number, k) for k in CONTRACT_NUMBERS), *((c.exponents, k) for k in CONTRACT_EXPONENTS),
+              *((c.count, k) for k in CONTRACT_COUNTS), *((c.text, k) for k in CONTRACT_OPTIONAL if k in contract)]
+    for check, key in checks:
+        with c.part():
+            check(contract[key], f"contract.{key}")
 
 
 def _check_nearby(c: _Checker, nearby, load_m: dict[int, str]) -> None:
     """Unscored M values timed at each family's N; none may be a load's M (that shape is already scored)."""
     c.record(nearby, "nearby", NEARBY_REQUIRED, NEARBY_OPTIONAL)
+    with c.part():
+        if "note" in nearby:
+            c.text(nearby["note"], "nearby.note")
     if not isinstance(nearby["M"], list):
         c.fail("nearby.M", f"expected a list of positive integers, got {_shown(nearby['M'])}")
     seen: dict[int, int] = {}
     for j, M in enumerate(nearby["M"]):
-        c.count(M, f"nearby.M[{j}]", MAX_M)
-        if M in seen:
-            c.fail(f"nearby.M[{j}]", f"duplicate M={M} (first at nearby.M[{seen[M]}])")
-        if M in load_m:
-            c.fail(f"nearby.M[{j}]", f"M={M} is the scored load {load_m[M]!r}; nearby M values are never scored")
-        seen[M] = j
-    if "note" in nearby:
-        c.text(nearby["note"], "nearby.note")
+        with c.part():
+            c.count(M, f"nearby.M[{j}]", MAX_M)
+            if M in seen:
+                c.fail(f"nearby.M[{j}]", f"duplicate M={M} (first at nearby.M[{seen[M]}])")
+            if load_m is not None and M in load_m:
+                c.fail(f"nearby.M[{j}]", f"M={M} is the scored load {load_m[M]!r}; nearby M values are never scored")
+            seen[M] = j

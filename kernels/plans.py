@@ -374,12 +374,12 @@ def _check_workload(path: str, data: dict, workload) -> dict | None:
         if workload.name == DEFAULT_WORKLOAD:
             return None
         raise PlanError(f"{path}: records no workload, so it is for the default workload {DEFAULT_WORKLOAD}, not "
-                        f"{workload.name}; tune a plan for it (python -m profiler tune --workload {workload.name} "
+                        f"{workload.name}; tune a plan for it (python -m profiler tune --workload {workload.cli_ref} "
                         f"--out-plan kernels/plans/<name>.json)")
     if rec != workload.ref:
         raise PlanError(f"{path}: tuned for workload {rec['name']} (fingerprint {rec['fingerprint']}), not "
                         f"{workload.name} (fingerprint {workload.fingerprint}); tune a plan for it (python -m "
-                        f"profiler tune --workload {workload.name} --out-plan kernels/plans/<name>.json)")
+                        f"profiler tune --workload {workload.cli_ref} --out-plan kernels/plans/<name>.json)")
     return rec
 
 

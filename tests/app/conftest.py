@@ -60,6 +60,16 @@ def _upload(at: AppTest, key: str, name: str, data: bytes, mime: str = "applicat
     return at
 
 
+def _compare(at: AppTest, series: list[str]) -> AppTest:
+    """On Compare: choose the runs the series come from ('run: NAME · cand' → NAME), then the series."""
+    names = {"Official 036 table (published)": "official_036.csv"}
+    chosen = list(dict.fromkeys(names.get(s.rsplit(" · ", 1)[0], s.rsplit(" · ", 1)[0].split(": ", 1)[-1])
+                                for s in series))
+    at.multiselect(key="cmp_runs").set_value(chosen).run()
+    at.multiselect(key="cmp_series").set_value(series).run()
+    return at
+
+
 class _Helpers:
     """Handed to tests as the `app` fixture (importlib mode: tests cannot import conftest directly)."""
     FIXTURES, PAGES, ROOT, RUN_A, SOURCE_PAGES = FIXTURES, PAGES, ROOT, RUN_A, SOURCE_PAGES
@@ -67,6 +77,7 @@ class _Helpers:
     text_of = staticmethod(_text_of)
     upload_plan = staticmethod(_upload_plan)
     upload = staticmethod(_upload)
+    compare = staticmethod(_compare)
 
 
 @pytest.fixture

@@ -59,7 +59,7 @@ def test_roofline_marks_the_incorrect_point(app, incorrect):
 def test_compare_gives_incorrect_no_verdict_and_an_error(app, incorrect):
     at = app.open_page("compare")
     label = f"run: {incorrect.name}"
-    at.multiselect(key="cmp_series").set_value([f"{label} · baseline", f"{label} · seed036", f"{label} · best"]).run()
+    app.compare(at, [f"{label} · baseline", f"{label} · seed036", f"{label} · best"])
     assert not at.exception
     assert any(f"{label} · best vs {label} · baseline: no score: {label} · best is incorrect at 1 shape" in e.value
                for e in at.error), [e.value for e in at.error]
@@ -115,8 +115,10 @@ def test_pages_without_a_source_still_open_next_to_a_deep_file(app, deep, page):
     at = app.open_page(page, None)
     assert not at.exception, [e.value for e in at.exception]
     if page == "compare":
+        assert any(o.endswith(app.RUN_A) for o in at.multiselect(key="cmp_runs").options)
+        at.multiselect(key="cmp_runs").set_value([deep.name, "synthetic_a.json"]).run()   # chosen: named, not read
+        assert not at.exception
         assert any(deep.name in e.value and "nested 1000 levels" in e.value for e in at.error)
-        assert any(o.startswith(app.RUN_A) for o in at.multiselect(key="cmp_series").options)
 
 
 def test_the_app_opens_with_a_deep_file_among_the_committed_runs(app, deep, monkeypatch):

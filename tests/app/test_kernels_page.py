@@ -32,22 +32,54 @@ def calls():
     return kernels.call_table(kernels.load_explain(path), load_workload())
 
 
-def test_opens_on_a_richest_run_and_the_worst_call(app, calls):
-    """Without a link: an explain run with the most candidates (the newest of those); with one: that run, opened on
-    its call furthest from the floor."""
+SWEEP = "2026-12-01_nvidia-h200_baseline-seed036-best-r28.json"
+LLAMA_SWEEP = "2026-12-01_nvidia-h200_baseline-vs-llama31_8b_decode-r5.json"
+LLAMA_EXPLAIN = "2026-12-01_nvidia-h200_explain-llama31_8b_decode-r5.json"
+
+
+def _methods(path, key):
     import json
+
+    doc = json.loads(path.read_text())
+    return {(r["load"], r["family"], r["M"], r["candidate"]): r["method"] for r in doc[key]}, doc
+
+
+def test_opens_the_explain_run_of_the_sidebars_source_and_its_worst_call(app):
+    """A link from a run's page (?source=...&shape=...) opens that run's own explain data: the same workload, the
+    same methods at every (shape, candidate) both have, the newest of those; never another workload's run."""
     from pathlib import Path
 
-    at = _open(app, pin=False)
+    runs = Path(__file__).resolve().parents[2] / "datasets" / "runs"
+    at = _open(app, {"source": SWEEP}, pin=False)
     assert not at.exception and not at.error, [e.value for e in at.error]
     box = at.sidebar.selectbox(key="kernels_source")
-    runs = Path(__file__).resolve().parents[2] / "datasets" / "runs"
-    n_cands = {name: len({c["candidate"] for c in json.loads((runs / name).read_text())["calls"]})
-               for name in box.options if (runs / name).is_file()}
-    assert n_cands[box.value] == max(n_cands.values()) >= 2
-    at = _open(app)
-    assert at.sidebar.selectbox(key="kernels_source").value == RUN_NAME
+    swept, sweep_doc = _methods(runs / SWEEP, "results")
+    for name in box.options:
+        profiled, doc = _methods(runs / name, "calls")
+        assert doc.get("workload", {}).get("name", "muse_bf16_proj") == sweep_doc["workload"]["name"]  # no record: muse
+        shared = swept.keys() & profiled.keys()
+        assert shared and all(swept[k] == profiled[k] for k in shared), name
+    assert LLAMA_EXPLAIN not in box.options and "2026-12-01_nvidia-h200_explain-baseline-best-r23.json" \
+        not in box.options   # r23's best dispatched other methods at verify 16 than r28's
+    created = {n: _methods(runs / n, "calls")[1]["created_utc"] for n in box.options}
+    with_both = [n for n in box.options if {"baseline", "best"} <= {k[3] for k in _methods(runs / n, "calls")[0]}]
+    assert box.value == max(with_both, key=created.get)
+    data = kernels.load_explain(runs / box.value)
+    calls = kernels.call_table(data, load_workload())
     assert at.selectbox(key="kernels_shape").value == calls.sort_values("sol").iloc[0]["shape"]
+
+    at = _open(app, {"source": LLAMA_SWEEP, "shape": "verify 32/router"}, pin=False)
+    assert at.sidebar.selectbox(key="kernels_source").value == LLAMA_EXPLAIN
+    at = _open(app, pin=True)
+    assert at.sidebar.selectbox(key="kernels_source").value == RUN_NAME   # an explicit ?explain= still opens
+
+
+def test_a_source_without_an_explain_run_says_so_and_gives_the_command(app):
+    at = _open(app, {"source": "synthetic_a.json"}, pin=False)
+    assert not at.exception
+    text = " ".join(w.value for w in at.warning)
+    assert "No explain run of run: synthetic_a.json" in text and "python -m profiler explain --plan" in text, text
+    assert not at.dataframe   # no other run's kernels shown
 
 
 def test_a_shape_link_picks_the_shape_and_the_page_shows_its_numbers(app, calls):
@@ -79,3 +111,21 @@ def test_a_broken_explain_run_is_named_not_offered(app, monkeypatch):
     warn = [w.value for w in at.sidebar.warning]
     assert any("synthetic_explain_broken.json" in w and "kernels[1].duration_us" in w for w in warn), warn
     assert "synthetic_explain_broken.json" not in at.sidebar.selectbox(key="kernels_source").options
+
+
+def test_tables_and_metrics_read_as_words_not_snake_case(app):
+    import json
+
+    at = _open(app, {"shape": "decode 16/router"})
+    assert not at.exception and not at.error
+    shown = 0
+    for frame in at.dataframe:
+        config = json.loads(frame.proto.columns or "{}")
+        for column in frame.proto.column_order or frame.value.columns:
+            if column in config or frame.proto.column_order:
+                label = config.get(column, {}).get("label", column)
+                assert "_" not in label, (column, label)
+                shown += 1
+    assert shown > 20
+    for metric in at.metric:
+        assert len(metric.label) <= 20 and len(metric.value) <= 16, (metric.label, metric.value)

@@ -115,8 +115,8 @@ def test_where_time_goes_load_picker(app):
 
 def test_compare_two_runs_with_intersection_note(app):
     at = app.open_page("compare")
-    at.multiselect(key="cmp_series").set_value([f"{app.RUN_A} · baseline", f"{app.RUN_A} · seed036",
-                                                "run: synthetic_decode_only.json · seed036"]).run()
+    app.compare(at, [f"{app.RUN_A} · baseline", f"{app.RUN_A} · seed036",
+                                                "run: synthetic_decode_only.json · seed036"])
     assert not at.exception
     assert any("intersection of 15 shapes" in w.value for w in at.warning)
     shapes = at.dataframe[2].value
@@ -137,7 +137,7 @@ def test_compare_marks_where_both_candidates_of_a_run_ran_the_same_route(app):
     assert 0 < n_same < 30
     run = f"run: {name}"
     at = app.open_page("compare")
-    at.multiselect(key="cmp_series").set_value([f"{run} · baseline", f"{run} · best"]).run()
+    app.compare(at, [f"{run} · baseline", f"{run} · best"])
     assert not at.exception
     shapes = at.dataframe[2].value
     same = shapes[shapes["same_route"]]
@@ -147,8 +147,8 @@ def test_compare_marks_where_both_candidates_of_a_run_ran_the_same_route(app):
 
 def test_compare_published_table_has_no_samples(app):
     at = app.open_page("compare")
-    at.multiselect(key="cmp_series").set_value(["Official 036 table (published) · baseline",
-                                                "Official 036 table (published) · 036"]).run()
+    app.compare(at, ["Official 036 table (published) · baseline",
+                                                "Official 036 table (published) · 036"])
     overall = at.dataframe[0].value
     assert round(float(overall["score"].iloc[0]), 4) == 1.3012
     assert overall["verdict"].iloc[0] == "NO SAMPLES"
@@ -298,3 +298,24 @@ def test_probe_only_run_shows_probes_and_explains_elsewhere(app, extra_runs):
     at = app.open_page("overview", "run: probe_only.json")
     assert not at.exception
     assert any("no results" in e.value and "Probes page" in e.value for e in at.error)
+
+
+def test_shapes_shows_eager_beside_graph_and_flags_host_bound_shapes(app, monkeypatch):
+    """The SYNTHETIC eager fixture (made-up eager times): each side's eager µs next to its graph µs, a host > kernel
+    tick where eager − graph > graph, and one warning naming those shapes; a run without eager times says so."""
+    eager_run = app.ROOT / "tests" / "fixtures" / "runs" / "2000-01-04_synthetic_synthetic-eager.json"
+    monkeypatch.setenv("PROJLAB_EXTRA_RUNS", f"{eager_run}:{app.FIXTURES / 'synthetic_a.json'}")
+    at = app.open_page("shapes", f"run: {eager_run.name}")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = at.dataframe[0]
+    shown = list(table.proto.column_order)
+    assert {"eager_candidate_us", "eager_baseline_us", "host_bound_candidate"} <= set(shown)
+    assert shown.index("eager_candidate_us") > shown.index("candidate_us")
+    df = table.value
+    host = df["eager_candidate_us"] - df["candidate_us"]
+    assert (df["host_bound_candidate"] == (host > df["candidate_us"])).all() and df["host_bound_candidate"].any()
+    warning = next(w.value for w in at.warning if w.value.startswith("Host cost exceeds kernel time"))
+    assert f"at {df['host_bound_candidate'].sum()} shape result(s)" in warning
+    at.sidebar.selectbox(key="source").set_value(app.RUN_A).run()
+    assert "eager_candidate_us" not in list(at.dataframe[0].proto.column_order)
+    assert any("records no eager" in c.value for c in at.caption)

@@ -113,11 +113,11 @@ def test_compare_without_a_repeatability_run_explains_the_one_percent(app, monke
 
 def test_compare_warns_when_a_published_table_meets_local_runs(app):
     at = app.open_page("compare", source=None)
-    at.multiselect(key="cmp_series").set_value(["Official 036 table (published) · 036",
-                                                f"{app.RUN_A} · seed036"]).run()
+    app.compare(at, ["Official 036 table (published) · 036",
+                                                f"{app.RUN_A} · seed036"])
     assert not at.exception
     assert any("baselines differ" in w.value for w in at.warning)
-    at.multiselect(key="cmp_series").set_value([f"{app.RUN_A} · baseline", f"{app.RUN_A} · seed036"]).run()
+    app.compare(at, [f"{app.RUN_A} · baseline", f"{app.RUN_A} · seed036"])
     assert not any("baselines differ" in w.value for w in at.warning)
 
 
@@ -125,3 +125,28 @@ def test_overview_flags_sol_above_100_percent_on_the_published_table(app):
     at = app.open_page("overview")
     flag = [w.value for w in at.warning if "SOL above 100%" in w.value]
     assert flag and "decode 1/o" in flag[0]  # 036 at 5.490 µs beat the write-up's 16.8 MB probe (5.79 µs)
+
+
+def test_planner_never_calls_a_shape_enough_below_its_floor(app, monkeypatch):
+    monkeypatch.delenv("PROJLAB_EXTRA_RUNS", raising=False)
+    at = app.open_page("planner", source=None)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    score = float(next(m.value for m in at.metric if m.label == "Current score").rstrip("×"))
+    at.number_input(key="plan_target").set_value(round(score + 0.005, 4)).run()   # near: most shapes could do it
+    tgt = next(d.value for d in at.dataframe if "feasible" in d.value)
+    ok = tgt[tgt["feasible"]]
+    assert len(ok) and (ok["new_us"] >= ok["floor_us"]).all()
+    below = tgt[tgt["reason"].str.startswith("impossible")]
+    assert (below["new_us"] < below["floor_us"]).all()
+
+
+def test_results_with_flags_say_which_flags_and_what_they_mean(app, monkeypatch):
+    monkeypatch.delenv("PROJLAB_EXTRA_RUNS", raising=False)
+    at = app.open_page("overview", source=None)
+    flagged = next(m for m in at.metric if m.label == "Results with flags")
+    assert "Notes on a timed result" in flagged.proto.help
+    n = int(flagged.value.split(" / ")[0])
+    if n:
+        caption = next(c.value for c in at.caption if c.value.startswith("Results with flags: "))
+        counts = [int(part.split()[0]) for part in caption.split(": ", 1)[1].split(". ")[0].split(", ")]
+        assert sum(counts) >= n and "glossary" in caption

@@ -96,7 +96,7 @@ def test_an_upload_is_listed_and_selected_at_once(app):
     app.upload(at, "upload_overview", "my kernels run.json", data)
     assert not at.exception
     source = at.sidebar.selectbox(key="source")
-    assert source.value.startswith("upload: my_kernels_run-") and source.value in source.options
+    assert source.value == "upload: my kernels run.json" and "Upload · upload: my kernels run.json" in source.options
     assert any("now the selected source" in s.value for s in at.success)
     expected = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_b.json"), "baseline", "seed036").score
     assert _score(at) == f"{expected:.4f}×"   # this very rerun shows it: no second refresh
@@ -118,6 +118,41 @@ def test_a_rejected_upload_is_named_deleted_and_never_listed(app, name, data, wo
     assert at.sidebar.selectbox(key="source").options == before
     folder = at.session_state["_upload_tmp"].name if "_upload_tmp" in at.session_state else None
     assert folder is None or not any(p for p in __import__("os").listdir(folder))
+
+
+def test_an_upload_keeps_its_own_name_and_reaches_compare(app):
+    """An upload is a source like any other for its browser session: shown under the user's file name (not a
+    sanitised one), selected on every page, and offered and chosen on Compare without clearing anything by hand."""
+    at = app.open_page("compare", source=None)
+    before = at.multiselect(key="cmp_runs").value
+    data = (app.FIXTURES / "synthetic_b.json").read_bytes()
+    app.upload(at, "upload_compare", "résumé run 1.json", data)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs_box = at.multiselect(key="cmp_runs")
+    upload = next(n for n in runs_box.value if n.startswith("upload-"))
+    assert [n for n in runs_box.value if n != upload] == before
+    series = at.multiselect(key="cmp_series").value
+    assert any(s.startswith("upload: résumé run 1.json · ") for s in series), series
+    at.switch_page("app_pages/overview.py")
+    at.run()
+    assert _sidebar(at)["source"] == "upload: résumé run 1.json"
+    expected = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_b.json"), "baseline", "seed036").score
+    assert _score(at) == f"{expected:.4f}×"
+
+
+def test_a_link_to_an_upload_says_uploads_cannot_be_shared(app):
+    at = app.open_page("overview")
+    app.upload(at, "upload_overview", "mine.json", (app.FIXTURES / "synthetic_b.json").read_bytes())
+    link = dict(at.query_params)
+    assert link["source"].startswith("upload-")
+    fresh = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=60)   # another browser: only the URL
+    fresh.query_params.update(link)
+    fresh.switch_page("app_pages/overview.py")
+    fresh.run()
+    assert not fresh.exception
+    texts = [w.value for w in fresh.warning]
+    assert any("Uploads live in the browser session that uploaded them" in t and link["source"] in t
+               for t in texts), texts
 
 
 def test_an_oversized_upload_is_refused_before_it_is_read(app, monkeypatch):
@@ -176,3 +211,38 @@ def test_dispatch_upload_errors_are_one_line(app):
     assert not at.exception
     assert any("deep_plan.json" in e.value and "nested 1000 levels" in e.value for e in at.error), \
         [e.value for e in at.error]
+
+
+def test_the_source_picker_groups_by_kind_newest_first_and_marks_the_default(app, monkeypatch):
+    from dashboard import run_kinds
+
+    monkeypatch.delenv("PROJLAB_EXTRA_RUNS", raising=False)
+    at = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=90)
+    at.switch_page("app_pages/overview.py")
+    at.run()
+    box = at.sidebar.selectbox(key="source")
+    default = run_kinds.default_run(runs.list_runs())
+    assert box.value == f"run: {default.name}"
+    marked = [o for o in box.options if "★" in o]
+    assert marked == [f"Plan sweep · run: {default.name}  ★ default: the shipped plan's latest full sweep"]
+    groups = list(dict.fromkeys(o.split(" · ", 1)[0] for o in box.options))
+    assert groups[:2] == ["Published", "Plan sweep"] and {"Repeatability", "Tune", "Screen", "Explain"} <= set(groups)
+    at.switch_page("app_pages/compare.py")
+    at.run()
+    assert not at.exception
+    assert at.multiselect(key="cmp_runs").value == [default.name]          # the sidebar's source
+    series = at.multiselect(key="cmp_series").options
+    assert series and all(s.startswith(f"run: {default.name} · ") for s in series)   # its candidates, no more
+
+
+def test_the_upload_limit_is_on_the_page_and_a_wrong_typed_upload_is_a_short_line(app):
+    import json
+
+    at = app.open_page("overview")
+    assert any("At most 16 MB per file" in c.value for c in at.caption)
+    run = json.loads((app.FIXTURES / "synthetic_b.json").read_text())
+    run["results"] = {"all": run["results"]}
+    app.upload(at, "upload_overview", "moved.json", json.dumps(run).encode())
+    errors = [e.value for e in at.error]
+    assert errors and all(len(e) < 400 for e in errors), [len(e) for e in errors]
+    assert any("moved.json" in e and "results: expected list" in e for e in errors), errors

@@ -74,7 +74,7 @@ def test_shapes_workload_picker_lists_any_workload(tiny):
 
 def test_compare_refuses_two_workloads_in_one_line_and_shows_each_score(tiny):
     at = tiny.open_page("compare", None)
-    at.multiselect(key="cmp_series").set_value([f"{TINY} · baseline", "run: synthetic_a.json · seed036"]).run()
+    tiny.compare(at, [f"{TINY} · baseline", "run: synthetic_a.json · seed036"])
     assert not at.exception
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "\n" not in errors[0], errors
@@ -87,7 +87,7 @@ def test_compare_refuses_two_workloads_in_one_line_and_shows_each_score(tiny):
 
 def test_compare_within_the_other_workload_works(tiny):
     at = tiny.open_page("compare", None)
-    at.multiselect(key="cmp_series").set_value([f"{TINY} · baseline", f"{TINY} · fast"]).run()
+    tiny.compare(at, [f"{TINY} · baseline", f"{TINY} · fast"])
     assert not at.exception and not at.error, [e.value for e in at.error]
     overall = at.dataframe[0].value
     assert float(overall["score"].iloc[0]) == pytest.approx(math.sqrt(2), rel=1e-6)
@@ -211,8 +211,18 @@ LLAMA_EXPLAIN = "2026-12-01_nvidia-h200_explain-llama31_8b_decode-r5.json"
                                   "planner", "reports"])
 def test_every_page_opens_the_committed_llama_run(app, page):
     """The committed H200 run of llama31_8b_decode (its workload embedded) opens on every page that reads a run,
-    with that workload's families, and no error."""
-    at = app.open_page(page, LLAMA_RUN)
+    with that workload's families, and no error. Kernels has no source picker: it opens the explain run of the
+    sidebar's source (a link carries it as ?source=), the llama run's own."""
+    if page == "kernels":
+        from streamlit.testing.v1 import AppTest
+
+        at = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=60)
+        at.query_params["source"] = LLAMA_RUN.split(": ", 1)[1]
+        at.switch_page("app_pages/kernels.py")
+        at.run()
+        assert at.sidebar.selectbox(key="kernels_source").value == LLAMA_EXPLAIN
+    else:
+        at = app.open_page(page, LLAMA_RUN)
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     text = app.text_of(at) + " ".join(c.value for c in at.sidebar.caption)
@@ -249,8 +259,7 @@ def test_roofline_keeps_its_points_when_the_source_changes_to_other_candidates(t
 def test_compare_pairs_the_committed_llama_series(app):
     """Compare picks series, not the sidebar's source: the llama run's plan against its baseline, shape by shape."""
     at = app.open_page("compare", None)
-    at.multiselect(key="cmp_series").set_value([f"{LLAMA_RUN} · baseline",
-                                                f"{LLAMA_RUN} · llama31_8b_decode"]).run()
+    app.compare(at, [f"{LLAMA_RUN} · baseline", f"{LLAMA_RUN} · llama31_8b_decode"])
     assert not at.exception and not at.error, [e.value for e in at.error]
     text = app.text_of(at)
     assert "prefill 128" in text and "gate_up" in text

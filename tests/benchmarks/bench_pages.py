@@ -3,7 +3,7 @@ the size of a whole-run report.
 
     python3 tests/benchmarks/bench_pages.py [--repeat 3] [--run PATH]
 
-Sources: the published official table, and the committed run the app opens on (dashboard.runs.default_run; else the
+Sources: the published official table, and the committed run the app opens on (dashboard.run_kinds.default_run; else the
 app's synthetic fixture, said so in the output). Prints, per page and source, the first render (cold caches in a
 fresh AppTest, including picking the source; the very first row also pays the process's imports) and the median of
 the next renders (warm). Target: < 1 s per page, warm, on a 2-core machine.
@@ -44,7 +44,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="warm renders per page (default 3)")
     ap.add_argument("--run", help="a run file to use as the measured source")
     args = ap.parse_args()
-    from dashboard.runs import default_run, list_runs
+    from dashboard.run_kinds import default_run
+    from dashboard.runs import list_runs
 
     run = Path(args.run) if args.run else default_run(list_runs())
     note = "committed run"

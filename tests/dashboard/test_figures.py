@@ -207,3 +207,63 @@ def test_roofline_points_from_a_run():
     fig = figures.roofline(pts, 4.0, 780.0, "measured")
     by = {t.name: t for t in fig.data}
     assert len(by["floor per shape (derived)"].x) == 30 and len(by["seed036"].x) == 30
+
+
+def _log_axes(fig):
+    layout = fig.layout.to_plotly_json()
+    return {k: fig.layout[k] for k in layout if k.startswith(("xaxis", "yaxis")) and fig.layout[k].type == "log"}
+
+
+def test_every_log_axis_is_labelled_at_chosen_values_never_bare_minor_digits():
+    from dashboard import kernel_figures
+
+    run = pd.DataFrame({"bytes": [1e6, 1e8, 4e9], "us": [3.0, 25.0, 900.0], "tbps": [0.33, 4.0, 4.4],
+                        "design": ["a", "b", "c"]})
+    compare = pd.DataFrame({"series": ["s"] * 2, "load": ["decode 1"] * 2, "family": ["o", "router"],
+                            "ratio": [0.9, 1.3], "ci_low": [0.85, 1.2], "ci_high": [0.95, 1.4],
+                            "verdict": ["SLOW", "FAST"]})
+    kernels = pd.DataFrame({"candidate": ["a", "a"], "kernel": ["k1", "k2"], "dram_bytes": [2e5, 3e7],
+                            "achieved_tbps": [0.4, 3.5], "time_us": [0.5, 8.6]})
+    figs = {"roofline": (figures.roofline(_pts(), 4.0, 700.0, "measured"), ""),
+            "probes": (figures.probe_curve(run, None, "measured"), "B"),
+            "compare": (figures.compare_figure(compare, 0.01, "derived", {"s": "s"}), "×"),
+            "amdahl": (figures.line_figure([1, 10, 100], [1, 1.2, 1.25], "t", "x", "y", "derived", log_x=True), ""),
+            "kernels": (kernel_figures.kernel_roofline(kernels, run, "t"), "B"),
+            "dispatch": (figures.dispatch_figure(pd.DataFrame({"family": ["o"], "M_lo": [1], "M_hi": [256],
+                                                               "method": ["mm"]}), None, "plan"), "")}
+    for name, (fig, unit) in figs.items():
+        axes = _log_axes(fig)
+        assert axes, name
+        for axis_name, axis in axes.items():
+            assert axis.tickmode == "array" and len(axis.tickvals) >= 2, (name, axis_name)
+            assert len(axis.ticktext) == len(axis.tickvals)
+            mantissas = {float(f"{v:.3e}".split("e")[0]) for v in axis.tickvals}
+            assert mantissas <= {1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0}, (name, axis.tickvals)
+        if unit:
+            first = next(iter(axes.values()))
+            assert all(t.endswith(unit) for t in first.ticktext), (name, first.ticktext)
+    assert list(figs["compare"][0].layout.yaxis.ticktext) == ["0.8×", "1×", "1.25×"]
+    assert "1 MB" in figs["probes"][0].layout.xaxis.ticktext
+
+
+def test_the_target_label_sits_outside_the_bars():
+    df = pd.DataFrame({"label": ["a", "b"], "ratio": [1.6, 0.9]})
+    fig = figures.ratio_bars(df, "derived", target=1.62)
+    note = next(a for a in fig.layout.annotations if "target" in a.text)
+    assert note.xanchor == "left" and note.x >= 1        # in the right margin, past every bar
+    assert fig.layout.margin.r >= 80 and fig.layout.yaxis.range[1] >= 1.62 * 1.1   # room above the bar labels
+
+
+def test_dispatch_gives_every_method_of_the_shipped_plan_its_own_colour_and_a_legend_that_fits():
+    from kernels.plans import load_plan
+
+    rows = pd.DataFrame(load_plan("best").table())
+    fig = figures.dispatch_figure(rows, None, "plan best")
+    colour = {}
+    for bar in (t for t in fig.data if t.type == "bar"):
+        colour.setdefault(bar.name, bar.marker.color)
+        assert colour[bar.name] == bar.marker.color
+    assert len(colour) == rows["method"].nunique() >= 10
+    assert len(set(colour.values())) == len(colour), colour        # gemv_wide and splitk_atomic never share
+    assert colour["torch_linear"] == figures.SERIES_COLORS[0]
+    assert fig.layout.legend.orientation == "h" and fig.layout.height >= 300

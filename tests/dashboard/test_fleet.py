@@ -34,3 +34,33 @@ def test_fleet_table_scores_each_run_alone_and_says_why_one_has_no_score(fleet_r
     assert list(table["status"]) == ["scored", "no score"] and "incorrect" in table.loc[1, "reason"]
     assert table.loc[0, "score"] == runs.run_score(runs.load_run_data(paths[0], wl), "baseline", "seed036", wl).score
     assert np.isnan(table.loc[1, "score"]) and table.loc[0, "shapes"] == 30
+
+
+def test_the_default_fleet_set_is_the_shipped_plans_newest_cluster_sweep_never_a_tune_log():
+    """On the committed runs (all one GPU model): plan sweeps only (run_kinds), and among them the newest one made
+    with `--cluster` that pairs the baseline with the shipped plan; a tune log (one router config as candidate) is
+    never offered."""
+    import json
+
+    from dashboard import run_kinds, runs
+
+    metas = {p: run_kinds.run_meta(p) for p in runs.list_runs()}
+    sweeps = {p: m for p, m in metas.items() if m is not None and m.kind == run_kinds.SWEEP}
+    sets = fleet.fleet_sets(sweeps)
+    assert not any("tune" in label or "screen" in label or "explain" in label for label in sets)
+    label = fleet.default_set(sets, sweeps)
+    docs = [json.loads(p.read_text()) for p in sets[label]]
+    assert all("--cluster" in d["environment"]["settings"]["command"] for d in docs)
+    assert all({"baseline", "best"} <= {r["candidate"] for r in d["results"]} for d in docs)
+    newest = max(d["created_utc"] for d in docs)
+    others = [m for m in sweeps.values() if m.cluster and m.shipped_pair and m.path not in sets[label]]
+    assert all(m.created_utc <= newest for m in others)
+
+
+def test_a_no_score_reason_is_not_prefixed_twice(fleet_run_files):
+    from dashboard import runs
+
+    paths = fleet_run_files(break_b=True)
+    table = fleet.fleet_table([runs.load_run_data(p) for p in paths], "baseline", "seed036")
+    reason = table.loc[1, "reason"]
+    assert reason and not reason.startswith("no score") and "seed036 is incorrect" in reason, reason

@@ -113,3 +113,20 @@ def test_a_sweep_run_is_not_an_explain_run():
     with pytest.raises(kernels.ExplainError, match="r3.json: not an explain run"):
         kernels.load_explain(path)
     assert kernels.explain_paths([path, RUN], lambda p: json.loads(Path(p).read_text())) == [RUN]
+
+
+def test_the_explain_runs_of_a_sweep_share_its_workload_and_plans():
+    """explains_of keeps an explain run only when it profiled the candidate with the methods the sweep timed, in the
+    same workload: r25's explain run matches the r28 sweep, r23's (another best at verify 16) and Llama's do not."""
+    folder = ROOT / "datasets" / "runs"
+    sweep = runs.load_run_data(folder / "2026-12-01_nvidia-h200_baseline-seed036-best-r28.json")
+    names = ["explain-baseline-best-r23", "explain-baseline-best-r25", "explain-llama31_8b_decode-r5"]
+    explains = [runs.load_run_data(folder / f"2026-12-01_nvidia-h200_{n}.json") for n in names]
+    found = kernels.explains_of(sweep, explains, "best", "baseline")
+    assert [e.path.name for e in found] == ["2026-12-01_nvidia-h200_explain-baseline-best-r25.json"]
+    assert kernels.explains_of(sweep, explains, "seed036") == []          # none of these profiled seed036
+    llama = runs.load_run_data(folder / "2026-12-01_nvidia-h200_baseline-vs-llama31_8b_decode-r5.json")
+    assert [e.path.name for e in kernels.explains_of(llama, explains, "llama31_8b_decode")] == \
+        ["2026-12-01_nvidia-h200_explain-llama31_8b_decode-r5.json"]
+    assert kernels.explain_command("baseline", "best", WL) == \
+        "python -m profiler explain --plan baseline --plan best --shapes official"

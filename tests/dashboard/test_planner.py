@@ -85,3 +85,15 @@ def test_tile_geometry():
     assert planner.reuse_flop_per_operand_byte(2, 2) == 1.0             # seed's 2×2 tile example
     table = planner.tile_table(16, 4096, [(16, 32), (16, 64)])
     assert list(table.blocks) == [128, 64]
+
+
+def test_a_target_time_below_the_floor_is_impossible(official):
+    """A shape alone is not 'enough' when the time it would need is below its roofline floor."""
+    free = planner.shape_targets(official, 1.32)
+    row = free[(free.load == "decode 1") & (free.family == "pooler")].iloc[0]
+    above = {("decode 1", "pooler"): row.new_us * 1.01}      # a floor just above what it would need
+    below = {("decode 1", "pooler"): row.new_us * 0.99}
+    stuck = planner.shape_targets(official, 1.32, above).set_index(["load", "family"]).loc[("decode 1", "pooler")]
+    assert not stuck.feasible and "impossible" in stuck.reason and "below its floor" in stuck.reason
+    fine = planner.shape_targets(official, 1.32, below).set_index(["load", "family"]).loc[("decode 1", "pooler")]
+    assert fine.feasible and fine.reason == "" and fine.floor_us == pytest.approx(row.new_us * 0.99)

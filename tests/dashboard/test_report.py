@@ -169,6 +169,15 @@ def test_write_all_formats(tmp_path, run_report):
     assert all(p.stat().st_size > 0 for p in paths)
 
 
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_reports_get_the_umasks_mode_not_the_temp_files(tmp_path, umask, mode):
+    out = subprocess.run(["bash", "-c", f"umask {umask:03o} && exec {sys.executable} -m dashboard report {RUN} "
+                          f"--out {tmp_path} --format md,csv"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+    assert modes and set(modes.values()) == {mode}, {k: oct(v) for k, v in modes.items()}
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "dashboard", "report", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
@@ -262,3 +271,16 @@ def test_a_failed_write_removes_its_temp_file(tmp_path):
     with pytest.raises(UnicodeEncodeError):
         rep.write(tmp_path, ("md",))
     assert path.read_text() == old and sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+def test_a_report_for_another_workload_names_its_own_families_and_loads(tmp_path):
+    """The Terms note speaks of the run's workload, never muse's five families and six loads."""
+    llama = ROOT / "datasets" / "runs" / "2026-12-01_nvidia-h200_baseline-vs-llama31_8b_decode-r5.json"
+    rep = report.build_from_path(llama)
+    terms = rep.markdown().split("Terms", 1)[1]
+    assert "In llama31_8b_decode: four families (qkv, o, gate_up, down)" in terms
+    assert "four loads, decode 1 (M=1), decode 8 (M=8), decode 32 (M=32), prefill 128 (M=128)" in terms
+    assert "muse" not in terms and "five" not in terms and "SGLang" not in terms
+    assert "**flags**" in terms and "less_accurate" in terms
+    muse = report.build_from_path(RUN)
+    assert "In muse_bf16_proj: five families" in muse.markdown().split("Terms", 1)[1]

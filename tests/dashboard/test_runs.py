@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import runs, scoring
+from dashboard import run_kinds, runs, scoring
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 COMPLETE = FIXTURES / "2000-01-01_synthetic_synthetic-complete.json"
@@ -121,8 +121,10 @@ def test_committed_runs_are_valid():
 def test_default_run_prefers_the_most_fully_scored_sweep_of_the_default_workload():
     """The app opens on a plan sweep of muse_bf16_proj with the most fully scored candidates, not on a tune log or
     a screen (they time dozens of configs per shape) nor on another workload's run."""
-    from dashboard.runs import _is_sweep, default_run, list_runs, load_run_data, scored_candidates
+    from dashboard.run_kinds import SWEEP, default_run, kind_of
+    from dashboard.runs import list_runs, load_run_data, scored_candidates
 
+    _is_sweep = lambda run: kind_of(run) == SWEEP
     paths = list_runs()
     if not paths:
         pytest.skip("no committed runs")
@@ -151,10 +153,10 @@ def test_default_run_skips_a_top_ranked_file_that_fails_validation(tmp_path):
     (tmp_path / "2000-01-03_synthetic_corrupt.json").write_text("{not json")
     partial = tmp_path / PARTIAL.name
     shutil.copy(PARTIAL, partial)
-    assert runs.default_run(runs.list_runs(tmp_path)) == good
+    assert run_kinds.default_run(runs.list_runs(tmp_path)) == good
     run["schema_version"] = json.loads(COMPLETE.read_text())["schema_version"]
     bad.write_text(json.dumps(run))  # now valid: the newer of two equally scored runs wins
-    assert runs.default_run(runs.list_runs(tmp_path)) == bad
+    assert run_kinds.default_run(runs.list_runs(tmp_path)) == bad
 
 
 def test_scored_candidates_needs_every_scored_shape(tmp_path):

@@ -62,8 +62,10 @@ def test_a_broken_embedded_workload_is_one_run_file_error(tmp_path):
 
 def test_default_run_ranks_each_run_with_its_own_workload():
     # The tiny run has 2 fully scored candidates; checked against muse it would have none and fail validation.
-    assert runs.default_run([TINY]) == TINY
-    assert runs.default_run([TINY], load_workload()) is None
+    from dashboard import run_kinds
+
+    assert run_kinds.default_run([TINY]) == TINY
+    assert run_kinds.run_meta(TINY).scored == 2 and run_kinds.run_meta(TINY).workload != "muse_bf16_proj"
 
 
 @pytest.mark.parametrize("command", ["summarize", "table"])

@@ -59,12 +59,12 @@ BAD = [
     ("N_by_M value", _set(["families", "unpooler", "N_by_M", "8"], -1), "families.unpooler.N_by_M.8", ["-1"]),
     ("unknown top-level field", _set(["colour"], "red"), "colour", ["unknown field", "families"]),
     ("misspelt family field", _set(["families", "o", "N_by_m"], {}), "families.o.N_by_m", ["unknown field"]),
-    ("missing family field", _delete(["families", "router", "w_dtype"]), "families.router.w_dtype", ["missing"]),
+    ("missing family K", _delete(["families", "router", "K"]), "families.router.K", ["missing"]),
+    ("missing loads", _delete(["loads"]), "loads", ["missing"]),
     ("no families", _set(["families"], {}), "families", ["non-empty object"]),
     ("family named like a keyword", _set(["families", "all"], MUSE["families"]["o"]), "families.all", ["'all'"]),
     ("family name with a colon", _set(["families", "qkv:gate"], MUSE["families"]["o"]), "families.qkv:gate",
      ["'qkv:gate'"]),
-    ("missing contract number", _delete(["contract", "row_bound_factor"]), "contract.row_bound_factor", ["missing"]),
     ("fractional probe spacing", _set(["contract", "sparse_probe_every_rows"], 8.5),
      "contract.sparse_probe_every_rows", ["8.5"]),
     ("input scales that are not integer exponents", _set(["contract", "input_scale_exponents"], [0, 0.5]),
@@ -72,7 +72,6 @@ BAD = [
     ("nearby M repeated", _set(["nearby", "M"], [2, 3, 2]), "nearby.M[2]", ["duplicate M=2", "nearby.M[0]"]),
     ("nearby M that is scored", _set(["nearby", "M"], [2, 8]), "nearby.M[1]", ["'verify 1'", "never scored"]),
     ("nearby M not a list", _set(["nearby", "M"], 3), "nearby.M", ["list"]),
-    ("missing name", _delete(["name"]), "name", ["missing"]),
     ("name with a space", _set(["name"], "my model"), "name", ["'my model'"]),
     ("empty source", _set(["source"], ""), "source", ["non-empty string"]),
     ("score as text", _set(["score"], "geomean"), "score", ["object"]),
@@ -162,3 +161,69 @@ def test_oversized_file_is_refused_before_parsing(tmp_path):
     path.write_text(json.dumps({**MUSE, "description": "x" * (1 << 20)}))
     with pytest.raises(DatasetError, match="byte limit"):
         load_workload(path)
+
+
+# --- defaults, and every problem at once ------------------------------------------------------------------------
+MINIMAL = {"families": {"qkv": {"N": 6144, "K": 4096}, "o": {"N": 4096, "K": 4096}},
+           "loads": [{"load": "decode 1", "M": 1}, {"load": "decode 8", "M": 8}]}
+
+
+def test_a_file_with_only_n_k_and_loads_gets_the_documented_defaults(tmp_path):
+    path = tmp_path / "my_model.json"
+    path.write_text(json.dumps(MINIMAL))
+    wl = load_workload(path)
+    assert wl.name == "my_model" and "my_model.json" in wl.source
+    assert wl.contract == {k: v for k, v in MUSE["contract"].items() if k not in ("reference", "note", "probe_note")}
+    for fam in wl.families.values():
+        assert (fam["x_dtype"], fam["w_dtype"], fam["y_dtype"], fam["rel_l2_tol"], fam["weight"]) == \
+            ("bfloat16", "bfloat16", "bfloat16", 0.01, 1)
+    assert len(wl.shapes) == 4 and list(wl.shapes["N"]) == [6144, 4096, 6144, 4096]
+    # an FP32 output gets the FP32 tolerance; what is written is never replaced
+    spec = copy.deepcopy(MINIMAL)
+    spec["families"]["o"] |= {"w_dtype": "float32", "weight": 3}
+    path.write_text(json.dumps(spec))
+    o = load_workload(path).families["o"]
+    assert (o["y_dtype"], o["rel_l2_tol"], o["weight"]) == ("float32", 0.0001, 3)
+
+
+def test_defaults_resolve_before_the_fingerprint(tmp_path):
+    """Writing the defaults out or leaving them to the loader is the same workload (same fingerprint), and the
+    shipped files' fingerprints are the ones their tuned plans record (kernels/plans/*.json)."""
+    short, full = tmp_path / "my_model.json", tmp_path / "full" / "my_model.json"
+    short.write_text(json.dumps(MINIMAL))
+    full.parent.mkdir()
+    full.write_text(json.dumps(load_workload(short).to_dict()))
+    assert load_workload(full).fingerprint == load_workload(short).fingerprint
+    plans = sorted((PROJECT_DIR / "kernels" / "plans").glob("*.json"))
+    recorded = [json.loads(p.read_text()).get("workload") for p in plans]
+    recorded = [r for r in recorded if r]
+    assert {r["name"] for r in recorded} >= {"muse_bf16_proj", "llama31_8b_decode"}
+    for rec in recorded:
+        assert load_workload(rec["name"]).fingerprint == rec["fingerprint"], rec
+
+
+def test_three_mistakes_are_reported_at_once_each_with_its_field_and_value(tmp_path):
+    spec = copy.deepcopy(MINIMAL)
+    spec["families"]["qkv"]["x_dtype"] = "bf16"
+    spec["families"]["o"]["K"] = -4096
+    spec["loads"][1]["M"] = "8"
+    message = _error(spec, tmp_path, "three.json")
+    assert message.startswith("three.json: file, 3 problems: "), message
+    for field, value in (("families.qkv.x_dtype", "'bf16'"), ("families.o.K", "-4096"), ("loads[1].M", "'8'")):
+        assert f"field {field!r}: " in message and value in message, (field, message)
+    with pytest.raises(DatasetError) as info:
+        load_workload(tmp_path / "three.json")
+    assert [f for f, _ in info.value.problems] == ["loads[1].M", "families.qkv.x_dtype", "families.o.K"]
+
+
+def test_a_mismatched_plan_names_the_workload_files_path_in_the_tune_command(tmp_path):
+    from kernels.plans import PlanError, load_plan
+
+    (tmp_path / "my models").mkdir()
+    path = tmp_path / "my models" / "my_model.json"
+    path.write_text(json.dumps(MINIMAL))
+    wl = load_workload(path)
+    with pytest.raises(PlanError) as info:
+        load_plan(PROJECT_DIR / "kernels" / "plans" / "best.json", wl)
+    assert f"python -m profiler tune --workload '{path}' --out-plan" in str(info.value), str(info.value)
+    assert load_workload("llama31_8b_decode").cli_ref == "llama31_8b_decode"

@@ -114,3 +114,25 @@ def test_tune_on_the_tiny_workload_writes_a_plan_that_records_it(tmp_path):
     assert plan.name == "tiny_plan" and plan.recorded == tiny.ref and set(plan.families) == {"proj", "gate"}
     with pytest.raises(PlanError, match="tuned for workload tiny_synthetic"):
         load_plan(tmp_path / "tiny_plan.json")                                    # the default workload: refused
+
+
+def test_a_workload_file_of_only_n_k_and_loads_sweeps(tmp_path):
+    """Only each family's N and K and the loads written: the defaults (bfloat16, the dtype's tolerance, weight 1,
+    the default contract, the file's stem as name) travel in the run file, which validates."""
+    path = tmp_path / "my_model.json"
+    path.write_text(json.dumps({"families": {"up": {"N": 64, "K": 128}, "down": {"N": 32, "K": 64}},
+                                "loads": [{"load": "one", "M": 1}, {"load": "four", "M": 4}]}))
+    wl = load_workload(path)
+    shapes = wl.select("official")
+    assert [(s["load"], s["family"], s["M"]) for s in shapes] == [
+        ("one", "up", 1), ("one", "down", 1), ("four", "up", 4), ("four", "down", 4)]
+    out = tmp_path / "run.json"
+    _sweep(["baseline", CONTROL], shapes, out, wl)
+    run = load_run(out)
+    assert run["status"] == "complete" and not run["failures"]
+    assert run[RUN_KEY]["name"] == "my_model" and run[RUN_KEY]["families"]["up"]["rel_l2_tol"] == 0.01
+    embedded, note = workload_of_run(run, str(out))
+    assert note is None and embedded.fingerprint == wl.fingerprint
+    assert {(r["family"], r["candidate"]) for r in run["results"]} == {
+        (f, c) for f in ("up", "down") for c in ("baseline", "torch_linear_control")}
+    assert all(r["correct"] for r in run["results"])
