@@ -20,7 +20,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"datasets": 0, "kernels": 1, "profiler": 2, "dashboard": 3, "app": 4, "app_pages": 4}
 PLOTLY_ALLOWED = {"dashboard/figures.py", "dashboard/kernel_figures.py", "dashboard/report.py"}
-TORCH_FREE = ["datasets", "kernels.registry", "kernels.plans", "datasets.runfile", "profiler.measure.stats", "profiler.commands.tune_rules"]
+TORCH_FREE = ["datasets", "datasets.runfile", "kernels.registry", "kernels.plans", "profiler.measure.stats",
+              "profiler.measure.policy", "profiler.commands.tune_rules", "profiler.worker.tasks", "profiler.backends.open",
+              "profiler.cli.main"]   # the command line and the worker import without torch: CUDA is checked when used
 
 
 # Inside profiler/: each subpackage imports only itself and the ones before it. The top-level modules

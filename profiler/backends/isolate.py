@@ -4,6 +4,10 @@
         down each time one does (the worker protocol names it), until it returns or nobody is left
     ENVIRONMENT, LOAD, PROBES, SHAPE: Tasks (profiler.backends.base) run on a WorkerPool by any backend; SHAPE is
         the sweep's and the tuner's "check and time these candidates at this shape"
+
+The load, shape and explain-check tasks all go through without_culprits. Explain's ncu pass does not re-run
+anything: the calls profiled before a death are already in that ncu process's report, so it goes on with the jobs
+after the culprit in a new ncu process (profiler.commands.explain._profile_shapes).
 """
 from __future__ import annotations
 

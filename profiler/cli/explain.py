@@ -84,12 +84,6 @@ def cmd_explain(args, argv) -> int:
         return 1
 
     workload = workload_or_exit("explain", args.workload)
-    remote = args.cluster is not None and not args.cluster.startswith("local")
-    problems, tool = ([], None) if remote else _missing_tools()   # a remote cluster: each host's own CUDA + ncu
-    if problems:
-        print(f"profiler explain: needs {' and '.join(problems)}", file=sys.stderr)
-        return EXIT_MISSING
-
     try:
         for spec in specs:
             check_spec(spec, workload)   # names a bad spec without running candidate code (the worker loads them)
@@ -97,6 +91,12 @@ def cmd_explain(args, argv) -> int:
     except Exception as exc:  # PlanError / CandidateError / an unknown shape key: bad input, one line naming it
         print(f"profiler explain: {exc}", file=sys.stderr)
         return 2
+    remote = args.cluster is not None and not args.cluster.startswith("local")
+    problems, tool = ([], None) if remote else _missing_tools()   # a remote cluster: each host's own CUDA + ncu
+    if problems:
+        print(f"profiler explain: needs {' and '.join(problems)}", file=sys.stderr)
+        return EXIT_MISSING
+
     label = args.label or ("explain-" + "-".join(Path(s).stem for s in specs))[:80]
     try:   # on a cluster the default name takes each GPU model's name (one run file per model)
         out = Path(args.out) if args.out else None if args.cluster else Path(RUNS_DIR) / run_filename(

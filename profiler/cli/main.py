@@ -17,6 +17,7 @@ from pathlib import Path
 
 from datasets import RUNS_DIR
 from datasets.runfile import RunFileError, run_filename, safe_label
+from datasets.shapes import SHAPE_ID_FIELDS
 from kernels.candidate import check_spec
 from profiler.backends.open import ClusterError
 from profiler.cli import screen as screen_cli
@@ -230,9 +231,9 @@ def format_run(run: dict) -> str:
                  dict.fromkeys(r["candidate"] for r in run["results"]))
     by_shape: dict[tuple, dict] = {}
     for r in run["results"]:
-        key = (r["load"], r["family"], r["M"], r["N"], r["K"])
+        key = tuple(r[f] for f in SHAPE_ID_FIELDS)
         by_shape.setdefault(key, {})[r["candidate"]] = r
-    pairs = {(p["load"], p["family"], p["M"], p["N"], p["K"], p["candidate"]): p for p in run["pairs"]}
+    pairs = {tuple(p[f] for f in SHAPE_ID_FIELDS) + (p["candidate"],): p for p in run["pairs"]}
     env = run["environment"]
     lines = [f"run {run['label']} ({run['status']}) on {env.get('gpu')}  mode {env.get('settings', {}).get('mode')}  "
              f"replay overhead {_fmt(env.get('replay_overhead_us'))} us subtracted"]

@@ -43,7 +43,6 @@ from profiler.commands.sweep import record_probes
 from profiler.measure import ncu as ncu_mod
 from profiler.worker.process import Worker, WorkerDied, WorkerError
 
-SHAPE_FIELDS = SHAPE_ID_FIELDS
 NCU_EXIT_TIMEOUT_S = 600.0   # ncu writes its report after the profiled worker exits: wait for it, never kill it
 
 
@@ -389,12 +388,12 @@ def format_explain(run: dict) -> str:
     """Per call: launches, summed ncu kernel time, DRAM bytes, the Kineto replay span; then the failures."""
     by_call: dict[tuple, list] = {}
     for k in run.get("kernels", []):
-        by_call.setdefault(tuple(k[f] for f in SHAPE_FIELDS) + (k["candidate"],), []).append(k)
+        by_call.setdefault(tuple(k[f] for f in SHAPE_ID_FIELDS) + (k["candidate"],), []).append(k)
     head = (f"{'shape':<26}{'M':>5}  {'candidate':<12}{'kernels':>8}{'ncu µs':>9}{'DRAM MB':>9}{'replay µs':>11}"
             "  main kernel")
     lines = [head, "-" * len(head)]
     for c in run.get("calls", []):
-        key = tuple(c[f] for f in SHAPE_FIELDS) + (c["candidate"],)
+        key = tuple(c[f] for f in SHAPE_ID_FIELDS) + (c["candidate"],)
         ks = by_call.get(key, [])
         mb = sum(k["dram_read_bytes"] + k["dram_write_bytes"] for k in ks) / 1e6
         main = max(ks, key=lambda k: k["duration_us"])["kernel"][:40] if ks else "-"

@@ -52,6 +52,7 @@ from typing import Callable
 
 import numpy as np
 
+from datasets.shapes import shape_identity
 from datasets.shapes import n_at as n_for   # the one N-by-M rule (Workload.n_at on a family record)
 from kernels.method import format_config
 from kernels.plans import LIBRARY_METHOD, with_library_fallback
@@ -179,7 +180,8 @@ def _timed(measured: dict, stage: str, pt: Point, records: Records) -> tuple[lis
 
 
 def shape_fields(pt: Point) -> dict:
-    return {"load": pt.load, "family": pt.family, "M": pt.M, "N": pt.N, "K": pt.K}
+    """The identity fields of a point's run-file records (datasets.shapes.shape_identity)."""
+    return shape_identity(vars(pt))
 
 
 def result_records(pt: Point, timed: list[Timed]) -> list[dict]:

@@ -3,12 +3,13 @@ crashes, exits, hangs or poisons its CUDA context costs one failure record, neve
 one place for the worker protocol.
 
 Units of work are TASKS: plain JSON-able dicts, answered by plain dicts, so any executor can run them
-(`run_task(task) -> result` in this process; `Worker(config).call(task)` in a child process; a dask.distributed
-worker could call run_task on a remote host with the same task). Kinds:
+(profiler.worker.tasks.run_task(task) -> result in this process; `Worker(config).call(task)` in a child process,
+whose loop is profiler/worker/child.py; a dask worker runs the same tasks through its own Worker). Kinds:
 
-Every task may carry "workload": the workload's JSON object (datasets.workload.Workload.to_dict; absent or null:
-the one of the previous task, the default workload at first; the sweep sends it with every load and shape task). The worker builds plans, dtypes and the contract's numbers from it (Session.use_workload),
-never from its own default, so a remote worker measures exactly the workload the parent chose.
+Every task may carry "workload": the workload's JSON object (datasets.workload.Workload.to_dict; absent or null: the
+one of the previous task, the default workload at first; the sweep sends it with every load and shape task). The
+worker builds plans, dtypes and the contract's numbers from it (Session.use_workload), never from its own default,
+so a remote worker measures exactly the workload the parent chose.
 
     {"kind": "load", "specs": [spec, ...]}
         -> {"kind": "load", "loaded": [{"spec", "name", "error": str | None, "refused": bool}, ...]}

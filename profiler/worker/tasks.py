@@ -1,4 +1,5 @@
-"""The table from task kind to task body, run in the worker process (task kinds: profiler/worker/process.py).
+"""The table from task kind to task body, run in the worker process (task kinds: profiler/worker/process.py). A
+task BODY is the worker's side of a task; the parent's side, a Task sent to a backend, is profiler.backends.
 
     run_task(task, config=None) -> result      one task in THIS process (the child runs every task through it)
 """
@@ -49,7 +50,7 @@ def _environment(sess: Session, task: dict) -> dict:
     return {"kind": "environment", "environment": sess.environment()}
 
 
-TASKS = {"shape": measure_one_shape, "load": _load, "probes": _probes, "environment": _environment,
+BODIES = {"shape": measure_one_shape, "load": _load, "probes": _probes, "environment": _environment,
          "explain_check": explain_task.explain_check, "explain_ncu": explain_task.explain_ncu}
 
 
@@ -58,7 +59,7 @@ def run_task(task: dict, config: dict | None = None) -> dict:
     task["worker"]; the in-process default is CUDA, cold mode."""
     sess = session(config or task.get("worker"))
     sess.use_workload(task.get("workload"))
-    body = TASKS.get(task.get("kind"))
+    body = BODIES.get(task.get("kind"))
     if body is None:
         raise ValueError(f"unknown task kind {task.get('kind')!r}")
     return body(sess, task)

@@ -96,6 +96,22 @@ def test_shape_bytes_count_weights_input_and_output(muse):
     assert shape_bytes(unpooler) == 1024 * 4096 * 2 + 4096 * 2 + 1024 * 2
 
 
+def test_one_byte_count_for_the_profiler_and_the_dashboard(muse):
+    """datasets.shapes counts a shape's bytes; the dashboard's per-row counts (numpy columns) are the same
+    function, so a probe floor and a table floor are looked up at the same byte count."""
+    import numpy as np
+
+    from dashboard import metrics
+    from datasets.shapes import bytes_moved
+
+    assert metrics.bytes_moved is bytes_moved
+    rows = [muse.shape(f, m) for f in ("router", "qkv_gate", "unpooler") for m in (1, 16, 256)]
+    for dt in {(r["x_dtype"], r["w_dtype"], r["y_dtype"]) for r in rows}:
+        same = [r for r in rows if (r["x_dtype"], r["w_dtype"], r["y_dtype"]) == dt]
+        cols = {k: np.array([r[k] for r in same]) for k in ("M", "N", "K")}
+        assert list(bytes_moved(cols["M"], cols["N"], cols["K"], *dt)) == [shape_bytes(r) for r in same]
+
+
 # --- Llama-3.1-8B ----------------------------------------------------------------------------------------------
 # Its public config.json: hidden_size, num_attention_heads, num_key_value_heads, intermediate_size.
 HIDDEN, HEADS, KV_HEADS, INTERMEDIATE = 4096, 32, 8, 14336

@@ -36,3 +36,12 @@ def test_missing_cuda_and_ncu_is_one_line_naming_where_it_looked(tmp_path):
 def test_no_candidate_is_an_error():
     p = _explain()
     assert p.returncode == 1 and "--plan or --candidate" in p.stderr
+
+
+@pytest.mark.parametrize("args, words", [(["--workload", "llama31_8b_decode", "--plan", "best"],
+                                          "tuned for workload muse_bf16_proj"),
+                                         (["--plan", "baseline", "--shape", "decode 99/o"], "decode 99/o")])
+def test_bad_input_is_exit_2_with_one_line_before_the_gpu_is_asked_for(args, words):
+    p = _explain(*args, env={"PROJLAB_NCU": "/nonexistent/ncu"})
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and words in p.stderr and "CUDA" not in p.stderr, p.stderr
