@@ -12,7 +12,7 @@ from datasets import RUNS_DIR
 from datasets.runfile import RunFileError, run_filename
 from kernels.candidate import check_spec
 from profiler.backends.open import ClusterError
-from profiler.cli.options import add_workload_argument, workload_or_exit
+from profiler.cli.options import add_seed_argument, add_workload_argument, workload_or_exit
 from profiler.commands.explain import ExplainSettings, format_explain, run_explain
 from profiler.commands.sweep import SweepInputError, WorkerStartError, select_shapes, shape_key
 from profiler.measure.ncu import NcuError, ncu_tool
@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shapes-per-ncu", type=int, default=10,
                    help="shapes per ncu process; the run file is flushed after each (default 10)")
     p.add_argument("--no-probes", action="store_true", help="skip the HBM/compute probes (no floors in the run)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the weights and inputs (default 0)")
+    add_seed_argument(p)
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="run the shapes on dask workers: 'local' (one per visible GPU), 'local:N', or a scheduler "
                         "address tcp://HOST:8786 (one run file per GPU model)")

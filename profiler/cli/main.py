@@ -25,7 +25,7 @@ from profiler.cli import tune as tune_cli
 from profiler.cli.explain import cmd_explain
 from profiler.cli.explain import DESCRIPTION as EXPLAIN_DESCRIPTION
 from profiler.cli.explain import add_arguments as explain_arguments
-from profiler.cli.options import add_workload_argument, workload_or_exit
+from profiler.cli.options import add_isolation_arguments, add_seed_argument, add_workload_argument, workload_or_exit
 from profiler.commands.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep, select_shapes
 from profiler.measure.policy import SWEEP
 from profiler.measure.telemetry import cuda_device_name
@@ -337,13 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-seconds-per-shape", type=float, default=SWEEP.max_seconds,
                    help=f"time cap of one shape's paired timing (default {SWEEP.max_seconds:g} s; it stops earlier "
                         f"once every ratio's RSE is <= {SWEEP.rse_target:.1%} after >= {SWEEP.min_pairs} pairs)")
-    r.add_argument("--seed", type=int, default=0, help="seed of the weights and inputs (default 0)")
+    add_seed_argument(r)
     r.add_argument("--no-probes", action="store_true", help="skip the HBM/compute probes (no below_floor flag)")
-    r.add_argument("--shape-timeout-s", type=float, default=120.0,
-                   help="watchdog: a step of a shape in the worker (one candidate's prepare, check or capture, or "
-                        "the paired timing) that makes no progress for this many seconds is stopped and blamed")
-    r.add_argument("--max-incidents", type=int, default=2,
-                   help="a candidate whose worker died or hung at this many shapes is not run at the others")
+    add_isolation_arguments(r, "candidate")
     r.add_argument("--canary", choices=("sample", "all", "off"), default="sample",
                    help="after the sweep, time the baseline again in a worker that never loaded a candidate and "
                         "compare (a pair whose baseline moved beyond the run-to-run band has no score): at the "

@@ -1,4 +1,5 @@
-"""The `--workload NAME|FILE` option of `python -m profiler run|probe|tune|explain|screen`: one argument, one exit.
+"""Options several commands of `python -m profiler` share: `--workload NAME|FILE` (one argument, one exit), `--seed`,
+and the worker watchdog's `--shape-timeout-s` / `--max-incidents`.
 
 A bad name, path or file is one line (the DatasetError's text, naming the file and field) and exit status 2,
 before anything needs a GPU.
@@ -24,3 +25,17 @@ def workload_or_exit(cmd: str, ref):
     except DatasetError as exc:
         print(f"profiler {cmd}: --workload: {exc}", file=sys.stderr)
         raise SystemExit(2)
+
+
+def add_seed_argument(parser) -> None:
+    parser.add_argument("--seed", type=int, default=0, help="seed of the weights and inputs (default 0)")
+
+
+def add_isolation_arguments(parser, unit: str) -> None:
+    """The worker watchdog and the incident limit; `unit`: what is stopped and left out ("candidate", "candidate
+    config")."""
+    parser.add_argument("--shape-timeout-s", type=float, default=120.0,
+                        help=f"watchdog: a step of a shape in the worker (a {unit}'s prepare, check or capture, or the "
+                             f"paired timing) that makes no progress for this many seconds is stopped and blamed")
+    parser.add_argument("--max-incidents", type=int, default=2,
+                        help=f"a {unit} whose worker died or hung at this many shapes is not run at the others")

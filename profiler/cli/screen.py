@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from profiler.cli.options import add_workload_argument, workload_or_exit
+from profiler.cli.options import add_seed_argument, add_workload_argument, workload_or_exit
 from profiler.commands import screen as screen_command
 
 
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compile-workers", type=int, default=16,
                    help="processes that compile the candidates' Triton kernels first (0: compile in the worker)")
     p.add_argument("--budget-s", type=float, default=300.0, help="stop starting new shapes after this long")
-    p.add_argument("--seed", type=int, default=0, help="seed of the weights and inputs (default 0)")
+    add_seed_argument(p)
     return p
 
 

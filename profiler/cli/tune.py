@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from profiler.cli.options import add_workload_argument, workload_or_exit
+from profiler.cli.options import add_isolation_arguments, add_seed_argument, add_workload_argument, workload_or_exit
 from profiler.commands import tune as tune_command
 from profiler.commands.tune import (DEFAULT_BUDGET_S, TuneError, TuneSettings, default_plan_name, extend_plan,
                                     tune_sweep)
@@ -34,13 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"configs per point that go from the screen to the finals (default {FINALISTS})")
     p.add_argument("--compile-workers", type=int, default=min(16, os.cpu_count() or 1),
                    help="processes that compile the candidates' Triton kernels first (0: compile in the sweep)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the weights and inputs (default 0)")
+    add_seed_argument(p)
     p.add_argument("--device", default="cuda", help="the worker's torch device (default cuda; cpu: tests only)")
-    p.add_argument("--shape-timeout-s", type=float, default=120.0,
-                   help="watchdog: a candidate step in the worker that makes no progress for this long is stopped "
-                        "and the candidate rejected at that point")
-    p.add_argument("--max-incidents", type=int, default=2,
-                   help="a candidate config whose worker died or hung at this many shapes is not run again")
+    add_isolation_arguments(p, "candidate config")
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="fan the points out over dask workers: 'local' (one worker per visible GPU), 'local:N', or "
                         "a scheduler address tcp://HOST:8786; one plan and run file per GPU model")

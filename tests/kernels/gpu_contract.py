@@ -11,3 +11,38 @@ def assert_contract(name: str, config: dict, row: dict, seed: int) -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     check = check_candidate(MethodCandidate(name, config), row, "cuda", seed=seed)
     assert check.ok, (name, config, row["family"], row["M"], check.reasons)
+
+
+def assert_self_zeroing(method, config: dict, eager_m: tuple, graph_m: tuple, replays: int) -> None:
+    """Eager calls at `eager_m`, then graphs captured at the two `graph_m` replayed alternately with new inputs
+    (`replays` in all): every output right (rel-L2 < 1e-2 vs FP64), and the method's workspace and counters
+    (`state["ws"]`, `state["cnt"]`) all zero at the end (qkv_gate, N=2304, K=8192)."""
+    from functools import partial
+
+    import torch
+
+    from profiler.check.contract import make_input, make_weight, reference
+    from profiler.measure.timing import capture_graph
+
+    N, K = 2304, 8192
+    w = make_weight("qkv_gate", N, K, 1, "cuda", dtype="bfloat16")
+    state = method.prepare(w, "qkv_gate", config)
+
+    def rel(y, x):
+        ref = reference(x, w, "bfloat16")
+        return float((y.double() - ref).norm() / ref.norm())
+
+    for i, M in enumerate(eager_m):
+        x, _ = make_input(M, K, 10 + i, "cuda")
+        assert rel(method.run(state, x), x) < 1e-2, (M, i)
+    graphs = []
+    for M in graph_m:
+        x_static, _ = make_input(M, K, 20 + M, "cuda")
+        graphs.append((capture_graph(partial(method.run, state, x_static), "cuda", warmup_calls=1), x_static))
+    for i in range(replays):
+        g, x_static = graphs[i % 2]
+        x_static.copy_(make_input(x_static.shape[0], K, 100 + i, "cuda")[0])
+        g.replay()
+        torch.cuda.synchronize()
+        assert rel(g.output, x_static) < 1e-2, i
+    assert not bool(state["ws"].any()) and not bool(state["cnt"].any())

@@ -4,12 +4,11 @@ CUDA-graph replays with new inputs, inputs and weights unchanged) with every con
 (qkv_gate, router), and with the default config at every official shape of every family of their dtypes the
 guard admits and at the main family's nearby M; split-K, stream-K and multi-token-tile
 configs leave workspace and counters zero after eager calls and graph replays that mix M."""
-from functools import partial
 
 import pytest
 
 from kernels.registry import get_method
-from tests.kernels.gpu_contract import assert_contract
+from tests.kernels.gpu_contract import assert_contract, assert_self_zeroing
 
 pytestmark = pytest.mark.gpu
 
@@ -53,31 +52,4 @@ def _index(**want) -> int:
 def test_workspace_zero_after_calls_and_replays_of_mixed_m(config_index):
     """Eager calls at M = 8, 16, 3, 32, 100 then graphs captured at two M replayed alternately with new inputs: every
     output right, and the workspace and counters all zero at the end (qkv_gate, N=2304, K=8192)."""
-    import torch
-
-    from profiler.check.contract import make_input, make_weight, reference
-    from profiler.measure.timing import capture_graph
-
-    N, K = 2304, 8192
-    method = get_method(NAME)
-    w = make_weight("qkv_gate", N, K, 1, "cuda", dtype="bfloat16")
-    state = method.prepare(w, "qkv_gate", method.configs[config_index])
-
-    def rel(y, x):
-        ref = reference(x, w, "bfloat16")
-        return float((y.double() - ref).norm() / ref.norm())
-
-    for i, M in enumerate((8, 16, 3, 32, 100)):
-        x, _ = make_input(M, K, 10 + i, "cuda")
-        assert rel(method.run(state, x), x) < 1e-2, (M, i)
-    graphs = []
-    for M in (8, 40):
-        x_static, _ = make_input(M, K, 20 + M, "cuda")
-        graphs.append((capture_graph(partial(method.run, state, x_static), "cuda", warmup_calls=1), x_static))
-    for i in range(12):
-        g, x_static = graphs[i % 2]
-        x_static.copy_(make_input(x_static.shape[0], K, 100 + i, "cuda")[0])
-        g.replay()
-        torch.cuda.synchronize()
-        assert rel(g.output, x_static) < 1e-2, i
-    assert not bool(state["ws"].any()) and not bool(state["cnt"].any())
+    assert_self_zeroing(get_method(NAME), get_method(NAME).configs[config_index], (8, 16, 3, 32, 100), (8, 40), 12)
