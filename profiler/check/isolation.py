@@ -28,6 +28,11 @@ LAZY_ENVIRONMENT = ("CUBLAS_WORKSPACE_CONFIG", "CUBLASLT_WORKSPACE_SIZE", "PYTOR
                     "PYTORCH_ALLOC_CONF", "NVIDIA_TF32_OVERRIDE", "TORCH_BLAS_PREFER_CUBLASLT",
                     "CUDA_MODULE_LOADING")
 _SHAPE = (64, 256, 128)   # (M, K, N): large enough for cuBLAS to take its tensor-core kernels, small enough to be free
+# The graphs captured here live as long as the worker: cuBLAS keeps the workspace it allocated during a capture in its
+# per-(handle, stream) map, inside that graph's private memory pool, and later captures on the same stream can bake
+# the same pointer into their graphs; destroying the graph would make its pool freeable, so empty_cache() could hand
+# memory a live graph still uses to the next allocation.
+_KEPT_GRAPHS: list = []
 
 
 def workload_dtypes(families: Iterable[dict]) -> tuple[tuple[str, str, str], ...]:
@@ -88,6 +93,6 @@ def initialise_libraries(device, dtypes: Iterable[tuple[str, str, str]] = MATMUL
         handle = timing.capture_graph(calls, device, warmup_calls=1)
         handle.replay()
         torch.cuda.synchronize(device)
-        del handle
+        _KEPT_GRAPHS.append(handle)
         record["initialised"].append(f"cuBLAS/cuBLASLt {x_dtype} x {w_dtype} (eager, side stream, graph)")
     return record
