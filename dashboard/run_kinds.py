@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from datasets import DEFAULT_WORKLOAD
-from datasets.jsonfile import JsonInputError, read_json
+from datasets.jsonfile import JsonInputError, read_bytes, read_json
 from datasets.workload import RUN_KEY
 from dashboard import runs
 from dashboard.workloads import default_workload
@@ -91,8 +91,8 @@ def _skim(path: Path):
     """The run's JSON with its sample lists emptied (classification only: the file is validated, whole, when it is
     opened); None when it cannot be read or parsed."""
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = read_bytes(path)
+    except JsonInputError:
         return None
     blanked = data
     for key in _SAMPLE_KEYS:

@@ -125,9 +125,9 @@ def _gunzip(data: bytes, name: str, max_bytes: int) -> bytes:
     return out
 
 
-def read_json(path, max_bytes: int | None = None, max_depth: int = MAX_DEPTH):
-    """Read and parse a JSON file, or a gzip-compressed one ('.gz': the limit applies to the decompressed text);
-    an unreadable file, a directory or a missing file is a JsonInputError too."""
+def read_bytes(path, max_bytes: int | None = None) -> bytes:
+    """A JSON file's bytes, decompressed where it is gzip ('.gz': the limit applies to the decompressed text); an
+    unreadable file, a directory or a missing file is a JsonInputError."""
     path = Path(path)
     try:
         if max_bytes is not None and path.stat().st_size > max_bytes:
@@ -137,4 +137,10 @@ def read_json(path, max_bytes: int | None = None, max_depth: int = MAX_DEPTH):
         raise JsonInputError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
     if path.suffix.lower() == ".gz":
         data = _gunzip(data, path.name, MAX_GZIP_BYTES if max_bytes is None else max_bytes)
-    return parse_json(data, path.name, max_bytes=max_bytes, max_depth=max_depth)
+    return data
+
+
+def read_json(path, max_bytes: int | None = None, max_depth: int = MAX_DEPTH):
+    """Read (read_bytes) and parse a JSON file, plain or gzip-compressed."""
+    path = Path(path)
+    return parse_json(read_bytes(path, max_bytes), path.name, max_bytes=max_bytes, max_depth=max_depth)

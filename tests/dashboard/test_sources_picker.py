@@ -1,9 +1,9 @@
 """The source picker: run files grouped by what they are (dashboard.run_kinds), newest first by the time they ran
 (not the file name's text), the default marked; uploads under the user's own file name; a link to an upload that
 this session does not have says why."""
-import json
 from pathlib import Path
 
+from datasets.jsonfile import read_json
 from dashboard import run_kinds, runs, sources
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ def test_committed_runs_are_grouped_by_kind_and_newest_first():
         assert created == sorted(created, reverse=True), group
     # kinds from the file's content: the tune logs are tunes, the explain runs explains
     for s, g in zip(ordered, groups):
-        doc = json.loads(s.path.read_text()) if s.kind == "run" else None
+        doc = read_json(s.path) if s.kind == "run" else None
         if doc is not None and "tune" in doc:
             assert g == "Tune", s.name
         if doc is not None and "kernels" in doc:
