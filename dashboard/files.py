@@ -5,8 +5,6 @@ run file, never into datasets/ (published and measured data; runs are never over
 """
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 from typing import Callable
 
@@ -50,27 +48,10 @@ def check_target(path: Path, inputs=()) -> None:
         raise OutputError(f"{path}: refusing to overwrite a run file (runs are never overwritten)")
 
 
-def _umask() -> int:
-    """The process's umask, read without changing it where Linux says it (/proc/self/status): os.umask can only
-    be read by setting it, which would race with the server's other threads."""
-    try:
-        found = re.search(r"^Umask:\s*([0-7]+)", Path("/proc/self/status").read_text(), re.MULTILINE)
-    except OSError:
-        found = None
-    if found:
-        return int(found.group(1), 8)
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_atomic(path: Path, text: str) -> Path:
-    """datasets.runfile.write_text_atomic (temp file, fsync, rename: the old file or the whole new one), then the
-    mode any new file gets (0o666 less the umask): the temp file is created owner-only, and a report is for
-    sharing."""
-    written = write_text_atomic(path, text, overwrite=True)
-    os.chmod(written, 0o666 & ~_umask())
-    return written
+    """datasets.runfile.write_text_atomic: temp file, fsync, rename (the old file or the whole new one), with the
+    umask's mode."""
+    return write_text_atomic(path, text, overwrite=True)
 
 
 def write_files(out_dir, files: dict[str, str | Callable[[], str]], inputs=()) -> list[Path]:

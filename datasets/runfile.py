@@ -264,16 +264,33 @@ def write_run_atomic(run: dict, path, overwrite: bool = False) -> Path:
     return write_text_atomic(path, text, overwrite=overwrite)
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux says it (/proc/self/status): os.umask can only
+    be read by setting it, which would race with a server's other threads."""
+    try:
+        found = re.search(r"^Umask:\s*([0-7]+)", Path("/proc/self/status").read_text(), re.MULTILINE)
+    except OSError:
+        found = None
+    if found:
+        return int(found.group(1), 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: Path, text: str, overwrite: bool = True) -> Path:
     """Write `text` to a temp file next to `path`, fsync, then move it into place: a reader (or a crash
     mid-write) only ever sees the old file or the whole new one; the temp file is removed if anything fails.
-    overwrite=False links instead of renaming, so an existing `path` is never replaced (RunFileError)."""
+    The file gets the mode any new file gets (0o666 less the umask), not the owner-only mode of the temp file:
+    run files and reports are for sharing. overwrite=False links instead of renaming, so an existing `path` is
+    never replaced (RunFileError)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         if overwrite:
             os.replace(tmp, path)
         else:

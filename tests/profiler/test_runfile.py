@@ -215,3 +215,13 @@ def test_runfile_does_not_mutate_its_input(tmp_path, run):
     before = copy.deepcopy(run)
     RunWriter(tmp_path / "r.json").finalize(run)
     assert run == before
+
+
+def test_a_run_file_gets_the_umasks_mode_not_the_temp_files(tmp_path, run):
+    import os
+    old = os.umask(0o022)
+    try:
+        path = runfile.write_text_atomic(tmp_path / "r.json", "{}", overwrite=False)
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
