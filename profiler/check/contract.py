@@ -47,6 +47,7 @@ NOT_CAPTURABLE_CAUSE = ("run() made a call a CUDA graph cannot capture, and an e
                         "queued on another stream? a library handle or allocation set up during capture?)")
 UNKNOWN_CAPTURE_CAUSE = ("run() made a call a CUDA graph cannot capture (a host sync such as .item(), .cpu() or "
                          "printing a tensor, or work queued on another stream)")
+WEIGHT_MODIFIED = "weight tensor was modified"
 EMPTY_GRAPH_CAUSE = "the captured graph holds no GPU work (did run() launch on another stream?)"
 
 
@@ -284,7 +285,8 @@ class _Lifecycle:
 
 def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contract: Mapping | None = None,
                     weight=None, state=None, baseline_rel_l2: float | None = None, use_graph: bool | None = None,
-                    keep_graph: bool = False, n_calls: int = 3, outliers: bool = True, guard=None) -> Check:
+                    keep_graph: bool = False, n_calls: int = 3, outliers: bool = True, guard=None,
+                    pristine=None) -> Check:
     """Full lifecycle check of `candidate` (prepare(family, w) / run(state, family, x)) at one shape.
 
     shape: mapping with family, M, N, K, x_dtype, w_dtype, y_dtype, rel_l2_tol (a workload row).
@@ -298,6 +300,9 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
     vs_baseline = this rel_l2 / baseline's. keep_graph=True returns the captured GraphHandle in Check.graph
     (the sweep times that very graph). `guard`: a profiler.check.guards.Guard (default: a snapshot taken now).
     `state` given: prepare() already ran (under the caller's guard); only the outlier draw is prepared here.
+    `pristine`: the weights as the harness holds them, when `weight` is the candidate's own copy that prepare()
+    already ran on (the sweep's case): the references and the "unchanged" rule are taken from it, so a change
+    made inside that earlier prepare() is caught too.
     """
     from profiler.check.guards import Guard
 
@@ -308,7 +313,7 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
     w = weight if weight is not None else make_weight(family, N, K, seed, device, dtype=shape.get("w_dtype"))
     # After the weight: its allocation initialises CUDA, which sets CUDA_MODULE_LOADING (torch's own change).
     guard = guard if guard is not None else Guard()
-    w_before = w.clone()
+    w_before = pristine if pristine is not None else w.clone()
     life = _Lifecycle(candidate, state, family, M, K, WeightReference(w_before), seed, device,
                       float(shape["rel_l2_tol"]), shape["x_dtype"], shape["y_dtype"],
                       dict(expect_shape=(M, N), expect_dtype=shape["y_dtype"], contract=contract), guard)
@@ -322,7 +327,7 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
     if outliers and not life.reasons:
         _outlier_checks(life, shape, y_bytes)
     if not torch.equal(w, w_before):
-        life.reasons.append("weight tensor was modified by prepare/run")
+        life.reasons.append(f"{WEIGHT_MODIFIED} by prepare/run")
     out = _combine(life.checks, life.reasons, tuple(life.pair_ratios))
     out.vs_baseline = error_vs_baseline(out.rel_l2, baseline_rel_l2)
     if keep_graph and out.ok:
@@ -389,7 +394,7 @@ def _outlier_checks(life: _Lifecycle, shape: Mapping, y_bytes: int) -> None:
         _eager_checks(life, OUTLIER_CALLS, y_bytes, state=state2, w_ref=WeightReference(w2_before), seed0=200,
                       label="outlier-weights call")
     if not torch.equal(w2, w2_before):
-        life.reasons.append("weight tensor was modified by prepare/run (outlier-column weights)")
+        life.reasons.append(f"{WEIGHT_MODIFIED} by prepare/run (outlier-column weights)")
 
 
 def _graph_checks(life: _Lifecycle):

@@ -71,7 +71,8 @@ def explain_check(sess, task: dict) -> dict:
             continue
         step(c["name"], "check")
         try:
-            chk = check_candidate(cand, shape, sess.device, seed=seed, weight=sess.weight(shape, seed), state=state,
+            chk = check_candidate(cand, shape, sess.device, seed=seed, weight=sess.own_weight(c["spec"], shape, seed),
+                                  pristine=sess.weight(shape, seed), state=state,
                                   baseline_rel_l2=base_rel, keep_graph=sess.cuda, guard=sess.guard,
                                   contract=sess.workload.contract if sess.workload is not None else None)
         except CudaFault as exc:

@@ -10,7 +10,7 @@ from datasets.workload import load_workload, workload_from_dict
 from kernels.candidate import load_candidate
 from profiler.check import guards
 from profiler.check.isolation import initialise_libraries, workload_dtypes
-from profiler.check.contract import cuda_context_error
+from profiler.check.contract import WEIGHT_MODIFIED, cuda_context_error
 from profiler.check.guards import TaintedProcess
 from profiler.check.rules import make_weight
 from profiler.measure import timing
@@ -56,6 +56,7 @@ class Session:
         self.load_errors: dict[str, dict] = {}
         self.weights: dict = {}
         self.states: collections.OrderedDict = collections.OrderedDict()
+        self.own_weights: dict = {}          # the copy of the weights each cached state was prepared on
         self._timers: dict = {}
         self._telemetry = None
 
@@ -157,15 +158,21 @@ class Session:
         return self.weights[key]
 
     def state(self, spec: str, name: str, cand, shape: dict, weight, seed: int) -> tuple[Any, list[str]]:
-        """(prepared state, []) -- cached per (spec, family, N, K) -- or (None, reasons)."""
+        """(prepared state, []) -- cached per (spec, family, N, K) -- or (None, reasons).
+
+        prepare() gets its own copy of `weight` (the session's weights, shared by every candidate and by the
+        references, are never handed to candidate code): a candidate that scaled its weights in place made the
+        baseline prepared beside it read twice the answer (tests/profiler/test_worker.py). The copy is kept with
+        the state (own_weight) so the contract can compare it with the original after every step."""
         key = (spec, shape["family"], int(shape["N"]), int(shape["K"]), seed)
         if key in self.states:
             self.states.move_to_end(key)
             return self.states[key], []
         step(name, "prepare")
         reasons = []
+        own = weight.clone()
         try:
-            state = cand.prepare(shape["family"], weight)
+            state = cand.prepare(shape["family"], own)
             if self.cuda:
                 import torch
 
@@ -179,12 +186,26 @@ class Session:
                 raise Fatal("cuda_fault", f"{reasons[0]} (the CUDA context is unusable afterwards: {lost})",
                             name, "prepare")
         reasons += self.guard_check("prepare()")
+        if not reasons and not _equal(own, weight):
+            reasons = [f"{WEIGHT_MODIFIED} by prepare() (its own copy; the other candidates' weights are untouched)"]
         if reasons:
             return None, reasons
         self.states[key] = state
+        self.own_weights[key] = own
         while len(self.states) > MAX_CACHED_STATES:
-            self.states.popitem(last=False)
+            old_key, _ = self.states.popitem(last=False)
+            self.own_weights.pop(old_key, None)
         return state, []
+
+    def own_weight(self, spec: str, shape: dict, seed: int):
+        """The copy of the weights the candidate `spec` was prepared on at this shape (Session.state)."""
+        return self.own_weights[(spec, shape["family"], int(shape["N"]), int(shape["K"]), seed)]
+
+
+def _equal(a, b) -> bool:
+    import torch
+
+    return bool(torch.equal(a, b))
 
 
 def _err(exc: BaseException) -> str:

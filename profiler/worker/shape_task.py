@@ -127,7 +127,7 @@ def _stream_graphs(sess, timer, cands, shape, weight, settings, tins) -> tuple[l
     xs = rotation_inputs(tins)
     n_copies = len(xs)
     reps = max(1, math.ceil(policy.stream_min_calls / n_copies))
-    weights = [weight] + [weight.clone() for _ in range(n_copies - 1)]
+    weights = [weight.clone() for _ in range(n_copies)]   # candidate code never gets the session's own weights
     graphs, failed, outputs = [], {}, []
     for i, (name, cand) in enumerate(cands):
         step(name, "capture")
@@ -229,8 +229,8 @@ def measure_one_shape(sess, task: dict) -> dict:
             continue
         step(name, "check")
         try:
-            chk = check_candidate(cand, shape, sess.device, seed=settings.seed, contract=contract, weight=weight,
-                                  state=state, baseline_rel_l2=base_rel, keep_graph=settings.mode == "cold",
+            chk = check_candidate(cand, shape, sess.device, seed=settings.seed, contract=contract,
+                                  weight=sess.own_weight(spec, shape, settings.seed), pristine=weight, state=state, baseline_rel_l2=base_rel, keep_graph=settings.mode == "cold",
                                   guard=sess.guard, **_check_options(settings.check))
         except CudaFault as exc:
             raise Fatal("cuda_fault", str(exc), name, "check") from None

@@ -177,3 +177,17 @@ def test_tuner_style_shape_task_with_method_specs_and_quick_checks():
     assert res["results"][0]["n_samples"] >= 16 and res["info"]["instances"] == 2
     (f,) = res["failures"]
     assert f["candidate"] == "nan_row" and "eager call 1" in f["reasons"][0]
+
+
+def test_a_candidate_that_scales_its_weight_in_place_cannot_reach_the_others(tmp_path):
+    """Each prepare() gets its own copy of the weights: one that scales them in place (weight.mul_(2)) is named,
+    and the candidates before and after it -- same shapes, same family, so the same cached weights -- stay
+    correct at every shape (on the H200 the baseline read 2x the answer at 11 shapes when prepare got the
+    session's own tensor)."""
+    shapes = [s | {"N": 64, "K": 256} for s in _shapes(30) if s["family"] == "o"][:2]
+    run = _sweep([CONTROL, wrong.spec(wrong.WeightMutated), CONTROL], shapes, tmp_path / "wmut.json")
+    bad = _failures(run, "weight_mutated")
+    assert len(bad) == 2 and all("weight tensor was modified by prepare()" in f["reasons"][0] for f in bad)
+    assert not _failures(run, "torch_linear_control") and not _failures(run, "torch_linear_control#2")
+    assert sorted(r["candidate"] for r in run["results"]) == ["torch_linear_control"] * 2 + [
+        "torch_linear_control#2"] * 2
