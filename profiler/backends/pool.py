@@ -23,10 +23,17 @@ class WorkerPool:
         self.worker = Worker(config, log=log)
         self.records: list[dict] = []
         self.log = log
+        self.loaded: set[str] = set()   # the candidate specs the current worker process has loaded
+
+    def fresh_for(self, specs) -> bool:
+        """True when the current worker has loaded nothing but `specs` (or no worker runs): work that must not
+        share a process with any other candidate can run in it without a new start."""
+        return self.loaded <= set(specs) or not self.worker.alive
 
     def call(self, task: dict, timeout_s: float, what: str) -> dict:
 
         if not self.worker.alive:
+            self.loaded = set()
             try:
                 env = self.worker.start()
             except WorkerDied as exc:
@@ -35,6 +42,8 @@ class WorkerPool:
                                  "replay_overhead_us": env.get("replay_overhead_us"),
                                  "replay_overhead_ci_us": env.get("replay_overhead_ci_us"), "ended": "running"}
                                 | {k: env[k] for k in WORKER_IDENTITY if env.get(k) is not None})
+        self.loaded |= set(task.get("specs") or ()) | {c["spec"] for c in task.get("candidates") or ()
+                                                        if isinstance(c, dict) and "spec" in c}
         return self.worker.call(task, timeout_s)
 
     def died(self, why: str) -> None:

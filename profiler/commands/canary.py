@@ -5,14 +5,16 @@ baseline that runs at another speed in its worker than in a clean one.
 
     canary_shapes(shapes, sample) -> the shapes the canary times ("all", or per family two: "sample")
     verdict(canary_results, paired_results, baseline, band=CANARY_BAND) -> the run file's `canary` record
-    record_canary(life, shapes, baseline, task_base, settings) -> that record, in life.run["canary"], with the
-        paired baseline's results at the disturbed shapes flagged DISTURBED_FLAG (the score gate refuses them)
-    CANARY: the Task (profiler.backends.base) that times the baseline alone in a fresh worker process
+    time_canary(backend, shapes, baseline_spec, task_base, settings) -> the canary's times (before the sweep)
+    record_canary(life, times, baseline, settings) -> that record, in life.run["canary"], with the paired
+        baseline's results at the disturbed shapes flagged DISTURBED_FLAG (the score gate refuses them)
+    CANARY: the Task (profiler.backends.base) that times the baseline alone in a worker that loaded nothing else
 
-When: on every sweep with a baseline, after the paired shapes, on a sample -- per family the smallest and the
-largest M of the run (10 of the 30 official shapes) -- in a worker process started for it that loads only the
-baseline (`--canary all`: every shape; `--canary off`: none). Its cost is one worker start and the baseline's
-timing at those shapes.
+When: on every sweep with a baseline, FIRST, on a sample -- per family the smallest and the largest M of the run
+(10 of the 30 official shapes) -- in the sweep's first worker process before it loads any other candidate (a
+fresh process when the current one has: tune and explain); that process then goes on to the sweep (`--canary
+all`: every shape; `--canary off`: none). Its cost is the baseline's timing at those shapes and no worker
+start (the canary record's `seconds` says what it cost).
 
 Rule: at each shape both sides have a median and a 95% CI; the shape is disturbed when the paired median differs
 from the canary's by more than the run-to-run band (either way: a faster baseline is as suspect as a slower one)
@@ -33,7 +35,7 @@ from typing import Iterable, Sequence
 from datasets.runfile import DISTURBED_FLAG
 from datasets.shapes import shape_key_of
 from profiler.backends.base import Task
-from profiler.backends.isolate import LOAD, measure_shape_isolated
+from profiler.backends.isolate import LOAD, loaded_names, measure_shape_isolated
 
 CANARY_BAND = 0.10               # run-to-run band of one shape's baseline median between processes (docstring)
 OK, DISTURBED, NOT_COMPARED = "ok", "baseline disturbed", "not compared"
@@ -106,41 +108,55 @@ def mark_disturbed(results: list[dict], record: dict) -> int:
     return n
 
 
-def _canary_task(pool, shapes: list[dict], baseline: dict, task_base: dict, settings) -> dict:
-    """In a fresh worker process (the pool's current one is closed first): load the baseline alone, time it at
-    each shape; the process is closed again after. -> {"results", "failures", "worker"}"""
-    pool.close()
-    LOAD.run(pool, [baseline["spec"]], settings.shape_timeout_s, task_base.get("workload"))
+def _canary_task(pool, shapes: list[dict], baseline_spec: str, task_base: dict, settings) -> dict:
+    """In a worker process that has loaded no other candidate (the current one when it has not: at the start of
+    a sweep, so no worker start is spent on it; else a fresh one): load the baseline, time it at each shape.
+    The process goes on serving the sweep. -> {"results", "failures", "worker", "name"}"""
+    if not pool.fresh_for([baseline_spec]):
+        pool.close()
+    loaded, refused = LOAD.run(pool, [baseline_spec], settings.shape_timeout_s, task_base.get("workload"))
+    name = loaded_names(loaded)[0]
     worker = pool.index
-    pool.records[worker]["started_for"] = "canary (the baseline alone)"
+    if baseline_spec in refused:
+        return {"results": [], "failures": [], "worker": worker, "name": name, "lost": refused[baseline_spec]}
+    record = pool.records[worker]
+    record["started_for"] = f"{record['started_for']}; canary (the baseline alone, before any candidate)"
     results, failures = [], []
+    baseline = {"spec": baseline_spec, "name": name}
     for shape in shapes:
         merged = measure_shape_isolated(pool, shape, [baseline], task_base | {"floor": None}, settings, {}, pool.log)
         results += merged["results"]
         failures += merged["failures"]
-    pool.close()
-    return {"results": results, "failures": failures, "worker": worker}
+    return {"results": results, "failures": failures, "worker": worker, "name": name}
 
 
 def _canary_lost(args: tuple, why: str) -> dict:
-    return {"results": [], "failures": [], "worker": None, "lost": why}
+    return {"results": [], "failures": [], "worker": None, "name": None, "lost": why}
 
 
 CANARY = Task("canary", _canary_task, lost=_canary_lost)
 
 
-def record_canary(life, shapes: Sequence[dict], baseline: dict, task_base: dict, settings) -> dict | None:
-    """Time the baseline (`{"spec", "name"}`) alone in a clean worker at canary_shapes(shapes, settings.canary),
-    compare (verdict), store life.run["canary"], flag the paired baseline where disturbed, flush. None: canary off."""
+def time_canary(backend, shapes: Sequence[dict], baseline_spec: str, task_base: dict, settings) -> dict | None:
+    """Time the baseline alone at canary_shapes(shapes, settings.canary), before any candidate is loaded (the
+    sweep calls this first) -> the raw canary result for record_canary, with its "seconds"; None: canary off."""
     picked = canary_shapes(shapes, settings.canary)
     if not picked:
         return None
-    # the baseline passed the full contract in the paired worker already; its eager time is not the canary's job
+    # the baseline passes the full contract in the paired worker; its eager time is not the canary's job
     quick = replace(settings, check="quick", eager=False)
     t0 = time.perf_counter()
-    res = life.backend.call(CANARY, picked, baseline, task_base | {"settings": asdict(quick)}, quick)
-    record = verdict(res["results"], life.run["results"], baseline["name"])
-    record |= {"sample": settings.canary, "worker": res.get("worker"), "seconds": round(time.perf_counter() - t0, 2),
+    res = backend.call(CANARY, picked, baseline_spec, task_base | {"settings": asdict(quick)}, quick)
+    return res | {"seconds": round(time.perf_counter() - t0, 2)}
+
+
+def record_canary(life, res: dict | None, baseline: str, settings) -> dict | None:
+    """The canary's verdict on the paired baseline `baseline` (its name in life.run) from time_canary's result:
+    stored in life.run["canary"], the paired baseline's results flagged where disturbed, flushed."""
+    if res is None:
+        return None
+    record = verdict(res["results"], life.run["results"], baseline)
+    record |= {"sample": settings.canary, "worker": res.get("worker"), "seconds": res.get("seconds"),
                "canary_us": {shape_key_of(r): {k: r.get(k) for k in ("median_us", "ci_low_us", "ci_high_us")}
                              for r in res["results"]},
                "not_timed": [f"{shape_key_of(f)}: {'; '.join(f['reasons'])[:200]}" for f in res["failures"]]}

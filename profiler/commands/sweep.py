@@ -38,7 +38,7 @@ from profiler.backends.base import for_each
 from profiler.backends.isolate import LOAD, PROBES, SHAPE, SweepInputError, loaded_names  # noqa: F401
 from profiler.backends.open import open_backends
 from profiler.backends.pool import WorkerStartError  # noqa: F401  (what run_sweep raises: the CLI and app catch it)
-from profiler.commands.canary import record_canary
+from profiler.commands.canary import record_canary, time_canary
 from profiler.commands.fanout import default_run, model_paths, on_each_backend
 from profiler.commands.runlife import RunLife
 from profiler.worker.records import failure_record
@@ -145,6 +145,10 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
 
     with RunLife(backend, writer, "run", on_interrupt=wall_time) as life:
         env = backend.environment()
+        task_base = {"kind": "shape", "settings": asdict(settings), "workload": wl_spec}
+        # the canary first: the worker that just started has loaded no candidate yet (profiler.commands.canary)
+        canary_times = (time_canary(backend, shapes, specs[0], task_base, settings)
+                        if measure_shapes and specs else None)
         loaded, refused = (backend.call(LOAD, specs, settings.shape_timeout_s, wl_spec) if specs else ([], {}))
         names = loaded_names(loaded)
         settings.candidates = names
@@ -166,7 +170,7 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
         candidates = [{"spec": s, "name": n} for s, n in zip(specs, names)]
         incidents: dict[str, int] = {}
         counting = threading.Lock()   # shapes may run in several threads (a cluster backend)
-        task_base = {"kind": "shape", "settings": asdict(settings), "workload": wl_spec}
+        task_base["settings"] = asdict(settings)   # now with the candidates' names
         t_shapes = time.perf_counter()
         done: dict[int, tuple[dict, list]] = {}
 
@@ -189,11 +193,11 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
                 progress("shapes", len(done), len(shapes), **({"detail": detail} if detail is not None else {}))
 
         for_each(range(len(shapes)) if measure_shapes else [], measure, finished, backend.parallel, backend.cancel)
-        if measure_shapes and candidates and candidates[0]["spec"] not in refused:
-            canary = record_canary(life, shapes, candidates[0], task_base, settings)
+        if canary_times is not None and candidates and candidates[0]["spec"] not in refused:
+            canary = record_canary(life, canary_times, candidates[0]["name"], settings)
             if canary is not None:
                 shown = ", ".join(f"{d['key']} {d['ratio']:.2f}x" for d in canary["shapes"][:4])
-                log(f"canary ({canary['compared']} shapes in a clean worker, {canary['seconds']:.1f} s): "
+                log(f"canary ({canary['compared']} shapes timed before any candidate was loaded, {canary['seconds']:.1f} s): "
                     f"{canary['verdict']}" + (f" -- {shown}" if shown else ""))
         env = run["environment"]
         env["sweep_seconds"] = round(time.perf_counter() - t_shapes, 2)

@@ -43,10 +43,10 @@ def test_sweep_writes_valid_run_and_does_not_time_incorrect_candidates(tmp_path)
     assert "non-finite" in fails[0]["reasons"][0] and fails[0]["error"]["rel_l2"] is None
     assert len(run["pairs"]) == 2 and {p["candidate"] for p in run["pairs"]} == {"torch_linear_control#2"}
     assert run["results"][0]["error"]["vs_baseline"] == 1.0
-    # every shape ran in one worker process, the canary in a second one, both recorded in the environment
+    # the canary first, then every shape, all in one worker process, recorded in the environment
     workers = run["environment"]["workers"]
-    assert [w["index"] for w in workers] == [0, 1] and workers[1]["started_for"].startswith("canary")
-    assert all(r["worker"] == 0 for r in run["results"])
+    assert [w["index"] for w in workers] == [0] and workers[0]["started_for"].endswith("before any candidate)")
+    assert all(r["worker"] == 0 for r in run["results"]) and run["canary"]["worker"] == 0
     assert run["probes"] and all("ci_low_us" in p for p in run["probes"])
 
 

@@ -63,9 +63,11 @@ def test_the_canary_is_in_the_run_file_and_agrees_with_an_undisturbed_baseline(t
     assert c["verdict"] == canary.OK and c["sample"] == "sample" and c["shapes"] == []
     assert c["compared"] == len(canary.canary_shapes(shapes, "sample")) == 4   # M=1 and M=256 of two families
     assert set(c["canary_us"]) == set(c["ratios"])
+    # the canary ran first, in the sweep's own first worker, before the second candidate was loaded: no extra start
     workers = run["environment"]["workers"]
-    assert workers[-1]["started_for"] == "canary (the baseline alone)" and workers[-1]["ended"] == "closed"
-    assert c["worker"] == workers[-1]["index"] and len(workers) == 2
+    assert len(workers) == 1 and c["worker"] == 0 and workers[0]["ended"] == "closed"
+    assert workers[0]["started_for"].endswith("canary (the baseline alone, before any candidate)")
+    assert all(r["worker"] == 0 for r in run["results"])
     assert "canary" not in _sweep([CONTROL], shapes[:1], tmp_path / "off.json", canary="off")
 
 
