@@ -13,7 +13,10 @@ def _page(file: str, title: str, icon: str, default: bool = False) -> st.Page:
 
 
 pg = st.navigation({
-    "Results": [_page("overview", "Overview", "flag", default=True),
+    # "/" is a hidden default page that runs the Overview's script, so the Overview keeps /overview as well
+    "Results": [st.Page("app_pages/home.py", title="Overview", icon=":material/flag:", url_path="home",
+                        default=True, visibility="hidden"),
+                _page("overview", "Overview", "flag"),
                 _page("where_time_goes", "Where time goes", "timer"), _page("kernels", "Kernels", "memory"),
                 _page("shapes", "Shapes", "table_chart"), _page("compare", "Compare", "compare_arrows")],
     "Hardware": [_page("roofline", "Roofline", "show_chart"), _page("probes", "Probes", "sensors"),

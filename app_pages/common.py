@@ -9,6 +9,7 @@ value that does not exist gets an st.warning and the default instead.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import tempfile
 from dataclasses import dataclass
@@ -158,11 +159,20 @@ def _run_meta_in_memory(path: str, mtime: float) -> run_kinds.RunMeta | None:
     return run_kinds.run_meta(path)
 
 
+# Committed runs' RunMetas already read in this server process, by (path, mtime): the source picker asks for all
+# of them (~130) several times per page run, and a plain dict answers each ask without hashing its arguments the
+# way st.cache_data does (0.3 s of the first page on 2 cores).
+_COMMITTED_METAS: dict[tuple[str, float], run_kinds.RunMeta | None] = {}
+
+
 def _run_meta(path: str, mtime: float) -> run_kinds.RunMeta | None:
     """run_kinds.run_meta, cached: on disk for committed runs, in memory for anything else (an upload's facts never
     leave its session)."""
     if _committed(path):
-        return _run_meta_on_disk(path, mtime, _meta_code())
+        key = (path, mtime)
+        if key not in _COMMITTED_METAS:
+            _COMMITTED_METAS[key] = _run_meta_on_disk(path, mtime, _meta_code())
+        return _COMMITTED_METAS[key]
     return _run_meta_in_memory(path, mtime)
 
 
@@ -407,7 +417,49 @@ def _committed_comparison(path: str, mtime: float, baseline: str, candidate: str
     return _comparison(path, baseline, candidate, include)
 
 
+def _derive(data: drun.RunData, base: str, cand: str, include: bool) -> tuple:
+    """(shape gate, score gate, ScoreBreakdown or None, why no score or None, shape table) of a pair: what every
+    source page shows. A run naming an unknown family etc. raises here, inside view()'s error handling."""
+    shape_gate = drun.pair_gate(data, base, cand, None, include, scored_only=False)
+    gate = drun.pair_gate(data, base, cand, None, include)
+    bd, err = None, None
+    try:
+        bd = drun.run_score(data, base, cand, None, include)
+    except scoring.ScoringError as exc:
+        err = str(exc)
+    return shape_gate, gate, bd, err, drun.shape_table(data)
+
+
+@st.cache_data(show_spinner=False, persist="disk")
+def _committed_derived(path: str, mtime: float, base: str, cand: str, include: bool, code: str) -> tuple:
+    # On disk for committed runs only, like _committed_comparison: the gates, score and shape table (0.4-0.6 s of
+    # a first page on 2 cores) survive a server restart, keyed by the file, the pair and the computing code.
+    return _derive(run_data(path), base, cand, include)
+
+
+@st.cache_data(show_spinner=False)
+def _run_derived(path: str, mtime: float, base: str, cand: str, include: bool) -> tuple:
+    return _derive(run_data(path), base, cand, include)
+
+
+def derived(src: sources.Source, data: drun.RunData, base: str, cand: str, include: bool) -> tuple:
+    """_derive for the view's pair, cached: on disk for a committed run, in memory for an upload; a per-shape table
+    (built in memory from its CSV each time) is derived directly."""
+    if src.kind != "run":
+        return _derive(data, base, cand, include)
+    path, mtime = str(src.path), _mtime(src.path)
+    if _committed(path):
+        return _committed_derived(path, mtime, base, cand, include, _comparison_code())
+    return _run_derived(path, mtime, base, cand, include)
+
+
 def _committed(path) -> bool:
+    return _committed_path(str(path))
+
+
+@functools.lru_cache(maxsize=4096)
+def _committed_path(path: str) -> bool:
+    """Whether `path` is a file of the committed run folder (resolved once per path: the picker asks per run)."""
     try:
         return Path(path).resolve().parent == Path(RUNS_DIR).resolve()
     except OSError:
@@ -558,21 +610,12 @@ def view(sidebar=True, probes_only_ok: bool = False) -> View:
                             "the run has no results")
             raise ValueError(f"{src.path.name} has no results (a probe-only run? see the Probes page; an explain run? see the Kernels page)")
         base, cand = _pair(box, src, data)
-        shape_gate = drun.pair_gate(data, base, cand, None, False, scored_only=False)
-        include = _floor_toggle(box, shape_gate)
-        if include:
-            shape_gate = drun.pair_gate(data, base, cand, None, True, scored_only=False)
-        gate = drun.pair_gate(data, base, cand, None, include)
-        bd, err = None, None
-        try:
-            bd = drun.run_score(data, base, cand, None, include)
-        except scoring.ScoringError as exc:
-            err = str(exc)
+        include = _floor_toggle(box, derived(src, data, base, cand, False)[0])
+        shape_gate, gate, bd, err, table = derived(src, data, base, cand, include)
         if data.status == "partial":
             box.warning("Partial run: interrupted; only what finished is shown.")
-        v = View(src.label, src.provenance, src.kind, str(src.path), base, cand, data, bd, err, gate=gate,
-                 shape_gate=shape_gate, include_below_floor=include)
-        v.shape_table()  # a run naming an unknown family etc. fails here, as an st.error, not in a page
+        v = View(src.label, src.provenance, src.kind, str(src.path), base, cand, data, bd, err, table=table,
+                 gate=gate, shape_gate=shape_gate, include_below_floor=include)
         v.wide()
     except BAD_INPUT as exc:
         st.error(f"Cannot use {src.label}: {exc}")

@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
 SHOTS = ARTIFACTS / "screenshots"
 FIXTURES = ROOT / "tests" / "fixtures" / "app"
-# url_path of each page in app.py's st.navigation; the default page (Overview) lives at "/".
-PAGES = {"overview": "", "where_time_goes": "where_time_goes", "kernels": "kernels", "shapes": "shapes",
+# url_path of each page in app.py's st.navigation ("/" runs the Overview too: app_pages/home.py).
+PAGES = {"overview": "overview", "where_time_goes": "where_time_goes", "kernels": "kernels", "shapes": "shapes",
          "compare": "compare", "roofline": "roofline", "probes": "probes", "planner": "planner", "dispatch": "dispatch",
          "ledger": "ledger", "run": "run", "reports": "reports", "glossary": "glossary", "fleet": "fleet"}
 WIDTH, HEIGHT = 1600, 1000
@@ -408,4 +408,22 @@ def test_a_shared_url_reproduces_the_view(server, browser):
     text = _wait_sidebar(browser, run, "seed036")
     main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
     assert run in text and score in main, (browser.current_url, text, main[:300])
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+
+
+def test_overview_has_its_own_address_too(server, browser):
+    """/overview (the address pattern of every other page) opens the Overview itself, with the same source choice
+    a ?source= link carries, and no "Page not found"."""
+    from selenium.webdriver.common.by import By
+
+    run = "2026-11-30_nvidia-h200_baseline-seed036-best-r2.json"
+    if not (ROOT / "datasets" / "runs" / run).exists():
+        pytest.skip(f"{run} is not committed")
+    browser.get(f"{server}/overview?source={run}&baseline=baseline&candidate=seed036")
+    _wait_rendered(browser)
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert "Page not found" not in body, body[:300]
+    assert browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"] h1').text.startswith("Overview")
+    text = _wait_sidebar(browser, run, "seed036")
+    assert run in text and "seed036" in text, text
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
