@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -367,6 +368,7 @@ class View:
     gate: scoring.Gate | None = None   # the pair over the scored shapes (what the score needs)
     shape_gate: scoring.Gate | None = None  # the pair over every shape it has (tables, charts)
     include_below_floor: bool = False
+    wide_table: pd.DataFrame | None = None  # views.wide_shapes of the pair, built once (view() derives it)
 
     @property
     def note(self) -> str:
@@ -388,7 +390,11 @@ class View:
         return self.table
 
     def wide(self) -> pd.DataFrame:
-        return views.wide_shapes(self.shape_table(), self.data.pairs, self.baseline, self.candidate, self.shape_gate)
+        """views.wide_shapes of the pair (a copy: pages add columns to it)."""
+        if self.wide_table is None:
+            self.wide_table = views.wide_shapes(self.shape_table(), self.data.pairs, self.baseline, self.candidate,
+                                                self.shape_gate)
+        return self.wide_table.copy()
 
 
 @st.cache_data(show_spinner=False)
@@ -418,8 +424,8 @@ def _committed_comparison(path: str, mtime: float, baseline: str, candidate: str
 
 
 def _derive(data: drun.RunData, base: str, cand: str, include: bool) -> tuple:
-    """(shape gate, score gate, ScoreBreakdown or None, why no score or None, shape table) of a pair: what every
-    source page shows. A run naming an unknown family etc. raises here, inside view()'s error handling."""
+    """(shape gate, score gate, ScoreBreakdown or None, why no score or None, shape table, wide per-shape table) of
+    a pair: what every source page shows. A run naming an unknown family etc. raises here, inside view()'s error handling."""
     shape_gate = drun.pair_gate(data, base, cand, None, include, scored_only=False)
     gate = drun.pair_gate(data, base, cand, None, include)
     bd, err = None, None
@@ -427,7 +433,14 @@ def _derive(data: drun.RunData, base: str, cand: str, include: bool) -> tuple:
         bd = drun.run_score(data, base, cand, None, include)
     except scoring.ScoringError as exc:
         err = str(exc)
-    return shape_gate, gate, bd, err, drun.shape_table(data)
+    table = drun.shape_table(data)
+    return shape_gate, gate, bd, err, table, views.wide_shapes(table, data.pairs, base, cand, shape_gate)
+
+
+@st.cache_data(show_spinner=False)
+def _derived_code() -> str:
+    """The disk key of _committed_derived: the sources of what derives it, this file (_derive's shape) included."""
+    return _code(scoring, drun, views, sys.modules[__name__])
 
 
 @st.cache_data(show_spinner=False, persist="disk")
@@ -449,7 +462,7 @@ def derived(src: sources.Source, data: drun.RunData, base: str, cand: str, inclu
         return _derive(data, base, cand, include)
     path, mtime = str(src.path), _mtime(src.path)
     if _committed(path):
-        return _committed_derived(path, mtime, base, cand, include, _comparison_code())
+        return _committed_derived(path, mtime, base, cand, include, _derived_code())
     return _run_derived(path, mtime, base, cand, include)
 
 
@@ -611,12 +624,11 @@ def view(sidebar=True, probes_only_ok: bool = False) -> View:
             raise ValueError(f"{src.path.name} has no results (a probe-only run? see the Probes page; an explain run? see the Kernels page)")
         base, cand = _pair(box, src, data)
         include = _floor_toggle(box, derived(src, data, base, cand, False)[0])
-        shape_gate, gate, bd, err, table = derived(src, data, base, cand, include)
+        shape_gate, gate, bd, err, table, wide_table = derived(src, data, base, cand, include)
         if data.status == "partial":
             box.warning("Partial run: interrupted; only what finished is shown.")
         v = View(src.label, src.provenance, src.kind, str(src.path), base, cand, data, bd, err, table=table,
-                 gate=gate, shape_gate=shape_gate, include_below_floor=include)
-        v.wide()
+                 gate=gate, shape_gate=shape_gate, include_below_floor=include, wide_table=wide_table)
     except BAD_INPUT as exc:
         st.error(f"Cannot use {src.label}: {exc}")
         st.stop()

@@ -27,11 +27,10 @@ def _environment(v) -> None:
                        + ". A flag is a note on a timed result (below_floor and incorrect ones are never scored); "
                        "the glossary's *flags* says what each means.")
         (st.warning if clock["throttle_reasons"] else st.caption)(views.clock_text(clock))
-        telemetry = v.run.get("telemetry", [])
-        # drawn on request: a chart nobody opened still costs the first page its figure and its plotly render
-        if len(telemetry) > 1 and st.toggle("Show the SM clock, power and temperature during the run (measured)",
-                                            key="show_telemetry"):
-            st.plotly_chart(figures.telemetry_figure(pd.DataFrame(telemetry)), width="stretch")
+        telemetry = pd.DataFrame(v.run.get("telemetry", []))
+        if len(telemetry) > 1:
+            with st.expander("SM clock, power and temperature during the run (measured)"):
+                st.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
         with st.expander("All environment fields"):
             st.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")
 
