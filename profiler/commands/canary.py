@@ -12,7 +12,7 @@ baseline that runs at another speed in its worker than in a clean one.
 
 When: on every sweep with a baseline, FIRST, on a sample -- per family the smallest and the largest M of the run
 (10 of the 30 official shapes) -- in the sweep's first worker process before it loads any other candidate (a
-fresh process when the current one has: tune and explain); that process then goes on to the sweep (`--canary
+fresh process when the current one has loaded one); that process then goes on to the sweep (`--canary
 all`: every shape; `--canary off`: none). Its cost is the baseline's timing at those shapes and no worker
 start (the canary record's `seconds` says what it cost).
 
