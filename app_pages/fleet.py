@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import figures, fleet, run_kinds, sources
+from dashboard import figures, fleet, sources
 
 st.title("Fleet — one sweep on every GPU model")
 st.caption("A fleet sweep (`python -m profiler run --cluster tcp://HOST:8786 ...`) writes one run file per GPU "
@@ -12,7 +12,7 @@ st.caption("A fleet sweep (`python -m profiler run --cluster tcp://HOST:8786 ...
            "Σ w·time over the scored shapes, with that run's own probes (**derived**).")
 terms.link("score", "sol")
 metas = common.run_metas()   # plan sweeps only: a tune log, a screen or an explain run times configs, not plans
-sets = fleet.fleet_sets(p for p, m in metas.items() if m.kind == run_kinds.SWEEP)
+sets = fleet.sweep_sets(metas)
 if not sets:
     st.info("No plan sweep named `<date>_<gpu>_<label>.json` yet: run a sweep (the Run page) or a fleet sweep.")
     st.stop()

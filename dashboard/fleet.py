@@ -37,6 +37,14 @@ def fleet_sets(paths) -> dict[str, list[Path]]:
             sorted(sets.items())}
 
 
+def sweep_sets(metas: dict) -> dict[str, list[Path]]:
+    """fleet_sets of the plan sweeps among {path: RunMeta} (dashboard.run_kinds): a tune log, a screen or an
+    explain run times configs or kernels, not plans, so none is ever a fleet set."""
+    from dashboard import run_kinds
+
+    return fleet_sets(p for p, m in metas.items() if m is not None and m.kind == run_kinds.SWEEP)
+
+
 def default_set(sets: dict[str, list[Path]], metas: dict | None = None) -> str | None:
     """The set to open first: the one measured on the most distinct GPU models; among those, a sweep pairing the
     baseline with the shipped plan (run_kinds.RunMeta.shipped_pair), measured by a fleet (`--cluster`), the newest

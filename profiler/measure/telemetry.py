@@ -183,7 +183,7 @@ def environment(device, telemetry: Telemetry | None = None) -> dict:
     import numpy
 
     env["numpy"] = numpy.__version__
-    if torch.cuda.is_available():
+    if torch.cuda.is_available() and torch.device(device).type == "cuda":   # a CPU worker on a GPU host: no GPU
         props = torch.cuda.get_device_properties(device)
         env.update(gpu=props.name, sm_count=int(props.multi_processor_count), l2_bytes=int(props.L2_cache_size),
                    total_memory_bytes=int(props.total_memory), capability=f"{props.major}.{props.minor}",
