@@ -12,7 +12,7 @@ from datasets import RUNS_DIR
 from datasets.runfile import RunFileError, run_filename
 from kernels.candidate import check_spec
 from profiler.backends.open import ClusterError
-from profiler.cli.options import add_seed_argument, add_workload_argument, workload_or_exit
+from profiler.cli.options import add_seed_argument, add_workload_argument, missing_dask, workload_or_exit
 from profiler.commands.explain import ExplainSettings, format_explain, run_explain
 from profiler.commands.sweep import SweepInputError, WorkerStartError, select_shapes, shape_key
 from profiler.measure.ncu import NcuError, ncu_tool
@@ -120,11 +120,7 @@ def cmd_explain(args, argv) -> int:
               file=sys.stderr)
         return 130
     except ImportError as exc:
-        if args.cluster is None or (exc.name or "").split(".")[0] not in ("dask", "distributed"):
-            raise
-        print(f"profiler explain: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
-              file=sys.stderr)
-        return EXIT_MISSING
+        return missing_dask("explain", exc, args.cluster)
     except (SweepInputError, WorkerStartError, RunFileError, WorkerError, WorkerDied, ClusterError) as exc:
         print(f"profiler explain: {exc}", file=sys.stderr)
         return 1

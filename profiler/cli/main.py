@@ -25,7 +25,8 @@ from profiler.cli import tune as tune_cli
 from profiler.cli.explain import cmd_explain
 from profiler.cli.explain import DESCRIPTION as EXPLAIN_DESCRIPTION
 from profiler.cli.explain import add_arguments as explain_arguments
-from profiler.cli.options import add_isolation_arguments, add_seed_argument, add_workload_argument, workload_or_exit
+from profiler.cli.options import (add_isolation_arguments, add_seed_argument, add_workload_argument, missing_dask,
+                                  workload_or_exit)
 from profiler.commands.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep, select_shapes
 from profiler.measure.policy import SWEEP
 from profiler.measure.telemetry import cuda_device_name
@@ -180,11 +181,7 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluste
                          log=lambda m: print(m, file=sys.stderr), measure_shapes=measure_shapes, cluster=cluster,
                          workload=workload)
     except ImportError as exc:
-        if cluster is None or (exc.name or "").split(".")[0] not in ("dask", "distributed"):
-            raise
-        print(f"profiler {cmd}: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
-              file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(missing_dask(cmd, exc, cluster)) from None
     except KeyboardInterrupt:
         print(f"profiler {cmd}: interrupted; partial run in {out or 'the run file(s) of each GPU model'}",
               file=sys.stderr)

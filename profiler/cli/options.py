@@ -39,3 +39,13 @@ def add_isolation_arguments(parser, unit: str) -> None:
                              f"paired timing) that makes no progress for this many seconds is stopped and blamed")
     parser.add_argument("--max-incidents", type=int, default=2,
                         help=f"a {unit} whose worker died or hung at this many shapes is not run at the others")
+
+
+def missing_dask(cmd: str, exc: ImportError, cluster) -> int:
+    """A command's answer to an ImportError raised while it ran: exit 2 with one line when `--cluster` was asked
+    for and dask.distributed is what is missing; any other ImportError is a bug and is raised again."""
+    if cluster is None or (exc.name or "").split(".")[0] not in ("dask", "distributed"):
+        raise exc
+    print(f"profiler {cmd}: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
+          file=sys.stderr)
+    return 2

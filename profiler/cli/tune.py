@@ -6,7 +6,8 @@ import argparse
 import os
 import sys
 
-from profiler.cli.options import add_isolation_arguments, add_seed_argument, add_workload_argument, workload_or_exit
+from profiler.cli.options import (add_isolation_arguments, add_seed_argument, add_workload_argument, missing_dask,
+                                  workload_or_exit)
 from profiler.commands import tune as tune_command
 from profiler.commands.tune import (DEFAULT_BUDGET_S, TuneError, TuneSettings, default_plan_name, extend_plan,
                                     tune_sweep)
@@ -88,11 +89,7 @@ def main(argv=None) -> int:
         print("profiler tune: interrupted; the partial run file is kept (the plan was not written)", file=sys.stderr)
         return 130
     except ImportError as exc:
-        if args.cluster is None or (exc.name or "").split(".")[0] not in ("dask", "distributed"):
-            raise
-        print(f"profiler tune: --cluster needs dask.distributed (pip install -r requirements-scale.txt): {exc}",
-              file=sys.stderr)
-        return 2
+        return missing_dask("tune", exc, args.cluster)
     except TuneError as exc:
         print(f"profiler tune: {exc}", file=sys.stderr)
         return 1

@@ -164,3 +164,15 @@ def test_workload_help_is_on_every_command():
     for cmd in ("run", "probe", "explain", "tune"):
         p = _cli(cmd, "--help")
         assert p.returncode == 0 and "--workload NAME|FILE" in p.stdout, cmd
+
+
+def test_a_missing_dask_is_one_line_and_exit_2_only_when_cluster_was_asked_for(capsys):
+    from profiler.cli.options import missing_dask
+
+    assert missing_dask("run", ImportError("No module named 'distributed'", name="distributed"), "local") == 2
+    assert capsys.readouterr().err.startswith("profiler run: --cluster needs dask.distributed (pip install -r "
+                                              "requirements-scale.txt)")
+    with pytest.raises(ImportError):   # no --cluster: dask was never the point, so this is a real bug
+        missing_dask("run", ImportError("x", name="distributed"), None)
+    with pytest.raises(ImportError):   # another module missing under --cluster: not dask's message
+        missing_dask("tune", ImportError("x", name="triton"), "local")
