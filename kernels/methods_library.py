@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-from kernels.method import BF16, Method, _load_impl, config_table
+from kernels.method import BF16, BF16_X_FP32_W, Method, _load_impl, config_table
 
 BF16_ONLY = (BF16,)
 
@@ -77,12 +77,16 @@ class PerShapeMethod(Method):
 
 # ------------------------------------------------------------------------------------------ cluster_splitk
 
-# The (RW, KW, NT) instantiations compiled in kernels/cuda/cluster_splitk.cu (its launch() switch; a test
-# checks the two agree). RW x KW warps per block; BN = 16 * RW weight rows, 8 * NT tokens per tile.
-CLUSTER_COMPILED = tuple((rw, kw, nt) for rw, kw in ((2, 2), (2, 4), (4, 1), (4, 2)) for nt in (1, 2, 4))
-CLUSTER_UNROLL = 4          # kernels/cuda/cluster_splitk.cu UNROLL: 32-wide K steps per loop iteration
+# The (RW, KW, NT, U) instantiations compiled in kernels/cuda/cluster_splitk.cu (its launch() switch; a test checks
+# the two agree): RW x KW warps per block, BN = 16 * RW weight rows and 8 * NT tokens per tile, U 32-wide K steps
+# per register stage. BF16 for cluster_splitk, HILO (two weight parts per step) for router_hilo_cluster.
+CLUSTER_COMPILED = ((1, 4, 1, 4), (1, 8, 1, 4), (2, 4, 1, 4), (2, 8, 1, 4),
+                    (1, 4, 2, 2), (1, 8, 2, 2), (2, 4, 2, 2), (2, 8, 2, 2),
+                    (1, 4, 4, 2), (1, 8, 4, 2), (2, 4, 4, 2), (2, 8, 4, 2))
+CLUSTER_HILO_COMPILED = ((1, 4, 1, 2), (1, 8, 1, 2), (1, 4, 2, 2), (1, 8, 2, 2), (1, 4, 4, 1), (1, 8, 4, 1))
+CLUSTER_STEP = 32           # K per MMA step pair: 4 lanes x 8 BF16
 CLUSTER_MAX_M = 64          # the token tiles (grid y) reach any M; the method targets skinny products
-CLUSTER_SIZES = (2, 4, 8)   # blocks per cluster (8 is the portable maximum on sm_90)
+CLUSTER_SIZES = (1, 2, 4, 8)   # blocks per cluster (1: a plain launch; 8 is the portable maximum on sm_90)
 
 
 def cluster_nt(M: int) -> int:
@@ -90,20 +94,38 @@ def cluster_nt(M: int) -> int:
     return 1 if M <= 8 else 2 if M <= 16 else 4
 
 
-def _cluster_guard(M, N, K, config):
-    if not 1 <= M <= CLUSTER_MAX_M:
-        return f"cluster_splitk serves 1 <= M <= {CLUSTER_MAX_M}"
-    if config["NT"] != cluster_nt(M):
-        return f"cluster_splitk at M={M} uses NT={cluster_nt(M)} (token tile {8 * cluster_nt(M)}), not {config['NT']}"
-    bn, step = 16 * config["RW"], config["S"] * config["KW"] * 32 * CLUSTER_UNROLL
-    if N % bn or K % step:
-        return (f"cluster_splitk needs N % {bn} == 0 and K % {step} == 0 (S * KW * 32 * {CLUSTER_UNROLL}); "
-                f"N={N}, K={K}")
+def _cluster_unroll(compiled, config) -> int | None:
+    for rw, kw, nt, u in compiled:
+        if (rw, kw, nt) == (config["RW"], config["KW"], config["NT"]):
+            return u
     return None
 
 
-CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "S"), [(rw, kw, nt, s) for rw, kw, nt in CLUSTER_COMPILED
+def _cluster_guard_for(name: str, compiled):
+    def guard(M, N, K, config):
+        if not 1 <= M <= CLUSTER_MAX_M:
+            return f"{name} serves 1 <= M <= {CLUSTER_MAX_M}"
+        if config["NT"] != cluster_nt(M):
+            return f"{name} at M={M} uses NT={cluster_nt(M)} (token tile {8 * cluster_nt(M)}), not {config['NT']}"
+        u = _cluster_unroll(compiled, config)
+        if u is None:
+            return f"{name} has no compiled instance RW={config['RW']} KW={config['KW']} NT={config['NT']}"
+        bn, step = 16 * config["RW"], config["S"] * config["KW"] * CLUSTER_STEP * u
+        if N % bn or K % step:
+            return (f"{name} needs N % {bn} == 0 and K % {step} == 0 (S * KW * {CLUSTER_STEP} * U, U={u}); "
+                    f"N={N}, K={K}")
+        return None
+    return guard
+
+
+_cluster_guard = _cluster_guard_for("cluster_splitk", CLUSTER_COMPILED)
+_router_cluster_guard = _cluster_guard_for("router_hilo_cluster", CLUSTER_HILO_COMPILED)
+
+CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "S"), [(rw, kw, nt, s) for rw, kw, nt, _ in CLUSTER_COMPILED
                                                           for s in CLUSTER_SIZES])
+ROUTER_CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "S"), [(rw, kw, nt, s)
+                                                                for rw, kw, nt, _ in CLUSTER_HILO_COMPILED
+                                                                for s in CLUSTER_SIZES])
 
 LIBRARY_METHODS: tuple[Method, ...] = (
     PerShapeMethod(
@@ -123,9 +145,20 @@ LIBRARY_METHODS: tuple[Method, ...] = (
         dtypes=BF16_ONLY,
         impl="kernels.launch.cluster_splitk:CLUSTER_SPLITK",
         description="CUDA C++ split-K over a thread-block cluster of S blocks (mma.sync BF16, tokens as the MMA's "
-                    "N); partials summed through distributed shared memory in the same launch",
-        params={"RW": (2, 4), "KW": (1, 2, 4), "NT": (1, 2, 4), "S": CLUSTER_SIZES},
+                    "N, tile-packed weights, register double buffering); partials summed through shared and "
+                    "distributed shared memory in the same launch",
+        params={"RW": (1, 2), "KW": (4, 8), "NT": (1, 2, 4), "S": CLUSTER_SIZES},
         configs=CLUSTER_CONFIGS,
         guard=_cluster_guard,
+    ),
+    Method(
+        name="router_hilo_cluster",
+        dtypes=(BF16_X_FP32_W,),
+        impl="kernels.launch.cluster_splitk:ROUTER_HILO_CLUSTER",
+        description="cluster_splitk's kernel with the FP32 weights split at prepare into H = bf16(W) and "
+                    "L = bf16(W - H), both products in one FP32 accumulator, FP32 y",
+        params={"RW": (1,), "KW": (4, 8), "NT": (1, 2, 4), "S": CLUSTER_SIZES},
+        configs=ROUTER_CLUSTER_CONFIGS,
+        guard=_router_cluster_guard,
     ),
 )

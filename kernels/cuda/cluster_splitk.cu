@@ -1,19 +1,29 @@
-// Cluster split-K for skinny products y[M,N] = x[M,K] @ w[N,K]^T (BF16 in and out, FP32 accumulation).
+// Cluster split-K for skinny products y[M,N] = x[M,K] @ w[N,K]^T on tensor cores, FP32 accumulation.
+//   BF16:  x, w, y BF16.
+//   HILO:  the router's FP32 weights as two BF16 parts H = bf16(W), L = bf16(W - H) (split at prepare), both
+//          multiplied into one FP32 accumulator; FP32 y.
 //
-// A thread-block cluster of S blocks shares one BN-row tile of the weights; block `rank` of the cluster owns the
-// K slice [rank*K/S, (rank+1)*K/S). Inside a block, RW x KW warps: warp (rw, kw) multiplies weight rows
-// [16*rw, 16*rw+16) of the tile by the 8*NT tokens over its 1/KW of the block's slice, on tensor cores
-// (mma.sync m16n8k16, the weights as the 16-row A operand, the tokens as the 8-column B operand). The partials
-// are summed without a global workspace: the KW warp partials through the block's shared memory, then the S block
-// partials through distributed shared memory (each block reads its 1/S share of the tile's outputs from every
-// peer's shared memory with cluster.map_shared_rank, sums in FP32, writes BF16 y). Two cluster barriers: the
-// partials are complete before any peer reads them, and no block exits while a peer still reads its memory.
+// Work split. A thread-block cluster of S blocks (S = 1: a plain launch) shares one tile of BN = 16*RW weight rows;
+// block `rank` of the cluster owns the K slice [rank*K/S, (rank+1)*K/S). Inside a block RW x KW warps: warp
+// (rw, kw) multiplies weight rows [16*rw, 16*rw+16) of the tile by the 8*NT tokens over its 1/KW of the block's
+// slice (mma.sync m16n8k16: the weights as the 16-row A operand, the tokens as the 8-column B operand).
 //
-// Operand loads: each lane loads 16 contiguous bytes (8 BF16 along K) of its weight rows and token row per
-// 32-wide K step and feeds them to two mma.sync. The MMA's fragment layout wants, per lane, K indices
-// {2t, 2t+1, 2t+8, 2t+9} of a 16-wide step; a dot product does not care in which order K is visited, so the
-// same permutation of K is applied to both operands (fragment k 2t,2t+1 <- memory k 8t,8t+1; 2t+8,2t+9 <-
-// 8t+2,8t+3; the second MMA takes 8t+4..8t+7). A and B see the same K index in every product term.
+// Operands. The weights are tile-packed at prepare (kernels/launch/cluster_splitk.py `pack`): per 16-row group and
+// 32-wide K step one contiguous block, 1 KB for BF16 (rows 0-7, then rows 8-15; lane l's 16 bytes at l*16 of each
+// half) and 2 KB for HILO (H's two halves, then L's). Every weight load of a warp is therefore 512 contiguous bytes.
+// Each lane's 16 bytes are 8 BF16 along K of one row and feed two MMAs: the fragment layout wants, per lane, K
+// indices {2t, 2t+1, 2t+8, 2t+9} of a 16-wide step; a dot product does not care in which order K is visited, so the
+// same permutation of K is applied to both operands (fragment k 2t,2t+1 <- memory k 8t,8t+1; 2t+8,2t+9 <- 8t+2,8t+3;
+// the second MMA takes 8t+4..8t+7). The token rows are read from x as they are ([M, K], 16 bytes per lane).
+//
+// Pipeline. Register double buffering: a stage is U K steps of every operand a lane needs; the loads of stage
+// i+1 are issued before the MMAs of stage i, so one stage of loads is always in flight behind the MMAs. Weights
+// are read once (ld.global.cs, evict-first); tokens through the read-only path (re-read by every weight tile).
+//
+// Reduction, in the same launch: the KW warp partials through the block's shared memory; with S > 1 each block
+// then reads its 1/S share of the tile's outputs from every peer's shared memory (cluster.map_shared_rank), sums
+// in FP32 and writes y. Two cluster barriers: partials complete before any peer reads them, and no block exits
+// while a peer still reads its memory. No global workspace, no second kernel, nothing to reset between calls.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -23,7 +33,7 @@ namespace cg = cooperative_groups;
 
 namespace projlab_cluster_splitk {
 
-constexpr int UNROLL = 4;   // 32-wide K steps loaded before their MMAs (16 B per lane per operand row each)
+constexpr int STEP = 32;   // K per step: 4 lanes x 8 BF16
 
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                                uint32_t b0, uint32_t b1) {
@@ -34,57 +44,101 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], uint32_t a0, uint3
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-template <int RW, int KW, int NT>
-__global__ void __launch_bounds__(RW * KW * 32)
-cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
-                      __nv_bfloat16* __restrict__ y, int M, int N, int K, int S) {
+// One pipeline stage: U K steps of a lane's weight halves (2, or 4 with HILO) and token rows (NT).
+template <int NT, int U, bool HILO>
+struct Stage {
+  static constexpr int WH = HILO ? 4 : 2;
+  uint4 w[U][WH];
+  uint4 b[U][NT];
+};
+
+template <int NT, int U, bool HILO>
+__device__ __forceinline__ void load_stage(Stage<NT, U, HILO>& s, const uint4* wp, const uint4* const (&xr)[NT],
+                                           const bool (&xv)[NT], int step) {
+  constexpr int WB = HILO ? 128 : 64;   // uint4 per packed (16-row group, K step) block
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const uint4* p = wp + static_cast<size_t>(step + u) * WB;
+#pragma unroll
+    for (int h = 0; h < Stage<NT, U, HILO>::WH; ++h) s.w[u][h] = __ldcs(p + 32 * h);
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+      s.b[u][j] = xv[j] ? __ldg(xr[j] + (step + u) * (STEP / 8)) : make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
+template <int NT, int U, bool HILO>
+__device__ __forceinline__ void mma_stage(float (&acc)[NT][4], const Stage<NT, U, HILO>& s) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+      for (int p = 0; p < Stage<NT, U, HILO>::WH; p += 2) {   // p = 0: W (or H); p = 2: L
+        const uint4& lo = s.w[u][p];       // rows g
+        const uint4& hi = s.w[u][p + 1];   // rows g + 8
+        mma_bf16_16816(acc[j], lo.x, hi.x, lo.y, hi.y, s.b[u][j].x, s.b[u][j].y);
+        mma_bf16_16816(acc[j], lo.z, hi.z, lo.w, hi.w, s.b[u][j].z, s.b[u][j].w);
+      }
+    }
+  }
+}
+
+template <bool HILO>
+__device__ __forceinline__ void store_y(void* y, size_t i, float v) {
+  if constexpr (HILO) {
+    static_cast<float*>(y)[i] = v;
+  } else {
+    static_cast<__nv_bfloat16*>(y)[i] = __float2bfloat16(v);
+  }
+}
+
+template <int RW, int KW, int NT, int U, bool HILO>
+__global__ void __launch_bounds__(RW * KW * 32, (RW * KW * 32 <= 256) ? 2 : 1)
+cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ wpk,
+                      void* __restrict__ y, int M, int N, int K, int S) {
   constexpr int BN = 16 * RW;   // weight rows (outputs n) per tile
   constexpr int MT = 8 * NT;    // tokens per tile
+  constexpr int WB = HILO ? 128 : 64;
   extern __shared__ float part[];   // [KW][MT][BN] warp partials; slot 0 ends as the block's partial
-  cg::cluster_group cluster = cg::this_cluster();
-  const int rank = static_cast<int>(cluster.block_rank());
-  const int n0 = (blockIdx.x / S) * BN;
+  const int rank = S > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
+  const int tile = blockIdx.x / S;
+  const int n0 = tile * BN;
   const int m0 = blockIdx.y * MT;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int rw = warp % RW, kw = warp / RW;
   const int g = lane >> 2, t = lane & 3;
-  const int k_warp = K / S / KW;
-  const int k_begin = rank * (K / S) + kw * k_warp + t * 8;
+  const int k_warp = K / S / KW;                      // K of one warp
+  const int step0 = (rank * (K / S) + kw * k_warp) / STEP;
+  const int steps = k_warp / STEP;
+  const int group = tile * RW + rw;                   // 16-row group of the packed weights
 
-  const uint4* w0 = reinterpret_cast<const uint4*>(w + static_cast<size_t>(n0 + rw * 16 + g) * K + k_begin);
-  const uint4* w1 = reinterpret_cast<const uint4*>(w + static_cast<size_t>(n0 + rw * 16 + g + 8) * K + k_begin);
+  const uint4* wp = reinterpret_cast<const uint4*>(wpk) + (static_cast<size_t>(group) * (K / STEP) + step0) * WB +
+                    lane;
   const uint4* xr[NT];
   bool xv[NT];
 #pragma unroll
   for (int j = 0; j < NT; ++j) {
     const int m = m0 + j * 8 + g;
     xv[j] = m < M;
-    xr[j] = reinterpret_cast<const uint4*>(x + static_cast<size_t>(xv[j] ? m : 0) * K + k_begin);
+    xr[j] = reinterpret_cast<const uint4*>(x + static_cast<size_t>(xv[j] ? m : 0) * K + step0 * STEP + t * 8);
   }
   float acc[NT][4];
 #pragma unroll
   for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-  // One uint4 is 8 BF16: a 32-wide K step advances a row pointer by 4 uint4.
-  for (int k = 0; k < k_warp; k += 32 * UNROLL) {
-    const int q = k / 8;
-    uint4 a_lo[UNROLL], a_hi[UNROLL], b[UNROLL][NT];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      a_lo[u] = __ldcs(w0 + q + 4 * u);   // weights are read once: evict-first
-      a_hi[u] = __ldcs(w1 + q + 4 * u);
-#pragma unroll
-      for (int j = 0; j < NT; ++j) b[u][j] = xv[j] ? __ldg(xr[j] + q + 4 * u) : make_uint4(0u, 0u, 0u, 0u);
-    }
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        mma_bf16_16816(acc[j], a_lo[u].x, a_hi[u].x, a_lo[u].y, a_hi[u].y, b[u][j].x, b[u][j].y);
-        mma_bf16_16816(acc[j], a_lo[u].z, a_hi[u].z, a_lo[u].w, a_hi[u].w, b[u][j].z, b[u][j].w);
-      }
-    }
+  // Two register stages, each U steps; the launcher's guard makes `steps` a multiple of U.
+  const int iters = steps / U;
+  Stage<NT, U, HILO> sa, sb;
+  load_stage(sa, wp, xr, xv, 0);
+  int it = 0;
+  for (; it + 2 <= iters; it += 2) {
+    load_stage(sb, wp, xr, xv, (it + 1) * U);
+    mma_stage(acc, sa);
+    if (it + 2 < iters) load_stage(sa, wp, xr, xv, (it + 2) * U);
+    mma_stage(acc, sb);
   }
+  if (it < iters) mma_stage(acc, sa);
 
   // Accumulator fragment: d0,d1 = (row g, tokens 2t, 2t+1), d2,d3 = (row g+8, same tokens).
   float* mine = part + kw * (MT * BN);
@@ -97,6 +151,16 @@ cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* 
     mine[(c + 1) * BN + r + 8] = acc[j][3];
   }
   __syncthreads();
+  if (S == 1) {   // no peers: the block's sum is the output
+    for (int i = threadIdx.x; i < MT * BN; i += blockDim.x) {
+      float s = part[i];
+#pragma unroll
+      for (int v = 1; v < KW; ++v) s += part[v * (MT * BN) + i];
+      const int m = m0 + i / BN;
+      if (m < M) store_y<HILO>(y, static_cast<size_t>(m) * N + n0 + i % BN, s);
+    }
+    return;
+  }
   if (KW > 1) {
     for (int i = threadIdx.x; i < MT * BN; i += blockDim.x) {
       float s = part[i];
@@ -105,23 +169,24 @@ cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* 
       part[i] = s;
     }
   }
+  cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();   // every block's partial is complete and visible to its peers
 
   const int share = MT * BN / S;
   for (int i = rank * share + threadIdx.x; i < (rank + 1) * share; i += blockDim.x) {
     float s = 0.f;
     for (int p = 0; p < S; ++p) s += cluster.map_shared_rank(part, p)[i];
-    const int m = m0 + i / BN, n = n0 + i % BN;
-    if (m < M) y[static_cast<size_t>(m) * N + n] = __float2bfloat16(s);
+    const int m = m0 + i / BN;
+    if (m < M) store_y<HILO>(y, static_cast<size_t>(m) * N + n0 + i % BN, s);
   }
   cluster.sync();   // no block leaves while a peer still reads its shared memory
 }
 
-template <int RW, int KW, int NT>
+template <int RW, int KW, int NT, int U, bool HILO>
 cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int K, int S, cudaStream_t stream) {
   constexpr int BN = 16 * RW, MT = 8 * NT;
   const size_t smem = sizeof(float) * KW * MT * BN;
-  auto kernel = cluster_splitk_kernel<RW, KW, NT>;
+  auto kernel = cluster_splitk_kernel<RW, KW, NT, U, HILO>;
   // Once per instantiation (the first, eager call): a CUDA graph capture then sees only the launch.
   static cudaError_t attr_err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
@@ -137,21 +202,26 @@ cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int 
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
   config.attrs = attr;
-  config.numAttrs = 1;
+  config.numAttrs = S > 1 ? 1 : 0;
   return cudaLaunchKernelEx(&config, kernel, static_cast<const __nv_bfloat16*>(x),
-                            static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(y), M, N, K, S);
+                            static_cast<const __nv_bfloat16*>(w), y, M, N, K, S);
 }
 
-// The compiled (RW, KW, NT) set; kernels/methods_library.py lists the same values (a test checks both agree).
+// The compiled (RW, KW, NT, U) sets, BF16 and HILO; kernels/methods_library.py lists the same values (a test
+// checks both agree). U: steps per stage, chosen so two stages stay in registers (no spills, -Xptxas -v).
 cudaError_t launch(const void* x, const void* w, void* y, int M, int N, int K, int S, int RW, int KW, int NT,
-                   cudaStream_t stream) {
-#define PROJLAB_CASE(rw, kw, nt) \
-  if (RW == rw && KW == kw && NT == nt) return launch_one<rw, kw, nt>(x, w, y, M, N, K, S, stream);
-  PROJLAB_CASE(2, 2, 1) PROJLAB_CASE(2, 2, 2) PROJLAB_CASE(2, 2, 4)
-  PROJLAB_CASE(2, 4, 1) PROJLAB_CASE(2, 4, 2) PROJLAB_CASE(2, 4, 4)
-  PROJLAB_CASE(4, 1, 1) PROJLAB_CASE(4, 1, 2) PROJLAB_CASE(4, 1, 4)
-  PROJLAB_CASE(4, 2, 1) PROJLAB_CASE(4, 2, 2) PROJLAB_CASE(4, 2, 4)
+                   bool hilo, cudaStream_t stream) {
+#define PROJLAB_CASE(rw, kw, nt, u) \
+  if (!hilo && RW == rw && KW == kw && NT == nt) return launch_one<rw, kw, nt, u, false>(x, w, y, M, N, K, S, stream);
+#define PROJLAB_HILO_CASE(rw, kw, nt, u) \
+  if (hilo && RW == rw && KW == kw && NT == nt) return launch_one<rw, kw, nt, u, true>(x, w, y, M, N, K, S, stream);
+  PROJLAB_CASE(1, 4, 1, 4) PROJLAB_CASE(1, 8, 1, 4) PROJLAB_CASE(2, 4, 1, 4) PROJLAB_CASE(2, 8, 1, 4)
+  PROJLAB_CASE(1, 4, 2, 2) PROJLAB_CASE(1, 8, 2, 2) PROJLAB_CASE(2, 4, 2, 2) PROJLAB_CASE(2, 8, 2, 2)
+  PROJLAB_CASE(1, 4, 4, 2) PROJLAB_CASE(1, 8, 4, 2) PROJLAB_CASE(2, 4, 4, 2) PROJLAB_CASE(2, 8, 4, 2)
+  PROJLAB_HILO_CASE(1, 4, 1, 2) PROJLAB_HILO_CASE(1, 8, 1, 2) PROJLAB_HILO_CASE(1, 4, 2, 2)
+  PROJLAB_HILO_CASE(1, 8, 2, 2) PROJLAB_HILO_CASE(1, 4, 4, 1) PROJLAB_HILO_CASE(1, 8, 4, 1)
 #undef PROJLAB_CASE
+#undef PROJLAB_HILO_CASE
   return cudaErrorInvalidValue;
 }
 

@@ -1,5 +1,7 @@
-"""GPU: cluster_splitk (CUDA C++, DSMEM reduction) passes the full contract with every config its guard admits at
-the official qkv_gate and pooler shapes, and matches an FP32 product on an odd M (masked token rows)."""
+"""GPU: cluster_splitk and router_hilo_cluster (CUDA C++, register-pipelined mma.sync, shared / distributed shared
+memory reduction) pass the full contract with every config at one shape of each method, the first admitted config
+at every official shape of the families they serve (M <= 64) and the nearby M, and match an FP32 product on an
+odd M (masked token rows)."""
 import pytest
 
 from kernels.registry import get_method
@@ -7,35 +9,63 @@ from tests.kernels.gpu_contract import assert_contract
 
 pytestmark = pytest.mark.gpu
 
+METHODS = {"cluster_splitk": ("qkv_gate", "o", "pooler", "unpooler"), "router_hilo_cluster": ("router",)}
+EVERY_CONFIG_AT = {"cluster_splitk": ("qkv_gate", 16), "router_hilo_cluster": ("router", 8)}
 
-def _cases():
+
+def _rows():
     from datasets import load_workload
 
     wl = load_workload()
     rows = [r._asdict() for r in wl.shapes.itertuples(index=False)]
-    m = get_method("cluster_splitk")
+    for fam in ("qkv_gate", "router"):   # the nearby M the plans dispatch to these methods' range
+        base = next(r for r in rows if r["family"] == fam)
+        for M in (9, 24, 64):
+            rows.append(dict(base, M=M, load="nearby"))
+    return rows
+
+
+def _cases():
     out = []
-    for i, cfg in enumerate(m.configs):
-        for row in rows:
-            if row["family"] in ("qkv_gate", "pooler") and m.supports(row, int(row["M"]), int(row["N"]),
-                                                                       int(row["K"]), cfg) is None:
-                out.append(pytest.param(i, row, id=f"c{i}-{row['family']}-M{row['M']}"))
+    for name, families in METHODS.items():
+        m = get_method(name)
+        for row in _rows():
+            if row["family"] not in families:
+                continue
+            admitted = [i for i, cfg in enumerate(m.configs)
+                        if m.supports(row, int(row["M"]), int(row["N"]), int(row["K"]), cfg) is None]
+            if (row["family"], row["M"]) != EVERY_CONFIG_AT[name]:
+                admitted = admitted[:1]
+            out += [pytest.param(name, i, row, id=f"{name}-c{i}-{row['family']}-M{row['M']}") for i in admitted]
     return out
 
 
-@pytest.mark.parametrize("config_index,row", _cases())
-def test_contract(config_index, row):
-    assert_contract("cluster_splitk", get_method("cluster_splitk").configs[config_index], row, seed=int(row["M"]))
+@pytest.mark.parametrize("name,config_index,row", _cases())
+def test_contract(name, config_index, row):
+    assert_contract(name, get_method(name).configs[config_index], row, seed=int(row["M"]))
 
 
-def test_odd_m_matches_fp32():
+@pytest.mark.parametrize("name,cfg", [("cluster_splitk", {"RW": 2, "KW": 4, "NT": 2, "S": 4}),
+                                      ("cluster_splitk", {"RW": 1, "KW": 8, "NT": 2, "S": 1})])
+def test_odd_m_matches_fp32(name, cfg):
     import torch
 
-    m = get_method("cluster_splitk")
+    m = get_method(name)
     w = (torch.randn(2304, 8192, device="cuda") * 8192 ** -0.5).to(torch.bfloat16)
     x = torch.randn(13, 8192, device="cuda").to(torch.bfloat16)
-    state = m.prepare(w, "qkv_gate", {"RW": 4, "KW": 2, "NT": 2, "S": 4})
-    y = m.run(state, x)
+    y = m.run(m.prepare(w, "qkv_gate", cfg), x)
     ref = x.float() @ w.float().t()
     rel = ((y.float() - ref).norm() / ref.norm()).item()
     assert y.shape == (13, 2304) and y.dtype == torch.bfloat16 and rel < 5e-3, rel
+
+
+def test_router_hilo_matches_fp64_to_the_router_tolerance():
+    import torch
+
+    m = get_method("router_hilo_cluster")
+    w = torch.randn(256, 8192, device="cuda") * 8192 ** -0.5
+    x = torch.randn(5, 8192, device="cuda").to(torch.bfloat16)
+    y = m.run(m.prepare(w, "router", {"RW": 1, "KW": 8, "NT": 1, "S": 8}), x)
+    ref = x.double() @ w.double().t()
+    rel = ((y.double() - ref).norm() / ref.norm()).item()
+    assert y.shape == (5, 256) and y.dtype == torch.float32 and rel < 1e-5, rel
