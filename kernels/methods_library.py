@@ -77,13 +77,15 @@ class PerShapeMethod(Method):
 
 # ------------------------------------------------------------------------------------------ cluster_splitk
 
-# The (RW, KW, NT, U) instantiations compiled in kernels/cuda/cluster_splitk.cu (its launch() switch; a test checks
-# the two agree): RW x KW warps per block, BN = 16 * RW weight rows and 8 * NT tokens per tile, U 32-wide K steps
-# per register stage. BF16 for cluster_splitk, HILO (two weight parts per step) for router_hilo_cluster.
-CLUSTER_COMPILED = ((1, 4, 1, 4), (1, 8, 1, 4), (2, 4, 1, 4), (2, 8, 1, 4),
-                    (1, 4, 2, 2), (1, 8, 2, 2), (2, 4, 2, 2), (2, 8, 2, 2),
-                    (1, 4, 4, 2), (1, 8, 4, 2), (2, 4, 4, 2), (2, 8, 4, 2))
-CLUSTER_HILO_COMPILED = ((1, 4, 1, 2), (1, 8, 1, 2), (1, 4, 2, 2), (1, 8, 2, 2), (1, 4, 4, 1), (1, 8, 4, 1))
+# The (RW, KW, NT, R, U) instantiations compiled in kernels/cuda/cluster_splitk.cu (its launch() switch; a test
+# checks the two agree): RW x KW warps per block, R 16-row groups per warp (sharing its token fragments), so
+# BN = 16 * R * RW weight rows and 8 * NT tokens per tile; U 32-wide K steps per register stage. BF16 for
+# cluster_splitk, HILO (two weight parts per step) for router_hilo_cluster.
+CLUSTER_COMPILED = ((1, 4, 1, 1, 4), (2, 4, 1, 1, 4), (1, 8, 1, 1, 4), (2, 8, 1, 1, 4),
+                    (1, 4, 2, 2, 2), (2, 4, 2, 2, 2), (1, 8, 2, 2, 2), (2, 8, 2, 2, 2),
+                    (1, 4, 4, 2, 1), (2, 4, 4, 2, 1), (1, 8, 4, 2, 1), (2, 8, 4, 2, 1))
+CLUSTER_HILO_COMPILED = ((1, 4, 1, 1, 2), (1, 8, 1, 1, 2), (1, 4, 2, 1, 2), (1, 8, 2, 1, 2), (1, 4, 4, 1, 1),
+                         (1, 8, 4, 1, 1))
 CLUSTER_STEP = 32           # K per MMA step pair: 4 lanes x 8 BF16
 CLUSTER_MAX_M = 64          # the token tiles (grid y) reach any M; the method targets skinny products
 CLUSTER_SIZES = (1, 2, 4, 8)   # blocks per cluster (1: a plain launch; 8 is the portable maximum on sm_90)
@@ -95,8 +97,8 @@ def cluster_nt(M: int) -> int:
 
 
 def _cluster_unroll(compiled, config) -> int | None:
-    for rw, kw, nt, u in compiled:
-        if (rw, kw, nt) == (config["RW"], config["KW"], config["NT"]):
+    for rw, kw, nt, r, u in compiled:
+        if (rw, kw, nt, r) == (config["RW"], config["KW"], config["NT"], config["R"]):
             return u
     return None
 
@@ -109,8 +111,9 @@ def _cluster_guard_for(name: str, compiled):
             return f"{name} at M={M} uses NT={cluster_nt(M)} (token tile {8 * cluster_nt(M)}), not {config['NT']}"
         u = _cluster_unroll(compiled, config)
         if u is None:
-            return f"{name} has no compiled instance RW={config['RW']} KW={config['KW']} NT={config['NT']}"
-        bn, step = 16 * config["RW"], config["S"] * config["KW"] * CLUSTER_STEP * u
+            return (f"{name} has no compiled instance RW={config['RW']} KW={config['KW']} NT={config['NT']} "
+                    f"R={config['R']}")
+        bn, step = 16 * config["RW"] * config["R"], config["S"] * config["KW"] * CLUSTER_STEP * u
         if N % bn or K % step:
             return (f"{name} needs N % {bn} == 0 and K % {step} == 0 (S * KW * {CLUSTER_STEP} * U, U={u}); "
                     f"N={N}, K={K}")
@@ -121,11 +124,12 @@ def _cluster_guard_for(name: str, compiled):
 _cluster_guard = _cluster_guard_for("cluster_splitk", CLUSTER_COMPILED)
 _router_cluster_guard = _cluster_guard_for("router_hilo_cluster", CLUSTER_HILO_COMPILED)
 
-CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "S"), [(rw, kw, nt, s) for rw, kw, nt, _ in CLUSTER_COMPILED
-                                                          for s in CLUSTER_SIZES])
-ROUTER_CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "S"), [(rw, kw, nt, s)
-                                                                for rw, kw, nt, _ in CLUSTER_HILO_COMPILED
-                                                                for s in CLUSTER_SIZES])
+CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
+                                                               for rw, kw, nt, r, _ in CLUSTER_COMPILED
+                                                               for s in CLUSTER_SIZES])
+ROUTER_CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
+                                                                     for rw, kw, nt, r, _ in CLUSTER_HILO_COMPILED
+                                                                     for s in CLUSTER_SIZES])
 
 LIBRARY_METHODS: tuple[Method, ...] = (
     PerShapeMethod(
@@ -147,7 +151,7 @@ LIBRARY_METHODS: tuple[Method, ...] = (
         description="CUDA C++ split-K over a thread-block cluster of S blocks (mma.sync BF16, tokens as the MMA's "
                     "N, tile-packed weights, register double buffering); partials summed through shared and "
                     "distributed shared memory in the same launch",
-        params={"RW": (1, 2), "KW": (4, 8), "NT": (1, 2, 4), "S": CLUSTER_SIZES},
+        params={"RW": (1, 2), "KW": (4, 8), "NT": (1, 2, 4), "R": (1, 2), "S": CLUSTER_SIZES},
         configs=CLUSTER_CONFIGS,
         guard=_cluster_guard,
     ),
@@ -157,7 +161,7 @@ LIBRARY_METHODS: tuple[Method, ...] = (
         impl="kernels.launch.cluster_splitk:ROUTER_HILO_CLUSTER",
         description="cluster_splitk's kernel with the FP32 weights split at prepare into H = bf16(W) and "
                     "L = bf16(W - H), both products in one FP32 accumulator, FP32 y",
-        params={"RW": (1,), "KW": (4, 8), "NT": (1, 2, 4), "S": CLUSTER_SIZES},
+        params={"RW": (1,), "KW": (4, 8), "NT": (1, 2, 4), "R": (1,), "S": CLUSTER_SIZES},
         configs=ROUTER_CLUSTER_CONFIGS,
         guard=_router_cluster_guard,
     ),

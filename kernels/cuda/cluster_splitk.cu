@@ -3,10 +3,11 @@
 //   HILO:  the router's FP32 weights as two BF16 parts H = bf16(W), L = bf16(W - H) (split at prepare), both
 //          multiplied into one FP32 accumulator; FP32 y.
 //
-// Work split. A thread-block cluster of S blocks (S = 1: a plain launch) shares one tile of BN = 16*RW weight rows;
-// block `rank` of the cluster owns the K slice [rank*K/S, (rank+1)*K/S). Inside a block RW x KW warps: warp
-// (rw, kw) multiplies weight rows [16*rw, 16*rw+16) of the tile by the 8*NT tokens over its 1/KW of the block's
-// slice (mma.sync m16n8k16: the weights as the 16-row A operand, the tokens as the 8-column B operand).
+// Work split. A thread-block cluster of S blocks (S = 1: a plain launch) shares one tile of BN = 16*R*RW weight
+// rows; block `rank` of the cluster owns the K slice [rank*K/S, (rank+1)*K/S). Inside a block RW x KW warps: warp
+// (rw, kw) multiplies R 16-row groups of the tile (rows [16*R*rw, 16*R*(rw+1))) by the 8*NT tokens over its 1/KW of
+// the block's slice (mma.sync m16n8k16: the weights as the 16-row A operand, the tokens as the 8-column B
+// operand). R > 1 lets R groups share each token fragment a lane loads.
 //
 // Operands. The weights are tile-packed at prepare (kernels/launch/cluster_splitk.py `pack`): per 16-row group and
 // 32-wide K step one contiguous block, 1 KB for BF16 (rows 0-7, then rows 8-15; lane l's 16 bytes at l*16 of each
@@ -44,41 +45,48 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], uint32_t a0, uint3
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// One pipeline stage: U K steps of a lane's weight halves (2, or 4 with HILO) and token rows (NT).
-template <int NT, int U, bool HILO>
+// One pipeline stage: U K steps of a lane's weight halves (2, or 4 with HILO) of R row groups, and token rows (NT).
+template <int NT, int R, int U, bool HILO>
 struct Stage {
   static constexpr int WH = HILO ? 4 : 2;
-  uint4 w[U][WH];
+  uint4 w[U][R][WH];
   uint4 b[U][NT];
 };
 
-template <int NT, int U, bool HILO>
-__device__ __forceinline__ void load_stage(Stage<NT, U, HILO>& s, const uint4* wp, const uint4* const (&xr)[NT],
-                                           const bool (&xv)[NT], int step) {
+// wp: the lane's slot in its first group's block; group r's blocks are `gstride` uint4 further on.
+template <int NT, int R, int U, bool HILO>
+__device__ __forceinline__ void load_stage(Stage<NT, R, U, HILO>& s, const uint4* wp, size_t gstride,
+                                           const uint4* const (&xr)[NT], const bool (&xv)[NT], int step) {
   constexpr int WB = HILO ? 128 : 64;   // uint4 per packed (16-row group, K step) block
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    const uint4* p = wp + static_cast<size_t>(step + u) * WB;
 #pragma unroll
-    for (int h = 0; h < Stage<NT, U, HILO>::WH; ++h) s.w[u][h] = __ldcs(p + 32 * h);
+    for (int r = 0; r < R; ++r) {
+      const uint4* p = wp + r * gstride + static_cast<size_t>(step + u) * WB;
+#pragma unroll
+      for (int h = 0; h < Stage<NT, R, U, HILO>::WH; ++h) s.w[u][r][h] = __ldcs(p + 32 * h);
+    }
 #pragma unroll
     for (int j = 0; j < NT; ++j)
       s.b[u][j] = xv[j] ? __ldg(xr[j] + (step + u) * (STEP / 8)) : make_uint4(0u, 0u, 0u, 0u);
   }
 }
 
-template <int NT, int U, bool HILO>
-__device__ __forceinline__ void mma_stage(float (&acc)[NT][4], const Stage<NT, U, HILO>& s) {
+template <int NT, int R, int U, bool HILO>
+__device__ __forceinline__ void mma_stage(float (&acc)[R][NT][4], const Stage<NT, R, U, HILO>& s) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
+    for (int r = 0; r < R; ++r) {
 #pragma unroll
-      for (int p = 0; p < Stage<NT, U, HILO>::WH; p += 2) {   // p = 0: W (or H); p = 2: L
-        const uint4& lo = s.w[u][p];       // rows g
-        const uint4& hi = s.w[u][p + 1];   // rows g + 8
-        mma_bf16_16816(acc[j], lo.x, hi.x, lo.y, hi.y, s.b[u][j].x, s.b[u][j].y);
-        mma_bf16_16816(acc[j], lo.z, hi.z, lo.w, hi.w, s.b[u][j].z, s.b[u][j].w);
+      for (int j = 0; j < NT; ++j) {
+#pragma unroll
+        for (int p = 0; p < Stage<NT, R, U, HILO>::WH; p += 2) {   // p = 0: W (or H); p = 2: L
+          const uint4& lo = s.w[u][r][p];       // rows g
+          const uint4& hi = s.w[u][r][p + 1];   // rows g + 8
+          mma_bf16_16816(acc[r][j], lo.x, hi.x, lo.y, hi.y, s.b[u][j].x, s.b[u][j].y);
+          mma_bf16_16816(acc[r][j], lo.z, hi.z, lo.w, hi.w, s.b[u][j].z, s.b[u][j].w);
+        }
       }
     }
   }
@@ -93,12 +101,12 @@ __device__ __forceinline__ void store_y(void* y, size_t i, float v) {
   }
 }
 
-template <int RW, int KW, int NT, int U, bool HILO>
+template <int RW, int KW, int NT, int R, int U, bool HILO>
 __global__ void __launch_bounds__(RW * KW * 32, (RW * KW * 32 <= 256) ? 2 : 1)
 cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ wpk,
                       void* __restrict__ y, int M, int N, int K, int S) {
-  constexpr int BN = 16 * RW;   // weight rows (outputs n) per tile
-  constexpr int MT = 8 * NT;    // tokens per tile
+  constexpr int BN = 16 * R * RW;   // weight rows (outputs n) per tile
+  constexpr int MT = 8 * NT;        // tokens per tile
   constexpr int WB = HILO ? 128 : 64;
   extern __shared__ float part[];   // [KW][MT][BN] warp partials; slot 0 ends as the block's partial
   const int rank = S > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
@@ -111,10 +119,10 @@ cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* 
   const int k_warp = K / S / KW;                      // K of one warp
   const int step0 = (rank * (K / S) + kw * k_warp) / STEP;
   const int steps = k_warp / STEP;
-  const int group = tile * RW + rw;                   // 16-row group of the packed weights
+  const int group = (tile * RW + rw) * R;             // the warp's first 16-row group of the packed weights
+  const size_t gstride = static_cast<size_t>(K / STEP) * WB;
 
-  const uint4* wp = reinterpret_cast<const uint4*>(wpk) + (static_cast<size_t>(group) * (K / STEP) + step0) * WB +
-                    lane;
+  const uint4* wp = reinterpret_cast<const uint4*>(wpk) + group * gstride + static_cast<size_t>(step0) * WB + lane;
   const uint4* xr[NT];
   bool xv[NT];
 #pragma unroll
@@ -123,19 +131,21 @@ cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* 
     xv[j] = m < M;
     xr[j] = reinterpret_cast<const uint4*>(x + static_cast<size_t>(xv[j] ? m : 0) * K + step0 * STEP + t * 8);
   }
-  float acc[NT][4];
+  float acc[R][NT][4];
 #pragma unroll
-  for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[r][j][0] = acc[r][j][1] = acc[r][j][2] = acc[r][j][3] = 0.f;
 
   // Two register stages, each U steps; the launcher's guard makes `steps` a multiple of U.
   const int iters = steps / U;
-  Stage<NT, U, HILO> sa, sb;
-  load_stage(sa, wp, xr, xv, 0);
+  Stage<NT, R, U, HILO> sa, sb;
+  load_stage(sa, wp, gstride, xr, xv, 0);
   int it = 0;
   for (; it + 2 <= iters; it += 2) {
-    load_stage(sb, wp, xr, xv, (it + 1) * U);
+    load_stage(sb, wp, gstride, xr, xv, (it + 1) * U);
     mma_stage(acc, sa);
-    if (it + 2 < iters) load_stage(sa, wp, xr, xv, (it + 2) * U);
+    if (it + 2 < iters) load_stage(sa, wp, gstride, xr, xv, (it + 2) * U);
     mma_stage(acc, sb);
   }
   if (it < iters) mma_stage(acc, sa);
@@ -143,13 +153,15 @@ cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* 
   // Accumulator fragment: d0,d1 = (row g, tokens 2t, 2t+1), d2,d3 = (row g+8, same tokens).
   float* mine = part + kw * (MT * BN);
 #pragma unroll
-  for (int j = 0; j < NT; ++j) {
-    const int c = j * 8 + 2 * t, r = rw * 16 + g;
-    mine[c * BN + r] = acc[j][0];
-    mine[(c + 1) * BN + r] = acc[j][1];
-    mine[c * BN + r + 8] = acc[j][2];
-    mine[(c + 1) * BN + r + 8] = acc[j][3];
-  }
+  for (int q = 0; q < R; ++q)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int c = j * 8 + 2 * t, r = (rw * R + q) * 16 + g;
+      mine[c * BN + r] = acc[q][j][0];
+      mine[(c + 1) * BN + r] = acc[q][j][1];
+      mine[c * BN + r + 8] = acc[q][j][2];
+      mine[(c + 1) * BN + r + 8] = acc[q][j][3];
+    }
   __syncthreads();
   if (S == 1) {   // no peers: the block's sum is the output
     for (int i = threadIdx.x; i < MT * BN; i += blockDim.x) {
@@ -182,11 +194,11 @@ cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* 
   cluster.sync();   // no block leaves while a peer still reads its shared memory
 }
 
-template <int RW, int KW, int NT, int U, bool HILO>
+template <int RW, int KW, int NT, int R, int U, bool HILO>
 cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int K, int S, cudaStream_t stream) {
-  constexpr int BN = 16 * RW, MT = 8 * NT;
+  constexpr int BN = 16 * R * RW, MT = 8 * NT;
   const size_t smem = sizeof(float) * KW * MT * BN;
-  auto kernel = cluster_splitk_kernel<RW, KW, NT, U, HILO>;
+  auto kernel = cluster_splitk_kernel<RW, KW, NT, R, U, HILO>;
   // Once per instantiation (the first, eager call): a CUDA graph capture then sees only the launch.
   static cudaError_t attr_err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
@@ -207,19 +219,21 @@ cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int 
                             static_cast<const __nv_bfloat16*>(w), y, M, N, K, S);
 }
 
-// The compiled (RW, KW, NT, U) sets, BF16 and HILO; kernels/methods_library.py lists the same values (a test
-// checks both agree). U: steps per stage, chosen so two stages stay in registers (no spills, -Xptxas -v).
-cudaError_t launch(const void* x, const void* w, void* y, int M, int N, int K, int S, int RW, int KW, int NT,
+// The compiled (RW, KW, NT, R, U) sets, BF16 and HILO; kernels/methods_library.py lists the same values (a test
+// checks both agree). R and U chosen so two stages and the accumulators stay in registers (no spills, -Xptxas -v).
+cudaError_t launch(const void* x, const void* w, void* y, int M, int N, int K, int S, int RW, int KW, int NT, int R,
                    bool hilo, cudaStream_t stream) {
-#define PROJLAB_CASE(rw, kw, nt, u) \
-  if (!hilo && RW == rw && KW == kw && NT == nt) return launch_one<rw, kw, nt, u, false>(x, w, y, M, N, K, S, stream);
-#define PROJLAB_HILO_CASE(rw, kw, nt, u) \
-  if (hilo && RW == rw && KW == kw && NT == nt) return launch_one<rw, kw, nt, u, true>(x, w, y, M, N, K, S, stream);
-  PROJLAB_CASE(1, 4, 1, 4) PROJLAB_CASE(1, 8, 1, 4) PROJLAB_CASE(2, 4, 1, 4) PROJLAB_CASE(2, 8, 1, 4)
-  PROJLAB_CASE(1, 4, 2, 2) PROJLAB_CASE(1, 8, 2, 2) PROJLAB_CASE(2, 4, 2, 2) PROJLAB_CASE(2, 8, 2, 2)
-  PROJLAB_CASE(1, 4, 4, 2) PROJLAB_CASE(1, 8, 4, 2) PROJLAB_CASE(2, 4, 4, 2) PROJLAB_CASE(2, 8, 4, 2)
-  PROJLAB_HILO_CASE(1, 4, 1, 2) PROJLAB_HILO_CASE(1, 8, 1, 2) PROJLAB_HILO_CASE(1, 4, 2, 2)
-  PROJLAB_HILO_CASE(1, 8, 2, 2) PROJLAB_HILO_CASE(1, 4, 4, 1) PROJLAB_HILO_CASE(1, 8, 4, 1)
+#define PROJLAB_CASE(rw, kw, nt, r, u)                                \
+  if (!hilo && RW == rw && KW == kw && NT == nt && R == r)            \
+    return launch_one<rw, kw, nt, r, u, false>(x, w, y, M, N, K, S, stream);
+#define PROJLAB_HILO_CASE(rw, kw, nt, r, u)                           \
+  if (hilo && RW == rw && KW == kw && NT == nt && R == r)             \
+    return launch_one<rw, kw, nt, r, u, true>(x, w, y, M, N, K, S, stream);
+  PROJLAB_CASE(1, 4, 1, 1, 4) PROJLAB_CASE(2, 4, 1, 1, 4) PROJLAB_CASE(1, 8, 1, 1, 4) PROJLAB_CASE(2, 8, 1, 1, 4)
+  PROJLAB_CASE(1, 4, 2, 2, 2) PROJLAB_CASE(2, 4, 2, 2, 2) PROJLAB_CASE(1, 8, 2, 2, 2) PROJLAB_CASE(2, 8, 2, 2, 2)
+  PROJLAB_CASE(1, 4, 4, 2, 1) PROJLAB_CASE(2, 4, 4, 2, 1) PROJLAB_CASE(1, 8, 4, 2, 1) PROJLAB_CASE(2, 8, 4, 2, 1)
+  PROJLAB_HILO_CASE(1, 4, 1, 1, 2) PROJLAB_HILO_CASE(1, 8, 1, 1, 2) PROJLAB_HILO_CASE(1, 4, 2, 1, 2)
+  PROJLAB_HILO_CASE(1, 8, 2, 1, 2) PROJLAB_HILO_CASE(1, 4, 4, 1, 1) PROJLAB_HILO_CASE(1, 8, 4, 1, 1)
 #undef PROJLAB_CASE
 #undef PROJLAB_HILO_CASE
   return cudaErrorInvalidValue;

@@ -18,7 +18,7 @@ EXTENSION = Extension(
     name="projlab_cluster_splitk",
     sources=("cluster_splitk.cu", "cluster_splitk_torch.cu"),
     declarations="torch::Tensor cluster_splitk(torch::Tensor x, torch::Tensor wpk, int64_t N, int64_t S, "
-                 "int64_t RW, int64_t KW, int64_t NT, bool hilo);",
+                 "int64_t RW, int64_t KW, int64_t NT, int64_t R, bool hilo);",
     functions=("cluster_splitk",),
 )
 
@@ -59,8 +59,8 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def _args(config: dict) -> tuple[int, int, int, int]:
-    return int(config["S"]), int(config["RW"]), int(config["KW"]), int(config["NT"])
+def _args(config: dict) -> tuple[int, int, int, int, int]:
+    return int(config["S"]), int(config["RW"]), int(config["KW"]), int(config["NT"]), int(config["R"])
 
 
 def prepare(weight, family: str, config: dict) -> dict:

@@ -55,30 +55,30 @@ def test_load_without_compiler_or_cache_is_one_line(monkeypatch, tmp_path):
 
 def test_compiled_instantiations_match_the_registry():
     text = CU.read_text()
-    cases = {tuple(int(v) for v in c) for c in re.findall(r"PROJLAB_CASE\((\d+), (\d+), (\d+), (\d+)\)", text)}
+    cases = {tuple(int(v) for v in c) for c in re.findall(r"PROJLAB_CASE\((\d+), (\d+), (\d+), (\d+), (\d+)\)", text)}
     hilo = {tuple(int(v) for v in c)
-            for c in re.findall(r"PROJLAB_HILO_CASE\((\d+), (\d+), (\d+), (\d+)\)", text)}
+            for c in re.findall(r"PROJLAB_HILO_CASE\((\d+), (\d+), (\d+), (\d+), (\d+)\)", text)}
     assert cases == set(CLUSTER_COMPILED) and hilo == set(CLUSTER_HILO_COMPILED)
     m = get_method("cluster_splitk")
-    assert {(c["RW"], c["KW"], c["NT"]) for c in m.configs} == {c[:3] for c in CLUSTER_COMPILED}
+    assert {(c["RW"], c["KW"], c["NT"], c["R"]) for c in m.configs} == {c[:4] for c in CLUSTER_COMPILED}
     r = get_method("router_hilo_cluster")
-    assert {(c["RW"], c["KW"], c["NT"]) for c in r.configs} == {c[:3] for c in CLUSTER_HILO_COMPILED}
+    assert {(c["RW"], c["KW"], c["NT"], c["R"]) for c in r.configs} == {c[:4] for c in CLUSTER_HILO_COMPILED}
     assert {c["S"] for c in m.configs} == {1, 2, 4, 8}
 
 
 def test_guard():
     m = get_method("cluster_splitk")
-    cfg = {"RW": 2, "KW": 4, "NT": 2, "S": 4}   # U = 2: K % (4 * 4 * 32 * 2) == 0
+    cfg = {"RW": 2, "KW": 4, "NT": 2, "R": 2, "S": 4}   # U = 2: K % (4 * 4 * 32 * 2) == 0; BN = 64
     assert m.supports(BF16, 16, 2304, 8192, cfg) is None
     assert "NT=4" in m.supports(BF16, 32, 2304, 8192, cfg)
     assert "1 <= M <= 64" in m.supports(BF16, 65, 2304, 8192, dict(cfg, NT=4))
     assert "K % 1024" in m.supports(BF16, 16, 2304, 1536, cfg)
-    assert "N % 32" in m.supports(BF16, 16, 2300, 8192, cfg)
-    assert "no compiled instance" in m.supports(BF16, 16, 2304, 8192, dict(cfg, KW=2))
+    assert "N % 64" in m.supports(BF16, 16, 2300, 8192, cfg)
+    assert "no compiled instance" in m.supports(BF16, 16, 2304, 8192, dict(cfg, R=1))
     assert [cluster_nt(M) for M in (1, 8, 9, 16, 17, 64)] == [1, 1, 2, 2, 4, 4]
     r = get_method("router_hilo_cluster")
-    assert r.supports(BF16_X_FP32_W, 8, 256, 8192, {"RW": 1, "KW": 8, "NT": 1, "S": 8}) is None
-    assert "computes x bfloat16, w float32" in r.supports(BF16, 8, 256, 8192, {"RW": 1, "KW": 8, "NT": 1, "S": 8})
+    assert r.supports(BF16_X_FP32_W, 8, 256, 8192, {"RW": 1, "KW": 8, "NT": 1, "R": 1, "S": 8}) is None
+    assert "computes x bfloat16, w float32" in r.supports(BF16, 8, 256, 8192, {"RW": 1, "KW": 8, "NT": 1, "R": 1, "S": 8})
 
 
 def test_pack_is_the_kernels_lane_order_and_lossless():

@@ -45,8 +45,8 @@ def test_contract(name, config_index, row):
     assert_contract(name, get_method(name).configs[config_index], row, seed=int(row["M"]))
 
 
-@pytest.mark.parametrize("name,cfg", [("cluster_splitk", {"RW": 2, "KW": 4, "NT": 2, "S": 4}),
-                                      ("cluster_splitk", {"RW": 1, "KW": 8, "NT": 2, "S": 1})])
+@pytest.mark.parametrize("name,cfg", [("cluster_splitk", {"RW": 2, "KW": 4, "NT": 2, "R": 2, "S": 4}),
+                                      ("cluster_splitk", {"RW": 1, "KW": 8, "NT": 2, "R": 2, "S": 1})])
 def test_odd_m_matches_fp32(name, cfg):
     import torch
 
@@ -65,7 +65,7 @@ def test_router_hilo_matches_fp64_to_the_router_tolerance():
     m = get_method("router_hilo_cluster")
     w = torch.randn(256, 8192, device="cuda") * 8192 ** -0.5
     x = torch.randn(5, 8192, device="cuda").to(torch.bfloat16)
-    y = m.run(m.prepare(w, "router", {"RW": 1, "KW": 8, "NT": 1, "S": 8}), x)
+    y = m.run(m.prepare(w, "router", {"RW": 1, "KW": 8, "NT": 1, "R": 1, "S": 8}), x)
     ref = x.double() @ w.double().t()
     rel = ((y.double() - ref).norm() / ref.norm()).item()
     assert y.shape == (5, 256) and y.dtype == torch.float32 and rel < 1e-5, rel
