@@ -84,6 +84,8 @@ class PerShapeMethod(Method):
 CLUSTER_COMPILED = ((1, 4, 1, 1, 4), (2, 4, 1, 1, 4), (1, 8, 1, 1, 4), (2, 8, 1, 1, 4),
                     (1, 4, 2, 2, 2), (2, 4, 2, 2, 2), (1, 8, 2, 2, 2), (2, 8, 2, 2, 2),
                     (1, 4, 4, 2, 1), (2, 4, 4, 2, 1), (1, 8, 4, 2, 1), (2, 8, 4, 2, 1))
+CLUSTER_XS_COMPILED = ((4, 1, 2, 1, 4), (8, 1, 2, 1, 4), (4, 1, 4, 1, 4), (8, 1, 4, 1, 4), (4, 1, 4, 2, 2),
+                      (8, 1, 2, 2, 2))   # cluster_splitk_xs: KW = 1, the token chunk staged in shared memory
 CLUSTER_HILO_COMPILED = ((1, 4, 1, 1, 2), (1, 8, 1, 1, 2), (1, 4, 2, 1, 2), (1, 8, 2, 1, 2), (1, 4, 4, 1, 1),
                          (1, 8, 4, 1, 1))
 CLUSTER_STEP = 32           # K per MMA step pair: 4 lanes x 8 BF16
@@ -123,10 +125,14 @@ def _cluster_guard_for(name: str, compiled):
 
 _cluster_guard = _cluster_guard_for("cluster_splitk", CLUSTER_COMPILED)
 _router_cluster_guard = _cluster_guard_for("router_hilo_cluster", CLUSTER_HILO_COMPILED)
+_xs_cluster_guard = _cluster_guard_for("cluster_splitk_xs", CLUSTER_XS_COMPILED)
 
 CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
                                                                for rw, kw, nt, r, _ in CLUSTER_COMPILED
                                                                for s in CLUSTER_SIZES])
+XS_CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
+                                                                 for rw, kw, nt, r, _ in CLUSTER_XS_COMPILED
+                                                                 for s in CLUSTER_SIZES])
 ROUTER_CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
                                                                      for rw, kw, nt, r, _ in CLUSTER_HILO_COMPILED
                                                                      for s in CLUSTER_SIZES])
@@ -154,6 +160,17 @@ LIBRARY_METHODS: tuple[Method, ...] = (
         params={"RW": (1, 2), "KW": (4, 8), "NT": (1, 2, 4), "R": (1, 2), "S": CLUSTER_SIZES},
         configs=CLUSTER_CONFIGS,
         guard=_cluster_guard,
+    ),
+    Method(
+        name="cluster_splitk_xs",
+        dtypes=BF16_ONLY,
+        impl="kernels.launch.cluster_splitk:CLUSTER_SPLITK_XS",
+        description="cluster_splitk with every warp of a block on the same K range and the token chunk staged in "
+                    "a 4-slot shared-memory ring (cp.async): registers hold only weights in flight, a token byte "
+                    "crosses L2 once per block",
+        params={"RW": (4, 8), "KW": (1,), "NT": (2, 4), "R": (1, 2), "S": CLUSTER_SIZES},
+        configs=XS_CLUSTER_CONFIGS,
+        guard=_xs_cluster_guard,
     ),
     Method(
         name="router_hilo_cluster",

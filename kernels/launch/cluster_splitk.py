@@ -2,7 +2,8 @@
 M, the K-split partials summed in the same launch (warps through shared memory, the blocks of a thread-block
 cluster through distributed shared memory), no global workspace, no second kernel.
 
-Two methods share the kernel: `cluster_splitk` (BF16) and `router_hilo_cluster` (BF16 x, FP32 w and y: the
+Three methods share the kernel: `cluster_splitk` (BF16), `cluster_splitk_xs` (BF16, the token chunk staged in
+shared memory, every warp of a block on the same K range) and `router_hilo_cluster` (BF16 x, FP32 w and y: the
 weights split at prepare into H = bf16(W) and L = bf16(W - H), both multiplied into one FP32 accumulator).
 
 Built on first use by kernels/cuda/build.py (once per source hash, cached); a host without nvcc and without a
@@ -18,7 +19,7 @@ EXTENSION = Extension(
     name="projlab_cluster_splitk",
     sources=("cluster_splitk.cu", "cluster_splitk_torch.cu"),
     declarations="torch::Tensor cluster_splitk(torch::Tensor x, torch::Tensor wpk, int64_t N, int64_t S, "
-                 "int64_t RW, int64_t KW, int64_t NT, int64_t R, bool hilo);",
+                 "int64_t RW, int64_t KW, int64_t NT, int64_t R, bool xs, bool hilo);",
     functions=("cluster_splitk",),
 )
 
@@ -63,14 +64,18 @@ def _args(config: dict) -> tuple[int, int, int, int, int]:
     return int(config["S"]), int(config["RW"]), int(config["KW"]), int(config["NT"]), int(config["R"])
 
 
-def prepare(weight, family: str, config: dict) -> dict:
+def prepare(weight, family: str, config: dict, xs: bool = False) -> dict:
     reason = unavailable_reason()
     if reason:
         raise RuntimeError(reason)
     module = load_extension(EXTENSION)
     N, K = weight.shape
     return {"w": pack(weight.contiguous()), "N": int(N), "K": int(K), "family": family, "module": module,
-            "args": _args(config), "hilo": False}
+            "args": _args(config), "xs": xs, "hilo": False}
+
+
+def prepare_xs(weight, family: str, config: dict) -> dict:
+    return prepare(weight, family, config, xs=True)
 
 
 def prepare_hilo(weight, family: str, config: dict) -> dict:
@@ -86,7 +91,7 @@ def prepare_hilo(weight, family: str, config: dict) -> dict:
     module = load_extension(EXTENSION)
     N, K = weight.shape
     return {"w": pack(*split_hilo(weight.contiguous())), "N": int(N), "K": int(K), "family": family,
-            "module": module, "args": _args(config), "hilo": True}
+            "module": module, "args": _args(config), "xs": False, "hilo": True}
 
 
 def run(state: dict, x):
@@ -97,8 +102,10 @@ def run(state: dict, x):
     x = x.contiguous()
     if x.data_ptr() % 16:   # the kernel loads 16-byte vectors of token rows
         x = x.clone()
-    return state["module"].cluster_splitk(x, state["w"], state["N"], *state["args"], state["hilo"])
+    return state["module"].cluster_splitk(x, state["w"], state["N"], *state["args"], state["xs"],
+                                          state["hilo"])
 
 
 CLUSTER_SPLITK = impl(prepare, run)
+CLUSTER_SPLITK_XS = impl(prepare_xs, run)
 ROUTER_HILO_CLUSTER = impl(prepare_hilo, run)

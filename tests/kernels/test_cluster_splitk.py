@@ -10,7 +10,7 @@ from kernels.cuda import build
 from kernels.launch.cluster_splitk import EXTENSION
 from kernels.method import BF16
 from kernels.method import BF16_X_FP32_W
-from kernels.methods_library import CLUSTER_COMPILED, CLUSTER_HILO_COMPILED, cluster_nt
+from kernels.methods_library import CLUSTER_COMPILED, CLUSTER_HILO_COMPILED, CLUSTER_XS_COMPILED, cluster_nt
 from kernels.registry import get_method
 
 CU = Path(build.CUDA_DIR) / "cluster_splitk.cu"
@@ -58,7 +58,10 @@ def test_compiled_instantiations_match_the_registry():
     cases = {tuple(int(v) for v in c) for c in re.findall(r"PROJLAB_CASE\((\d+), (\d+), (\d+), (\d+), (\d+)\)", text)}
     hilo = {tuple(int(v) for v in c)
             for c in re.findall(r"PROJLAB_HILO_CASE\((\d+), (\d+), (\d+), (\d+), (\d+)\)", text)}
-    assert cases == set(CLUSTER_COMPILED) and hilo == set(CLUSTER_HILO_COMPILED)
+    xs = {tuple(int(v) for v in c) for c in re.findall(r"PROJLAB_XS_CASE\((\d+), (\d+), (\d+), (\d+), (\d+)\)", text)}
+    assert cases == set(CLUSTER_COMPILED) and hilo == set(CLUSTER_HILO_COMPILED) and xs == set(CLUSTER_XS_COMPILED)
+    x = get_method("cluster_splitk_xs")
+    assert {(c["RW"], c["KW"], c["NT"], c["R"]) for c in x.configs} == {c[:4] for c in CLUSTER_XS_COMPILED}
     m = get_method("cluster_splitk")
     assert {(c["RW"], c["KW"], c["NT"], c["R"]) for c in m.configs} == {c[:4] for c in CLUSTER_COMPILED}
     r = get_method("router_hilo_cluster")
