@@ -86,6 +86,9 @@ CLUSTER_COMPILED = ((1, 4, 1, 1, 4), (2, 4, 1, 1, 4), (1, 8, 1, 1, 4), (2, 8, 1,
                     (1, 4, 4, 2, 1), (2, 4, 4, 2, 1), (1, 8, 4, 2, 1), (2, 8, 4, 2, 1))
 CLUSTER_XS_COMPILED = ((4, 1, 2, 1, 4), (8, 1, 2, 1, 4), (4, 1, 4, 1, 4), (8, 1, 4, 1, 4), (4, 1, 4, 2, 2),
                       (8, 1, 2, 2, 2))   # cluster_splitk_xs: KW = 1, the token chunk staged in shared memory
+# cluster_splitk_async: (RW, KW, NT, R, D) with D the depth of each lane's cp.async ring (any number of K steps)
+CLUSTER_RING_COMPILED = ((1, 8, 1, 1, 8), (1, 4, 1, 1, 8), (1, 4, 1, 2, 16), (1, 4, 2, 2, 8), (1, 8, 2, 1, 8),
+                         (1, 4, 2, 1, 8), (1, 4, 4, 2, 8), (1, 4, 4, 1, 8), (1, 8, 4, 1, 4))
 CLUSTER_HILO_COMPILED = ((1, 4, 1, 1, 2), (1, 8, 1, 1, 2), (1, 4, 2, 1, 2), (1, 8, 2, 1, 2), (1, 4, 4, 1, 1),
                          (1, 8, 4, 1, 1))
 CLUSTER_STEP = 32           # K per MMA step pair: 4 lanes x 8 BF16
@@ -105,7 +108,7 @@ def _cluster_unroll(compiled, config) -> int | None:
     return None
 
 
-def _cluster_guard_for(name: str, compiled):
+def _cluster_guard_for(name: str, compiled, ring: bool = False):
     def guard(M, N, K, config):
         if not 1 <= M <= CLUSTER_MAX_M:
             return f"{name} serves 1 <= M <= {CLUSTER_MAX_M}"
@@ -115,6 +118,7 @@ def _cluster_guard_for(name: str, compiled):
         if u is None:
             return (f"{name} has no compiled instance RW={config['RW']} KW={config['KW']} NT={config['NT']} "
                     f"R={config['R']}")
+        u = 1 if ring else u   # a lane ring takes any number of K steps
         bn, step = 16 * config["RW"] * config["R"], config["S"] * config["KW"] * CLUSTER_STEP * u
         if N % bn or K % step:
             return (f"{name} needs N % {bn} == 0 and K % {step} == 0 (S * KW * {CLUSTER_STEP} * U, U={u}); "
@@ -126,6 +130,7 @@ def _cluster_guard_for(name: str, compiled):
 _cluster_guard = _cluster_guard_for("cluster_splitk", CLUSTER_COMPILED)
 _router_cluster_guard = _cluster_guard_for("router_hilo_cluster", CLUSTER_HILO_COMPILED)
 _xs_cluster_guard = _cluster_guard_for("cluster_splitk_xs", CLUSTER_XS_COMPILED)
+_ring_cluster_guard = _cluster_guard_for("cluster_splitk_async", CLUSTER_RING_COMPILED, ring=True)
 
 CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
                                                                for rw, kw, nt, r, _ in CLUSTER_COMPILED
@@ -133,6 +138,9 @@ CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
 XS_CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
                                                                  for rw, kw, nt, r, _ in CLUSTER_XS_COMPILED
                                                                  for s in CLUSTER_SIZES])
+RING_CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
+                                                                   for rw, kw, nt, r, _ in CLUSTER_RING_COMPILED
+                                                                   for s in CLUSTER_SIZES])
 ROUTER_CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
                                                                      for rw, kw, nt, r, _ in CLUSTER_HILO_COMPILED
                                                                      for s in CLUSTER_SIZES])
@@ -171,6 +179,17 @@ LIBRARY_METHODS: tuple[Method, ...] = (
         params={"RW": (4, 8), "KW": (1,), "NT": (2, 4), "R": (1, 2), "S": CLUSTER_SIZES},
         configs=XS_CLUSTER_CONFIGS,
         guard=_xs_cluster_guard,
+    ),
+    Method(
+        name="cluster_splitk_async",
+        dtypes=BF16_ONLY,
+        impl="kernels.launch.cluster_splitk:CLUSTER_SPLITK_ASYNC",
+        description="cluster_splitk with each lane copying its own operands D K steps ahead into private "
+                    "shared-memory slots (cp.async lane rings, no barriers): the bytes in flight set by the ring "
+                    "depth, not by the registers",
+        params={"RW": (1,), "KW": (4, 8), "NT": (1, 2, 4), "R": (1, 2), "S": CLUSTER_SIZES},
+        configs=RING_CLUSTER_CONFIGS,
+        guard=_ring_cluster_guard,
     ),
     Method(
         name="router_hilo_cluster",

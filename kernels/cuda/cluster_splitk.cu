@@ -155,7 +155,7 @@ __device__ __forceinline__ void mma_xs(float (&acc)[R][NT][4], const WStage<NT, 
   }
 }
 
-template <int RW, int KW, int NT, int R, int U, bool HILO, bool XS>
+template <int RW, int KW, int NT, int R, int U, bool HILO, int PIPE>
 __global__ void __launch_bounds__(RW * KW * 32, (RW * KW * 32 <= 256) ? 2 : 1)
 cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ wpk,
                       void* __restrict__ y, int M, int N, int K, int S) {
@@ -193,7 +193,7 @@ cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* 
 
   // Two register stages, each U steps; the launcher's guard makes `steps` a multiple of U.
   const int iters = steps / U;
-  if constexpr (XS) {
+  if constexpr (PIPE == 1) {
     static_assert(KW == 1 && !HILO, "XS: every warp of the block walks the same K range");
     constexpr int XCH = STEP * U, XROW = XCH + 8;
     __nv_bfloat16* xs = reinterpret_cast<__nv_bfloat16*>(part + MT * BN);
@@ -229,6 +229,50 @@ cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* 
       mma_xs(acc, sb, s1, g, t);
     }
     if (it < iters) mma_xs(acc, sa, ready(it), g, t);
+    cp_async_wait<0>();
+  } else if constexpr (PIPE == 2) {
+    // Lane rings: each lane copies the operands it will itself read U = D steps ahead into its own shared-memory
+    // slots (cp.async, lane-interleaved: conflict-free), so no barrier or warp shuffle is needed and the bytes in
+    // flight are set by the ring depth, not by the registers.
+    constexpr int WH = HILO ? 4 : 2, PER = R * WH + NT, D = U;
+    uint4* ring = reinterpret_cast<uint4*>(part + KW * MT * BN) + static_cast<size_t>(warp) * (D * 32 * PER) + lane;
+    auto issue = [&](int st) {
+      if (st < steps) {
+        uint4* slot = ring + (st % D) * (32 * PER);
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int h = 0; h < WH; ++h)
+            cp_async16(slot + (r * WH + h) * 32, wp + r * gstride + static_cast<size_t>(st) * WB + 32 * h, 16);
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+          cp_async16(slot + (R * WH + j) * 32, xr[j] + st * (STEP / 8), xv[j] ? 16 : 0);
+      }
+      cp_async_commit();
+    };
+#pragma unroll
+    for (int st = 0; st < D - 1; ++st) issue(st);
+    for (int st = 0; st < steps; ++st) {
+      cp_async_wait<D - 2>();   // step st has landed (this lane's own copies)
+      issue(st + D - 1);         // into the slot read at st - 1, whose MMAs have issued
+      const uint4* slot = ring + (st % D) * (32 * PER);
+      uint4 b[NT];
+#pragma unroll
+      for (int j = 0; j < NT; ++j) b[j] = slot[(R * WH + j) * 32];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        uint4 wv[WH];
+#pragma unroll
+        for (int h = 0; h < WH; ++h) wv[h] = slot[(r * WH + h) * 32];
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int q = 0; q < WH; q += 2) {
+            mma_bf16_16816(acc[r][j], wv[q].x, wv[q + 1].x, wv[q].y, wv[q + 1].y, b[j].x, b[j].y);
+            mma_bf16_16816(acc[r][j], wv[q].z, wv[q + 1].z, wv[q].w, wv[q + 1].w, b[j].z, b[j].w);
+          }
+      }
+    }
     cp_async_wait<0>();
   } else {
     Stage<NT, R, U, HILO> sa, sb;
@@ -287,12 +331,13 @@ cluster_splitk_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* 
   cluster.sync();   // no block leaves while a peer still reads its shared memory
 }
 
-template <int RW, int KW, int NT, int R, int U, bool HILO, bool XS = false>
+template <int RW, int KW, int NT, int R, int U, bool HILO, int PIPE = 0>
 cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int K, int S, cudaStream_t stream) {
   constexpr int BN = 16 * R * RW, MT = 8 * NT;
   const size_t smem = sizeof(float) * KW * MT * BN +
-                      (XS ? sizeof(__nv_bfloat16) * XSTAGES * MT * (STEP * U + 8) : 0);
-  auto kernel = cluster_splitk_kernel<RW, KW, NT, R, U, HILO, XS>;
+                      (PIPE == 1 ? sizeof(__nv_bfloat16) * XSTAGES * MT * (STEP * U + 8) : 0) +
+                      (PIPE == 2 ? sizeof(uint4) * RW * KW * U * 32 * (R * (HILO ? 4 : 2) + NT) : 0);
+  auto kernel = cluster_splitk_kernel<RW, KW, NT, R, U, HILO, PIPE>;
   // Once per instantiation (the first, eager call): a CUDA graph capture then sees only the launch.
   static cudaError_t attr_err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
@@ -313,28 +358,35 @@ cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int 
                             static_cast<const __nv_bfloat16*>(w), y, M, N, K, S);
 }
 
-// The compiled (RW, KW, NT, R, U) sets, BF16, BF16 with XS and HILO; kernels/methods_library.py lists the same values (a test
+// The compiled (RW, KW, NT, R, U) sets, BF16, BF16 with XS, BF16 with lane rings (U = ring depth D) and HILO; kernels/methods_library.py lists the same values (a test
 // checks both agree). R and U chosen so two stages and the accumulators stay in registers (no spills, -Xptxas -v).
 cudaError_t launch(const void* x, const void* w, void* y, int M, int N, int K, int S, int RW, int KW, int NT, int R,
-                   bool xs, bool hilo, cudaStream_t stream) {
+                   int pipe, bool hilo, cudaStream_t stream) {
 #define PROJLAB_CASE(rw, kw, nt, r, u)                                \
-  if (!hilo && !xs && RW == rw && KW == kw && NT == nt && R == r)     \
+  if (!hilo && pipe == 0 && RW == rw && KW == kw && NT == nt && R == r)     \
     return launch_one<rw, kw, nt, r, u, false>(x, w, y, M, N, K, S, stream);
 #define PROJLAB_XS_CASE(rw, kw, nt, r, u)                             \
-  if (!hilo && xs && RW == rw && KW == kw && NT == nt && R == r)      \
-    return launch_one<rw, kw, nt, r, u, false, true>(x, w, y, M, N, K, S, stream);
+  if (!hilo && pipe == 1 && RW == rw && KW == kw && NT == nt && R == r)      \
+    return launch_one<rw, kw, nt, r, u, false, 1>(x, w, y, M, N, K, S, stream);
+#define PROJLAB_RING_CASE(rw, kw, nt, r, d)                           \
+  if (!hilo && pipe == 2 && RW == rw && KW == kw && NT == nt && R == r) \
+    return launch_one<rw, kw, nt, r, d, false, 2>(x, w, y, M, N, K, S, stream);
 #define PROJLAB_HILO_CASE(rw, kw, nt, r, u)                           \
-  if (hilo && !xs && RW == rw && KW == kw && NT == nt && R == r)      \
+  if (hilo && pipe == 0 && RW == rw && KW == kw && NT == nt && R == r)      \
     return launch_one<rw, kw, nt, r, u, true>(x, w, y, M, N, K, S, stream);
   PROJLAB_CASE(1, 4, 1, 1, 4) PROJLAB_CASE(2, 4, 1, 1, 4) PROJLAB_CASE(1, 8, 1, 1, 4) PROJLAB_CASE(2, 8, 1, 1, 4)
   PROJLAB_CASE(1, 4, 2, 2, 2) PROJLAB_CASE(2, 4, 2, 2, 2) PROJLAB_CASE(1, 8, 2, 2, 2) PROJLAB_CASE(2, 8, 2, 2, 2)
   PROJLAB_CASE(1, 4, 4, 2, 1) PROJLAB_CASE(2, 4, 4, 2, 1) PROJLAB_CASE(1, 8, 4, 2, 1) PROJLAB_CASE(2, 8, 4, 2, 1)
   PROJLAB_XS_CASE(4, 1, 2, 1, 4) PROJLAB_XS_CASE(8, 1, 2, 1, 4) PROJLAB_XS_CASE(4, 1, 4, 1, 4)
   PROJLAB_XS_CASE(8, 1, 4, 1, 4) PROJLAB_XS_CASE(4, 1, 4, 2, 2) PROJLAB_XS_CASE(8, 1, 2, 2, 2)
+  PROJLAB_RING_CASE(1, 8, 1, 1, 8) PROJLAB_RING_CASE(1, 4, 1, 1, 8) PROJLAB_RING_CASE(1, 4, 1, 2, 16)
+  PROJLAB_RING_CASE(1, 4, 2, 2, 8) PROJLAB_RING_CASE(1, 8, 2, 1, 8) PROJLAB_RING_CASE(1, 4, 2, 1, 8)
+  PROJLAB_RING_CASE(1, 4, 4, 2, 8) PROJLAB_RING_CASE(1, 4, 4, 1, 8) PROJLAB_RING_CASE(1, 8, 4, 1, 4)
   PROJLAB_HILO_CASE(1, 4, 1, 1, 2) PROJLAB_HILO_CASE(1, 8, 1, 1, 2) PROJLAB_HILO_CASE(1, 4, 2, 1, 2)
   PROJLAB_HILO_CASE(1, 8, 2, 1, 2) PROJLAB_HILO_CASE(1, 4, 4, 1, 1) PROJLAB_HILO_CASE(1, 8, 4, 1, 1)
 #undef PROJLAB_CASE
 #undef PROJLAB_XS_CASE
+#undef PROJLAB_RING_CASE
 #undef PROJLAB_HILO_CASE
   return cudaErrorInvalidValue;
 }

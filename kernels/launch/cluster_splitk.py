@@ -2,8 +2,9 @@
 M, the K-split partials summed in the same launch (warps through shared memory, the blocks of a thread-block
 cluster through distributed shared memory), no global workspace, no second kernel.
 
-Three methods share the kernel: `cluster_splitk` (BF16), `cluster_splitk_xs` (BF16, the token chunk staged in
-shared memory, every warp of a block on the same K range) and `router_hilo_cluster` (BF16 x, FP32 w and y: the
+Four methods share the kernel: `cluster_splitk` (BF16), `cluster_splitk_xs` (BF16, the token chunk staged in
+shared memory, every warp of a block on the same K range), `cluster_splitk_async` (BF16, each lane's operands
+copied ahead into its own shared-memory ring) and `router_hilo_cluster` (BF16 x, FP32 w and y: the
 weights split at prepare into H = bf16(W) and L = bf16(W - H), both multiplied into one FP32 accumulator).
 
 Built on first use by kernels/cuda/build.py (once per source hash, cached); a host without nvcc and without a
@@ -19,7 +20,7 @@ EXTENSION = Extension(
     name="projlab_cluster_splitk",
     sources=("cluster_splitk.cu", "cluster_splitk_torch.cu"),
     declarations="torch::Tensor cluster_splitk(torch::Tensor x, torch::Tensor wpk, int64_t N, int64_t S, "
-                 "int64_t RW, int64_t KW, int64_t NT, int64_t R, bool xs, bool hilo);",
+                 "int64_t RW, int64_t KW, int64_t NT, int64_t R, int64_t pipe, bool hilo);",
     functions=("cluster_splitk",),
 )
 
@@ -64,18 +65,25 @@ def _args(config: dict) -> tuple[int, int, int, int, int]:
     return int(config["S"]), int(config["RW"]), int(config["KW"]), int(config["NT"]), int(config["R"])
 
 
-def prepare(weight, family: str, config: dict, xs: bool = False) -> dict:
+PIPE_REGISTERS, PIPE_BLOCK_RING, PIPE_LANE_RINGS = 0, 1, 2   # the kernel's PIPE modes
+
+
+def prepare(weight, family: str, config: dict, pipe: int = PIPE_REGISTERS) -> dict:
     reason = unavailable_reason()
     if reason:
         raise RuntimeError(reason)
     module = load_extension(EXTENSION)
     N, K = weight.shape
     return {"w": pack(weight.contiguous()), "N": int(N), "K": int(K), "family": family, "module": module,
-            "args": _args(config), "xs": xs, "hilo": False}
+            "args": _args(config), "pipe": pipe, "hilo": False}
 
 
 def prepare_xs(weight, family: str, config: dict) -> dict:
-    return prepare(weight, family, config, xs=True)
+    return prepare(weight, family, config, pipe=PIPE_BLOCK_RING)
+
+
+def prepare_async(weight, family: str, config: dict) -> dict:
+    return prepare(weight, family, config, pipe=PIPE_LANE_RINGS)
 
 
 def prepare_hilo(weight, family: str, config: dict) -> dict:
@@ -91,7 +99,7 @@ def prepare_hilo(weight, family: str, config: dict) -> dict:
     module = load_extension(EXTENSION)
     N, K = weight.shape
     return {"w": pack(*split_hilo(weight.contiguous())), "N": int(N), "K": int(K), "family": family,
-            "module": module, "args": _args(config), "xs": False, "hilo": True}
+            "module": module, "args": _args(config), "pipe": PIPE_REGISTERS, "hilo": True}
 
 
 def run(state: dict, x):
@@ -102,10 +110,11 @@ def run(state: dict, x):
     x = x.contiguous()
     if x.data_ptr() % 16:   # the kernel loads 16-byte vectors of token rows
         x = x.clone()
-    return state["module"].cluster_splitk(x, state["w"], state["N"], *state["args"], state["xs"],
+    return state["module"].cluster_splitk(x, state["w"], state["N"], *state["args"], state["pipe"],
                                           state["hilo"])
 
 
 CLUSTER_SPLITK = impl(prepare, run)
 CLUSTER_SPLITK_XS = impl(prepare_xs, run)
+CLUSTER_SPLITK_ASYNC = impl(prepare_async, run)
 ROUTER_HILO_CLUSTER = impl(prepare_hilo, run)

@@ -10,7 +10,8 @@ from kernels.cuda import build
 from kernels.launch.cluster_splitk import EXTENSION
 from kernels.method import BF16
 from kernels.method import BF16_X_FP32_W
-from kernels.methods_library import CLUSTER_COMPILED, CLUSTER_HILO_COMPILED, CLUSTER_XS_COMPILED, cluster_nt
+from kernels.methods_library import (CLUSTER_COMPILED, CLUSTER_HILO_COMPILED, CLUSTER_RING_COMPILED,
+                                     CLUSTER_XS_COMPILED, cluster_nt)
 from kernels.registry import get_method
 
 CU = Path(build.CUDA_DIR) / "cluster_splitk.cu"
@@ -60,6 +61,12 @@ def test_compiled_instantiations_match_the_registry():
             for c in re.findall(r"PROJLAB_HILO_CASE\((\d+), (\d+), (\d+), (\d+), (\d+)\)", text)}
     xs = {tuple(int(v) for v in c) for c in re.findall(r"PROJLAB_XS_CASE\((\d+), (\d+), (\d+), (\d+), (\d+)\)", text)}
     assert cases == set(CLUSTER_COMPILED) and hilo == set(CLUSTER_HILO_COMPILED) and xs == set(CLUSTER_XS_COMPILED)
+    ring = {tuple(int(v) for v in c)
+            for c in re.findall(r"PROJLAB_RING_CASE\((\d+), (\d+), (\d+), (\d+), (\d+)\)", text)}
+    assert ring == set(CLUSTER_RING_COMPILED)
+    a = get_method("cluster_splitk_async")
+    assert {(c["RW"], c["KW"], c["NT"], c["R"]) for c in a.configs} == {c[:4] for c in CLUSTER_RING_COMPILED}
+    assert a.supports(BF16, 8, 1024, 4096, {"RW": 1, "KW": 8, "NT": 1, "R": 1, "S": 8}) is None   # any step count
     x = get_method("cluster_splitk_xs")
     assert {(c["RW"], c["KW"], c["NT"], c["R"]) for c in x.configs} == {c[:4] for c in CLUSTER_XS_COMPILED}
     m = get_method("cluster_splitk")
@@ -81,7 +88,8 @@ def test_guard():
     assert [cluster_nt(M) for M in (1, 8, 9, 16, 17, 64)] == [1, 1, 2, 2, 4, 4]
     r = get_method("router_hilo_cluster")
     assert r.supports(BF16_X_FP32_W, 8, 256, 8192, {"RW": 1, "KW": 8, "NT": 1, "R": 1, "S": 8}) is None
-    assert "computes x bfloat16, w float32" in r.supports(BF16, 8, 256, 8192, {"RW": 1, "KW": 8, "NT": 1, "R": 1, "S": 8})
+    cfg = {"RW": 1, "KW": 8, "NT": 1, "R": 1, "S": 8}
+    assert "computes x bfloat16, w float32" in r.supports(BF16, 8, 256, 8192, cfg)
 
 
 def test_pack_is_the_kernels_lane_order_and_lossless():

@@ -10,8 +10,10 @@ from tests.kernels.gpu_contract import assert_contract
 pytestmark = pytest.mark.gpu
 
 METHODS = {"cluster_splitk": ("qkv_gate", "o", "pooler", "unpooler"),
-           "cluster_splitk_xs": ("qkv_gate", "o", "pooler", "unpooler"), "router_hilo_cluster": ("router",)}
+           "cluster_splitk_xs": ("qkv_gate", "o", "pooler", "unpooler"),
+           "cluster_splitk_async": ("qkv_gate", "o", "pooler", "unpooler"), "router_hilo_cluster": ("router",)}
 EVERY_CONFIG_AT = {"cluster_splitk": ("qkv_gate", 16), "cluster_splitk_xs": ("qkv_gate", 32),
+                   "cluster_splitk_async": ("qkv_gate", 8),
                    "router_hilo_cluster": ("router", 8)}
 
 
@@ -49,7 +51,8 @@ def test_contract(name, config_index, row):
 
 @pytest.mark.parametrize("name,cfg", [("cluster_splitk", {"RW": 2, "KW": 4, "NT": 2, "R": 2, "S": 4}),
                                       ("cluster_splitk", {"RW": 1, "KW": 8, "NT": 2, "R": 2, "S": 1}),
-                                      ("cluster_splitk_xs", {"RW": 8, "KW": 1, "NT": 2, "R": 1, "S": 2})])
+                                      ("cluster_splitk_xs", {"RW": 8, "KW": 1, "NT": 2, "R": 1, "S": 2}),
+                                      ("cluster_splitk_async", {"RW": 1, "KW": 4, "NT": 2, "R": 2, "S": 2})])
 def test_odd_m_matches_fp32(name, cfg):
     import torch
 
