@@ -177,18 +177,32 @@ def _run_meta(path: str, mtime: float) -> run_kinds.RunMeta | None:
     return _run_meta_in_memory(path, mtime)
 
 
+# The committed runs' metas as one dict, by the listing (paths + mtimes): a page run asks for them three times
+# (the picker, its default, the default run), ~150 lookups each.
+_COMMITTED_LISTINGS: dict[tuple, dict] = {}
+
+
 def run_metas(srcs: list[sources.Source] | None = None) -> dict[Path, run_kinds.RunMeta]:
     """dashboard.run_kinds.run_meta of every run source (kind, date, workload, candidates), cached by path + mtime;
     unreadable files are left out."""
     out = {}
+    runs = []
     for src in srcs if srcs is not None else source_list():
         if src.kind == "run":
             try:
-                meta = _run_meta(str(src.path), _mtime(src.path))
+                runs.append((src.path, _mtime(src.path)))
             except OSError:
                 continue
-            if meta is not None:
-                out[src.path] = meta
+    committed = tuple((p, m) for p, m in runs if _committed(str(p)))
+    if committed not in _COMMITTED_LISTINGS:
+        metas = {p: _run_meta(str(p), m) for p, m in committed}
+        _COMMITTED_LISTINGS.clear()   # one listing at a time: a new run file makes a new key
+        _COMMITTED_LISTINGS[committed] = {p: meta for p, meta in metas.items() if meta is not None}
+    known = _COMMITTED_LISTINGS[committed]
+    for path, mtime in runs:
+        meta = known.get(path) if (path, mtime) in committed else _run_meta(str(path), mtime)
+        if meta is not None:
+            out[path] = meta
     return out
 
 

@@ -28,9 +28,11 @@ def _environment(v) -> None:
                        "the glossary's *flags* says what each means.")
         (st.warning if clock["throttle_reasons"] else st.caption)(views.clock_text(clock))
         telemetry = pd.DataFrame(v.run.get("telemetry", []))
-        if len(telemetry) > 1:
-            with st.expander("SM clock, power and temperature during the run (measured)"):
-                st.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
+        # The chart is drawn when asked for: built and sent on every first page, a chart nobody opened cost the
+        # first visitor a plotly figure on the server and a chart mount in the browser.
+        if len(telemetry) > 1 and st.toggle("SM clock, power and temperature during the run (measured)",
+                                            key="telemetry_chart"):
+            st.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
         with st.expander("All environment fields"):
             st.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")
 

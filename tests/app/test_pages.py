@@ -53,6 +53,14 @@ def test_overview_shows_the_run_score_and_its_ci(app):
     assert clock.value == f"{min(sm):.0f}–{max(sm):.0f} MHz"  # the clock while measuring, not the idle start
 
 
+def test_overview_draws_the_telemetry_chart_when_asked(app):
+    at = app.open_page("overview", app.RUN_A)
+    charts = len(at.get("plotly_chart"))
+    at.toggle(key="telemetry_chart").set_value(True).run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == charts + 1   # SM clock, power and temperature, drawn on request
+
+
 def test_overview_target_changes_the_gap(app):
     at = app.open_page("overview")
     gap = lambda: next(m.value for m in at.metric if m.label.startswith("Aggregate time to remove"))
