@@ -132,18 +132,16 @@ _router_cluster_guard = _cluster_guard_for("router_hilo_cluster", CLUSTER_HILO_C
 _xs_cluster_guard = _cluster_guard_for("cluster_splitk_xs", CLUSTER_XS_COMPILED)
 _ring_cluster_guard = _cluster_guard_for("cluster_splitk_async", CLUSTER_RING_COMPILED, ring=True)
 
-CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
-                                                               for rw, kw, nt, r, _ in CLUSTER_COMPILED
-                                                               for s in CLUSTER_SIZES])
-XS_CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
-                                                                 for rw, kw, nt, r, _ in CLUSTER_XS_COMPILED
-                                                                 for s in CLUSTER_SIZES])
-RING_CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
-                                                                   for rw, kw, nt, r, _ in CLUSTER_RING_COMPILED
-                                                                   for s in CLUSTER_SIZES])
-ROUTER_CLUSTER_CONFIGS = config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s)
-                                                                     for rw, kw, nt, r, _ in CLUSTER_HILO_COMPILED
-                                                                     for s in CLUSTER_SIZES])
+def _cluster_configs(compiled) -> tuple[dict, ...]:
+    """Every compiled (RW, KW, NT, R) instance at every cluster size S."""
+    return config_table(("RW", "KW", "NT", "R", "S"), [(rw, kw, nt, r, s) for rw, kw, nt, r, _ in compiled
+                                                       for s in CLUSTER_SIZES])
+
+
+CLUSTER_CONFIGS = _cluster_configs(CLUSTER_COMPILED)
+XS_CLUSTER_CONFIGS = _cluster_configs(CLUSTER_XS_COMPILED)
+RING_CLUSTER_CONFIGS = _cluster_configs(CLUSTER_RING_COMPILED)
+ROUTER_CLUSTER_CONFIGS = _cluster_configs(CLUSTER_HILO_COMPILED)
 
 LIBRARY_METHODS: tuple[Method, ...] = (
     PerShapeMethod(
