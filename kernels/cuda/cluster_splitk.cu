@@ -20,6 +20,9 @@
 // Pipeline. Register double buffering: a stage is U K steps of every operand a lane needs; the loads of stage
 // i+1 are issued before the MMAs of stage i, so one stage of loads is always in flight behind the MMAs. Weights
 // are read once (ld.global.cs, evict-first); tokens through the read-only path (re-read by every weight tile).
+// PIPE picks how operands reach the MMAs: 0 these register stages; 1 (XS) the token chunk staged per block in a
+// shared-memory ring, registers for the weights only; 2 lane rings, each lane's operands copied D steps ahead into
+// its own shared-memory slots by cp.async (kernels/methods_library.py names the three methods).
 //
 // Reduction, in the same launch: the KW warp partials through the block's shared memory; with S > 1 each block
 // then reads its 1/S share of the tile's outputs from every peer's shared memory (cluster.map_shared_rank), sums
