@@ -49,14 +49,15 @@ def unpack(flat, N: int, K: int, n_parts: int = 1):
     return tuple(w.reshape(n_parts, N, K).unbind(0))
 
 
-def unavailable_reason() -> str | None:
-    """None when this host can run the kernel (an sm_90 GPU), else why not. The build is checked at prepare."""
+def unavailable_reason(name: str = "cluster_splitk") -> str | None:
+    """None when this host can run the kernel (an sm_90 GPU), else why not, for method `name`. The build is
+    checked at prepare."""
     import torch
 
     if not torch.cuda.is_available():
-        return "cluster_splitk needs a CUDA GPU (torch.cuda.is_available() is False)"
+        return f"{name} needs a CUDA GPU (torch.cuda.is_available() is False)"
     if torch.cuda.get_device_capability() != (9, 0):
-        return (f"cluster_splitk is built for sm_90a (Hopper), this GPU is sm_"
+        return (f"{name} is built for sm_90a (Hopper), this GPU is sm_"
                 f"{''.join(map(str, torch.cuda.get_device_capability()))}")
     return None
 
@@ -91,9 +92,9 @@ def prepare_hilo(weight, family: str, config: dict) -> dict:
 
     from kernels.launch.router import split_hilo
 
-    reason = unavailable_reason()
+    reason = unavailable_reason("router_hilo_cluster")
     if reason:
-        raise RuntimeError(reason.replace("cluster_splitk", "router_hilo_cluster"))
+        raise RuntimeError(reason)
     if weight.dtype != torch.float32 or weight.dim() != 2:
         raise ValueError(f"router_hilo_cluster: weight must be a float32 [N, K], got {weight.dtype}")
     module = load_extension(EXTENSION)
