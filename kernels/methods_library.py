@@ -83,7 +83,11 @@ class PerShapeMethod(Method):
 # cluster_splitk, HILO (two weight parts per step) for router_hilo_cluster.
 CLUSTER_COMPILED = ((1, 4, 1, 1, 4), (2, 4, 1, 1, 4), (1, 8, 1, 1, 4), (2, 8, 1, 1, 4),
                     (1, 4, 2, 2, 2), (2, 4, 2, 2, 2), (1, 8, 2, 2, 2), (2, 8, 2, 2, 2),
-                    (1, 4, 4, 2, 1), (2, 4, 4, 2, 1), (1, 8, 4, 2, 1), (2, 8, 4, 2, 1))
+                    (1, 4, 4, 2, 1), (2, 4, 4, 2, 1), (1, 8, 4, 2, 1), (2, 8, 4, 2, 1),
+                    # 3-4 row groups per warp at 16-32 tokens: a token fragment feeds 3-4 weight fragments (one
+                    # block of 128 threads, or 64: 164-234 registers, no spills; at 256 threads the 128-register
+                    # cap of two blocks per SM spills them)
+                    (1, 4, 2, 3, 2), (1, 4, 2, 4, 2), (1, 4, 4, 3, 1), (1, 4, 4, 4, 1), (1, 2, 4, 4, 1))
 CLUSTER_XS_COMPILED = ((4, 1, 2, 1, 4), (8, 1, 2, 1, 4), (4, 1, 4, 1, 4), (8, 1, 4, 1, 4), (4, 1, 4, 2, 2),
                       (8, 1, 2, 2, 2))   # cluster_splitk_xs: KW = 1, the token chunk staged in shared memory
 # cluster_splitk_async: (RW, KW, NT, R, D) with D the depth of each lane's cp.async ring (any number of K steps)
@@ -163,7 +167,7 @@ LIBRARY_METHODS: tuple[Method, ...] = (
         description="CUDA C++ split-K over a thread-block cluster of S blocks (mma.sync BF16, tokens as the MMA's "
                     "N, tile-packed weights, register double buffering); partials summed through shared and "
                     "distributed shared memory in the same launch",
-        params={"RW": (1, 2), "KW": (4, 8), "NT": (1, 2, 4), "R": (1, 2), "S": CLUSTER_SIZES},
+        params={"RW": (1, 2), "KW": (2, 4, 8), "NT": (1, 2, 4), "R": (1, 2, 3, 4), "S": CLUSTER_SIZES},
         configs=CLUSTER_CONFIGS,
         guard=_cluster_guard,
     ),

@@ -49,20 +49,23 @@ def test_contract(name, config_index, row):
     assert_contract(name, get_method(name).configs[config_index], row, seed=int(row["M"]))
 
 
-@pytest.mark.parametrize("name,cfg", [("cluster_splitk", {"RW": 2, "KW": 4, "NT": 2, "R": 2, "S": 4}),
-                                      ("cluster_splitk", {"RW": 1, "KW": 8, "NT": 2, "R": 2, "S": 1}),
-                                      ("cluster_splitk_xs", {"RW": 8, "KW": 1, "NT": 2, "R": 1, "S": 2}),
-                                      ("cluster_splitk_async", {"RW": 1, "KW": 4, "NT": 2, "R": 2, "S": 2})])
-def test_odd_m_matches_fp32(name, cfg):
+@pytest.mark.parametrize("name,cfg,M", [("cluster_splitk", {"RW": 2, "KW": 4, "NT": 2, "R": 2, "S": 4}, 13),
+                                        ("cluster_splitk", {"RW": 1, "KW": 8, "NT": 2, "R": 2, "S": 1}, 13),
+                                        ("cluster_splitk", {"RW": 1, "KW": 4, "NT": 2, "R": 3, "S": 2}, 13),
+                                        ("cluster_splitk", {"RW": 1, "KW": 4, "NT": 4, "R": 4, "S": 4}, 29),
+                                        ("cluster_splitk", {"RW": 1, "KW": 2, "NT": 4, "R": 4, "S": 8}, 29),
+                                        ("cluster_splitk_xs", {"RW": 8, "KW": 1, "NT": 2, "R": 1, "S": 2}, 13),
+                                        ("cluster_splitk_async", {"RW": 1, "KW": 4, "NT": 2, "R": 2, "S": 2}, 13)])
+def test_odd_m_matches_fp32(name, cfg, M):
     import torch
 
     m = get_method(name)
     w = (torch.randn(2304, 8192, device="cuda") * 8192 ** -0.5).to(torch.bfloat16)
-    x = torch.randn(13, 8192, device="cuda").to(torch.bfloat16)
+    x = torch.randn(M, 8192, device="cuda").to(torch.bfloat16)
     y = m.run(m.prepare(w, "qkv_gate", cfg), x)
     ref = x.float() @ w.float().t()
     rel = ((y.float() - ref).norm() / ref.norm()).item()
-    assert y.shape == (13, 2304) and y.dtype == torch.bfloat16 and rel < 5e-3, rel
+    assert y.shape == (M, 2304) and y.dtype == torch.bfloat16 and rel < 5e-3, rel
 
 
 def test_router_hilo_matches_fp64_to_the_router_tolerance():
