@@ -85,6 +85,59 @@ SKINNY_PARAMS = {"BM": (16, 32, 64, 128, 256), "BN": (64, 128, 256), "BK": (64, 
                  "SPLIT": (1, 2, 3, 4, 6, 7, 8, 11, 14, 16, 22, 32), "STAGES": (2, 3, 4, 5, 6, 8, 10, 12, 16, 20),
                  "STREAMK": (0, 1, 2, 3), "PACK": (0, 1), "num_warps": (4, 8)}
 
+# skinny_ws_fixup: the same pipeline with SPLIT runs per output tile, the partials stored into workspace slots and
+# summed by the tile's own runs (no data atomics). Every run of a tile waits for the others, so the grid must be
+# resident at once: one block per SM by shared memory on the H200's 132 SMs (the launcher re-checks with the
+# device's own SM count).
+FIXUP_KEYS = ("BM", "BN", "BK", "SPLIT", "STAGES", "PACK", "num_warps")
+H200_SMS = 132
+
+
+def fixup_smem_bytes(config: dict, weight_tiles: int = 1) -> int:
+    """Shared memory of one skinny_ws_fixup block: the ring and its 2 x STAGES mbarriers (no epilogue scratch: the
+    partial is stored from the accumulator's own layout)."""
+    ring = config["STAGES"] * (weight_tiles * config["BN"] + config["BM"]) * config["BK"] * 2
+    return ring + 16 * config["STAGES"] + 64
+
+
+def fixup_programs(M: int, N: int, config: dict) -> int:
+    return -(-M // config["BM"]) * (N // config["BN"]) * config["SPLIT"]
+
+
+def fixup_guard(M, N, K, config):
+    what = "skinny_ws_fixup"
+    if not 1 <= M <= SKINNY_MAX_M:
+        return f"{what} serves 1 <= M <= {SKINNY_MAX_M} (its workspace slots)"
+    if N % config["BN"] or K % config["BK"]:
+        return f"{what} needs N % BN == 0 and K % BK == 0 (N={N}, K={K}, BN={config['BN']}, BK={config['BK']})"
+    if K // config["BK"] < config["SPLIT"]:
+        return f"{what} needs K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']}): a K step per run"
+    need = fixup_smem_bytes(config)
+    if need > SMEM_BYTES:
+        return f"{what}: {need} B of shared memory (ring + barriers) exceed {SMEM_BYTES} B"
+    grid = fixup_programs(M, N, config)
+    if grid > H200_SMS:
+        return (f"{what}: {grid} programs at M={M} (ceil(M/BM) * N/BN * SPLIT) exceed one wave of {H200_SMS} SMs; "
+                f"the runs of a tile wait for each other, so all must be resident")
+    return None
+
+
+# Sized for M = 128-256 (every scored family at verify 16 and 32): 128-token tiles of 128 weight rows (two consumer
+# warpgroups, m64n128 each) so a token tile is re-read by N/128 weight tiles only, SPLIT runs per tile to fill the
+# SMs in one wave: qkv_gate 18 tiles x 7 = 126 programs at M=128, pooler 32 x 4, o and unpooler 64 x 2; at M=256
+# two token tiles (qkv_gate x 3, pooler x 2, o and unpooler x 1) or one 256-token tile (m64n256, 128 accumulator
+# registers per thread).
+FIXUP_CONFIGS = config_table(FIXUP_KEYS, [
+    (128, 128, 64, 7, 6, 1, 8),       # default: qkv_gate M = 128
+    (128, 128, 128, 7, 3, 1, 8),
+    (128, 128, 64, 4, 6, 1, 8),       # pooler M = 128
+    (128, 128, 64, 3, 6, 1, 8),       # qkv_gate M = 256
+    (128, 128, 64, 2, 6, 1, 8),       # o, unpooler M = 128; pooler M = 256
+    (128, 128, 64, 1, 6, 1, 8),       # o, unpooler M = 256
+    (256, 128, 64, 7, 4, 1, 8),       # qkv_gate M = 256, one token tile
+    (128, 64, 64, 3, 8, 1, 4),        # one warpgroup, 108 programs at qkv_gate M = 128
+])
+
 HOPPER_METHODS: tuple[Method, ...] = (
     Method(
         name="skinny_ws",
@@ -106,5 +159,16 @@ HOPPER_METHODS: tuple[Method, ...] = (
         params=SKINNY_PARAMS,
         configs=HILO_WS_CONFIGS,
         guard=_hilo_guard,
+    ),
+    Method(
+        name="skinny_ws_fixup",
+        dtypes=(BF16,),
+        impl="kernels.launch.gluon_skinny:SKINNY_WS_FIXUP",
+        description="skinny_ws's TMA ring and warp-specialized wgmma with SPLIT runs per output tile; each run "
+                    "stores its FP32 partial into its own workspace slot, waits for the tile's other runs (one "
+                    "wave: all resident) and sums its share of the tile's chunks into y; no data atomics",
+        params={k: SKINNY_PARAMS[k] for k in FIXUP_KEYS},
+        configs=FIXUP_CONFIGS,
+        guard=fixup_guard,
     ),
 )

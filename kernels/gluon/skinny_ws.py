@@ -186,3 +186,111 @@ def skinny_ws_kernel(w_desc, lo_desc, x_desc, y_ptr, ws_ptr, cnt_ptr, M, stride_
         (_load_partition, (w_desc, lo_desc, x_desc, w_bufs, lo_bufs, x_bufs, ready, empty, start, end, M_TILES,
                            STEPS, STAGES, PACK, HILO)),
     ], [1], [40])
+
+
+# ------------------------------------------------------------------------------------------------ skinny_ws_fixup
+
+@gluon.constexpr_function
+def fixup_layout(BN, num_warps):
+    """The layout of the fixup's [FIX_ROWS, BN] chunks: 4 consecutive weight rows per thread, a warp's lanes along
+    the weight rows (the token-major partials and y are both contiguous along N there)."""
+    across = min(max(BN // 4, 1), 32)
+    return gl.BlockedLayout([1, 4], [32 // across, across], [num_warps, 1], [1, 0])
+
+
+FIX_ROWS = gl.constexpr(8)   # token rows per fixup chunk: a [BM, BN] tile is BM / 8 chunks, shared out among its SPLIT programs
+
+
+@gluon.jit
+def _mma_fixup_partition(w_bufs, lo_bufs, x_bufs, ready, empty, start, end, y_ptr, ws_ptr, cnt_ptr, M, stride_ym,
+                         M_TILES, N_TILES, SPLIT, STEPS: gl.constexpr, STAGES: gl.constexpr, HILO: gl.constexpr,
+                         num_warps: gl.constexpr):
+    """The consumer of skinny_fixup_kernel: the same MMA loop over one run of one tile, then the tile's reduction
+    without atomics on data: the run's FP32 partial is stored into its own workspace slot (token-major), the run
+    arrives on the tile's counter and waits until all SPLIT runs have arrived (they are all resident: the launcher
+    keeps the grid within one wave), then sums its share of the tile's chunks across the SPLIT slots and writes
+    y. A second counter counts the runs that are done reading; the last one zeroes both counters."""
+    BN: gl.constexpr = w_bufs.type.shape[1]
+    BM: gl.constexpr = x_bufs.type.shape[1]
+    warps: gl.constexpr = mma_warps(BN, num_warps)
+    layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=warps,
+                                                     instr_shape=[16, BM // warps[1], 16])
+    acc = gl.zeros([BN, BM], gl.float32, layout)
+    for g in range(start, end):
+        i = g - start
+        s = i % STAGES
+        mbarrier.wait(ready.index(s), (i // STAGES) & 1)
+        xt = x_bufs.index(s).permute((1, 0))
+        acc = warpgroup_mma(w_bufs.index(s), xt, acc, use_acc=g != start, is_async=True)
+        if HILO:
+            acc = warpgroup_mma(lo_bufs.index(s), xt, acc, is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
+        mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), pred=i > 0)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+
+    tile = start // STEPS
+    part = gl.program_id(0) % SPLIT
+    # The partial, token-major [BM, BN] in slot (tile, part): a warp's store covers whole 32-byte sectors.
+    rn = gl.arange(0, BN, layout=gl.SliceLayout(1, layout))
+    rm = gl.arange(0, BM, layout=gl.SliceLayout(0, layout))
+    slots = ws_ptr + tile.to(gl.int64) * (SPLIT * BM * BN)
+    gl.store(slots + part * (BM * BN) + rm[None, :] * BN + rn[:, None], acc)
+    gl.thread_barrier()              # every thread's stores are issued before the release
+    gl.atomic_add(cnt_ptr + tile, 1, sem="release", scope="gpu")
+    while gl.atomic_add(cnt_ptr + tile, 0, sem="acquire", scope="gpu") < SPLIT:
+        pass
+    gl.thread_barrier()              # no thread reads a slot before the acquire above
+
+    fix: gl.constexpr = fixup_layout(BN, num_warps)
+    cr = gl.arange(0, FIX_ROWS, layout=gl.SliceLayout(1, fix))
+    cn = gl.arange(0, BN, layout=gl.SliceLayout(0, fix))
+    n0 = (tile // M_TILES) * BN
+    m0 = (tile % M_TILES) * BM
+    for c in range(part, BM // FIX_ROWS, SPLIT):
+        offs = (c * FIX_ROWS + cr)[:, None] * BN + cn[None, :]
+        total = gl.zeros([FIX_ROWS, BN], gl.float32, fix)
+        for q in range(0, SPLIT):
+            total += gl.load(slots + q * (BM * BN) + offs, cache_modifier=".cg")
+        rows = m0 + c * FIX_ROWS + cr
+        gl.store(y_ptr + rows[:, None] * stride_ym + (n0 + cn)[None, :], total.to(y_ptr.dtype.element_ty),
+                 mask=(rows < M)[:, None] & (cn >= 0)[None, :])
+    gl.thread_barrier()              # every thread has read its chunks before the run counts as done
+    done = gl.atomic_add(cnt_ptr + M_TILES * N_TILES + tile, 1, sem="acq_rel", scope="gpu")
+    if done == SPLIT - 1:            # the last reader: no run of this call reads either counter again
+        gl.atomic_xchg(cnt_ptr + tile, 0, sem="relaxed")
+        gl.atomic_xchg(cnt_ptr + M_TILES * N_TILES + tile, 0, sem="relaxed")
+
+
+@gluon.jit(do_not_specialize=["M", "M_TILES", "SPLIT"])
+def skinny_fixup_kernel(w_desc, lo_desc, x_desc, y_ptr, ws_ptr, cnt_ptr, M, stride_ym, M_TILES, SPLIT,
+                        N: gl.constexpr, K: gl.constexpr, STAGES: gl.constexpr, PACK: gl.constexpr,
+                        HILO: gl.constexpr, num_warps: gl.constexpr):
+    """y[M, N] = x[M, K] @ w[N, K]^T (HILO: @ (w + lo)^T); grid (M_TILES * N/BN * SPLIT,), SPLIT runs per output
+    tile, the partials summed in the same launch by the tile's own runs (skinny_ws's load partition and MMA loop;
+    only the reduction differs)."""
+    BN: gl.constexpr = w_desc.block_type.shape[0]
+    BK: gl.constexpr = w_desc.block_type.shape[1]
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    STEPS: gl.constexpr = K // BK
+    N_TILES: gl.constexpr = N // BN
+    start, end = _run(gl.program_id(0), gl.num_programs(0), M_TILES * N_TILES * STEPS)
+
+    w_bufs = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
+    if HILO:
+        lo_bufs = gl.allocate_shared_memory(lo_desc.dtype, [STAGES, BN, BK], lo_desc.layout)
+    else:
+        lo_bufs = w_bufs      # never read
+    x_bufs = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+
+    gl.warp_specialize([
+        (_mma_fixup_partition, (w_bufs, lo_bufs, x_bufs, ready, empty, start, end, y_ptr, ws_ptr, cnt_ptr, M,
+                                stride_ym, M_TILES, N_TILES, SPLIT, STEPS, STAGES, HILO, num_warps)),
+        (_load_partition, (w_desc, lo_desc, x_desc, w_bufs, lo_bufs, x_bufs, ready, empty, start, end, M_TILES,
+                           STEPS, STAGES, PACK, HILO)),
+    ], [1], [40])
+

@@ -149,5 +149,75 @@ def run(state: dict, x, out=None):
     return y
 
 
+def prepare_fixup(weight, family: str, config: dict) -> dict:
+    """skinny_ws_fixup: the weight's descriptor as for skinny_ws; the workspace holds SPLIT partial slots per output
+    tile of the largest M served ([MAX_M/BM * N/BN, SPLIT, BM, BN] FP32, never read before written in a call),
+    and two int32 counters per tile (arrived, done reading), zero between calls."""
+    import torch
+
+    from kernels.methods_hopper import fixup_smem_bytes
+
+    what = "skinny_ws_fixup"
+    _require_hopper(weight, what)
+    require(weight.dtype == torch.bfloat16 and weight.dim() == 2 and weight.stride(1) == 1, what,
+            f"weight must be a row-major bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
+    require(weight.stride(0) * 2 % 16 == 0 and weight.data_ptr() % 16 == 0, what,
+            "weight rows must start at 16-byte boundaries (a TMA descriptor's rule)")
+    N, K = weight.shape
+    check_tiling(N, K, config, what)
+    import triton.experimental.gluon.language as gl
+
+    w_desc, w_load = _descriptor(weight, config)
+    tiles = (MAX_M // config["BM"]) * (N // config["BN"])
+    props = torch.cuda.get_device_properties(weight.device)
+    return {"w": w_load, "w_desc": w_desc, "N": N, "K": K, "config": dict(config), "what": what,
+            "x_layout": gl.NVMMASharedLayout.get_default_for([config["BM"], config["BK"]], gl.bfloat16),
+            "ws": torch.empty(tiles * config["SPLIT"] * config["BM"] * config["BN"], dtype=torch.float32,
+                              device=weight.device),
+            "cnt": torch.zeros(2 * tiles, dtype=torch.int32, device=weight.device),
+            "resident": props.multi_processor_count * max(1, SM_SMEM_BYTES // (fixup_smem_bytes(config) + 1024))}
+
+
+def run_fixup(state: dict, x, out=None):
+    import torch
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    from kernels.gluon.skinny_ws import skinny_fixup_kernel
+    from kernels.methods_hopper import fixup_programs
+
+    N, K, cfg, what = state["N"], state["K"], state["config"], state["what"]
+    M = check_input(x, K, torch.bfloat16, what)
+    require(1 <= M <= MAX_M, what, f"serves 1 <= M <= {MAX_M} (its workspace slots), got M={M}")
+    require(x.stride(0) * 2 % 16 == 0 and x.data_ptr() % 16 == 0, what,
+            "x rows must start at 16-byte boundaries (a TMA descriptor's rule)")
+    grid = fixup_programs(M, N, cfg)
+    # The runs of a tile wait for each other: a grid larger than what is resident at once could wait forever.
+    require(grid <= state["resident"], what,
+            f"{grid} programs at M={M} exceed the {state['resident']} resident at once on this GPU")
+    y = check_out(out, M, N, torch.bfloat16, x.device, what)
+    require(y.stride(1) == 1, what, "out must be contiguous along N")
+    x_desc = TensorDescriptor(x, [M, K], [x.stride(0), 1], [cfg["BM"], cfg["BK"]], state["x_layout"])
+    skinny_fixup_kernel[(grid,)](state["w_desc"], state["w_desc"], x_desc, y, state["ws"], state["cnt"], M,
+                                 y.stride(0), triton_cdiv(M, cfg["BM"]), cfg["SPLIT"], N=N, K=K,
+                                 STAGES=cfg["STAGES"], PACK=bool(cfg["PACK"]), HILO=False,
+                                 num_warps=cfg["num_warps"], maxnreg=fixup_maxnreg(cfg))
+    return y
+
+
+def fixup_maxnreg(config: dict) -> int | None:
+    """The register cap of skinny_ws_fixup: as for skinny_ws (blocks by registers = blocks by shared memory)."""
+    from kernels.methods_hopper import fixup_smem_bytes
+
+    blocks = max(1, SM_SMEM_BYTES // (fixup_smem_bytes(config) + 1024))
+    threads = (config["num_warps"] + 4) * 32
+    acc_regs = config["BN"] * config["BM"] // (config["num_warps"] * 32)
+    for b in range(blocks, 1, -1):
+        cap = min(SM_REGISTERS // (threads * b) // 8 * 8, 248)
+        if 2 * acc_regs + 48 <= cap:
+            return cap
+    return None
+
+
 SKINNY_WS = impl(prepare, run)
+SKINNY_WS_FIXUP = impl(prepare_fixup, run_fixup)
 ROUTER_HILO_WS = impl(prepare_hilo, run)
