@@ -136,6 +136,11 @@ FIXUP_CONFIGS = config_table(FIXUP_KEYS, [
     (128, 128, 64, 1, 6, 1, 8),       # o, unpooler M = 256
     (256, 128, 64, 7, 4, 1, 8),       # qkv_gate M = 256, one token tile
     (128, 64, 64, 3, 8, 1, 4),        # one warpgroup, 108 programs at qkv_gate M = 128
+    (128, 256, 64, 14, 4, 1, 8),      # 256 weight rows: qkv_gate M = 128, 9 tiles x 14
+    (128, 256, 64, 8, 4, 1, 8),       # pooler M = 128
+    (128, 256, 64, 7, 4, 1, 8),       # qkv_gate M = 256
+    (128, 256, 64, 4, 4, 1, 8),       # o, unpooler M = 128; pooler M = 256
+    (128, 256, 64, 2, 4, 1, 8),       # o, unpooler M = 256
 ])
 
 HOPPER_METHODS: tuple[Method, ...] = (
