@@ -13,10 +13,11 @@ def assert_contract(name: str, config: dict, row: dict, seed: int) -> None:
     assert check.ok, (name, config, row["family"], row["M"], check.reasons)
 
 
-def assert_self_zeroing(method, config: dict, eager_m: tuple, graph_m: tuple, replays: int) -> None:
+def assert_self_zeroing(method, config: dict, eager_m: tuple, graph_m: tuple, replays: int,
+                        zero: tuple = ("ws", "cnt")) -> None:
     """Eager calls at `eager_m`, then graphs captured at the two `graph_m` replayed alternately with new inputs
-    (`replays` in all): every output right (rel-L2 < 1e-2 vs FP64), and the method's workspace and counters
-    (`state["ws"]`, `state["cnt"]`) all zero at the end (qkv_gate, N=2304, K=8192)."""
+    (`replays` in all): every output right (rel-L2 < 1e-2 vs FP64), and the method's state tensors named in `zero`
+    (its workspace and counters) all zero at the end (qkv_gate, N=2304, K=8192)."""
     from functools import partial
 
     import torch
@@ -45,4 +46,4 @@ def assert_self_zeroing(method, config: dict, eager_m: tuple, graph_m: tuple, re
         g.replay()
         torch.cuda.synchronize()
         assert rel(g.output, x_static) < 1e-2, i
-    assert not bool(state["ws"].any()) and not bool(state["cnt"].any())
+    assert not any(bool(state[name].any()) for name in zero), {name: int(state[name].count_nonzero()) for name in zero}

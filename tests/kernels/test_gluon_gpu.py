@@ -1,9 +1,10 @@
-"""GPU: skinny_ws and router_hilo_ws (the Gluon warp-specialized TMA/WGMMA kernel, BF16 and the router's hi/lo
-pair) pass the full contract (profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls,
-CUDA-graph replays with new inputs, inputs and weights unchanged) with every config at M=16 of their main family
-(qkv_gate, router), and with the default config at every official shape of every family of their dtypes the
-guard admits and at the main family's nearby M; split-K, stream-K and multi-token-tile
-configs leave workspace and counters zero after eager calls and graph replays that mix M."""
+"""GPU: skinny_ws, router_hilo_ws and skinny_ws_fixup (the Gluon warp-specialized TMA/WGMMA kernel: BF16, the
+router's hi/lo pair, and BF16 with the partials summed by each tile's own runs) pass the full contract
+(profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph replays with new
+inputs, inputs and weights unchanged) with every config at their main shape (qkv_gate M=16, router M=16, qkv_gate
+M=128), and with the default config at every official shape of every family of their dtypes the guard admits and
+at the main family's nearby M; split-K, stream-K and multi-token-tile configs leave workspace and counters zero
+(skinny_ws_fixup: its counters) after eager calls and graph replays that mix M."""
 
 import pytest
 
@@ -13,7 +14,7 @@ from tests.kernels.gpu_contract import assert_contract, assert_self_zeroing
 pytestmark = pytest.mark.gpu
 
 NAME = "skinny_ws"
-MAIN_FAMILY = {"skinny_ws": "qkv_gate", "router_hilo_ws": "router"}
+MAIN_SHAPE = {"skinny_ws": ("qkv_gate", 16), "router_hilo_ws": ("router", 16), "skinny_ws_fixup": ("qkv_gate", 128)}
 
 
 def _rows():
@@ -25,13 +26,13 @@ def _rows():
 
 def _cases():
     out = []
-    for name, main in MAIN_FAMILY.items():
+    for name, (main, main_m) in MAIN_SHAPE.items():
         m = get_method(name)
         for row in _rows():
-            at16 = row["family"] == main and int(row["M"]) == 16
+            at_main = row["family"] == main and int(row["M"]) == main_m
             default_here = row["load"] != "nearby" or row["family"] == main
             for i, cfg in enumerate(m.configs):
-                if not (at16 or (i == 0 and default_here)):
+                if not (at_main or (i == 0 and default_here)):
                     continue
                 if m.supports(row, int(row["M"]), int(row["N"]), int(row["K"]), cfg) is None:
                     out.append(pytest.param(name, i, row, id=f"{name}-c{i}-{row['family']}-M{row['M']}-{row['load']}"))
@@ -53,3 +54,13 @@ def test_workspace_zero_after_calls_and_replays_of_mixed_m(config_index):
     """Eager calls at M = 8, 16, 3, 32, 100 then graphs captured at two M replayed alternately with new inputs: every
     output right, and the workspace and counters all zero at the end (qkv_gate, N=2304, K=8192)."""
     assert_self_zeroing(get_method(NAME), get_method(NAME).configs[config_index], (8, 16, 3, 32, 100), (8, 40), 12)
+
+
+@pytest.mark.parametrize("config_index", [0, 6, 8])
+def test_fixup_counters_zero_after_calls_and_replays_of_mixed_m(config_index):
+    """skinny_ws_fixup at M = 128, 100, 3, 77, 128 eagerly, then graphs at M = 128 and 97 replayed alternately:
+    every output right and both counters of every tile zero at the end (its workspace slots are overwritten, not
+    re-zeroed)."""
+    m = get_method("skinny_ws_fixup")
+    assert_self_zeroing(m, m.configs[config_index], (128, 100, 3, 77, 128), (128, 97), 12, zero=("cnt",))
+
