@@ -14,7 +14,8 @@ triton = pytest.importorskip("triton")
 pytest.importorskip("triton.experimental.gluon")
 
 from kernels.launch.gluon_skinny import maxnreg  # noqa: E402
-from kernels.methods_hopper import HILO_WS_CONFIGS, SKINNY_CONFIGS, SKINNY_MAX_M, skinny_smem_bytes  # noqa: E402
+from kernels.methods_hopper import (FIXUP_CONFIGS, HILO_WS_CONFIGS, SKINNY_CONFIGS, SKINNY_MAX_M,  # noqa: E402
+                                   fixup_smem_bytes, skinny_smem_bytes)
 
 PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 pytestmark = pytest.mark.skipif(not os.path.exists(PTXAS), reason="triton's bundled ptxas not found")
@@ -91,3 +92,52 @@ def test_skinny_ws_compiles_at_the_other_families(N, K):
     """The default config at pooler, o and the unpooler's N=1024 slice (the guard admits them all)."""
     k, err = compile_skinny(SKINNY_CONFIGS[0], N, K)
     assert "wgmma.mma_async" in k.asm["ptx"] and "0 bytes spill stores" in err
+
+
+def compile_fixup(cfg: dict, N: int, K: int):
+    """(compiled kernel, ptxas -v stderr) of skinny_fixup_kernel for one config at one (N, K)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from kernels.gluon.skinny_ws import skinny_fixup_kernel
+    from kernels.launch.gluon_skinny import fixup_maxnreg
+
+    sig = {"w_desc": _desc_type(cfg["BN"], cfg["BK"]), "lo_desc": _desc_type(cfg["BN"], cfg["BK"]),
+           "x_desc": _desc_type(cfg["BM"], cfg["BK"]), "y_ptr": "*bf16", "ws_ptr": "*fp32", "cnt_ptr": "*i32",
+           "M": "i32", "stride_ym": "i32", "M_TILES": "i32", "SPLIT": "i32", "N": "constexpr", "K": "constexpr",
+           "STAGES": "constexpr", "PACK": "constexpr", "HILO": "constexpr", "num_warps": "constexpr"}
+    consts = {"N": N, "K": K, "STAGES": cfg["STAGES"], "PACK": bool(cfg["PACK"]), "HILO": False,
+              "num_warps": cfg["num_warps"]}
+    attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values()) if t.startswith("*")}
+    k = triton.compile(GluonASTSource(skinny_fixup_kernel, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": cfg["num_warps"], "maxnreg": fixup_maxnreg(cfg)})
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(k.asm["ptx"])
+    try:
+        err = subprocess.run([PTXAS, "-arch=sm_90a", "-v", f.name, "-o", os.devnull], capture_output=True, text=True,
+                             check=True).stderr
+    finally:
+        os.unlink(f.name)
+    return k, err
+
+
+@pytest.mark.parametrize("cfg", FIXUP_CONFIGS, ids=str)
+def test_skinny_ws_fixup_compiles_without_data_atomics(cfg):
+    """Every skinny_ws_fixup config: the same TMA ring and warp-specialized wgmma as skinny_ws, no spills, and a
+    reduction without atomics on data: the partial and y by plain stores, the slots read through L2 (ld.global.cg),
+    atomics only on the int32 counters (release arrive, acquire spin, acq_rel done count, relaxed resets); shared
+    memory is the ring alone, as the guard counts it."""
+    k, err = compile_fixup(cfg, 2304, 8192)
+    ptx = k.asm["ptx"]
+    spills = [int(s) for s in re.findall(r"(\d+) bytes spill stores", err)]
+    assert max(spills or [0]) == 0, err
+    tma = ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes")
+    assert tma == 2 * cfg["BK"] // 64                   # one box per 64 bf16 of K per operand
+    assert "wgmma.mma_async" in ptx and "setmaxnreg.inc.sync.aligned.u32" in ptx
+    assert "ld.global.cg" in ptx and "st.global" in ptx
+    atoms = set(re.findall(r"atom\.global\.[\w.]+", ptx))
+    assert atoms and all(a.endswith((".b32", ".s32", ".u32")) for a in atoms), atoms     # counters only
+    assert "atom.global.gpu.release.add.u32" in atoms and "atom.global.gpu.acq_rel.add.u32" in atoms, atoms
+    assert "ld.global.gpu.acquire.b32" in ptx          # the spin: an acquire load of the arrival count
+    assert not re.search(r"\bred\.global", ptx)
+    assert abs(k.metadata.shared - fixup_smem_bytes(cfg)) <= 128, (k.metadata.shared, fixup_smem_bytes(cfg))

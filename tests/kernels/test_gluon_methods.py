@@ -103,3 +103,28 @@ def test_prepare_without_a_hopper_gpu_says_so():
 
     with pytest.raises(ValueError, match="needs an sm_90 .Hopper. GPU"):
         prepare(torch.zeros(2304, 8192, dtype=torch.bfloat16), "qkv_gate", _cfg())
+
+
+def test_fixup_registered_and_its_guard_keeps_the_grid_to_one_wave():
+    """skinny_ws_fixup's runs of a tile wait for each other, so its guard refuses a grid larger than the 132 SMs
+    (and says so) and admits the shapes it was sized for; its shared-memory figure is the ring and barriers only."""
+    from kernels.methods_hopper import FIXUP_CONFIGS, fixup_programs, fixup_smem_bytes
+
+    m = get_method("skinny_ws_fixup")
+    assert m.configs == FIXUP_CONFIGS and m.dtypes == (BF16,)
+    default = FIXUP_CONFIGS[0]
+    assert fixup_programs(128, 2304, default) == 18 * 7 and m.supports(BF16, 128, *QKV, default) is None
+    reason = m.supports(BF16, 129, *QKV, default)          # two token tiles: 252 programs
+    assert reason is not None and "252 programs" in reason and "one wave of 132 SMs" in reason, reason
+    assert "K / BK >= SPLIT" in m.supports(BF16, 16, 2304, 256, dict(default, SPLIT=7))
+    assert "1 <= M <= 256" in m.supports(BF16, 257, *QKV, default)
+    assert fixup_smem_bytes(default) == 6 * (128 + 128) * 64 * 2 + 16 * 6 + 64
+
+
+def test_fixup_prepare_without_a_hopper_gpu_says_so():
+    torch = pytest.importorskip("torch")
+    from kernels.launch.gluon_skinny import prepare_fixup
+
+    w = torch.zeros(2304, 8192, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="needs an sm_90 .Hopper. GPU"):
+        prepare_fixup(w, "qkv_gate", get_method("skinny_ws_fixup").configs[0])
