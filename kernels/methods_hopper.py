@@ -104,15 +104,14 @@ def fixup_programs(M: int, N: int, config: dict) -> int:
     return -(-M // config["BM"]) * (N // config["BN"]) * config["SPLIT"]
 
 
-def fixup_guard(M, N, K, config):
-    what = "skinny_ws_fixup"
+def fixup_guard(M, N, K, config, weight_tiles: int = 1, what: str = "skinny_ws_fixup"):
     if not 1 <= M <= SKINNY_MAX_M:
         return f"{what} serves 1 <= M <= {SKINNY_MAX_M} (its workspace slots)"
     if N % config["BN"] or K % config["BK"]:
         return f"{what} needs N % BN == 0 and K % BK == 0 (N={N}, K={K}, BN={config['BN']}, BK={config['BK']})"
     if K // config["BK"] < config["SPLIT"]:
         return f"{what} needs K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']}): a K step per run"
-    need = fixup_smem_bytes(config)
+    need = fixup_smem_bytes(config, weight_tiles)
     if need > SMEM_BYTES:
         return f"{what}: {need} B of shared memory (ring + barriers) exceed {SMEM_BYTES} B"
     grid = fixup_programs(M, N, config)
@@ -141,6 +140,22 @@ FIXUP_CONFIGS = config_table(FIXUP_KEYS, [
     (128, 256, 64, 7, 4, 1, 8),       # qkv_gate M = 256
     (128, 256, 64, 4, 4, 1, 8),       # o, unpooler M = 128; pooler M = 256
     (128, 256, 64, 2, 4, 1, 8),       # o, unpooler M = 256
+])
+
+def _hilo_fixup_guard(M, N, K, config):
+    return fixup_guard(M, N, K, config, 2, "router_hilo_ws_fixup")
+
+
+# The router (N=256, K=8192, its hi/lo pair: 2 x 4 MB) at M = 16-256: 4 tiles of 64 weight rows, runs of 2-4 K steps
+# (SPLIT 32-64) so 128-132 programs fill the SMs; one 128- or 256-token tile reads each weight tile once.
+HILO_FIXUP_CONFIGS = config_table(FIXUP_KEYS, [
+    (128, 64, 64, 32, 4, 1, 4),       # default: M = 128, 128 programs of 4 K steps
+    (128, 64, 64, 33, 4, 1, 4),       # 132 programs
+    (128, 64, 128, 32, 2, 1, 4),      # 128 programs of 2 K steps of 128
+    (128, 64, 64, 16, 4, 1, 4),       # M = 256: two token tiles x 4 x 16
+    (256, 64, 64, 32, 3, 1, 4),       # M = 256: one token tile, m64n256
+    (256, 64, 64, 33, 3, 1, 4),
+    (32, 64, 64, 32, 4, 1, 4),        # M = 17-32
 ])
 
 HOPPER_METHODS: tuple[Method, ...] = (
@@ -175,5 +190,16 @@ HOPPER_METHODS: tuple[Method, ...] = (
         params={k: SKINNY_PARAMS[k] for k in FIXUP_KEYS},
         configs=FIXUP_CONFIGS,
         guard=fixup_guard,
+    ),
+    Method(
+        name="router_hilo_ws_fixup",
+        dtypes=(BF16_X_FP32_W,),
+        impl="kernels.launch.gluon_skinny:ROUTER_HILO_WS_FIXUP",
+        description="skinny_ws_fixup on the router's hi/lo pair (H = bf16(W), L = bf16(W - H) at prepare): both "
+                    "tiles of a K step in one ring slot, both products into one FP32 accumulator; partials summed "
+                    "by the tile's own runs, FP32 y",
+        params={k: SKINNY_PARAMS[k] for k in FIXUP_KEYS} | {"SPLIT": (*SKINNY_PARAMS["SPLIT"], 33, 64)},
+        configs=HILO_FIXUP_CONFIGS,
+        guard=_hilo_fixup_guard,
     ),
 )

@@ -149,33 +149,55 @@ def run(state: dict, x, out=None):
     return y
 
 
-def prepare_fixup(weight, family: str, config: dict) -> dict:
-    """skinny_ws_fixup: the weight's descriptor as for skinny_ws; the workspace holds SPLIT partial slots per output
-    tile of the largest M served ([MAX_M/BM * N/BN, SPLIT, BM, BN] FP32, never read before written in a call),
-    and two int32 counters per tile (arrived, done reading), zero between calls."""
+def _fixup_state(hi, lo, config: dict, what: str, y_dtype) -> dict:
+    """The fixup kernels' state: the weight descriptor(s) as for skinny_ws; the workspace holds SPLIT partial slots
+    per output tile of the largest M served ([MAX_M/BM * N/BN, SPLIT, BM, BN] FP32, never read before written in a
+    call), and two int32 counters per tile (arrived, done reading), zero between calls."""
     import torch
+    import triton.experimental.gluon.language as gl
 
     from kernels.methods_hopper import fixup_smem_bytes
+
+    require(hi.stride(0) * 2 % 16 == 0 and hi.data_ptr() % 16 == 0, what,
+            "weight rows must start at 16-byte boundaries (a TMA descriptor's rule)")
+    N, K = hi.shape
+    check_tiling(N, K, config, what)
+    w_desc, w_load = _descriptor(hi, config)
+    lo_desc, lo_load = _descriptor(lo, config) if lo is not None else (w_desc, None)
+    tiles = (MAX_M // config["BM"]) * (N // config["BN"])
+    weight_tiles = 2 if lo is not None else 1
+    props = torch.cuda.get_device_properties(hi.device)
+    per_sm = max(1, SM_SMEM_BYTES // (fixup_smem_bytes(config, weight_tiles) + 1024))
+    return {"w": w_load, "lo": lo_load, "w_desc": w_desc, "lo_desc": lo_desc, "hilo": lo is not None,
+            "N": N, "K": K, "config": dict(config), "what": what, "y_dtype": y_dtype,
+            "x_layout": gl.NVMMASharedLayout.get_default_for([config["BM"], config["BK"]], gl.bfloat16),
+            "ws": torch.empty(tiles * config["SPLIT"] * config["BM"] * config["BN"], dtype=torch.float32,
+                              device=hi.device),
+            "cnt": torch.zeros(2 * tiles, dtype=torch.int32, device=hi.device),
+            "resident": props.multi_processor_count * per_sm}
+
+
+def prepare_fixup(weight, family: str, config: dict) -> dict:
+    import torch
 
     what = "skinny_ws_fixup"
     _require_hopper(weight, what)
     require(weight.dtype == torch.bfloat16 and weight.dim() == 2 and weight.stride(1) == 1, what,
             f"weight must be a row-major bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
-    require(weight.stride(0) * 2 % 16 == 0 and weight.data_ptr() % 16 == 0, what,
-            "weight rows must start at 16-byte boundaries (a TMA descriptor's rule)")
-    N, K = weight.shape
-    check_tiling(N, K, config, what)
-    import triton.experimental.gluon.language as gl
+    return _fixup_state(weight, None, config, what, torch.bfloat16)
 
-    w_desc, w_load = _descriptor(weight, config)
-    tiles = (MAX_M // config["BM"]) * (N // config["BN"])
-    props = torch.cuda.get_device_properties(weight.device)
-    return {"w": w_load, "w_desc": w_desc, "N": N, "K": K, "config": dict(config), "what": what,
-            "x_layout": gl.NVMMASharedLayout.get_default_for([config["BM"], config["BK"]], gl.bfloat16),
-            "ws": torch.empty(tiles * config["SPLIT"] * config["BM"] * config["BN"], dtype=torch.float32,
-                              device=weight.device),
-            "cnt": torch.zeros(2 * tiles, dtype=torch.int32, device=weight.device),
-            "resident": props.multi_processor_count * max(1, SM_SMEM_BYTES // (fixup_smem_bytes(config) + 1024))}
+
+def prepare_hilo_fixup(weight, family: str, config: dict) -> dict:
+    import torch
+
+    from kernels.launch.router import split_hilo
+
+    what = "router_hilo_ws_fixup"
+    _require_hopper(weight, what)
+    require(weight.dtype == torch.float32 and weight.dim() == 2 and weight.stride(1) == 1, what,
+            f"weight must be a row-major float32 [N, K], got {weight.dtype} {tuple(weight.shape)}")
+    hi, lo = split_hilo(weight)
+    return _fixup_state(hi, lo, config, what, torch.float32)
 
 
 def run_fixup(state: dict, x, out=None):
@@ -194,21 +216,21 @@ def run_fixup(state: dict, x, out=None):
     # The runs of a tile wait for each other: a grid larger than what is resident at once could wait forever.
     require(grid <= state["resident"], what,
             f"{grid} programs at M={M} exceed the {state['resident']} resident at once on this GPU")
-    y = check_out(out, M, N, torch.bfloat16, x.device, what)
+    y = check_out(out, M, N, state["y_dtype"], x.device, what)
     require(y.stride(1) == 1, what, "out must be contiguous along N")
     x_desc = TensorDescriptor(x, [M, K], [x.stride(0), 1], [cfg["BM"], cfg["BK"]], state["x_layout"])
-    skinny_fixup_kernel[(grid,)](state["w_desc"], state["w_desc"], x_desc, y, state["ws"], state["cnt"], M,
+    skinny_fixup_kernel[(grid,)](state["w_desc"], state["lo_desc"], x_desc, y, state["ws"], state["cnt"], M,
                                  y.stride(0), triton_cdiv(M, cfg["BM"]), cfg["SPLIT"], N=N, K=K,
-                                 STAGES=cfg["STAGES"], PACK=bool(cfg["PACK"]), HILO=False,
-                                 num_warps=cfg["num_warps"], maxnreg=fixup_maxnreg(cfg))
+                                 STAGES=cfg["STAGES"], PACK=bool(cfg["PACK"]), HILO=state["hilo"],
+                                 num_warps=cfg["num_warps"], maxnreg=fixup_maxnreg(cfg, 2 if state["hilo"] else 1))
     return y
 
 
-def fixup_maxnreg(config: dict) -> int | None:
+def fixup_maxnreg(config: dict, weight_tiles: int = 1) -> int | None:
     """The register cap of skinny_ws_fixup: as for skinny_ws (blocks by registers = blocks by shared memory)."""
     from kernels.methods_hopper import fixup_smem_bytes
 
-    blocks = max(1, SM_SMEM_BYTES // (fixup_smem_bytes(config) + 1024))
+    blocks = max(1, SM_SMEM_BYTES // (fixup_smem_bytes(config, weight_tiles) + 1024))
     threads = (config["num_warps"] + 4) * 32
     acc_regs = config["BN"] * config["BM"] // (config["num_warps"] * 32)
     for b in range(blocks, 1, -1):
@@ -220,4 +242,5 @@ def fixup_maxnreg(config: dict) -> int | None:
 
 SKINNY_WS = impl(prepare, run)
 SKINNY_WS_FIXUP = impl(prepare_fixup, run_fixup)
+ROUTER_HILO_WS_FIXUP = impl(prepare_hilo_fixup, run_fixup)
 ROUTER_HILO_WS = impl(prepare_hilo, run)

@@ -14,8 +14,8 @@ triton = pytest.importorskip("triton")
 pytest.importorskip("triton.experimental.gluon")
 
 from kernels.launch.gluon_skinny import maxnreg  # noqa: E402
-from kernels.methods_hopper import (FIXUP_CONFIGS, HILO_WS_CONFIGS, SKINNY_CONFIGS, SKINNY_MAX_M,  # noqa: E402
-                                   fixup_smem_bytes, skinny_smem_bytes)
+from kernels.methods_hopper import (FIXUP_CONFIGS, HILO_FIXUP_CONFIGS, HILO_WS_CONFIGS, SKINNY_CONFIGS,  # noqa: E402
+                                   SKINNY_MAX_M, fixup_smem_bytes, skinny_smem_bytes)
 
 PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 pytestmark = pytest.mark.skipif(not os.path.exists(PTXAS), reason="triton's bundled ptxas not found")
@@ -94,8 +94,9 @@ def test_skinny_ws_compiles_at_the_other_families(N, K):
     assert "wgmma.mma_async" in k.asm["ptx"] and "0 bytes spill stores" in err
 
 
-def compile_fixup(cfg: dict, N: int, K: int):
-    """(compiled kernel, ptxas -v stderr) of skinny_fixup_kernel for one config at one (N, K)."""
+def compile_fixup(cfg: dict, N: int, K: int, hilo: bool = False):
+    """(compiled kernel, ptxas -v stderr) of skinny_fixup_kernel for one config at one (N, K) (hilo: the router's
+    hi/lo pair and an FP32 output)."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
@@ -103,14 +104,14 @@ def compile_fixup(cfg: dict, N: int, K: int):
     from kernels.launch.gluon_skinny import fixup_maxnreg
 
     sig = {"w_desc": _desc_type(cfg["BN"], cfg["BK"]), "lo_desc": _desc_type(cfg["BN"], cfg["BK"]),
-           "x_desc": _desc_type(cfg["BM"], cfg["BK"]), "y_ptr": "*bf16", "ws_ptr": "*fp32", "cnt_ptr": "*i32",
-           "M": "i32", "stride_ym": "i32", "M_TILES": "i32", "SPLIT": "i32", "N": "constexpr", "K": "constexpr",
-           "STAGES": "constexpr", "PACK": "constexpr", "HILO": "constexpr", "num_warps": "constexpr"}
-    consts = {"N": N, "K": K, "STAGES": cfg["STAGES"], "PACK": bool(cfg["PACK"]), "HILO": False,
+           "x_desc": _desc_type(cfg["BM"], cfg["BK"]), "y_ptr": "*fp32" if hilo else "*bf16", "ws_ptr": "*fp32",
+           "cnt_ptr": "*i32", "M": "i32", "stride_ym": "i32", "M_TILES": "i32", "SPLIT": "i32", "N": "constexpr",
+           "K": "constexpr", "STAGES": "constexpr", "PACK": "constexpr", "HILO": "constexpr", "num_warps": "constexpr"}
+    consts = {"N": N, "K": K, "STAGES": cfg["STAGES"], "PACK": bool(cfg["PACK"]), "HILO": hilo,
               "num_warps": cfg["num_warps"]}
     attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values()) if t.startswith("*")}
     k = triton.compile(GluonASTSource(skinny_fixup_kernel, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
-                       options={"num_warps": cfg["num_warps"], "maxnreg": fixup_maxnreg(cfg)})
+                       options={"num_warps": cfg["num_warps"], "maxnreg": fixup_maxnreg(cfg, 2 if hilo else 1)})
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(k.asm["ptx"])
     try:
@@ -121,18 +122,19 @@ def compile_fixup(cfg: dict, N: int, K: int):
     return k, err
 
 
-@pytest.mark.parametrize("cfg", FIXUP_CONFIGS, ids=str)
-def test_skinny_ws_fixup_compiles_without_data_atomics(cfg):
+@pytest.mark.parametrize("hilo,cfg,N", [(False, c, 2304) for c in FIXUP_CONFIGS] +
+                         [(True, c, 256) for c in HILO_FIXUP_CONFIGS], ids=str)
+def test_skinny_ws_fixup_compiles_without_data_atomics(hilo, cfg, N):
     """Every skinny_ws_fixup config: the same TMA ring and warp-specialized wgmma as skinny_ws, no spills, and a
     reduction without atomics on data: the partial and y by plain stores, the slots read through L2 (ld.global.cg),
     atomics only on the int32 counters (release arrive, acquire spin, acq_rel done count, relaxed resets); shared
     memory is the ring alone, as the guard counts it."""
-    k, err = compile_fixup(cfg, 2304, 8192)
+    k, err = compile_fixup(cfg, N, 8192, hilo)
     ptx = k.asm["ptx"]
     spills = [int(s) for s in re.findall(r"(\d+) bytes spill stores", err)]
     assert max(spills or [0]) == 0, err
     tma = ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes")
-    assert tma == 2 * cfg["BK"] // 64                   # one box per 64 bf16 of K per operand
+    assert tma == (3 if hilo else 2) * cfg["BK"] // 64   # one box per 64 bf16 of K per operand (H, L, x)
     assert "wgmma.mma_async" in ptx and "setmaxnreg.inc.sync.aligned.u32" in ptx
     assert "ld.global.cg" in ptx and "st.global" in ptx
     atoms = set(re.findall(r"atom\.global\.[\w.]+", ptx))
@@ -140,4 +142,5 @@ def test_skinny_ws_fixup_compiles_without_data_atomics(cfg):
     assert "atom.global.gpu.release.add.u32" in atoms and "atom.global.gpu.acq_rel.add.u32" in atoms, atoms
     assert "ld.global.gpu.acquire.b32" in ptx          # the spin: an acquire load of the arrival count
     assert not re.search(r"\bred\.global", ptx)
-    assert abs(k.metadata.shared - fixup_smem_bytes(cfg)) <= 128, (k.metadata.shared, fixup_smem_bytes(cfg))
+    need = fixup_smem_bytes(cfg, 2 if hilo else 1)
+    assert abs(k.metadata.shared - need) <= 128, (k.metadata.shared, need)

@@ -1,10 +1,10 @@
-"""GPU: skinny_ws, router_hilo_ws and skinny_ws_fixup (the Gluon warp-specialized TMA/WGMMA kernel: BF16, the
-router's hi/lo pair, and BF16 with the partials summed by each tile's own runs) pass the full contract
-(profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph replays with new
-inputs, inputs and weights unchanged) with every config at their main shape (qkv_gate M=16, router M=16, qkv_gate
-M=128), and with the default config at every official shape of every family of their dtypes the guard admits and
-at the main family's nearby M; split-K, stream-K and multi-token-tile configs leave workspace and counters zero
-(skinny_ws_fixup: its counters) after eager calls and graph replays that mix M."""
+"""GPU: skinny_ws, router_hilo_ws, skinny_ws_fixup and router_hilo_ws_fixup (the Gluon warp-specialized TMA/WGMMA
+kernel: BF16 and the router's hi/lo pair, with atomics or with the partials summed by each tile's own runs) pass the
+full contract (profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph
+replays with new inputs, inputs and weights unchanged) with every config at their main shape (qkv_gate M=16,
+router M=16, qkv_gate M=128, router M=128), and with the default config at every official shape of every family of
+their dtypes the guard admits and at the main family's nearby M; split-K, stream-K and multi-token-tile configs
+leave workspace and counters zero (skinny_ws_fixup: its counters) after eager calls and graph replays that mix M."""
 
 import pytest
 
@@ -14,7 +14,8 @@ from tests.kernels.gpu_contract import assert_contract, assert_self_zeroing
 pytestmark = pytest.mark.gpu
 
 NAME = "skinny_ws"
-MAIN_SHAPE = {"skinny_ws": ("qkv_gate", 16), "router_hilo_ws": ("router", 16), "skinny_ws_fixup": ("qkv_gate", 128)}
+MAIN_SHAPE = {"skinny_ws": ("qkv_gate", 16), "router_hilo_ws": ("router", 16), "skinny_ws_fixup": ("qkv_gate", 128),
+              "router_hilo_ws_fixup": ("router", 128)}
 
 
 def _rows():
