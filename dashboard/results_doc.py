@@ -7,6 +7,8 @@ committed later shows up when the file is regenerated.
   against itself left out), every sweep that scores the pair at the commit of the newest such sweep (the
   back-to-back sweeps of one session), with load ratios and SOL per load.
 - Pairs never scored: the newest sweep of each, with the gate's reason.
+- The shipped plan over time: per commit, its newest complete sweep against the baseline (score, SOL per load), and
+  per scored shape its route and µs in the oldest and newest of those and the sweep that brought the route in.
 - Unscored shapes: the newest sweep of each pair with only nearby shapes.
 - Kernels: the newest explain run of each workload that profiles every scored shape (dashboard.kernel_report.tables):
   the gap to the floor per load and each call's largest finding.
@@ -24,7 +26,7 @@ import pandas as pd
 
 from datasets import NEARBY_LOAD, RUNS_DIR
 from datasets.jsonfile import read_json
-from dashboard import kernel_report, kernels, repeatability, runs, scoring, views
+from dashboard import kernel_report, kernels, repeatability, run_kinds, runs, scoring, views
 from dashboard.workloads import default_workload
 
 WHY_CHARS = 160     # a gate's reason or a finding is cut to this many characters in a table cell
@@ -87,11 +89,15 @@ def _pairs(data: runs.RunData) -> list[tuple[str, str]]:
     return [p for p in runs.candidate_pairs(data) if p not in repeats and p[0] is not None]
 
 
-def _sol(data: runs.RunData, base: str, cand: str) -> pd.DataFrame:
+def _wide(data: runs.RunData, base: str, cand: str) -> pd.DataFrame:
+    """The pair's per-shape table (dashboard.views.wide_shapes) at the workload's scored loads."""
     wide = views.wide_shapes(runs.shape_table(data), data.pairs, base, cand,
                              runs.pair_gate(data, base, cand, scored_only=False))
-    wide = wide[wide["load"].isin(data.workload.load_order)]
-    return views.load_sol(wide, scoring.family_weights(data.workload)).set_index("load")
+    return wide[wide["load"].isin(data.workload.load_order)]
+
+
+def _sol(data: runs.RunData, base: str, cand: str) -> pd.DataFrame:
+    return views.load_sol(_wide(data, base, cand), scoring.family_weights(data.workload)).set_index("load")
 
 
 class Loaded:
@@ -172,6 +178,65 @@ def _score_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
         lines += ["Pairs no sweep scored (the newest sweep of each; the correctness gate's reason, first shape):", ""]
         lines += _table(["pair", "why", "run file"],
                         [[f"`{c}` vs `{b}`", _cut(why), link(meta.path)] for (b, c), (meta, why) in never])
+    return lines
+
+
+def _history_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
+    """The shipped plan against the baseline over time: per commit its newest complete sweep that scores the pair
+    (score and SOL per load), then per scored shape the route and time in the oldest and the newest of those sweeps,
+    with the sweep from which the newest route has run there unchanged (the one that brought it in)."""
+    plan = run_kinds.SHIPPED_PLAN
+    per_commit: dict[str, Run] = {}
+    for meta in sweeps:
+        if meta.complete and {"baseline", plan} <= set(meta.candidates):
+            per_commit.pop(meta.commit, None)
+            per_commit[meta.commit] = meta          # insertion order: by the commit's newest sweep
+    hist = []
+    for meta in per_commit.values():
+        data = load(meta)
+        try:
+            bd = scoring.score_long(runs.status_rows(data), "baseline", plan, data.workload)
+        except scoring.ScoringError:
+            continue
+        hist.append((meta, data, bd))
+    if len(hist) < 2:
+        return []
+    loads = hist[-1][1].workload.load_order
+    rows = []
+    for meta, data, bd in hist:
+        sol = _sol(data, "baseline", plan)["sol_candidate"]
+        rows.append([meta.created[:10], f"`{meta.commit}`", f"**{bd.score:.4f}**", *[_pct(sol.get(l)) for l in loads],
+                     link(meta.path)])
+    lines = [f"### The shipped plan over time: `{name}`", "",
+             f"`{plan}` vs `baseline`, per commit the newest complete sweep that scores the pair (measured times; "
+             "score and SOL per load derived as above):", "",
+             *_table(["date", "commit", "score", *loads, "run file"], rows)]
+
+    def route(data: runs.RunData) -> pd.DataFrame:
+        return _wide(data, "baseline", plan).set_index("shape")[["method", "candidate_us", "sol_candidate"]]
+
+    first, last = route(hist[0][1]), route(hist[-1][1])
+    since = {}
+    for shape in last.index:
+        start = hist[-1][0]
+        for meta, data, _ in reversed(hist[:-1]):
+            r = route(data)
+            if shape not in r.index or r.at[shape, "method"] != last.at[shape, "method"]:
+                break
+            start = meta
+        since[shape] = start
+    shape_rows = []
+    for shape in last.index:
+        old = first.loc[shape] if shape in first.index else None
+        new = last.loc[shape]
+        shape_rows.append([shape, f"`{old['method']}`" if old is not None else "–",
+                           f"{old['candidate_us']:.2f}" if old is not None else "–", f"`{new['method']}`",
+                           f"{new['candidate_us']:.2f}", _pct(new["sol_candidate"]), link(since[shape].path)])
+    lines += [f"Per scored shape: `{plan}`'s route and µs in the oldest ({link(hist[0][0].path)}) and the newest "
+              f"({link(hist[-1][0].path)}) of those sweeps, SOL in the newest, and the sweep from which the newest "
+              "route has run there unchanged:", "",
+              *_table(["shape", "route then", "µs then", "route now", "µs now", "SOL now", "route since"],
+                      shape_rows)]
     return lines
 
 
@@ -261,6 +326,7 @@ def build(runs_dir=RUNS_DIR) -> str:
     for name in dict.fromkeys(r.workload for r in index):
         sweeps = [r for r in index if r.kind == runs.SWEEP and r.workload == name and r.candidates]
         body = _score_section(name, [r for r in sweeps if r.scored], load) + \
+            _history_section(name, [r for r in sweeps if r.scored], load) + \
             _nearby_section(name, [r for r in sweeps if not r.scored], load) + \
             _explain_section(name, [r for r in index if r.kind == runs.EXPLAIN and r.workload == name and r.complete])
         if body:

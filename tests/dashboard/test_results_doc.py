@@ -88,3 +88,46 @@ def test_the_kernels_section_takes_the_newest_explain_run_that_profiles_every_sc
     head = text.split("### Where the time goes", 1)[1].split("\n\n", 2)[1]
     assert head.startswith(f"[{full.name}]")
     assert "2026-12-02_nvidia-h200_explain-one-shape.json" in text.split("## Every run file", 1)[1]
+
+
+def _as_shipped(method_at_qkv1: str | None = None):
+    """The synthetic run with its candidate named as the shipped plan ('best'); optionally another route at
+    decode 1/qkv_gate."""
+    def change(run):
+        for key in ("results", "pairs"):
+            for r in run[key]:
+                if r.get("candidate") == "seed036":
+                    r["candidate"] = "best"
+        if method_at_qkv1:
+            hit = next(r for r in run["results"] if r["candidate"] == "best" and r["load"] == "decode 1"
+                       and r["family"] == "qkv_gate")
+            hit["method"] = method_at_qkv1
+    return change
+
+
+def _history(text: str) -> list[str]:
+    """The lines of the shipped-plan section, up to the next heading."""
+    lines = text[text.index("### The shipped plan over time"):].splitlines()
+    return [lines[0]] + next(([*lines[1:i]] for i in range(1, len(lines)) if lines[i].startswith("#")), lines[1:])
+
+
+def test_the_shipped_plan_over_time_shows_each_commits_newest_sweep_and_when_a_route_came_in(tmp_path):
+    one = _write(tmp_path, "2026-11-30_synthetic_one.json", "2026-11-30T10:00:00Z", "a" * 40, _as_shipped())
+    two_a = _write(tmp_path, "2026-12-01_synthetic_two-a.json", "2026-12-01T10:00:00Z", "b" * 40,
+                   _as_shipped("gemv_new"))
+    two_b = _write(tmp_path, "2026-12-01_synthetic_two-b.json", "2026-12-01T10:05:00Z", "b" * 40,
+                   _as_shipped("gemv_new"))
+    three = _write(tmp_path, "2026-12-02_synthetic_three.json", "2026-12-02T10:00:00Z", "c" * 40,
+                   _as_shipped("gemv_new"))
+    lines = _history(results_doc.build(tmp_path))
+    per_commit = [line for line in lines if line.startswith("| 20")]
+    # one row per commit, the newest sweep of each; the second commit's older sweep is left out
+    assert [next(p.name for p in (one, two_a, two_b, three) if p.name in row) for row in per_commit] == \
+        [one.name, two_b.name, three.name]
+    score = runs.run_score(runs.load_run_data(three), "baseline", "best").score
+    assert f"**{score:.4f}**" in per_commit[-1]
+    qkv = next(line for line in lines if line.startswith("| decode 1/qkv_gate |"))
+    # the route then (oldest sweep), now (newest), and the sweep from which the new one has run unchanged
+    assert "`torch_linear`" not in qkv.split("|")[4] and "`gemv_new`" in qkv and two_b.name in qkv.split("|")[7]
+    o = next(line for line in lines if line.startswith("| decode 1/o |"))
+    assert one.name in o.split("|")[7]                     # unchanged since the oldest sweep
