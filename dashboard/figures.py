@@ -219,24 +219,33 @@ def share_bars(shares: pd.DataFrame, source: str) -> go.Figure:
 
 def ratio_bars(df: pd.DataFrame, source: str, target: float | None = None) -> go.Figure:
     """Per-load (or per-shape) speedup ratios. Columns: label, ratio, optional ci_low / ci_high."""
+    # Plain lists, not pandas columns: plotly hands pandas input to narwhals, whose pandas backend is imported on
+    # first use (0.2-0.3 s of the first page's first script run on 2 cores, for the one chart that page draws).
     err = None
     if {"ci_low", "ci_high"} <= set(df.columns) and df["ci_low"].notna().any():
-        err = dict(type="data", symmetric=False, array=df["ci_high"] - df["ratio"],
-                   arrayminus=df["ratio"] - df["ci_low"])
-    fig = go.Figure(go.Bar(x=df["label"], y=df["ratio"], error_y=err, marker_color="#1f77b4",
-                           text=[f"{r:.4f}×" for r in df["ratio"]], textposition="outside",
-                           hovertemplate="%{x}: %{y:.4f}×<extra></extra>"))
-    fig.add_hline(y=1.0, line_color="black", line_width=1)
+        err = dict(type="data", symmetric=False, array=(df["ci_high"] - df["ratio"]).tolist(),
+                   arrayminus=(df["ratio"] - df["ci_low"]).tolist())
     top = max([float(np.nanmax(df["ratio"])) if len(df) else 1.0, float(target or 0)]
               + ([float(np.nanmax(df["ci_high"]))] if err is not None else []))
+    shapes, notes = [_hline(1.0, dict(color="black", width=1))], []
     if target:
         # the label sits in the right margin, outside the bars, so it never covers a bar's own label
-        fig.add_hline(y=target, line_dash="dot", line_color="#d62728", annotation_text=f"target<br>{target:.4f}×",
-                      annotation_position="right", annotation_font_color="#d62728")
-    fig.update_layout(title=_title("Speedup ratio (baseline ÷ candidate; > 1 is faster)", source),
-                      yaxis_title="ratio ×", **LAYOUT)
-    fig.update_layout(yaxis_range=[0, top * 1.15], margin=dict(LAYOUT["margin"], r=90 if target else 20))
-    return fig
+        shapes.append(_hline(target, dict(color="#d62728", dash="dot")))
+        notes.append(dict(xref="x domain", x=1, xanchor="left", yref="y", y=target, showarrow=False,
+                          text=f"target<br>{target:.4f}×", font=dict(color="#d62728")))
+    # One constructor call with the lines as layout shapes (add_hline walks the subplot grid for every line).
+    return go.Figure(
+        go.Bar(x=df["label"].tolist(), y=df["ratio"].tolist(), error_y=err, marker_color="#1f77b4",
+               text=[f"{r:.4f}×" for r in df["ratio"]], textposition="outside",
+               hovertemplate="%{x}: %{y:.4f}×<extra></extra>"),
+        layout=dict(LAYOUT, title=_title("Speedup ratio (baseline ÷ candidate; > 1 is faster)", source),
+                    yaxis=dict(title=dict(text="ratio ×"), range=[0, top * 1.15]), shapes=shapes, annotations=notes,
+                    margin=dict(LAYOUT["margin"], r=90 if target else 20)))
+
+
+def _hline(y: float, line: dict) -> dict:
+    """A horizontal line across the plot at y (a layout shape, what add_hline draws)."""
+    return dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=y, y1=y, line=line)
 
 
 def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | None, source: str,
