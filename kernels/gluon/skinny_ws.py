@@ -66,6 +66,27 @@ def _run(pid, P, TOTAL):
 
 
 @gluon.jit
+def _ring(w_desc, lo_desc, x_desc, STAGES: gl.constexpr, HILO: gl.constexpr):
+    """The shared-memory ring: STAGES slots of one [BN, BK] weight tile (HILO: an H and an L tile) and one [BM, BK]
+    token tile, with a ready and an empty mbarrier per slot (lo_bufs is w_bufs, never read, without HILO)."""
+    BN: gl.constexpr = w_desc.block_type.shape[0]
+    BK: gl.constexpr = w_desc.block_type.shape[1]
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    w_bufs = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
+    if HILO:
+        lo_bufs = gl.allocate_shared_memory(lo_desc.dtype, [STAGES, BN, BK], lo_desc.layout)
+    else:
+        lo_bufs = w_bufs
+    x_bufs = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    return w_bufs, lo_bufs, x_bufs, ready, empty
+
+
+@gluon.jit
 def _load_partition(w_desc, lo_desc, x_desc, w_bufs, lo_bufs, x_bufs, ready, empty, start, end, M_TILES,
                     STEPS: gl.constexpr, STAGES: gl.constexpr, PACK: gl.constexpr, HILO: gl.constexpr):
     """The producer warp: one weight tile (HILO: the H and the L tile) and one token tile per K step of this
@@ -123,6 +144,23 @@ def _finish_tile(acc, tile, n_steps, y_ptr, ws_ptr, cnt_ptr, M, stride_ym, M_TIL
 
 
 @gluon.jit
+def _mma_step(acc, w_bufs, lo_bufs, x_bufs, ready, empty, i, use_acc, STAGES: gl.constexpr, HILO: gl.constexpr):
+    """Step i of a run: wait for its slot, issue its async warpgroup MMA(s) (HILO: the H and the L product into the
+    one FP32 accumulator), keep one MMA group in flight and hand the previous step's slot back to the producer."""
+    s = i % STAGES
+    mbarrier.wait(ready.index(s), (i // STAGES) & 1)
+    xt = x_bufs.index(s).permute((1, 0))
+    acc = warpgroup_mma(w_bufs.index(s), xt, acc, use_acc=use_acc, is_async=True)
+    if HILO:
+        acc = warpgroup_mma(lo_bufs.index(s), xt, acc, is_async=True)
+    # At most one MMA group in flight (each warpgroup_mma commits one; they complete in order): the previous step's
+    # are done, so its slot goes back to the producer.
+    acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
+    mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), pred=i > 0)
+    return acc
+
+
+@gluon.jit
 def _mma_partition(w_bufs, lo_bufs, x_bufs, ready, empty, start, end, y_ptr, ws_ptr, cnt_ptr, M, stride_ym,
                    M_TILES, STEPS: gl.constexpr, MAX_M: gl.constexpr, STAGES: gl.constexpr, HILO: gl.constexpr,
                    num_warps: gl.constexpr):
@@ -137,17 +175,7 @@ def _mma_partition(w_bufs, lo_bufs, x_bufs, ready, empty, start, end, y_ptr, ws_
     acc = gl.zeros([BN, BM], gl.float32, layout)
     seg = start
     for g in range(start, end):
-        i = g - start
-        s = i % STAGES
-        mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-        xt = x_bufs.index(s).permute((1, 0))
-        acc = warpgroup_mma(w_bufs.index(s), xt, acc, use_acc=g != seg, is_async=True)
-        if HILO:
-            acc = warpgroup_mma(lo_bufs.index(s), xt, acc, is_async=True)
-        # At most one MMA group in flight (each warpgroup_mma commits one; they complete in order): the previous
-        # step's are done, so its slot goes back to the producer.
-        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
-        mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), pred=i > 0)
+        acc = _mma_step(acc, w_bufs, lo_bufs, x_bufs, ready, empty, g - start, g != seg, STAGES, HILO)
         if ((g % STEPS) == STEPS - 1) | (g == end - 1):
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
             _finish_tile(acc, g // STEPS, g - seg + 1, y_ptr, ws_ptr, cnt_ptr, M, stride_ym, M_TILES, STEPS, MAX_M,
@@ -163,22 +191,11 @@ def skinny_ws_kernel(w_desc, lo_desc, x_desc, y_ptr, ws_ptr, cnt_ptr, M, stride_
     unused); grid (programs,), each an equal run of the M_TILES * N/BN * K/BK steps."""
     BN: gl.constexpr = w_desc.block_type.shape[0]
     BK: gl.constexpr = w_desc.block_type.shape[1]
-    BM: gl.constexpr = x_desc.block_type.shape[0]
     STEPS: gl.constexpr = K // BK
     N_TILES: gl.constexpr = N // BN
     start, end = _run(gl.program_id(0), gl.num_programs(0), M_TILES * N_TILES * STEPS)
 
-    w_bufs = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
-    if HILO:
-        lo_bufs = gl.allocate_shared_memory(lo_desc.dtype, [STAGES, BN, BK], lo_desc.layout)
-    else:
-        lo_bufs = w_bufs      # never read
-    x_bufs = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
+    w_bufs, lo_bufs, x_bufs, ready, empty = _ring(w_desc, lo_desc, x_desc, STAGES, HILO)
 
     gl.warp_specialize([
         (_mma_partition, (w_bufs, lo_bufs, x_bufs, ready, empty, start, end, y_ptr, ws_ptr, cnt_ptr, M, stride_ym,
@@ -217,15 +234,7 @@ def _mma_fixup_partition(w_bufs, lo_bufs, x_bufs, ready, empty, start, end, y_pt
                                                      instr_shape=[16, BM // warps[1], 16])
     acc = gl.zeros([BN, BM], gl.float32, layout)
     for g in range(start, end):
-        i = g - start
-        s = i % STAGES
-        mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-        xt = x_bufs.index(s).permute((1, 0))
-        acc = warpgroup_mma(w_bufs.index(s), xt, acc, use_acc=g != start, is_async=True)
-        if HILO:
-            acc = warpgroup_mma(lo_bufs.index(s), xt, acc, is_async=True)
-        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
-        mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), pred=i > 0)
+        acc = _mma_step(acc, w_bufs, lo_bufs, x_bufs, ready, empty, g - start, g != start, STAGES, HILO)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
 
     tile = start // STEPS
@@ -270,22 +279,11 @@ def skinny_fixup_kernel(w_desc, lo_desc, x_desc, y_ptr, ws_ptr, cnt_ptr, M, stri
     only the reduction differs)."""
     BN: gl.constexpr = w_desc.block_type.shape[0]
     BK: gl.constexpr = w_desc.block_type.shape[1]
-    BM: gl.constexpr = x_desc.block_type.shape[0]
     STEPS: gl.constexpr = K // BK
     N_TILES: gl.constexpr = N // BN
     start, end = _run(gl.program_id(0), gl.num_programs(0), M_TILES * N_TILES * STEPS)
 
-    w_bufs = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
-    if HILO:
-        lo_bufs = gl.allocate_shared_memory(lo_desc.dtype, [STAGES, BN, BK], lo_desc.layout)
-    else:
-        lo_bufs = w_bufs      # never read
-    x_bufs = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
+    w_bufs, lo_bufs, x_bufs, ready, empty = _ring(w_desc, lo_desc, x_desc, STAGES, HILO)
 
     gl.warp_specialize([
         (_mma_fixup_partition, (w_bufs, lo_bufs, x_bufs, ready, empty, start, end, y_ptr, ws_ptr, cnt_ptr, M,

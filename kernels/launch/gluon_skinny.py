@@ -21,19 +21,20 @@ SM_SMEM_BYTES = 228 * 1024
 SM_REGISTERS = 64 * 1024
 
 
-def blocks_per_sm(config: dict, weight_tiles: int = 1) -> int:
-    """How many blocks of this config fit on one SM by shared memory (weight_tiles: 2 for the hi/lo pair)."""
-    return max(1, SM_SMEM_BYTES // (skinny_smem_bytes(config, weight_tiles) + 1024))
+def blocks_per_sm(config: dict, weight_tiles: int = 1, smem=skinny_smem_bytes) -> int:
+    """How many blocks of this config fit on one SM by shared memory (weight_tiles: 2 for the hi/lo pair; smem:
+    the kernel's shared-memory figure, skinny_ws's or skinny_ws_fixup's)."""
+    return max(1, SM_SMEM_BYTES // (smem(config, weight_tiles) + 1024))
 
 
-def maxnreg(config: dict, weight_tiles: int = 1) -> int | None:
+def maxnreg(config: dict, weight_tiles: int = 1, smem=skinny_smem_bytes) -> int | None:
     """The per-thread register cap: as many blocks resident by registers as fit by shared memory, as far as the
     consumer's accumulator leaves room (a warp-specialized kernel otherwise sizes every warp for 256 registers
     and holds one block per SM). The block has num_warps + 4 warps: the 1-warp producer takes a whole
     warpgroup's register allocation. None: no cap (one block per SM)."""
     threads = (config["num_warps"] + 4) * 32
     acc_regs = config["BN"] * config["BM"] // (config["num_warps"] * 32)
-    for blocks in range(blocks_per_sm(config, weight_tiles), 1, -1):
+    for blocks in range(blocks_per_sm(config, weight_tiles, smem), 1, -1):
         cap = min(SM_REGISTERS // (threads * blocks) // 8 * 8, 248)
         # ptxas needs about twice the accumulator plus addressing (the compile test's configs: BM=16-32 fit in
         # 80, BM=128 x BN=64 in 128, BM=256 not in 128).
@@ -78,9 +79,16 @@ def _descriptor(w, config: dict):
     return TensorDescriptor(w, list(w.shape), [w.stride(0), 1], [config["BN"], config["BK"]], layout), w
 
 
-def _state(hi, lo, config: dict, what: str, y_dtype) -> dict:
+def _state(hi, lo, config: dict, what: str, y_dtype, fixup: bool) -> dict:
+    """What a call needs: the weight descriptor(s), the activation's shared layout, and the reduction's memory.
+    skinny_ws: a zeroed FP32 workspace [N, MAX_M] and one K-step counter per output tile. skinny_ws_fixup: SPLIT
+    partial slots per output tile of the largest M served ([MAX_M/BM * N/BN, SPLIT, BM, BN] FP32, never read
+    before written in a call), two counters per tile (arrived, done reading) and how many blocks are resident at
+    once. Every call leaves the counters (and skinny_ws's workspace) zero."""
     import torch
     import triton.experimental.gluon.language as gl
+
+    from kernels.methods_hopper import fixup_smem_bytes
 
     require(hi.stride(0) * 2 % 16 == 0 and hi.data_ptr() % 16 == 0, what,
             "weight rows must start at 16-byte boundaries (a TMA descriptor's rule)")
@@ -89,12 +97,19 @@ def _state(hi, lo, config: dict, what: str, y_dtype) -> dict:
     w_desc, w_load = _descriptor(hi, config)
     lo_desc, lo_load = _descriptor(lo, config) if lo is not None else (w_desc, None)
     tiles = (MAX_M // config["BM"]) * (N // config["BN"])
-    return {"w": w_load, "lo": lo_load, "w_desc": w_desc, "lo_desc": lo_desc, "hilo": lo is not None,
-            "x_layout": gl.NVMMASharedLayout.get_default_for([config["BM"], config["BK"]], gl.bfloat16),
-            "N": N, "K": K, "config": dict(config), "y_dtype": y_dtype,
-            "ws": torch.zeros((N, MAX_M), dtype=torch.float32, device=hi.device),
-            "cnt": torch.zeros(tiles, dtype=torch.int32, device=hi.device),
-            "sm_count": torch.cuda.get_device_properties(hi.device).multi_processor_count, "what": what}
+    sm_count = torch.cuda.get_device_properties(hi.device).multi_processor_count
+    state = {"w": w_load, "lo": lo_load, "w_desc": w_desc, "lo_desc": lo_desc, "hilo": lo is not None,
+             "x_layout": gl.NVMMASharedLayout.get_default_for([config["BM"], config["BK"]], gl.bfloat16),
+             "N": N, "K": K, "config": dict(config), "y_dtype": y_dtype, "sm_count": sm_count, "what": what}
+    if fixup:
+        slots = tiles * config["SPLIT"] * config["BM"] * config["BN"]
+        per_sm = blocks_per_sm(config, 2 if lo is not None else 1, fixup_smem_bytes)
+        state |= {"ws": torch.empty(slots, dtype=torch.float32, device=hi.device),
+                  "cnt": torch.zeros(2 * tiles, dtype=torch.int32, device=hi.device), "resident": sm_count * per_sm}
+    else:
+        state |= {"ws": torch.zeros((N, MAX_M), dtype=torch.float32, device=hi.device),
+                  "cnt": torch.zeros(tiles, dtype=torch.int32, device=hi.device)}
+    return state
 
 
 def _require_hopper(weight, what: str) -> None:
@@ -104,43 +119,59 @@ def _require_hopper(weight, what: str) -> None:
             "needs an sm_90 (Hopper) GPU: its TMA copies and warpgroup MMAs are sm_90a instructions")
 
 
-def prepare(weight, family: str, config: dict) -> dict:
+def _prepare(weight, config: dict, what: str, hilo: bool, fixup: bool) -> dict:
+    """BF16 weights as they are; the router's FP32 weight as its hi/lo pair (H = bf16(W), L = bf16(W - H))."""
     import torch
 
-    what = "skinny_ws"
     _require_hopper(weight, what)
-    require(weight.dtype == torch.bfloat16 and weight.dim() == 2 and weight.stride(1) == 1, what,
-            f"weight must be a row-major bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
-    return _state(weight, None, config, what, torch.bfloat16)
+    want = torch.float32 if hilo else torch.bfloat16
+    require(weight.dtype == want and weight.dim() == 2 and weight.stride(1) == 1, what,
+            f"weight must be a row-major {str(want).removeprefix('torch.')} [N, K], got {weight.dtype} "
+            f"{tuple(weight.shape)}")
+    if not hilo:
+        return _state(weight, None, config, what, torch.bfloat16, fixup)
+    from kernels.launch.router import split_hilo
+
+    hi, lo = split_hilo(weight)
+    return _state(hi, lo, config, what, torch.float32, fixup)
+
+
+def prepare(weight, family: str, config: dict) -> dict:
+    return _prepare(weight, config, "skinny_ws", hilo=False, fixup=False)
 
 
 def prepare_hilo(weight, family: str, config: dict) -> dict:
-    import torch
-
-    from kernels.launch.router import split_hilo
-
-    what = "router_hilo_ws"
-    _require_hopper(weight, what)
-    require(weight.dtype == torch.float32 and weight.dim() == 2 and weight.stride(1) == 1, what,
-            f"weight must be a row-major float32 [N, K], got {weight.dtype} {tuple(weight.shape)}")
-    hi, lo = split_hilo(weight)
-    return _state(hi, lo, config, what, torch.float32)
+    return _prepare(weight, config, "router_hilo_ws", hilo=True, fixup=False)
 
 
-def run(state: dict, x, out=None):
+def prepare_fixup(weight, family: str, config: dict) -> dict:
+    return _prepare(weight, config, "skinny_ws_fixup", hilo=False, fixup=True)
+
+
+def prepare_hilo_fixup(weight, family: str, config: dict) -> dict:
+    return _prepare(weight, config, "router_hilo_ws_fixup", hilo=True, fixup=True)
+
+
+def _operands(state: dict, x, out):
+    """(M, x's TMA descriptor, y) of a call, after the checks both kernels need."""
     import torch
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    from kernels.gluon.skinny_ws import skinny_ws_kernel
-
     N, K, cfg, what = state["N"], state["K"], state["config"], state["what"]
     M = check_input(x, K, torch.bfloat16, what)
-    require(1 <= M <= MAX_M, what, f"serves 1 <= M <= {MAX_M} (its workspace columns), got M={M}")
+    require(1 <= M <= MAX_M, what, f"serves 1 <= M <= {MAX_M} (its workspace), got M={M}")
     require(x.stride(0) * 2 % 16 == 0 and x.data_ptr() % 16 == 0, what,
             "x rows must start at 16-byte boundaries (a TMA descriptor's rule)")
     y = check_out(out, M, N, state["y_dtype"], x.device, what)
     require(y.stride(1) == 1, what, "out must be contiguous along N")
-    x_desc = TensorDescriptor(x, [M, K], [x.stride(0), 1], [cfg["BM"], cfg["BK"]], state["x_layout"])
+    return M, TensorDescriptor(x, [M, K], [x.stride(0), 1], [cfg["BM"], cfg["BK"]], state["x_layout"]), y
+
+
+def run(state: dict, x, out=None):
+    from kernels.gluon.skinny_ws import skinny_ws_kernel
+
+    N, K, cfg = state["N"], state["K"], state["config"]
+    M, x_desc, y = _operands(state, x, out)
     grid = (programs(cfg, N, K, M, state["sm_count"]),)
     skinny_ws_kernel[grid](state["w_desc"], state["lo_desc"], x_desc, y, state["ws"], state["cnt"], M, y.stride(0),
                            triton_cdiv(M, cfg["BM"]), N=N, K=K, MAX_M=MAX_M, STAGES=cfg["STAGES"],
@@ -149,76 +180,16 @@ def run(state: dict, x, out=None):
     return y
 
 
-def _fixup_state(hi, lo, config: dict, what: str, y_dtype) -> dict:
-    """The fixup kernels' state: the weight descriptor(s) as for skinny_ws; the workspace holds SPLIT partial slots
-    per output tile of the largest M served ([MAX_M/BM * N/BN, SPLIT, BM, BN] FP32, never read before written in a
-    call), and two int32 counters per tile (arrived, done reading), zero between calls."""
-    import torch
-    import triton.experimental.gluon.language as gl
-
-    from kernels.methods_hopper import fixup_smem_bytes
-
-    require(hi.stride(0) * 2 % 16 == 0 and hi.data_ptr() % 16 == 0, what,
-            "weight rows must start at 16-byte boundaries (a TMA descriptor's rule)")
-    N, K = hi.shape
-    check_tiling(N, K, config, what)
-    w_desc, w_load = _descriptor(hi, config)
-    lo_desc, lo_load = _descriptor(lo, config) if lo is not None else (w_desc, None)
-    tiles = (MAX_M // config["BM"]) * (N // config["BN"])
-    weight_tiles = 2 if lo is not None else 1
-    props = torch.cuda.get_device_properties(hi.device)
-    per_sm = max(1, SM_SMEM_BYTES // (fixup_smem_bytes(config, weight_tiles) + 1024))
-    return {"w": w_load, "lo": lo_load, "w_desc": w_desc, "lo_desc": lo_desc, "hilo": lo is not None,
-            "N": N, "K": K, "config": dict(config), "what": what, "y_dtype": y_dtype,
-            "x_layout": gl.NVMMASharedLayout.get_default_for([config["BM"], config["BK"]], gl.bfloat16),
-            "ws": torch.empty(tiles * config["SPLIT"] * config["BM"] * config["BN"], dtype=torch.float32,
-                              device=hi.device),
-            "cnt": torch.zeros(2 * tiles, dtype=torch.int32, device=hi.device),
-            "resident": props.multi_processor_count * per_sm}
-
-
-def prepare_fixup(weight, family: str, config: dict) -> dict:
-    import torch
-
-    what = "skinny_ws_fixup"
-    _require_hopper(weight, what)
-    require(weight.dtype == torch.bfloat16 and weight.dim() == 2 and weight.stride(1) == 1, what,
-            f"weight must be a row-major bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
-    return _fixup_state(weight, None, config, what, torch.bfloat16)
-
-
-def prepare_hilo_fixup(weight, family: str, config: dict) -> dict:
-    import torch
-
-    from kernels.launch.router import split_hilo
-
-    what = "router_hilo_ws_fixup"
-    _require_hopper(weight, what)
-    require(weight.dtype == torch.float32 and weight.dim() == 2 and weight.stride(1) == 1, what,
-            f"weight must be a row-major float32 [N, K], got {weight.dtype} {tuple(weight.shape)}")
-    hi, lo = split_hilo(weight)
-    return _fixup_state(hi, lo, config, what, torch.float32)
-
-
 def run_fixup(state: dict, x, out=None):
-    import torch
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
     from kernels.gluon.skinny_ws import skinny_fixup_kernel
     from kernels.methods_hopper import fixup_programs
 
     N, K, cfg, what = state["N"], state["K"], state["config"], state["what"]
-    M = check_input(x, K, torch.bfloat16, what)
-    require(1 <= M <= MAX_M, what, f"serves 1 <= M <= {MAX_M} (its workspace slots), got M={M}")
-    require(x.stride(0) * 2 % 16 == 0 and x.data_ptr() % 16 == 0, what,
-            "x rows must start at 16-byte boundaries (a TMA descriptor's rule)")
+    M, x_desc, y = _operands(state, x, out)
     grid = fixup_programs(M, N, cfg)
     # The runs of a tile wait for each other: a grid larger than what is resident at once could wait forever.
     require(grid <= state["resident"], what,
             f"{grid} programs at M={M} exceed the {state['resident']} resident at once on this GPU")
-    y = check_out(out, M, N, state["y_dtype"], x.device, what)
-    require(y.stride(1) == 1, what, "out must be contiguous along N")
-    x_desc = TensorDescriptor(x, [M, K], [x.stride(0), 1], [cfg["BM"], cfg["BK"]], state["x_layout"])
     skinny_fixup_kernel[(grid,)](state["w_desc"], state["lo_desc"], x_desc, y, state["ws"], state["cnt"], M,
                                  y.stride(0), triton_cdiv(M, cfg["BM"]), cfg["SPLIT"], N=N, K=K,
                                  STAGES=cfg["STAGES"], PACK=bool(cfg["PACK"]), HILO=state["hilo"],
@@ -227,17 +198,10 @@ def run_fixup(state: dict, x, out=None):
 
 
 def fixup_maxnreg(config: dict, weight_tiles: int = 1) -> int | None:
-    """The register cap of skinny_ws_fixup: as for skinny_ws (blocks by registers = blocks by shared memory)."""
+    """The register cap of skinny_ws_fixup: as for skinny_ws, with its shared-memory figure (no scratch)."""
     from kernels.methods_hopper import fixup_smem_bytes
 
-    blocks = max(1, SM_SMEM_BYTES // (fixup_smem_bytes(config, weight_tiles) + 1024))
-    threads = (config["num_warps"] + 4) * 32
-    acc_regs = config["BN"] * config["BM"] // (config["num_warps"] * 32)
-    for b in range(blocks, 1, -1):
-        cap = min(SM_REGISTERS // (threads * b) // 8 * 8, 248)
-        if 2 * acc_regs + 48 <= cap:
-            return cap
-    return None
+    return maxnreg(config, weight_tiles, fixup_smem_bytes)
 
 
 SKINNY_WS = impl(prepare, run)

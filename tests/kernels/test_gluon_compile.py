@@ -29,24 +29,14 @@ def _desc_type(rows: int, cols: int) -> str:
     return f"tensordesc<bf16[{rows}, {cols}],{layout!r}>"
 
 
-def compile_skinny(cfg: dict, N: int, K: int, hilo: bool = False):
-    """(compiled kernel, ptxas -v stderr) of skinny_ws_kernel for one config at one (N, K) (hilo: the router's
-    hi/lo pair and an FP32 output)."""
+def _compile(kernel, sig: dict, consts: dict, cfg: dict, regs: int | None):
+    """(compiled kernel, ptxas -v stderr) of a Gluon kernel for sm_90a: int32 scalars, 16-byte aligned pointers."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    from kernels.gluon.skinny_ws import skinny_ws_kernel
-
-    sig = {"w_desc": _desc_type(cfg["BN"], cfg["BK"]), "lo_desc": _desc_type(cfg["BN"], cfg["BK"]),
-           "x_desc": _desc_type(cfg["BM"], cfg["BK"]), "y_ptr": "*fp32" if hilo else "*bf16",
-           "ws_ptr": "*fp32", "cnt_ptr": "*i32", "M": "i32", "stride_ym": "i32", "M_TILES": "i32",
-           "N": "constexpr", "K": "constexpr", "MAX_M": "constexpr", "STAGES": "constexpr", "PACK": "constexpr",
-           "HILO": "constexpr", "num_warps": "constexpr"}
-    consts = {"N": N, "K": K, "MAX_M": SKINNY_MAX_M, "STAGES": cfg["STAGES"], "PACK": bool(cfg["PACK"]),
-              "HILO": hilo, "num_warps": cfg["num_warps"]}
     attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values()) if t.startswith("*")}
-    k = triton.compile(GluonASTSource(skinny_ws_kernel, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
-                       options={"num_warps": cfg["num_warps"], "maxnreg": maxnreg(cfg, 2 if hilo else 1)})
+    k = triton.compile(GluonASTSource(kernel, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": cfg["num_warps"], "maxnreg": regs})
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(k.asm["ptx"])
     try:
@@ -55,6 +45,22 @@ def compile_skinny(cfg: dict, N: int, K: int, hilo: bool = False):
     finally:
         os.unlink(f.name)
     return k, err
+
+
+def _signature(cfg: dict, hilo: bool, scalars: tuple, consts: tuple) -> dict:
+    return {"w_desc": _desc_type(cfg["BN"], cfg["BK"]), "lo_desc": _desc_type(cfg["BN"], cfg["BK"]),
+            "x_desc": _desc_type(cfg["BM"], cfg["BK"]), "y_ptr": "*fp32" if hilo else "*bf16", "ws_ptr": "*fp32",
+            "cnt_ptr": "*i32", **{n: "i32" for n in scalars}, **{n: "constexpr" for n in consts}}
+
+
+def compile_skinny(cfg: dict, N: int, K: int, hilo: bool = False):
+    """skinny_ws_kernel for one config at one (N, K) (hilo: the router's hi/lo pair and an FP32 output)."""
+    from kernels.gluon.skinny_ws import skinny_ws_kernel
+
+    consts = {"N": N, "K": K, "MAX_M": SKINNY_MAX_M, "STAGES": cfg["STAGES"], "PACK": bool(cfg["PACK"]),
+              "HILO": hilo, "num_warps": cfg["num_warps"]}
+    sig = _signature(cfg, hilo, ("M", "stride_ym", "M_TILES"), tuple(consts))
+    return _compile(skinny_ws_kernel, sig, consts, cfg, maxnreg(cfg, 2 if hilo else 1))
 
 
 CASES = [(False, c, 2304) for c in SKINNY_CONFIGS] + [(True, c, 256) for c in HILO_WS_CONFIGS]
@@ -95,31 +101,14 @@ def test_skinny_ws_compiles_at_the_other_families(N, K):
 
 
 def compile_fixup(cfg: dict, N: int, K: int, hilo: bool = False):
-    """(compiled kernel, ptxas -v stderr) of skinny_fixup_kernel for one config at one (N, K) (hilo: the router's
-    hi/lo pair and an FP32 output)."""
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-
+    """skinny_fixup_kernel for one config at one (N, K) (hilo: the router's hi/lo pair and an FP32 output)."""
     from kernels.gluon.skinny_ws import skinny_fixup_kernel
     from kernels.launch.gluon_skinny import fixup_maxnreg
 
-    sig = {"w_desc": _desc_type(cfg["BN"], cfg["BK"]), "lo_desc": _desc_type(cfg["BN"], cfg["BK"]),
-           "x_desc": _desc_type(cfg["BM"], cfg["BK"]), "y_ptr": "*fp32" if hilo else "*bf16", "ws_ptr": "*fp32",
-           "cnt_ptr": "*i32", "M": "i32", "stride_ym": "i32", "M_TILES": "i32", "SPLIT": "i32", "N": "constexpr",
-           "K": "constexpr", "STAGES": "constexpr", "PACK": "constexpr", "HILO": "constexpr", "num_warps": "constexpr"}
     consts = {"N": N, "K": K, "STAGES": cfg["STAGES"], "PACK": bool(cfg["PACK"]), "HILO": hilo,
               "num_warps": cfg["num_warps"]}
-    attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(sig.values()) if t.startswith("*")}
-    k = triton.compile(GluonASTSource(skinny_fixup_kernel, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
-                       options={"num_warps": cfg["num_warps"], "maxnreg": fixup_maxnreg(cfg, 2 if hilo else 1)})
-    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
-        f.write(k.asm["ptx"])
-    try:
-        err = subprocess.run([PTXAS, "-arch=sm_90a", "-v", f.name, "-o", os.devnull], capture_output=True, text=True,
-                             check=True).stderr
-    finally:
-        os.unlink(f.name)
-    return k, err
+    sig = _signature(cfg, hilo, ("M", "stride_ym", "M_TILES", "SPLIT"), tuple(consts))
+    return _compile(skinny_fixup_kernel, sig, consts, cfg, fixup_maxnreg(cfg, 2 if hilo else 1))
 
 
 @pytest.mark.parametrize("hilo,cfg,N", [(False, c, 2304) for c in FIXUP_CONFIGS] +
