@@ -125,7 +125,8 @@ def fixup_guard(M, N, K, config, weight_tiles: int = 1, what: str = "skinny_ws_f
 # warpgroups, m64n128 each) so a token tile is re-read by N/128 weight tiles only, SPLIT runs per tile to fill the
 # SMs in one wave: qkv_gate 18 tiles x 7 = 126 programs at M=128, pooler 32 x 4, o and unpooler 64 x 2; at M=256
 # two token tiles (qkv_gate x 3, pooler x 2, o and unpooler x 1) or one 256-token tile (m64n256, 128 accumulator
-# registers per thread).
+# registers per thread). Screened on the H200 (datasets/runs/2026-12-02_nvidia-h200_screen-skinny-ws-fixup.json.gz):
+# behind the library at every M = 128/256 shape, so in no plan (docs/kernels/skinny_ws.md says what bounds it).
 FIXUP_CONFIGS = config_table(FIXUP_KEYS, [
     (128, 128, 64, 7, 6, 1, 8),       # default: qkv_gate M = 128
     (128, 128, 128, 7, 3, 1, 8),
@@ -147,7 +148,8 @@ def _hilo_fixup_guard(M, N, K, config):
 
 
 # The router (N=256, K=8192, its hi/lo pair: 2 x 4 MB) at M = 16-256: 4 tiles of 64 weight rows, runs of 2-4 K steps
-# (SPLIT 32-64) so 128-132 programs fill the SMs; one 128- or 256-token tile reads each weight tile once.
+# (SPLIT 32-64) so 128-132 programs fill the SMs; one 128- or 256-token tile reads each weight tile once. Screened
+# (datasets/runs/2026-12-02_nvidia-h200_screen-router-hilo-ws-fixup.json.gz): behind best at every router M.
 HILO_FIXUP_CONFIGS = config_table(FIXUP_KEYS, [
     (128, 64, 64, 32, 4, 1, 4),       # default: M = 128, 128 programs of 4 K steps
     (128, 64, 64, 33, 4, 1, 4),       # 132 programs

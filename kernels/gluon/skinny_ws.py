@@ -32,6 +32,12 @@ the sum out with an atomic exchange (leaving zeros), writes y and resets the cou
 zero again after every call: no memset launch, CUDA-graph replay safe (the scheme of
 kernels/triton/splitk_atomic.py, with K steps counted instead of arrivals so stream-K runs of any length add up).
 
+skinny_fixup_kernel (the `skinny_ws_fixup` method) runs the same ring, producer and MMA loop with SPLIT runs per
+output tile and another reduction, for 128-256 tokens where the atomics above cost more than the product: each run
+stores its FP32 partial into its own workspace slot with plain stores, waits until the tile's SPLIT runs have all
+arrived (the launcher keeps the grid to what is resident at once), sums its share of the tile across the slots and
+writes y; the last run done reading zeroes the tile's two counters.
+
 HILO=True is the router's hi/lo scheme (FP32 weight W = H + L, H = bf16(W), L = bf16(W - H), FP32 output): each
 ring slot holds the H and the L tile of the K step, both multiplied into the one FP32 accumulator.
 """
@@ -215,7 +221,8 @@ def fixup_layout(BN, num_warps):
     return gl.BlockedLayout([1, 4], [32 // across, across], [num_warps, 1], [1, 0])
 
 
-FIX_ROWS = gl.constexpr(8)   # token rows per fixup chunk: a [BM, BN] tile is BM / 8 chunks, shared out among its SPLIT programs
+# Token rows per fixup chunk: a [BM, BN] tile is BM / 8 chunks, shared out among its SPLIT runs.
+FIX_ROWS = gl.constexpr(8)
 
 
 @gluon.jit
