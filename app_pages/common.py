@@ -198,18 +198,26 @@ def run_metas(srcs: list[sources.Source] | None = None) -> dict[Path, run_kinds.
         metas = {p: _run_meta(str(p), m) for p, m in committed}
         _COMMITTED_LISTINGS.clear()   # one listing at a time: a new run file makes a new key
         _COMMITTED_LISTINGS[committed] = {p: meta for p, meta in metas.items() if meta is not None}
-    known = _COMMITTED_LISTINGS[committed]
+    known, listed = _COMMITTED_LISTINGS[committed], set(committed)   # a set: ~150 lookups per call
     for path, mtime in runs:
-        meta = known.get(path) if (path, mtime) in committed else _run_meta(str(path), mtime)
+        meta = known.get(path) if (path, mtime) in listed else _run_meta(str(path), mtime)
         if meta is not None:
             out[path] = meta
     return out
 
 
+# The default run by the committed listing it was chosen from (paths + mtimes): every script run asks for it twice.
+_DEFAULT_RUNS: dict[tuple, Path | None] = {}
+
+
 def default_run_path() -> Path | None:
     """dashboard.run_kinds.default_run over the committed runs' cached RunMetas (one raw read per file)."""
     srcs = [sources.run_source(p) for p in drun.list_runs(RUNS_DIR)]
-    return _default_run(tuple((str(m.path), _mtime(m.path)) for m in run_metas(srcs).values()))
+    key = tuple((str(m.path), _mtime(m.path)) for m in run_metas(srcs).values())
+    if key not in _DEFAULT_RUNS:
+        _DEFAULT_RUNS.clear()   # one listing at a time, as _COMMITTED_LISTINGS
+        _DEFAULT_RUNS[key] = _default_run(key)
+    return _DEFAULT_RUNS[key]
 
 
 @st.cache_data(show_spinner=False)
