@@ -30,7 +30,7 @@ def _own_scores(chosen: list[str]) -> None:
             row |= {"pair": f"{pair[1]} vs {pair[0]}" if pair else "—", "score": None, "note": str(exc)}
         rows.append(row)
     if any(options[k][0] == "table" for k in chosen):
-        ref = scoring.score_official(common.official(), common.workload())
+        ref = common.official_score()
         rows.append({"run": "official_036.csv (published)", "workload": common.workload().name,
                      "pair": "036 vs baseline", "score": ref.score, "note": ""})
     st.subheader("Each run's own score")

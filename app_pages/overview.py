@@ -84,7 +84,7 @@ c[3].metric(f"Score-equivalent time, {v.candidate} (derived)", f"{bd.equiv_candi
 if bd.accuracy:  # a less_accurate candidate is never scored silently
     st.warning(f"{v.candidate}: {bd.accuracy}")
 if v.source != "published" and common.official_note(v.workload) is None:
-    ref = scoring.score_official(common.official(), common.workload())
+    ref = common.official_score()
     st.caption(f"For reference, the official 036 table (published) scores {ref.score:.4f}× against its baseline "
                "(a different baseline: not comparable).")
 elif v.source != "published":
