@@ -203,6 +203,15 @@ def _run_meta(path: str, mtime: float) -> run_kinds.RunMeta | None:
 _COMMITTED_LISTINGS: dict[tuple, dict] = {}
 
 
+@st.cache_data(show_spinner=False, persist="disk")
+def _listing_on_disk(listing: tuple[tuple[str, float], ...], code: str) -> dict[str, run_kinds.RunMeta]:
+    # One disk entry for the whole committed listing: a restarted server reads one file instead of one per run
+    # (~150, each a hash of its arguments, a read and an unpickle); a new run file makes a new listing, whose other
+    # runs still come from their own entries.
+    metas = {p: _run_meta(p, m) for p, m in listing}
+    return {p: meta for p, meta in metas.items() if meta is not None}
+
+
 def run_metas(srcs: list[sources.Source] | None = None) -> dict[Path, run_kinds.RunMeta]:
     """dashboard.run_kinds.run_meta of every run source (kind, date, workload, candidates), cached by path + mtime;
     unreadable files are left out."""
@@ -216,9 +225,11 @@ def run_metas(srcs: list[sources.Source] | None = None) -> dict[Path, run_kinds.
                 continue
     committed = tuple((p, m) for p, m in runs if _committed(str(p)))
     if committed not in _COMMITTED_LISTINGS:
-        metas = {p: _run_meta(str(p), m) for p, m in committed}
+        metas = _listing_on_disk(tuple((str(p), m) for p, m in committed), _meta_code())
         _COMMITTED_LISTINGS.clear()   # one listing at a time: a new run file makes a new key
-        _COMMITTED_LISTINGS[committed] = {p: meta for p, meta in metas.items() if meta is not None}
+        _COMMITTED_LISTINGS[committed] = {p: metas[str(p)] for p, _ in committed if str(p) in metas}
+        # and per file, for the lookups by path (the default run's choice), which would go to disk again
+        _COMMITTED_METAS.update({(str(p), m): metas.get(str(p)) for p, m in committed})
     known, listed = _COMMITTED_LISTINGS[committed], set(committed)   # a set: ~150 lookups per call
     for path, mtime in runs:
         meta = known.get(path) if (path, mtime) in listed else _run_meta(str(path), mtime)
