@@ -1,8 +1,9 @@
 """Methods that run a library's own algorithms or a native CUDA C++ kernel: `cublaslt` (cuBLASLt's per-shape
-algorithm list, chosen by identity) and `cluster_splitk` (split-K reduced through cluster shared memory).
+algorithm list, chosen by identity), `cluster_splitk` (split-K reduced through cluster shared memory) and
+`cluster_wgmma` (TMA + wgmma, the token tile multicast across a cluster).
 
 Torch-free: implementations are named by "module:attr" strings and imported on first use. Both need a GPU host
-(the libcublasLt torch loads, for cublaslt; nvcc or a cached build for cluster_splitk); their guards
+(the libcublasLt torch loads, for cublaslt; nvcc or a cached build for the CUDA C++ kernels); their guards
 check shapes only, so plans that use them still load and validate on a CPU host, and prepare() says in one line
 what is missing on a host that cannot run them.
 """
@@ -147,6 +148,64 @@ XS_CLUSTER_CONFIGS = _cluster_configs(CLUSTER_XS_COMPILED)
 RING_CLUSTER_CONFIGS = _cluster_configs(CLUSTER_RING_COMPILED)
 ROUTER_CLUSTER_CONFIGS = _cluster_configs(CLUSTER_HILO_COMPILED)
 
+# ------------------------------------------------------------------------------------------ cluster_wgmma
+
+# The (MI, NWG, BT) instances compiled in kernels/cuda/cluster_wgmma.cu (PROJLAB_WGMMA_CASES; a test checks the
+# two agree): NWG consumer warpgroups each issue MI wgmma m64nBTk16 per 16-wide K step, so one CTA owns
+# BW = 64 * MI * NWG weight rows and BT tokens.
+WGMMA_COMPILED = ((1, 2, 16), (1, 2, 32), (1, 2, 64), (1, 2, 128), (1, 2, 256), (2, 2, 128), (1, 1, 128),
+                  (1, 1, 256))
+WGMMA_BK = 64                  # K per ring stage (one 128-byte swizzled row of BF16)
+WGMMA_MAX_STAGES = 32          # the kernel's mbarrier slots
+WGMMA_SMEM_BYTES = 227 * 1024  # the most shared memory one block may opt into on sm_90
+WGMMA_CLUSTER_MAX = 16         # CTAs per cluster: 8 is portable, 16 the non-portable maximum on H100/H200
+# (CN, CK): CN weight tiles share one multicast token tile, CK CTAs split K
+WGMMA_CLUSTERS = ((1, 1), (1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4), (2, 8), (4, 1), (4, 2), (4, 4), (8, 1),
+                  (8, 2))
+
+
+def wgmma_smem_bytes(MI: int, NWG: int, BT: int, stages: int) -> int:
+    """The kernel's dynamic shared memory (kernels/cuda/cluster_wgmma.cu smem_bytes): alignment slack, the
+    mbarriers, then the larger of the ring and the FP32 partial tile that reuses it."""
+    bw = 64 * MI * NWG
+    return 1024 + 1024 + max(stages * (bw + BT) * WGMMA_BK * 2, bw * (BT + 4) * 4)
+
+
+def wgmma_max_stages(MI: int, NWG: int, BT: int, cap: int = 8) -> int:
+    stages = cap
+    while stages > 2 and wgmma_smem_bytes(MI, NWG, BT, stages) > WGMMA_SMEM_BYTES:
+        stages -= 1
+    return stages
+
+
+def _wgmma_guard(M, N, K, config):
+    mi, nwg, bt, cn, ck, stages = (config[k] for k in ("MI", "NWG", "BT", "CN", "CK", "STAGES"))
+    if (mi, nwg, bt) not in WGMMA_COMPILED:
+        return f"cluster_wgmma has no compiled instance MI={mi} NWG={nwg} BT={bt}"
+    if not (bt >= M / 2 and bt // 2 < M):
+        return f"cluster_wgmma at M={M} uses token tiles of {M / 2:g} to {2 * M - 1} tokens, not BT={bt}"
+    bw = 64 * mi * nwg
+    if N % (bw * cn):
+        return f"cluster_wgmma needs N % (BW * CN) == 0 (BW={bw}, CN={cn}, N={N})"
+    if K % WGMMA_BK or K // WGMMA_BK < ck or bw % ck:
+        return f"cluster_wgmma needs K % {WGMMA_BK} == 0, K / {WGMMA_BK} >= CK and BW % CK == 0 (K={K}, CK={ck})"
+    if bt % (8 * cn):
+        return f"cluster_wgmma multicasts BT / CN token rows per CTA, a multiple of 8 (BT={bt}, CN={cn})"
+    if cn * ck > WGMMA_CLUSTER_MAX:
+        return f"cluster_wgmma: a cluster holds at most {WGMMA_CLUSTER_MAX} CTAs (CN * CK = {cn * ck})"
+    if not 2 <= stages <= WGMMA_MAX_STAGES:
+        return f"cluster_wgmma needs 2 <= STAGES <= {WGMMA_MAX_STAGES} (STAGES={stages})"
+    smem = wgmma_smem_bytes(mi, nwg, bt, stages)
+    if smem > WGMMA_SMEM_BYTES:
+        return f"cluster_wgmma needs {smem} bytes of shared memory at STAGES={stages} (the limit is {WGMMA_SMEM_BYTES})"
+    return None
+
+
+WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES"),
+                             [(mi, nwg, bt, cn, ck, wgmma_max_stages(mi, nwg, bt))
+                              for mi, nwg, bt in WGMMA_COMPILED for cn, ck in WGMMA_CLUSTERS
+                              if bt % (8 * cn) == 0])
+
 LIBRARY_METHODS: tuple[Method, ...] = (
     PerShapeMethod(
         name="cublaslt",
@@ -192,6 +251,19 @@ LIBRARY_METHODS: tuple[Method, ...] = (
         params={"RW": (1,), "KW": (4, 8), "NT": (1, 2, 4), "R": (1, 2), "S": CLUSTER_SIZES},
         configs=RING_CLUSTER_CONFIGS,
         guard=_ring_cluster_guard,
+    ),
+    Method(
+        name="cluster_wgmma",
+        dtypes=BF16_ONLY,
+        impl="kernels.launch.cluster_wgmma:CLUSTER_WGMMA",
+        description="CUDA C++ warp-specialized TMA + wgmma (a producer warpgroup, an mbarrier ring, NWG consumer "
+                    "warpgroups; weights as the 64-row operand, tokens as N): the token tile multicast across "
+                    "the CN weight tiles of a cluster, the CK-way K split summed through distributed shared "
+                    "memory in the same launch",
+        params={"MI": (1, 2), "NWG": (1, 2), "BT": (16, 32, 64, 128, 256), "CN": (1, 2, 4, 8),
+                "CK": (1, 2, 4, 8), "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1))},
+        configs=WGMMA_CONFIGS,
+        guard=_wgmma_guard,
     ),
     Method(
         name="router_hilo_cluster",

@@ -1,0 +1,22 @@
+// torch binding of cluster_wgmma.cu (compiled in the same translation unit by kernels/cuda/build.py).
+#include <torch/extension.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/cuda/CUDAGuard.h>
+
+// x [M, K] BF16 and w [N, K] BF16, both contiguous with 16-byte aligned rows (TMA); y [M, N] BF16.
+torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor w, int64_t MI, int64_t NWG, int64_t BT, int64_t CN,
+                            int64_t CK, int64_t stages) {
+  TORCH_CHECK(x.is_cuda() && w.is_cuda(), "cluster_wgmma: x and w must be CUDA tensors");
+  TORCH_CHECK(x.scalar_type() == at::kBFloat16 && w.scalar_type() == at::kBFloat16,
+              "cluster_wgmma: x and w must be bfloat16");
+  TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.is_contiguous() && w.is_contiguous() && x.size(1) == w.size(1),
+              "cluster_wgmma: x [M, K] and w [N, K] contiguous");
+  const c10::cuda::CUDAGuard guard(x.device());
+  auto y = torch::empty({x.size(0), w.size(0)}, x.options());
+  const cudaError_t err = projlab_cluster_wgmma::launch(
+      x.data_ptr(), w.data_ptr(), y.data_ptr(), static_cast<int>(x.size(0)), static_cast<int>(w.size(0)),
+      static_cast<int>(x.size(1)), static_cast<int>(MI), static_cast<int>(NWG), static_cast<int>(BT),
+      static_cast<int>(CN), static_cast<int>(CK), static_cast<int>(stages), c10::cuda::getCurrentCUDAStream().stream());
+  TORCH_CHECK(err == cudaSuccess, "cluster_wgmma: launch failed: ", cudaGetErrorString(err));
+  return y;
+}

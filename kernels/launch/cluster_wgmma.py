@@ -1,0 +1,52 @@
+"""Cluster wgmma (CUDA C++, kernels/cuda/cluster_wgmma.cu): warp-specialized TMA + warpgroup-MMA products, the
+token tile multicast across the CN weight tiles of a thread-block cluster and the CK-way K split summed through
+distributed shared memory, in one launch with no global workspace.
+
+The weights stay in their [N, K] layout (TMA reads 64-wide K boxes of BW rows); the launcher only checks x and
+passes both to the extension, which encodes the two tensor maps per call. Built on first use by
+kernels/cuda/build.py (once per source hash, cached); a host without nvcc and without a cached build gets one line
+saying so at prepare(), never at import.
+"""
+from __future__ import annotations
+
+from kernels.cuda.build import Extension, load_extension
+from kernels.launch import check_input
+from kernels.launch import impl
+from kernels.launch.cluster_splitk import unavailable_reason
+
+EXTENSION = Extension(
+    name="projlab_cluster_wgmma",
+    sources=("cluster_wgmma.cu", "cluster_wgmma_torch.cu"),
+    declarations="torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor w, int64_t MI, int64_t NWG, "
+                 "int64_t BT, int64_t CN, int64_t CK, int64_t stages);",
+    functions=("cluster_wgmma",),
+)
+
+KEYS = ("MI", "NWG", "BT", "CN", "CK", "STAGES")
+
+
+def prepare(weight, family: str, config: dict) -> dict:
+    import torch
+
+    reason = unavailable_reason("cluster_wgmma")
+    if reason:
+        raise RuntimeError(reason)
+    if weight.dtype != torch.bfloat16 or weight.dim() != 2:
+        raise ValueError(f"cluster_wgmma: weight must be a bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
+    module = load_extension(EXTENSION)
+    N, K = weight.shape
+    return {"w": weight.contiguous(), "N": int(N), "K": int(K), "family": family, "module": module,
+            "args": tuple(int(config[k]) for k in KEYS)}
+
+
+def run(state: dict, x):
+    import torch
+
+    check_input(x, state["K"], torch.bfloat16, "cluster_wgmma")
+    x = x.contiguous()
+    if x.data_ptr() % 16:   # TMA reads from a 16-byte aligned base
+        x = x.clone()
+    return state["module"].cluster_wgmma(x, state["w"], *state["args"])
+
+
+CLUSTER_WGMMA = impl(prepare, run)
