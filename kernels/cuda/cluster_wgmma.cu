@@ -273,21 +273,24 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
 
   if (wg == 0) {
     if constexpr (NWG > 1) setmaxnreg_dec<Registers<NWG>::producer>();
-    if (tid == 0) {
+    if (tid < 32) {   // the whole first warp walks the ring (a converged warp); its lane 0 issues the loads
       const int slice = BT / CN;
       const uint16_t group = static_cast<uint16_t>(((1u << CN) - 1u) << (ck * CN));
       for (int i = 0; i < nkb; ++i) {
         const int s = i % stages;
         if (i >= stages) mbar_wait(empty + s, ((i / stages) - 1) & 1);
-        uint8_t* stage = ring + static_cast<size_t>(s) * S::STAGE_BYTES;
-        mbar_arrive_expect_tx(full + s, S::STAGE_BYTES);
-        const int k = (kb0 + i) * BK;
-        tma_load(stage, &wmap, k, w_row0, full + s);
-        uint8_t* xdst = stage + S::W_BYTES + cn * slice * ROW_BYTES;
-        if (CN == 1)
-          tma_load(xdst, &xmap, k, t0, full + s);
-        else
-          tma_load_multicast(xdst, &xmap, k, t0 + cn * slice, full + s, group);
+        if (tid == 0) {
+          uint8_t* stage = ring + static_cast<size_t>(s) * S::STAGE_BYTES;
+          mbar_arrive_expect_tx(full + s, S::STAGE_BYTES);
+          const int k = (kb0 + i) * BK;
+          tma_load(stage, &wmap, k, w_row0, full + s);
+          uint8_t* xdst = stage + S::W_BYTES + cn * slice * ROW_BYTES;
+          if (CN == 1)
+            tma_load(xdst, &xmap, k, t0, full + s);
+          else
+            tma_load_multicast(xdst, &xmap, k, t0 + cn * slice, full + s, group);
+        }
+        __syncwarp();
       }
     }
   } else {
@@ -418,6 +421,31 @@ cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int 
   return cudaLaunchKernelEx(&cfg, kernel, wmap, xmap, static_cast<__nv_bfloat16*>(y), M, N, K, CN, CK, stages);
 }
 
+// How many clusters of this configuration the device holds at once (cudaOccupancyMaxActiveClusters; 0: none fits).
+template <int MI, int NWG, int BT>
+int max_clusters_one(int N, int M, int CN, int CK, int stages) {
+  using S = Shape<MI, NWG, BT>;
+  auto kernel = cluster_wgmma_kernel<MI, NWG, BT>;
+  const size_t smem = smem_bytes<MI, NWG, BT>(stages);
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess)
+    return -1;
+  if (CN * CK > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+    return -1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(N / S::BW, CK, (M + BT - 1) / BT);
+  cfg.blockDim = dim3(S::THREADS, 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = CN;
+  attr[0].val.clusterDim.y = CK;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int count = 0;
+  return cudaOccupancyMaxActiveClusters(&count, kernel, &cfg) == cudaSuccess ? count : -1;
+}
+
 // The compiled (MI, NWG, BT) instances; kernels/methods_library.py WGMMA_COMPILED lists the same (a test checks).
 #define PROJLAB_WGMMA_CASES(X) \
   X(1, 2, 16)                  \
@@ -436,6 +464,14 @@ inline cudaError_t launch(const void* x, const void* w, void* y, int M, int N, i
   PROJLAB_WGMMA_CASES(PROJLAB_CASE)
 #undef PROJLAB_CASE
   return cudaErrorInvalidValue;
+}
+
+inline int max_clusters(int N, int M, int MI, int NWG, int BT, int CN, int CK, int stages) {
+#define PROJLAB_CASE(mi, nwg, bt) \
+  if (MI == mi && NWG == nwg && BT == bt) return max_clusters_one<mi, nwg, bt>(N, M, CN, CK, stages);
+  PROJLAB_WGMMA_CASES(PROJLAB_CASE)
+#undef PROJLAB_CASE
+  return -1;
 }
 
 }  // namespace projlab_cluster_wgmma

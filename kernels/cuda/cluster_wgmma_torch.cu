@@ -20,3 +20,11 @@ torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor w, int64_t MI, int64_
   TORCH_CHECK(err == cudaSuccess, "cluster_wgmma: launch failed: ", cudaGetErrorString(err));
   return y;
 }
+
+// Clusters of this configuration resident at once on the current device (-1: the query failed).
+int64_t cluster_wgmma_max_clusters(int64_t N, int64_t M, int64_t MI, int64_t NWG, int64_t BT, int64_t CN, int64_t CK,
+                                   int64_t stages) {
+  return projlab_cluster_wgmma::max_clusters(static_cast<int>(N), static_cast<int>(M), static_cast<int>(MI),
+                                             static_cast<int>(NWG), static_cast<int>(BT), static_cast<int>(CN),
+                                             static_cast<int>(CK), static_cast<int>(stages));
+}

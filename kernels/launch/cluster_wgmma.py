@@ -18,8 +18,10 @@ EXTENSION = Extension(
     name="projlab_cluster_wgmma",
     sources=("cluster_wgmma.cu", "cluster_wgmma_torch.cu"),
     declarations="torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor w, int64_t MI, int64_t NWG, "
-                 "int64_t BT, int64_t CN, int64_t CK, int64_t stages);",
-    functions=("cluster_wgmma",),
+                 "int64_t BT, int64_t CN, int64_t CK, int64_t stages);\n"
+                 "int64_t cluster_wgmma_max_clusters(int64_t N, int64_t M, int64_t MI, int64_t NWG, int64_t BT, "
+                 "int64_t CN, int64_t CK, int64_t stages);",
+    functions=("cluster_wgmma", "cluster_wgmma_max_clusters"),
 )
 
 KEYS = ("MI", "NWG", "BT", "CN", "CK", "STAGES")
@@ -47,6 +49,11 @@ def run(state: dict, x):
     if x.data_ptr() % 16:   # TMA reads from a 16-byte aligned base
         x = x.clone()
     return state["module"].cluster_wgmma(x, state["w"], *state["args"])
+
+
+def resident_clusters(state: dict, M: int) -> int:
+    """How many of this config's clusters the GPU holds at once (cudaOccupancyMaxActiveClusters)."""
+    return int(state["module"].cluster_wgmma_max_clusters(state["N"], M, *state["args"]))
 
 
 CLUSTER_WGMMA = impl(prepare, run)
