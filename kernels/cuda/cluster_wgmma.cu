@@ -6,7 +6,8 @@
 // rows and BT tokens (wgmma m64nBTk16; each of the NWG consumer warpgroups issues MI of them per 16-wide K step).
 // Both operands are K-major tiles of 64 K (128 bytes) per row in shared memory with the 128-byte swizzle, exactly
 // as TMA writes them, so the MMAs read the ring directly (descriptors: leading offset unused, 1024-byte stride
-// between 8-row groups, +32 bytes per K step).
+// between 8-row groups, +32 bytes per K step). The weights are tile-packed at prepare ([N/BW, K/64, BW, 64]), so
+// the weight box of a stage is one contiguous block; the tokens are read from x as they are.
 //
 // Grid and cluster. Grid (N/BW, CK, ceil(M/BT)); cluster (CN, CK, 1). The CK CTAs of a cluster column split K
 // (contiguous ranges of 64-wide blocks); the CN CTAs of a cluster row hold CN neighbouring weight tiles of the same
@@ -283,7 +284,7 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
           uint8_t* stage = ring + static_cast<size_t>(s) * S::STAGE_BYTES;
           mbar_arrive_expect_tx(full + s, S::STAGE_BYTES);
           const int k = (kb0 + i) * BK;
-          tma_load(stage, &wmap, k, w_row0, full + s);
+          tma_load(stage, &wmap, 0, (blockIdx.x * kb_total + kb0 + i) * S::BW, full + s);
           uint8_t* xdst = stage + S::W_BYTES + cn * slice * ROW_BYTES;
           if (CN == 1)
             tma_load(xdst, &xmap, k, t0, full + s);
@@ -397,7 +398,10 @@ cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int 
                        cudaStream_t stream) {
   using S = Shape<MI, NWG, BT>;
   CUtensorMap wmap, xmap;
-  if (!make_map(&wmap, w, N, K, S::BW) || !make_map(&xmap, x, M, K, BT / CN)) return cudaErrorInvalidValue;
+  // w is tile-packed (kernels/launch/cluster_wgmma.py pack): [N/BW, K/64, BW, 64], so each stage's weight box is
+  // one contiguous BW * 128 bytes; its map is that array as rows of 64.
+  if (!make_map(&wmap, w, N / 64 * (K / 64) * 64, BK, S::BW) || !make_map(&xmap, x, M, K, BT / CN))
+    return cudaErrorInvalidValue;
   auto kernel = cluster_wgmma_kernel<MI, NWG, BT>;
   const size_t smem = smem_bytes<MI, NWG, BT>(stages);
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));

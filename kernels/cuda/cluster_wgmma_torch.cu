@@ -3,18 +3,20 @@
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAGuard.h>
 
-// x [M, K] BF16 and w [N, K] BF16, both contiguous with 16-byte aligned rows (TMA); y [M, N] BF16.
-torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor w, int64_t MI, int64_t NWG, int64_t BT, int64_t CN,
-                            int64_t CK, int64_t stages) {
+// x [M, K] BF16 contiguous (16-byte aligned rows, TMA); wpk the tile-packed BF16 weights of N rows
+// (kernels/launch/cluster_wgmma.py pack); y [M, N] BF16.
+torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor wpk, int64_t N, int64_t MI, int64_t NWG, int64_t BT,
+                            int64_t CN, int64_t CK, int64_t stages) {
+  torch::Tensor w = wpk;
   TORCH_CHECK(x.is_cuda() && w.is_cuda(), "cluster_wgmma: x and w must be CUDA tensors");
   TORCH_CHECK(x.scalar_type() == at::kBFloat16 && w.scalar_type() == at::kBFloat16,
               "cluster_wgmma: x and w must be bfloat16");
-  TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.is_contiguous() && w.is_contiguous() && x.size(1) == w.size(1),
-              "cluster_wgmma: x [M, K] and w [N, K] contiguous");
+  TORCH_CHECK(x.dim() == 2 && x.is_contiguous() && w.is_contiguous() && w.numel() == N * x.size(1),
+              "cluster_wgmma: x [M, K] contiguous and the packed w holding N x K");
   const c10::cuda::CUDAGuard guard(x.device());
-  auto y = torch::empty({x.size(0), w.size(0)}, x.options());
+  auto y = torch::empty({x.size(0), N}, x.options());
   const cudaError_t err = projlab_cluster_wgmma::launch(
-      x.data_ptr(), w.data_ptr(), y.data_ptr(), static_cast<int>(x.size(0)), static_cast<int>(w.size(0)),
+      x.data_ptr(), w.data_ptr(), y.data_ptr(), static_cast<int>(x.size(0)), static_cast<int>(N),
       static_cast<int>(x.size(1)), static_cast<int>(MI), static_cast<int>(NWG), static_cast<int>(BT),
       static_cast<int>(CN), static_cast<int>(CK), static_cast<int>(stages), c10::cuda::getCurrentCUDAStream().stream());
   TORCH_CHECK(err == cudaSuccess, "cluster_wgmma: launch failed: ", cudaGetErrorString(err));

@@ -2,8 +2,8 @@
 token tile multicast across the CN weight tiles of a thread-block cluster and the CK-way K split summed through
 distributed shared memory, in one launch with no global workspace.
 
-The weights stay in their [N, K] layout (TMA reads 64-wide K boxes of BW rows); the launcher only checks x and
-passes both to the extension, which encodes the two tensor maps per call. Built on first use by
+The weights are tile-packed at prepare (`pack`: each BW x 64 weight box one contiguous block); the launcher checks
+x and passes both to the extension, which encodes the two tensor maps per call. Built on first use by
 kernels/cuda/build.py (once per source hash, cached); a host without nvcc and without a cached build gets one line
 saying so at prepare(), never at import.
 """
@@ -17,14 +17,27 @@ from kernels.launch.cluster_splitk import unavailable_reason
 EXTENSION = Extension(
     name="projlab_cluster_wgmma",
     sources=("cluster_wgmma.cu", "cluster_wgmma_torch.cu"),
-    declarations="torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor w, int64_t MI, int64_t NWG, "
-                 "int64_t BT, int64_t CN, int64_t CK, int64_t stages);\n"
+    declarations="torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor wpk, int64_t N, int64_t MI, "
+                 "int64_t NWG, int64_t BT, int64_t CN, int64_t CK, int64_t stages);\n"
                  "int64_t cluster_wgmma_max_clusters(int64_t N, int64_t M, int64_t MI, int64_t NWG, int64_t BT, "
                  "int64_t CN, int64_t CK, int64_t stages);",
     functions=("cluster_wgmma", "cluster_wgmma_max_clusters"),
 )
 
 KEYS = ("MI", "NWG", "BT", "CN", "CK", "STAGES")
+BK = 64   # K per ring stage
+
+
+def pack(weight, BW: int):
+    """The kernel's weight layout: [N/BW, K/64, BW, 64], so the BW x 64 box of one weight tile and K block is one
+    contiguous block (a pure permutation; `unpack` inverts it)."""
+    N, K = weight.shape
+    return weight.reshape(N // BW, BW, K // BK, BK).permute(0, 2, 1, 3).contiguous()
+
+
+def unpack(packed, N: int, K: int):
+    """The [N, K] weight `pack` was given."""
+    return packed.permute(0, 2, 1, 3).reshape(N, K)
 
 
 def prepare(weight, family: str, config: dict) -> dict:
@@ -37,7 +50,8 @@ def prepare(weight, family: str, config: dict) -> dict:
         raise ValueError(f"cluster_wgmma: weight must be a bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
     module = load_extension(EXTENSION)
     N, K = weight.shape
-    return {"w": weight.contiguous(), "N": int(N), "K": int(K), "family": family, "module": module,
+    bw = 64 * int(config["MI"]) * int(config["NWG"])
+    return {"w": pack(weight.contiguous(), bw), "N": int(N), "K": int(K), "family": family, "module": module,
             "args": tuple(int(config[k]) for k in KEYS)}
 
 
@@ -48,7 +62,7 @@ def run(state: dict, x):
     x = x.contiguous()
     if x.data_ptr() % 16:   # TMA reads from a 16-byte aligned base
         x = x.clone()
-    return state["module"].cluster_wgmma(x, state["w"], *state["args"])
+    return state["module"].cluster_wgmma(x, state["w"], state["N"], *state["args"])
 
 
 def resident_clusters(state: dict, M: int) -> int:
