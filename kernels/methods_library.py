@@ -187,8 +187,8 @@ def _wgmma_guard(M, N, K, config):
     bw = 64 * mi * nwg
     if N % (bw * cn):
         return f"cluster_wgmma needs N % (BW * CN) == 0 (BW={bw}, CN={cn}, N={N})"
-    if K % WGMMA_BK or K // WGMMA_BK < ck or bw % ck:
-        return f"cluster_wgmma needs K % {WGMMA_BK} == 0, K / {WGMMA_BK} >= CK and BW % CK == 0 (K={K}, CK={ck})"
+    if K % WGMMA_BK or K // WGMMA_BK < ck:
+        return f"cluster_wgmma needs K % {WGMMA_BK} == 0 and K / {WGMMA_BK} >= CK (K={K}, CK={ck})"
     if bt % (8 * cn):
         return f"cluster_wgmma multicasts BT / CN token rows per CTA, a multiple of 8 (BT={bt}, CN={cn})"
     if cn * ck > WGMMA_CLUSTER_MAX:

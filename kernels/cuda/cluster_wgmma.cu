@@ -22,7 +22,7 @@
 // setmaxnreg moves registers from the producer to the consumers.
 //
 // Epilogue. Each CTA writes its FP32 partial tile into its own shared memory (over the drained ring); after a
-// cluster barrier rank k of the K split sums rows [k*BW/CK, (k+1)*BW/CK) of the tile over the CK peers' shared
+// cluster barrier rank k of the K split sums rows [k*BW/CK, (k+1)*BW/CK) of the tile (integer bounds) over the CK peers' shared
 // memory (DSMEM), converts to BF16 and writes y (consecutive threads on consecutive output columns). A second
 // cluster barrier keeps every CTA resident while a peer still reads its memory. No global workspace, no second
 // kernel, nothing to reset between graph replays.
@@ -346,7 +346,7 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
   cluster.sync();   // every partial of the cluster is in shared memory
 
   if (wg > 0) {
-    const int rows = S::BW / CK, row0 = ck * rows;
+    const int row0 = ck * S::BW / CK, rows = (ck + 1) * S::BW / CK - row0;
     const float* part = reinterpret_cast<const float*>(ring);
     const int t = threadIdx.x - 128;
     for (int idx = t; idx < rows * (BT / 4); idx += NWG * 128) {
