@@ -153,15 +153,16 @@ ROUTER_CLUSTER_CONFIGS = _cluster_configs(CLUSTER_HILO_COMPILED)
 # The (MI, NWG, BT) instances compiled in kernels/cuda/cluster_wgmma.cu (PROJLAB_WGMMA_CASES; a test checks the
 # two agree): NWG consumer warpgroups each issue MI wgmma m64nBTk16 per 16-wide K step, so one CTA owns
 # BW = 64 * MI * NWG weight rows and BT tokens.
-WGMMA_COMPILED = ((1, 2, 16), (1, 2, 32), (1, 2, 64), (1, 2, 128), (1, 2, 256), (2, 2, 128), (1, 1, 128),
-                  (1, 1, 256))
+WGMMA_COMPILED = ((1, 2, 16), (1, 2, 32), (1, 2, 64), (1, 2, 128), (1, 2, 256), (2, 2, 128), (1, 1, 16),
+                  (1, 1, 32), (1, 1, 64), (1, 1, 128), (1, 1, 256))
 WGMMA_BK = 64                  # K per ring stage (one 128-byte swizzled row of BF16)
 WGMMA_MAX_STAGES = 32          # the kernel's mbarrier slots
 WGMMA_SMEM_BYTES = 227 * 1024  # the most shared memory one block may opt into on sm_90
 WGMMA_CLUSTER_MAX = 16         # CTAs per cluster: 8 is portable, 16 the non-portable maximum on H100/H200
 # (CN, CK): CN weight tiles share one multicast token tile, CK CTAs split K
-WGMMA_CLUSTERS = ((1, 1), (1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4), (2, 8), (4, 1), (4, 2), (4, 4), (8, 1),
-                  (8, 2))
+# (clusters of 8 and more hold 15 or fewer at once on the H200, 120 CTAs: they never filled the GPU)
+WGMMA_CLUSTERS = ((1, 1), (1, 2), (1, 3), (1, 4), (1, 6), (2, 1), (2, 2), (2, 3), (2, 4), (3, 1), (3, 2), (4, 1),
+                  (4, 2))
 
 
 def wgmma_smem_bytes(MI: int, NWG: int, BT: int, stages: int) -> int:
@@ -260,8 +261,8 @@ LIBRARY_METHODS: tuple[Method, ...] = (
                     "warpgroups; weights as the 64-row operand, tokens as N): the token tile multicast across "
                     "the CN weight tiles of a cluster, the CK-way K split summed through distributed shared "
                     "memory in the same launch",
-        params={"MI": (1, 2), "NWG": (1, 2), "BT": (16, 32, 64, 128, 256), "CN": (1, 2, 4, 8),
-                "CK": (1, 2, 4, 8), "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1))},
+        params={"MI": (1, 2), "NWG": (1, 2), "BT": (16, 32, 64, 128, 256), "CN": tuple(range(1, 9)),
+                "CK": tuple(range(1, WGMMA_CLUSTER_MAX + 1)), "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1))},
         configs=WGMMA_CONFIGS,
         guard=_wgmma_guard,
     ),
