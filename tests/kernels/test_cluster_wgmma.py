@@ -1,0 +1,96 @@
+"""CPU: cluster_wgmma's compiled instances matching the registry, its guard (compiled instance, token tile, tile
+and cluster divisibility, multicast slice, cluster size, stages, shared memory) and its messages, the shared-memory
+formula against the kernel's, the configs it ships, the refusal on a host without nvcc, and the tile-packed weight
+layout (one contiguous block per weight box; a lossless permutation)."""
+import re
+from pathlib import Path
+
+import pytest
+
+from kernels.cuda import build
+from kernels.launch.cluster_wgmma import EXTENSION, pack, unpack
+from kernels.method import BF16
+from kernels.methods_library import (WGMMA_COMPILED, WGMMA_CONFIGS, WGMMA_SMEM_BYTES, wgmma_max_stages,
+                                     wgmma_smem_bytes)
+from kernels.registry import get_method
+
+CU = Path(build.CUDA_DIR) / "cluster_wgmma.cu"
+QKV = (2304, 8192)
+
+
+def _cfg(**kw):
+    base = {"MI": 1, "NWG": 2, "BT": 128, "CN": 2, "CK": 4, "STAGES": 7}
+    return dict(base, **kw)
+
+
+def _why(M, N, K, **kw):
+    return get_method("cluster_wgmma").supports(BF16, M, N, K, _cfg(**kw))
+
+
+def test_compiled_instances_match_the_registry():
+    block = CU.read_text().split("#define PROJLAB_WGMMA_CASES(X)", 1)[1].split("\n\n", 1)[0]
+    cases = [tuple(int(v) for v in c) for c in re.findall(r"X\((\d+), (\d+), (\d+)\)", block)]
+    assert sorted(cases) == sorted(WGMMA_COMPILED) and len(set(cases)) == len(cases)
+    assert {(c["MI"], c["NWG"], c["BT"]) for c in WGMMA_CONFIGS} == set(WGMMA_COMPILED)
+
+
+def test_every_shipped_config_fits_and_the_stage_count_is_the_most_that_fits():
+    for c in WGMMA_CONFIGS:
+        assert wgmma_smem_bytes(c["MI"], c["NWG"], c["BT"], c["STAGES"]) <= WGMMA_SMEM_BYTES, c
+        assert c["STAGES"] == wgmma_max_stages(c["MI"], c["NWG"], c["BT"])
+        more = c["STAGES"] + 1
+        assert c["STAGES"] == 8 or wgmma_smem_bytes(c["MI"], c["NWG"], c["BT"], more) > WGMMA_SMEM_BYTES, c
+        assert c["BT"] % (8 * c["CN"]) == 0 and c["CN"] * c["CK"] <= 16
+
+
+def test_smem_formula_is_the_kernels():
+    # kernels/cuda/cluster_wgmma.cu: 1024 alignment slack + 1024 barrier bytes + max(ring, BW x (BT+4) FP32 partial)
+    assert "1024 /* alignment slack */ + BARRIER_BYTES + (ring > S::PART_BYTES ? ring : S::PART_BYTES)" in CU.read_text()
+    assert wgmma_smem_bytes(1, 2, 128, 7) == 2048 + 7 * (128 + 128) * 128          # the ring is larger
+    assert wgmma_smem_bytes(2, 2, 128, 2) == 2048 + 256 * 132 * 4                  # the partial tile is larger
+
+
+def test_guard_admits_the_design_point_and_names_each_refusal():
+    N, K = QKV
+    assert _why(128, N, K) is None
+    assert _why(100, N, K) is None                                   # a partial token tile (zero-filled by TMA)
+    assert "no compiled instance MI=2 NWG=1 BT=128" in _why(128, N, K, MI=2, NWG=1)
+    assert "token tiles of 64 to 255 tokens, not BT=32" in _why(128, N, K, BT=32, CN=1, STAGES=8)
+    assert "N % (BW * CN) == 0 (BW=128, CN=4, N=2304)" in _why(128, N, K, CN=4, CK=2)      # 18 tiles, 4 per cluster
+    assert _why(128, N, K, MI=2, CN=1, CK=4, STAGES=4) is None                               # 9 tiles of 256 rows
+    assert "N % (BW * CN) == 0 (BW=256, CN=2, N=2304)" in _why(128, N, K, MI=2, CN=2, CK=4, STAGES=4)
+    assert "K % 64 == 0 and K / 64 >= CK (K=8160, CK=4)" in _why(128, N, 8160)
+    assert "BT / CN token rows per CTA, a multiple of 8 (BT=32, CN=6)" in _why(32, 4608, K, BT=32, CN=6, CK=1,
+                                                                               STAGES=8)
+    assert "at most 16 CTAs (CN * CK = 18)" in _why(128, N, K, CN=2, CK=9)
+    assert "2 <= STAGES <= 32 (STAGES=1)" in _why(128, N, K, STAGES=1)
+    assert "264192 bytes of shared memory at STAGES=8 (the limit is 232448)" in _why(128, N, K, STAGES=8)
+
+
+def test_guard_admits_configs_at_the_official_mid_m_shapes_only():
+    from datasets import load_workload
+
+    m = get_method("cluster_wgmma")
+    for r in load_workload().shapes.itertuples(index=False):
+        if r.family == "router":
+            assert m.supports(r._asdict(), int(r.M), int(r.N), int(r.K), m.configs[0]) is not None   # FP32 weights
+            continue
+        n = sum(m.supports(r._asdict(), int(r.M), int(r.N), int(r.K), c) is None for c in m.configs)
+        assert (n > 0) == (int(r.M) >= 16), (r.family, r.M, n)
+
+
+def test_load_without_compiler_or_cache_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("PROJLAB_CUDA_CACHE", str(tmp_path))
+    monkeypatch.setattr(build, "find_nvcc", lambda: None)
+    with pytest.raises(build.BuildError, match=r"^projlab_cluster_wgmma: no CUDA compiler \(nvcc\)") as exc:
+        build.load_extension(EXTENSION)
+    assert "\n" not in str(exc.value)
+
+
+def test_pack_makes_each_weight_box_one_block_and_unpack_inverts_it():
+    torch = pytest.importorskip("torch")
+    w = torch.arange(256 * 256, dtype=torch.float32).reshape(256, 256)
+    p = pack(w, 128)
+    assert tuple(p.shape) == (2, 4, 128, 64) and p.is_contiguous()
+    assert torch.equal(p[1, 2], w[128:256, 128:192])          # weight tile 1, K block 2: rows 128-255, K 128-191
+    assert torch.equal(unpack(p, 256, 256), w)
