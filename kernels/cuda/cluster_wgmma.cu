@@ -396,6 +396,30 @@ inline bool make_map(CUtensorMap* map, const void* base, int rows, int K, int bo
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// The kernel's launch: its shared-memory opt-ins, grid, block and cluster shape (`attr` must outlive `cfg`).
+template <int MI, int NWG, int BT>
+cudaError_t launch_config(int N, int M, int CN, int CK, int stages, cudaStream_t stream, cudaLaunchAttribute& attr,
+                          cudaLaunchConfig_t& cfg) {
+  using S = Shape<MI, NWG, BT>;
+  auto kernel = cluster_wgmma_kernel<MI, NWG, BT>;
+  const size_t smem = smem_bytes<MI, NWG, BT>(stages);
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err == cudaSuccess && CN * CK > 8)
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  cfg = {};
+  cfg.gridDim = dim3(N / S::BW, CK, (M + BT - 1) / BT);
+  cfg.blockDim = dim3(S::THREADS, 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = CN;
+  attr.val.clusterDim.y = CK;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return err;
+}
+
 template <int MI, int NWG, int BT>
 cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int K, int CN, int CK, int stages,
                        cudaStream_t stream) {
@@ -405,52 +429,22 @@ cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int 
   // one contiguous BW * 128 bytes; its map is that array as rows of 64.
   if (!make_map(&wmap, w, N / 64 * (K / 64) * 64, BK, S::BW) || !make_map(&xmap, x, M, K, BT / CN))
     return cudaErrorInvalidValue;
-  auto kernel = cluster_wgmma_kernel<MI, NWG, BT>;
-  const size_t smem = smem_bytes<MI, NWG, BT>(stages);
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t cfg;
+  const cudaError_t err = launch_config<MI, NWG, BT>(N, M, CN, CK, stages, stream, attr, cfg);
   if (err != cudaSuccess) return err;
-  if (CN * CK > 8) {
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    if (err != cudaSuccess) return err;
-  }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(N / S::BW, CK, (M + BT - 1) / BT);
-  cfg.blockDim = dim3(S::THREADS, 1, 1);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CN;
-  attr[0].val.clusterDim.y = CK;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, wmap, xmap, static_cast<__nv_bfloat16*>(y), M, N, K, CN, CK, stages);
+  return cudaLaunchKernelEx(&cfg, cluster_wgmma_kernel<MI, NWG, BT>, wmap, xmap, static_cast<__nv_bfloat16*>(y), M,
+                            N, K, CN, CK, stages);
 }
 
 // How many clusters of this configuration the device holds at once (cudaOccupancyMaxActiveClusters; 0: none fits).
 template <int MI, int NWG, int BT>
 int max_clusters_one(int N, int M, int CN, int CK, int stages) {
-  using S = Shape<MI, NWG, BT>;
-  auto kernel = cluster_wgmma_kernel<MI, NWG, BT>;
-  const size_t smem = smem_bytes<MI, NWG, BT>(stages);
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) != cudaSuccess)
-    return -1;
-  if (CN * CK > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
-    return -1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(N / S::BW, CK, (M + BT - 1) / BT);
-  cfg.blockDim = dim3(S::THREADS, 1, 1);
-  cfg.dynamicSmemBytes = smem;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CN;
-  attr[0].val.clusterDim.y = CK;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t cfg;
+  if (launch_config<MI, NWG, BT>(N, M, CN, CK, stages, nullptr, attr, cfg) != cudaSuccess) return -1;
   int count = 0;
-  return cudaOccupancyMaxActiveClusters(&count, kernel, &cfg) == cudaSuccess ? count : -1;
+  return cudaOccupancyMaxActiveClusters(&count, cluster_wgmma_kernel<MI, NWG, BT>, &cfg) == cudaSuccess ? count : -1;
 }
 
 // The compiled (MI, NWG, BT) instances; kernels/methods_library.py WGMMA_COMPILED lists the same (a test checks).

@@ -47,3 +47,19 @@ def assert_self_zeroing(method, config: dict, eager_m: tuple, graph_m: tuple, re
         torch.cuda.synchronize()
         assert rel(g.output, x_static) < 1e-2, i
     assert not any(bool(state[name].any()) for name in zero), {name: int(state[name].count_nonzero()) for name in zero}
+
+
+def assert_matches_fp32(name: str, config: dict, M: int, N: int = 2304, K: int = 8192, family: str = "qkv_gate"):
+    """A BF16 method's y at M tokens within 5e-3 relative L2 of the FP32 product (random weights of unit-variance
+    output, a partial token tile wherever M is not a multiple of the method's tile)."""
+    import torch
+
+    from kernels.registry import get_method
+
+    m = get_method(name)
+    w = (torch.randn(N, K, device="cuda") * K ** -0.5).to(torch.bfloat16)
+    x = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+    y = m.run(m.prepare(w, family, config), x)
+    ref = x.float() @ w.float().t()
+    rel = ((y.float() - ref).norm() / ref.norm()).item()
+    assert y.shape == (M, N) and y.dtype == torch.bfloat16 and rel < 5e-3, (name, config, M, rel)
