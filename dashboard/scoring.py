@@ -95,13 +95,19 @@ class Gate:
         out = []
         sides = [(self.baseline, "baseline")] + ([(self.candidate, "candidate")]
                                                  if self.candidate != self.baseline else [])
+        # plain lists: every page asks ok / wrong / refused several times, and ten DataFrame filters per ask
+        # cost 30-60 ms of a fresh server's first page
+        shape = self.shapes["shape"].tolist()
+        cols = {role: (self.shapes[f"status_{role}"].tolist(), self.shapes[f"reason_{role}"].tolist())
+                for _, role in sides}
         for status in (INCORRECT, FAILED, DISTURBED, MISSING, BELOW_FLOOR):
             if status == BELOW_FLOOR and self.include_below_floor:
                 continue
             for name, role in sides:
-                hit = self.shapes[self.shapes[f"status_{role}"] == status]
-                if len(hit):
-                    out.append((name, status, list(hit["shape"]), list(hit[f"reason_{role}"])))
+                statuses, reasons = cols[role]
+                hit = [i for i, s in enumerate(statuses) if s == status]
+                if hit:
+                    out.append((name, status, [shape[i] for i in hit], [reasons[i] for i in hit]))
         return out
 
     @property
