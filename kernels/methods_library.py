@@ -179,7 +179,7 @@ def wgmma_max_stages(MI: int, NWG: int, BT: int, cap: int = 8) -> int:
     return stages
 
 
-def _wgmma_guard(M, N, K, config):
+def wgmma_guard(M, N, K, config):
     mi, nwg, bt, cn, ck, stages = (config[k] for k in ("MI", "NWG", "BT", "CN", "CK", "STAGES"))
     if (mi, nwg, bt) not in WGMMA_COMPILED:
         return f"cluster_wgmma has no compiled instance MI={mi} NWG={nwg} BT={bt}"
@@ -264,7 +264,7 @@ LIBRARY_METHODS: tuple[Method, ...] = (
         params={"MI": (1, 2), "NWG": (1, 2), "BT": (16, 32, 64, 128, 256), "CN": tuple(range(1, 9)),
                 "CK": tuple(range(1, WGMMA_CLUSTER_MAX + 1)), "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1))},
         configs=WGMMA_CONFIGS,
-        guard=_wgmma_guard,
+        guard=wgmma_guard,
     ),
     Method(
         name="router_hilo_cluster",

@@ -13,6 +13,7 @@ from kernels.cuda.build import Extension, load_extension
 from kernels.launch import check_input
 from kernels.launch import impl
 from kernels.launch.cluster_splitk import unavailable_reason
+from kernels.methods_library import wgmma_guard
 
 EXTENSION = Extension(
     name="projlab_cluster_wgmma",
@@ -43,13 +44,18 @@ def unpack(packed, N: int, K: int):
 def prepare(weight, family: str, config: dict) -> dict:
     import torch
 
+    if weight.dtype != torch.bfloat16 or weight.dim() != 2:
+        raise ValueError(f"cluster_wgmma: weight must be a bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
+    N, K = weight.shape
+    # the kernel trusts its geometry (multicast slices, cluster ranks, shared memory): the guard's shape checks at
+    # prepare, with the token tile's own M, so a config the registry would refuse never launches
+    why = wgmma_guard(int(config["BT"]), int(N), int(K), config)
+    if why:
+        raise ValueError(why)
     reason = unavailable_reason("cluster_wgmma")
     if reason:
         raise RuntimeError(reason)
-    if weight.dtype != torch.bfloat16 or weight.dim() != 2:
-        raise ValueError(f"cluster_wgmma: weight must be a bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
     module = load_extension(EXTENSION)
-    N, K = weight.shape
     bw = 64 * int(config["MI"]) * int(config["NWG"])
     return {"w": pack(weight.contiguous(), bw), "N": int(N), "K": int(K), "family": family, "module": module,
             "args": tuple(int(config[k]) for k in KEYS)}
@@ -58,7 +64,10 @@ def prepare(weight, family: str, config: dict) -> dict:
 def run(state: dict, x):
     import torch
 
-    check_input(x, state["K"], torch.bfloat16, "cluster_wgmma")
+    M = check_input(x, state["K"], torch.bfloat16, "cluster_wgmma")
+    bt = state["args"][2]
+    if not (bt >= M / 2 and bt // 2 < M):   # the guard's token range: more tiles than that are many small launches
+        raise ValueError(f"cluster_wgmma: config BT={bt} serves M from {bt // 2 + 1} to {2 * bt}, got M={M}")
     x = x.contiguous()
     if x.data_ptr() % 16:   # TMA reads from a 16-byte aligned base
         x = x.clone()

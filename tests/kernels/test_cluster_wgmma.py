@@ -94,3 +94,24 @@ def test_pack_makes_each_weight_box_one_block_and_unpack_inverts_it():
     assert tuple(p.shape) == (2, 4, 128, 64) and p.is_contiguous()
     assert torch.equal(p[1, 2], w[128:256, 128:192])          # weight tile 1, K block 2: rows 128-255, K 128-191
     assert torch.equal(unpack(p, 256, 256), w)
+
+
+def test_prepare_refuses_what_the_guard_refuses_before_anything_launches():
+    torch = pytest.importorskip("torch")
+    from kernels.launch.cluster_wgmma import prepare
+
+    w = torch.zeros(2304, 8192, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"multicasts BT / CN token rows per CTA, a multiple of 8 \(BT=128, CN=3\)"):
+        prepare(w, "qkv_gate", _cfg(CN=3, CK=2))
+    with pytest.raises(ValueError, match=r"must be a bfloat16 \[N, K\]"):
+        prepare(w.float(), "qkv_gate", _cfg())
+
+
+def test_run_refuses_a_token_count_outside_the_configs_tile_range():
+    torch = pytest.importorskip("torch")
+    from kernels.launch.cluster_wgmma import KEYS, run
+
+    state = {"K": 64, "N": 128, "args": tuple(_cfg()[k] for k in KEYS), "module": None}   # BT=128: M 65..256
+    for M in (64, 257):
+        with pytest.raises(ValueError, match=rf"config BT=128 serves M from 65 to 256, got M={M}"):
+            run(state, torch.zeros(M, 64, dtype=torch.bfloat16))
