@@ -160,7 +160,8 @@ WGMMA_MAX_STAGES = 32          # the kernel's mbarrier slots
 WGMMA_SMEM_BYTES = 227 * 1024  # the most shared memory one block may opt into on sm_90
 WGMMA_CLUSTER_MAX = 16         # CTAs per cluster: 8 is portable, 16 the non-portable maximum on H100/H200
 # (CN, CK): CN weight tiles share one multicast token tile, CK CTAs split K
-# (at most 8 CTAs: the H200 holds 7 clusters of 16 at once, 112 CTAs, and 15 of 8, 120; see docs/kernels/cluster_wgmma.md)
+# (at most 8 CTAs: the H200 holds 7 clusters of 16 at once, 112 CTAs, and 15 of 8, 120;
+# docs/kernels/cluster_wgmma.md)
 WGMMA_CLUSTERS = ((1, 1), (1, 2), (1, 3), (1, 4), (1, 6), (2, 1), (2, 2), (2, 3), (2, 4), (3, 1), (3, 2), (4, 1),
                   (4, 2))
 

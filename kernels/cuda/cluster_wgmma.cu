@@ -12,18 +12,21 @@
 // Grid and cluster. Grid (N/BW, CK, ceil(M/BT)); cluster (CN, CK, 1). The CK CTAs of a cluster column split K
 // (contiguous ranges of 64-wide blocks); the CN CTAs of a cluster row hold CN neighbouring weight tiles of the same
 // K range and need the same token tile: each loads BT/CN of its rows once and multicasts them to all CN (one L2
-// read feeds CN SMs: the token re-reads across weight tiles are what bound the single-CTA kernels at M >= 128).
+// read feeds CN SMs). Measured on the H200 the multicast configs never beat the unicast ones (CN = 1):
+// docs/kernels/cluster_wgmma.md.
 //
-// Pipeline (warp specialization). Warpgroup 0 is the producer: one thread waits until a ring slot is free in every
-// CTA of its multicast group (the slot's `empty` mbarrier counts NWG arrivals from each of the CN CTAs), arms the
-// slot's `full` mbarrier with the whole stage's bytes (its W tile and all CN token slices) and issues the loads.
+// Pipeline (warp specialization). Warpgroup 0 is the producer: its first warp waits until a ring slot is free in
+// every CTA of its multicast group (the slot's `empty` mbarrier counts NWG arrivals from each of the CN CTAs), and
+// its lane 0 arms the slot's `full` mbarrier with the whole stage's bytes (its W tile and all CN token slices) and
+// issues the loads.
 // Warpgroups 1..NWG are consumers: wait `full`, issue the stage's wgmmas asynchronously, and once the previous
 // stage's MMAs completed (wgmma.wait_group 1) free that slot in every CTA of the group (remote mbarrier arrives).
 // setmaxnreg moves registers from the producer to the consumers.
 //
 // Epilogue. Each CTA writes its FP32 partial tile into its own shared memory (over the drained ring); after a
-// cluster barrier rank k of the K split sums rows [k*BW/CK, (k+1)*BW/CK) of the tile (integer bounds) over the CK peers' shared
-// memory (DSMEM), converts to BF16 and writes y (consecutive threads on consecutive output columns). A second
+// cluster barrier rank k of the K split sums rows [k*BW/CK, (k+1)*BW/CK) of the tile (integer bounds) over the
+// CK peers' shared memory (DSMEM), converts to BF16 and writes y (consecutive threads on consecutive output
+// columns). A second
 // cluster barrier keeps every CTA resident while a peer still reads its memory. No global workspace, no second
 // kernel, nothing to reset between graph replays.
 #include <cooperative_groups.h>

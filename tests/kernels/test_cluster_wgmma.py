@@ -45,7 +45,8 @@ def test_every_shipped_config_fits_and_the_stage_count_is_the_most_that_fits():
 
 def test_smem_formula_is_the_kernels():
     # kernels/cuda/cluster_wgmma.cu: 1024 alignment slack + 1024 barrier bytes + max(ring, BW x (BT+4) FP32 partial)
-    assert "1024 /* alignment slack */ + BARRIER_BYTES + (ring > S::PART_BYTES ? ring : S::PART_BYTES)" in CU.read_text()
+    kernel_formula = "1024 /* alignment slack */ + BARRIER_BYTES + (ring > S::PART_BYTES ? ring : S::PART_BYTES)"
+    assert kernel_formula in CU.read_text()
     assert wgmma_smem_bytes(1, 2, 128, 7) == 2048 + 7 * (128 + 128) * 128          # the ring is larger
     assert wgmma_smem_bytes(2, 2, 128, 2) == 2048 + 256 * 132 * 4                  # the partial tile is larger
 
