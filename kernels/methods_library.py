@@ -180,12 +180,18 @@ def wgmma_max_stages(MI: int, NWG: int, BT: int, cap: int = 8) -> int:
     return stages
 
 
+def wgmma_token_range(BT: int) -> tuple[int, int]:
+    """The token counts a BT-token tile serves: more than half a tile, at most two tiles."""
+    return BT // 2 + 1, 2 * BT
+
+
 def wgmma_guard(M, N, K, config):
     mi, nwg, bt, cn, ck, stages = (config[k] for k in ("MI", "NWG", "BT", "CN", "CK", "STAGES"))
     if (mi, nwg, bt) not in WGMMA_COMPILED:
         return f"cluster_wgmma has no compiled instance MI={mi} NWG={nwg} BT={bt}"
-    if not (bt >= M / 2 and bt // 2 < M):
-        return f"cluster_wgmma at M={M} uses token tiles of {M / 2:g} to {2 * M - 1} tokens, not BT={bt}"
+    low, high = wgmma_token_range(bt)
+    if not low <= M <= high:
+        return f"cluster_wgmma: BT={bt} serves M from {low} to {high}, not M={M}"
     bw = 64 * mi * nwg
     if N % (bw * cn):
         return f"cluster_wgmma needs N % (BW * CN) == 0 (BW={bw}, CN={cn}, N={N})"

@@ -54,7 +54,6 @@ struct Shape {
   static constexpr int STAGE_BYTES = W_BYTES + X_BYTES;
   static constexpr int PART_STRIDE = BT + 4;        // floats per partial row (the pad spreads banks)
   static constexpr int PART_BYTES = BW * PART_STRIDE * 4;
-  static constexpr int ACC = MI * BT / 2;           // FP32 accumulators per consumer thread
 };
 
 template <int MI, int NWG, int BT>
@@ -138,7 +137,9 @@ __device__ __forceinline__ void acc_fence(float (&d)[R]) {   // keep the accumul
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// D[64 x N] += A[64 x 16] * B[N x 16]^T, A and B from shared memory (descriptors), FP32 D in registers.
+// D[64 x N] += A[64 x 16] * B[N x 16]^T, A and B from shared memory (descriptors), FP32 D in registers. One
+// specialization per N below: they differ only in N and in the N/2 accumulator operands, which inline PTX must
+// list one by one.
 template <int N>
 __device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b);
 

@@ -3,11 +3,10 @@
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAGuard.h>
 
-// x [M, K] BF16 contiguous (16-byte aligned rows, TMA); wpk the tile-packed BF16 weights of N rows
+// x [M, K] BF16 contiguous (16-byte aligned rows, TMA); w the tile-packed BF16 weights of N rows
 // (kernels/launch/cluster_wgmma.py pack); y [M, N] BF16.
-torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor wpk, int64_t N, int64_t MI, int64_t NWG, int64_t BT,
+torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor w, int64_t N, int64_t MI, int64_t NWG, int64_t BT,
                             int64_t CN, int64_t CK, int64_t stages) {
-  torch::Tensor w = wpk;
   TORCH_CHECK(x.is_cuda() && w.is_cuda(), "cluster_wgmma: x and w must be CUDA tensors");
   TORCH_CHECK(x.scalar_type() == at::kBFloat16 && w.scalar_type() == at::kBFloat16,
               "cluster_wgmma: x and w must be bfloat16");

@@ -13,12 +13,12 @@ from kernels.cuda.build import Extension, load_extension
 from kernels.launch import check_input
 from kernels.launch import impl
 from kernels.launch.cluster_splitk import unavailable_reason
-from kernels.methods_library import wgmma_guard
+from kernels.methods_library import WGMMA_BK as BK, wgmma_guard, wgmma_token_range
 
 EXTENSION = Extension(
     name="projlab_cluster_wgmma",
     sources=("cluster_wgmma.cu", "cluster_wgmma_torch.cu"),
-    declarations="torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor wpk, int64_t N, int64_t MI, "
+    declarations="torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor w, int64_t N, int64_t MI, "
                  "int64_t NWG, int64_t BT, int64_t CN, int64_t CK, int64_t stages);\n"
                  "int64_t cluster_wgmma_max_clusters(int64_t N, int64_t M, int64_t MI, int64_t NWG, int64_t BT, "
                  "int64_t CN, int64_t CK, int64_t stages);",
@@ -26,7 +26,6 @@ EXTENSION = Extension(
 )
 
 KEYS = ("MI", "NWG", "BT", "CN", "CK", "STAGES")
-BK = 64   # K per ring stage
 
 
 def pack(weight, BW: int):
@@ -66,8 +65,9 @@ def run(state: dict, x):
 
     M = check_input(x, state["K"], torch.bfloat16, "cluster_wgmma")
     bt = state["args"][2]
-    if not (bt >= M / 2 and bt // 2 < M):   # the guard's token range: more tiles than that are many small launches
-        raise ValueError(f"cluster_wgmma: config BT={bt} serves M from {bt // 2 + 1} to {2 * bt}, got M={M}")
+    low, high = wgmma_token_range(bt)
+    if not low <= M <= high:
+        raise ValueError(f"cluster_wgmma: config BT={bt} serves M from {low} to {high}, got M={M}")
     x = x.contiguous()
     if x.data_ptr() % 16:   # TMA reads from a 16-byte aligned base
         x = x.clone()

@@ -56,7 +56,10 @@ def test_guard_admits_the_design_point_and_names_each_refusal():
     assert _why(128, N, K) is None
     assert _why(100, N, K) is None                                   # a partial token tile (zero-filled by TMA)
     assert "no compiled instance MI=2 NWG=1 BT=128" in _why(128, N, K, MI=2, NWG=1)
-    assert "token tiles of 64 to 255 tokens, not BT=32" in _why(128, N, K, BT=32, CN=1, STAGES=8)
+    assert "BT=32 serves M from 17 to 64, not M=128" in _why(128, N, K, BT=32, CN=1, STAGES=8)
+    assert _why(65, N, K) is None and _why(256, N, K) is None                                # BT=128's edges
+    assert "BT=128 serves M from 65 to 256, not M=64" in _why(64, N, K)
+    assert "BT=128 serves M from 65 to 256, not M=257" in _why(257, N, K)
     assert "N % (BW * CN) == 0 (BW=128, CN=4, N=2304)" in _why(128, N, K, CN=4, CK=2)      # 18 tiles, 4 per cluster
     assert _why(128, N, K, MI=2, CN=1, CK=4, STAGES=4) is None                               # 9 tiles of 256 rows
     assert "N % (BW * CN) == 0 (BW=256, CN=2, N=2304)" in _why(128, N, K, MI=2, CN=2, CK=4, STAGES=4)
