@@ -373,6 +373,196 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
   cluster.sync();   // no CTA leaves while a peer still reads its shared memory
 }
 
+// ------------------------------------------------------------------------------------------------ stream-K
+// streamk_wgmma: the same producer / consumer pipeline on P CTAs (one per SM) over equal runs of the work units
+// (weight tile, token tile, 64-wide K block), taken tile after tile, each tile in K order. The ring flows across
+// tile boundaries (no pipeline restart), and P need not divide the tiles: every CTA streams the same number of
+// weight blocks at any N. A CTA that covers a whole tile writes y from its registers. A tile split between CTAs
+// (at most the first and the last tile of each CTA's run) is summed by its last finisher: each part stores its
+// FP32 partial into its own workspace slot (2p for CTA p's first tile, 2p + 1 for its last), fences, and counts
+// itself in the tile's counter; the part that counts last adds the others' slots to its registers, writes y and
+// sets the counter back to zero, so nothing needs resetting between launches or graph replays.
+
+__device__ __forceinline__ void mbar_arrive_local(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+
+// The CTA whose run holds work unit u (runs [p * U / P, (p + 1) * U / P)).
+__device__ __forceinline__ int run_owner(long long u, int P, long long U) {
+  return static_cast<int>(((u + 1) * P - 1) / U);
+}
+
+template <int MI, int NWG, int BT>
+constexpr size_t streamk_smem_bytes(int stages) {
+  return 1024 /* alignment slack */ + BARRIER_BYTES + static_cast<size_t>(stages) * Shape<MI, NWG, BT>::STAGE_BYTES;
+}
+
+template <int MI, int NWG, int BT>
+__global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
+    streamk_wgmma_kernel(const __grid_constant__ CUtensorMap wmap, const __grid_constant__ CUtensorMap xmap,
+                         __nv_bfloat16* __restrict__ y, float* __restrict__ ws, int* __restrict__ counts, int M,
+                         int N, int K, int stages) {
+  using S = Shape<MI, NWG, BT>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem);
+  uint64_t* empty = full + MAX_STAGES;
+  volatile int* last_flag = reinterpret_cast<volatile int*>(empty + MAX_STAGES);   // inside BARRIER_BYTES
+  uint8_t* ring = smem + BARRIER_BYTES;
+
+  const int P = gridDim.x, p = blockIdx.x;
+  const int kb_total = K / BK, tiles_n = N / S::BW;
+  const long long U = static_cast<long long>(tiles_n) * ((M + BT - 1) / BT) * kb_total;
+  const long long u0 = p * U / P, u1 = (p + 1) * U / P;
+  const int n_units = static_cast<int>(u1 - u0);
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      mbar_init(full + s, 1);
+      mbar_init(empty + s, NWG);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    if constexpr (NWG > 1) setmaxnreg_dec<Registers<NWG>::producer>();
+    if (tid < 32) {   // as in the cluster kernel: the first warp walks the ring, its lane 0 issues the loads
+      for (int i = 0; i < n_units; ++i) {
+        const int s = i % stages;
+        if (i >= stages) mbar_wait(empty + s, ((i / stages) - 1) & 1);
+        if (tid == 0) {
+          const long long u = u0 + i;
+          const int kb = static_cast<int>(u % kb_total);
+          const int tile = static_cast<int>(u / kb_total);
+          uint8_t* stage = ring + static_cast<size_t>(s) * S::STAGE_BYTES;
+          mbar_arrive_expect_tx(full + s, S::STAGE_BYTES);
+          tma_load(stage, &wmap, 0, ((tile % tiles_n) * kb_total + kb) * S::BW, full + s);
+          tma_load(stage + S::W_BYTES, &xmap, kb * BK, (tile / tiles_n) * BT, full + s);
+        }
+        __syncwarp();
+      }
+    }
+    return;
+  }
+
+  if constexpr (NWG > 1) setmaxnreg_inc<Registers<NWG>::consumer>();
+  const int cw = wg - 1, warp = tid / 32, lane = tid % 32;
+  float acc[MI][BT / 2];
+  int pending = -1;        // the stage whose MMAs may still be in flight, not yet given back to the producer
+  long long seg = u0;      // the first unit of the current tile segment
+  for (int i = 0; i < n_units; ++i) {
+    const long long u = u0 + i;
+    const int kb = static_cast<int>(u % kb_total);
+    if (u == seg) {
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int j = 0; j < BT / 2; ++j) acc[mi][j] = 0.f;
+    }
+    const int s = i % stages;
+    mbar_wait(full + s, (i / stages) & 1);
+    const uint32_t stage = smem_u32(ring + static_cast<size_t>(s) * S::STAGE_BYTES);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      const uint64_t b = sw128_desc(stage + S::W_BYTES + kk * 32);
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+        wgmma<BT>(acc[mi], sw128_desc(stage + (cw * MI + mi) * 64 * ROW_BYTES + kk * 32), b);
+    }
+    wgmma_commit();
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
+    if (pending >= 0) {
+      wgmma_wait<1>();
+      if (tid == 0) mbar_arrive_local(empty + pending % stages);
+    }
+    pending = i;
+    if (kb != kb_total - 1 && i != n_units - 1) continue;
+
+    // ---- the end of a tile segment [seg, u]
+    wgmma_wait<0>();
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
+    if (tid == 0) mbar_arrive_local(empty + s);
+    pending = -1;
+    const int tile = static_cast<int>(u / kb_total);
+    const int tn = tile % tiles_n, t0 = (tile / tiles_n) * BT;
+    const bool whole = (seg % kb_total == 0) && kb == kb_total - 1;
+    if (!whole) {
+      float* slot = ws + (2 * static_cast<size_t>(p) + (seg == u0 ? 0 : 1)) * S::BW * BT;
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi) {
+        const int r = (cw * MI + mi) * 64 + 16 * warp + lane / 4;
+#pragma unroll
+        for (int j = 0; j < BT / 8; ++j) {
+          const int c = 8 * j + 2 * (lane % 4);
+          __stcg(reinterpret_cast<float2*>(slot + r * BT + c), make_float2(acc[mi][4 * j], acc[mi][4 * j + 1]));
+          __stcg(reinterpret_cast<float2*>(slot + (r + 8) * BT + c),
+                 make_float2(acc[mi][4 * j + 2], acc[mi][4 * j + 3]));
+        }
+      }
+      __threadfence();
+      asm volatile("bar.sync 1, %0;\n" ::"n"(NWG * 128) : "memory");
+      const long long tu0 = static_cast<long long>(tile) * kb_total;
+      const int first = run_owner(tu0, P, U), last = run_owner(tu0 + kb_total - 1, P, U);
+      if (threadIdx.x == 128) {
+        const bool done = atomicAdd(counts + tile, 1) == last - first;
+        if (done) counts[tile] = 0;   // every part has counted: no one touches it again in this launch
+        *last_flag = done;
+      }
+      asm volatile("bar.sync 1, %0;\n" ::"n"(NWG * 128) : "memory");
+      const bool done = *last_flag;
+      asm volatile("bar.sync 1, %0;\n" ::"n"(NWG * 128) : "memory");   // the flag is read before it is rewritten
+      if (!done) {
+        seg = u + 1;
+        continue;
+      }
+      __threadfence();
+      for (int q = first; q <= last; ++q) {
+        if (q == p) continue;
+        // tile is CTA q's first tile when q's run starts inside it, else its last
+        const bool q_first = (static_cast<long long>(q) * U / P) / kb_total == tile;
+        const float* other = ws + (2 * static_cast<size_t>(q) + (q_first ? 0 : 1)) * S::BW * BT;
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+          const int r = (cw * MI + mi) * 64 + 16 * warp + lane / 4;
+#pragma unroll
+          for (int j = 0; j < BT / 8; ++j) {
+            const int c = 8 * j + 2 * (lane % 4);
+            const float2 a = __ldcg(reinterpret_cast<const float2*>(other + r * BT + c));
+            const float2 b = __ldcg(reinterpret_cast<const float2*>(other + (r + 8) * BT + c));
+            acc[mi][4 * j] += a.x; acc[mi][4 * j + 1] += a.y;
+            acc[mi][4 * j + 2] += b.x; acc[mi][4 * j + 3] += b.y;
+          }
+        }
+      }
+    }
+    // ---- y for the whole tile (rows: weights, columns: tokens)
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      const int n = tn * S::BW + (cw * MI + mi) * 64 + 16 * warp + lane / 4;
+#pragma unroll
+      for (int j = 0; j < BT / 8; ++j) {
+        const int t = t0 + 8 * j + 2 * (lane % 4);
+        if (t < M) {
+          y[static_cast<size_t>(t) * N + n] = __float2bfloat16(acc[mi][4 * j]);
+          y[static_cast<size_t>(t) * N + n + 8] = __float2bfloat16(acc[mi][4 * j + 2]);
+        }
+        if (t + 1 < M) {
+          y[static_cast<size_t>(t + 1) * N + n] = __float2bfloat16(acc[mi][4 * j + 1]);
+          y[static_cast<size_t>(t + 1) * N + n + 8] = __float2bfloat16(acc[mi][4 * j + 3]);
+        }
+      }
+    }
+    seg = u + 1;
+  }
+}
+
 // ------------------------------------------------------------------------------------------------ host
 
 inline PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
@@ -451,6 +641,24 @@ int max_clusters_one(int N, int M, int CN, int CK, int stages) {
   return cudaOccupancyMaxActiveClusters(&count, cluster_wgmma_kernel<MI, NWG, BT>, &cfg) == cudaSuccess ? count : -1;
 }
 
+// streamk_wgmma on P CTAs: ws holds 2 * P * BW * BT floats, counts one int per (weight tile, token tile), zero
+// before the first launch (every launch leaves them zero).
+template <int MI, int NWG, int BT>
+cudaError_t launch_streamk_one(const void* x, const void* w, void* y, float* ws, int* counts, int M, int N, int K,
+                               int P, int stages, cudaStream_t stream) {
+  using S = Shape<MI, NWG, BT>;
+  CUtensorMap wmap, xmap;
+  if (!make_map(&wmap, w, N / 64 * (K / 64) * 64, BK, S::BW) || !make_map(&xmap, x, M, K, BT))
+    return cudaErrorInvalidValue;
+  auto kernel = streamk_wgmma_kernel<MI, NWG, BT>;
+  const size_t smem = streamk_smem_bytes<MI, NWG, BT>(stages);
+  const cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  kernel<<<P, S::THREADS, smem, stream>>>(wmap, xmap, static_cast<__nv_bfloat16*>(y), ws, counts, M, N, K, stages);
+  return cudaGetLastError();
+}
+
 // The compiled (MI, NWG, BT) instances; kernels/methods_library.py WGMMA_COMPILED lists the same (a test checks).
 #define PROJLAB_WGMMA_CASES(X) \
   X(1, 2, 16)                  \
@@ -469,6 +677,16 @@ inline cudaError_t launch(const void* x, const void* w, void* y, int M, int N, i
                           int CN, int CK, int stages, cudaStream_t stream) {
 #define PROJLAB_CASE(mi, nwg, bt) \
   if (MI == mi && NWG == nwg && BT == bt) return launch_one<mi, nwg, bt>(x, w, y, M, N, K, CN, CK, stages, stream);
+  PROJLAB_WGMMA_CASES(PROJLAB_CASE)
+#undef PROJLAB_CASE
+  return cudaErrorInvalidValue;
+}
+
+inline cudaError_t launch_streamk(const void* x, const void* w, void* y, float* ws, int* counts, int M, int N,
+                                  int K, int MI, int NWG, int BT, int P, int stages, cudaStream_t stream) {
+#define PROJLAB_CASE(mi, nwg, bt) \
+  if (MI == mi && NWG == nwg && BT == bt)  \
+    return launch_streamk_one<mi, nwg, bt>(x, w, y, ws, counts, M, N, K, P, stages, stream);
   PROJLAB_WGMMA_CASES(PROJLAB_CASE)
 #undef PROJLAB_CASE
   return cudaErrorInvalidValue;

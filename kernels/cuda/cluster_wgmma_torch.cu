@@ -29,3 +29,29 @@ int64_t cluster_wgmma_max_clusters(int64_t N, int64_t M, int64_t MI, int64_t NWG
                                              static_cast<int>(NWG), static_cast<int>(BT), static_cast<int>(CN),
                                              static_cast<int>(CK), static_cast<int>(stages));
 }
+
+// streamk_wgmma: x [M, K] BF16 contiguous, w tile-packed as for cluster_wgmma, ws FP32 (2 * P * BW * BT), counts
+// int32 (one per weight tile and token tile, zero); y [M, N] BF16.
+torch::Tensor streamk_wgmma(torch::Tensor x, torch::Tensor w, torch::Tensor ws, torch::Tensor counts, int64_t N,
+                            int64_t MI, int64_t NWG, int64_t BT, int64_t P, int64_t stages) {
+  TORCH_CHECK(x.is_cuda() && w.is_cuda() && ws.is_cuda() && counts.is_cuda(),
+              "streamk_wgmma: x, w, ws and counts must be CUDA tensors");
+  TORCH_CHECK(x.scalar_type() == at::kBFloat16 && w.scalar_type() == at::kBFloat16,
+              "streamk_wgmma: x and w must be bfloat16");
+  TORCH_CHECK(x.dim() == 2 && x.is_contiguous() && w.is_contiguous() && w.numel() == N * x.size(1),
+              "streamk_wgmma: x [M, K] contiguous and the packed w holding N x K");
+  const int64_t bw = 64 * MI * NWG, tiles = N / bw * ((x.size(0) + BT - 1) / BT);
+  TORCH_CHECK(ws.scalar_type() == at::kFloat && ws.numel() >= 2 * P * bw * BT,
+              "streamk_wgmma: ws must hold 2 * P * BW * BT floats");
+  TORCH_CHECK(counts.scalar_type() == at::kInt && counts.numel() >= tiles,
+              "streamk_wgmma: counts must hold one int32 per weight tile and token tile");
+  const c10::cuda::CUDAGuard guard(x.device());
+  auto y = torch::empty({x.size(0), N}, x.options());
+  const cudaError_t err = projlab_cluster_wgmma::launch_streamk(
+      x.data_ptr(), w.data_ptr(), y.data_ptr(), ws.data_ptr<float>(), counts.data_ptr<int>(),
+      static_cast<int>(x.size(0)), static_cast<int>(N), static_cast<int>(x.size(1)), static_cast<int>(MI),
+      static_cast<int>(NWG), static_cast<int>(BT), static_cast<int>(P), static_cast<int>(stages),
+      c10::cuda::getCurrentCUDAStream().stream());
+  TORCH_CHECK(err == cudaSuccess, "streamk_wgmma: launch failed: ", cudaGetErrorString(err));
+  return y;
+}
