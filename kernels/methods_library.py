@@ -214,6 +214,59 @@ WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES"),
                               for mi, nwg, bt in WGMMA_COMPILED for cn, ck in WGMMA_CLUSTERS
                               if bt % (8 * cn) == 0])
 
+# ------------------------------------------------------------------------------------------ streamk_wgmma
+
+# The same compiled (MI, NWG, BT) instances on one CTA per SM (kernels/cuda/cluster_wgmma.cu streamk_wgmma_kernel):
+# no cluster, the ring only (no partial tile in shared memory), split tiles summed through a global workspace.
+STREAMK_WGMMA_CTAS_PER_SM = (1, 2)
+SM_SMEM_BYTES = 228 * 1024     # shared memory per SM on sm_90, of which the system keeps 1 KB per resident CTA
+CTA_RESERVED_SMEM = 1024
+
+
+def streamk_wgmma_smem_bytes(MI: int, NWG: int, BT: int, stages: int) -> int:
+    """kernels/cuda/cluster_wgmma.cu streamk_smem_bytes: alignment slack, the mbarriers, the ring."""
+    return 1024 + 1024 + stages * (64 * MI * NWG + BT) * WGMMA_BK * 2
+
+
+def streamk_wgmma_guard(M, N, K, config):
+    mi, nwg, bt, per_sm, stages = (config[k] for k in ("MI", "NWG", "BT", "PER_SM", "STAGES"))
+    if (mi, nwg, bt) not in WGMMA_COMPILED:
+        return f"streamk_wgmma has no compiled instance MI={mi} NWG={nwg} BT={bt}"
+    low, high = wgmma_token_range(bt)
+    if not low <= M <= high:
+        return f"streamk_wgmma: BT={bt} serves M from {low} to {high}, not M={M}"
+    bw = 64 * mi * nwg
+    if N % bw or K % WGMMA_BK:
+        return f"streamk_wgmma needs N % BW == 0 and K % {WGMMA_BK} == 0 (BW={bw}, N={N}, K={K})"
+    if per_sm not in STREAMK_WGMMA_CTAS_PER_SM:
+        return f"streamk_wgmma runs {' or '.join(map(str, STREAMK_WGMMA_CTAS_PER_SM))} CTAs per SM, not PER_SM={per_sm}"
+    if not 2 <= stages <= WGMMA_MAX_STAGES:
+        return f"streamk_wgmma needs 2 <= STAGES <= {WGMMA_MAX_STAGES} (STAGES={stages})"
+    smem = streamk_wgmma_smem_bytes(mi, nwg, bt, stages)
+    if smem > WGMMA_SMEM_BYTES or per_sm * (smem + CTA_RESERVED_SMEM) > SM_SMEM_BYTES:
+        return (f"streamk_wgmma needs {smem} bytes of shared memory per CTA at STAGES={stages}, {per_sm} CTA(s) "
+                f"per SM (the limits: {WGMMA_SMEM_BYTES} per CTA, {SM_SMEM_BYTES} per SM with "
+                f"{CTA_RESERVED_SMEM} reserved per CTA)")
+    return None
+
+
+def _streamk_wgmma_stages(mi: int, nwg: int, bt: int, per_sm: int, cap: int = 8) -> int:
+    stages = cap
+    while stages > 2 and streamk_wgmma_guard(bt, 64 * mi * nwg, WGMMA_BK,
+                                              {"MI": mi, "NWG": nwg, "BT": bt, "PER_SM": per_sm, "STAGES": stages}):
+        stages -= 1
+    return stages
+
+
+# One CTA per SM at the deepest ring that fits (at most 8), and two per SM where two rings of 4 or more fit and the
+# consumer's accumulators leave registers for a second CTA (BT <= 64, one consumer warpgroup).
+STREAMK_WGMMA_CONFIGS = config_table(
+    ("MI", "NWG", "BT", "PER_SM", "STAGES"),
+    [(mi, nwg, bt, 1, _streamk_wgmma_stages(mi, nwg, bt, 1)) for mi, nwg, bt in WGMMA_COMPILED]
+    + [(mi, nwg, bt, 2, _streamk_wgmma_stages(mi, nwg, bt, 2)) for mi, nwg, bt in WGMMA_COMPILED
+       if nwg == 1 and bt <= 64 and _streamk_wgmma_stages(mi, nwg, bt, 2) >= 4])
+
+
 LIBRARY_METHODS: tuple[Method, ...] = (
     PerShapeMethod(
         name="cublaslt",
@@ -272,6 +325,18 @@ LIBRARY_METHODS: tuple[Method, ...] = (
                 "CK": tuple(range(1, WGMMA_CLUSTER_MAX + 1)), "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1))},
         configs=WGMMA_CONFIGS,
         guard=wgmma_guard,
+    ),
+    Method(
+        name="streamk_wgmma",
+        dtypes=BF16_ONLY,
+        impl="kernels.launch.cluster_wgmma:STREAMK_WGMMA",
+        description="cluster_wgmma's warp-specialized TMA + wgmma pipeline on PER_SM CTAs per SM over equal runs "
+                    "of (weight tile, token tile, K block) units, the ring flowing across tile boundaries; a tile "
+                    "split between CTAs is summed by its last finisher through a self-zeroing FP32 workspace",
+        params={"MI": (1, 2), "NWG": (1, 2), "BT": (16, 32, 64, 128, 256), "PER_SM": STREAMK_WGMMA_CTAS_PER_SM,
+                "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1))},
+        configs=STREAMK_WGMMA_CONFIGS,
+        guard=streamk_wgmma_guard,
     ),
     Method(
         name="router_hilo_cluster",

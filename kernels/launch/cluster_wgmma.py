@@ -1,6 +1,8 @@
 """Cluster wgmma (CUDA C++, kernels/cuda/cluster_wgmma.cu): warp-specialized TMA + warpgroup-MMA products, the
 token tile multicast across the CN weight tiles of a thread-block cluster and the CK-way K split summed through
-distributed shared memory, in one launch with no global workspace.
+distributed shared memory, in one launch with no global workspace (`cluster_wgmma`); the same pipeline on PER_SM
+CTAs per SM over equal runs of tile K blocks, split tiles summed by their last finisher through a self-zeroing
+FP32 workspace (`streamk_wgmma`).
 
 The weights are tile-packed at prepare (`pack`: each BW x 64 weight box one contiguous block); the launcher checks
 x and passes both to the extension, which encodes the two tensor maps per call. Built on first use by
@@ -13,7 +15,7 @@ from kernels.cuda.build import Extension, load_extension
 from kernels.launch import check_input
 from kernels.launch import impl
 from kernels.launch.cluster_splitk import unavailable_reason
-from kernels.methods_library import WGMMA_BK as BK, wgmma_guard, wgmma_token_range
+from kernels.methods_library import WGMMA_BK as BK, streamk_wgmma_guard, wgmma_guard, wgmma_token_range
 
 EXTENSION = Extension(
     name="projlab_cluster_wgmma",
@@ -21,8 +23,10 @@ EXTENSION = Extension(
     declarations="torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor w, int64_t N, int64_t MI, "
                  "int64_t NWG, int64_t BT, int64_t CN, int64_t CK, int64_t stages);\n"
                  "int64_t cluster_wgmma_max_clusters(int64_t N, int64_t M, int64_t MI, int64_t NWG, int64_t BT, "
-                 "int64_t CN, int64_t CK, int64_t stages);",
-    functions=("cluster_wgmma", "cluster_wgmma_max_clusters"),
+                 "int64_t CN, int64_t CK, int64_t stages);\n"
+                 "torch::Tensor streamk_wgmma(torch::Tensor x, torch::Tensor w, torch::Tensor ws, "
+                 "torch::Tensor counts, int64_t N, int64_t MI, int64_t NWG, int64_t BT, int64_t P, int64_t stages);",
+    functions=("cluster_wgmma", "cluster_wgmma_max_clusters", "streamk_wgmma"),
 )
 
 KEYS = ("MI", "NWG", "BT", "CN", "CK", "STAGES")
@@ -80,3 +84,56 @@ def resident_clusters(state: dict, M: int) -> int:
 
 
 CLUSTER_WGMMA = impl(prepare, run)
+
+SK_KEYS = ("MI", "NWG", "BT")
+
+
+def streamk_ctas(device, per_sm: int) -> int:
+    """The grid: PER_SM CTAs on every SM of the device."""
+    import torch
+
+    return per_sm * int(torch.cuda.get_device_properties(device).multi_processor_count)
+
+
+def prepare_streamk(weight, family: str, config: dict) -> dict:
+    """Packs the weights; allocates the workspace (two FP32 BW x BT slots per CTA) and the per-tile counters (zero,
+    sized for the most token tiles BT serves; every launch leaves them zero). Same-state calls must stay on one
+    stream: they share the workspace."""
+    import torch
+
+    if weight.dtype != torch.bfloat16 or weight.dim() != 2:
+        raise ValueError(f"streamk_wgmma: weight must be a bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
+    N, K = weight.shape
+    bt = int(config["BT"])
+    why = streamk_wgmma_guard(bt, int(N), int(K), config)
+    if why:
+        raise ValueError(why)
+    reason = unavailable_reason("streamk_wgmma")
+    if reason:
+        raise RuntimeError(reason)
+    module = load_extension(EXTENSION)
+    mi, nwg = int(config["MI"]), int(config["NWG"])
+    bw = 64 * mi * nwg
+    ctas = streamk_ctas(weight.device, int(config["PER_SM"]))
+    max_token_tiles = -(-wgmma_token_range(bt)[1] // bt)
+    return {"w": pack(weight.contiguous(), bw), "N": int(N), "K": int(K), "family": family, "module": module,
+            "ws": torch.empty(2 * ctas * bw * bt, device=weight.device, dtype=torch.float32),
+            "counts": torch.zeros(N // bw * max_token_tiles, device=weight.device, dtype=torch.int32),
+            "args": (mi, nwg, bt, ctas, int(config["STAGES"]))}
+
+
+def run_streamk(state: dict, x):
+    import torch
+
+    M = check_input(x, state["K"], torch.bfloat16, "streamk_wgmma")
+    bt = state["args"][2]
+    low, high = wgmma_token_range(bt)
+    if not low <= M <= high:
+        raise ValueError(f"streamk_wgmma: config BT={bt} serves M from {low} to {high}, got M={M}")
+    x = x.contiguous()
+    if x.data_ptr() % 16:
+        x = x.clone()
+    return state["module"].streamk_wgmma(x, state["w"], state["ws"], state["counts"], state["N"], *state["args"])
+
+
+STREAMK_WGMMA = impl(prepare_streamk, run_streamk)
