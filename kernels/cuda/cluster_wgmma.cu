@@ -387,9 +387,12 @@ __device__ __forceinline__ void mbar_arrive_local(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
 }
 
-// The CTA whose run holds work unit u (runs [p * U / P, (p + 1) * U / P)).
-__device__ __forceinline__ int run_owner(long long u, int P, long long U) {
-  return static_cast<int>(((u + 1) * P - 1) / U);
+// CTA p's run of work units is [run_start(p), run_start(p + 1)); run_owner(u) is the CTA whose run holds unit u.
+__device__ __forceinline__ int run_start(int p, int P, int U) {
+  return static_cast<int>(static_cast<long long>(p) * U / P);
+}
+__device__ __forceinline__ int run_owner(int u, int P, int U) {
+  return static_cast<int>(((static_cast<long long>(u) + 1) * P - 1) / U);
 }
 
 template <int MI, int NWG, int BT>
@@ -412,9 +415,8 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
 
   const int P = gridDim.x, p = blockIdx.x;
   const int kb_total = K / BK, tiles_n = N / S::BW;
-  const long long U = static_cast<long long>(tiles_n) * ((M + BT - 1) / BT) * kb_total;
-  const long long u0 = p * U / P, u1 = (p + 1) * U / P;
-  const int n_units = static_cast<int>(u1 - u0);
+  const int U = tiles_n * ((M + BT - 1) / BT) * kb_total;   // < 2^31 for any N, K the launcher admits
+  const int u0 = run_start(p, P, U), n_units = run_start(p + 1, P, U) - u0;
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
 
   if (threadIdx.x == 0) {
@@ -429,13 +431,11 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
   if (wg == 0) {
     if constexpr (NWG > 1) setmaxnreg_dec<Registers<NWG>::producer>();
     if (tid < 32) {   // as in the cluster kernel: the first warp walks the ring, its lane 0 issues the loads
-      for (int i = 0; i < n_units; ++i) {
+      int kb = u0 % kb_total, tile = u0 / kb_total;   // the unit's K block and tile, stepped along the run
+      for (int i = 0; i < n_units; ++i, kb = kb + 1 == kb_total ? 0 : kb + 1, tile += kb == 0) {
         const int s = i % stages;
         if (i >= stages) mbar_wait(empty + s, ((i / stages) - 1) & 1);
         if (tid == 0) {
-          const long long u = u0 + i;
-          const int kb = static_cast<int>(u % kb_total);
-          const int tile = static_cast<int>(u / kb_total);
           uint8_t* stage = ring + static_cast<size_t>(s) * S::STAGE_BYTES;
           mbar_arrive_expect_tx(full + s, S::STAGE_BYTES);
           tma_load(stage, &wmap, 0, ((tile % tiles_n) * kb_total + kb) * S::BW, full + s);
@@ -450,12 +450,14 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
   if constexpr (NWG > 1) setmaxnreg_inc<Registers<NWG>::consumer>();
   const int cw = wg - 1, warp = tid / 32, lane = tid % 32;
   float acc[MI][BT / 2];
-  int pending = -1;        // the stage whose MMAs may still be in flight, not yet given back to the producer
-  long long seg = u0;      // the first unit of the current tile segment
+  int pending = -1;          // the stage whose MMAs may still be in flight, not yet given back to the producer
+  int seg_kb = u0 % kb_total;   // the K block the current tile segment started at
+  int next_kb = seg_kb, next_tile = u0 / kb_total;
   for (int i = 0; i < n_units; ++i) {
-    const long long u = u0 + i;
-    const int kb = static_cast<int>(u % kb_total);
-    if (u == seg) {
+    const int kb = next_kb, tile = next_tile;
+    next_kb = kb + 1 == kb_total ? 0 : kb + 1;
+    next_tile += next_kb == 0;
+    if (kb == seg_kb) {
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
@@ -484,17 +486,18 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
     pending = i;
     if (kb != kb_total - 1 && i != n_units - 1) continue;
 
-    // ---- the end of a tile segment [seg, u]
+    // ---- the end of a tile segment (its K blocks seg_kb..kb of tile)
     wgmma_wait<0>();
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
     if (tid == 0) mbar_arrive_local(empty + s);
     pending = -1;
-    const int tile = static_cast<int>(u / kb_total);
     const int tn = tile % tiles_n, t0 = (tile / tiles_n) * BT;
-    const bool whole = (seg % kb_total == 0) && kb == kb_total - 1;
+    const bool first_tile = tile == u0 / kb_total;   // the run's first tile (its slot 2p; the last tile's: 2p + 1)
+    const bool whole = seg_kb == 0 && kb == kb_total - 1;
+    seg_kb = 0;                                       // every later segment starts at its tile's first K block
     if (!whole) {
-      float* slot = ws + (2 * static_cast<size_t>(p) + (seg == u0 ? 0 : 1)) * S::BW * BT;
+      float* slot = ws + (2 * static_cast<size_t>(p) + (first_tile ? 0 : 1)) * S::BW * BT;
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi) {
         const int r = (cw * MI + mi) * 64 + 16 * warp + lane / 4;
@@ -508,9 +511,9 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
       }
       __threadfence();
       asm volatile("bar.sync 1, %0;\n" ::"n"(NWG * 128) : "memory");
-      const long long tu0 = static_cast<long long>(tile) * kb_total;
-      const int first = run_owner(tu0, P, U), last = run_owner(tu0 + kb_total - 1, P, U);
+      const int first = run_owner(tile * kb_total, P, U), last = run_owner(tile * kb_total + kb_total - 1, P, U);
       if (threadIdx.x == 128) {
+        __threadfence();
         const bool done = atomicAdd(counts + tile, 1) == last - first;
         if (done) counts[tile] = 0;   // every part has counted: no one touches it again in this launch
         *last_flag = done;
@@ -518,15 +521,12 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
       asm volatile("bar.sync 1, %0;\n" ::"n"(NWG * 128) : "memory");
       const bool done = *last_flag;
       asm volatile("bar.sync 1, %0;\n" ::"n"(NWG * 128) : "memory");   // the flag is read before it is rewritten
-      if (!done) {
-        seg = u + 1;
-        continue;
-      }
+      if (!done) continue;
       __threadfence();
       for (int q = first; q <= last; ++q) {
         if (q == p) continue;
         // tile is CTA q's first tile when q's run starts inside it, else its last
-        const bool q_first = (static_cast<long long>(q) * U / P) / kb_total == tile;
+        const bool q_first = run_start(q, P, U) / kb_total == tile;
         const float* other = ws + (2 * static_cast<size_t>(q) + (q_first ? 0 : 1)) * S::BW * BT;
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
@@ -559,7 +559,6 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
         }
       }
     }
-    seg = u + 1;
   }
 }
 
