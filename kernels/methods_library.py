@@ -209,10 +209,18 @@ def wgmma_guard(M, N, K, config):
     return None
 
 
+# Deep rings: the token tiles of at most 64 leave room for more than 8 stages (up to 22 at BT=16); measured on the
+# H200 without the MMAs (the ring alone), 2, 4 and 8 stages streamed 1.34, 2.36 and 2.63 TB/s at 132 CTAs, so the
+# bytes in flight per SM still bound the stream at 8. The deep variants run unicast clusters (CN = 1) only.
+WGMMA_DEEP_MAX_BT = 64
+WGMMA_DEEP_CK = (1, 2, 3, 4, 6)
 WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES"),
                              [(mi, nwg, bt, cn, ck, wgmma_max_stages(mi, nwg, bt))
                               for mi, nwg, bt in WGMMA_COMPILED for cn, ck in WGMMA_CLUSTERS
-                              if bt % (8 * cn) == 0])
+                              if bt % (8 * cn) == 0]
+                             + [(mi, nwg, bt, 1, ck, wgmma_max_stages(mi, nwg, bt, cap=WGMMA_MAX_STAGES))
+                                for mi, nwg, bt in WGMMA_COMPILED if bt <= WGMMA_DEEP_MAX_BT
+                                for ck in WGMMA_DEEP_CK])
 
 # ------------------------------------------------------------------------------------------ streamk_wgmma
 
@@ -264,7 +272,9 @@ STREAMK_WGMMA_CONFIGS = config_table(
     ("MI", "NWG", "BT", "PER_SM", "STAGES"),
     [(mi, nwg, bt, 1, _streamk_wgmma_stages(mi, nwg, bt, 1)) for mi, nwg, bt in WGMMA_COMPILED]
     + [(mi, nwg, bt, 2, _streamk_wgmma_stages(mi, nwg, bt, 2)) for mi, nwg, bt in WGMMA_COMPILED
-       if nwg == 1 and bt <= 64 and _streamk_wgmma_stages(mi, nwg, bt, 2) >= 4])
+       if nwg == 1 and bt <= 64 and _streamk_wgmma_stages(mi, nwg, bt, 2) >= 4]
+    + [(mi, nwg, bt, 1, _streamk_wgmma_stages(mi, nwg, bt, 1, cap=WGMMA_MAX_STAGES)) for mi, nwg, bt in WGMMA_COMPILED
+       if bt <= WGMMA_DEEP_MAX_BT])
 
 
 LIBRARY_METHODS: tuple[Method, ...] = (

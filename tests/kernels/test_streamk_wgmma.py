@@ -29,6 +29,8 @@ def test_configs_cover_the_compiled_instances_at_the_deepest_ring_that_fits():
     cfgs = [tuple(c[k] for k in ("MI", "NWG", "BT", "PER_SM", "STAGES")) for c in STREAMK_WGMMA_CONFIGS]
     assert {c[:3] for c in cfgs if c[3] == 1} == set(WGMMA_COMPILED)
     assert {c[:3] for c in cfgs if c[3] == 2} == {(1, 1, 16), (1, 1, 32), (1, 1, 64)}
+    assert {c for c in cfgs if c[4] > 8} == {(1, 2, 16, 1, 12), (1, 2, 32, 1, 11), (1, 2, 64, 1, 9),
+                                              (1, 1, 16, 1, 22), (1, 1, 32, 1, 18), (1, 1, 64, 1, 14)}
     for mi, nwg, bt, per_sm, stages in cfgs:
         assert _why(bt, 64 * mi * nwg, 64, MI=mi, NWG=nwg, BT=bt, PER_SM=per_sm, STAGES=stages) is None
         deeper = _why(bt, 64 * mi * nwg, 64, MI=mi, NWG=nwg, BT=bt, PER_SM=per_sm, STAGES=stages + 1)
