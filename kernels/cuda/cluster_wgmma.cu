@@ -137,14 +137,16 @@ __device__ __forceinline__ void acc_fence(float (&d)[R]) {   // keep the accumul
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// D[64 x N] += A[64 x 16] * B[N x 16]^T, A and B from shared memory (descriptors), FP32 D in registers. One
+// D[64 x N] (+)= A[64 x 16] * B[N x 16]^T, A and B from shared memory (descriptors), FP32 D in registers; with
+// `accumulate` 0 the MMA overwrites D (the scale-d operand), so a new tile starts without writing the accumulator
+// registers while an earlier MMA may still be in flight (ptxas serializes every wgmma of a kernel that does). One
 // specialization per N below: they differ only in N and in the N/2 accumulator operands, which inline PTX must
 // list one by one.
 template <int N>
-__device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b);
+__device__ __forceinline__ void wgmma(float (&d)[N / 2], uint64_t a, uint64_t b, int accumulate);
 
 template <>
-__device__ __forceinline__ void wgmma<16>(float (&d)[8], uint64_t a, uint64_t b) {
+__device__ __forceinline__ void wgmma<16>(float (&d)[8], uint64_t a, uint64_t b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
@@ -152,11 +154,11 @@ __device__ __forceinline__ void wgmma<16>(float (&d)[8], uint64_t a, uint64_t b)
       "}, %8, %9, p, 1, 1, 0, 0;\n}\n"
       :
         "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "l"(a), "l"(b), "r"(1));
+      : "l"(a), "l"(b), "r"(accumulate));
 }
 
 template <>
-__device__ __forceinline__ void wgmma<32>(float (&d)[16], uint64_t a, uint64_t b) {
+__device__ __forceinline__ void wgmma<32>(float (&d)[16], uint64_t a, uint64_t b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
@@ -165,11 +167,11 @@ __device__ __forceinline__ void wgmma<32>(float (&d)[16], uint64_t a, uint64_t b
       :
         "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(a), "l"(b), "r"(1));
+      : "l"(a), "l"(b), "r"(accumulate));
 }
 
 template <>
-__device__ __forceinline__ void wgmma<64>(float (&d)[32], uint64_t a, uint64_t b) {
+__device__ __forceinline__ void wgmma<64>(float (&d)[32], uint64_t a, uint64_t b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
@@ -181,11 +183,11 @@ __device__ __forceinline__ void wgmma<64>(float (&d)[32], uint64_t a, uint64_t b
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
         "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(a), "l"(b), "r"(1));
+      : "l"(a), "l"(b), "r"(accumulate));
 }
 
 template <>
-__device__ __forceinline__ void wgmma<128>(float (&d)[64], uint64_t a, uint64_t b) {
+__device__ __forceinline__ void wgmma<128>(float (&d)[64], uint64_t a, uint64_t b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
@@ -203,11 +205,11 @@ __device__ __forceinline__ void wgmma<128>(float (&d)[64], uint64_t a, uint64_t 
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(a), "l"(b), "r"(1));
+      : "l"(a), "l"(b), "r"(accumulate));
 }
 
 template <>
-__device__ __forceinline__ void wgmma<256>(float (&d)[128], uint64_t a, uint64_t b) {
+__device__ __forceinline__ void wgmma<256>(float (&d)[128], uint64_t a, uint64_t b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
@@ -237,7 +239,7 @@ __device__ __forceinline__ void wgmma<256>(float (&d)[128], uint64_t a, uint64_t
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
         "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
         "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(a), "l"(b), "r"(1));
+      : "l"(a), "l"(b), "r"(accumulate));
 }
 
 template <uint32_t R>
@@ -321,7 +323,7 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
         const uint64_t b = sw128_desc(stage + S::W_BYTES + kk * 32);
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi)
-          wgmma<BT>(acc[mi], sw128_desc(stage + (cw * MI + mi) * 64 * ROW_BYTES + kk * 32), b);
+          wgmma<BT>(acc[mi], sw128_desc(stage + (cw * MI + mi) * 64 * ROW_BYTES + kk * 32), b, 1);
       }
       wgmma_commit();
 #pragma unroll
@@ -457,12 +459,7 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
     const int kb = next_kb, tile = next_tile;
     next_kb = kb + 1 == kb_total ? 0 : kb + 1;
     next_tile += next_kb == 0;
-    if (kb == seg_kb) {
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int j = 0; j < BT / 2; ++j) acc[mi][j] = 0.f;
-    }
+    const bool fresh = kb == seg_kb;   // a segment's first K block: its first MMA overwrites the accumulators
     const int s = i % stages;
     mbar_wait(full + s, (i / stages) & 1);
     const uint32_t stage = smem_u32(ring + static_cast<size_t>(s) * S::STAGE_BYTES);
@@ -474,7 +471,7 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
       const uint64_t b = sw128_desc(stage + S::W_BYTES + kk * 32);
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)
-        wgmma<BT>(acc[mi], sw128_desc(stage + (cw * MI + mi) * 64 * ROW_BYTES + kk * 32), b);
+        wgmma<BT>(acc[mi], sw128_desc(stage + (cw * MI + mi) * 64 * ROW_BYTES + kk * 32), b, fresh && kk == 0 ? 0 : 1);
     }
     wgmma_commit();
 #pragma unroll
@@ -560,6 +557,9 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
       }
     }
   }
+  // Every path out of the loop passed a segment end (wgmma_wait<0>), but ptxas cannot see that: without this wait
+  // it guards the exit itself and serializes every wgmma of the kernel (ptxas C7518).
+  wgmma_wait<0>();
 }
 
 // ------------------------------------------------------------------------------------------------ host
