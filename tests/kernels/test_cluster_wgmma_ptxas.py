@@ -1,0 +1,42 @@
+"""Where a CUDA compiler is present (the H200 image; not CI): every compiled instance of kernels/cuda/cluster_wgmma.cu,
+both kernels, built for sm_90a with ptxas's report, and the report checked for what silently costs time there --
+wgmma.mma_async serialized by the compiler (ptxas C7518: a path on which the accumulators could be touched while an
+MMA is in flight makes ptxas wait after every MMA of the kernel) and register spills."""
+import re
+import subprocess
+
+import pytest
+
+from kernels.cuda import build
+from kernels.methods_library import WGMMA_COMPILED
+
+pytestmark = pytest.mark.slow
+
+
+def _ptxas_report(tmp_path) -> str:
+    nvcc = build.find_nvcc()
+    if not nvcc:
+        pytest.skip("no CUDA compiler (nvcc) on this host")
+    src = build.CUDA_DIR / "cluster_wgmma.cu"
+    lines = [f'#include "{src}"']
+    for mi, nwg, bt in WGMMA_COMPILED:
+        lines.append(f"template cudaError_t projlab_cluster_wgmma::launch_one<{mi}, {nwg}, {bt}>(const void*, "
+                     "const void*, void*, int, int, int, int, int, int, cudaStream_t);")
+        lines.append(f"template cudaError_t projlab_cluster_wgmma::launch_streamk_one<{mi}, {nwg}, {bt}>("
+                     "const void*, const void*, void*, float*, int*, int, int, int, int, int, int, cudaStream_t);")
+    stub = tmp_path / "instances.cu"
+    stub.write_text("\n".join(lines) + "\n")
+    done = subprocess.run([nvcc, *build.CUDA_CFLAGS, "-Xptxas", "-v", "-c", str(stub), "-o", str(tmp_path / "o.o")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout + done.stderr
+
+
+def test_no_instance_serializes_its_mmas_or_spills(tmp_path):
+    report = _ptxas_report(tmp_path)
+    kernels = re.findall(r"Compiling entry function '(\w+)'", report)
+    assert sum("cluster_wgmma_kernel" in k for k in kernels) == len(WGMMA_COMPILED)
+    assert sum("streamk_wgmma_kernel" in k for k in kernels) == len(WGMMA_COMPILED)
+    assert "C7518" not in report, [ln for ln in report.splitlines() if "C7518" in ln][:2]
+    spills = [ln for ln in report.splitlines() if "spill" in ln and not re.search(r"\b0 bytes spill stores, 0 bytes spill loads", ln)]
+    assert not spills, spills[:3]
