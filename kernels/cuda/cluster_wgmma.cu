@@ -644,17 +644,13 @@ int max_clusters_one(int N, int M, int CN, int CK, int stages) {
 // before the first launch (every launch leaves them zero).
 template <int MI, int NWG, int BT>
 cudaError_t launch_streamk_one(const void* x, const void* w, void* y, float* ws, int* counts, int M, int N, int K,
-                               int P, int stages, int per_sm, cudaStream_t stream) {
+                               int P, int stages, cudaStream_t stream) {
   using S = Shape<MI, NWG, BT>;
   CUtensorMap wmap, xmap;
   if (!make_map(&wmap, w, N / 64 * (K / 64) * 64, BK, S::BW) || !make_map(&xmap, x, M, K, BT))
     return cudaErrorInvalidValue;
   auto kernel = streamk_wgmma_kernel<MI, NWG, BT>;
-  // at least 1/(per_sm + 1) of an SM's shared memory, so no SM takes more than per_sm of the P CTAs (a block
-  // scheduler free to place two 84 KB CTAs on one SM would leave another idle)
-  const size_t least = 228 * 1024 / (per_sm + 1) + 1;
-  size_t smem = streamk_smem_bytes<MI, NWG, BT>(stages);
-  smem = smem < least ? least : smem;
+  const size_t smem = streamk_smem_bytes<MI, NWG, BT>(stages);
   const cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
@@ -686,11 +682,10 @@ inline cudaError_t launch(const void* x, const void* w, void* y, int M, int N, i
 }
 
 inline cudaError_t launch_streamk(const void* x, const void* w, void* y, float* ws, int* counts, int M, int N,
-                                  int K, int MI, int NWG, int BT, int P, int stages, int per_sm,
-                                  cudaStream_t stream) {
+                                  int K, int MI, int NWG, int BT, int P, int stages, cudaStream_t stream) {
 #define PROJLAB_CASE(mi, nwg, bt) \
   if (MI == mi && NWG == nwg && BT == bt)  \
-    return launch_streamk_one<mi, nwg, bt>(x, w, y, ws, counts, M, N, K, P, stages, per_sm, stream);
+    return launch_streamk_one<mi, nwg, bt>(x, w, y, ws, counts, M, N, K, P, stages, stream);
   PROJLAB_WGMMA_CASES(PROJLAB_CASE)
 #undef PROJLAB_CASE
   return cudaErrorInvalidValue;

@@ -33,7 +33,7 @@ int64_t cluster_wgmma_max_clusters(int64_t N, int64_t M, int64_t MI, int64_t NWG
 // streamk_wgmma: x [M, K] BF16 contiguous, w tile-packed as for cluster_wgmma, ws FP32 (2 * P * BW * BT), counts
 // int32 (one per weight tile and token tile, zero); y [M, N] BF16.
 torch::Tensor streamk_wgmma(torch::Tensor x, torch::Tensor w, torch::Tensor ws, torch::Tensor counts, int64_t N,
-                            int64_t MI, int64_t NWG, int64_t BT, int64_t P, int64_t stages, int64_t per_sm) {
+                            int64_t MI, int64_t NWG, int64_t BT, int64_t P, int64_t stages) {
   TORCH_CHECK(x.is_cuda() && w.is_cuda() && ws.is_cuda() && counts.is_cuda(),
               "streamk_wgmma: x, w, ws and counts must be CUDA tensors");
   TORCH_CHECK(x.scalar_type() == at::kBFloat16 && w.scalar_type() == at::kBFloat16,
@@ -51,7 +51,7 @@ torch::Tensor streamk_wgmma(torch::Tensor x, torch::Tensor w, torch::Tensor ws, 
       x.data_ptr(), w.data_ptr(), y.data_ptr(), ws.data_ptr<float>(), counts.data_ptr<int>(),
       static_cast<int>(x.size(0)), static_cast<int>(N), static_cast<int>(x.size(1)), static_cast<int>(MI),
       static_cast<int>(NWG), static_cast<int>(BT), static_cast<int>(P), static_cast<int>(stages),
-      static_cast<int>(per_sm), c10::cuda::getCurrentCUDAStream().stream());
+      c10::cuda::getCurrentCUDAStream().stream());
   TORCH_CHECK(err == cudaSuccess, "streamk_wgmma: launch failed: ", cudaGetErrorString(err));
   return y;
 }

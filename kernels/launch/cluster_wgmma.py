@@ -25,8 +25,7 @@ EXTENSION = Extension(
                  "int64_t cluster_wgmma_max_clusters(int64_t N, int64_t M, int64_t MI, int64_t NWG, int64_t BT, "
                  "int64_t CN, int64_t CK, int64_t stages);\n"
                  "torch::Tensor streamk_wgmma(torch::Tensor x, torch::Tensor w, torch::Tensor ws, "
-                 "torch::Tensor counts, int64_t N, int64_t MI, int64_t NWG, int64_t BT, int64_t P, int64_t stages, "
-                 "int64_t per_sm);",
+                 "torch::Tensor counts, int64_t N, int64_t MI, int64_t NWG, int64_t BT, int64_t P, int64_t stages);",
     functions=("cluster_wgmma", "cluster_wgmma_max_clusters", "streamk_wgmma"),
 )
 
@@ -120,7 +119,7 @@ def prepare_streamk(weight, family: str, config: dict) -> dict:
     return {"w": pack(weight.contiguous(), bw), "N": int(N), "K": int(K), "family": family, "module": module,
             "ws": torch.empty(2 * ctas * bw * bt, device=weight.device, dtype=torch.float32),
             "counts": torch.zeros(N // bw * max_token_tiles, device=weight.device, dtype=torch.int32),
-            "args": (mi, nwg, bt, ctas, int(config["STAGES"]), int(config["PER_SM"]))}
+            "args": (mi, nwg, bt, ctas, int(config["STAGES"]))}
 
 
 def run_streamk(state: dict, x):

@@ -23,7 +23,7 @@ def _ptxas_report(tmp_path) -> str:
         lines.append(f"template cudaError_t projlab_cluster_wgmma::launch_one<{mi}, {nwg}, {bt}>(const void*, "
                      "const void*, void*, int, int, int, int, int, int, cudaStream_t);")
         lines.append(f"template cudaError_t projlab_cluster_wgmma::launch_streamk_one<{mi}, {nwg}, {bt}>("
-                     "const void*, const void*, void*, float*, int*, int, int, int, int, int, int, cudaStream_t);")
+                     "const void*, const void*, void*, float*, int*, int, int, int, int, int, cudaStream_t);")
     stub = tmp_path / "instances.cu"
     stub.write_text("\n".join(lines) + "\n")
     done = subprocess.run([nvcc, *build.CUDA_CFLAGS, "-Xptxas", "-v", "-c", str(stub), "-o", str(tmp_path / "o.o")],

@@ -69,7 +69,7 @@ def test_prepare_and_run_refuse_before_anything_launches():
         prepare_streamk(w, "qkv_gate", _cfg(PER_SM=4))
     with pytest.raises(ValueError, match=r"must be a bfloat16 \[N, K\]"):
         prepare_streamk(w.float(), "qkv_gate", _cfg())
-    state = {"K": 64, "N": 64, "args": (1, 1, 16, 132, 8, 1), "module": None, "ws": None, "counts": None}
+    state = {"K": 64, "N": 64, "args": (1, 1, 16, 132, 8), "module": None, "ws": None, "counts": None}
     for M in (8, 33):
         with pytest.raises(ValueError, match=rf"config BT=16 serves M from 9 to 32, got M={M}"):
             run_streamk(state, torch.zeros(M, 64, dtype=torch.bfloat16))
