@@ -242,6 +242,27 @@ __device__ __forceinline__ void wgmma<256>(float (&d)[128], uint64_t a, uint64_t
       : "l"(a), "l"(b), "r"(accumulate));
 }
 
+// One ring stage's MMAs for consumer warpgroup `cw`: its MI 64-row weight blocks against the BT token rows, the four
+// 16-wide K steps issued asynchronously and committed as one group (`accumulate` 0: the stage's first MMA overwrites
+// the accumulators instead of adding to them).
+template <int MI, int NWG, int BT>
+__device__ __forceinline__ void stage_mmas(float (&acc)[MI][BT / 2], uint32_t stage, int cw, int accumulate) {
+  using S = Shape<MI, NWG, BT>;
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < BK / 16; ++kk) {
+    const uint64_t b = sw128_desc(stage + S::W_BYTES + kk * 32);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+      wgmma<BT>(acc[mi], sw128_desc(stage + (cw * MI + mi) * 64 * ROW_BYTES + kk * 32), b, kk == 0 ? accumulate : 1);
+  }
+  wgmma_commit();
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
+}
+
 template <uint32_t R>
 __device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R)); }
 template <uint32_t R>
@@ -314,20 +335,7 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
     for (int i = 0; i < nkb; ++i) {
       const int s = i % stages;
       mbar_wait(full + s, (i / stages) & 1);
-      const uint32_t stage = smem_u32(ring + static_cast<size_t>(s) * S::STAGE_BYTES);
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk) {
-        const uint64_t b = sw128_desc(stage + S::W_BYTES + kk * 32);
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi)
-          wgmma<BT>(acc[mi], sw128_desc(stage + (cw * MI + mi) * 64 * ROW_BYTES + kk * 32), b, 1);
-      }
-      wgmma_commit();
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
+      stage_mmas<MI, NWG, BT>(acc, smem_u32(ring + static_cast<size_t>(s) * S::STAGE_BYTES), cw, 1);
       if (i > 0) {   // the previous stage's MMAs are done: free its slot in every CTA of the multicast group
         wgmma_wait<1>();
         if (tid < CN) mbar_arrive_cluster(empty + (i - 1) % stages, ck * CN + tid);
@@ -462,20 +470,7 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
     const bool fresh = kb == seg_kb;   // a segment's first K block: its first MMA overwrites the accumulators
     const int s = i % stages;
     mbar_wait(full + s, (i / stages) & 1);
-    const uint32_t stage = smem_u32(ring + static_cast<size_t>(s) * S::STAGE_BYTES);
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) {
-      const uint64_t b = sw128_desc(stage + S::W_BYTES + kk * 32);
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-        wgmma<BT>(acc[mi], sw128_desc(stage + (cw * MI + mi) * 64 * ROW_BYTES + kk * 32), b, fresh && kk == 0 ? 0 : 1);
-    }
-    wgmma_commit();
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
+    stage_mmas<MI, NWG, BT>(acc, smem_u32(ring + static_cast<size_t>(s) * S::STAGE_BYTES), cw, fresh ? 0 : 1);
     if (pending >= 0) {
       wgmma_wait<1>();
       if (tid == 0) mbar_arrive_local(empty + pending % stages);

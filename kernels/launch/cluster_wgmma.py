@@ -44,37 +44,47 @@ def unpack(packed, N: int, K: int):
     return packed.permute(0, 2, 1, 3).reshape(N, K)
 
 
-def prepare(weight, family: str, config: dict) -> dict:
+def _checked(name: str, weight, config: dict, guard) -> tuple[int, int, object]:
+    """(N, K, the extension module) once the weight, the config's guard (with the token tile's own M) and the host
+    admit it. The kernels trust their geometry (multicast slices, cluster ranks, tiles, shared memory), so a config
+    the registry would refuse never launches."""
     import torch
 
     if weight.dtype != torch.bfloat16 or weight.dim() != 2:
-        raise ValueError(f"cluster_wgmma: weight must be a bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
-    N, K = weight.shape
-    # the kernel trusts its geometry (multicast slices, cluster ranks, shared memory): the guard's shape checks at
-    # prepare, with the token tile's own M, so a config the registry would refuse never launches
-    why = wgmma_guard(int(config["BT"]), int(N), int(K), config)
+        raise ValueError(f"{name}: weight must be a bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
+    N, K = (int(v) for v in weight.shape)
+    why = guard(int(config["BT"]), N, K, config)
     if why:
         raise ValueError(why)
-    reason = unavailable_reason("cluster_wgmma")
+    reason = unavailable_reason(name)
     if reason:
         raise RuntimeError(reason)
-    module = load_extension(EXTENSION)
+    return N, K, load_extension(EXTENSION)
+
+
+def _tokens(name: str, state: dict, x):
+    """x as the kernels' TMA reads it (contiguous, 16-byte aligned), once its token count is in the config's tile
+    range."""
+    import torch
+
+    M = check_input(x, state["K"], torch.bfloat16, name)
+    bt = state["args"][2]
+    low, high = wgmma_token_range(bt)
+    if not low <= M <= high:
+        raise ValueError(f"{name}: config BT={bt} serves M from {low} to {high}, got M={M}")
+    x = x.contiguous()
+    return x.clone() if x.data_ptr() % 16 else x
+
+
+def prepare(weight, family: str, config: dict) -> dict:
+    N, K, module = _checked("cluster_wgmma", weight, config, wgmma_guard)
     bw = 64 * int(config["MI"]) * int(config["NWG"])
-    return {"w": pack(weight.contiguous(), bw), "N": int(N), "K": int(K), "family": family, "module": module,
+    return {"w": pack(weight.contiguous(), bw), "N": N, "K": K, "family": family, "module": module,
             "args": tuple(int(config[k]) for k in KEYS)}
 
 
 def run(state: dict, x):
-    import torch
-
-    M = check_input(x, state["K"], torch.bfloat16, "cluster_wgmma")
-    bt = state["args"][2]
-    low, high = wgmma_token_range(bt)
-    if not low <= M <= high:
-        raise ValueError(f"cluster_wgmma: config BT={bt} serves M from {low} to {high}, got M={M}")
-    x = x.contiguous()
-    if x.data_ptr() % 16:   # TMA reads from a 16-byte aligned base
-        x = x.clone()
+    x = _tokens("cluster_wgmma", state, x)
     return state["module"].cluster_wgmma(x, state["w"], state["N"], *state["args"])
 
 
@@ -101,38 +111,19 @@ def prepare_streamk(weight, family: str, config: dict) -> dict:
     stream: they share the workspace."""
     import torch
 
-    if weight.dtype != torch.bfloat16 or weight.dim() != 2:
-        raise ValueError(f"streamk_wgmma: weight must be a bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
-    N, K = weight.shape
-    bt = int(config["BT"])
-    why = streamk_wgmma_guard(bt, int(N), int(K), config)
-    if why:
-        raise ValueError(why)
-    reason = unavailable_reason("streamk_wgmma")
-    if reason:
-        raise RuntimeError(reason)
-    module = load_extension(EXTENSION)
-    mi, nwg = int(config["MI"]), int(config["NWG"])
+    N, K, module = _checked("streamk_wgmma", weight, config, streamk_wgmma_guard)
+    mi, nwg, bt = int(config["MI"]), int(config["NWG"]), int(config["BT"])
     bw = 64 * mi * nwg
     ctas = streamk_ctas(weight.device, int(config["PER_SM"]))
     max_token_tiles = -(-wgmma_token_range(bt)[1] // bt)
-    return {"w": pack(weight.contiguous(), bw), "N": int(N), "K": int(K), "family": family, "module": module,
+    return {"w": pack(weight.contiguous(), bw), "N": N, "K": K, "family": family, "module": module,
             "ws": torch.empty(2 * ctas * bw * bt, device=weight.device, dtype=torch.float32),
             "counts": torch.zeros(N // bw * max_token_tiles, device=weight.device, dtype=torch.int32),
             "args": (mi, nwg, bt, ctas, int(config["STAGES"]))}
 
 
 def run_streamk(state: dict, x):
-    import torch
-
-    M = check_input(x, state["K"], torch.bfloat16, "streamk_wgmma")
-    bt = state["args"][2]
-    low, high = wgmma_token_range(bt)
-    if not low <= M <= high:
-        raise ValueError(f"streamk_wgmma: config BT={bt} serves M from {low} to {high}, got M={M}")
-    x = x.contiguous()
-    if x.data_ptr() % 16:
-        x = x.clone()
+    x = _tokens("streamk_wgmma", state, x)
     return state["module"].streamk_wgmma(x, state["w"], state["ws"], state["counts"], state["N"], *state["args"])
 
 

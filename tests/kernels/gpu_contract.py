@@ -63,3 +63,22 @@ def assert_matches_fp32(name: str, config: dict, M: int, N: int = 2304, K: int =
     ref = x.float() @ w.float().t()
     rel = ((y.float() - ref).norm() / ref.norm()).item()
     assert y.shape == (M, N) and y.dtype == torch.bfloat16 and rel < 5e-3, (name, config, M, rel)
+
+
+def official_cases(name: str, every_config_at) -> list:
+    """pytest params (config index, shape row) for method `name`: every admitted config at the (family, M) pairs in
+    `every_config_at`, the first admitted config at every other official shape."""
+    import pytest
+
+    from datasets import load_workload
+    from kernels.registry import get_method
+
+    m = get_method(name)
+    out = []
+    for row in (r._asdict() for r in load_workload().shapes.itertuples(index=False)):
+        admitted = [i for i, cfg in enumerate(m.configs)
+                    if m.supports(row, int(row["M"]), int(row["N"]), int(row["K"]), cfg) is None]
+        if (row["family"], row["M"]) not in every_config_at:
+            admitted = admitted[:1]
+        out += [pytest.param(i, row, id=f"c{i}-{row['family']}-M{row['M']}") for i in admitted]
+    return out

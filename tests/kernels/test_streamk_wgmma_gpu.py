@@ -6,7 +6,7 @@ alternating graph replays at two token counts."""
 import pytest
 
 from kernels.registry import get_method
-from tests.kernels.gpu_contract import assert_contract, assert_matches_fp32, assert_self_zeroing
+from tests.kernels.gpu_contract import assert_contract, assert_matches_fp32, assert_self_zeroing, official_cases
 
 pytestmark = pytest.mark.gpu
 
@@ -14,21 +14,7 @@ NAME = "streamk_wgmma"
 EVERY_CONFIG_AT = (("qkv_gate", 16), ("qkv_gate", 128))
 
 
-def _cases():
-    from datasets import load_workload
-
-    m = get_method(NAME)
-    out = []
-    for row in (r._asdict() for r in load_workload().shapes.itertuples(index=False)):
-        admitted = [i for i, cfg in enumerate(m.configs)
-                    if m.supports(row, int(row["M"]), int(row["N"]), int(row["K"]), cfg) is None]
-        if (row["family"], row["M"]) not in EVERY_CONFIG_AT:
-            admitted = admitted[:1]
-        out += [pytest.param(i, row, id=f"c{i}-{row['family']}-M{row['M']}") for i in admitted]
-    return out
-
-
-@pytest.mark.parametrize("config_index,row", _cases())
+@pytest.mark.parametrize("config_index,row", official_cases(NAME, EVERY_CONFIG_AT))
 def test_contract(config_index, row):
     assert_contract(NAME, get_method(NAME).configs[config_index], row, seed=int(row["M"]))
 
