@@ -54,8 +54,22 @@ def _upload_plan(at: AppTest, path: Path, name: str | None = None) -> AppTest:
     return at
 
 
+# Uploaders drawn only inside an expander that is open (uploader key -> the expander's key): open it first, as a
+# visitor clicks it.
+_UPLOAD_EXPANDERS = {"upload_overview": "upload_open"}
+
+
+def _open_expander(at: AppTest, key: str) -> AppTest:
+    """Open the expander `key` (one created with on_change="rerun", whose content is drawn only while open)."""
+    at.session_state[key] = True
+    at.run()
+    return at
+
+
 def _upload(at: AppTest, key: str, name: str, data: bytes, mime: str = "application/json") -> AppTest:
     """Upload `data` as `name` through the uploader `key` (e.g. 'upload_overview' inside Overview's expander)."""
+    if key in _UPLOAD_EXPANDERS and not any(u.key == key for u in at.get("file_uploader")):
+        _open_expander(at, _UPLOAD_EXPANDERS[key])
     at.file_uploader(key=key).set_value((name, data, mime)).run()
     return at
 
@@ -77,6 +91,7 @@ class _Helpers:
     text_of = staticmethod(_text_of)
     upload_plan = staticmethod(_upload_plan)
     upload = staticmethod(_upload)
+    open_expander = staticmethod(_open_expander)
     compare = staticmethod(_compare)
 
 

@@ -53,12 +53,32 @@ def test_overview_shows_the_run_score_and_its_ci(app):
     assert clock.value == f"{min(sm):.0f}–{max(sm):.0f} MHz"  # the clock while measuring, not the idle start
 
 
-def test_overview_draws_the_telemetry_chart_when_asked(app):
+def test_overview_draws_the_telemetry_chart_when_its_expander_opens(app):
     at = app.open_page("overview", app.RUN_A)
     charts = len(at.get("plotly_chart"))
-    at.toggle(key="telemetry_chart").set_value(True).run()
+    assert any(e.label.startswith("SM clock, power and temperature") for e in at.get("expander"))
+    app.open_expander(at, "telemetry_chart")
     assert not at.exception
     assert len(at.get("plotly_chart")) == charts + 1   # SM clock, power and temperature, drawn on request
+
+
+def test_overview_lists_every_environment_field_when_its_expander_opens(app):
+    at = app.open_page("overview", app.RUN_A)
+    tables = len(at.dataframe)   # closed: the per-load table only
+    app.open_expander(at, "environment_fields")
+    assert not at.exception
+    assert len(at.dataframe) == tables + 1
+    expected = runs.load_run_data(app.FIXTURES / "synthetic_a.json").environment.astype(str)
+    assert at.dataframe[-1].value.reset_index(drop=True).equals(expected.reset_index(drop=True))
+
+
+def test_overview_draws_the_uploader_when_its_expander_opens(app):
+    at = app.open_page("overview")
+    assert not any(u.key == "upload_overview" for u in at.get("file_uploader"))   # closed: nothing drawn
+    app.open_expander(at, "upload_open")
+    assert not at.exception
+    assert any(u.key == "upload_overview" for u in at.get("file_uploader"))
+    assert any("At most 16 MB per file" in c.value for c in at.caption)   # the size limit, written on the page
 
 
 def test_overview_target_changes_the_gap(app):

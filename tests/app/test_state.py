@@ -246,3 +246,18 @@ def test_the_upload_limit_is_on_the_page_and_a_wrong_typed_upload_is_a_short_lin
     errors = [e.value for e in at.error]
     assert errors and all(len(e) < 400 for e in errors), [len(e) for e in errors]
     assert any("moved.json" in e and "results: expected list" in e for e in errors), errors
+
+
+def test_run_facts_go_to_disk_for_committed_and_extra_runs_never_for_an_upload(app, monkeypatch, tmp_path):
+    from app_pages import common
+
+    calls = []
+    monkeypatch.setattr(common, "_run_meta_on_disk", lambda path, mtime, code: calls.append(("disk", path)))
+    monkeypatch.setattr(common, "_run_meta_in_memory", lambda path, mtime: calls.append(("memory", path)))
+    extra = str(app.FIXTURES / "synthetic_a.json")
+    upload = tmp_path / "upload-0123abcd-mine.json"
+    upload.write_bytes((app.FIXTURES / "synthetic_b.json").read_bytes())
+    monkeypatch.setenv("PROJLAB_EXTRA_RUNS", extra)
+    common._run_meta(extra, 1.0)
+    common._run_meta(str(upload), 1.0)
+    assert calls == [("disk", extra), ("memory", str(upload))]

@@ -341,6 +341,9 @@ def test_uploading_a_bad_csv_shows_an_error(server, browser):
     browser.get(server)
     _wait_rendered(browser)
     browser.find_element(By.XPATH, "//*[contains(text(), 'Upload a run file or a per-shape CSV')]").click()
+    deadline = time.time() + 30   # opening the expander reruns the page, which then draws the uploader
+    while not browser.find_elements(By.CSS_SELECTOR, 'input[type="file"]') and time.time() < deadline:
+        time.sleep(0.2)
     field = browser.find_element(By.CSS_SELECTOR, 'input[type="file"]')
     field.send_keys(str(FIXTURES / "bad_columns.csv"))
     deadline = time.time() + 30
