@@ -209,9 +209,10 @@ def wgmma_guard(M, N, K, config):
     return None
 
 
-# Deep rings: the token tiles of at most 64 leave room for more than 8 stages (up to 22 at BT=16); measured on the
-# H200 without the MMAs (the ring alone), 2, 4 and 8 stages streamed 1.34, 2.36 and 2.63 TB/s at 132 CTAs, so the
-# bytes in flight per SM still bound the stream at 8. The deep variants run unicast clusters (CN = 1) only.
+# Deep rings: the token tiles of at most 64 leave room for more than 8 stages (up to 22 at BT=16). Without its MMAs
+# (the ring alone, 132 CTAs) the kernel streamed 1.34, 2.36 and 2.63 TB/s at 2, 4 and 8 stages on the H200, which
+# asked whether more slots help; screened, they did not beyond 1 % (docs/kernels/cluster_wgmma.md). Unicast
+# clusters (CN = 1) only.
 WGMMA_DEEP_MAX_BT = 64
 WGMMA_DEEP_CK = (1, 2, 3, 4, 6)
 WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES"),
@@ -266,8 +267,9 @@ def _streamk_wgmma_stages(mi: int, nwg: int, bt: int, per_sm: int, cap: int = 8)
     return stages
 
 
-# One CTA per SM at the deepest ring that fits (at most 8), and two per SM where two rings of 4 or more fit and the
-# consumer's accumulators leave registers for a second CTA (BT <= 64, one consumer warpgroup).
+# One CTA per SM at the deepest ring that fits (at most 8; uncapped too for BT <= 64), and two per SM where two rings
+# of 4 or more fit and the consumer's accumulators leave registers for a second CTA (BT <= 64, one consumer
+# warpgroup).
 STREAMK_WGMMA_CONFIGS = config_table(
     ("MI", "NWG", "BT", "PER_SM", "STAGES"),
     [(mi, nwg, bt, 1, _streamk_wgmma_stages(mi, nwg, bt, 1)) for mi, nwg, bt in WGMMA_COMPILED]
