@@ -238,7 +238,8 @@ def test_the_source_picker_groups_by_kind_newest_first_and_marks_the_default(app
 def test_the_upload_limit_is_on_the_page_and_a_wrong_typed_upload_is_a_short_line(app):
     import json
 
-    at = app.open_page("overview")
+    # the limit is written beside the uploader, on the page, once a visitor opens the upload expander
+    at = app.open_expander(app.open_page("overview"), "upload_open")
     assert any("At most 16 MB per file" in c.value for c in at.caption)
     run = json.loads((app.FIXTURES / "synthetic_b.json").read_text())
     run["results"] = {"all": run["results"]}
