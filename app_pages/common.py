@@ -714,8 +714,9 @@ def view(sidebar=True, probes_only_ok: bool = False) -> View:
                             "the run has no results")
             raise ValueError(f"{src.path.name} has no results (a probe-only run? see the Probes page; an explain run? see the Kernels page)")
         base, cand = _pair(box, src, data)
-        include = _floor_toggle(box, derived(src, data, base, cand, False)[0])
-        shape_gate, gate, bd, err, table, wide_table = derived(src, data, base, cand, include)
+        excluded = derived(src, data, base, cand, False)   # each read of the cache unpickles its tables again
+        include = _floor_toggle(box, excluded[0])
+        shape_gate, gate, bd, err, table, wide_table = derived(src, data, base, cand, True) if include else excluded
         if data.status == "partial":
             box.warning("Partial run: interrupted; only what finished is shown.")
         v = View(src.label, src.provenance, src.kind, str(src.path), base, cand, data, bd, err, table=table,
