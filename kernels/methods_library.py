@@ -155,7 +155,8 @@ ROUTER_CLUSTER_CONFIGS = _cluster_configs(CLUSTER_HILO_COMPILED)
 # BW = 64 * MI * NWG weight rows and BT tokens.
 WGMMA_COMPILED = ((1, 2, 16), (1, 2, 32), (1, 2, 64), (1, 2, 128), (1, 2, 256), (2, 2, 128), (1, 1, 16),
                   (1, 1, 32), (1, 1, 64), (1, 1, 128), (1, 1, 256))
-WGMMA_BK = 64                  # K per ring stage (one 128-byte swizzled row of BF16)
+WGMMA_BK = 64                  # K per atom (one 128-byte swizzled row of BF16); a ring stage holds KA atoms
+WGMMA_ATOMS = (1, 2, 4)        # KA: K atoms per ring stage
 WGMMA_MAX_STAGES = 32          # the kernel's mbarrier slots
 WGMMA_SMEM_BYTES = 227 * 1024  # the most shared memory one block may opt into on sm_90
 WGMMA_CLUSTER_MAX = 16         # CTAs per cluster: 8 is portable, 16 the non-portable maximum on H100/H200
@@ -166,16 +167,16 @@ WGMMA_CLUSTERS = ((1, 1), (1, 2), (1, 3), (1, 4), (1, 6), (2, 1), (2, 2), (2, 3)
                   (4, 2))
 
 
-def wgmma_smem_bytes(MI: int, NWG: int, BT: int, stages: int) -> int:
+def wgmma_smem_bytes(MI: int, NWG: int, BT: int, stages: int, KA: int = 1) -> int:
     """The kernel's dynamic shared memory (kernels/cuda/cluster_wgmma.cu smem_bytes): alignment slack, the
-    mbarriers, then the larger of the ring and the FP32 partial tile that reuses it."""
+    mbarriers, then the larger of the ring (STAGES stages of KA atoms) and the FP32 partial tile that reuses it."""
     bw = 64 * MI * NWG
-    return 1024 + 1024 + max(stages * (bw + BT) * WGMMA_BK * 2, bw * (BT + 4) * 4)
+    return 1024 + 1024 + max(stages * KA * (bw + BT) * WGMMA_BK * 2, bw * (BT + 4) * 4)
 
 
-def wgmma_max_stages(MI: int, NWG: int, BT: int, cap: int = 8) -> int:
+def wgmma_max_stages(MI: int, NWG: int, BT: int, cap: int = 8, KA: int = 1) -> int:
     stages = cap
-    while stages > 2 and wgmma_smem_bytes(MI, NWG, BT, stages) > WGMMA_SMEM_BYTES:
+    while stages > 2 and wgmma_smem_bytes(MI, NWG, BT, stages, KA) > WGMMA_SMEM_BYTES:
         stages -= 1
     return stages
 
@@ -186,26 +187,30 @@ def wgmma_token_range(BT: int) -> tuple[int, int]:
 
 
 def wgmma_guard(M, N, K, config):
-    mi, nwg, bt, cn, ck, stages = (config[k] for k in ("MI", "NWG", "BT", "CN", "CK", "STAGES"))
+    mi, nwg, bt, cn, ck, stages, ka = (config[k] for k in ("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"))
     if (mi, nwg, bt) not in WGMMA_COMPILED:
         return f"cluster_wgmma has no compiled instance MI={mi} NWG={nwg} BT={bt}"
+    if ka not in WGMMA_ATOMS:
+        return f"cluster_wgmma holds {', '.join(map(str, WGMMA_ATOMS))} K atoms per ring stage, not KA={ka}"
     low, high = wgmma_token_range(bt)
     if not low <= M <= high:
         return f"cluster_wgmma: BT={bt} serves M from {low} to {high}, not M={M}"
     bw = 64 * mi * nwg
     if N % (bw * cn):
         return f"cluster_wgmma needs N % (BW * CN) == 0 (BW={bw}, CN={cn}, N={N})"
-    if K % WGMMA_BK or K // WGMMA_BK < ck:
-        return f"cluster_wgmma needs K % {WGMMA_BK} == 0 and K / {WGMMA_BK} >= CK (K={K}, CK={ck})"
+    if K % (WGMMA_BK * ka) or K // (WGMMA_BK * ka) < ck:
+        return (f"cluster_wgmma needs K % (64 * KA) == 0 and K / (64 * KA) >= CK: whole stages of KA 64-wide atoms "
+                f"for each of the CK ranks (K={K}, KA={ka}, CK={ck})")
     if bt % (8 * cn):
         return f"cluster_wgmma multicasts BT / CN token rows per CTA, a multiple of 8 (BT={bt}, CN={cn})"
     if cn * ck > WGMMA_CLUSTER_MAX:
         return f"cluster_wgmma: a cluster holds at most {WGMMA_CLUSTER_MAX} CTAs (CN * CK = {cn * ck})"
     if not 2 <= stages <= WGMMA_MAX_STAGES:
         return f"cluster_wgmma needs 2 <= STAGES <= {WGMMA_MAX_STAGES} (STAGES={stages})"
-    smem = wgmma_smem_bytes(mi, nwg, bt, stages)
+    smem = wgmma_smem_bytes(mi, nwg, bt, stages, ka)
     if smem > WGMMA_SMEM_BYTES:
-        return f"cluster_wgmma needs {smem} bytes of shared memory at STAGES={stages} (the limit is {WGMMA_SMEM_BYTES})"
+        return (f"cluster_wgmma needs {smem} bytes of shared memory at STAGES={stages} KA={ka} (the limit is "
+                f"{WGMMA_SMEM_BYTES})")
     return None
 
 
@@ -215,13 +220,23 @@ def wgmma_guard(M, N, K, config):
 # clusters (CN = 1) only.
 WGMMA_DEEP_MAX_BT = 64
 WGMMA_DEEP_CK = (1, 2, 3, 4, 6)
-WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES"),
-                             [(mi, nwg, bt, cn, ck, wgmma_max_stages(mi, nwg, bt))
+# Wide stages: KA = 2 or 4 atoms per stage (one mbarrier cycle per 2 or 4 weight boxes) at the most stages that fit,
+# at most 8. A plain bulk-copy ring on one CTA per SM streamed 1.2, 2.2 and 3.2 TB/s from HBM with 4, 8 and 16 KB
+# per stage whatever the depth (2 to 24 stages), and 16 KB as two 8 KB copies ran as fast as one 16 KB copy
+# (tests/benchmarks/bench_tma_ring.py): the rate is set by stages per second, so a stage of one 8 KB weight box
+# caps the kernel below the HBM rate. Unicast, K split 1 to 7 (7 x 18 tiles of 128 rows fill 126 SMs).
+WGMMA_WIDE_CK = (1, 2, 3, 4, 6, 7)
+WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"),
+                             [(mi, nwg, bt, cn, ck, wgmma_max_stages(mi, nwg, bt), 1)
                               for mi, nwg, bt in WGMMA_COMPILED for cn, ck in WGMMA_CLUSTERS
                               if bt % (8 * cn) == 0]
-                             + [(mi, nwg, bt, 1, ck, wgmma_max_stages(mi, nwg, bt, cap=WGMMA_MAX_STAGES))
+                             + [(mi, nwg, bt, 1, ck, wgmma_max_stages(mi, nwg, bt, cap=WGMMA_MAX_STAGES), 1)
                                 for mi, nwg, bt in WGMMA_COMPILED if bt <= WGMMA_DEEP_MAX_BT
-                                for ck in WGMMA_DEEP_CK])
+                                for ck in WGMMA_DEEP_CK]
+                             + [(mi, nwg, bt, 1, ck, wgmma_max_stages(mi, nwg, bt, KA=ka), ka)
+                                for ka in WGMMA_ATOMS[1:] for mi, nwg, bt in WGMMA_COMPILED
+                                if wgmma_smem_bytes(mi, nwg, bt, 2, ka) <= WGMMA_SMEM_BYTES
+                                for ck in WGMMA_WIDE_CK])
 
 # ------------------------------------------------------------------------------------------ streamk_wgmma
 
@@ -334,7 +349,8 @@ LIBRARY_METHODS: tuple[Method, ...] = (
                     "the CN weight tiles of a cluster, the CK-way K split summed through distributed shared "
                     "memory in the same launch",
         params={"MI": (1, 2), "NWG": (1, 2), "BT": (16, 32, 64, 128, 256), "CN": tuple(range(1, 9)),
-                "CK": tuple(range(1, WGMMA_CLUSTER_MAX + 1)), "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1))},
+                "CK": tuple(range(1, WGMMA_CLUSTER_MAX + 1)), "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1)),
+                "KA": WGMMA_ATOMS},
         configs=WGMMA_CONFIGS,
         guard=wgmma_guard,
     ),

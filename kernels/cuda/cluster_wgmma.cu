@@ -7,10 +7,13 @@
 // Both operands are K-major tiles of 64 K (128 bytes) per row in shared memory with the 128-byte swizzle, exactly
 // as TMA writes them, so the MMAs read the ring directly (descriptors: leading offset unused, 1024-byte stride
 // between 8-row groups, +32 bytes per K step). The weights are tile-packed at prepare ([N/BW, K/64, BW, 64]), so
-// the weight box of a stage is one contiguous block; the tokens are read from x as they are.
+// the weight box of one 64-wide K atom is one contiguous block; the tokens are read from x as they are. A ring stage
+// holds `ka` consecutive atoms (1, 2 or 4: a weight box and a token box each), one mbarrier cycle for all of them:
+// a bulk-copy ring on one CTA per SM streams as many stages per second whatever their size up to 8 KB
+// (tests/benchmarks/bench_tma_ring.py), so wider stages move more bytes per cycle.
 //
 // Grid and cluster. Grid (N/BW, CK, ceil(M/BT)); cluster (CN, CK, 1). The CK CTAs of a cluster column split K
-// (contiguous ranges of 64-wide blocks); the CN CTAs of a cluster row hold CN neighbouring weight tiles of the same
+// (contiguous ranges of whole stages); the CN CTAs of a cluster row hold CN neighbouring weight tiles of the same
 // K range and need the same token tile: each loads BT/CN of its rows once and multicasts them to all CN (one L2
 // read feeds CN SMs). Measured on the H200 the multicast configs never beat the unicast ones (CN = 1):
 // docs/kernels/cluster_wgmma.md.
@@ -40,7 +43,7 @@ namespace cg = cooperative_groups;
 
 namespace projlab_cluster_wgmma {
 
-constexpr int BK = 64;              // K per stage: one 128-byte swizzled row of BF16
+constexpr int BK = 64;              // K per atom: one 128-byte swizzled row of BF16
 constexpr int ROW_BYTES = BK * 2;
 constexpr int BARRIER_BYTES = 1024; // the mbarriers, ahead of the 1024-byte aligned ring
 constexpr int MAX_STAGES = 32;
@@ -57,9 +60,9 @@ struct Shape {
 };
 
 template <int MI, int NWG, int BT>
-constexpr size_t smem_bytes(int stages) {
+constexpr size_t smem_bytes(int stages, int ka) {
   using S = Shape<MI, NWG, BT>;
-  const size_t ring = static_cast<size_t>(stages) * S::STAGE_BYTES;
+  const size_t ring = static_cast<size_t>(stages) * ka * S::STAGE_BYTES;
   return 1024 /* alignment slack */ + BARRIER_BYTES + (ring > S::PART_BYTES ? ring : S::PART_BYTES);
 }
 
@@ -242,21 +245,27 @@ __device__ __forceinline__ void wgmma<256>(float (&d)[128], uint64_t a, uint64_t
       : "l"(a), "l"(b), "r"(accumulate));
 }
 
-// One ring stage's MMAs for consumer warpgroup `cw`: its MI 64-row weight blocks against the BT token rows, the four
-// 16-wide K steps issued asynchronously and committed as one group (`accumulate` 0: the stage's first MMA overwrites
-// the accumulators instead of adding to them).
+// One ring stage's MMAs for consumer warpgroup `cw`: over the stage's `atoms` K atoms (each a W_BYTES weight box and
+// an X_BYTES token box, STAGE_BYTES apart), its MI 64-row weight blocks against the BT token rows, the four 16-wide
+// K steps per atom issued asynchronously and committed as one group (`accumulate` 0: the stage's first MMA
+// overwrites the accumulators instead of adding to them).
 template <int MI, int NWG, int BT>
-__device__ __forceinline__ void stage_mmas(float (&acc)[MI][BT / 2], uint32_t stage, int cw, int accumulate) {
+__device__ __forceinline__ void stage_mmas(float (&acc)[MI][BT / 2], uint32_t stage, int cw, int accumulate,
+                                           int atoms) {
   using S = Shape<MI, NWG, BT>;
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi) acc_fence(acc[mi]);
   wgmma_fence();
+  for (int a = 0; a < atoms; ++a) {
+    const uint32_t atom = stage + a * S::STAGE_BYTES;
 #pragma unroll
-  for (int kk = 0; kk < BK / 16; ++kk) {
-    const uint64_t b = sw128_desc(stage + S::W_BYTES + kk * 32);
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      const uint64_t b = sw128_desc(atom + S::W_BYTES + kk * 32);
 #pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-      wgmma<BT>(acc[mi], sw128_desc(stage + (cw * MI + mi) * 64 * ROW_BYTES + kk * 32), b, kk == 0 ? accumulate : 1);
+      for (int mi = 0; mi < MI; ++mi)
+        wgmma<BT>(acc[mi], sw128_desc(atom + (cw * MI + mi) * 64 * ROW_BYTES + kk * 32), b,
+                  a == 0 && kk == 0 ? accumulate : 1);
+    }
   }
   wgmma_commit();
 #pragma unroll
@@ -276,7 +285,8 @@ struct Registers { static constexpr uint32_t producer = 40, consumer = 232; };
 template <int MI, int NWG, int BT>
 __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
     cluster_wgmma_kernel(const __grid_constant__ CUtensorMap wmap, const __grid_constant__ CUtensorMap xmap,
-                         __nv_bfloat16* __restrict__ y, int M, int N, int K, int CN, int CK, int stages) {
+                         __nv_bfloat16* __restrict__ y, int M, int N, int K, int CN, int CK, int stages,
+                         int ka) {
   using S = Shape<MI, NWG, BT>;
   extern __shared__ uint8_t smem_raw[];
   // The same aligned offset in every CTA of the cluster (multicast and the remote arrives address by offset).
@@ -289,8 +299,11 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
   const uint32_t rank = cluster.block_rank();
   const int cn = static_cast<int>(rank) % CN, ck = static_cast<int>(rank) / CN;
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-  const int kb_total = K / BK;
-  const int kb0 = ck * kb_total / CK, nkb = (ck + 1) * kb_total / CK - kb0;
+  // K in ring stages of `ka` 64-wide atoms (K % (64 * ka) == 0, host-checked); rank ck of the split owns stages
+  // [st0, st0 + nst).
+  const int kb_total = K / BK, st_total = kb_total / ka;
+  const int st0 = ck * st_total / CK, nst = (ck + 1) * st_total / CK - st0;
+  const uint32_t stage_bytes = static_cast<uint32_t>(ka) * S::STAGE_BYTES;
   const int w_row0 = blockIdx.x * S::BW, t0 = blockIdx.z * BT;
 
   if (threadIdx.x == 0) {
@@ -307,19 +320,22 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
     if (tid < 32) {   // the whole first warp walks the ring (a converged warp); its lane 0 issues the loads
       const int slice = BT / CN;
       const uint16_t group = static_cast<uint16_t>(((1u << CN) - 1u) << (ck * CN));
-      for (int i = 0; i < nkb; ++i) {
+      for (int i = 0; i < nst; ++i) {
         const int s = i % stages;
         if (i >= stages) mbar_wait(empty + s, ((i / stages) - 1) & 1);
         if (tid == 0) {
-          uint8_t* stage = ring + static_cast<size_t>(s) * S::STAGE_BYTES;
-          mbar_arrive_expect_tx(full + s, S::STAGE_BYTES);
-          const int k = (kb0 + i) * BK;
-          tma_load(stage, &wmap, 0, (blockIdx.x * kb_total + kb0 + i) * S::BW, full + s);
-          uint8_t* xdst = stage + S::W_BYTES + cn * slice * ROW_BYTES;
-          if (CN == 1)
-            tma_load(xdst, &xmap, k, t0, full + s);
-          else
-            tma_load_multicast(xdst, &xmap, k, t0 + cn * slice, full + s, group);
+          uint8_t* stage = ring + static_cast<size_t>(s) * stage_bytes;
+          mbar_arrive_expect_tx(full + s, stage_bytes);
+          for (int a = 0; a < ka; ++a) {
+            const int kb = (st0 + i) * ka + a;
+            uint8_t* atom = stage + a * S::STAGE_BYTES;
+            tma_load(atom, &wmap, 0, (blockIdx.x * kb_total + kb) * S::BW, full + s);
+            uint8_t* xdst = atom + S::W_BYTES + cn * slice * ROW_BYTES;
+            if (CN == 1)
+              tma_load(xdst, &xmap, kb * BK, t0, full + s);
+            else
+              tma_load_multicast(xdst, &xmap, kb * BK, t0 + cn * slice, full + s, group);
+          }
         }
         __syncwarp();
       }
@@ -332,10 +348,10 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
       for (int j = 0; j < BT / 2; ++j) acc[mi][j] = 0.f;
-    for (int i = 0; i < nkb; ++i) {
+    for (int i = 0; i < nst; ++i) {
       const int s = i % stages;
       mbar_wait(full + s, (i / stages) & 1);
-      stage_mmas<MI, NWG, BT>(acc, smem_u32(ring + static_cast<size_t>(s) * S::STAGE_BYTES), cw, 1);
+      stage_mmas<MI, NWG, BT>(acc, smem_u32(ring + static_cast<size_t>(s) * stage_bytes), cw, 1, ka);
       if (i > 0) {   // the previous stage's MMAs are done: free its slot in every CTA of the multicast group
         wgmma_wait<1>();
         if (tid < CN) mbar_arrive_cluster(empty + (i - 1) % stages, ck * CN + tid);
@@ -470,7 +486,7 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
     const bool fresh = kb == seg_kb;   // a segment's first K block: its first MMA overwrites the accumulators
     const int s = i % stages;
     mbar_wait(full + s, (i / stages) & 1);
-    stage_mmas<MI, NWG, BT>(acc, smem_u32(ring + static_cast<size_t>(s) * S::STAGE_BYTES), cw, fresh ? 0 : 1);
+    stage_mmas<MI, NWG, BT>(acc, smem_u32(ring + static_cast<size_t>(s) * S::STAGE_BYTES), cw, fresh ? 0 : 1, 1);
     if (pending >= 0) {
       wgmma_wait<1>();
       if (tid == 0) mbar_arrive_local(empty + pending % stages);
@@ -586,11 +602,11 @@ inline bool make_map(CUtensorMap* map, const void* base, int rows, int K, int bo
 
 // The kernel's launch: its shared-memory opt-ins, grid, block and cluster shape (`attr` must outlive `cfg`).
 template <int MI, int NWG, int BT>
-cudaError_t launch_config(int N, int M, int CN, int CK, int stages, cudaStream_t stream, cudaLaunchAttribute& attr,
-                          cudaLaunchConfig_t& cfg) {
+cudaError_t launch_config(int N, int M, int CN, int CK, int stages, int ka, cudaStream_t stream,
+                          cudaLaunchAttribute& attr, cudaLaunchConfig_t& cfg) {
   using S = Shape<MI, NWG, BT>;
   auto kernel = cluster_wgmma_kernel<MI, NWG, BT>;
-  const size_t smem = smem_bytes<MI, NWG, BT>(stages);
+  const size_t smem = smem_bytes<MI, NWG, BT>(stages, ka);
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err == cudaSuccess && CN * CK > 8)
     err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
@@ -610,27 +626,27 @@ cudaError_t launch_config(int N, int M, int CN, int CK, int stages, cudaStream_t
 
 template <int MI, int NWG, int BT>
 cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int K, int CN, int CK, int stages,
-                       cudaStream_t stream) {
+                       int ka, cudaStream_t stream) {
   using S = Shape<MI, NWG, BT>;
   CUtensorMap wmap, xmap;
-  // w is tile-packed (kernels/launch/cluster_wgmma.py pack): [N/BW, K/64, BW, 64], so each stage's weight box is
+  // w is tile-packed (kernels/launch/cluster_wgmma.py pack): [N/BW, K/64, BW, 64], so each atom's weight box is
   // one contiguous BW * 128 bytes; its map is that array as rows of 64.
   if (!make_map(&wmap, w, N / 64 * (K / 64) * 64, BK, S::BW) || !make_map(&xmap, x, M, K, BT / CN))
     return cudaErrorInvalidValue;
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg;
-  const cudaError_t err = launch_config<MI, NWG, BT>(N, M, CN, CK, stages, stream, attr, cfg);
+  const cudaError_t err = launch_config<MI, NWG, BT>(N, M, CN, CK, stages, ka, stream, attr, cfg);
   if (err != cudaSuccess) return err;
   return cudaLaunchKernelEx(&cfg, cluster_wgmma_kernel<MI, NWG, BT>, wmap, xmap, static_cast<__nv_bfloat16*>(y), M,
-                            N, K, CN, CK, stages);
+                            N, K, CN, CK, stages, ka);
 }
 
 // How many clusters of this configuration the device holds at once (cudaOccupancyMaxActiveClusters; 0: none fits).
 template <int MI, int NWG, int BT>
-int max_clusters_one(int N, int M, int CN, int CK, int stages) {
+int max_clusters_one(int N, int M, int CN, int CK, int stages, int ka) {
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg;
-  if (launch_config<MI, NWG, BT>(N, M, CN, CK, stages, nullptr, attr, cfg) != cudaSuccess) return -1;
+  if (launch_config<MI, NWG, BT>(N, M, CN, CK, stages, ka, nullptr, attr, cfg) != cudaSuccess) return -1;
   int count = 0;
   return cudaOccupancyMaxActiveClusters(&count, cluster_wgmma_kernel<MI, NWG, BT>, &cfg) == cudaSuccess ? count : -1;
 }
@@ -668,9 +684,10 @@ cudaError_t launch_streamk_one(const void* x, const void* w, void* y, float* ws,
   X(1, 1, 256)
 
 inline cudaError_t launch(const void* x, const void* w, void* y, int M, int N, int K, int MI, int NWG, int BT,
-                          int CN, int CK, int stages, cudaStream_t stream) {
+                          int CN, int CK, int stages, int ka, cudaStream_t stream) {
 #define PROJLAB_CASE(mi, nwg, bt) \
-  if (MI == mi && NWG == nwg && BT == bt) return launch_one<mi, nwg, bt>(x, w, y, M, N, K, CN, CK, stages, stream);
+  if (MI == mi && NWG == nwg && BT == bt)  \
+    return launch_one<mi, nwg, bt>(x, w, y, M, N, K, CN, CK, stages, ka, stream);
   PROJLAB_WGMMA_CASES(PROJLAB_CASE)
 #undef PROJLAB_CASE
   return cudaErrorInvalidValue;
@@ -686,9 +703,9 @@ inline cudaError_t launch_streamk(const void* x, const void* w, void* y, float* 
   return cudaErrorInvalidValue;
 }
 
-inline int max_clusters(int N, int M, int MI, int NWG, int BT, int CN, int CK, int stages) {
+inline int max_clusters(int N, int M, int MI, int NWG, int BT, int CN, int CK, int stages, int ka) {
 #define PROJLAB_CASE(mi, nwg, bt) \
-  if (MI == mi && NWG == nwg && BT == bt) return max_clusters_one<mi, nwg, bt>(N, M, CN, CK, stages);
+  if (MI == mi && NWG == nwg && BT == bt) return max_clusters_one<mi, nwg, bt>(N, M, CN, CK, stages, ka);
   PROJLAB_WGMMA_CASES(PROJLAB_CASE)
 #undef PROJLAB_CASE
   return -1;

@@ -6,7 +6,7 @@
 // x [M, K] BF16 contiguous (16-byte aligned rows, TMA); w the tile-packed BF16 weights of N rows
 // (kernels/launch/cluster_wgmma.py pack); y [M, N] BF16.
 torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor w, int64_t N, int64_t MI, int64_t NWG, int64_t BT,
-                            int64_t CN, int64_t CK, int64_t stages) {
+                            int64_t CN, int64_t CK, int64_t stages, int64_t KA) {
   TORCH_CHECK(x.is_cuda() && w.is_cuda(), "cluster_wgmma: x and w must be CUDA tensors");
   TORCH_CHECK(x.scalar_type() == at::kBFloat16 && w.scalar_type() == at::kBFloat16,
               "cluster_wgmma: x and w must be bfloat16");
@@ -17,17 +17,18 @@ torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor w, int64_t N, int64_t
   const cudaError_t err = projlab_cluster_wgmma::launch(
       x.data_ptr(), w.data_ptr(), y.data_ptr(), static_cast<int>(x.size(0)), static_cast<int>(N),
       static_cast<int>(x.size(1)), static_cast<int>(MI), static_cast<int>(NWG), static_cast<int>(BT),
-      static_cast<int>(CN), static_cast<int>(CK), static_cast<int>(stages), c10::cuda::getCurrentCUDAStream().stream());
+      static_cast<int>(CN), static_cast<int>(CK), static_cast<int>(stages), static_cast<int>(KA),
+      c10::cuda::getCurrentCUDAStream().stream());
   TORCH_CHECK(err == cudaSuccess, "cluster_wgmma: launch failed: ", cudaGetErrorString(err));
   return y;
 }
 
 // Clusters of this configuration resident at once on the current device (-1: the query failed).
 int64_t cluster_wgmma_max_clusters(int64_t N, int64_t M, int64_t MI, int64_t NWG, int64_t BT, int64_t CN, int64_t CK,
-                                   int64_t stages) {
+                                   int64_t stages, int64_t KA) {
   return projlab_cluster_wgmma::max_clusters(static_cast<int>(N), static_cast<int>(M), static_cast<int>(MI),
                                              static_cast<int>(NWG), static_cast<int>(BT), static_cast<int>(CN),
-                                             static_cast<int>(CK), static_cast<int>(stages));
+                                             static_cast<int>(CK), static_cast<int>(stages), static_cast<int>(KA));
 }
 
 // streamk_wgmma: x [M, K] BF16 contiguous, w tile-packed as for cluster_wgmma, ws FP32 (2 * P * BW * BT), counts

@@ -21,15 +21,15 @@ EXTENSION = Extension(
     name="projlab_cluster_wgmma",
     sources=("cluster_wgmma.cu", "cluster_wgmma_torch.cu"),
     declarations="torch::Tensor cluster_wgmma(torch::Tensor x, torch::Tensor w, int64_t N, int64_t MI, "
-                 "int64_t NWG, int64_t BT, int64_t CN, int64_t CK, int64_t stages);\n"
+                 "int64_t NWG, int64_t BT, int64_t CN, int64_t CK, int64_t stages, int64_t KA);\n"
                  "int64_t cluster_wgmma_max_clusters(int64_t N, int64_t M, int64_t MI, int64_t NWG, int64_t BT, "
-                 "int64_t CN, int64_t CK, int64_t stages);\n"
+                 "int64_t CN, int64_t CK, int64_t stages, int64_t KA);\n"
                  "torch::Tensor streamk_wgmma(torch::Tensor x, torch::Tensor w, torch::Tensor ws, "
                  "torch::Tensor counts, int64_t N, int64_t MI, int64_t NWG, int64_t BT, int64_t P, int64_t stages);",
     functions=("cluster_wgmma", "cluster_wgmma_max_clusters", "streamk_wgmma"),
 )
 
-KEYS = ("MI", "NWG", "BT", "CN", "CK", "STAGES")
+KEYS = ("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA")
 
 
 def pack(weight, BW: int):

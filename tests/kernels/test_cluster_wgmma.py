@@ -19,7 +19,7 @@ QKV = (2304, 8192)
 
 
 def _cfg(**kw):
-    base = {"MI": 1, "NWG": 2, "BT": 128, "CN": 2, "CK": 4, "STAGES": 7}
+    base = {"MI": 1, "NWG": 2, "BT": 128, "CN": 2, "CK": 4, "STAGES": 7, "KA": 1}
     return dict(base, **kw)
 
 
@@ -35,26 +35,35 @@ def test_compiled_instances_match_the_registry():
 
 
 def test_every_shipped_config_fits_and_the_stage_count_is_the_most_that_fits():
-    deep = 0
+    deep = wide = 0
     for c in WGMMA_CONFIGS:
-        assert wgmma_smem_bytes(c["MI"], c["NWG"], c["BT"], c["STAGES"]) <= WGMMA_SMEM_BYTES, c
-        # the most that fit capped at 8, or (unicast token tiles of at most 64) the most that fit
-        capped = wgmma_max_stages(c["MI"], c["NWG"], c["BT"])
+        ka = c["KA"]
+        assert wgmma_smem_bytes(c["MI"], c["NWG"], c["BT"], c["STAGES"], ka) <= WGMMA_SMEM_BYTES, c
+        # the most that fit capped at 8, or (unicast token tiles of at most 64, one atom a stage) the most that fit
+        capped = wgmma_max_stages(c["MI"], c["NWG"], c["BT"], KA=ka)
         assert c["STAGES"] == capped or (c["STAGES"] == wgmma_max_stages(c["MI"], c["NWG"], c["BT"], cap=32) > 8
-                                         and c["CN"] == 1 and c["BT"] <= 64), c
+                                         and c["CN"] == 1 and c["BT"] <= 64 and ka == 1), c
         deep += c["STAGES"] > 8
+        wide += ka > 1
         more = c["STAGES"] + 1
-        assert c["STAGES"] == 8 or wgmma_smem_bytes(c["MI"], c["NWG"], c["BT"], more) > WGMMA_SMEM_BYTES, c
+        assert c["STAGES"] == 8 or wgmma_smem_bytes(c["MI"], c["NWG"], c["BT"], more, ka) > WGMMA_SMEM_BYTES, c
         assert c["BT"] % (8 * c["CN"]) == 0 and c["CN"] * c["CK"] <= 16
+        assert ka == 1 or c["CN"] == 1, c                  # wide stages: unicast only
     assert deep == 6 * 5                                   # six instances with BT <= 64, five K splits each
-    assert {"MI": 1, "NWG": 1, "BT": 16, "CN": 1, "CK": 3, "STAGES": 22} in WGMMA_CONFIGS   # 22 x 10 KB slots
+    assert {"MI": 1, "NWG": 1, "BT": 16, "CN": 1, "CK": 3, "STAGES": 22, "KA": 1} in WGMMA_CONFIGS  # 22 x 10 KB
+    # two atoms a stage at every instance, four where two 4-atom stages fit (BT * BW small enough), 6 K splits each
+    assert wide == (11 + 7) * 6
+    assert {"MI": 1, "NWG": 1, "BT": 16, "CN": 1, "CK": 4, "STAGES": 8, "KA": 2} in WGMMA_CONFIGS   # 8 x 20 KB
+    assert {"MI": 1, "NWG": 1, "BT": 16, "CN": 1, "CK": 4, "STAGES": 5, "KA": 4} in WGMMA_CONFIGS   # 5 x 40 KB
 
 
 def test_smem_formula_is_the_kernels():
     # kernels/cuda/cluster_wgmma.cu: 1024 alignment slack + 1024 barrier bytes + max(ring, BW x (BT+4) FP32 partial)
     kernel_formula = "1024 /* alignment slack */ + BARRIER_BYTES + (ring > S::PART_BYTES ? ring : S::PART_BYTES)"
     assert kernel_formula in CU.read_text()
+    assert "const size_t ring = static_cast<size_t>(stages) * ka * S::STAGE_BYTES;" in CU.read_text()
     assert wgmma_smem_bytes(1, 2, 128, 7) == 2048 + 7 * (128 + 128) * 128          # the ring is larger
+    assert wgmma_smem_bytes(1, 2, 128, 3, 2) == 2048 + 3 * 2 * (128 + 128) * 128   # three stages of two atoms
     assert wgmma_smem_bytes(2, 2, 128, 2) == 2048 + 256 * 132 * 4                  # the partial tile is larger
 
 
@@ -70,12 +79,18 @@ def test_guard_admits_the_design_point_and_names_each_refusal():
     assert "N % (BW * CN) == 0 (BW=128, CN=4, N=2304)" in _why(128, N, K, CN=4, CK=2)      # 18 tiles, 4 per cluster
     assert _why(128, N, K, MI=2, CN=1, CK=4, STAGES=4) is None                               # 9 tiles of 256 rows
     assert "N % (BW * CN) == 0 (BW=256, CN=2, N=2304)" in _why(128, N, K, MI=2, CN=2, CK=4, STAGES=4)
-    assert "K % 64 == 0 and K / 64 >= CK (K=8160, CK=4)" in _why(128, N, 8160)
+    assert "K % (64 * KA) == 0 and K / (64 * KA) >= CK" in _why(128, N, 8160)
+    assert "(K=8160, KA=1, CK=4)" in _why(128, N, 8160)
+    assert "(K=8128, KA=2, CK=1)" in _why(128, N, 8128, CN=1, CK=1, STAGES=3, KA=2)
+    assert "(K=256, KA=4, CK=2)" in _why(128, N, 256, CN=1, CK=2, STAGES=2, KA=4)      # one stage of 4 atoms, 2 ranks
+    assert _why(128, N, 512, NWG=1, CN=1, CK=2, STAGES=2, KA=4) is None
+    assert "holds 1, 2, 4 K atoms per ring stage, not KA=3" in _why(128, N, K, KA=3)
     assert "BT / CN token rows per CTA, a multiple of 8 (BT=32, CN=6)" in _why(32, 4608, K, BT=32, CN=6, CK=1,
                                                                                STAGES=8)
     assert "at most 16 CTAs (CN * CK = 18)" in _why(128, N, K, CN=2, CK=9)
     assert "2 <= STAGES <= 32 (STAGES=1)" in _why(128, N, K, STAGES=1)
-    assert "264192 bytes of shared memory at STAGES=8 (the limit is 232448)" in _why(128, N, K, STAGES=8)
+    assert "264192 bytes of shared memory at STAGES=8 KA=1 (the limit is 232448)" in _why(128, N, K, STAGES=8)
+    assert "264192 bytes of shared memory at STAGES=4 KA=2" in _why(128, N, K, CN=1, STAGES=4, KA=2)
 
 
 def test_guard_admits_configs_at_the_official_mid_m_shapes_only():

@@ -21,7 +21,7 @@ def _ptxas_report(tmp_path) -> str:
     lines = [f'#include "{src}"']
     for mi, nwg, bt in WGMMA_COMPILED:
         lines.append(f"template cudaError_t projlab_cluster_wgmma::launch_one<{mi}, {nwg}, {bt}>(const void*, "
-                     "const void*, void*, int, int, int, int, int, int, cudaStream_t);")
+                     "const void*, void*, int, int, int, int, int, int, int, cudaStream_t);")
         lines.append(f"template cudaError_t projlab_cluster_wgmma::launch_streamk_one<{mi}, {nwg}, {bt}>("
                      "const void*, const void*, void*, float*, int*, int, int, int, int, int, cudaStream_t);")
     stub = tmp_path / "instances.cu"
