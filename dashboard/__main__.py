@@ -14,7 +14,7 @@ from pathlib import Path
 
 from datasets import RUNS_DIR, DatasetError, load_workload
 from datasets.paths import RUN_SUFFIXES
-from dashboard import report_cli, runs, scoring, sources, views, workloads
+from dashboard import runs, scoring, sources, views, workloads
 from dashboard.files import write_files
 from dashboard.kernels import ExplainError
 from dashboard.summary import format_breakdown, format_loads, format_shape_table, format_unscored_pairs
@@ -185,6 +185,8 @@ def cmd_results(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from dashboard import report_cli   # as cmd_explain: the figures load plotly
+
     return report_cli.main(args.report_args)
 
 
@@ -229,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except ModuleNotFoundError as exc:   # a host without the app's requirements (e.g. a GPU host without plotly)
+        print(f"error: python -m dashboard {args.command} needs the Python package {exc.name!r}, which is not "
+              f"installed here (pip install -r requirements.txt)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except (CliError, DatasetError, RunFileError, scoring.ScoringError, sources.SourceError, ExplainError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -221,10 +221,10 @@ def wgmma_guard(M, N, K, config):
 WGMMA_DEEP_MAX_BT = 64
 WGMMA_DEEP_CK = (1, 2, 3, 4, 6)
 # Wide stages: KA = 2 or 4 atoms per stage (one mbarrier cycle per 2 or 4 weight boxes) at the most stages that fit,
-# at most 8. A plain bulk-copy ring on one CTA per SM streamed 1.2, 2.2 and 3.2 TB/s from HBM with 4, 8 and 16 KB
-# per stage whatever the depth (2 to 24 stages), and 16 KB as two 8 KB copies ran as fast as one 16 KB copy
-# (tests/benchmarks/bench_tma_ring.py): the rate is set by stages per second, so a stage of one 8 KB weight box
-# caps the kernel below the HBM rate. Unicast, K split 1 to 7 (7 x 18 tiles of 128 rows fill 126 SMs).
+# at most 8. A plain bulk-copy ring on one CTA per SM streamed 1.2-1.3, 2.1-2.5 and 3.0-3.3 TB/s from HBM with 4, 8
+# and 16 KB per stage at depths of 2 to 24 stages (the read probe 3.6), and 16 KB as two 8 KB copies ran as fast as
+# one 16 KB copy (tests/benchmarks/bench_tma_ring.py): the rate is set by stages per second, so a stage of one 8 KB
+# weight box caps the kernel below the HBM rate. Unicast, K split 1 to 7 (7 x 18 tiles of 128 rows fill 126 SMs).
 WGMMA_WIDE_CK = (1, 2, 3, 4, 6, 7)
 WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"),
                              [(mi, nwg, bt, cn, ck, wgmma_max_stages(mi, nwg, bt), 1)

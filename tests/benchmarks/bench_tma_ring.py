@@ -10,10 +10,11 @@ timed beside the lab's HBM read probes of the same bytes (profiler.measure.probe
 rotating through one CUDA graph (more than L2 holds), per launch, the graph's launch gap included (printed): warm
 graph-replay figures for comparing designs, not the lab's cold timings and not a run file.
 
-What it showed on the H200 (2026-12-02, 132 CTAs, 37.7 MB): 4, 8 and 16 KB stages streamed 1.1, 2.2 and 3.2 TB/s
-against the read probe's 3.43, whatever the depth from 2 to 24 stages; 16 KB as two 8 KB copies ran as fast as one;
-two or three CTAs per SM with 8 KB stages reached 3.3 and 3.1 TB/s. The stream is bounded by stages per second per
-CTA, not by bytes in flight: kernels/cuda/cluster_wgmma.cu's KA atoms per stage follow from it.
+What it printed on the H200 (2026-12-02, at commit 355ff55; 37.7 MB, read probe 3.60 TB/s): on one CTA per SM,
+stages of 4, 8, 16 and 32 KB streamed 1.16-1.27, 2.07-2.50, 2.98-3.30 and 3.30-3.35 TB/s over depths of 2 to 24
+stages; 16 KB as two 8 KB copies 3.26, as one 3.26; 8 KB stages on two or three CTAs per SM 2.98-3.26 and 3.17-3.29.
+On 67.1 MB (probe 3.93 TB/s) 16 KB stages four deep reached 3.76. The stream is bounded by stages per second per CTA,
+not by bytes in flight: kernels/cuda/cluster_wgmma.cu's KA atoms per stage follow from it.
 """
 import argparse
 import statistics
