@@ -6,18 +6,19 @@ A kernel of 64 threads per CTA: lane 0 of the first warp arms a stage's mbarrier
 (cp.async.bulk, global to shared), the second warp waits for the stage, touches it and frees it; no compute. The
 knobs: CTAs (1, 2 or 3 per SM), bytes per stage (4 to 32 KB), stages in flight (2 to 24), copies per stage, work
 assignment (a contiguous range per CTA, or stages interleaved across CTAs) and an L2 evict_first hint. Each row is
-timed beside the lab's HBM read probes of the same bytes (profiler.measure.probes.read_fns), six buffer copies
-rotating through one CUDA graph (more than L2 holds), per launch, the graph's launch gap included (printed): warm
-graph-replay figures for comparing designs, not the lab's cold timings and not a run file.
+timed beside the lab's HBM read probes of the same bytes (profiler.measure.probes.read_fns) by the lab's stream-mode
+timer (profiler.measure.timing.StreamTimer): six buffer copies, more than L2 holds, back to back in one CUDA graph,
+per call, replay overhead subtracted. Figures for comparing designs, not the lab's cold timings and not a run file.
 
-What it printed on the H200 (2026-12-02, at commit 355ff55; 37.7 MB, read probe 3.60 TB/s): on one CTA per SM,
+What it printed on the H200 (2026-12-02, at commit 355ff55, when it timed with its own graph-replay loop, the
+graph's launch gap included; 37.7 MB, read probe 3.60 TB/s): on one CTA per SM,
 stages of 4, 8, 16 and 32 KB streamed 1.16-1.27, 2.07-2.50, 2.98-3.30 and 3.30-3.35 TB/s over depths of 2 to 24
 stages; 16 KB as two 8 KB copies 3.26, as one 3.26; 8 KB stages on two or three CTAs per SM 2.98-3.26 and 3.17-3.29.
 On 67.1 MB (probe 3.93 TB/s) 16 KB stages four deep reached 3.76. The stream is bounded by stages per second per CTA,
 not by bytes in flight: kernels/cuda/cluster_wgmma.cu's KA atoms per stage follow from it.
+Its timing has since moved to the lab's StreamTimer (the same rotation, the overhead subtracted); not yet re-run.
 """
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -109,29 +110,12 @@ def build():
                        verbose=False)
 
 
-def replay_us(fns, reps=15):
-    """Median per-launch µs of one CUDA graph holding every fn once (launch gap included)."""
-    import torch
+def replay_us(timer, fns, rounds: int = 15) -> float:
+    """Median µs per call of the fns captured back to back in one graph: the lab's stream-mode timer
+    (profiler.measure.timing.StreamTimer: no flush, replay overhead subtracted, divided by the call count)."""
+    import numpy as np
 
-    for f in fns:
-        f()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for f in fns:
-            f()
-    for _ in range(3):
-        g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        g.replay()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e) * 1e3 / len(fns))
-    return statistics.median(ts)
+    return float(np.median(timer.sample([timer.capture(fns)], rounds)))
 
 
 def grid(sm: int, quick: bool):
@@ -166,13 +150,14 @@ def main() -> int:
         print("bench_tma_ring: needs a CUDA compiler (nvcc) to build its kernel")
         return 2
     from profiler.measure.probes import read_fns
+    from profiler.measure.timing import StreamTimer
 
     t = time.time()
     mod = build()
     print(f"built in {time.time() - t:.0f} s")
     sm = torch.cuda.get_device_properties(0).multi_processor_count
-    z = torch.zeros(1, device="cuda")
-    print(f"{torch.cuda.get_device_name()}, {sm} SMs; graph launch gap {replay_us([lambda: z.add_(1)] * COPIES):.2f} us")
+    timer = StreamTimer("cuda")
+    print(f"{torch.cuda.get_device_name()}, {sm} SMs; replay overhead {timer.overhead_us:.2f} us (subtracted)")
     sink = torch.zeros(4 * sm, device="cuda", dtype=torch.int32)
     for label, nbytes in (("2304 x 8192 BF16 (qkv_gate)", 2304 * 8192 * 2), ("4096 x 8192 BF16 (pooler)", 4096 * 8192 * 2)):
         buf = torch.empty(COPIES * nbytes // 4, device="cuda", dtype=torch.float32).normal_()
@@ -181,14 +166,14 @@ def main() -> int:
         for c in range(COPIES):
             for name, f in read_fns(buf[c * nbytes // 4:(c + 1) * nbytes // 4], nbytes, sm).items():
                 probe.setdefault(name, []).append(f)
-        pt = {n: replay_us(fs) for n, fs in probe.items()}
+        pt = {n: replay_us(timer, fs) for n, fs in probe.items()}
         pb = min(pt, key=pt.get)
         print(f"== {label}: {nbytes / 1e6:.1f} MB; read probe {pt[pb]:.2f} us ({pb}) {nbytes / pt[pb] / 1e6:.2f} TB/s")
         print("   CTAs  stage  depth  copies  assign  hint      us   TB/s  of probe")
         for ctas, chunk, stages, subs, inter, hint in grid(sm, args.quick):
             fns = [lambda c=c, u8=u8: mod.run_ring(u8[c * nbytes:(c + 1) * nbytes], nbytes, chunk, stages, subs, inter,
                                             hint, ctas, sink) for c in range(COPIES)]
-            us = replay_us(fns)
+            us = replay_us(timer, fns)
             print(f"   {ctas:4d} {chunk // 1024:4d}KB {stages:6d} {subs:7d}  {'inter ' if inter else 'contig'} "
                   f"{hint:5d} {us:7.2f} {nbytes / us / 1e6:6.2f} {pt[pb] / us * 100:8.0f}%")
         del buf, u8, probe

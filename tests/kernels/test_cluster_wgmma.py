@@ -10,8 +10,8 @@ import pytest
 from kernels.cuda import build
 from kernels.launch.cluster_wgmma import EXTENSION, pack, unpack
 from kernels.method import BF16
-from kernels.methods_library import (WGMMA_COMPILED, WGMMA_CONFIGS, WGMMA_SMEM_BYTES, wgmma_max_stages,
-                                     wgmma_smem_bytes)
+from kernels.methods_library import (WGMMA_ATOMS, WGMMA_COMPILED, WGMMA_CONFIGS, WGMMA_SMEM_BYTES,
+                                     wgmma_max_stages, wgmma_smem_bytes)
 from kernels.registry import get_method
 
 CU = Path(build.CUDA_DIR) / "cluster_wgmma.cu"
@@ -62,6 +62,12 @@ def test_smem_formula_is_the_kernels():
     kernel_formula = "1024 /* alignment slack */ + BARRIER_BYTES + (ring > S::PART_BYTES ? ring : S::PART_BYTES)"
     assert kernel_formula in CU.read_text()
     assert "const size_t ring = static_cast<size_t>(stages) * ka * S::STAGE_BYTES;" in CU.read_text()
+    # the launcher's own refusal and the consumer's compile-time dispatch name the atom counts the registry offers
+    text = CU.read_text()
+    refused = re.search(r"if \(\((ka != \d+(?: && ka != \d+)*)\) \|\| K % \(BK \* ka\)", text).group(1)
+    assert sorted(int(v) for v in re.findall(r"ka != (\d+)", refused)) == sorted(WGMMA_ATOMS)
+    assert sorted({int(v) for v in re.findall(r"stage_mmas<MI, NWG, BT, (\d+)>\(acc, stage, cw, 1\)", text)}) == \
+        sorted(WGMMA_ATOMS)
     assert wgmma_smem_bytes(1, 2, 128, 7) == 2048 + 7 * (128 + 128) * 128          # the ring is larger
     assert wgmma_smem_bytes(1, 2, 128, 3, 2) == 2048 + 3 * 2 * (128 + 128) * 128   # three stages of two atoms
     assert wgmma_smem_bytes(2, 2, 128, 2) == 2048 + 256 * 132 * 4                  # the partial tile is larger
