@@ -283,11 +283,10 @@ __device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.
 template <int NWG>
 struct Registers { static constexpr uint32_t producer = 40, consumer = 232; };
 
-template <int MI, int NWG, int BT>
+template <int MI, int NWG, int BT, int KA>
 __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
     cluster_wgmma_kernel(const __grid_constant__ CUtensorMap wmap, const __grid_constant__ CUtensorMap xmap,
-                         __nv_bfloat16* __restrict__ y, int M, int N, int K, int CN, int CK, int stages,
-                         int ka) {
+                         __nv_bfloat16* __restrict__ y, int M, int N, int K, int CN, int CK, int stages) {
   using S = Shape<MI, NWG, BT>;
   extern __shared__ uint8_t smem_raw[];
   // The same aligned offset in every CTA of the cluster (multicast and the remote arrives address by offset).
@@ -300,11 +299,11 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
   const uint32_t rank = cluster.block_rank();
   const int cn = static_cast<int>(rank) % CN, ck = static_cast<int>(rank) / CN;
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-  // K in ring stages of `ka` 64-wide atoms (K % (64 * ka) == 0, host-checked); rank ck of the split owns stages
+  // K in ring stages of KA 64-wide atoms (K % (64 * KA) == 0, host-checked); rank ck of the split owns stages
   // [st0, st0 + nst).
-  const int kb_total = K / BK, st_total = kb_total / ka;
+  const int kb_total = K / BK, st_total = kb_total / KA;
   const int st0 = ck * st_total / CK, nst = (ck + 1) * st_total / CK - st0;
-  const uint32_t stage_bytes = static_cast<uint32_t>(ka) * S::STAGE_BYTES;
+  constexpr uint32_t stage_bytes = static_cast<uint32_t>(KA) * S::STAGE_BYTES;
   const int w_row0 = blockIdx.x * S::BW, t0 = blockIdx.z * BT;
 
   if (threadIdx.x == 0) {
@@ -327,8 +326,9 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
         if (tid == 0) {
           uint8_t* stage = ring + static_cast<size_t>(s) * stage_bytes;
           mbar_arrive_expect_tx(full + s, stage_bytes);
-          for (int a = 0; a < ka; ++a) {
-            const int kb = (st0 + i) * ka + a;
+#pragma unroll
+          for (int a = 0; a < KA; ++a) {
+            const int kb = (st0 + i) * KA + a;
             uint8_t* atom = stage + a * S::STAGE_BYTES;
             tma_load(atom, &wmap, 0, (blockIdx.x * kb_total + kb) * S::BW, full + s);
             uint8_t* xdst = atom + S::W_BYTES + cn * slice * ROW_BYTES;
@@ -353,12 +353,7 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
       const int s = i % stages;
       mbar_wait(full + s, (i / stages) & 1);
       const uint32_t stage = smem_u32(ring + static_cast<size_t>(s) * stage_bytes);
-      if (ka == 1)
-        stage_mmas<MI, NWG, BT, 1>(acc, stage, cw, 1);
-      else if (ka == 2)
-        stage_mmas<MI, NWG, BT, 2>(acc, stage, cw, 1);
-      else
-        stage_mmas<MI, NWG, BT, 4>(acc, stage, cw, 1);
+      stage_mmas<MI, NWG, BT, KA>(acc, stage, cw, 1);
       if (i > 0) {   // the previous stage's MMAs are done: free its slot in every CTA of the multicast group
         wgmma_wait<1>();
         if (tid < CN) mbar_arrive_cluster(empty + (i - 1) % stages, ck * CN + tid);
@@ -608,12 +603,12 @@ inline bool make_map(CUtensorMap* map, const void* base, int rows, int K, int bo
 }
 
 // The kernel's launch: its shared-memory opt-ins, grid, block and cluster shape (`attr` must outlive `cfg`).
-template <int MI, int NWG, int BT>
-cudaError_t launch_config(int N, int M, int CN, int CK, int stages, int ka, cudaStream_t stream,
-                          cudaLaunchAttribute& attr, cudaLaunchConfig_t& cfg) {
+template <int MI, int NWG, int BT, int KA>
+cudaError_t launch_config(int N, int M, int CN, int CK, int stages, cudaStream_t stream, cudaLaunchAttribute& attr,
+                          cudaLaunchConfig_t& cfg) {
   using S = Shape<MI, NWG, BT>;
-  auto kernel = cluster_wgmma_kernel<MI, NWG, BT>;
-  const size_t smem = smem_bytes<MI, NWG, BT>(stages, ka);
+  auto kernel = cluster_wgmma_kernel<MI, NWG, BT, KA>;
+  const size_t smem = smem_bytes<MI, NWG, BT>(stages, KA);
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err == cudaSuccess && CN * CK > 8)
     err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
@@ -631,12 +626,12 @@ cudaError_t launch_config(int N, int M, int CN, int CK, int stages, int ka, cuda
   return err;
 }
 
-template <int MI, int NWG, int BT>
+template <int MI, int NWG, int BT, int KA>
 cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int K, int CN, int CK, int stages,
-                       int ka, cudaStream_t stream) {
+                       cudaStream_t stream) {
   using S = Shape<MI, NWG, BT>;
-  // whole stages of ka atoms for every rank of the K split (the kernel's stage count rounds down otherwise)
-  if ((ka != 1 && ka != 2 && ka != 4) || K % (BK * ka) || K / (BK * ka) < CK) return cudaErrorInvalidValue;
+  // whole stages of KA atoms for every rank of the K split (the kernel's stage count rounds down otherwise)
+  if (K % (BK * KA) || K / (BK * KA) < CK) return cudaErrorInvalidValue;
   CUtensorMap wmap, xmap;
   // w is tile-packed (kernels/launch/cluster_wgmma.py pack): [N/BW, K/64, BW, 64], so each atom's weight box is
   // one contiguous BW * 128 bytes; its map is that array as rows of 64.
@@ -644,20 +639,47 @@ cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int 
     return cudaErrorInvalidValue;
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg;
-  const cudaError_t err = launch_config<MI, NWG, BT>(N, M, CN, CK, stages, ka, stream, attr, cfg);
+  const cudaError_t err = launch_config<MI, NWG, BT, KA>(N, M, CN, CK, stages, stream, attr, cfg);
   if (err != cudaSuccess) return err;
-  return cudaLaunchKernelEx(&cfg, cluster_wgmma_kernel<MI, NWG, BT>, wmap, xmap, static_cast<__nv_bfloat16*>(y), M,
-                            N, K, CN, CK, stages, ka);
+  return cudaLaunchKernelEx(&cfg, cluster_wgmma_kernel<MI, NWG, BT, KA>, wmap, xmap, static_cast<__nv_bfloat16*>(y),
+                            M, N, K, CN, CK, stages);
 }
 
 // How many clusters of this configuration the device holds at once (cudaOccupancyMaxActiveClusters; 0: none fits).
-template <int MI, int NWG, int BT>
-int max_clusters_one(int N, int M, int CN, int CK, int stages, int ka) {
+template <int MI, int NWG, int BT, int KA>
+int max_clusters_one(int N, int M, int CN, int CK, int stages) {
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg;
-  if (launch_config<MI, NWG, BT>(N, M, CN, CK, stages, ka, nullptr, attr, cfg) != cudaSuccess) return -1;
+  if (launch_config<MI, NWG, BT, KA>(N, M, CN, CK, stages, nullptr, attr, cfg) != cudaSuccess) return -1;
   int count = 0;
-  return cudaOccupancyMaxActiveClusters(&count, cluster_wgmma_kernel<MI, NWG, BT>, &cfg) == cudaSuccess ? count : -1;
+  return cudaOccupancyMaxActiveClusters(&count, cluster_wgmma_kernel<MI, NWG, BT, KA>, &cfg) == cudaSuccess ? count
+                                                                                                          : -1;
+}
+
+// KA atoms per stage is a template argument of the kernel: one instance per (MI, NWG, BT, KA), KA = 4 only where two
+// such stages fit in shared memory (the registry's configs never ask for more). Measured on the H200, the kernel
+// with a runtime atom count (its producer's loop and the consumer's choice among three MMA blocks) ran the same KA = 1
+// configs up to 1.5x slower than the single-atom kernel before it (docs/kernels/cluster_wgmma.md).
+template <int MI, int NWG, int BT>
+constexpr bool fits_ka4() { return smem_bytes<MI, NWG, BT>(2, 4) <= 227 * 1024; }
+
+template <int MI, int NWG, int BT>
+cudaError_t launch_ka(const void* x, const void* w, void* y, int M, int N, int K, int CN, int CK, int stages, int ka,
+                      cudaStream_t stream) {
+  if (ka == 1) return launch_one<MI, NWG, BT, 1>(x, w, y, M, N, K, CN, CK, stages, stream);
+  if (ka == 2) return launch_one<MI, NWG, BT, 2>(x, w, y, M, N, K, CN, CK, stages, stream);
+  if constexpr (fits_ka4<MI, NWG, BT>())
+    if (ka == 4) return launch_one<MI, NWG, BT, 4>(x, w, y, M, N, K, CN, CK, stages, stream);
+  return cudaErrorInvalidValue;
+}
+
+template <int MI, int NWG, int BT>
+int max_clusters_ka(int N, int M, int CN, int CK, int stages, int ka) {
+  if (ka == 1) return max_clusters_one<MI, NWG, BT, 1>(N, M, CN, CK, stages);
+  if (ka == 2) return max_clusters_one<MI, NWG, BT, 2>(N, M, CN, CK, stages);
+  if constexpr (fits_ka4<MI, NWG, BT>())
+    if (ka == 4) return max_clusters_one<MI, NWG, BT, 4>(N, M, CN, CK, stages);
+  return -1;
 }
 
 // streamk_wgmma on P CTAs: ws holds 2 * P * BW * BT floats, counts one int per (weight tile, token tile), zero
@@ -696,7 +718,7 @@ inline cudaError_t launch(const void* x, const void* w, void* y, int M, int N, i
                           int CN, int CK, int stages, int ka, cudaStream_t stream) {
 #define PROJLAB_CASE(mi, nwg, bt) \
   if (MI == mi && NWG == nwg && BT == bt)  \
-    return launch_one<mi, nwg, bt>(x, w, y, M, N, K, CN, CK, stages, ka, stream);
+    return launch_ka<mi, nwg, bt>(x, w, y, M, N, K, CN, CK, stages, ka, stream);
   PROJLAB_WGMMA_CASES(PROJLAB_CASE)
 #undef PROJLAB_CASE
   return cudaErrorInvalidValue;
@@ -714,7 +736,7 @@ inline cudaError_t launch_streamk(const void* x, const void* w, void* y, float* 
 
 inline int max_clusters(int N, int M, int MI, int NWG, int BT, int CN, int CK, int stages, int ka) {
 #define PROJLAB_CASE(mi, nwg, bt) \
-  if (MI == mi && NWG == nwg && BT == bt) return max_clusters_one<mi, nwg, bt>(N, M, CN, CK, stages, ka);
+  if (MI == mi && NWG == nwg && BT == bt) return max_clusters_ka<mi, nwg, bt>(N, M, CN, CK, stages, ka);
   PROJLAB_WGMMA_CASES(PROJLAB_CASE)
 #undef PROJLAB_CASE
   return -1;
