@@ -174,9 +174,12 @@ def wgmma_smem_bytes(MI: int, NWG: int, BT: int, stages: int, KA: int = 1) -> in
     return 1024 + 1024 + max(stages * KA * (bw + BT) * WGMMA_BK * 2, bw * (BT + 4) * 4)
 
 
-def wgmma_max_stages(MI: int, NWG: int, BT: int, cap: int = 8, KA: int = 1) -> int:
+def wgmma_max_stages(MI: int, NWG: int, BT: int, cap: int = 8, KA: int = 1, per_sm: int = 1) -> int:
+    """The most ring stages (at most `cap`, at least 2) that let `per_sm` CTAs share one SM's shared memory (each
+    CTA also takes 1 KB the driver reserves)."""
+    limit = WGMMA_SMEM_BYTES if per_sm == 1 else WGMMA_SMEM_BYTES // per_sm - 1024
     stages = cap
-    while stages > 2 and wgmma_smem_bytes(MI, NWG, BT, stages, KA) > WGMMA_SMEM_BYTES:
+    while stages > 2 and wgmma_smem_bytes(MI, NWG, BT, stages, KA) > limit:
         stages -= 1
     return stages
 
@@ -226,6 +229,12 @@ WGMMA_DEEP_CK = (1, 2, 3, 4, 6)
 # one 16 KB copy (tests/benchmarks/bench_tma_ring.py): the rate is set by stages per second, so a stage of one 8 KB
 # weight box caps the kernel below the HBM rate. Unicast, K split 1 to 7 (7 x 18 tiles of 128 rows fill 126 SMs).
 WGMMA_WIDE_CK = (1, 2, 3, 4, 6, 7)
+# Two CTAs per SM: at N = 2304 the 36 weight tiles of 64 rows fill 108 or 144 SMs with a uniform K split, never
+# 132, and a CTA with a 32-40 KB stage holds the SM's shared memory alone. Wide stages on rings short enough that two
+# CTAs share an SM (one consumer warpgroup: 256 threads of about 90 registers each), K split 4-8 ways: 144-288 CTAs
+# of the one-warpgroup token tiles up to 64, resident at once.
+WGMMA_FILL_INSTANCES = ((1, 1, 16), (1, 1, 32), (1, 1, 64))
+WGMMA_FILL_CK = (4, 6, 8)
 WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"),
                              [(mi, nwg, bt, cn, ck, wgmma_max_stages(mi, nwg, bt), 1)
                               for mi, nwg, bt in WGMMA_COMPILED for cn, ck in WGMMA_CLUSTERS
@@ -236,7 +245,11 @@ WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"),
                              + [(mi, nwg, bt, 1, ck, wgmma_max_stages(mi, nwg, bt, KA=ka), ka)
                                 for ka in WGMMA_ATOMS[1:] for mi, nwg, bt in WGMMA_COMPILED
                                 if wgmma_smem_bytes(mi, nwg, bt, 2, ka) <= WGMMA_SMEM_BYTES
-                                for ck in WGMMA_WIDE_CK])
+                                for ck in WGMMA_WIDE_CK]
+                             + [(mi, nwg, bt, 1, ck, wgmma_max_stages(mi, nwg, bt, KA=ka, per_sm=2), ka)
+                                for ka in WGMMA_ATOMS[1:] for mi, nwg, bt in WGMMA_FILL_INSTANCES
+                                if wgmma_smem_bytes(mi, nwg, bt, 2, ka) <= WGMMA_SMEM_BYTES // 2 - 1024
+                                for ck in WGMMA_FILL_CK])
 
 # ------------------------------------------------------------------------------------------ streamk_wgmma
 

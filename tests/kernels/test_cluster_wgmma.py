@@ -10,7 +10,8 @@ import pytest
 from kernels.cuda import build
 from kernels.launch.cluster_wgmma import EXTENSION, pack, unpack
 from kernels.method import BF16
-from kernels.methods_library import (WGMMA_ATOMS, WGMMA_COMPILED, WGMMA_CONFIGS, WGMMA_SMEM_BYTES,
+from kernels.methods_library import (WGMMA_ATOMS, WGMMA_COMPILED, WGMMA_CONFIGS, WGMMA_FILL_CK,
+                                     WGMMA_FILL_INSTANCES, WGMMA_SMEM_BYTES,
                                      wgmma_max_stages, wgmma_smem_bytes)
 from kernels.registry import get_method
 
@@ -34,11 +35,24 @@ def test_compiled_instances_match_the_registry():
     assert {(c["MI"], c["NWG"], c["BT"]) for c in WGMMA_CONFIGS} == set(WGMMA_COMPILED)
 
 
+def _two_per_sm(c) -> bool:
+    """A config whose ring is the deepest that lets two CTAs share an SM (the fill configs)."""
+    half = WGMMA_SMEM_BYTES // 2 - 1024
+    smem = wgmma_smem_bytes(c["MI"], c["NWG"], c["BT"], c["STAGES"], c["KA"])
+    return (smem <= half and c["STAGES"] == wgmma_max_stages(c["MI"], c["NWG"], c["BT"], KA=c["KA"], per_sm=2)
+            and (c["MI"], c["NWG"], c["BT"]) in WGMMA_FILL_INSTANCES and c["KA"] > 1 and c["CK"] in WGMMA_FILL_CK)
+
+
 def test_every_shipped_config_fits_and_the_stage_count_is_the_most_that_fits():
-    deep = wide = 0
+    deep = wide = fill = 0
     for c in WGMMA_CONFIGS:
         ka = c["KA"]
         assert wgmma_smem_bytes(c["MI"], c["NWG"], c["BT"], c["STAGES"], ka) <= WGMMA_SMEM_BYTES, c
+        if _two_per_sm(c) and c["STAGES"] != wgmma_max_stages(c["MI"], c["NWG"], c["BT"], KA=ka):
+            fill += 1
+            assert c["CN"] == 1 and wgmma_smem_bytes(c["MI"], c["NWG"], c["BT"], c["STAGES"] + 1, ka) \
+                > WGMMA_SMEM_BYTES // 2 - 1024, c
+            continue
         # the most that fit capped at 8, or (unicast token tiles of at most 64, one atom a stage) the most that fit
         capped = wgmma_max_stages(c["MI"], c["NWG"], c["BT"], KA=ka)
         assert c["STAGES"] == capped or (c["STAGES"] == wgmma_max_stages(c["MI"], c["NWG"], c["BT"], cap=32) > 8
@@ -55,6 +69,10 @@ def test_every_shipped_config_fits_and_the_stage_count_is_the_most_that_fits():
     assert wide == (11 + 7) * 6
     assert {"MI": 1, "NWG": 1, "BT": 16, "CN": 1, "CK": 4, "STAGES": 8, "KA": 2} in WGMMA_CONFIGS   # 8 x 20 KB
     assert {"MI": 1, "NWG": 1, "BT": 16, "CN": 1, "CK": 4, "STAGES": 5, "KA": 4} in WGMMA_CONFIGS   # 5 x 40 KB
+    # two CTAs per SM: BT 16 and 32 with 2 and 4 atoms a stage, BT 64 with 2 (two 4-atom stages of 64 KB do not fit
+    # beside a second CTA), K split 4, 6 and 8 ways
+    assert fill == 5 * len(WGMMA_FILL_CK)
+    assert {"MI": 1, "NWG": 1, "BT": 16, "CN": 1, "CK": 8, "STAGES": 5, "KA": 2} in WGMMA_CONFIGS   # 5 x 20 KB
 
 
 def test_smem_formula_is_the_kernels():
@@ -62,12 +80,14 @@ def test_smem_formula_is_the_kernels():
     kernel_formula = "1024 /* alignment slack */ + BARRIER_BYTES + (ring > S::PART_BYTES ? ring : S::PART_BYTES)"
     assert kernel_formula in CU.read_text()
     assert "const size_t ring = static_cast<size_t>(stages) * ka * S::STAGE_BYTES;" in CU.read_text()
-    # the launcher's own refusal and the consumer's compile-time dispatch name the atom counts the registry offers
+    # the launcher dispatches exactly the atom counts the registry offers to a kernel instance each (any other is
+    # refused), and compiles KA = 4 where two such stages fit the registry's shared-memory limit
     text = CU.read_text()
-    refused = re.search(r"if \(\((ka != \d+(?: && ka != \d+)*)\) \|\| K % \(BK \* ka\)", text).group(1)
-    assert sorted(int(v) for v in re.findall(r"ka != (\d+)", refused)) == sorted(WGMMA_ATOMS)
-    assert sorted({int(v) for v in re.findall(r"stage_mmas<MI, NWG, BT, (\d+)>\(acc, stage, cw, 1\)", text)}) == \
+    dispatch = text.split("cudaError_t launch_ka(", 1)[1].split("\n}\n", 1)[0]
+    assert sorted(int(v) for v in re.findall(r"if \(ka == (\d+)\) return launch_one<MI, NWG, BT, \1>", dispatch)) == \
         sorted(WGMMA_ATOMS)
+    assert dispatch.rstrip().endswith("return cudaErrorInvalidValue;")
+    assert f"smem_bytes<MI, NWG, BT>(2, 4) <= {WGMMA_SMEM_BYTES // 1024} * 1024" in text
     assert wgmma_smem_bytes(1, 2, 128, 7) == 2048 + 7 * (128 + 128) * 128          # the ring is larger
     assert wgmma_smem_bytes(1, 2, 128, 3, 2) == 2048 + 3 * 2 * (128 + 128) * 128   # three stages of two atoms
     assert wgmma_smem_bytes(2, 2, 128, 2) == 2048 + 256 * 132 * 4                  # the partial tile is larger
