@@ -228,11 +228,14 @@ WGMMA_DEEP_CK = (1, 2, 3, 4, 6)
 # and 16 KB per stage at depths of 2 to 24 stages (the read probe 3.6), and 16 KB as two 8 KB copies ran as fast as
 # one 16 KB copy (tests/benchmarks/bench_tma_ring.py): the rate is set by stages per second, so a stage of one 8 KB
 # weight box caps the kernel below the HBM rate. Unicast, K split 1 to 7 (7 x 18 tiles of 128 rows fill 126 SMs).
+# Screened with KA a template argument of the kernel they gained up to 8 % at M = 32-128 and nothing at M = 16
+# (datasets/runs/2026-12-03_nvidia-h200_screen-wgmma-ka-template.json.gz): the stage rate is not what bounds it.
 WGMMA_WIDE_CK = (1, 2, 3, 4, 6, 7)
 # Two CTAs per SM: at N = 2304 the 36 weight tiles of 64 rows fill 108 or 144 SMs with a uniform K split, never
 # 132, and a CTA with a 32-40 KB stage holds the SM's shared memory alone. Wide stages on rings short enough that two
 # CTAs share an SM (one consumer warpgroup: 256 threads of about 90 registers each), K split 4-8 ways: 144-288 CTAs
-# of the one-warpgroup token tiles up to 64, resident at once.
+# of the one-warpgroup token tiles up to 64, resident at once. Slower than the one-CTA-per-SM configs at every
+# qkv_gate, pooler and unpooler point screened (datasets/runs/2026-12-03_nvidia-h200_screen-wgmma-fill.json.gz).
 WGMMA_FILL_INSTANCES = ((1, 1, 16), (1, 1, 32), (1, 1, 64))
 WGMMA_FILL_CK = (4, 6, 8)
 WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"),

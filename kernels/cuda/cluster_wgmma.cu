@@ -8,9 +8,9 @@
 // as TMA writes them, so the MMAs read the ring directly (descriptors: leading offset unused, 1024-byte stride
 // between 8-row groups, +32 bytes per K step). The weights are tile-packed at prepare ([N/BW, K/64, BW, 64]), so
 // the weight box of one 64-wide K atom is one contiguous block; the tokens are read from x as they are. A ring stage
-// holds `ka` consecutive atoms (1, 2 or 4: a weight box and a token box each), one mbarrier cycle for all of them:
-// a bulk-copy ring on one CTA per SM streams as many stages per second whatever their size up to 8 KB
-// (tests/benchmarks/bench_tma_ring.py), so wider stages move more bytes per cycle.
+// holds KA consecutive atoms (1, 2 or 4: a weight box and a token box each; a template argument), one mbarrier
+// cycle for all of them: a bulk-copy ring on one CTA per SM streams as many stages per second whatever their size
+// up to 8 KB (tests/benchmarks/bench_tma_ring.py), so wider stages move more bytes per cycle.
 //
 // Grid and cluster. Grid (N/BW, CK, ceil(M/BT)); cluster (CN, CK, 1). The CK CTAs of a cluster column split K
 // (contiguous ranges of whole stages); the CN CTAs of a cluster row hold CN neighbouring weight tiles of the same
@@ -249,7 +249,7 @@ __device__ __forceinline__ void wgmma<256>(float (&d)[128], uint64_t a, uint64_t
 // an X_BYTES token box, STAGE_BYTES apart), its MI 64-row weight blocks against the BT token rows, the four 16-wide
 // K steps per atom issued asynchronously and committed as one group (`accumulate` 0: the stage's first MMA
 // overwrites the accumulators instead of adding to them). ATOMS is a compile-time count: over a runtime count ptxas
-// fences the accumulators inside the loop (C7519, measured 1.1-1.7x slower on the H200).
+// fences the accumulators inside the loop (C7519).
 template <int MI, int NWG, int BT, int ATOMS>
 __device__ __forceinline__ void stage_mmas(float (&acc)[MI][BT / 2], uint32_t stage, int cw, int accumulate) {
   using S = Shape<MI, NWG, BT>;
