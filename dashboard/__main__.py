@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from datasets import RUNS_DIR, DatasetError, load_workload
+from datasets.cli import OneLineParser
 from datasets.paths import RUN_SUFFIXES
 from dashboard import runs, scoring, sources, views, workloads
 from dashboard.files import write_files
@@ -191,7 +192,7 @@ def cmd_report(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m dashboard", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m dashboard", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     floor = dict(action="store_true", help="score results flagged below the measured HBM floor (artifacts, left "
                                            "out by default)")

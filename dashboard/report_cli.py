@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from datasets import DatasetError
+from datasets.cli import OneLineParser
 from dashboard import kernel_report, kernels, report, runs, scoring
 from dashboard.runs import RunFileError
 
@@ -34,7 +35,7 @@ def build_any(path, baseline: str | None = None, candidate: str | None = None, s
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m dashboard report", description=__doc__.split("\n\n")[0].replace(
+    p = OneLineParser(prog="python -m dashboard report", description=__doc__.split("\n\n")[0].replace(
         "\n", " "))
     p.add_argument("path", help="a run file (datasets/runs/*.json) or an official-format per-shape CSV")
     p.add_argument("--out", required=True, help="output folder (created if missing; never inside datasets/)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -15,12 +16,22 @@ import pandas as pd
 from datasets.errors import DatasetError
 
 
+# Python's int() and float() also take '8_192' and '1_0.5' (literal digit separators) and int() any Unicode digit
+# ('١'): a cell holds ASCII digits, an optional sign and, for a number, one decimal point and an exponent.
+INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
+FLOAT_TEXT = re.compile(r"\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*")
+MAX_DIGITS = 30   # more digits than any count or time here has; int() of a 5000-digit cell would raise otherwise
+
+
 def parse_int(text: str) -> int:
-    value = int(text)  # int("1.5") raises, so a fractional M/N/K is rejected, not rounded
-    return value
+    if not INT_TEXT.fullmatch(text) or len(text.strip()) > MAX_DIGITS:
+        raise ValueError("not an integer")   # int("1.5") would raise too: a fractional M/N/K is never rounded
+    return int(text)
 
 
 def parse_float(text: str) -> float:
+    if not FLOAT_TEXT.fullmatch(text):
+        raise ValueError("not a number")     # nan, inf, '1_000' included
     value = float(text)
     if not math.isfinite(value):
         raise ValueError("not finite")
@@ -63,6 +74,10 @@ def read_typed_csv(path: str | Path, columns: dict[str, Callable[[str], object]]
         bad = exc.object[exc.start:exc.start + 1]
         raise DatasetError(path, "(encoding)", f"not UTF-8 text (byte {exc.start}: {bad!r}); save it as \"CSV UTF-8\""
                            ) from None
+    except csv.Error as exc:   # a cell over the csv module's field limit, a NUL byte, a bad quote
+        raise DatasetError(path, "(csv)", f"not a readable CSV table: {exc}") from None
+    except OSError as exc:
+        raise DatasetError(path, "(file)", f"cannot read: {exc.strerror or exc}") from None
 
 
 def _read(path: Path, columns: dict[str, Callable[[str], object]]) -> pd.DataFrame:

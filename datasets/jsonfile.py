@@ -1,8 +1,11 @@
 """The one way projlab reads a JSON document it did not write itself (run files, plans, workloads, uploads).
 
 Python's json module recurses once per nesting level, so '[' * 1000 + ']' * 1000 raises RecursionError deep
-inside it (and deeply nested values break later recursive code too). Every problem here becomes one
-JsonInputError whose message names the source and the problem, never a traceback:
+inside it (and deeply nested values break later recursive code too). It also takes the last of two equal keys in
+one object without a word ({"median_us": 5, "median_us": 50} reads as 50), and NaN/Infinity, which are not JSON.
+Every problem here becomes one JsonInputError whose message names the source, the problem and, where it can, the
+field's path, never a traceback. A leading UTF-8 byte-order mark (what Windows editors write) is dropped, as the
+CSV reader drops it (datasets/csvread.py):
 
     read_json(path, max_bytes=None, max_depth=MAX_DEPTH) -> object
     parse_json(data: bytes | str, name, max_bytes=None, max_depth=MAX_DEPTH) -> object
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import zlib
 from pathlib import Path
 
@@ -27,28 +31,52 @@ class JsonInputError(ValueError):
     """A JSON document that cannot be used; the message names the source and the problem in one line."""
 
 
+BOM = "\ufeff"
+
+
 def _reject_constant(name: str):
     raise ValueError(f"non-standard JSON constant {name} (NaN/Infinity are not JSON)")
 
 
-class _Constant:
-    """Where a NaN / Infinity sat, found by a second, lenient parse (only after the strict one failed)."""
+class _DuplicateKey(ValueError):
+    """Two equal keys in one JSON object: which value is meant is ambiguous, so the document is refused."""
+
+
+def _unique_keys(pairs: list) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _DuplicateKey(f"duplicate key {key!r} in one object (which of its values is meant is ambiguous)")
+    return out
+
+
+class _Marker:
+    """Where a NaN / Infinity or a repeated key sat, found by a second, lenient parse (only after the strict one
+    failed)."""
 
     def __init__(self, name: str):
         self.name = name
 
 
-def _where_constant(text: str) -> str:
-    """' at results[3].median_us (decode 16/o, best)': the first NaN/Infinity's field path and, inside a shape's
-    record (load, family, M), which shape and candidate; '' when it cannot be found."""
+def _mark_duplicates(pairs: list) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        out[key] = _Marker(key) if key in out else value
+    return out
+
+
+def _where(text: str) -> str:
+    """' at results[3].median_us (decode 16/o, best)': the field path of the first NaN/Infinity or repeated key and,
+    inside a shape's record (load, family, M), which shape and candidate; '' when it cannot be found."""
     try:
-        doc = json.loads(text, parse_constant=_Constant)
+        doc = json.loads(text, parse_constant=_Marker, object_pairs_hook=_mark_duplicates)
     except (ValueError, RecursionError):
         return ""
     stack = [("", doc, None)]
     while stack:
         path, value, parent = stack.pop()
-        if isinstance(value, _Constant):
+        if isinstance(value, _Marker):
             where = f" at {path or '(top level)'}"
             if isinstance(parent, dict) and {"load", "family", "M"} <= set(parent):
                 shape = shape_key(parent["load"], parent["family"], parent["M"])
@@ -94,15 +122,19 @@ def parse_json(data: bytes | str, name: str, max_bytes: int | None = None, max_d
                 from None
     else:
         text = data
+    text = text.removeprefix(BOM)
     depth = nesting_depth(text)
     if depth > max_depth:
         raise JsonInputError(f"{name}: JSON nested {depth} levels deep (at most {max_depth} accepted)")
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise JsonInputError(f"{name}: not valid JSON: {exc}") from None
     except (ValueError, RecursionError) as exc:
-        where = _where_constant(text) if "non-standard JSON constant" in str(exc) else ""
+        if "integer string conversion" in str(exc):   # Python's own limit on the digits of an int literal
+            raise JsonInputError(f"{name}: not valid JSON: a number with more than "
+                                 f"{sys.get_int_max_str_digits():,} digits") from None
+        where = _where(text) if isinstance(exc, _DuplicateKey) or "non-standard JSON constant" in str(exc) else ""
         raise JsonInputError(f"{name}: not valid JSON: {exc}{where}") from None
 
 

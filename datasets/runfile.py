@@ -14,6 +14,9 @@ import re
 import tempfile
 from pathlib import Path
 
+# A shape's sizes have the workload file's sanity limits: an M, N or K beyond them is no workload's projection.
+from datasets.workload_spec import MAX_DIM, MAX_M
+
 SCHEMA_VERSION = 1
 STATUSES = ("complete", "partial")
 # The canary (profiler.commands.canary) put this on the paired baseline's result where it ran at another speed than
@@ -33,7 +36,13 @@ class RunFileError(ValueError):
 
 # --- type checks: each returns a problem string or None ------------------------------------------------------
 def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite int or float (not a bool); an int too large for a float (10**400) is not a usable number."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 def _is_int(v) -> bool:
@@ -49,10 +58,18 @@ _KINDS = {
     "time": _is_time,
     "time or null": lambda v: v is None or _is_time(v),
     "list of times": lambda v: isinstance(v, list) and all(_is_time(x) for x in v),
+    "non-empty list of times": lambda v: isinstance(v, list) and len(v) > 0 and all(_is_time(x) for x in v),
     "positive number or null": lambda v: v is None or (_is_number(v) and v > 0),
     "positive number": lambda v: _is_number(v) and v > 0,
     "integer": _is_int,
+    "non-negative integer": lambda v: _is_int(v) and v >= 0,
+    "non-negative number or null": lambda v: v is None or (_is_number(v) and v >= 0),
     "positive integer": lambda v: _is_int(v) and v > 0,
+    "M": lambda v: _is_int(v) and 0 < v <= MAX_M,
+    "N or K": lambda v: _is_int(v) and 0 < v <= MAX_DIM,
+    "list of positive numbers": lambda v: isinstance(v, list) and all(_is_number(x) and x > 0 for x in v),
+    "list of strings or null": lambda v: v is None or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+    "object of times": lambda v: isinstance(v, dict) and all(_is_time(x) for x in v.values()),
     "string": lambda v: isinstance(v, str),
     "non-empty string": lambda v: isinstance(v, str) and v != "",
     "boolean": lambda v: isinstance(v, bool),
@@ -75,23 +92,39 @@ ENVIRONMENT = [("gpu", "string", False), ("sm_count", "positive integer", False)
                ("clocks", "object", False), ("throttle_reasons", "list of strings", False),
                ("replay_overhead_us", "number", False), ("replay_overhead_ci_us", "pair of numbers", False),
                ("settings", "object", False), ("git_dirty", "boolean", False), ("workers", "list", False)]
-SHAPE = [("load", "non-empty string", True), ("family", "non-empty string", True), ("M", "positive integer", True),
-         ("N", "positive integer", True), ("K", "positive integer", True)]
+SHAPE = [("load", "non-empty string", True), ("family", "non-empty string", True), ("M", "M", True),
+         ("N", "N or K", True), ("K", "N or K", True)]
+# The contract's verdict numbers (profiler.check.rules.Check.to_dict): errors and ratios are >= 0; a NaN or an
+# infinite one is written as null.
+ERROR = [("rel_l2", "non-negative number or null", False), ("max_row_rel", "non-negative number or null", False),
+         ("sparse_rel", "non-negative number or null", False), ("vs_baseline", "non-negative number or null", False),
+         ("pair_ratio", "non-negative number or null", False), ("reasons", "list of strings", False)]
 RESULT = SHAPE + [("candidate", "non-empty string", True), ("median_us", "time", True),
                   ("correct", "boolean", True), ("method", "string", False), ("ci_low_us", "time or null", False),
-                  ("ci_high_us", "time or null", False), ("samples_us", "list of times", False),
-                  ("n_samples", "integer", False), ("error", "object or null", False),
-                  ("flags", "list of strings", False), ("throttled_samples", "integer", False),
-                  ("eager_us", "time or null", False)]
+                  ("ci_high_us", "time or null", False), ("samples_us", "non-empty list of times", False),
+                  ("n_samples", "non-negative integer", False), ("error", "object or null", False),
+                  ("flags", "list of strings", False), ("throttled_samples", "non-negative integer", False),
+                  ("eager_us", "time or null", False), ("floor_us", "time or null", False),
+                  ("bytes", "positive integer", False)]
 PAIR = SHAPE + [("baseline", "non-empty string", True), ("candidate", "non-empty string", True),
-                ("ratio_median", "positive number", True), ("ratio_ci_low", "number or null", False),
-                ("ratio_ci_high", "number or null", False), ("rse", "number or null", False),
-                ("n_pairs", "integer", False), ("ratios", "list of numbers", False)]
+                ("ratio_median", "positive number", True), ("ratio_ci_low", "positive number or null", False),
+                ("ratio_ci_high", "positive number or null", False), ("rse", "non-negative number or null", False),
+                ("n_pairs", "non-negative integer", False), ("ratios", "list of positive numbers", False)]
 PROBE = [("bytes", "positive integer", True), ("us", "time", True), ("tbps", "number or null", False),
          ("ci_low_us", "time or null", False), ("ci_high_us", "time or null", False),
          ("design", "string", False), ("kind", "string", False), ("for_shape", "string", False),
-         ("designs_us", "object", False)]
-TELEMETRY = [("t_s", "number", True)]
+         ("designs_us", "object of times", False)]
+# NVML readings (profiler.measure.telemetry): null where NVML could not read one.
+TELEMETRY = [("t_s", "number", True), ("sm_mhz", "number or null", False), ("mem_mhz", "number or null", False),
+             ("power_w", "number or null", False), ("temp_c", "number or null", False),
+             ("throttle", "list of strings or null", False)]
+CLOCKS = [(key, "number or null", False) for key in ("sm_max_mhz", "mem_max_mhz", "sm_mhz_start", "sm_mhz_end",
+                                                      "mem_mhz_start", "mem_mhz_end")]
+SETTINGS = [("candidates", "list of strings or null", False)]
+# A (low, value, high) triple of one record that must be in order where all are given: a confidence interval and
+# the estimate it is an interval of is not checked (a bootstrap interval need not hold its point estimate).
+CI_FIELDS = {"results": ("ci_low_us", "ci_high_us"), "pairs": ("ratio_ci_low", "ratio_ci_high"),
+             "probes": ("ci_low_us", "ci_high_us")}
 COMPUTE_PROBE = [("M", "positive integer", True), ("N", "positive integer", True), ("K", "positive integer", True),
                  ("us", "time", True)]
 FAILURE = SHAPE + [("candidate", "non-empty string", True), ("reasons", "list of strings", True),
@@ -128,16 +161,24 @@ def _excerpt(value, limit: int = 80) -> str:
 
 def _expected(kind: str, value) -> str:
     """What the field must be, naming the basic type first ("expected number, got 'abc'"), the range second."""
-    if kind.startswith("time") or kind == "list of times":
-        many = kind == "list of times"
+    if kind.startswith("time") or kind.endswith("list of times"):
+        many = kind.endswith("list of times")
+        if many and isinstance(value, list) and not value:
+            return "a non-empty list of times (a timed result has samples)"
         if many and not (isinstance(value, list) and all(_is_number(x) for x in value)):
             return "list of numbers"
         if not many and not _is_number(value):
             return "number" + (" or null" if kind.endswith("null") else "")
         what = "times" if many else "a time"
         return f"{what} in us with 0 < t <= {MAX_US_PER_CALL:.0e} (at most 1 s per call)"
-    base = kind.removeprefix("positive ")
-    return base if not _KINDS[base](value) else kind
+    if kind in ("M", "N or K"):
+        limit = MAX_M if kind == "M" else MAX_DIM
+        return "integer" if not _is_int(value) else "positive integer" if value <= 0 else \
+            f"an integer at most {limit:,} (the workload files' limit)"
+    if kind == "object of times":
+        return f"object of times in us with 0 < t <= {MAX_US_PER_CALL:.0e}"
+    base = kind.removeprefix("positive ").removeprefix("non-negative ")
+    return base if base in _KINDS and not _KINDS[base](value) else kind
 
 
 def validate_run(run, source: str = "<run>") -> None:
@@ -147,22 +188,33 @@ def validate_run(run, source: str = "<run>") -> None:
 
     _check_record(run, TOP, "", fail)
     if run["schema_version"] != SCHEMA_VERSION:
-        fail("schema_version", f"expected {SCHEMA_VERSION}, got {_excerpt(run['schema_version'])}")
+        fail("schema_version", f"expected {SCHEMA_VERSION}, got {_excerpt(run['schema_version'])} (this projlab "
+                               f"reads run files of schema_version {SCHEMA_VERSION} only)")
     if run["status"] not in STATUSES:
         fail("status", f"expected one of {STATUSES}, got {_excerpt(run['status'])}")
     if not LABEL_RE.match(run["label"]):
         fail("label", f"expected letters, digits, '.', '_' or '-', got {_excerpt(run['label'])}")
     # Environment facts can be unknown on a given machine (no NVML, no git): null is allowed there.
     _check_record(run["environment"], ENVIRONMENT, "environment", fail, null_ok=True)
+    for key, fields in (("clocks", CLOCKS), ("settings", SETTINGS)):
+        if isinstance(run["environment"].get(key), dict):
+            _check_record(run["environment"][key], fields, f"environment.{key}", fail, null_ok=True)
     if run.get("compute_probe") is not None:
         _check_record(run["compute_probe"], COMPUTE_PROBE, "compute_probe", fail)
     for name, fields in (("probes", PROBE), ("telemetry", TELEMETRY)):
         for i, record in enumerate(run.get(name, [])):
             _check_record(record, fields, f"{name}[{i}]", fail)
     _check_results(run["results"], fail)
-    _check_pairs(run["pairs"], {tuple(r[f] for f in SHAPE_FIELDS) + (r["candidate"],) for r in run["results"]}, fail)
+    _check_pairs(run["pairs"], run["results"], fail)
     for i, record in enumerate(run.get("failures", [])):
         _check_record(record, FAILURE, f"failures[{i}]", fail)
+        if record.get("error") is not None:
+            _check_record(record["error"], ERROR, f"failures[{i}].error", fail, null_ok=True)
+    for name, (low, high) in CI_FIELDS.items():
+        for i, record in enumerate(run.get(name, [])):
+            if record.get(low) is not None and record.get(high) is not None and record[low] > record[high]:
+                fail(f"{name}[{i}].{low}", f"the interval's low end {record[low]!r} is above its high end "
+                                           f"{high} {record[high]!r}")
     for i, record in enumerate(run["environment"].get("workers") or []):
         _check_record(record, WORKER, f"environment.workers[{i}]", fail)
     from datasets.runfile_explain import validate_explain  # explain runs: kernels, calls, failures
@@ -198,6 +250,7 @@ def _check_results(results: list, fail) -> None:
     at_n: dict[tuple, tuple[int, int]] = {}
     for i, record in enumerate(results):
         _check_record(record, RESULT, f"results[{i}]", fail)
+        _check_verdict(record, f"results[{i}]", fail)
         key = tuple(record[f] for f in SHAPE_FIELDS) + (record["candidate"],)
         where = f"{record['load']}/{record['family']} M={record['M']}"
         if key in seen:
@@ -211,20 +264,45 @@ def _check_results(results: list, fail) -> None:
         at_n.setdefault(lfm, (record["N"], i))
 
 
-def _check_pairs(pairs: list, results: set, fail) -> None:
+def _check_verdict(record: dict, where: str, fail) -> None:
+    """The result's `error` record is well-formed and agrees with `correct`: the contract passes a call only when it
+    found no reason against it and its pair ratio is within 1 (profiler.check.rules), so a result marked correct
+    that carries reasons or a pair ratio over 1 contradicts itself."""
+    error = record.get("error")
+    if error is None:
+        return
+    _check_record(error, ERROR, f"{where}.error", fail, null_ok=True)
+    if record["correct"] and error.get("reasons"):
+        fail(f"{where}.correct", f"true, but error.reasons holds {len(error['reasons'])} reason(s) against it: "
+                                 f"{_excerpt(error['reasons'][0])}")
+    if record["correct"] and error.get("pair_ratio") is not None and error["pair_ratio"] > 1:
+        fail(f"{where}.correct", f"true, but error.pair_ratio is {error['pair_ratio']!r} (over 1 fails the pair rule)")
+
+
+def _check_pairs(pairs: list, results: list, fail) -> None:
+    have = {tuple(r[f] for f in SHAPE_FIELDS) + (r["candidate"],) for r in results}
     seen: dict[tuple, int] = {}
     for i, record in enumerate(pairs):
         _check_record(record, PAIR, f"pairs[{i}]", fail)
         shape = tuple(record[f] for f in SHAPE_FIELDS)
         for role in ("baseline", "candidate"):
-            if shape + (record[role],) not in results:
-                fail(f"pairs[{i}].{role}", f"no result for {record[role]!r} at "
-                     f"{record['load']}/{record['family']} M={record['M']}")
+            if shape + (record[role],) not in have:
+                fail(f"pairs[{i}].{role}", f"no result for {record[role]!r} at {record['load']}/{record['family']} "
+                     f"M={record['M']} N={record['N']} K={record['K']}{_nearest(results, record, record[role])}")
         key = shape + (record["baseline"], record["candidate"])
         if key in seen:
             fail(f"pairs[{i}]", f"duplicate pair {record['baseline']!r} vs {record['candidate']!r} at "
                  f"{record['load']}/{record['family']} M={record['M']} (first at pairs[{seen[key]}])")
         seen[key] = i
+
+
+def _nearest(results: list, pair: dict, name: str) -> str:
+    """'; results[3] has it at M=1 N=999 K=128': the result of `name` at the pair's load and family whose sizes
+    differ (what to fix), or ''."""
+    for i, r in enumerate(results):
+        if (r["load"], r["family"], r["candidate"]) == (pair["load"], pair["family"], name):
+            return f"; results[{i}] has it at M={r['M']} N={r['N']} K={r['K']}"
+    return ""
 
 
 def load_run(path) -> dict:

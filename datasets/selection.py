@@ -38,15 +38,23 @@ class Part:
     items: tuple                       # ints (M) and words (official / nearby / all)
 
 
+def _shown(text: str, limit: int = 60) -> str:
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text):,} characters)"
+
+
 def _fail(selection: str, problem: str):
-    raise ShapeSelectionError(f"shapes {selection!r}: {problem}")
+    raise ShapeSelectionError(f"shapes {_shown(selection)}: {problem}")
 
 
 def _item(selection: str, text: str):
     if text in SELECTION_WORDS:
         return text
     if not INT_RE.fullmatch(text):
-        _fail(selection, f"expected an M (a positive integer) or one of {', '.join(SELECTION_WORDS)}, got {text!r}")
+        _fail(selection, f"expected an M (a positive integer) or one of {', '.join(SELECTION_WORDS)}, got "
+                         f"{_shown(text, 20)}")
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > len(str(MAX_M)):   # int() of thousands of digits raises ValueError of its own
+        _fail(selection, f"M={_shown(text, 20)} is over the limit {MAX_M:,}")
     M = int(text)
     if M <= 0:
         _fail(selection, f"M must be a positive integer, got {text!r}")

@@ -9,6 +9,7 @@ from datasets.csvread import (parse_bool, parse_float, parse_int, parse_optional
                               parse_str, read_typed_csv)
 from datasets.errors import DatasetError
 from datasets.paths import OFFICIAL_036_CSV, SEED_LEDGER_CSV, SEED_PROBES_CSV
+from datasets.runfile import MAX_US_PER_CALL
 from datasets.workload import Workload, load_workload
 
 OFFICIAL_COLUMNS = {"load": parse_str, "family": parse_str, "M": parse_int, "N": parse_int, "K": parse_int,
@@ -21,11 +22,14 @@ LEDGER_STATUSES = ("passed", "failed", "queued")
 PROBE_COLUMNS = {"label": parse_str, "bytes": parse_int, "us": parse_float, "bytes_basis": parse_optional_str}
 
 
-def _check_positive(path: Path, frame: pd.DataFrame, columns: list[str]) -> None:
+def _check_positive(path: Path, frame: pd.DataFrame, columns: list[str], at_most: float | None = None) -> None:
     for column in columns:
         for row, value in enumerate(frame[column], start=1):
             if value <= 0:
                 raise DatasetError(path, column, f"expected a positive value, got {value!r}", row=row)
+            if at_most is not None and value > at_most:
+                raise DatasetError(path, column, f"expected a time in us of at most {at_most:.0e} (1 s per call, "
+                                                 f"as in run files), got {value!r}", row=row)
 
 
 def check_shapes(path: Path, frame: pd.DataFrame, workload: Workload) -> None:
@@ -36,7 +40,9 @@ def check_shapes(path: Path, frame: pd.DataFrame, workload: Workload) -> None:
         key = (rec.load, rec.family)
         if key not in expected:
             field = "load" if rec.load not in workload.load_order else "family"
-            raise DatasetError(path, field, f"unknown shape {rec.load}/{rec.family}", row=row)
+            shown = f"{rec.load}/{rec.family}"
+            shown = shown if shown.isprintable() else ascii(shown)   # a NUL or a control character, made visible
+            raise DatasetError(path, field, f"unknown shape {shown}", row=row)
         if key in seen:
             raise DatasetError(path, "family", f"duplicate shape {rec.load}/{rec.family} (first at row {seen[key]})",
                                row=row)
@@ -54,7 +60,7 @@ def load_official(path: str | Path | None = None, workload: Workload | None = No
     """The write-up's 30 official shape timings of candidate 036 (published, three decimals)."""
     path = Path(path) if path is not None else OFFICIAL_036_CSV
     frame = read_typed_csv(path, OFFICIAL_COLUMNS)[list(OFFICIAL_COLUMNS)]
-    _check_positive(path, frame, ["baseline_us", "candidate_us"])
+    _check_positive(path, frame, ["baseline_us", "candidate_us"], at_most=MAX_US_PER_CALL)
     check_shapes(path, frame, workload or load_workload())
     return frame
 
@@ -81,7 +87,8 @@ def load_seed_probes(path: str | Path | None = None) -> pd.DataFrame:
     """The write-up's HBM read probes (bytes, µs) from the handoff lab; observed there, not hardware limits."""
     path = Path(path) if path is not None else SEED_PROBES_CSV
     frame = read_typed_csv(path, PROBE_COLUMNS)[list(PROBE_COLUMNS)]
-    _check_positive(path, frame, ["bytes", "us"])
+    _check_positive(path, frame, ["bytes"])
+    _check_positive(path, frame, ["us"], at_most=MAX_US_PER_CALL)
     seen: dict[int, int] = {}
     for row, nbytes in enumerate(frame["bytes"], start=1):
         if nbytes in seen:

@@ -29,6 +29,10 @@ from datasets.shapes import KNOWN_DTYPES, NEARBY_LOAD
 # batches and prefill chunks.
 MAX_DIM = 1 << 20
 MAX_M = 1 << 16
+MAX_NAME = 80         # workload, family and load names end up in file names and one-line messages
+# A family's weight multiplies its times inside each load's sum: outside this range the sums overflow or vanish in
+# floating point (1e308 x 10 us is inf), and no model weighs one projection a million times another.
+WEIGHT_RANGE = (1e-6, 1e6)
 
 # Workload and family names end up in file names and in --shapes selections ("qkv_gate:1,64+o:8"), so they avoid
 # spaces and the selection separators ':', ',', '+', '='; load names may hold spaces ("decode 1") but never '/',
@@ -36,6 +40,7 @@ MAX_M = 1 << 16
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 LOAD_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9 _.-]*[A-Za-z0-9])?")
 SELECTION_WORDS = ("official", "nearby", "all")   # --shapes keywords: no family may be called that
+MAX_LISTED = 10   # problems spelled out in one message; the rest are counted (WorkloadSpecError.problems has all)
 
 TOP_REQUIRED = ("name", "source", "families", "loads", "contract")
 TOP_OPTIONAL = ("description", "score", "nearby")
@@ -49,6 +54,15 @@ CONTRACT_COUNTS = ("sparse_probe_every_rows", "sparse_probe_min_M", "outlier_col
 CONTRACT_EXPONENTS = ("input_scale_exponents",)  # non-empty lists of integers: powers of two, exact scalings
 MAX_SCALE_EXPONENT = 30                           # 2^30 x an O(1) input stays far inside BF16/FP32 range
 CONTRACT_OPTIONAL = ("reference", "note", "probe_note")
+# Where a contract number stops meaning anything: a relative tolerance or fraction of 1 or more checks nothing, a
+# probe row whose noise is not below its dominant entry is no probe, a row or column spacing past the largest M or
+# K puts no probe row or outlier column in any input. (upper bound, inclusive?) per key; numbers are > 0 as well.
+CONTRACT_LIMITS = {"sparse_probe_rel_tol": (1, False), "probe_noise_rel": (1, False),
+                   "row_denominator_mean_fraction": (1, True), "row_denominator_floor": (1, True),
+                   "sparse_probe_every_rows": (MAX_M, True), "sparse_probe_min_M": (MAX_M, True),
+                   "outlier_column_every": (MAX_DIM, True),
+                   # a typo guard: far past the default contract's 32x, and 1e300 would overflow BF16 weights to inf
+                   "outlier_column_scale": (1 << 16, True)}
 SCORE_OPTIONAL = ("per_load", "overall")
 NEARBY_REQUIRED = ("M",)
 NEARBY_OPTIONAL = ("note",)
@@ -80,7 +94,7 @@ def with_defaults(spec, name: str | None = None, contract: dict | None = None):
         fam.setdefault("x_dtype", DEFAULT_DTYPE)
         fam.setdefault("w_dtype", DEFAULT_DTYPE)
         fam.setdefault("y_dtype", fam["w_dtype"])
-        if fam["y_dtype"] in STANDARD_REL_L2_TOL:
+        if isinstance(fam["y_dtype"], str) and fam["y_dtype"] in STANDARD_REL_L2_TOL:
             fam.setdefault("rel_l2_tol", STANDARD_REL_L2_TOL[fam["y_dtype"]])
         fam.setdefault("weight", FAMILY_DEFAULT_WEIGHT)
     if contract is not None:
@@ -100,8 +114,10 @@ class WorkloadSpecError(DatasetError):
         self.problems = problems
         super().__init__(file, *problems[0])
         if len(problems) > 1:
+            more = len(problems) - MAX_LISTED
             self.args = (f"{Path(file).name}: file, {len(problems)} problems: "
-                         + "; ".join(f"field {field!r}: {problem}" for field, problem in problems),)
+                         + "; ".join(f"field {field!r}: {problem}" for field, problem in problems[:MAX_LISTED])
+                         + (f"; and {more} more" if more > 0 else ""),)
 
 
 def _shown(value) -> str:
@@ -114,7 +130,12 @@ def _is_int(value) -> bool:
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:   # an int too large for a float
+        return False
 
 
 class _Bad(Exception):
@@ -166,20 +187,28 @@ class _Checker:
             self.fail(field, f"expected a non-empty string, got {_shown(value)}")
         if pattern is not None and not pattern.fullmatch(value):
             self.fail(field, f"expected {rule}, got {_shown(value)}")
+        if pattern is not None and len(value) > MAX_NAME:
+            self.fail(field, f"{len(value)} characters is over the limit {MAX_NAME} (names end up in file names), "
+                             f"got {_shown(value)}")
         return value
 
     def count(self, value, field: str, limit: int | None = None) -> int:
         if not _is_int(value) or value <= 0:
             self.fail(field, f"expected a positive integer, got {_shown(value)}")
         if limit is not None and value > limit:
-            self.fail(field, f"{value} is over the sanity limit {limit:,}")
+            self.fail(field, f"{_shown(value)} is over the sanity limit {limit:,}")
         return value
 
-    def number(self, value, field: str, below: float | None = None) -> float:
+    def number(self, value, field: str, below: float | None = None, at_most: float | None = None,
+               at_least: float | None = None) -> float:
         if not _is_number(value) or value <= 0:
             self.fail(field, f"expected a positive number, got {_shown(value)}")
         if below is not None and value >= below:
             self.fail(field, f"expected a number below {below}, got {_shown(value)}")
+        if at_most is not None and value > at_most:
+            self.fail(field, f"expected a number at most {at_most:g}, got {_shown(value)}")
+        if at_least is not None and value < at_least:
+            self.fail(field, f"expected a number at least {at_least:g}, got {_shown(value)}")
         return value
 
     def exponents(self, value, field: str) -> list:
@@ -281,14 +310,30 @@ def _check_families(c: _Checker, families, load_m: dict[int, str]) -> None:
             _check_family(c, name, fam, load_m)
 
 
+def _key(name: str) -> str:
+    """A key as a field path shows it: cut where it is too long to be a name anyway."""
+    return name if len(name) <= MAX_NAME else name[:MAX_NAME] + "..."
+
+
 def _check_family(c: _Checker, name: str, fam, load_m: dict[int, str]) -> None:
-    where = f"families.{name}"
-    if not NAME_RE.fullmatch(name) or name in SELECTION_WORDS:
-        c.fail(where, f"family name {name!r}: expected letters, digits, '_', '.' or '-', and not one of "
-                      f"{', '.join(SELECTION_WORDS)} (used in --shapes selections)")
+    where = f"families.{_key(name)}"
+    if not NAME_RE.fullmatch(name) or name in SELECTION_WORDS or len(name) > MAX_NAME:
+        c.fail(where, f"family name {_shown(name)}: expected at most {MAX_NAME} letters, digits, '_', '.' or '-', "
+                      f"and not one of {', '.join(SELECTION_WORDS)} (used in --shapes selections)")
+    if isinstance(fam, dict) and "rel_l2_tol" not in fam:
+        # The tolerance defaults from the output dtype (with_defaults): with a dtype it does not know, the dtype is
+        # the problem to name, not the tolerance it could not derive.
+        bad = [k for k in ("x_dtype", "w_dtype", "y_dtype") if not (isinstance(fam.get(k), str)
+                                                                      and fam[k] in KNOWN_DTYPES)]
+        for key in bad:
+            with c.part():
+                c.dtype(fam.get(key), f"{where}.{key}")
+        if bad:
+            raise _Bad
     c.record(fam, where, FAMILY_REQUIRED, FAMILY_OPTIONAL)
     checks = [(c.count, "N", MAX_DIM), (c.count, "K", MAX_DIM), (c.dtype, "x_dtype"), (c.dtype, "w_dtype"),
-              (c.dtype, "y_dtype"), (c.number, "rel_l2_tol", 1), (c.number, "weight")]
+              (c.dtype, "y_dtype"), (c.number, "rel_l2_tol", 1),
+              (c.number, "weight", None, WEIGHT_RANGE[1], WEIGHT_RANGE[0])]
     for check, key, *limit in checks:
         with c.part():
             check(fam[key], f"{where}.{key}", *limit)
@@ -311,7 +356,9 @@ def _check_n_by_m(c: _Checker, n_by_m, where: str, load_m: dict[int, str]) -> No
 
 def _check_n_by_m_entry(c: _Checker, key: str, N, where: str, load_m: dict[int, str] | None) -> None:
     if not (key.isascii() and key.isdigit() and key[0] != "0"):
-        c.fail(f"{where}.{key}", f"expected an M written as a positive integer key, got {key!r}")
+        c.fail(f"{where}.{_key(key)}", f"expected an M written as a positive integer key, got {_shown(key)}")
+    if len(key) > len(str(MAX_M)) or int(key) > MAX_M:
+        c.fail(f"{where}.{_key(key)}", f"M={_shown(key)} is over the sanity limit {MAX_M:,}")
     if load_m is not None and int(key) not in load_m:
         c.fail(f"{where}.{key}", f"M={key} is not the M of any load (loads have M "
                                  f"{', '.join(str(m) for m in load_m)}); N_by_M only overrides N at scored loads")
@@ -320,8 +367,16 @@ def _check_n_by_m_entry(c: _Checker, key: str, N, where: str, load_m: dict[int, 
 
 def _check_contract(c: _Checker, contract) -> None:
     c.record(contract, "contract", CONTRACT_NUMBERS + CONTRACT_COUNTS + CONTRACT_EXPONENTS, CONTRACT_OPTIONAL)
-    checks = [*((c.number, k) for k in CONTRACT_NUMBERS), *((c.exponents, k) for k in CONTRACT_EXPONENTS),
-              *((c.count, k) for k in CONTRACT_COUNTS), *((c.text, k) for k in CONTRACT_OPTIONAL if k in contract)]
+    for key in CONTRACT_NUMBERS + CONTRACT_COUNTS:
+        high, inclusive = CONTRACT_LIMITS.get(key, (None, True))
+        with c.part():
+            if key in CONTRACT_COUNTS:
+                c.count(contract[key], f"contract.{key}", high)
+            else:
+                c.number(contract[key], f"contract.{key}", below=None if inclusive else high,
+                         at_most=high if inclusive else None)
+    checks = [*((c.exponents, k) for k in CONTRACT_EXPONENTS), *((c.text, k) for k in CONTRACT_OPTIONAL
+                                                                   if k in contract)]
     for check, key in checks:
         with c.part():
             check(contract[key], f"contract.{key}")

@@ -233,8 +233,20 @@ def check_spec(spec, workload=None) -> None:
         path = Path(match["path"] if match else text)
         if not path.is_file():
             raise CandidateError(f"{path}: no such module file")
+        _check_source(path)
         return
     load_plan(text, workload)
+
+
+def _check_source(path: Path) -> None:
+    """CandidateError when the module file does not compile (a syntax error, NUL bytes, not UTF-8): compiling runs
+    none of its code, so the parent can say so before a worker (and a GPU) is needed."""
+    try:
+        compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise CandidateError(f"{path}: line {exc.lineno}: {exc.msg} (the module does not compile)") from None
+    except (ValueError, OSError) as exc:   # NUL bytes; an unreadable file
+        raise CandidateError(f"{path}: cannot be compiled: {exc}") from None
 
 
 def resolve_spec(spec) -> str:

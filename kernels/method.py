@@ -118,7 +118,9 @@ class Method:
         if missing or extra:
             return f"method {self.name!r}: config keys missing {missing} / unknown {extra}"
         for key, value in config.items():
-            if value not in self.params[key]:
+            # Same type as well as equal: `in` alone takes true for 1 and 4.0 for 4 (a JSON plan or --candidate
+            # config), and a kernel would then be built with a bool or float where its launcher expects an int.
+            if not any(type(value) is type(allowed) and value == allowed for allowed in self.params[key]):
                 return f"method {self.name!r}: {key}={value!r} not in {list(self.params[key])}"
         return None
 

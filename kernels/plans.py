@@ -277,6 +277,9 @@ def _int_range(where: str, rng) -> tuple[int, int]:
     lo, hi = rng
     if lo < 1 or hi < lo:
         raise PlanError(f"{where}: field 'M' must satisfy 1 <= lo <= hi, got {rng!r}")
+    if hi > DISPATCH_MAX_M:
+        raise PlanError(f"{where}: field 'M' must end at most at {DISPATCH_MAX_M} (the largest M a plan "
+                        f"dispatches), got {rng!r}")
     return lo, hi
 
 
@@ -291,6 +294,8 @@ def _entry(where: str, family: str, raw, workload) -> Entry:
             raise PlanError(f"{where}: missing field {key!r}")
     lo, hi = _int_range(where, raw["M"])
     N = raw.get("N")
+    if not isinstance(raw.get("note", ""), str):
+        raise PlanError(f"{where} (M {lo}..{hi}): field 'note' must be a string, got {raw['note']!r}")
     if N is not None and (not isinstance(N, int) or isinstance(N, bool) or N < 1):
         raise PlanError(f"{where} (M {lo}..{hi}): field 'N' must be a positive integer (or absent: any N), "
                         f"got {N!r}")

@@ -162,14 +162,16 @@ def visible_gpus() -> list[str]:
 
 
 def parse_cluster(text: str) -> tuple[str, object]:
-    """'local' -> ("local", None); 'local:N' -> ("local", N); 'tcp://host:8786' or 'host:8786' -> ("address", text)."""
+    """'local' -> ("local", None); 'local:N' -> ("local", N); 'tcp://host:8786' or 'host:8786' -> ("address", text).
+    An address names its port (dask's client refuses one without: "missing port number"), from 1 to 65535."""
     text = str(text).strip()
     if text == "local":
         return "local", None
-    match = re.fullmatch(r"local:(\d+)", text)
+    match = re.fullmatch(r"local:(\d{1,6})", text)
     if match and int(match.group(1)) >= 1:
         return "local", int(match.group(1))
-    if re.fullmatch(r"([a-z0-9+]+://)?[^\s:/]+(:\d+)?", text) and not text.startswith("local"):
+    match = re.fullmatch(r"([a-z0-9+]+://)?[^\s:/]+:(\d{1,5})", text)
+    if match and 1 <= int(match.group(2)) <= 65535 and not text.startswith("local"):
         return "address", text
     raise ClusterError(f"--cluster {text!r}: expected 'local', 'local:N' (N >= 1) or a scheduler address such as "
                        f"tcp://HOST:8786")
@@ -228,7 +230,7 @@ class Fleet:
         except ClusterError:
             self.close()
             raise
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:   # ValueError: dask refuses the address itself
             self.close()
             raise ClusterError(f"--cluster {spec}: cannot reach the dask scheduler: {type(exc).__name__}: {exc}")
         try:

@@ -9,10 +9,12 @@ import time
 from pathlib import Path
 
 from datasets import RUNS_DIR
+from datasets.cli import EXIT_BAD_INPUT, positive_int
 from datasets.runfile import RunFileError, run_filename
 from kernels.candidate import check_spec
 from profiler.backends.open import ClusterError
-from profiler.cli.options import add_seed_argument, add_workload_argument, missing_dask, workload_or_exit
+from profiler.cli.options import (add_seed_argument, add_workload_argument, cluster_address, label_of, missing_dask,
+                                  new_run_path, workload_or_exit)
 from profiler.commands.explain import ExplainSettings, format_explain, run_explain
 from profiler.commands.sweep import SweepInputError, WorkerStartError, select_shapes, shape_key
 from profiler.measure.ncu import NcuError, ncu_tool
@@ -39,11 +41,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--label", help="run label (default: explain- and the plan names)")
     p.add_argument("--trace", metavar="DIR", help="write one Chrome/Perfetto trace JSON per shape (Kineto) here")
     p.add_argument("--keep", metavar="DIR", help="keep ncu reports, raw CSVs and child logs here")
-    p.add_argument("--shapes-per-ncu", type=int, default=10,
+    p.add_argument("--shapes-per-ncu", type=positive_int, default=10,
                    help="shapes per ncu process; the run file is flushed after each (default 10)")
     p.add_argument("--no-probes", action="store_true", help="skip the HBM/compute probes (no floors in the run)")
     add_seed_argument(p)
-    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+    p.add_argument("--cluster", default=None, metavar="ADDRESS", type=cluster_address,
                    help="run the shapes on dask workers: 'local' (one per visible GPU), 'local:N', or a scheduler "
                         "address tcp://HOST:8786 (one run file per GPU model)")
 
@@ -81,7 +83,7 @@ def cmd_explain(args, argv) -> int:
     specs = list(args.plan or []) + [str(Path(c).resolve()) for c in (args.candidate or [])]
     if not specs:
         print("profiler explain: give at least one --plan or --candidate", file=sys.stderr)
-        return 1
+        return EXIT_BAD_INPUT
 
     workload = workload_or_exit("explain", args.workload)
     try:
@@ -90,23 +92,25 @@ def cmd_explain(args, argv) -> int:
         shapes = _select(select_shapes(args.shapes, workload), args.shape)
     except Exception as exc:  # PlanError / CandidateError / an unknown shape key: bad input, one line naming it
         print(f"profiler explain: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
+    for flag, folder in (("--trace", args.trace), ("--keep", args.keep)):
+        if folder is not None and Path(folder).exists() and not Path(folder).is_dir():
+            print(f"profiler explain: {flag} {folder} is a file; give a folder (created if missing)", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    label = label_of("explain", args.label or ("explain-" + "-".join(Path(s).stem for s in specs))[:80])
+    if args.out:
+        new_run_path("explain", args.out)
     remote = args.cluster is not None and not args.cluster.startswith("local")
     problems, tool = ([], None) if remote else _missing_tools()   # a remote cluster: each host's own CUDA + ncu
     if problems:
         print(f"profiler explain: needs {' and '.join(problems)}", file=sys.stderr)
         return EXIT_MISSING
 
-    label = args.label or ("explain-" + "-".join(Path(s).stem for s in specs))[:80]
-    try:   # on a cluster the default name takes each GPU model's name (one run file per model)
-        out = Path(args.out) if args.out else None if args.cluster else Path(RUNS_DIR) / run_filename(
-            dt.date.today(), cuda_device_name() or "unknown-gpu", label)
-    except RunFileError as exc:
-        print(f"profiler explain: {exc}", file=sys.stderr)
-        return 1
-    if out is not None and out.exists():
-        print(f"profiler explain: {out} exists; runs are never overwritten (pick --out or --label)", file=sys.stderr)
-        return 1
+    # On a cluster the default name takes each GPU model's name (one run file per model).
+    out = Path(args.out) if args.out else None
+    if out is None and not args.cluster:
+        gpu = cuda_device_name() or "unknown-gpu"
+        out = new_run_path("explain", Path(RUNS_DIR) / run_filename(dt.date.today(), gpu, label))
     settings = ExplainSettings(shapes=args.shapes, only=list(args.shape or []), seed=args.seed,
                                probes=not args.no_probes, trace_dir=args.trace, keep_dir=args.keep,
                                shapes_per_ncu=args.shapes_per_ncu,

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import shlex
 import sys
 import time
 from pathlib import Path
 
 from datasets import RUNS_DIR
-from datasets.runfile import RunFileError, run_filename, safe_label
+from datasets.cli import EXIT_BAD_INPUT, OneLineParser, positive_float
+from datasets.runfile import RunFileError, run_filename
 from datasets.shapes import SHAPE_ID_FIELDS
 from kernels.candidate import check_spec
 from profiler.backends.open import ClusterError
@@ -25,8 +25,8 @@ from profiler.cli import tune as tune_cli
 from profiler.cli.explain import cmd_explain
 from profiler.cli.explain import DESCRIPTION as EXPLAIN_DESCRIPTION
 from profiler.cli.explain import add_arguments as explain_arguments
-from profiler.cli.options import (add_isolation_arguments, add_seed_argument, add_workload_argument, missing_dask,
-                                  workload_or_exit)
+from profiler.cli.options import (add_isolation_arguments, add_seed_argument, add_workload_argument,
+                                  cluster_address, label_of, missing_dask, new_run_path, workload_or_exit)
 from profiler.commands.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep, select_shapes
 from profiler.measure.policy import SWEEP
 from profiler.measure.telemetry import cuda_device_name
@@ -80,28 +80,10 @@ def _default_out(label: str) -> Path:
 
 
 def _out_path(cmd: str, out: str | None, label: str) -> Path:
-    """--out (must be a new .json file: runs are never overwritten) or the default run path; exit 1 otherwise."""
-    path = Path(out) if out else _default_out(label)
-    problem = None
-    if path.suffix != ".json":
-        problem = "must end in .json"
-    elif os.path.lexists(path):
-        problem = "exists; runs are never overwritten (pick another --out or --label)"
-    elif path.parent.exists() and not path.parent.is_dir():
-        problem = f"cannot be written: {path.parent} is not a folder"
-    if problem:
-        print(f"profiler {cmd}: --out {path} {problem}", file=sys.stderr)
-        raise SystemExit(1)
-    return path
+    """--out or the default run path, as a new run file (options.new_run_path: exit 2 otherwise)."""
+    return new_run_path(cmd, Path(out) if out else _default_out(label))
 
 
-def _label(cmd: str, raw: str) -> str:
-    """A label usable in a file name; says so when it had to change (`my kernels` -> `my-kernels`)."""
-
-    label = safe_label(raw)
-    if label != raw:
-        print(f"profiler {cmd}: label {raw!r} -> {label!r} (letters, digits, '.', '_', '-' only)", file=sys.stderr)
-    return label
 
 
 def _check_specs(specs: list[str], workload) -> None:
@@ -141,12 +123,12 @@ def cmd_run(args, argv) -> int:
     specs = list(args.plan or []) + list(args.candidate or [])
     if not specs:
         print("profiler run: give at least one --plan (the first is the baseline of every pair)", file=sys.stderr)
-        return 1
+        return EXIT_BAD_INPUT
 
     workload = workload_or_exit("run", args.workload)
     _check_specs(specs, workload)
     shapes = _shapes("run", args.shapes, workload)
-    label = _label("run", args.label or "-vs-".join(_spec_label(s) for s in specs)[:80])
+    label = label_of("run", args.label or "-vs-".join(_spec_label(s) for s in specs)[:80])
     # On a cluster the default file name takes each GPU model's name (one run file per model), known once the
     # workers report; an explicit --out is checked now.
     out = _out_path("run", args.out, label) if args.out or not args.cluster else None
@@ -198,7 +180,7 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluste
 def cmd_probe(args, argv) -> int:
     workload = workload_or_exit("probe", args.workload)
     shapes = _shapes("probe", args.shapes, workload)
-    label = _label("probe", args.label or "probes")
+    label = label_of("probe", args.label or "probes")
     out = _out_path("probe", args.out, label)
     _cuda_or_exit("probe")
 
@@ -277,16 +259,6 @@ def format_probes(run: dict) -> str:
     return "\n".join(lines)
 
 
-def _option(argv: list[str], name: str) -> str | None:
-    """The value of `name` in argv (`--name V` or `--name=V`), before argparse sees it."""
-    for i, arg in enumerate(argv):
-        if arg == name and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return None
-
-
 def _add_shapes(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shapes", default="official",
                    help="official | nearby | all | FAMILY[,FAMILY]:M,M,... | M=M,M,... ; parts joined by + "
@@ -299,7 +271,7 @@ def _add_out(p: argparse.ArgumentParser, label: str) -> None:
 
 
 def _add_cluster(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+    p.add_argument("--cluster", default=None, metavar="ADDRESS", type=cluster_address,
                    help="run the shapes on dask workers: 'local' (one per visible GPU, pinned), 'local:N', or a "
                         "scheduler address tcp://HOST:8786; one run file per GPU model (needs requirements-scale.txt)")
 
@@ -316,8 +288,8 @@ compute probe, into a run file: the floors the dashboard's roofline and `below_f
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m profiler", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser(prog="python -m profiler", description=__doc__,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="correctness + paired timing of plans/candidates over a shape set",
                        description=RUN_DESCRIPTION)
@@ -331,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cold: L2 flushed before every timed call (the write-up's judge; default); stream: "
                         "back-to-back calls rotating through copies of the weights larger than L2")
     _add_out(r, "the plan names joined by -vs-")
-    r.add_argument("--max-seconds-per-shape", type=float, default=SWEEP.max_seconds,
+    r.add_argument("--max-seconds-per-shape", type=positive_float, default=SWEEP.max_seconds,
                    help=f"time cap of one shape's paired timing (default {SWEEP.max_seconds:g} s; it stops earlier "
                         f"once every ratio's RSE is <= {SWEEP.rse_target:.1%} after >= {SWEEP.min_pairs} pairs)")
     add_seed_argument(r)
@@ -364,11 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "tune":  # everything after `tune` belongs to profiler.cli.tune
-        if not {"-h", "--help"} & set(argv[1:]) and _local(_option(argv, "--cluster")):
-            workload_or_exit("tune", _option(argv, "--workload"))   # a bad workload is one line, before CUDA
-            _cuda_or_exit("tune")
-        return int(tune_cli.main(argv[1:]) or 0)
+    if argv and argv[0] == "tune":  # everything after `tune` belongs to profiler.cli.tune (it checks its input,
+        return int(tune_cli.main(argv[1:]) or 0)   # then CUDA where the tune needs it)
     if argv and argv[0] == "screen":  # everything after `screen` belongs to profiler.cli.screen
         return int(screen_cli.main(argv[1:]) or 0)
     args = build_parser().parse_args(argv)

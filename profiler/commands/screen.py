@@ -43,6 +43,13 @@ from profiler.commands.tune_rules import (BASELINE, Point, Records, Timed, candi
 TIMING = SCREEN_POLICY.stage()
 
 
+def default_plan(workload) -> str:
+    """The plan whose pick is timed when --plan is not given: the one named after the workload
+    (commands.tune.default_plan_name) where that file exists, else none ('')."""
+    default = default_plan_name(workload)
+    return default if (PLANS_DIR / f"{default}.json").is_file() else ""
+
+
 def points(workload, shapes: str, extra_m, families) -> list[Point]:
     """The workload's scored shapes (or none), then the extra M per family at the workload's N for that M."""
 
@@ -94,14 +101,9 @@ def _key(method: str, config: dict) -> str:
 def screen(args, workload, argv: list[str]) -> int:
     """The screening bench of `python -m profiler screen` (profiler.cli.screen parses `args`): every config of
     args.methods, torch_linear and the plan's pick per shape, into one run file. Returns the exit status."""
-    t0 = time.perf_counter()
-    unknown = sorted(set(args.methods) - set(METHODS))
-    if unknown:
-        print(f"profiler screen: unknown method(s) {unknown}; known: {sorted(METHODS)}", file=sys.stderr)
-        return 1
+    t0 = time.perf_counter()   # args are checked by profiler.cli.screen (methods, families, plan, paths)
     if args.plan is None:
-        default = default_plan_name(workload)
-        args.plan = default if (PLANS_DIR / f"{default}.json").is_file() else ""
+        args.plan = default_plan(workload)
     plan = load_plan(args.plan, workload) if args.plan else None
     out = Path(args.out_run or Path(RUNS_DIR) / run_filename(utc_now(), cuda_device_name() or "unknown-gpu",
                                                              args.label))

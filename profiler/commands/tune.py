@@ -137,7 +137,7 @@ def extend_plan(path, workload=None) -> int:
         write_plan(plan, path, workload or load_workload())
     except (JsonInputError, PlanError, KeyError, TypeError, AttributeError, OSError) as exc:
         print(f"profiler tune --extend-plan: {path}: {exc}", file=sys.stderr)
-        return 1
+        return 2   # bad input: the plan file is not one, or cannot be read or written
     print(f"plan -> {path} (every family dispatches 1..{_max_m()}; added entries are torch_linear, not measured)")
     return 0
 

@@ -274,3 +274,62 @@ def test_report_and_kernel_report_import_one_way():
 
     assert not any("kernel_report" in n for n in imported("report"))
     assert "dashboard.report.Report" in imported("kernel_report")
+
+
+# --- run files that used to give a traceback, a line without the file, or an answer --------------------------------
+TINY = FIXTURES / "2000-01-03_synthetic_synthetic-tiny-workload.json"
+
+
+def _tiny_with(tmp_path, change, name="edited.json"):
+    run = json.loads(TINY.read_text())
+    change(run)
+    path = tmp_path / name
+    path.write_text(json.dumps(run))
+    return path
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda r: r["environment"].__setitem__("settings", {"candidates": 5}),
+     "edited.json: environment.settings.candidates: expected list of strings or null, got 5"),
+    (lambda r: r["results"][0].__setitem__("median_us", 10 ** 400),
+     "edited.json: results[0].median_us: expected number, got 1000"),
+    (lambda r: r.__setitem__("telemetry", [{"t_s": 0.0, "sm_mhz": "x"}]),
+     "edited.json: telemetry[0].sm_mhz: expected number or null, got 'x'"),
+    (lambda r: r["results"][0].__setitem__("error", {"rel_l2": 0.5, "reasons": ["rel-L2 error 5e-1 > 1e-2"]}),
+     "edited.json: results[0].correct: true, but error.reasons holds 1 reason(s) against it"),
+    (lambda r: r["workload"]["families"]["up"].__setitem__("N_by_M", {"9" * 5000: 64}),
+     "sanity limit 65,536"),
+])
+@pytest.mark.parametrize("verb", ["summarize", "table", "report"])
+def test_a_malformed_run_is_one_line_naming_the_file_and_field(tmp_path, capsys, change, words, verb):
+    from dashboard.__main__ import main
+
+    path = _tiny_with(tmp_path, change)
+    assert main([verb, str(path), *(["--out", str(tmp_path / "out")] if verb == "report" else [])]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and words in captured.err, captured.err
+
+
+def test_a_run_with_a_repeated_key_is_refused_naming_the_key(tmp_path, capsys):
+    from dashboard.__main__ import main
+
+    text = TINY.read_text().replace('"median_us": 10.0,', '"median_us": 10.0, "median_us": 1.0,', 1)
+    (tmp_path / "twice.json").write_text(text)
+    assert main(["summarize", str(tmp_path / "twice.json")]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: twice.json: not valid JSON: duplicate key 'median_us' in one object (which of its values "
+                   "is meant is ambiguous) at results[0].median_us (step 1/up, baseline)\n"), err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["summarize"], "the following arguments are required: path"),
+    (["tabel", "x.json"], "invalid choice: 'tabel'"),
+    (["report", "x.json"], "the following arguments are required: --out"),
+])
+def test_argument_errors_are_one_line_with_the_usage_hint(capsys, argv, words):
+    from dashboard.__main__ import main
+
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and words in err and "-h)" in err, err

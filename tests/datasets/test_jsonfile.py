@@ -83,3 +83,24 @@ def test_committed_compressed_runs_are_listed_and_load():
     for p in packed[:3]:
         assert parse_run_name(p)["label"] == run_stem(p.name).split("_", 2)[2]
         assert load_run(p)["results"]
+
+
+# --- what Python's json module takes silently or turns into a traceback --------------------------------------------
+@pytest.mark.parametrize("text, words", [
+    ('{"a": 1, "a": 2}', "duplicate key 'a' in one object (which of its values is meant is ambiguous) at a"),
+    ('{"results": [{"load": "decode 1", "family": "o", "M": 1, "candidate": "x", "median_us": 5, "median_us": 50}]}',
+     "duplicate key 'median_us' in one object (which of its values is meant is ambiguous) at results[0].median_us "
+     "(decode 1/o, x)"),
+    ("1" + "0" * 5000, "a number with more than 4,300 digits"),
+])
+def test_ambiguous_or_oversized_json_is_named_with_its_path(text, words):
+    with pytest.raises(JsonInputError) as info:
+        parse_json(text, "x.json")
+    assert str(info.value) == f"x.json: not valid JSON: {words}"
+
+
+def test_a_byte_order_mark_is_dropped_as_the_csv_reader_drops_it(tmp_path):
+    path = tmp_path / "notepad.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"a": [1, 2]}).encode())
+    assert read_json(path) == {"a": [1, 2]}
+    assert parse_json("\ufeff[1]", "x.json") == [1]

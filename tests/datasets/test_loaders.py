@@ -198,3 +198,28 @@ def test_workload_json_errors_name_the_field(tmp_path):
     path.write_text(json.dumps(spec))
     msg = _error(load_workload, path)
     assert "workload.json" in msg and "families.o.K" in msg
+
+
+# --- cells Python's int() / float() or the csv module would take silently or raise on -----------------------------
+@pytest.mark.parametrize("change, row, field, words", [
+    (lambda ls: ls.__setitem__(1, ls[1].replace(",8192,", ",8_192,", 1)), 1, "K", "expected an integer, got '8_192'"),
+    (lambda ls: ls.__setitem__(1, ls[1].replace("qkv_gate,1,", "qkv_gate,1" + "0" * 5000 + ",", 1)), 1, "M",
+     "expected an integer"),
+    (lambda ls: ls.__setitem__(2, ls[2].rsplit(",", 1)[0] + ",1e308"), 2, "candidate_us",
+     "expected a time in us of at most 1e+06 (1 s per call, as in run files), got 1e+308"),
+    (lambda ls: ls.__setitem__(2, ls[2].rsplit(",", 1)[0] + ",1_0.5"), 2, "candidate_us", "expected a number"),
+    (lambda ls: ls.__setitem__(1, ls[1].replace("decode 1", "dec\x00ode 1", 1)), 1, "load",
+     "unknown shape 'dec\\x00ode 1/qkv_gate'"),
+])
+def test_cells_that_python_would_bend_are_refused(tmp_path, change, row, field, words):
+    lines = _official_lines()
+    change(lines)
+    msg = _error(load_official, _write(tmp_path, lines))
+    assert msg.startswith(f"bad.csv: row {row}, field {field!r}: ") and words in msg, msg
+
+
+def test_a_cell_over_the_csv_field_limit_is_one_line(tmp_path):
+    lines = _official_lines()
+    lines[1] = lines[1].replace("decode 1", "x" * 200_000, 1)
+    msg = _error(load_official, _write(tmp_path, lines))
+    assert msg.startswith("bad.csv: file, field '(csv)': not a readable CSV table: field larger than field limit")

@@ -75,6 +75,28 @@ BAD = [
     ("name with a space", _set(["name"], "my model"), "name", ["'my model'"]),
     ("empty source", _set(["source"], ""), "source", ["non-empty string"]),
     ("score as text", _set(["score"], "geomean"), "score", ["object"]),
+    # numbers a float cannot hold or a score cannot use, and names too long for a file name
+    ("N too large for a float", _set(["families", "o", "N"], 10 ** 400), "families.o.N",
+     ["sanity limit 1,048,576", "..."]),
+    ("weight that overflows the load's sum", _set(["families", "o", "weight"], 1e308), "families.o.weight",
+     ["at most 1e+06"]),
+    ("weight that vanishes in it", _set(["families", "o", "weight"], 1e-320), "families.o.weight", ["at least 1e-06"]),
+    ("workload name of 5000 characters", _set(["name"], "a" * 5000), "name", ["over the limit 80"]),
+    ("N_by_M key of 5000 digits", _set(["families", "unpooler", "N_by_M"], {"9" * 5000: 1024}),
+     "families.unpooler.N_by_M." + "9" * 80 + "...", ["sanity limit 65,536"]),
+    ("N_by_M key past the M limit", _set(["families", "unpooler", "N_by_M"], {"70000": 1024}),
+     "families.unpooler.N_by_M.70000", ["sanity limit 65,536"]),
+    ("probe spacing past every M", _set(["contract", "sparse_probe_every_rows"], 10 ** 30),
+     "contract.sparse_probe_every_rows", ["sanity limit 65,536"]),
+    ("outlier columns past every K", _set(["contract", "outlier_column_every"], 10 ** 12),
+     "contract.outlier_column_every", ["sanity limit 1,048,576"]),
+    ("probe tolerance of 100%", _set(["contract", "sparse_probe_rel_tol"], 1.0), "contract.sparse_probe_rel_tol",
+     ["below 1"]),
+    ("probe noise as large as its entry", _set(["contract", "probe_noise_rel"], 1e300), "contract.probe_noise_rel",
+     ["below 1"]),
+    ("outlier scale that overflows BF16", _set(["contract", "outlier_column_scale"], 1e300),
+     "contract.outlier_column_scale", ["at most 65536"]),
+    ("dtype as a list", _set(["families", "o", "y_dtype"], ["bfloat16"]), "families.o.y_dtype", ["['bfloat16']"]),
 ]
 
 
@@ -227,3 +249,40 @@ def test_a_mismatched_plan_names_the_workload_files_path_in_the_tune_command(tmp
         load_plan(PROJECT_DIR / "kernels" / "plans" / "best.json", wl)
     assert f"python -m profiler tune --workload '{path}' --out-plan" in str(info.value), str(info.value)
     assert load_workload("llama31_8b_decode").cli_ref == "llama31_8b_decode"
+
+
+@pytest.mark.parametrize("family, words", [
+    ({"N": 64, "K": 64, "y_dtype": ["bfloat16"]}, "field 'families.up.y_dtype': expected one of"),
+    ({"N": 64, "K": 64, "w_dtype": {"a": 1}}, "field 'families.up.w_dtype': expected one of"),
+    ({"N": 64, "K": 64, "y_dtype": "bf16"}, "field 'families.up.y_dtype': expected one of bfloat16, float16, float32, "
+                                            "got 'bf16'"),
+])
+def test_a_bad_dtype_is_named_not_the_tolerance_it_would_have_given(tmp_path, family, words):
+    """The tolerance defaults from the output dtype: an unknown (or unhashable) dtype is the problem, never
+    'rel_l2_tol: missing' or a TypeError."""
+    message = _error({"families": {"up": family}, "loads": [{"load": "d", "M": 1}]}, tmp_path)
+    assert words in message and "rel_l2_tol" not in message, message
+
+
+def test_many_problems_are_counted_after_the_first_ten(tmp_path):
+    spec = {"families": {f"f{i}": {"N": -1, "K": 1} for i in range(30)}, "loads": [{"load": "d", "M": 1}]}
+    message = _error(spec, tmp_path)
+    assert message.startswith("bad.json: file, 30 problems: ") and message.endswith("; and 20 more"), message
+    assert message.count("field '") == 10 and len(message) < 1500
+
+
+@pytest.mark.parametrize("raw, words", [
+    (b'{"families": {"up": {"N": 64, "K": 64}, "up": {"N": 1, "K": 1}}, "loads": [{"load": "d", "M": 1}]}',
+     "duplicate key 'up' in one object (which of its values is meant is ambiguous) at families.up"),
+    (b'{"families": {"up": {"N": 64, "K": NaN}}, "loads": [{"load": "d", "M": 1}]}', "NaN"),
+])
+def test_json_a_parser_would_take_silently_is_one_line(tmp_path, raw, words):
+    (tmp_path / "bad.json").write_bytes(raw)
+    with pytest.raises(DatasetError) as info:
+        load_workload(tmp_path / "bad.json")
+    assert str(info.value).startswith("bad.json: file, field '(json)': ") and words in str(info.value)
+
+
+def test_a_workload_saved_with_a_byte_order_mark_loads(tmp_path):
+    (tmp_path / "mine.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(MINIMAL).encode())
+    assert load_workload(tmp_path / "mine.json").name == "mine"

@@ -160,6 +160,33 @@ def test_bad_m_field(tmp_path, bad):
     assert "'o'" in msg and "'M'" in msg
 
 
+@pytest.mark.parametrize("value", [True, 1.0, "1"])
+def test_a_config_value_must_have_the_allowed_type_too(tmp_path, value):
+    """`True in [1, 2]` and `1.0 in [1, 2]` are true in Python: a launcher would be built with a bool or a float."""
+    data = _base()
+    data["families"]["qkv_gate"] = [
+        {"M": [1, 1], "method": "gemv", "config": {"BN": value, "num_warps": 16, "cache": ".cg"}},
+        {"M": [2, TOP], "method": "torch_linear", "config": {}}]
+    msg = _err(tmp_path, data)
+    assert f"BN={value!r} not in" in msg, msg
+
+
+def test_a_range_past_the_dispatch_bound_and_a_note_that_is_no_string_are_refused(tmp_path):
+    data = _base()
+    data["families"]["o"][0]["M"] = [1, 10 ** 30]
+    assert f"field 'M' must end at most at {TOP}" in _err(tmp_path, data)
+    data = _base()
+    data["families"]["o"][0]["note"] = 5
+    assert "field 'note' must be a string, got 5" in _err(tmp_path, data)
+
+
+def test_a_plan_with_a_repeated_family_is_refused_naming_it(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(_base()).replace('"families": {', '"families": {"o": [], ', 1))
+    with pytest.raises(PlanError, match=r"duplicate key 'o' in one object .* at families\.o"):
+        load_plan(path)
+
+
 def test_missing_fields_and_types(tmp_path):
     data = _base()
     del data["families"]["o"][0]["config"]

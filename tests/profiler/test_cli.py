@@ -47,9 +47,9 @@ def test_tune_help_reaches_the_real_tuner_without_cuda():
     assert p.returncode == 0 and "usage: python -m profiler tune" in p.stdout and "--out-plan" in p.stdout
 
 
-def test_run_without_plan_is_an_error():
+def test_run_without_plan_is_bad_input():
     p = _cli("run")
-    assert p.returncode == 1 and "--plan" in p.stderr
+    assert p.returncode == 2 and "--plan" in _one_line(p)
 
 
 @pytest.mark.parametrize("spec, words", [("no_such_plan", "no such plan file"), ("absent.py", "no such module file"),
@@ -70,7 +70,7 @@ def test_out_never_overwrites_anything(tmp_path):
     for out, words in ((existing, "exists; runs are never overwritten"), (dangling, "exists"),
                        (ROOT / "README.md", "must end in .json"), (tmp_path, "must end in .json")):
         p = _cli("run", "--plan", "baseline", "--out", str(out))
-        assert p.returncode == 1 and words in _one_line(p), (out, p.stderr)
+        assert p.returncode == 2 and words in _one_line(p), (out, p.stderr)
     assert existing.read_text() == "{}" and dangling.is_symlink()
 
 
@@ -176,3 +176,77 @@ def test_a_missing_dask_is_one_line_and_exit_2_only_when_cluster_was_asked_for(c
         missing_dask("run", ImportError("x", name="distributed"), None)
     with pytest.raises(ImportError):   # another module missing under --cluster: not dask's message
         missing_dask("tune", ImportError("x", name="triton"), "local")
+
+
+# --- every argument is checked before anything needs a GPU ------------------------------------------------------
+BAD_ARGUMENTS = [
+    (["run", "--plan", "baseline", "--max-seconds-per-shape", "-1"], "expected a positive number, got '-1'"),
+    (["run", "--plan", "baseline", "--max-seconds-per-shape", "nan"], "expected a positive number, got 'nan'"),
+    (["run", "--plan", "baseline", "--seed", "-5"], "expected an integer from 0 to 4294967295, got '-5'"),
+    (["run", "--plan", "baseline", "--shape-timeout-s", "0"], "argument --shape-timeout-s: expected a positive"),
+    (["run", "--plan", "baseline", "--max-incidents", "0"], "argument --max-incidents: expected a positive integer"),
+    (["run", "--plan", "baseline", "--cluster", "foo"], "argument --cluster: expected 'local', 'local:N'"),
+    (["run", "--plan", "baseline", "--cluster", "local:0"], "argument --cluster: expected 'local', 'local:N'"),
+    (["run", "--plan", "baseline", "--cluster", "tcp://host:99999"], "argument --cluster"),
+    (["run", "--plan", "baseline", "--mode", "warm"], "argument --mode: invalid choice: 'warm'"),
+    (["run", "--plan", "baseline", "--out", "x.json.gz"], "--out x.json.gz must end in .json"),
+    (["run", "--plan", "baseline", "--candidate", "method:gemv:{\"BN\": true, \"num_warps\": 16, \"cache\": \".cg\"}"],
+     "BN=True not in"),
+    (["run", "--plan", "baseline", "--candidate", "SYNTAX"], "line 1: '(' was never closed (the module does not "
+                                                            "compile)"),
+    (["probe", "--shapes", "M=1" + "0" * 5000], "is over the limit 65,536"),
+    (["tune", "--families", "nope"], "--families: unknown family 'nope'"),
+    (["tune", "--m", "0"], "argument --m: expected a positive integer, got '0'"),
+    (["tune", "--m", "70000"], "--m: M=70000 is over the limit 65,536"),
+    (["tune", "--methods", "no_such_method"], "--methods: unknown method(s) ['no_such_method']"),
+    (["tune", "--base-plan", "no_such_plan"], "--base-plan: "),
+    (["tune", "--base-plan", "llama31_8b_decode"], "--base-plan: "),
+    (["tune", "--budget-s", "nan"], "argument --budget-s: expected a positive number"),
+    (["tune", "--finalists", "0"], "argument --finalists"),
+    (["tune", "--compile-workers", "-2"], "argument --compile-workers: expected an integer >= 0"),
+    (["tune", "--out-plan", "plan.txt"], "--out-plan plan.txt must end in .json"),
+    (["tune", "--out-run", "EXISTING"], "exists; runs are never overwritten"),
+    (["tune", "--device", "tpu"], "argument --device: expected cuda, cuda:N or cpu, got 'tpu'"),
+    (["tune", "--cluster", "foo"], "argument --cluster"),
+    (["tune", "--extend-plan", "BADPLAN"], "not valid JSON"),
+    (["screen", "--methods", "no_such_method"], "--methods: unknown method(s) ['no_such_method']"),
+    (["screen", "--methods", "gemv", "--plan", "BADPLAN"], "--plan: "),
+    (["screen", "--methods", "gemv", "--extra-m", "-4"], "argument --extra-m: expected a positive integer"),
+    (["screen", "--methods", "gemv", "--families", "nope"], "--families: unknown family 'nope'"),
+    (["screen", "--methods", "gemv", "--out-run", "EXISTING"], "exists; runs are never overwritten"),
+    (["screen"], "the following arguments are required: --methods"),
+    (["explain", "--plan", "baseline", "--shapes-per-ncu", "0"], "argument --shapes-per-ncu"),
+    (["explain", "--plan", "baseline", "--out", "EXISTING"], "exists; runs are never overwritten"),
+    (["explain", "--plan", "baseline", "--trace", "EXISTING"], "--trace EXISTING is a file"),
+    (["explain"], "give at least one --plan or --candidate"),
+]
+
+
+@pytest.mark.parametrize("argv, words", BAD_ARGUMENTS, ids=[" ".join(a)[:60] for a, _ in BAD_ARGUMENTS])
+def test_bad_arguments_are_one_line_and_exit_2_before_cuda(tmp_path, monkeypatch, capsys, argv, words):
+    """In-process: whatever passes the checks would go on to a worker, so every way there is stubbed to fail."""
+    import profiler.cli.explain as explain_cli
+    import profiler.cli.main as main_cli
+    import profiler.cli.screen as screen_cli
+    import profiler.cli.tune as tune_cli
+
+    def reached(*a, **k):
+        raise AssertionError(f"{argv} got past the argument checks")
+
+    for module, name in ((main_cli, "_cuda_or_exit"), (tune_cli, "tune_sweep"), (explain_cli, "_missing_tools"),
+                         (screen_cli.screen_command, "screen")):
+        monkeypatch.setattr(module, name, reached)
+    existing = tmp_path / "existing.json"
+    existing.write_text("{}")
+    (tmp_path / "bad.json").write_text("{oops")
+    (tmp_path / "syntax.py").write_text("def prepare(w:\n")
+    subst = {"EXISTING": str(existing), "BADPLAN": str(tmp_path / "bad.json"), "SYNTAX": str(tmp_path / "syntax.py")}
+    argv = [subst.get(a, a) for a in argv]
+    try:
+        code = main_cli.main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (code, err)
+    assert words in err.replace(str(tmp_path / "existing.json"), "EXISTING"), err
+    assert err.startswith(("profiler ", "python -m profiler")), err

@@ -33,9 +33,9 @@ def test_missing_cuda_and_ncu_is_one_line_naming_where_it_looked(tmp_path):
     assert "/usr/local/cuda/bin/ncu" in p.stderr and not (tmp_path / "ncu").exists()
 
 
-def test_no_candidate_is_an_error():
+def test_no_candidate_is_bad_input():
     p = _explain()
-    assert p.returncode == 1 and "--plan or --candidate" in p.stderr
+    assert p.returncode == 2 and "--plan or --candidate" in p.stderr
 
 
 @pytest.mark.parametrize("args, words", [(["--workload", "llama31_8b_decode", "--plan", "best"],

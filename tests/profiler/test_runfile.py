@@ -75,6 +75,41 @@ def test_bad_number_names_the_json_path(tmp_path, run):
     (lambda r: r["environment"].__setitem__("sm_count", "132"), "r.json: environment.sm_count: expected integer"),
     (lambda r: r.__setitem__("environment", []), "r.json: environment: expected object, got []"),
     (lambda r: r.__setitem__("compute_probe", {"M": 8192}), "r.json: compute_probe.N: missing"),
+    # numbers a float cannot hold, sizes past the workload files' limits, counts and ratios below zero
+    (lambda r: r["results"][0].__setitem__("median_us", 10 ** 400), "r.json: results[0].median_us: expected number"),
+    (lambda r: r["results"][0].__setitem__("M", 10 ** 30),
+     "r.json: results[0].M: expected an integer at most 65,536 (the workload files' limit)"),
+    (lambda r: r["results"][0].__setitem__("N", 1 << 21),
+     "r.json: results[0].N: expected an integer at most 1,048,576 (the workload files' limit)"),
+    (lambda r: r["results"][0].__setitem__("n_samples", -3), "r.json: results[0].n_samples: expected non-negative"),
+    (lambda r: r["results"][0].__setitem__("throttled_samples", -1),
+     "r.json: results[0].throttled_samples: expected non-negative integer"),
+    (lambda r: r["results"][0].__setitem__("samples_us", []),
+     "r.json: results[0].samples_us: expected a non-empty list of times"),
+    (lambda r: r["results"][0].update(ci_low_us=100.0, ci_high_us=1.0),
+     "r.json: results[0].ci_low_us: the interval's low end 100.0 is above its high end ci_high_us 1.0"),
+    (lambda r: r["pairs"][0].update(ratio_ci_low=-1.0), "r.json: pairs[0].ratio_ci_low: expected positive number"),
+    (lambda r: r["pairs"][0].update(ratios=[2.0, -1.0]), "r.json: pairs[0].ratios: expected list of positive"),
+    (lambda r: r["pairs"][0].update(rse=-0.1), "r.json: pairs[0].rse: expected non-negative number or null"),
+    (lambda r: r["probes"][0].update(designs_us={"a": "fast"}), "r.json: probes[0].designs_us: expected object of "
+                                                                "times"),
+    (lambda r: r["probes"][0].update(ci_low_us=5.0, ci_high_us=1.0), "r.json: probes[0].ci_low_us: the interval"),
+    (lambda r: r.__setitem__("telemetry", [{"t_s": 0.0, "sm_mhz": "x"}]),
+     "r.json: telemetry[0].sm_mhz: expected number or null, got 'x'"),
+    (lambda r: r.__setitem__("telemetry", [{"t_s": 0.0, "throttle": "hot"}]), "r.json: telemetry[0].throttle: "),
+    (lambda r: r["environment"].__setitem__("clocks", {"sm_max_mhz": "fast"}),
+     "r.json: environment.clocks.sm_max_mhz: expected number or null"),
+    (lambda r: r["environment"].__setitem__("settings", {"candidates": 5}),
+     "r.json: environment.settings.candidates: expected list of strings or null, got 5"),
+    # the verdict: a well-formed error record that agrees with `correct`
+    (lambda r: r["results"][0].__setitem__("error", {"rel_l2": "small", "reasons": []}),
+     "r.json: results[0].error.rel_l2: expected number or null, got 'small'"),
+    (lambda r: r["results"][0].__setitem__("error", {"reasons": 5}),
+     "r.json: results[0].error.reasons: expected list of strings, got 5"),
+    (lambda r: r["results"][0].__setitem__("error", {"reasons": ["rel-L2 error 3e-2 > tolerance 1e-2"]}),
+     "r.json: results[0].correct: true, but error.reasons holds 1 reason(s) against it"),
+    (lambda r: r["results"][0].__setitem__("error", {"pair_ratio": 7.5, "reasons": []}),
+     "r.json: results[0].correct: true, but error.pair_ratio is 7.5 (over 1 fails the pair rule)"),
 ])
 def test_schema_errors(tmp_path, run, mutate, expected):
     mutate(run)
@@ -90,6 +125,15 @@ def test_pairs_must_reference_results(tmp_path, run):
     run["pairs"][0]["candidate"] = "ghost"
     msg = _load_error(tmp_path, run)
     assert msg.startswith("r.json: pairs[0].candidate: no result for 'ghost' at decode 1/qkv_gate M=1")
+
+
+def test_a_pair_whose_result_moved_names_the_result(tmp_path, run):
+    """A result edited to another N leaves its pair without a result: the message points at the result."""
+    run["results"][0]["N"] = 999
+    msg = _load_error(tmp_path, run)
+    assert msg == ("r.json: pairs[0].baseline: no result for 'baseline' at decode 1/qkv_gate M=1 N=2304 K=8192; "
+                   "results[0] has it at M=1 N=999 K=8192"), msg
+
 
 
 def test_duplicate_results_rejected(tmp_path, run):

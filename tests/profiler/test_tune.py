@@ -402,7 +402,7 @@ def test_extend_plan_rewrites_an_old_plan_file_without_a_gpu(tmp_path, capsys):
             assert p.select(fam, lo, e.get("N", 999)) == (e["method"], e["config"])      # tuned entries kept
         assert p.select(fam, 384)[0] == "torch_linear" and p.select(fam, 4096)[0] == "torch_linear"
     (tmp_path / "bad.json").write_text("[" * 1000 + "]" * 1000)
-    assert tune_cli.main(["--extend-plan", str(tmp_path / "bad.json")]) == 1
+    assert tune_cli.main(["--extend-plan", str(tmp_path / "bad.json")]) == 2
     assert "bad.json" in capsys.readouterr().err
 
 
