@@ -3,7 +3,7 @@ judge every output with the rules of profiler.check.rules.
 
     check_candidate(candidate, shape, device, *, seed=0, contract=None, weight=None, state=None,
                     baseline_rel_l2=None, use_graph=None, keep_graph=False, n_calls=3, outliers=True,
-                    guard=None) -> Check
+                    guard=None, salt=None) -> Check
 
 Lifecycle (seed write-up "What a useful correctness check has to catch", "Fresh graph replay is a correctness
 test too"): outputs poisoned before calls; several calls on fresh inputs (probe rows, magnitudes 2^-8 ... 2^8:
@@ -23,14 +23,16 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from profiler.check.rules import (Check, WeightReference, as_dtype, check_output, default_contract,  # noqa: F401
-                                  error_vs_baseline, input_reference, make_input, make_weight, pair_reference,
-                                  pair_rule, partner_input, probe_rows, reference, sparse_probe_rows)
+from profiler.check.rules import (RANGE_DTYPES, RANGE_EXPONENT, Check, WeightReference, as_dtype,  # noqa: F401
+                                  check_output, default_contract, error_vs_baseline, fresh_salt, input_reference,
+                                  make_input, make_weight, pair_reference, pair_rule, partner_input, probe_rows,
+                                  reference, sparse_probe_rows)
 
 # One byte pattern that is NaN in every float dtype we check (bf16 0xFFFF, fp16 0xFFFF, fp32 0xFFFFFFFF).
 POISON_BYTE = 0xFF
 OUTLIER_SEED_OFFSET = 1          # the second weight draw: seed + 1, outlier columns
 OUTLIER_CALLS = 2                # eager calls on the outlier weights
+RANGE_SEED_OFFSET = 300          # the range call's input: seed + 300 (rules.RANGE_EXPONENT)
 PAIR_SEED_TRIES = 8              # seeds tried for a partner-call input with a dense row (M=1: 1 seed in 4 has one)
 
 # Capture errors, by what run() did (CUDA runtime messages; torch re-raises the end-of-capture error, so the
@@ -61,12 +63,16 @@ def poison_allocator(device, max_bytes: int) -> None:
     """Make the CUDA caching allocator hand out NaN-filled memory, so an output a kernel allocates with
     torch.empty and leaves (partly) unwritten shows up as NaN instead of stale or zero bytes.
 
-    Why this works: empty_cache() returns every free cached block to the driver; we then allocate the small
-    pool's 2 MB segment in full (two 1 MB blocks, the largest small-pool size) and one large block, fill
-    them with 0xFF (NaN in every float dtype) and free them. The only free cached blocks are now poisoned, and
-    the next allocations are carved out of them. Limit: a temporary the candidate frees inside its own call
-    can be reused for its output (best fit), which then holds finite garbage; the numeric rules still reject
-    that. No-op on CPU (malloc cannot be poisoned from here).
+    Why this works: empty_cache() returns every wholly free segment to the driver. What stays cached is free space
+    inside segments other tensors still use -- after a few candidates in one process, that is where a small output
+    lands (best fit), and it held whatever the last tensor there held: a known-wrong candidate's unwritten columns
+    read as finite garbage (1e38) instead of NaN on the H200 after other candidates had run in the same process.
+    So every free block of those segments (from torch.cuda.memory_snapshot(), up to POISON_BLOCK_MAX bytes) is
+    allocated at its exact size, and so are the small pool's 2 MB segment in full (1 MB blocks, the largest
+    small-pool size) and one large block; all are filled with 0xFF (NaN in every float dtype) and freed. The free
+    cached blocks are now poisoned, and the next allocations are carved out of them. Limit: a temporary the
+    candidate frees inside its own call can be reused for its output (best fit), which then holds finite garbage;
+    the numeric rules still reject that. No-op on CPU (malloc cannot be poisoned from here).
     """
     torch = _torch()
     if torch.device(device).type != "cuda":
@@ -74,10 +80,29 @@ def poison_allocator(device, max_bytes: int) -> None:
     torch.cuda.empty_cache()
     one_mb = 1 << 20
     large = max(64 * one_mb, 4 * int(max_bytes))
-    blocks = [torch.empty(n, dtype=torch.uint8, device=device) for n in (one_mb, one_mb, one_mb, one_mb, large)]
+    sizes = _free_block_sizes(device, max(large, POISON_BLOCK_MAX)) + [one_mb] * 4 + [large]
+    blocks = [torch.empty(n, dtype=torch.uint8, device=device) for n in sizes]
     for b in blocks:
         b.fill_(POISON_BYTE)
     del blocks  # freed back to the cache, still holding 0xFF; the fills are stream-ordered before reuse
+
+
+POISON_BLOCK_MAX = 256 << 20   # free blocks poisoned up to this size: an output of the largest shape fits many times
+
+
+def _free_block_sizes(device, limit: int) -> list[int]:
+    """The sizes of the caching allocator's free ('inactive') blocks on `device` up to `limit` bytes, largest first
+    (so each allocation takes its own block); [] where this torch cannot say."""
+    torch = _torch()
+    index = torch.device(device).index
+    index = torch.cuda.current_device() if index is None else index
+    try:
+        segments = torch.cuda.memory_snapshot()
+    except Exception:
+        return []
+    sizes = [int(block["size"]) for seg in segments if seg.get("device") == index
+             for block in seg.get("blocks", ()) if block.get("state") == "inactive" and 0 < block["size"] <= limit]
+    return sorted(sizes, reverse=True)
 
 
 def _combine(checks: list[Check], reasons: list[str], pair_ratios: tuple = ()) -> Check:
@@ -216,6 +241,7 @@ class _Lifecycle:
     y_dtype: str
     kw: dict             # check_output's expect_shape, expect_dtype, contract
     guard: Any           # profiler.check.guards.Guard: global settings and harness functions, checked after each step
+    salt: int = 0        # mixed into every input's values (rules.make_input): drawn when the check starts
     checks: list = field(default_factory=list)
     reasons: list = field(default_factory=list)
     pair_ratios: list = field(default_factory=list)  # cross-call pair rule results
@@ -250,7 +276,7 @@ class _Lifecycle:
     def new_input(self, seed: int, w_ref=None):
         """(x, InputReference of x) for one call."""
         x, layout = make_input(self.M, self.K, seed, self.device, dtype=self.x_dtype, contract=self.kw["contract"],
-                               vary=True)
+                               vary=True, salt=self.salt)
         return self.keep(x), input_reference(x, self.w_ref if w_ref is None else w_ref, self.y_dtype, layout)
 
     def pair_input(self, seed: int, w_ref=None):
@@ -286,7 +312,7 @@ class _Lifecycle:
 def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contract: Mapping | None = None,
                     weight=None, state=None, baseline_rel_l2: float | None = None, use_graph: bool | None = None,
                     keep_graph: bool = False, n_calls: int = 3, outliers: bool = True, guard=None,
-                    pristine=None) -> Check:
+                    pristine=None, salt: int | None = None, range_call: bool = True) -> Check:
     """Full lifecycle check of `candidate` (prepare(family, w) / run(state, family, x)) at one shape.
 
     shape: mapping with family, M, N, K, x_dtype, w_dtype, y_dtype, rel_l2_tol (a workload row).
@@ -300,9 +326,12 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
     vs_baseline = this rel_l2 / baseline's. keep_graph=True returns the captured GraphHandle in Check.graph
     (the sweep times that very graph). `guard`: a profiler.check.guards.Guard (default: a snapshot taken now).
     `state` given: prepare() already ran (under the caller's guard); only the outlier draw is prepared here.
+    range_call: after the eager calls, one on an input scaled past FP16's range (rules.RANGE_EXPONENT).
     `pristine`: the weights as the harness holds them, when `weight` is the candidate's own copy that prepare()
     already ran on (the sweep's case): the references and the "unchanged" rule are taken from it, so a change
-    made inside that earlier prepare() is caught too.
+    made inside that earlier prepare() is caught too. `salt`: mixed into every input's values (rules.make_input);
+    None draws a fresh one (rules.fresh_salt), so no candidate can compute this check's inputs ahead; 0: the inputs
+    follow the seed alone.
     """
     from profiler.check.guards import Guard
 
@@ -316,13 +345,16 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
     w_before = pristine if pristine is not None else w.clone()
     life = _Lifecycle(candidate, state, family, M, K, WeightReference(w_before), seed, device,
                       float(shape["rel_l2_tol"]), shape["x_dtype"], shape["y_dtype"],
-                      dict(expect_shape=(M, N), expect_dtype=shape["y_dtype"], contract=contract), guard)
+                      dict(expect_shape=(M, N), expect_dtype=shape["y_dtype"], contract=contract), guard,
+                      fresh_salt() if salt is None else int(salt))
     if state is None:
         life.state, ok = life.step("prepare()", lambda: candidate.prepare(family, w))
         if not ok:
             return _combine(life.checks, life.reasons)
     y_bytes = M * N * torch.empty((), dtype=as_dtype(shape["y_dtype"])).element_size()
     _eager_checks(life, n_calls, y_bytes)
+    if range_call and not life.reasons:
+        _range_call(life, y_bytes)
     handle = _graph_checks(life) if use_graph and not life.reasons else None
     if outliers and not life.reasons:
         _outlier_checks(life, shape, y_bytes)
@@ -359,6 +391,22 @@ def _eager_checks(life: _Lifecycle, n_calls: int, y_bytes: int, state=None, w_re
         prev_ref = iref.ref
     if not paired:
         _partner_couple(life, call, w_ref, life.seed + seed0 + n_calls, f"{label} {n_calls + 1}")
+
+
+def _range_call(life: _Lifecycle, y_bytes: int) -> None:
+    """One eager call on an input scaled by 2^RANGE_EXPONENT (exact), past FP16's largest value: BF16 and FP32
+    inputs only (rules.RANGE_DTYPES)."""
+    if str(life.x_dtype) not in RANGE_DTYPES:
+        return
+    x, layout = make_input(life.M, life.K, life.seed + RANGE_SEED_OFFSET, life.device, dtype=life.x_dtype,
+                           contract=life.kw["contract"], salt=life.salt)
+    x = life.keep(x * 2.0 ** RANGE_EXPONENT)
+    iref = input_reference(x, life.w_ref, life.y_dtype, layout)
+    x_sent = x.clone()
+    poison_allocator(life.device, y_bytes)
+    y, ok = life.step("range call: run()", lambda: life.candidate.run(life.state, life.family, x))
+    if ok:
+        life.judge(y, iref, None, x, x_sent, "range call", f"input scaled by 2^{RANGE_EXPONENT}, past FP16's range")
 
 
 def _partner_couple(life: _Lifecycle, call: Callable, w_ref, seed: int, label: str) -> None:

@@ -1,16 +1,24 @@
 """What a candidate must leave alone: process-wide torch settings, the process environment, the harness's own
-functions, persisting L2.
+functions (and every name of the modules the harness runs), persisting L2.
 
     guard = Guard(harness=None)     # snapshot of the settings now, and of the harness functions (or `harness`)
     guard.check("prepare()") -> ["changed global setting torch.backends.cuda.matmul.allow_tf32 (from False to
                                   True) in prepare()",
                                  "changed environment variable CUBLAS_WORKSPACE_CONFIG (from unset to ':0:0') in
                                   loading the module", ...]   (and everything is restored before it returns)
-    harness_now() -> the harness functions as they are now (the worker keeps them from its start)
+    harness_now() -> the harness functions as they are now, and every binding of the namespaces the harness reads
+                     (the worker keeps them from its start)
     reset_persisting_l2(device) -> "ok" | why not
 
 Why: a candidate that turns TF32 on in prepare() made the baseline's FP32 router results wrong and faster in the
-same sweep; a module that replaces the profiler's timer (or F.linear) could make any number up; a module that set
+same sweep; a module that replaces the profiler's timer (or F.linear) could make any number up -- and so could one
+that replaces anything the rules call: with torch.linalg.vector_norm returning zeros and rules.pair_rule returning
+"no reason", an output 1.5x too large on every other column passed the contract (profiler/check/wrong.py,
+RulePatcher). So beyond the named HARNESS functions the guard holds every binding of the harness's own modules
+(profiler.*, datasets.*; a rebound name, a name added that would shadow a builtin, a function whose code object or
+defaults were swapped) and the functions, classes and submodules of the libraries the rules call (builtins, math,
+numpy, torch, torch.linalg, torch.nn.functional, torch.cuda, and torch.Tensor's methods); the tables those modules
+keep are immutable (MappingProxyType, frozenset), so they cannot be edited in place. A module that set
 CUBLAS_WORKSPACE_CONFIG=:0:0 and CUBLASLT_WORKSPACE_SIZE=0 at import made the baseline's F.linear in the same worker
 up to 13.7x slower (H200, router M=32: 19.8 -> 271 us), because cuBLAS reads them when it first makes a workspace.
 The worker checks before loading a candidate and after each of its steps (load, prepare, every run() call, capture),
@@ -25,6 +33,8 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import sys
+from types import FunctionType, MappingProxyType, MethodType, ModuleType
 from typing import Any, Callable
 
 PERSISTING_L2_SETTING = "persisting L2 limit (cudaLimitPersistingL2CacheSize)"
@@ -60,6 +70,10 @@ def _settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
                   torch.is_deterministic_algorithms_warn_only_enabled()),
          lambda v: torch.use_deterministic_algorithms(v[0], warn_only=v[1])),
         ("torch.get_default_dtype()", torch.get_default_dtype, torch.set_default_dtype),
+        # where a torch.empty(...) without a device lands: "meta" or another GPU breaks every later candidate
+        ("torch.get_default_device()", torch.get_default_device, torch.set_default_device),
+        # CPU denormals flushed to zero (DAZ/FTZ): changes the CPU side of every later candidate's arithmetic
+        ("torch.set_flush_denormal()", _flush_denormal, torch.set_flush_denormal),
         # host threads: eager (host-inclusive) timings and the FP64 reference on CPU depend on them
         ("torch.get_num_threads()", torch.get_num_threads, torch.set_num_threads),
     ]
@@ -93,6 +107,14 @@ def _settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
             out.append(("torch.cuda.get_per_process_memory_fraction()", torch.cuda.get_per_process_memory_fraction,
                         torch.cuda.set_per_process_memory_fraction))
     return out
+
+
+def _flush_denormal() -> bool:
+    """Whether CPU float arithmetic flushes denormals now (torch.set_flush_denormal has no getter): a float32
+    denormal times one is zero only then."""
+    import torch
+
+    return bool(float(torch.tensor([1e-40], dtype=torch.float32, device="cpu").mul(1.0)[0]) == 0.0)
 
 
 def _read(getter) -> Any:
@@ -129,14 +151,14 @@ def process_environment() -> dict[str, str]:
 # Variables torch sets itself, with its own default, the first time a lazily imported part of it runs: a candidate
 # that uses torch.compile (or anything importing torch._dynamo) makes them appear, and they change nothing the
 # baseline's libraries read. Their APPEARANCE is not a change; a new value for one that was set still is.
-LIBRARY_DEFAULTS = {
+LIBRARY_DEFAULTS = MappingProxyType({
     "TORCHINDUCTOR_CACHE_DIR": "torch._inductor.runtime.cache_dir_utils.cache_dir() sets it on first use",
     "CUDA_MODULE_LOADING": "torch sets it to LAZY when it initialises CUDA",
     # torch._inductor's Triton launcher and compile workers (torch.compile), torch/_inductor/runtime/*.py
     "TRITON_CACHE_DIR": "torch._inductor.runtime.triton_heuristics sets it for the kernels it compiles",
     "TRITON_PTXAS_PATH": "torch._inductor.runtime.compile_tasks points Triton at the ptxas it ships",
     "TRITON_LIBDEVICE_PATH": "torch._inductor.runtime.compile_tasks points Triton at the libdevice it ships",
-}
+})
 
 
 def environment_changes(before: dict[str, str], now: dict[str, str]) -> list[tuple[str, str | None, str | None]]:
@@ -190,22 +212,89 @@ def _resolve(module: str, dotted: str) -> tuple[Any, str] | None:
         return None
 
 
-def _lookup(owner, name: str):
+_MISSING = object()   # a binding that was deleted
+
+
+def _lookup(owner, name: str, default=None):
     """The attribute as stored: a class's own __dict__ entry (so a patch on a subclass shows), else getattr."""
     if isinstance(owner, type) and name in owner.__dict__:
         return owner.__dict__[name]
-    return getattr(owner, name, None)
+    return getattr(owner, name, default)
 
 
 def harness_now() -> dict[str, tuple[Any, str, Any]]:
-    """{"module.attr": (owner, attribute, current object)} for every harness function this process has."""
+    """{"module.attr": (owner, attribute, current object)} for every harness function this process has (HARNESS
+    first: their messages name the timer), then every binding namespace_entries() holds."""
     out = {}
     for module, dotted in HARNESS:
         found = _resolve(module, dotted)
         if found is not None:
             owner, name = found
             out[f"{module}.{dotted}"] = (owner, name, _lookup(owner, name))
+    for key, entry in namespace_entries()[0].items():
+        out.setdefault(key, entry)
     return out
+
+
+# Namespaces the harness runs or reads, beyond HARNESS: every binding of the harness's own modules (numbers and
+# tables included: rules.PAIR_LAMBDA set to 1e9 would widen the pair bound a billion times) and, of the libraries
+# the rules and the timer call, every function, class and submodule.
+HARNESS_PACKAGES = ("profiler", "datasets")
+LIBRARY_NAMESPACES = ("builtins", "math", "numpy", "torch", "torch.linalg", "torch.nn.functional", "torch.cuda")
+LIBRARY_CLASSES = (("torch", "Tensor"),)
+# Rebindings the libraries make themselves the first time a part of them is imported, with why: like
+# LIBRARY_DEFAULTS, the new binding is held from then on instead of being blamed on the candidate that imported it.
+LIBRARY_REBINDS = MappingProxyType({
+    "torch.manual_seed": "torch._dynamo (torch.compile) wraps it in torch._disable_dynamo when it is first imported",
+})
+
+
+def _module_names(prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(name for name in list(sys.modules) if name.split(".")[0] in prefixes and sys.modules[name])
+
+
+def _guarded(value) -> bool:
+    """A library binding the guard holds: a function, a class or a module (not its data, which libraries update)."""
+    return callable(value) or isinstance(value, ModuleType)
+
+
+def _function(value):
+    """The plain function behind a binding (a function, or a static/class method's), else None."""
+    value = getattr(value, "__func__", value)
+    return value if isinstance(value, FunctionType) else None
+
+
+def namespace_entries() -> tuple[dict, dict, list]:
+    """(bindings {"module.attr": (owner, attribute, object)}, the names of the namespaces where an added name counts
+    {"module": (owner, frozenset of names)}, the code of their functions [(function, __code__, __defaults__,
+    __kwdefaults__, "module.attr")]) for HARNESS_PACKAGES, LIBRARY_NAMESPACES and LIBRARY_CLASSES as they are now."""
+    bindings, names, codes = {}, {}, []
+
+    def hold(owner, prefix: str, every: bool) -> None:
+        space = vars(owner)
+        for attr, value in list(space.items()):
+            if every or _guarded(value):
+                bindings[f"{prefix}.{attr}"] = (owner, attr, value)
+            fn = _function(value) if every else None
+            if fn is not None:
+                codes.append((fn, fn.__code__, fn.__defaults__, fn.__kwdefaults__, f"{prefix}.{attr}"))
+        if every or isinstance(owner, type):
+            names[prefix] = (owner, frozenset(space))
+
+    for module_name in _module_names(HARNESS_PACKAGES):
+        module = sys.modules[module_name]
+        hold(module, module_name, every=True)
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, type) and value.__module__ == module_name:
+                hold(value, f"{module_name}.{attr}", every=True)
+    for module_name in LIBRARY_NAMESPACES:
+        if sys.modules.get(module_name) is not None:
+            hold(sys.modules[module_name], module_name, every=False)
+    for module_name, cls in LIBRARY_CLASSES:
+        owner = getattr(sys.modules.get(module_name), cls, None)
+        if isinstance(owner, type):
+            hold(owner, f"{module_name}.{cls}", every=True)
+    return bindings, names, codes
 
 
 def _what(name: str) -> str:
@@ -220,13 +309,46 @@ class Guard:
 
     def __init__(self, harness: dict | None = None):
         self.harness = dict(harness) if harness is not None else harness_now()
+        _, self.names, self.codes = namespace_entries()
         self.settings = snapshot()
         self.environment = process_environment()
+        # Bound to this guard now: a candidate that replaces Guard.check (or restore) on the class does not reach a
+        # guard made before it ran.
+        self.check = MethodType(Guard.check, self)
+        self.restore = MethodType(Guard.restore, self)
+
+    def _namespaces(self, where: str) -> list[str]:
+        """Reasons for every harness binding rebound, name added or function rewritten (each put back); bindings the
+        libraries change themselves (LIBRARY_REBINDS) are held from then on."""
+        reasons = []
+        for key, (owner, name, original) in self.harness.items():
+            now = _lookup(owner, name, _MISSING)
+            if now is original:
+                continue
+            if key in LIBRARY_REBINDS and now is not _MISSING:
+                self.harness[key] = (owner, name, now)
+                continue
+            what = _what(key) if callable(original) else "module changed a value the harness uses"
+            reasons.append(f"{what} ({key}) in {where}")
+            setattr(owner, name, original)
+        for prefix, (owner, before) in self.names.items():
+            for name in sorted(set(vars(owner)) - before):
+                if isinstance(vars(owner)[name], ModuleType):
+                    continue   # a submodule imported for the first time binds its name on its package
+                reasons.append(f"module added a name the harness would find ({prefix}.{name}) in {where}")
+                delattr(owner, name)
+        for fn, code, defaults, kwdefaults, key in self.codes:
+            if fn.__code__ is not code or fn.__defaults__ is not defaults or fn.__kwdefaults__ is not kwdefaults:
+                home = f"{fn.__module__}.{fn.__qualname__}"   # where it is defined, not the name it was seen under
+                reasons.append(f"module rewrote the code or defaults of a harness function ({home}) in {where}")
+                fn.__code__, fn.__defaults__, fn.__kwdefaults__ = code, defaults, kwdefaults
+        return reasons
 
     def check(self, where: str) -> list[str]:
-        """Reasons for every setting, environment variable or harness function changed since the snapshot (then
-        restored)."""
-        reasons = []
+        """Reasons for every setting, environment variable, harness function or harness binding changed since the
+        snapshot (then restored). The bindings first: the functions the rest of the check calls are then the
+        originals."""
+        reasons = self._namespaces(where)
         env_changes = []
         for name, old, new in environment_changes(self.environment, process_environment()):
             if old is None and name in LIBRARY_DEFAULTS:
@@ -244,10 +366,6 @@ class Guard:
         for key in changed:
             reasons.append(f"changed global setting {key} (from {self.settings[key]!r} to {now.get(key)!r}) "
                            f"in {where}")
-        for key, (owner, name, original) in self.harness.items():
-            if _lookup(owner, name) is not original:
-                reasons.append(f"{_what(key)} ({key}) in {where}")
-                setattr(owner, name, original)
         if changed:
             self.restore()
         return reasons

@@ -72,6 +72,8 @@ def initialise_libraries(device, dtypes: Iterable[tuple[str, str, str]] = MATMUL
     import torch
 
     device = torch.device(device)
+    if device.type == "cuda" and device.index is None:   # torch.cuda.set_device refuses a device without an index
+        device = torch.device("cuda", torch.cuda.current_device())
     record = {"environment_read": {k: os.environ.get(k) for k in LAZY_ENVIRONMENT}, "initialised": []}
     if device.type != "cuda":
         record["initialised"].append("nothing (not a CUDA device)")

@@ -1,7 +1,8 @@
 """The correctness contract's rules: generate inputs and weights, compute the FP64 reference, check one output.
 
     make_weight(family, N, K, seed, device, dtype=None, outliers=False) -> w [N, K]
-    make_input(M, K, seed, device, sparse=True, dtype="bfloat16", contract=None, vary=False) -> (x, probe_rows)
+    make_input(M, K, seed, device, sparse=True, dtype="bfloat16", contract=None, vary=False, salt=0) -> (x, layout)
+    fresh_salt() -> int                                # a salt no candidate can know before its inputs exist
     reference(x, w, y_dtype) -> FP64 tensor
     check_output(y, ref, rel_l2_tol, *, sparse_rows=..., expect_shape, expect_dtype, contract, where) -> Check
 
@@ -33,11 +34,23 @@ in by the harness from the task's workload):
   magnitude scaling), so no kind of row exists only in checked calls -- except below sparse_probe_min_M, where a
   probe row could be a timed input's only row: there timed inputs are dense rows (the timed graph's dense row is
   still judged, with its partner), so a kernel that skips zero entries is never timed on a 2-nonzero input;
+- the input VALUES are salted: the harness draws a fresh salt (fresh_salt: the secrets module) per shape task and
+  per check, and mixes it into the seed of every value (Gaussian entries, spikes, probe entries); the layout (which
+  row is which kind, which rows pair) still follows the seed alone, so the lifecycle's calls at M=1 still cycle
+  through the probe kinds. Why: the seeds and their offsets are documented and make_input is importable, so a
+  candidate could regenerate every input the contract and the timer would draw and return answers computed ahead
+  -- exact everywhere it is judged and timed at the cost of a table lookup (profiler/check/wrong.py,
+  PrecomputedAnswers). salt=0 keeps the inputs a function of the seed (tests, and a sweep given input_salt);
 - input magnitude varies across calls: x is scaled by 2^e, e from input_scale_exponents (2^-8 ... 2^8) by
   seed (exact in BF16); relative errors of a correct kernel do not depend on it;
+- one RANGE call (BF16 and FP32 inputs) scales an input by 2^RANGE_EXPONENT, past FP16's largest value: a kernel
+  that narrows its input to FP16 anywhere (as fast as BF16 on the tensor cores) is exact at every scale the
+  contract's exponents draw and gives inf there (profiler/check/wrong.py, Fp16Inputs);
 - a second weight draw (outliers=True) has outlier columns (1 in outlier_column_every, x outlier_column_scale),
   which turns a per-row scaled low-precision weight format into a visible rel-L2 error even at M=1;
-- exact shape and dtype; NaN/Inf rejected.
+- a plain torch.Tensor (no subclass, whose __torch_function__ could report other numbers than the kernel wrote)
+  on the input's device, of exact shape and dtype; any strides (the library's swapped product returns y^T's
+  transposed view, kernels/launch/mm_orient.py); NaN/Inf rejected.
 
 The pair rule's bound (pair_reference). Let r_a, r_b be the exact products x_a W^T, x_b W^T and y_a, y_b the
 kernel's outputs. A kernel that reads the weights as given and accumulates in FP32 makes two errors per output:
@@ -67,17 +80,27 @@ For FP32 outputs (router) term (2) is ~2^-24 and term (1) dominates: the hi/lo s
 from __future__ import annotations
 
 import math
+import secrets
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
-PROBE_KINDS = {"one_hot": "one-hot", "dominant": "dominant entry + noise", "few": "2-4 nonzeros",
-               "zero": "zero row"}
+# The tables here are read-only (MappingProxyType): a candidate cannot widen a bound by editing one in place
+# (profiler.check.guards holds the module's bindings; a table's content needs this).
+PROBE_KINDS = MappingProxyType({"one_hot": "one-hot", "dominant": "dominant entry + noise", "few": "2-4 nonzeros",
+                                "zero": "zero row"})
 SMALL_M_CYCLE = (None, "dominant", "few", "zero")  # by seed % 4 below sparse_probe_min_M (lifecycle seeds 1, 2, 3)
 POWER_EXPONENTS = (-3, 4)  # probe entries are +-2^e, e in [-3, 4): exact in every dtype we check
 PAIR_EVERY_ROWS = 8        # one pair of dense rows per 8 rows (at least one where two dense rows exist)
 PAIR_LAMBDA = 8.0          # the probabilistic accumulation bound's lambda (module docstring): 1 - 3e-14 per entry
 FP32_UNIT_ROUNDOFF = 2.0 ** -24   # the accumulation precision every kernel of these families must keep
-UNIT_ROUNDOFF = {"bfloat16": 2.0 ** -8, "float16": 2.0 ** -11, "float32": 2.0 ** -24, "float64": 2.0 ** -53}
+# FP16's largest finite value is 65504 < 2^16; dense entries are N(0, 1) and spikes and probe entries at least 2^-3,
+# so 2^17 lifts most entries of an input past it, and BF16 and FP32 (8 exponent bits) hold 2^17 x any of them
+# exactly. FP16 inputs have no room for it: they get no range call.
+RANGE_EXPONENT = 17
+RANGE_DTYPES = ("bfloat16", "float32")
+UNIT_ROUNDOFF = MappingProxyType({"bfloat16": 2.0 ** -8, "float16": 2.0 ** -11, "float32": 2.0 ** -24,
+                                  "float64": 2.0 ** -53})
 
 
 class Layout(dict):
@@ -137,6 +160,20 @@ def _family_w_dtype(family: str) -> str:
     from datasets import load_workload
 
     return load_workload().families[family]["w_dtype"]
+
+
+def fresh_salt() -> int:
+    """A salt for make_input drawn from the operating system's entropy (never 0, which means unsalted)."""
+    return secrets.randbits(62) + 1
+
+
+def _salted(seed: int, salt: int) -> int:
+    """The seed of a value stream: `seed` itself unsalted, else a 63-bit mix of both (numpy's SeedSequence)."""
+    if not salt:
+        return int(seed)
+    import numpy as np
+
+    return int(np.random.SeedSequence([int(seed), int(salt)]).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
 def _generator(seed: int, device):
@@ -236,7 +273,7 @@ def _pairs(dense: list[int], M: int, rng) -> list[tuple[int, int]]:
 
 
 def make_input(M: int, K: int, seed: int, device, sparse: bool = True, dtype="bfloat16",
-               contract: Mapping | None = None, vary: bool = False):
+               contract: Mapping | None = None, vary: bool = False, salt: int = 0):
     """Random input x [M, K] (never all zeros) plus its layout -> (x, Layout {row: probe kind}, .spikes, .pairs).
 
     sparse=True (every checked and every timed input): the probe rows of probe_rows(), every other row dense
@@ -244,13 +281,14 @@ def make_input(M: int, K: int, seed: int, device, sparse: bool = True, dtype="bf
     contract's checked calls): the whole input scaled by 2^e (input_scale_exponent; exact). vary=False (timing
     inputs): the same layout, unscaled -- except below sparse_probe_min_M, where a timed input has dense rows only
     (a lone probe row would let a zero-skipping kernel be timed on almost no work). sparse=False: plain Gaussian
-    rows, no layout (callers that only need bytes to move).
+    rows, no layout (callers that only need bytes to move). salt: mixed into the seed of every value, not of the
+    layout (module docstring); 0: the inputs are a function of the seed.
     """
     import numpy as np
 
     torch = _torch()
     contract = contract if contract is not None else default_contract()
-    g = _generator(seed, device)
+    g = _generator(_salted(seed, salt), device)
     x = torch.randn(M, K, generator=g, device=device, dtype=torch.float32)
     if not sparse:
         return x.to(as_dtype(dtype)), Layout()
@@ -259,7 +297,7 @@ def make_input(M: int, K: int, seed: int, device, sparse: bool = True, dtype="bf
     # every kind; the timed graph's dense row is judged with its partner).
     small = M < int(contract["sparse_probe_min_M"])
     kinds = probe_rows(M, seed, contract) if vary or not small else {}
-    rng = np.random.default_rng(seed + 7919)  # a different stream from the row choice
+    rng = np.random.default_rng(_salted(seed + 7919, salt))  # a different stream from the row choice
     for r, kind in kinds.items():
         _fill_probe_row(x, r, kind, rng, contract)
     dense = [r for r in range(M) if r not in kinds]
@@ -417,6 +455,12 @@ def check_output(y, ref, rel_l2_tol: float, *, sparse_rows: Sequence[int] | Mapp
         ref = ref.ref
     if not isinstance(y, torch.Tensor):
         return Check(False, [f"{pre}returned {type(y).__name__}, not a tensor"])
+    if type(y) is not torch.Tensor:
+        return Check(False, [f"{pre}returned a {type(y).__name__}, a torch.Tensor subclass: its conversions can report "
+                             f"numbers other than the ones the kernel wrote (__torch_function__); return a plain "
+                             f"tensor"])
+    if y.device != ref.device:
+        return Check(False, [f"{pre}output on {y.device}, not on the input's device {ref.device}"])
     expect_shape = tuple(expect_shape) if expect_shape is not None else tuple(ref.shape)
     if tuple(y.shape) != expect_shape:
         hint = " (transposed output?)" if tuple(y.shape) == expect_shape[::-1] else ""
@@ -425,7 +469,11 @@ def check_output(y, ref, rel_l2_tol: float, *, sparse_rows: Sequence[int] | Mapp
     if expect_dtype is not None and y.dtype != as_dtype(expect_dtype):
         reasons.append(f"{pre}output dtype {str(y.dtype).removeprefix('torch.')} != expected "
                        f"{str(as_dtype(expect_dtype)).removeprefix('torch.')}")
-    yd = y.detach().to(device=ref.device, dtype=torch.float64)
+    try:
+        yd = y.detach().to(device=ref.device, dtype=torch.float64)
+    except Exception as exc:   # storage that cannot be read (a meta tensor, a freed or broken allocation)
+        return Check(False, reasons + [f"{pre}output cannot be read ({type(exc).__name__}: "
+                                       f"{str(exc).splitlines()[0][:200] if str(exc) else ''})"])
     finite = torch.isfinite(yd)
     if not bool(finite.all()):
         bad_rows = torch.nonzero(~finite.all(dim=1)).flatten().tolist()

@@ -1,7 +1,7 @@
 """Every timed graph is a checked graph: the output of each graph the sweep times is compared with the FP64
 reference of the input it ran on, with the contract's rules, before timing and again after it.
 
-    inputs = timed_inputs(shape, weight, seeds, device, contract)   # once per shape: FP64 references included
+    inputs = timed_inputs(shape, weight, seeds, device, contract, salt=s)  # once per shape, FP64 references too
     judge = GraphJudge(shape, contract)
     judge.graph(handle, x_static, inputs[k], what="cold timing graph 2 of 3", when="before timing") -> [reasons]
     judge.stream(handle, inputs, what="stream-mode graph", when="after timing") -> [reasons]
@@ -48,13 +48,14 @@ class TimedInput:
 
 
 def timed_inputs(shape: Mapping, weight, seeds: Sequence[int], device, contract: Mapping,
-                 wref: WeightReference | None = None) -> list[TimedInput]:
-    """The timing inputs of one shape (one per seed: make_input's full layout, unscaled) with their references."""
+                 wref: WeightReference | None = None, salt: int = 0) -> list[TimedInput]:
+    """The timing inputs of one shape (one per seed: make_input's full layout, unscaled, values salted with `salt`:
+    the shape task's, drawn when it starts) with their references."""
     M, K, y_dtype = int(shape["M"]), int(shape["K"]), shape["y_dtype"]
     wref = wref if wref is not None else WeightReference(weight)
     out = []
     for seed in seeds:
-        x, layout = make_input(M, K, int(seed), device, dtype=shape["x_dtype"], contract=contract)
+        x, layout = make_input(M, K, int(seed), device, dtype=shape["x_dtype"], contract=contract, salt=salt)
         tin = TimedInput(x, input_reference(x, wref, y_dtype, layout))
         if not layout.pairs and layout.spikes:
             partner, pairs = partner_input(x, layout)

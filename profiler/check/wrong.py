@@ -15,7 +15,11 @@ TIMED_WRONG are right wherever the lifecycle contract looks and wrong only in gr
 check of every timed graph rejects them (DegradesAfterReplays also on CPU, with a timer that replays).
 One class per mechanism of cheating, not per trick: LaterCapturesHalfK (later captures), CaptureOnlyLossy (capture
 vs eager), DegradesAfterReplays (after N replays), EnvAtImport (environment / library configuration at import),
-ProbeStatsInt8 (recognises probe rows by their statistics).
+ProbeStatsInt8 (recognises probe rows by their statistics), TensorSubclassLies (an output whose conversions lie),
+WrongDevice (an output elsewhere than the input), RulePatcher / CodeSwapper / RuleNumberPatcher (the functions, code
+and numbers the rules run on), DefaultDevice / FlushDenormal (process state the guard's first list missed),
+PrecomputedAnswers (the inputs regenerated from the documented seeds), Fp16Inputs (right only at the contract's
+input scales).
 """
 from __future__ import annotations
 
@@ -474,9 +478,203 @@ class DegradesAfterReplays(TorchLinear):
         return torch.where(counter > self.AFTER, cut, full)
 
 
+class TensorSubclassLies(TorchLinear):
+    """Computes with int8 weights (one scale per 128 columns) and returns the result as a torch.Tensor subclass whose
+    __torch_function__ answers .to() / .double() -- how any checker reads an output -- with the exact product of the
+    input it kept. Passed every numeric rule before outputs had to be plain tensors."""
+
+    name, expect = "tensor_subclass_lies", "torch.Tensor subclass"
+
+    def prepare(self, family, weight):
+        return {"w": weight, "lossy": _int8_groups(weight)}
+
+    def run(self, state, family, x):
+        out = _linear(x, state["lossy"]).as_subclass(_lying_tensor())
+        out.exact = (x.detach().clone(), state["w"])
+        return out
+
+
+@lru_cache(maxsize=None)   # one class per process, made on first use (importing this file needs no torch)
+def _lying_tensor():
+    import torch
+
+    class LyingTensor(torch.Tensor):
+        """Reads as the exact product (x @ w^T of the input it kept) through .to() and .double()."""
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func in (torch.Tensor.to, torch.Tensor.double) and args and hasattr(args[0], "exact"):
+                exact = _linear(*args[0].exact)
+                with torch._C.DisableTorchFunctionSubclass():
+                    return exact.double() if func is torch.Tensor.double else exact.to(*args[1:], **kwargs)
+            if func is torch.Tensor.detach:
+                return args[0]
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **kwargs)
+
+    return LyingTensor
+
+
+class WrongDevice(TorchLinear):
+    """Right numbers on the wrong device: a CPU tensor for a CUDA input (what a host fallback returns), a meta tensor
+    for a CPU one. Nothing read it as the input's device before the device was a rule; a meta output raised inside
+    the harness."""
+
+    name, expect = "wrong_device", "not on the input's device"
+
+    def run(self, state, family, x):
+        y = _linear(x, state["w"])
+        return y.cpu() if x.is_cuda else y.to("meta")
+
+
+class RulePatcher(TorchLinear):
+    """Replaces what the rules call -- torch.linalg.vector_norm (zero norms: every rel-L2 0), the pair rule (no
+    reason), builtins.max -- in prepare(), then returns 1.5x the answer on every other column. Passed the contract
+    before the guard held every binding of the harness's modules and of the libraries it calls."""
+
+    name, expect = "rule_patcher", "module replaced a function the harness uses (torch.linalg.vector_norm)"
+
+    def prepare(self, family, weight):
+        import builtins
+
+        import torch
+
+        from profiler.check import rules
+
+        norm = torch.linalg.vector_norm
+        torch.linalg.vector_norm = lambda t, *a, **k: norm(t, *a, **k) * 0
+        rules.pair_rule = lambda *a, **k: (0.0, [])
+        builtins.max = lambda *a, **k: 1e30   # rel-L2 = |err| / max(|ref|, floor)
+        return {"w": weight}
+
+    def run(self, state, family, x):
+        y = _linear(x, state["w"])
+        y[:, ::2] *= 1.5
+        return y
+
+
+class CodeSwapper(RulePatcher):
+    """Leaves every binding alone and swaps the code object of the pair rule for one that finds nothing (the
+    function object is the same, so a guard that compares identities alone is blind), with int8 weights that only
+    the pair rule catches (ProbeStatsInt8)."""
+
+    name, expect = "code_swapper", "module rewrote the code or defaults of a harness function"
+
+    def prepare(self, family, weight):
+        from profiler.check import rules
+
+        rules.pair_rule.__code__ = (lambda *a, **k: (0.0, [])).__code__
+        return ProbeStatsInt8().prepare(family, weight)
+
+    def run(self, state, family, x):
+        return ProbeStatsInt8().run(state, family, x)
+
+
+class RuleNumberPatcher(CodeSwapper):
+    """Widens the pair rule's bound through its numbers: PAIR_LAMBDA set to 1e12, and the output rounding table
+    edited in place (refused: the harness's tables are read-only), with the int8 weights of ProbeStatsInt8."""
+
+    name, expect = "rule_number_patcher", "module changed a value the harness uses (profiler.check.rules.PAIR_LAMBDA)"
+
+    def prepare(self, family, weight):
+        from profiler.check import rules
+
+        rules.PAIR_LAMBDA = 1e12
+        try:
+            rules.UNIT_ROUNDOFF["bfloat16"] = 1.0
+        except TypeError:
+            pass
+        return ProbeStatsInt8().prepare(family, weight)
+
+
+class DefaultDevice(TorchLinear):
+    """Sets torch's default device to "meta" in prepare(): every torch.empty(...) without a device after it -- the
+    next candidate's, the harness's -- allocates nothing. Its own output is right."""
+
+    name, expect = "default_device", "changed global setting torch.get_default_device()"
+
+    def prepare(self, family, weight):
+        import torch
+
+        torch.set_default_device("meta")
+        return {"w": weight}
+
+
+class FlushDenormal(TorchLinear):
+    """Turns CPU denormal flushing on in prepare() (torch.set_flush_denormal, which has no getter): the CPU side of
+    every later candidate's arithmetic changes. Its own output is right."""
+
+    name, expect = "flush_denormal", "changed global setting torch.set_flush_denormal()"
+
+    def prepare(self, family, weight):
+        import torch
+
+        torch.set_flush_denormal(True)
+        return {"w": weight}
+
+
+class Fp16Inputs(TorchLinear):
+    """Narrows BF16 inputs and weights to FP16 for its product (the tensor cores run FP16 as fast as BF16; FP16 has 3
+    more mantissa bits, so every value the contract's scales 2^-8 .. 2^8 draw converts exactly): right wherever
+    the contract looked until the range call, which lifts an input past FP16's largest value (65504) -> inf. (At
+    the 2^-8 scale a dominant probe row's smallest noise entries fall below FP16's normal range, so a probe row can
+    name it first.)"""
+
+    name, expect = "fp16_inputs", ("range call", "sparse probe")
+
+    def run(self, state, family, x):
+        import torch
+
+        w = state["w"]
+        if w.dtype != torch.bfloat16:
+            return _linear(x, w)
+        return (x.to(torch.float16).float() @ w.to(torch.float16).float().T).to(torch.bfloat16)
+
+
+# The lifecycle seeds check_candidate draws its inputs from at --seed 0 (profiler/check/contract.py: the eager calls'
+# 1.. with the partner search after them, the graph's 100.., the outlier weights' 200..), as anyone reading the
+# source can list them.
+_DOCUMENTED_SEEDS = (*range(1, 12), *range(100, 108), *range(200, 211))
+
+
+class PrecomputedAnswers(TorchLinear):
+    """Regenerates, at its first call at each M, every input the contract draws from the documented seeds
+    (rules.make_input, the partner inputs too), computes their products once and from then on answers by looking
+    the input up -- a table lookup instead of a product, exact wherever it is judged and timed. Only inputs nobody
+    can compute ahead (the harness salts every input's values with fresh entropy) leave it without an answer; then it
+    returns zeros, as a cheat has nothing better."""
+
+    name, expect = "precomputed_answers", ("rel-L2", "zero input row", "sparse probe", "non-finite")
+
+    def _fill(self, state, x) -> None:
+        from profiler.check.contract import RANGE_SEED_OFFSET
+        from profiler.check.rules import RANGE_EXPONENT, make_input, partner_input
+
+        table = state.setdefault("table", {})
+        M, K, dtype = x.shape[0], x.shape[1], str(x.dtype).split(".")[-1]
+        for seed in _DOCUMENTED_SEEDS:
+            xs, layout = make_input(M, K, seed, x.device, dtype=dtype, vary=True)
+            for xi in (xs, partner_input(xs, layout)[0]):
+                table[xi.float().cpu().numpy().tobytes()] = _linear(xi, state["w"])
+        xs = make_input(M, K, RANGE_SEED_OFFSET, x.device, dtype=dtype)[0] * 2.0 ** RANGE_EXPONENT   # the range call
+        table[xs.float().cpu().numpy().tobytes()] = _linear(xs, state["w"])
+        state.setdefault("filled", set()).add(int(x.shape[0]))
+
+    def run(self, state, family, x):
+        import torch
+
+        if int(x.shape[0]) not in state.get("filled", set()):
+            self._fill(state, x)
+        y = state["table"].get(x.float().cpu().numpy().tobytes())
+        return y.clone() if y is not None else torch.zeros_like(_linear(x[:1], state["w"])).expand(
+            x.shape[0], -1).contiguous()
+
+
 CPU_WRONG = (StaleOutput, SkippedKTail, RouterBF16Weights, WrongDtype, TransposedOutput,
              NaNRow, InputMutated, ScratchNotReset, WeightMutated, OneHotInt8, TF32Flipper, TimerPatcher, SysExit,
-             ProbeStatsInt8)
+             ProbeStatsInt8, TensorSubclassLies, WrongDevice, RulePatcher, CodeSwapper, RuleNumberPatcher,
+             DefaultDevice, FlushDenormal, PrecomputedAnswers, Fp16Inputs)
 # UninitializedOutput is caught by the poisoned CUDA allocator; on CPU, malloc may hand its torch.empty the block
 # the reference's BF16 copy of the same size just freed, so the unwritten columns can hold the right answer.
 GPU_ONLY_WRONG = (UninitializedOutput, MemoByPointer, SideStream, HostSync, CaptureOnlyLossy)

@@ -61,6 +61,7 @@ class ExplainSettings:
     command: str = ""
     candidates: list = field(default_factory=list)
     kind: str = "explain"
+    input_salt: int | None = None               # None: each check task draws its own (rules.fresh_salt); tests: an int
     # The workload's JSON object (Workload.to_dict), sent with every worker task; the run file embeds it at its
     # top level ("workload"), not in environment.settings (recorded()).
     workload: dict | None = None
@@ -111,7 +112,8 @@ def check_task(pool, shape: dict, jobs: list[dict], settings: ExplainSettings) -
     trace = str(Path(settings.trace_dir) / f"{shape_slug(shape)}.json") if settings.trace_dir else None
 
     def check(live: list[dict]) -> dict:
-        task = {"kind": "explain_check", "shape": shape, "candidates": live, "seed": settings.seed, "trace": trace,
+        task = {"kind": "explain_check", "shape": shape, "candidates": live, "seed": settings.seed,
+                "input_salt": settings.input_salt, "trace": trace,
                 "kineto": state["replay"], "workload": settings.workload}
         try:
             return pool.call(task, settings.step_timeout_s, shape_key(shape))

@@ -163,6 +163,7 @@ class TuneSettings:
     shape_timeout_s: float = 120.0
     max_incidents: int = 2
     command: str = ""
+    input_salt: int | None = None  # SweepSettings.input_salt: None, a fresh salt per shape task; an int for tests
 
 
 class TuneError(RuntimeError):
@@ -214,7 +215,8 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
         env["workers"] = backend.records()
         run = life.start(new_run("tune", env, workload=workload))
         measure = WorkerMeasure(backend, SweepSettings(seed=settings.seed, shape_timeout_s=settings.shape_timeout_s,
-                                                       max_incidents=settings.max_incidents), log,
+                                                       max_incidents=settings.max_incidents,
+                                                       input_salt=settings.input_salt), log,
                                 workload=workload)
         done: dict[int, tuple | None] = {}
 

@@ -11,15 +11,16 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from types import MappingProxyType
 
 # NVML clocks-event / throttle-reason bits (nvml.h, nvmlClocksEventReason*); names kept short for the run file.
-THROTTLE_BITS = {
+THROTTLE_BITS = MappingProxyType({
     0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
     0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
     0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
-}
+})
 # Reasons that do not mean the GPU is being slowed: idle between bursts, clocks as configured.
-BENIGN_THROTTLE = {"gpu_idle", "applications_clocks_setting", "sync_boost", "display_clock_setting"}
+BENIGN_THROTTLE = frozenset({"gpu_idle", "applications_clocks_setting", "sync_boost", "display_clock_setting"})
 
 
 def decode_throttle(mask: int | None) -> list[str]:

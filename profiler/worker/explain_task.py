@@ -27,7 +27,7 @@ from pathlib import Path
 
 from profiler.check.contract import CudaFault, check_candidate
 from profiler.check.guards import TaintedProcess
-from profiler.check.rules import error_vs_baseline, make_input
+from profiler.check.rules import error_vs_baseline, fresh_salt, make_input
 from profiler.measure import kineto
 from profiler.measure.ncu import RANGE_PREFIX
 from profiler.measure.policy import SWEEP
@@ -63,6 +63,8 @@ def explain_check(sess, task: dict) -> dict:
     """The "explain_check" task (module docstring)."""
 
     shape, seed = task["shape"], int(task.get("seed", 0))
+    # One salt for every candidate of the shape (rules.make_input): none can know the inputs ahead.
+    salt = task["input_salt"] if task.get("input_salt") is not None else fresh_salt()
     calls, passed, base_rel = [], [], None
     for j, c in enumerate(task["candidates"]):
         cand, state, reasons = _prepared(sess, c, shape, seed)
@@ -74,7 +76,8 @@ def explain_check(sess, task: dict) -> dict:
             chk = check_candidate(cand, shape, sess.device, seed=seed, weight=sess.own_weight(c["spec"], shape, seed),
                                   pristine=sess.weight(shape, seed), state=state,
                                   baseline_rel_l2=base_rel, keep_graph=sess.cuda, guard=sess.guard,
-                                  contract=sess.workload.contract if sess.workload is not None else None)
+                                  contract=sess.workload.contract if sess.workload is not None else None,
+                                  salt=salt)
         except CudaFault as exc:
             raise Fatal("cuda_fault", str(exc), c["name"], "check") from None
         except TaintedProcess as exc:
@@ -142,7 +145,7 @@ def explain_ncu(sess, task: dict) -> dict:
         try:
             # the sweep's first timing input (never one of the check's inputs)
             x, _ = make_input(M, int(shape["K"]), seed + SWEEP.timing_seed_offset, sess.device,
-                              dtype=shape["x_dtype"])
+                              dtype=shape["x_dtype"], salt=fresh_salt())
             for _ in range(WARMUP_CALLS):
                 cand.run(state, fam, x)
             _sync(sess)

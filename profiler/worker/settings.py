@@ -31,6 +31,9 @@ class SweepSettings:
     canary: str = "sample"              # the baseline again in a clean worker (profiler.commands.canary): "sample"
                                         # (per family the smallest and largest M), "all" or "off"
     eager: bool = False                 # also time each correct candidate eagerly (eager_us; policy preset EAGER)
+    input_salt: int | None = None       # None: each shape task draws its own (profiler.check.rules.fresh_salt), so no
+                                        # candidate can compute the inputs ahead from the seed; an int (tests): the
+                                        # inputs follow the seed and this salt alone
 
     @classmethod
     def from_dict(cls, data: dict) -> "SweepSettings":

@@ -22,7 +22,7 @@ from datasets.shapes import shape_bytes, shape_identity
 from datasets.shapes import shape_key_of as shape_key
 from profiler.check.contract import CudaFault, capture_checked, check_candidate
 from profiler.check.guards import PERSISTING_L2_SETTING, TaintedProcess, persisting_l2_limit, reset_persisting_l2
-from profiler.check.rules import WeightReference, default_contract, error_vs_baseline
+from profiler.check.rules import WeightReference, default_contract, error_vs_baseline, fresh_salt
 from profiler.check.timed import GraphJudge, TimedInput, rotation, rotation_inputs, timed_inputs
 from profiler.measure import stats, timing
 from profiler.measure.eager import eager_time
@@ -51,7 +51,7 @@ def _flags(median_us, lo, hi, floor: dict | None, dropped, vs_baseline=None, err
 
 def _check_options(check: str) -> dict:
     if check == "quick":
-        return {"n_calls": 1, "use_graph": False, "outliers": False}
+        return {"n_calls": 1, "use_graph": False, "outliers": False, "range_call": False}
     if check != "full":
         raise ValueError(f"settings.check must be 'full' or 'quick', not {check!r}")
     return {}
@@ -72,11 +72,12 @@ def _capture(sess, timer, fn, what: str) -> tuple[object, list[str]]:
     return (None if reasons else handle), reasons
 
 
-def _timed_inputs(sess, shape, settings, weight, wref, contract, count: int, offset: int) -> list[TimedInput]:
-    """`count` timing inputs of the shape (seeds seed + offset + k) with their references: once per shape, shared
-    by every candidate (each graph reads its own copy)."""
+def _timed_inputs(sess, shape, settings, weight, wref, contract, count: int, offset: int,
+                  salt: int) -> list[TimedInput]:
+    """`count` timing inputs of the shape (seeds seed + offset + k, values salted) with their references: once per
+    shape, shared by every candidate (each graph reads its own copy)."""
     seeds = [settings.seed + offset + k for k in range(count)]
-    return timed_inputs(shape, weight, seeds, sess.device, contract, wref)
+    return timed_inputs(shape, weight, seeds, sess.device, contract, wref, salt=salt)
 
 
 def _cold_instances(sess, timer, cand, state, shape, tins, check_graph) -> tuple[list, list, list[str]]:
@@ -208,12 +209,15 @@ def measure_one_shape(sess, task: dict) -> dict:
     weight = sess.weight(shape, settings.seed)
     wref = WeightReference(weight)
     judge = GraphJudge(shape, contract)
+    # One salt for every input of this shape, checked and timed, drawn before any candidate runs here: every
+    # candidate is judged on the same inputs (vs_baseline compares like with like), none can know them ahead.
+    salt = settings.input_salt if settings.input_salt is not None else fresh_salt()
     if settings.mode == "cold":
         tins = _timed_inputs(sess, shape, settings, weight, wref, contract, policy.instances,
-                             policy.timing_seed_offset)
+                             policy.timing_seed_offset, salt)
     else:
         tins = _timed_inputs(sess, shape, settings, weight, wref, contract, _stream_copies(timer, shape, settings),
-                             policy.stream_seed_offset)
+                             policy.stream_seed_offset, salt)
     failures, checks, instances, statics, timed, loaded, states = [], [], [], [], [], [], []
     base_rel = None
     for j, (name, spec) in enumerate(cands):
@@ -231,7 +235,7 @@ def measure_one_shape(sess, task: dict) -> dict:
         try:
             chk = check_candidate(cand, shape, sess.device, seed=settings.seed, contract=contract,
                                   weight=sess.own_weight(spec, shape, settings.seed), pristine=weight, state=state, baseline_rel_l2=base_rel, keep_graph=settings.mode == "cold",
-                                  guard=sess.guard, **_check_options(settings.check))
+                                  guard=sess.guard, salt=salt, **_check_options(settings.check))
         except CudaFault as exc:
             raise Fatal("cuda_fault", str(exc), name, "check") from None
         except TaintedProcess as exc:

@@ -6,6 +6,7 @@ task BODY is the worker's side of a task; the parent's side, a Task sent to a ba
 from __future__ import annotations
 
 import time
+from types import MappingProxyType
 
 from datasets import load_seed_probes
 from profiler.measure import probes
@@ -50,8 +51,9 @@ def _environment(sess: Session, task: dict) -> dict:
     return {"kind": "environment", "environment": sess.environment()}
 
 
-BODIES = {"shape": measure_one_shape, "load": _load, "probes": _probes, "environment": _environment,
-         "explain_check": explain_task.explain_check, "explain_ncu": explain_task.explain_ncu}
+# Read-only: a candidate in this process cannot swap a task body in place (profiler.check.guards).
+BODIES = MappingProxyType({"shape": measure_one_shape, "load": _load, "probes": _probes, "environment": _environment,
+                           "explain_check": explain_task.explain_check, "explain_ncu": explain_task.explain_ncu})
 
 
 def run_task(task: dict, config: dict | None = None) -> dict:

@@ -178,13 +178,15 @@ def test_small_rows_use_mean_fraction_denominator():
 
 @pytest.mark.parametrize("shape", [BF16, ROUTER, dict(ROUTER, M=1)])
 def test_control_passes_lifecycle(shape):
-    c = C.check_candidate(wrong.TorchLinear(), shape, "cpu", contract=CONTRACT, baseline_rel_l2=None)
+    # One salt for both checks, as the shape task gives every candidate of a shape: the same inputs.
+    c = C.check_candidate(wrong.TorchLinear(), shape, "cpu", contract=CONTRACT, baseline_rel_l2=None, salt=7)
     assert c.ok, c.reasons
     base = c.rel_l2
-    c2 = C.check_candidate(wrong.TorchLinear(), shape, "cpu", contract=CONTRACT, baseline_rel_l2=base)
+    c2 = C.check_candidate(wrong.TorchLinear(), shape, "cpu", contract=CONTRACT, baseline_rel_l2=base, salt=7)
     assert c2.vs_baseline == pytest.approx(1.0)
     if base > 0:  # the ratio's direction: this error / the baseline's (same control, a baseline twice as bad)
-        c3 = C.check_candidate(wrong.TorchLinear(), shape, "cpu", contract=CONTRACT, baseline_rel_l2=2 * base)
+        c3 = C.check_candidate(wrong.TorchLinear(), shape, "cpu", contract=CONTRACT, baseline_rel_l2=2 * base,
+                               salt=7)
         assert c3.vs_baseline == pytest.approx(0.5)
     d = c2.to_dict()
     assert set(d) == {"rel_l2", "max_row_rel", "sparse_rel", "vs_baseline", "pair_ratio", "reasons"}
@@ -291,3 +293,23 @@ def test_unjoined_stream_and_empty_graph_are_named():
 
     assert C.capture_checked(lambda: None, empty_capture) == (None, f"CUDA graph capture: {C.EMPTY_GRAPH_CAUSE}")
     assert C.capture_checked(lambda: None, lambda fn: "handle") == ("handle", None)
+
+
+def test_the_range_call_runs_where_the_input_dtype_has_room_for_it(monkeypatch):
+    """BF16 and FP32 inputs get one call scaled by 2^RANGE_EXPONENT (a correct kernel passes it); FP16 inputs, whose
+    range ends at 65504, get none."""
+    seen = []
+    control = wrong.TorchLinear()
+    run = control.run
+
+    def spy(state, family, x):
+        seen.append(float(x.abs().max()))
+        return run(state, family, x)
+
+    monkeypatch.setattr(control, "run", spy)
+    assert C.check_candidate(control, BF16, "cpu", contract=CONTRACT).ok
+    assert max(seen) > 65504
+    seen.clear()
+    fp16 = dict(BF16, x_dtype="float16", w_dtype="float16", y_dtype="float16", rel_l2_tol=0.001)
+    assert C.check_candidate(control, fp16, "cpu", contract=CONTRACT).ok, "an FP16 control passes"
+    assert seen and max(seen) <= 65504

@@ -21,6 +21,10 @@ def _shapes_for(cls):
         return [ROUTER, dict(ROUTER, M=1)]
     if cls is wrong.ProbeStatsInt8:
         return [BF16, dict(BF16, M=1), dict(BF16, M=8), dict(BF16, M=64)]
+    if cls is wrong.Fp16Inputs:   # narrows BF16 only: the router's FP32 weights it computes as the baseline does
+        return [BF16, dict(BF16, M=1), dict(BF16, M=64)]
+    if cls is wrong.PrecomputedAnswers:   # its table takes a second per shape; the salt decides at any shape
+        return [BF16, dict(BF16, M=1)]
     return [BF16, dict(BF16, M=1), ROUTER]
 
 
@@ -142,3 +146,74 @@ def test_guard_holds_candidates_to_a_value_the_harness_set():
         assert torch.backends.cudnn.benchmark is (not before)
     finally:
         torch.backends.cudnn.benchmark = before
+
+
+# --- what a candidate can reach in the harness's process: each new class of cheat, and how it is put back --------
+def test_precomputed_answers_pass_on_inputs_known_ahead_and_fail_on_salted_ones():
+    """The salt is what rejects it: with the inputs a function of the documented seeds (salt=0) the lookup answers
+    every call exactly; with the salt the harness draws, every lookup misses."""
+    shape = dict(BF16, M=16)
+    assert C.check_candidate(wrong.PrecomputedAnswers(), shape, "cpu", contract=CONTRACT, salt=0).ok
+    c = C.check_candidate(wrong.PrecomputedAnswers(), shape, "cpu", contract=CONTRACT)
+    assert not c.ok and c.reasons[0].startswith("eager call 1 (fresh input): rel-L2 error"), c.reasons
+
+
+def test_salted_inputs_keep_their_layout_and_change_their_values():
+    x0, layout0 = C.make_input(16, 256, 3, "cpu", contract=CONTRACT, vary=True)
+    x1, layout1 = C.make_input(16, 256, 3, "cpu", contract=CONTRACT, vary=True, salt=12345)
+    x2, _ = C.make_input(16, 256, 3, "cpu", contract=CONTRACT, vary=True, salt=12345)
+    assert dict(layout0) == dict(layout1) and layout0.pairs == layout1.pairs   # which row is which kind: the seed's
+    assert torch.equal(x1, x2) and not torch.equal(x0, x1)                      # values: seed and salt
+    a, b = layout1.pairs[0]
+    assert int((x1[a] != x1[b]).sum()) == 1                                      # a pair still differs in one entry
+
+
+def test_patched_rules_are_named_and_put_back():
+    import builtins
+
+    from profiler.check import rules
+
+    originals = (torch.linalg.vector_norm, rules.pair_rule, builtins.max, rules.pair_rule.__code__, rules.PAIR_LAMBDA)
+    c = C.check_candidate(wrong.RulePatcher(), BF16, "cpu", contract=CONTRACT)
+    for key in ("torch.linalg.vector_norm", "profiler.check.rules.pair_rule", "builtins.max"):
+        assert f"module replaced a function the harness uses ({key}) in prepare()" in c.reasons, c.reasons
+    c = C.check_candidate(wrong.CodeSwapper(), BF16, "cpu", contract=CONTRACT)
+    assert c.reasons == ["module rewrote the code or defaults of a harness function (profiler.check.rules.pair_rule) "
+                         "in prepare()"], c.reasons
+    c = C.check_candidate(wrong.RuleNumberPatcher(), BF16, "cpu", contract=CONTRACT)
+    assert c.reasons == ["module changed a value the harness uses (profiler.check.rules.PAIR_LAMBDA) in prepare()"]
+    assert (torch.linalg.vector_norm, rules.pair_rule, builtins.max, rules.pair_rule.__code__, rules.PAIR_LAMBDA) \
+        == originals and rules.UNIT_ROUNDOFF["bfloat16"] == 2.0 ** -8
+    assert C.check_candidate(wrong.ProbeStatsInt8(), BF16, "cpu", contract=CONTRACT).reasons[0].startswith(
+        "eager call 1 (fresh input): paired-row probe")   # the rule it switched off works again
+
+
+def test_a_name_added_to_a_harness_module_is_named_and_removed():
+    """rules.max would shadow the builtin inside check_output."""
+    from profiler.check import rules
+    from profiler.check.guards import Guard
+
+    g = Guard()
+    rules.max = lambda *a, **k: 1e30
+    assert g.check("run()") == ["module added a name the harness would find (profiler.check.rules.max) in run()"]
+    assert not hasattr(rules, "max") and g.check("run()") == []
+
+
+def test_a_rebinding_torch_makes_itself_is_held_not_blamed():
+    """torch._dynamo wraps torch.manual_seed when torch.compile first imports it (guards.LIBRARY_REBINDS)."""
+    from profiler.check.guards import Guard
+
+    g, original = Guard(), torch.manual_seed
+    try:
+        torch.manual_seed = lambda *a, **k: original(*a, **k)
+        assert g.check("run()") == [] and g.check("run()") == []
+    finally:
+        torch.manual_seed = original
+
+
+def test_global_state_the_first_list_missed_is_named_and_restored():
+    for cls, getter, before in ((wrong.DefaultDevice, torch.get_default_device, torch.get_default_device()),
+                                (wrong.FlushDenormal, lambda: float(torch.tensor([1e-40]).mul(1.0)[0]) == 0.0,
+                                 False)):
+        c = C.check_candidate(cls(), BF16, "cpu", contract=CONTRACT)
+        assert not c.ok and c.reasons[0].startswith(f"changed global setting") and getter() == before, c.reasons
