@@ -27,9 +27,8 @@ D=$(date -u +%F); P="$OUT/${D}_nvidia-h200"; T=${TAG:+-$TAG}
 LOG="$OUT/session.log"
 BEST=kernels/plans/best.json
 EXTRA_M=2,4,12,24,48,64,96,200,384,512,1024   # the extra M of the any-M dispatch check (plus the nearby set)
-WRONG="StaleOutput SkippedKTail RouterBF16Weights UninitializedOutput WrongDtype TransposedOutput NaNRow InputMutated
-ScratchNotReset WeightMutated MemoByPointer OneHotInt8 TF32Flipper TimerPatcher SysExit SideStream HostSync
-ExitProcess Segfault Hang FaultAtOneShape"
+# every known-wrong candidate of profiler/check/wrong.py (ALL_WRONG), named there once
+WRONG=$(python3 -c "from profiler.check.wrong import ALL_WRONG; print(' '.join(c.__name__ for c in ALL_WRONG))")
 step() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
 clean() { tr '\r' '\n' | grep -v 'it/s\]$' | tee -a "$LOG"; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
