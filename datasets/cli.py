@@ -39,36 +39,21 @@ def _number(text: str, kind, what: str):
     return value
 
 
-def positive_float(text: str) -> float:
-    value = _number(text, float, "a positive number")
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
+def _ranged(name: str, kind, what: str, admits):
+    """An argparse `type=` function: `text` as `kind`, finite, and admitted by `admits`, else one line saying what
+    was expected."""
+    def parse(text: str):
+        value = _number(text, kind, what)
+        if not admits(value):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    parse.__name__ = parse.__qualname__ = name
+    return parse
 
 
-def non_negative_float(text: str) -> float:
-    value = _number(text, float, "a number >= 0")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    value = _number(text, int, "a positive integer")
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    value = _number(text, int, "an integer >= 0")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
-
-
-def seed_int(text: str) -> int:
-    value = _number(text, int, f"an integer from 0 to {MAX_SEED}")
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to {MAX_SEED}, got {text!r}")
-    return value
+positive_float = _ranged("positive_float", float, "a positive number", lambda v: v > 0)
+non_negative_float = _ranged("non_negative_float", float, "a number >= 0", lambda v: v >= 0)
+positive_int = _ranged("positive_int", int, "a positive integer", lambda v: v > 0)
+non_negative_int = _ranged("non_negative_int", int, "an integer >= 0", lambda v: v >= 0)
+seed_int = _ranged("seed_int", int, f"an integer from 0 to {MAX_SEED}", lambda v: 0 <= v <= MAX_SEED)
