@@ -10,7 +10,9 @@ M=1: 6.2 -> 20.2 us), because the baseline's first matmul came after the import.
 workload's baseline takes -- for every dtype combination -- runs once on the current stream, once on a side stream
 and once inside a CUDA graph capture (the timer warms up and captures on side streams, and cuBLAS keeps a
 workspace per handle and stream), so the handles exist and the sizes are read before a candidate can change them.
-The guard (profiler.check.guards) then refuses any change of the environment; the canary
+cuBLAS reads its two workspace variables again at every later capture and eager call, so the values read here are
+also pinned for those (profiler.measure.timing.pin_environment). The guard (profiler.check.guards) then refuses any
+change of the environment; the canary
 (profiler.commands.canary) is the proof that nothing else reached the baseline.
 
 CPU: nothing to initialise (the record says so).
@@ -80,6 +82,7 @@ def initialise_libraries(device, dtypes: Iterable[tuple[str, str, str]] = MATMUL
         return record
     from profiler.measure import timing
 
+    timing.pin_environment(record["environment_read"])   # every later capture and eager call runs under these
     torch.cuda.set_device(device)
     block = torch.empty(1 << 20, dtype=torch.uint8, device=device)  # the allocator parses its settings here
     del block

@@ -20,13 +20,21 @@ from typing import Any, Callable
 import numpy as np
 
 from profiler.measure.policy import EAGER
+from profiler.measure.timing import pinned_environment
 
 ESTIMATE_CALLS = 5          # do_bench's estimate
 MAX_EAGER_CALLS = 10_000    # memory bound on events; the time budget normally stops far earlier
 
 
 def eager_time(fn: Callable[[], Any], timer, policy=EAGER) -> dict:
-    """fn's eager time per call (module docstring); `timer`: a ColdTimer (its flush and device)."""
+    """fn's eager time per call (module docstring); `timer`: a ColdTimer (its flush and device). Every call runs
+    under the environment the worker pinned (profiler.measure.timing.pinned_environment): cuBLAS reads its
+    workspace variables on every eager call."""
+    with pinned_environment():
+        return _eager_time(fn, timer, policy)
+
+
+def _eager_time(fn: Callable[[], Any], timer, policy) -> dict:
     import torch
 
     device = timer.device

@@ -4,7 +4,8 @@ Public API (used by profiler.commands.sweep and by the tuner):
 
     capture_graph(fn, device, warmup_calls=3) -> GraphHandle
         Warm fn up on a side stream, capture one call in a torch.cuda.CUDAGraph. handle.output is the
-        captured output tensor (graph memory), handle.replay() replays it, handle.calls == 1.
+        captured output tensor (graph memory), handle.replay() replays it, handle.calls == 1. Runs under the
+        environment pinned with pin_environment(values) (the worker pins what its libraries were initialised with).
 
     timer = ColdTimer(device, flush_bytes=None)
         Cold mode (the write-up's judge). flush_bytes defaults to 4 x the device's L2 size, flushed by READING
@@ -35,9 +36,13 @@ Public API (used by profiler.commands.sweep and by the tuner):
 """
 from __future__ import annotations
 
+import ctypes
+import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from types import MappingProxyType
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -69,8 +74,66 @@ class GraphHandle:
         self.graph.replay()
 
 
+# --- the environment every capture runs under ------------------------------------------------------------------
+# cuBLAS and cuBLASLt read CUBLAS_WORKSPACE_CONFIG and CUBLASLT_WORKSPACE_SIZE again when a call is captured, not
+# only when they are initialised: set after profiler.check.isolation.initialise_libraries had run, the pair still
+# made the baseline's captured F.linear up to 13.7x slower on the H200 (the GPU test in
+# tests/profiler/test_isolation.py). So the worker pins the values its libraries were initialised with
+# (pin_environment), and every capture_graph warms up and captures under them. Afterwards it gives back each value
+# the capture did not change itself, so what a candidate set is still there for the guard to name and undo
+# (profiler.check.guards); what a candidate sets inside its own capture reaches only that candidate's graph.
+# A read-only mapping, replaced (never mutated) by pin_environment: the guard holds this module's bindings, so a
+# candidate cannot re-pin it unnoticed.
+_PINNED: Mapping[str, str | None] = MappingProxyType({})
+
+
+def pin_environment(values: Mapping[str, str | None]) -> None:
+    """Pin these variables (None: unset) for every later capture_graph and eager_time in this process."""
+    global _PINNED
+    _PINNED = MappingProxyType({str(k): (None if v is None else str(v)) for k, v in values.items()})
+
+
+def _getenv(name: str) -> str | None:
+    """The C-level value (what the libraries read; libc setenv() bypasses os.environ)."""
+    libc = ctypes.CDLL(None)
+    libc.getenv.restype = ctypes.c_char_p
+    value = libc.getenv(name.encode())
+    return None if value is None else value.decode("utf-8", "surrogateescape")
+
+
+def _setenv(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+        os.unsetenv(name)
+    else:
+        os.environ[name] = value
+
+
+@contextmanager
+def pinned_environment() -> Iterator[None]:
+    """Run the body under the pinned values (see pin_environment); afterwards put back what was there, except where
+    the body itself changed a value."""
+    pinned = _PINNED
+    saved = {name: _getenv(name) for name in pinned}
+    changed = [name for name, value in pinned.items() if saved[name] != value]
+    for name in changed:
+        _setenv(name, pinned[name])
+    try:
+        yield
+    finally:
+        for name in changed:
+            if _getenv(name) == pinned[name]:
+                _setenv(name, saved[name])
+
+
 def capture_graph(fn: Callable[[], Any], device, warmup_calls: int = 3, calls: int = 1) -> GraphHandle:
-    """Warm `fn` up on a side stream (lazy init, autotune, cuBLAS workspaces), then capture one call."""
+    """Warm `fn` up on a side stream (lazy init, autotune, cuBLAS workspaces), then capture one call; both under the
+    pinned environment (pinned_environment)."""
+    with pinned_environment():
+        return _capture_graph(fn, device, warmup_calls, calls)
+
+
+def _capture_graph(fn: Callable[[], Any], device, warmup_calls: int, calls: int) -> GraphHandle:
     torch = _torch()
     device = torch.device(device)
     torch.cuda.synchronize(device)

@@ -103,10 +103,56 @@ def test_initialise_libraries_on_cpu_says_so_and_records_what_it_would_read():
     assert ("bfloat16", "float32", "float32") in combos and ("bfloat16", "bfloat16", "bfloat16") in combos
 
 
+@pytest.fixture
+def pinned():
+    from profiler.measure import timing
+
+    before = dict(timing._PINNED)
+    timing.pin_environment({VAR: None, "PROJLAB_TEST_PINNED_SET": "64"})
+    os.environ.pop("PROJLAB_TEST_PINNED_SET", None)
+    yield timing
+    timing.pin_environment(before)
+    os.environ.pop("PROJLAB_TEST_PINNED_SET", None)
+    os.unsetenv("PROJLAB_TEST_PINNED_SET")
+
+
+@pytest.mark.parametrize("how", ["os.environ", "libc setenv"])
+def test_a_capture_runs_under_the_pinned_environment_and_gives_back_what_was_there(clean_var, pinned, how):
+    """What capture_graph and eager_time run under (pinned_environment): the pinned values at the C level, where
+    cuBLAS reads them, whichever way a candidate set them; afterwards the candidate's values again, for the guard
+    to name and undo."""
+    if how == "os.environ":
+        os.environ[VAR] = ":0:0"
+    else:
+        ctypes.CDLL(None).setenv(VAR.encode(), b":0:0", 1)
+    with pinned.pinned_environment():
+        assert pinned._getenv(VAR) is None and VAR not in os.environ
+        assert pinned._getenv("PROJLAB_TEST_PINNED_SET") == "64"
+    assert pinned._getenv(VAR) == ":0:0" and pinned._getenv("PROJLAB_TEST_PINNED_SET") is None
+
+
+def test_a_value_changed_inside_the_pinned_body_is_left_for_the_guard(clean_var, pinned):
+    g = guards.Guard()
+    with pinned.pinned_environment():
+        os.environ[VAR] = "inside"          # a candidate's call inside its own capture
+    assert pinned._getenv(VAR) == "inside"
+    assert g.check("run()") == [f"changed environment variable {VAR} (from unset to 'inside') in run()"]
+    assert pinned._getenv(VAR) is None
+
+
+def test_the_pin_is_a_binding_the_guard_holds(pinned):
+    g = guards.Guard(harness=guards.harness_now())
+    pinned.pin_environment({"CUBLAS_WORKSPACE_CONFIG": ":0:0"})   # a candidate re-pinning the harness
+    reasons = g.check("run()")
+    assert any("profiler.measure.timing._PINNED" in r for r in reasons), reasons
+    assert dict(pinned._PINNED) == {VAR: None, "PROJLAB_TEST_PINNED_SET": "64"}
+
+
 @pytest.mark.gpu
 def test_gpu_cublas_config_set_after_initialisation_does_not_reach_the_baseline():
     """The proof on the device: after initialise_libraries, the variables that made the baseline 13.7x slower
-    when set before its first call change nothing (router M=32 and a BF16 M=1 shape, graph-timed)."""
+    when set before its first call change nothing (router M=32 and a BF16 M=1 shape, graph-timed): captures run
+    under the environment the libraries were initialised with."""
     import torch.nn.functional as F
 
     from profiler.measure import timing
