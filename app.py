@@ -6,6 +6,11 @@ multipage mode). Nothing here imports torch; only the Run page does, lazily, whe
 import streamlit as st
 import streamlit.delta_generator as _delta_generator
 
+from app_pages import common, first_run  # noqa: F401  common: pandas and dashboard/, which nearly every page imports
+from dashboard import figures  # noqa: F401  plotly
+
+first_run.freeze_imports()   # after the imports above (app_pages/first_run.py says why)
+
 # Streamlit's first element of a process asks whether it runs in a REPL, to print a "use streamlit run" warning
 # (delta_generator._maybe_print_use_warning -> env_util.is_repl -> inspect.stack(), which reads the source of every
 # frame): 0.09-0.13 s of a fresh server's first page on 2 cores, measured with the browser test's fresh-server

@@ -698,22 +698,33 @@ def _notice(v: View) -> None:
 def view(sidebar=True, probes_only_ok: bool = False) -> View:
     """Render the sidebar picker and return the chosen view; bad input → st.error and stop the page.
 
+    The sidebar says what is shown (source, baseline, candidate) and keeps the three pickers in a popover under it:
+    a closed popover's widgets keep their state, URL and callbacks like any other, but the browser mounts them only
+    when it opens, so a first page needs no selectbox code (the largest piece of frontend code the first page asked
+    for besides the chart's and the table's: ~20 files from the server, see tests/browser/test_browser.py).
+
     probes_only_ok: a run without results (`python -m profiler probe`) is fine for this page (Probes)."""
     srcs, shown, default = _sources_in_order()
     box = st.sidebar if sidebar else st
-    name = url_selectbox(box, "Source", {s.name: s.label for s in srcs}, "source", default,
+    choice = box.empty()   # what is shown, written once the pair is known
+    pickers = box.popover("Change source or pair", icon=":material/swap_horiz:", width="stretch",
+                          help="The source (a run file or a per-shape table), its baseline and its candidate.")
+    name = url_selectbox(pickers, "Source", {s.name: s.label for s in srcs}, "source", default,
                          key="source", what="source", format_func=lambda label: shown.get(label, label),
                          help="Grouped by kind (published, plan sweeps, repeatability, tunes, screens, explains, "
                               "uploads), newest first; ★ marks the run projlab opens on. Type to filter.")
     src = sources.find_source(srcs, name)
+    source_line = f"Source: **{md_text(shown.get(src.label, src.label))}**"
     try:
         data = source_data(src)
         if data.results.empty:
             if probes_only_ok:
+                choice.markdown(source_line)
                 return View(src.label, src.provenance, src.kind, str(src.path), "", "", data, None,
                             "the run has no results")
             raise ValueError(f"{src.path.name} has no results (a probe-only run? see the Probes page; an explain run? see the Kernels page)")
-        base, cand = _pair(box, src, data)
+        base, cand = _pair(pickers, src, data)
+        choice.markdown(f"{source_line}  \nBaseline: **{md_text(base)}** · candidate: **{md_text(cand)}**")
         excluded = derived(src, data, base, cand, False)   # each read of the cache unpickles its tables again
         include = _floor_toggle(box, excluded[0])
         shape_gate, gate, bd, err, table, wide_table = derived(src, data, base, cand, True) if include else excluded
@@ -722,6 +733,7 @@ def view(sidebar=True, probes_only_ok: bool = False) -> View:
         v = View(src.label, src.provenance, src.kind, str(src.path), base, cand, data, bd, err, table=table,
                  gate=gate, shape_gate=shape_gate, include_below_floor=include, wide_table=wide_table)
     except BAD_INPUT as exc:
+        choice.markdown(source_line)
         st.error(f"Cannot use {src.label}: {exc}")
         st.stop()
     _workload_notice(box, v)
@@ -740,6 +752,34 @@ def _workload_notice(box, v: View) -> None:
 
 def caption_source(v: View, what: str = "") -> None:
     st.caption(f"Source: **{v.label}** — {v.note}. {what}")
+
+
+# Markdown that would change a figure table's text: emphasis, links, math, inline HTML, strikethrough, the cell
+# separator, a directive's brackets. A run's candidate and GPU names reach the table, so they are escaped too.
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|$~"})
+
+
+def md_text(text) -> str:
+    """`text` shown as it is inside markdown (one line)."""
+    return str(text).translate(_MD_SPECIAL).replace("\n", " ")
+
+
+def figure_table(figures: dict[str, str], strong: tuple[str, ...] = ()) -> str:
+    """Figures as one markdown table, each label above its value (the values of the labels in `strong` in bold)."""
+    values = [f"**{md_text(v)}**" if k in strong else md_text(v) for k, v in figures.items()]
+    return "\n".join(["| " + " | ".join(map(md_text, figures)) + " |", "|" + " --- |" * len(figures),
+                      "| " + " | ".join(values) + " |"])
+
+
+def show_figures(figures: dict[str, str], note: str | None = None, help: str | None = None,
+                 strong: tuple[str, ...] = (), box=st) -> None:
+    """A group of figures as one element: figure_table, then `note` (markdown) in caption type with the `help`
+    tooltip. What a row of st.metric showed, for a fresh browser's first page: one markdown block instead of a
+    metric element per figure and a column block around each, and no metric code to fetch."""
+    body = figure_table(figures, strong)
+    if note:   # Streamlit draws a markdown element's help icon after its last paragraph, so a table needs one
+        body += f"\n\n:small[:gray[{note}]]"
+    box.markdown(body, help=help if note else None)
 
 
 def require_breakdown(v: View):

@@ -20,19 +20,17 @@ def _environment(v) -> None:
         st.subheader("Environment (measured)")
         env = v.run["environment"]
         clock = views.clock_summary(v.run)
-        e = st.columns(4)
-        e[0].metric("GPU", env.get("gpu", "?"))
-        e[1].metric("SM clock while measuring",
-                    views.mhz_range(clock), help=glossary.short("clock"))
-        e[2].metric("Replay overhead", f"{env.get('replay_overhead_us', float('nan')):.2f} µs")
         flags = v.data.results["flags"]
         flagged = int(flags.map(len).gt(0).sum())
-        e[3].metric("Results with flags", f"{flagged} / {len(v.data.results)}", help=glossary.short("flags"))
-        if flagged:
-            counts = flags.explode().dropna().value_counts()
-            st.caption("Results with flags: " + ", ".join(f"{n} {name}" for name, n in counts.items())
-                       + ". A flag is a note on a timed result (below_floor and incorrect ones are never scored); "
-                       "the glossary's *flags* says what each means.")
+        counts = flags.explode().dropna().value_counts()
+        note = ("Results with flags: " + ", ".join(f"{n} {common.md_text(name)}" for name, n in counts.items())
+                + ". A flag is a note on a timed result (below_floor and incorrect ones are never scored); the "
+                "glossary's *flags* says what each means." if flagged else "No result carries a flag.")
+        common.show_figures({"GPU": env.get("gpu", "?"), "SM clock while measuring": views.mhz_range(clock),
+                             "Replay overhead": f"{env.get('replay_overhead_us', float('nan')):.2f} µs",
+                             "Results with flags": f"{flagged} / {len(v.data.results)}"}, note=note,
+                            help=f"**SM clock while measuring**: {glossary.short('clock')}\n\n"
+                                 f"**Results with flags**: {glossary.short('flags')}")
         (st.warning if clock["throttle_reasons"] else st.caption)(views.clock_text(clock))
         telemetry = pd.DataFrame(v.run.get("telemetry", []))
         if len(telemetry) > 1:   # the chart is built when asked for (LAZY)
@@ -83,14 +81,13 @@ weights = scoring.family_weights(v.workload)
 n_loads = len(v.workload.load_order)
 
 tag = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"
-c = st.columns(4)
-c[0].metric(f"Score ({tag} times; derived)", f"{bd.score:.4f}×", help=glossary.short("score"))
-ci_slot = c[0].empty()
-c[1].metric("Aggregate time saved (derived)", f"{bd.time_saved:.2%}")
-c[2].metric(f"Score-equivalent time, {v.baseline} (derived)", f"{bd.equiv_baseline_us:,.1f} µs",
-            help=f"Geometric mean over the {workloads.count_word(n_loads)} loads of Σ weight × time")
-c[3].metric(f"Score-equivalent time, {v.candidate} (derived)", f"{bd.equiv_candidate_us:,.1f} µs",
-            help=f"Geometric mean over the {workloads.count_word(n_loads)} loads of Σ weight × time")
+score_label = f"Score ({tag} times; derived)"
+common.show_figures({score_label: f"{bd.score:.4f}×", "Aggregate time saved (derived)": f"{bd.time_saved:.2%}",
+                     f"Score-equivalent time, {v.baseline} (derived)": f"{bd.equiv_baseline_us:,.1f} µs",
+                     f"Score-equivalent time, {v.candidate} (derived)": f"{bd.equiv_candidate_us:,.1f} µs"},
+                    note=f"Score: {glossary.short('score').lower()} Score-equivalent time: geometric mean over the "
+                         f"{workloads.count_word(n_loads)} loads of Σ weight × time.", strong=(score_label,))
+ci_slot = st.empty()
 if bd.accuracy:  # a less_accurate candidate is never scored silently
     st.warning(f"{v.candidate}: {bd.accuracy}")
 if v.source != "published" and common.official_note(v.workload) is None:
@@ -119,22 +116,21 @@ _sol_flags(loads, wide, {"baseline": v.baseline, "candidate": v.candidate})
 far = kernels.furthest_from_floor(wide)
 if far:
     st.caption("Furthest from the floor (lowest SOL): open a shape on the Kernels page to see what its call launches.")
-    for cell, key in zip(st.columns(len(far)), far):
-        cell.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
-                       query_params={"shape": key, "source": Path(v.path).name})
+    links = st.container(horizontal=True)   # one row without a column block per link
+    for key in far:
+        links.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
+                        query_params={"shape": key, "source": Path(v.path).name})
 
 st.subheader(f"Gap to {target:.4f}×")
 if bd.score >= target:
     st.success(f"{bd.score:.4f}× already meets the target {target:.4f}×.")
 else:
-    g = st.columns(3)
-    g[0].metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(bd.score, target):.3%}")
-    g[1].metric("Aggregate speed factor needed (derived)",
-                f"{planner.required_speed_factor(bd.score, target):.5f}×")
-    g[2].metric("…or one load alone by (derived)",
-                f"{planner.single_load_factor(bd.score, target, len(bd.loads)):.4f}×")
-    st.caption("Per load: the last table column is the ratio that load alone would need (others unchanged). "
-               "The Planner page shows it per shape.")
+    common.show_figures({
+        "Aggregate time to remove (derived)": f"{planner.required_time_reduction(bd.score, target):.3%}",
+        "Aggregate speed factor needed (derived)": f"{planner.required_speed_factor(bd.score, target):.5f}×",
+        "…or one load alone by (derived)": f"{planner.single_load_factor(bd.score, target, len(bd.loads)):.4f}×"},
+        note="Per load: the last table column is the ratio that load alone would need (others unchanged). The "
+             "Planner page shows it per shape.")
 
 _environment(v)
 

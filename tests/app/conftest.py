@@ -1,6 +1,7 @@
 """AppTest helpers: open a page of app.py with the app's synthetic run fixtures on the source list."""
 import importlib.util
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,32 @@ def _text_of(at: AppTest) -> str:
     return "\n".join(map(str, parts))
 
 
+def _cells(line: str) -> list[str]:
+    """A markdown table row's cells as shown: split on unescaped pipes, escapes and bold markers removed."""
+    cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+    return [re.sub(r"\\(.)", r"\1", c.strip().removeprefix("**").removesuffix("**")) for c in cells]
+
+
+def _figure_elements(at: AppTest) -> list:
+    """The markdown elements that are figure tables (app_pages.common.figure_table: labels in the head row, values
+    in the row below)."""
+    return [m for m in at.markdown if re.match(r"\| .*\n\|( --- \|)+\n\| ", m.value)]
+
+
+def _figures(at: AppTest) -> dict[str, str]:
+    """Every figure a page shows, label → value as the reader sees it: its metrics and its figure tables."""
+    out = {m.label: m.value for m in at.metric}
+    for element in _figure_elements(at):
+        head, _, values = element.value.split("\n")[:3]
+        out.update(zip(_cells(head), _cells(values)))
+    return out
+
+
+def _figure_element(at: AppTest, label: str):
+    """The figure table that shows `label` (its .value: the table and its note; its .proto.help: the tooltip)."""
+    return next(m for m in _figure_elements(at) if label in _cells(m.value.split("\n")[0]))
+
+
 def _upload_plan(at: AppTest, path: Path, name: str | None = None) -> AppTest:
     """On the Dispatch page: choose '(upload a plan JSON)' and upload `path` (its bytes, under `name`)."""
     at.selectbox(key="dispatch_plan").set_value("(upload a plan JSON)").run()
@@ -89,6 +116,8 @@ class _Helpers:
     FIXTURES, PAGES, ROOT, RUN_A, SOURCE_PAGES = FIXTURES, PAGES, ROOT, RUN_A, SOURCE_PAGES
     open_page = staticmethod(_open_page)
     text_of = staticmethod(_text_of)
+    figures = staticmethod(_figures)
+    figure_element = staticmethod(_figure_element)
     upload_plan = staticmethod(_upload_plan)
     upload = staticmethod(_upload)
     open_expander = staticmethod(_open_expander)

@@ -33,7 +33,7 @@ def test_every_source_page_says_no_score_for_an_incorrect_candidate(app, incorre
     at = _open(app, page, incorrect)
     assert not at.exception, [e.value for e in at.exception]
     assert any(MESSAGE in e.value for e in at.error), [e.value for e in at.error]
-    assert not any(m.label.startswith("Score") for m in at.metric)
+    assert not any(label.startswith("Score") for label in app.figures(at))
     if page == "planner":
         assert not at.tabs  # no what-if from a pair without a score
 
@@ -83,10 +83,10 @@ def test_below_floor_is_left_out_until_the_toggle_includes_it(app, edited):
     path = edited(lambda r: edited.EDIT.below_floor(r, "best", "decode 1", "qkv_gate"), "floor")
     at = _open(app, "overview", path)
     assert any("below the measured HBM floor at 1 scored shape (decode 1/qkv_gate" in e.value for e in at.error)
-    assert not any(m.label.startswith("Score") for m in at.metric)
+    assert not any(label.startswith("Score") for label in app.figures(at))
     at.sidebar.toggle(key="below_floor_toggle").set_value(True).run()
     expected = runs.run_score(runs.load_run_data(path), "baseline", "best", include_below_floor=True).score
-    assert next(m.value for m in at.metric if m.label.startswith("Score")) == f"{expected:.4f}×"
+    assert next(v for k, v in app.figures(at).items() if k.startswith("Score")) == f"{expected:.4f}×"
     assert any("below the measured HBM floor" in w.value and "as asked" in w.value for w in at.warning)
     assert at.query_params["below_floor"] == "include"
 

@@ -31,26 +31,26 @@ def test_every_source_page_renders_on_a_run(app, page):
 
 def test_overview_shows_the_official_score_labelled_published(app):
     at = app.open_page("overview")
-    score = next(m for m in at.metric if m.label.startswith("Score"))
-    assert score.value == "1.3012×"
-    assert "published" in score.label
-    assert "23.15%" in app.text_of(at)
+    label, value = next((k, v) for k, v in app.figures(at).items() if k.startswith("Score"))
+    assert value == "1.3012×"
+    assert "published" in label
+    assert app.figures(at)["Aggregate time saved (derived)"] == "23.15%"
 
 
 def test_overview_shows_the_run_score_and_its_ci(app):
     expected = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_a.json"), "baseline", "seed036").score
     at = app.open_page("overview", app.RUN_A)
-    score = next(m for m in at.metric if m.label.startswith("Score"))
-    assert score.value == f"{expected:.4f}×"
-    assert "measured" in score.label
+    label, value = next((k, v) for k, v in app.figures(at).items() if k.startswith("Score"))
+    assert value == f"{expected:.4f}×"
+    assert "measured" in label
     text = app.text_of(at)
     assert "95% bootstrap CI" in text
     assert "SYNTHETIC" in text  # the environment block names the GPU the run claims
     import json
 
     sm = [t["sm_mhz"] for t in json.loads((app.FIXTURES / "synthetic_a.json").read_text())["telemetry"]]
-    clock = next(m for m in at.metric if m.label.startswith("SM clock"))
-    assert clock.value == f"{min(sm):.0f}–{max(sm):.0f} MHz"  # the clock while measuring, not the idle start
+    clock = app.figures(at)["SM clock while measuring"]
+    assert clock == f"{min(sm):.0f}–{max(sm):.0f} MHz"  # the clock while measuring, not the idle start
 
 
 def test_overview_draws_the_telemetry_chart_when_its_expander_opens(app):
@@ -83,7 +83,7 @@ def test_overview_draws_the_uploader_when_its_expander_opens(app):
 
 def test_overview_target_changes_the_gap(app):
     at = app.open_page("overview")
-    gap = lambda: next(m.value for m in at.metric if m.label.startswith("Aggregate time to remove"))
+    gap = lambda: app.figures(at)["Aggregate time to remove (derived)"]
     assert gap() == "1.424%"  # 1 - 1.301203/1.32
     at.number_input(key="target").set_value(1.35).run()
     assert gap() == "3.615%"  # 1 - 1.301203/1.35

@@ -143,10 +143,13 @@ def test_planner_never_calls_a_shape_enough_below_its_floor(app, monkeypatch):
 def test_results_with_flags_say_which_flags_and_what_they_mean(app, monkeypatch):
     monkeypatch.delenv("PROJLAB_EXTRA_RUNS", raising=False)
     at = app.open_page("overview", source=None)
-    flagged = next(m for m in at.metric if m.label == "Results with flags")
-    assert "Notes on a timed result" in flagged.proto.help
-    n = int(flagged.value.split(" / ")[0])
-    if n:
-        caption = next(c.value for c in at.caption if c.value.startswith("Results with flags: "))
+    table = app.figure_element(at, "Results with flags")
+    assert "Notes on a timed result" in table.proto.help
+    n = int(app.figures(at)["Results with flags"].split(" / ")[0])
+    note = table.value.split("\n\n", 1)[1]   # the note under the figures, in caption type
+    if not n:
+        assert "No result carries a flag." in note
+    else:
+        caption = note[note.index("Results with flags: "):].replace("\\", "")
         counts = [int(part.split()[0]) for part in caption.split(": ", 1)[1].split(". ")[0].split(", ")]
         assert sum(counts) >= n and "glossary" in caption

@@ -14,8 +14,8 @@ def _sidebar(at: AppTest) -> dict:
     return {s.key: s.value for s in at.sidebar.selectbox}
 
 
-def _score(at: AppTest) -> str:
-    return next(m.value for m in at.metric if m.label.startswith("Score"))
+def _score(at: AppTest, app) -> str:
+    return next(v for k, v in app.figures(at).items() if k.startswith("Score"))
 
 
 def _expected(app, name: str, base: str, cand: str) -> str:
@@ -33,7 +33,7 @@ def test_source_survives_page_switches(app):
         if page != "compare":
             assert _sidebar(at)["source"] == f"run: {R2}", page
     assert at.query_params["source"] == R2
-    assert _score(at) == _expected(app, R2, "baseline", "best")
+    assert _score(at, app) == _expected(app, R2, "baseline", "best")
 
 
 def test_a_reload_or_a_shared_link_reproduces_the_view(app):
@@ -46,7 +46,7 @@ def test_a_reload_or_a_shared_link_reproduces_the_view(app):
     fresh.switch_page("app_pages/overview.py")
     fresh.run()
     assert _sidebar(fresh) == {"source": f"run: {R2}", "baseline": "baseline", "candidate": "seed036"}
-    assert _score(fresh) == _score(at) == _expected(app, R2, "baseline", "seed036")
+    assert _score(fresh, app) == _score(at, app) == _expected(app, R2, "baseline", "seed036")
 
 
 def test_query_parameters_drive_the_view_in_a_running_session(app):
@@ -82,7 +82,7 @@ def test_the_sidebar_candidate_is_never_stale(app):
     at.sidebar.selectbox(key="source").set_value(f"run: {BVB}").run()
     assert _sidebar(at) == {"source": f"run: {BVB}", "baseline": "baseline", "candidate": "baseline#2"}
     assert at.query_params["candidate"] == "baseline#2"
-    assert _score(at) == _expected(app, BVB, "baseline", "baseline#2")
+    assert _score(at, app) == _expected(app, BVB, "baseline", "baseline#2")
     at.sidebar.selectbox(key="source").set_value(f"run: {TUNE}").run()
     side = _sidebar(at)
     options = at.sidebar.selectbox(key="candidate").options
@@ -99,7 +99,7 @@ def test_an_upload_is_listed_and_selected_at_once(app):
     assert source.value == "upload: my kernels run.json" and "Upload · upload: my kernels run.json" in source.options
     assert any("now the selected source" in s.value for s in at.success)
     expected = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_b.json"), "baseline", "seed036").score
-    assert _score(at) == f"{expected:.4f}×"   # this very rerun shows it: no second refresh
+    assert _score(at, app) == f"{expected:.4f}×"   # this very rerun shows it: no second refresh
 
 
 @pytest.mark.parametrize("name, data, words", [
@@ -137,7 +137,7 @@ def test_an_upload_keeps_its_own_name_and_reaches_compare(app):
     at.run()
     assert _sidebar(at)["source"] == "upload: résumé run 1.json"
     expected = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_b.json"), "baseline", "seed036").score
-    assert _score(at) == f"{expected:.4f}×"
+    assert _score(at, app) == f"{expected:.4f}×"
 
 
 def test_a_link_to_an_upload_says_uploads_cannot_be_shared(app):

@@ -38,8 +38,8 @@ def test_the_sidebar_names_the_runs_workload(tiny, page):
 
 def test_overview_scores_the_run_with_its_own_loads(tiny):
     at = tiny.open_page("overview", TINY)
-    score = next(m for m in at.metric if m.label.startswith("Score"))
-    assert score.value == f"{math.sqrt(2):.4f}×"
+    score = next(v for k, v in tiny.figures(at).items() if k.startswith("Score"))
+    assert score == f"{math.sqrt(2):.4f}×"
     loads = at.dataframe[0].value
     assert list(loads["load"]) == ["step 1", "step 4"]
     assert loads["ratio_if_alone_reaches_target"].notna().all()
@@ -233,7 +233,7 @@ def test_overview_scores_the_committed_llama_run_per_load(app):
     at = app.open_page("overview", LLAMA_RUN)
     loads = [df.value for df in at.dataframe if "load" in getattr(df.value, "columns", [])]
     assert any(list(df["load"]) == ["decode 1", "decode 8", "decode 32", "prefill 128"] for df in loads)
-    assert any(m.value.startswith("1.049") for m in at.metric)
+    assert any(v.startswith("1.049") for v in app.figures(at).values())
 
 
 def test_fleet_scores_the_committed_llama_sweep(app):

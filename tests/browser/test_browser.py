@@ -363,21 +363,41 @@ def test_uploading_a_bad_csv_shows_an_error(server, browser):
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
 
 
-def _sidebar_text(drv) -> str:
+def _sidebar_choice(drv) -> str:
+    """The sidebar's line that says what is shown: source, baseline, candidate."""
     from selenium.webdriver.common.by import By
 
-    return " ".join(e.get_attribute("value") or "" for e in drv.find_elements(
-        By.CSS_SELECTOR, '[data-testid="stSidebar"] [data-testid="stSelectbox"] input'))
+    return " ".join(e.text for e in drv.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebarUserContent"] '
+                                                                          '[data-testid="stMarkdownContainer"]'))
 
 
-def _wait_sidebar(drv, *words, timeout=30) -> str:
-    """The sidebar pickers' values once they all contain `words` (they render after the page's first data load)."""
+def _picker_values(drv, timeout=30) -> str:
+    """The source, baseline and candidate pickers' values: their popover under the sidebar's line, opened to read
+    them and closed again (a closed popover's widgets are not in the page)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    drv.find_element(By.CSS_SELECTOR, '[data-testid="stSidebar"] [data-testid="stPopoverButton"]').click()
+    inputs = '[data-testid="stPopoverBody"] [data-testid="stSelectbox"] input'
     deadline = time.time() + timeout
-    text = _sidebar_text(drv)
+    while not drv.find_elements(By.CSS_SELECTOR, inputs) and time.time() < deadline:
+        time.sleep(0.2)
+    text = " ".join(e.get_attribute("value") or "" for e in drv.find_elements(By.CSS_SELECTOR, inputs))
+    drv.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    while drv.find_elements(By.CSS_SELECTOR, '[data-testid="stPopoverBody"]') and time.time() < deadline:
+        time.sleep(0.2)
+    return text
+
+
+def _wait_sidebar(drv, *words, timeout=30) -> tuple[str, str]:
+    """The sidebar's line once it contains `words` (it is written after the page's first data load), and the
+    pickers' values then."""
+    deadline = time.time() + timeout
+    text = _sidebar_choice(drv)
     while not all(w in text for w in words) and time.time() < deadline:
         time.sleep(0.3)
-        text = _sidebar_text(drv)
-    return text
+        text = _sidebar_choice(drv)
+    return text, _picker_values(drv)
 
 
 def _nav(drv, page: str) -> None:
@@ -417,22 +437,22 @@ def test_a_shared_url_reproduces_the_view(server, browser):
     score = f"{run_score(load_run_data(path), 'baseline', 'seed036').score:.4f}×"
     browser.get(f"{server}/shapes?source={run}&baseline=baseline&candidate=seed036")
     _wait_rendered(browser)
-    text = _wait_sidebar(browser, run, "seed036")
-    assert run in text and "seed036" in text, text
+    line, pickers = _wait_sidebar(browser, run, "seed036")
+    assert run in line and "seed036" in line and run in pickers and "seed036" in pickers, (line, pickers)
     _nav(browser, "roofline")
     _wait_rendered(browser)
     assert browser.current_url.split("?")[0].endswith("/roofline")
-    text = _wait_sidebar(browser, run, "seed036")
-    assert run in text and "seed036" in text, text
+    line, pickers = _wait_sidebar(browser, run, "seed036")
+    assert run in line and "seed036" in line and run in pickers and "seed036" in pickers, (line, pickers)
     query = parse_qs(urlparse(browser.current_url).query)
     assert query.get("source") == [run] and query.get("candidate") == ["seed036"], browser.current_url
     _nav(browser, "overview")
     _wait_rendered(browser)
     browser.refresh()
     _wait_rendered(browser)
-    text = _wait_sidebar(browser, run, "seed036")
+    line, pickers = _wait_sidebar(browser, run, "seed036")
     main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
-    assert run in text and score in main, (browser.current_url, text, main[:300])
+    assert run in line and run in pickers and score in main, (browser.current_url, line, pickers, main[:300])
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
 
 
@@ -449,6 +469,6 @@ def test_overview_has_its_own_address_too(server, browser):
     body = browser.find_element(By.TAG_NAME, "body").text
     assert "Page not found" not in body, body[:300]
     assert browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"] h1').text.startswith("Overview")
-    text = _wait_sidebar(browser, run, "seed036")
-    assert run in text and "seed036" in text, text
+    line, pickers = _wait_sidebar(browser, run, "seed036")
+    assert run in line and "seed036" in line and run in pickers and "seed036" in pickers, (line, pickers)
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
