@@ -10,7 +10,7 @@
 #            and kernels/plans/best.json
 #   screen   every config of SCREEN_METHODS against torch_linear and best's pick, official shapes (SCREEN_FAMILIES)
 #            plus M=SCREEN_EXTRA_M, named screen-SCREEN_LABEL
-#   sweeps   paired baseline/seed036/best sweep with probes; a second back-to-back baseline-vs-best sweep
+#   sweeps   paired baseline/seed036/seed039/best sweep with probes; a second back-to-back baseline-vs-best sweep
 #            (repeatability of the score); best vs baseline on nearby + extra M (generalization, any-M dispatch)
 #   explain  Nsight Compute + Kineto breakdown of baseline and best over the official shapes
 #   trust    baseline + every known-wrong candidate of profiler/check/wrong.py over the official shapes, then a
@@ -49,9 +49,10 @@ screen)
     --label screen-${SCREEN_LABEL:?set SCREEN_LABEL}$T --out-run "${P}_screen-$SCREEN_LABEL$T.json" \
     --compile-workers 16 2>&1 | clean | tail -n 60 ;;
 sweeps)
-  step "paired sweep: baseline vs seed036 vs best, official, cold, probes"
-  timeout 120 python3 -m profiler run --plan baseline --plan seed036 --plan $BEST --shapes official \
-    --label baseline-seed036-best$T --out "${P}_baseline-seed036-best$T.json" 2>&1 | clean | tail -n 45
+  step "paired sweep: baseline vs seed036 vs seed039 vs best, official, cold, probes"
+  timeout 200 python3 -m profiler run --plan baseline --plan seed036 --plan seed039 --plan $BEST --shapes official \
+    --label baseline-seed036-seed039-best$T --out "${P}_baseline-seed036-seed039-best$T.json" 2>&1 | clean \
+    | tail -n 45
   step "second sweep (back to back): baseline vs best, official, cold, probes"
   timeout 90 python3 -m profiler run --plan baseline --plan $BEST --shapes official \
     --label baseline-vs-best-b$T --out "${P}_baseline-vs-best-b$T.json" 2>&1 | clean | tail -n 8
