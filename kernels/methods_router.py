@@ -22,6 +22,12 @@ FP32_WEIGHTS = (BF16_X_FP32_W,)
 HILO_FUSED_MAX_M = 4096
 # router_hilo_flag keeps one token count per output tile on its own 128-byte line (512 KB at BM=16, N/BN=16).
 HILO_FLAG_MAX_M = 4096
+# router_fma_flag does MT x BN x K FP32 FMAs per weight tile on the CUDA cores: a method for small M (its token
+# counts are sized for this many tokens).
+FMA_FLAG_MAX_M = 64
+# router_fma_flag's [MT, BN, BK] FP32 accumulator, per thread (the brief's bound, as accumulator_reason's).
+FMA_FLAG_MAX_ACC_PER_THREAD = 128
+SMEM_BYTES = 227 * 1024      # the H200's shared memory per block
 
 
 
@@ -58,6 +64,30 @@ def _hilo_flag_guard(M, N, K, config):
     if not 1 <= M <= HILO_FLAG_MAX_M:
         return f"router_hilo_flag serves 1 <= M <= {HILO_FLAG_MAX_M} (its token counts)"
     return k_slices_reason(N, K, config, 2)
+
+
+def _fma_flag_guard(M, N, K, config):
+    if not 1 <= M <= FMA_FLAG_MAX_M:
+        return f"router_fma_flag serves 1 <= M <= {FMA_FLAG_MAX_M} (a small-M method; its token counts)"
+    if N % config["BN"]:
+        return f"router_fma_flag needs N % BN == 0 (N={N}, BN={config['BN']})"
+    if K % config["BK"]:
+        return f"router_fma_flag needs K % BK == 0 (K={K}, BK={config['BK']})"
+    if K // config["BK"] < config["SPLIT"]:
+        return f"router_fma_flag needs K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})"
+    threads = 32 * config["num_warps"]
+    acc = config["MT"] * config["BN"] * config["BK"] / threads
+    if acc > FMA_FLAG_MAX_ACC_PER_THREAD:
+        return (f"router_fma_flag: MT*BN*BK accumulator too large for the warps (would spill): MT={config['MT']} "
+                f"BN={config['BN']} BK={config['BK']} num_warps={config['num_warps']} -> {acc:g} > "
+                f"{FMA_FLAG_MAX_ACC_PER_THREAD} values per thread")
+    # num_stages > 1: the K loop is software-pipelined through shared memory (cp.async), one FP32 weight tile and
+    # one BF16 x tile per stage.
+    if config["num_stages"] > 1:
+        smem = config["num_stages"] * (config["BN"] * 4 + config["MT"] * 2) * config["BK"]
+        if smem > SMEM_BYTES:
+            return f"router_fma_flag: {smem} bytes of pipelined tiles exceed {SMEM_BYTES} bytes of shared memory"
+    return None
 
 
 def _hilo_swap_guard(M, N, K, config):
@@ -177,6 +207,26 @@ HILO_SWAP_CONFIGS = config_table(TILE_KEYS, [
     (128, 128, 64, 66, 8, 2),
 ])
 
+# router_fma_flag: grid = (SPLIT + 1) x 256/BN x ceil(M/MT); a K-slice program streams BN*K/SPLIT*4 bytes of
+# the FP32 weight (32 KiB * BN/SPLIT at K=8192) and does MT*BN*K/SPLIT FMAs. Every row holds
+# MT*BN*BK/(32*num_warps) = 128 accumulator values per thread; the K loop is pipelined through shared memory
+# (num_stages 3) except in the one num_stages=1 row. Not yet measured on the H200. Per row: programs at
+# M = 8 / 16 / 32, KiB of weight per K-slice program (the mean: uneven slices differ by one K step).
+FMA_FLAG_KEYS = ("MT", "BN", "BK", "SPLIT", "num_warps", "num_stages")
+FMA_FLAG_CONFIGS = config_table(FMA_FLAG_KEYS, [
+    (8, 16, 128, 15, 4, 3),    # default: 256 / 512 / 1024 programs, 34 KiB
+    (8, 16, 128, 7, 4, 3),     # 128 / 256 / 512, 73 KiB
+    (8, 16, 256, 15, 8, 3),    # 256 / 512 / 1024, 34 KiB
+    (8, 8, 256, 7, 4, 3),      # 256 / 512 / 1024, 37 KiB
+    (8, 8, 256, 3, 4, 3),      # 128 / 256 / 512, 85 KiB
+    (8, 4, 512, 3, 4, 1),      # 256 / 512 / 1024, 43 KiB; plain loads (no pipeline), no layout change in the loop
+    (16, 8, 128, 7, 4, 3),     # 256 / 256 / 512, 37 KiB
+    (16, 8, 128, 3, 4, 3),     # 128 / 128 / 256, 85 KiB
+    (16, 8, 256, 3, 8, 3),     # 128 / 128 / 256, 85 KiB
+    (16, 4, 256, 3, 4, 3),     # 256 / 256 / 512, 43 KiB
+    (32, 4, 128, 3, 4, 3),     # 256 / 256 / 256, 43 KiB
+    (32, 4, 256, 1, 8, 3),     # 128 / 128 / 128, 128 KiB
+])
 
 
 ROUTER_METHODS: tuple[Method, ...] = (
@@ -225,4 +275,11 @@ ROUTER_METHODS: tuple[Method, ...] = (
         params={**TILE_PARAMS, "BM": (16, 32, 64, 128, 256), "BN": (64, 128), "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32,
                                                                                        33, 66)},
         configs=HILO_SWAP_CONFIGS, guard=_hilo_swap_guard),
+    Method(
+        name="router_fma_flag", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_FMA_FLAG",
+        description="small-M direct FP32 split-K on the CUDA cores: each weight element read once and used for "
+                    "the MT tokens of its tile by FP32 FMAs; router_hilo_flag's zeroing program and token counts",
+        params={"MT": (1, 2, 4, 8, 16, 32), "BN": (1, 2, 4, 8, 16), "BK": (64, 128, 256, 512, 1024),
+                "SPLIT": (1, 2, 3, 4, 7, 8, 15, 16, 31, 32), "num_warps": (4, 8, 16), "num_stages": (1, 2, 3, 4)},
+        configs=FMA_FLAG_CONFIGS, guard=_fma_flag_guard),
 )

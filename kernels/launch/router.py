@@ -2,13 +2,13 @@
 
 prepare() only transforms weights: the hi/lo split (H = bf16(W), L = bf16(W - fp32(H))), the interleaved
 [2N,K] layout (row 2n = H[n], row 2n+1 = L[n]), its tile-packed permutation (router_hilo_flag's "pack" loads)
-and the stacked [H; L] layout. run() never syncs with the host
-and allocates only through torch, so every call can be captured in a CUDA graph and replayed with new inputs.
+and the stacked [H; L] layout; router_gemv_fp32 and router_fma_flag take the FP32 weight as it is. run() never
+syncs with the host and allocates only through torch, so every call can be captured in a CUDA graph and replayed with new inputs.
 """
 from __future__ import annotations
 
 from kernels.launch import check_input, impl, require
-from kernels.methods_router import HILO_FLAG_MAX_M, HILO_FUSED_MAX_M
+from kernels.methods_router import FMA_FLAG_MAX_M, HILO_FLAG_MAX_M, HILO_FUSED_MAX_M
 
 SUM_BLOCK = 1024       # elements per program of the split-K sum kernel
 ZERO_BLOCK = 1024      # elements per program of the PDL zero-fill kernel
@@ -251,6 +251,50 @@ def run_hilo_flag(state: dict, x):
     return y
 
 
+# ---------------------------------------------------------------- router_fma_flag (direct FP32, small M, one launch)
+
+def _check_fma_tiling(N: int, K: int, config: dict, what: str) -> None:
+    """router_fma_flag's tiles are unmasked along N and K: whole BN tiles, whole BK steps, a K step per slice."""
+    require(N % config["BN"] == 0 and K % config["BK"] == 0, what,
+            f"needs N % BN == 0 and K % BK == 0 (N={N}, K={K}, BN={config['BN']}, BK={config['BK']})")
+    require(K // config["BK"] >= config["SPLIT"], what,
+            f"needs K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})")
+
+
+def prepare_fma_flag(weight, family: str, config: dict) -> dict:
+    import torch
+    import triton
+
+    N, K = _check_weight(weight, "router_fma_flag")
+    _check_fma_tiling(N, K, config, "router_fma_flag")
+    # One token count per output tile of the largest M served, each on its own line (as router_hilo_flag's);
+    # every call leaves each count at 0 again.
+    tiles = triton.cdiv(FMA_FLAG_MAX_M, config["MT"]) * (N // config["BN"])
+    flags = torch.zeros(tiles * FLAG_STRIDE, dtype=torch.int32, device=weight.device)
+    return {"w": weight.contiguous(), "flags": flags, "N": N, "K": K, "config": dict(config)}
+
+
+def run_fma_flag(state: dict, x):
+    """One launch: per output tile, program 0 zeroes y's tile and hands out SPLIT tokens; programs 1..SPLIT
+    multiply their K slice of the FP32 weight with FP32 FMAs and add into y after taking a token."""
+    import torch
+    import triton
+
+    from kernels.triton.router import router_fma_flag_kernel
+
+    w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
+    M = _check_x(state, x, "router_fma_flag")
+    require(1 <= M <= FMA_FLAG_MAX_M, "router_fma_flag",
+            f"serves 1 <= M <= {FMA_FLAG_MAX_M} (its token counts), got M={M}")
+    y = torch.empty((M, N), dtype=torch.float32, device=x.device)
+    grid = (cfg["SPLIT"] + 1, N // cfg["BN"], triton.cdiv(M, cfg["MT"]))
+    router_fma_flag_kernel[grid](x, w, y, state["flags"], M, N, x.stride(0), w.stride(0), y.stride(0), K=K,
+                                 MT=cfg["MT"], BN=cfg["BN"], BK=cfg["BK"], SPLIT=cfg["SPLIT"],
+                                 STAGES=cfg["num_stages"], FLAG_STRIDE=FLAG_STRIDE, num_warps=cfg["num_warps"],
+                                 num_stages=cfg["num_stages"])
+    return y
+
+
 # ---------------------------------------------------------------- router_hilo_packed_mm (one library call)
 
 def prepare_hilo_packed_mm(weight, family: str, config: dict) -> dict:
@@ -277,3 +321,4 @@ ROUTER_HILO_ATOMIC_PDL = impl(prepare_hilo_atomic, run_hilo_atomic_pdl)
 ROUTER_HILO_PACKED_MM = impl(prepare_hilo_packed_mm, run_hilo_packed_mm)
 ROUTER_HILO_FUSED = impl(prepare_hilo_fused, run_hilo_fused)
 ROUTER_HILO_FLAG = impl(prepare_hilo_flag, run_hilo_flag)
+ROUTER_FMA_FLAG = impl(prepare_fma_flag, run_fma_flag)

@@ -7,7 +7,9 @@ Two numeric routes (launchers in kernels/launch/router.py):
   `splitk_sum_kernel`), or atomic adds into a zero-filled FP32 output with interleaved hi/lo rows
   (`router_hilo_atomic_kernel`, optionally behind programmatic dependent launch after `zero_fill_pdl_kernel`),
   or one launch whose first program per output tile zeroes it and hands the adding programs a token count
-  (`router_hilo_flag_kernel`).
+  (`router_hilo_flag_kernel`);
+- direct FP32 for a few tokens: the same one-launch scheme with FP32 FMAs on the CUDA cores, each weight element
+  used for every token of its tile (`router_fma_flag_kernel`).
 
 M is a runtime argument that Triton does not specialise on (do_not_specialize), so one compile of a config
 serves every token count. K is a compile-time constant (the router has one K): the trip count of each split's
@@ -226,3 +228,66 @@ def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride
                 pass
         tl.debug_barrier()       # no thread adds before the acquire above
         tl.atomic_add(y_ptrs, pair, mask=y_mask, sem="relaxed")
+
+
+@triton.jit(do_not_specialize=["M"])
+def router_fma_flag_kernel(x_ptr, w_ptr, y_ptr, flag_ptr, M, N, stride_xm, stride_wn, stride_ym,
+                           K: tl.constexpr, MT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                           SPLIT: tl.constexpr, STAGES: tl.constexpr, FLAG_STRIDE: tl.constexpr):
+    """y[M,N] = x[M,K] @ w[N,K]^T with x bf16, w fp32 read directly, y fp32, in one launch, grid
+    (SPLIT + 1, N/BN, cdiv(M, MT)); FP32 FMAs on the CUDA cores, no tensor cores and no hi/lo split.
+
+    router_gemv_fp32's structure extended to a token tile: each K-slice program reads its [BN, K/SPLIT] piece of
+    the weight once and uses every element for all MT tokens of its tile, accumulating x[m,k] * w[n,k] in an
+    [MT, BN, BK] FP32 register accumulator that is reduced over BK once, after the K loop.
+
+    The zeroing program and token counts are router_hilo_flag_kernel's: program 0 of an output tile zeroes y's
+    tile and adds SPLIT to the tile's flag (release); programs 1..SPLIT multiply one K slice, take one token
+    (flag -= 1, acq_rel), spin only if none was left, then add their partial into y with FP32 atomics. Each call
+    adds and takes SPLIT tokens per tile, so the flags are 0 again when the grid ends. Slice s covers K steps
+    [s*T/SPLIT, (s+1)*T/SPLIT) of T = K/BK (k_slice), so SPLIT need not divide the K steps.
+
+    STAGES > 1 asks for the runtime K loop to be software-pipelined (cp.async copies through shared memory, which
+    Triton does for a loop without tl.dot only when tl.range names num_stages); STAGES = 1 leaves plain loads.
+    """
+    pid_s = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    flag = flag_ptr + (pid_m * tl.num_programs(1) + pid_n) * FLAG_STRIDE
+    rm = pid_m * MT + tl.arange(0, MT)
+    rn = pid_n * BN + tl.arange(0, BN)
+    m_ok = rm < M
+    y_ptrs = y_ptr + rm[:, None] * stride_ym + rn[None, :]
+    y_mask = m_ok[:, None] & (rn < N)[None, :]
+    k_lo, n_steps = k_slice(tl.maximum(pid_s - 1, 0), K // BK, SPLIT)
+    n_steps = tl.where(pid_s == 0, 0, n_steps)                           # the zeroing program: no K steps
+    k0 = k_lo * BK
+    rk = tl.arange(0, BK)
+    # Both tiles are loaded as 3-D blocks ([MT, 1, BK] and [1, BN, BK]) so the loads get layouts of the
+    # accumulator's rank, distributed along K, and broadcast into the product without a shared-memory exchange.
+    # x's K offsets are declared contiguous in runs of 4 only (4 bf16, an 8-byte load) so that its load layout is
+    # the weight's (4 fp32, 16 bytes per thread): the product then needs no layout conversion in the loop.
+    rk_x = tl.max_contiguous(k0 + rk, 4)
+    x_ptrs = x_ptr + tl.where(m_ok, rm, 0)[:, None, None] * stride_xm + rk_x[None, None, :]   # rows past M: row 0
+    w_ptrs = w_ptr + rn[None, :, None] * stride_wn + (k0 + rk)[None, None, :]
+    acc = tl.zeros((MT, BN, BK), dtype=tl.float32)
+    for i in tl.range(0, n_steps, num_stages=STAGES):
+        # Each weight byte is read once (evict_first); x is re-read by every program of its token tile (evict_last).
+        w = tl.load(w_ptrs, eviction_policy="evict_first")
+        x = tl.load(x_ptrs, eviction_policy="evict_last").to(tl.float32)
+        acc += x * w
+        x_ptrs += BK
+        w_ptrs += BK
+    if pid_s == 0:
+        tl.store(y_ptrs, tl.zeros((MT, BN), dtype=tl.float32), mask=y_mask)
+        tl.debug_barrier()       # every thread's zeros are issued before the release
+        tl.atomic_add(flag, SPLIT, sem="release", scope="gpu")
+    else:
+        part = tl.sum(acc, axis=2)
+        left = tl.atomic_add(flag, -1, sem="acq_rel", scope="gpu")
+        if left <= 0:
+            # The zeroing has not been seen yet: this program's token is owed; wait for the +SPLIT.
+            while tl.atomic_add(flag, 0, sem="acquire", scope="gpu") < 0:
+                pass
+        tl.debug_barrier()       # no thread adds before the acquire above
+        tl.atomic_add(y_ptrs, part, mask=y_mask, sem="relaxed")

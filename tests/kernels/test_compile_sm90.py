@@ -16,7 +16,8 @@ triton = pytest.importorskip("triton")
 from kernels.methods_dense import (GEMV_CONFIGS, PACKED_CONFIGS, SPLITK_ATOMIC_CONFIGS,  # noqa: E402
                                    SPLITK_CONFIGS, STREAMK_CONFIGS)
 from kernels.methods_gemv import GEMV_WIDE_CONFIGS  # noqa: E402
-from kernels.methods_router import HILO_ATOMIC_CONFIGS, HILO_FLAG_CONFIGS, HILO_FUSED_CONFIGS  # noqa: E402
+from kernels.methods_router import (FMA_FLAG_CONFIGS, HILO_ATOMIC_CONFIGS, HILO_FLAG_CONFIGS,  # noqa: E402
+                                   HILO_FUSED_CONFIGS)
 
 PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 pytestmark = pytest.mark.skipif(not os.path.exists(PTXAS), reason="triton's bundled ptxas not found")
@@ -39,6 +40,7 @@ def _compile(fn, sig, consts, num_warps, num_stages=3):
     finally:
         os.unlink(f.name)
     spills = [int(s) for s in re.findall(r"(\d+) bytes spill stores", out)]
+    k.ptxas_registers = max([int(r) for r in re.findall(r"Used (\d+) registers", out)] or [0])
     return k, max(spills or [0])
 
 
@@ -188,6 +190,34 @@ def test_router_hilo_flag_compiles_pipelined_without_spills(cfg):
     assert "cp.async.cg" in ptx                                    # the K loop is software-pipelined
     # the zeroing program's release, the adders' acq_rel token and acquire wait (an atomic add of 0 with acquire
     # becomes an acquire load), their relaxed FP32 adds
+    for op in ("atom.global.gpu.release.add.u32", "atom.global.gpu.acq_rel.add.u32", "ld.global.gpu.acquire.b32"):
+        assert op in ptx, op
+    assert re.search(r"\.global\.gpu\.relaxed\.add(\.v[24])?\.f32", ptx)
+
+
+@pytest.mark.parametrize("cfg", FMA_FLAG_CONFIGS, ids=str)
+def test_router_fma_flag_compiles_without_spills(cfg):
+    """Direct FP32 FMAs (no tensor-core MMA), the FP32 weight streamed with evict_first, the K loop pipelined
+    through shared memory exactly when num_stages > 1, router_hilo_flag's token protocol, and registers that let
+    the block launch (65536 per SM over 32 * num_warps threads)."""
+    from kernels.triton.router import router_fma_flag_kernel
+
+    sig = {"x_ptr": "*bf16", "w_ptr": "*fp32", "y_ptr": "*fp32", "flag_ptr": "*i32", "M": "i32", "N": "i32",
+           "stride_xm": "i32", "stride_wn": "i32", "stride_ym": "i32",
+           **{k: "constexpr" for k in ("K", "MT", "BN", "BK", "SPLIT", "STAGES", "FLAG_STRIDE")}}
+    consts = {"K": 8192, "FLAG_STRIDE": 32, "STAGES": cfg["num_stages"],
+              **{k: cfg[k] for k in ("MT", "BN", "BK", "SPLIT")}}
+    k, spills = _compile(router_fma_flag_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
+    ptx = k.asm["ptx"]
+    print(f"router_fma_flag {cfg}: {k.ptxas_registers} registers, {spills} bytes spilled, "
+          f"{k.metadata.shared} bytes shared")
+    assert spills == 0
+    assert k.ptxas_registers * 32 * cfg["num_warps"] <= 65536
+    assert k.metadata.shared <= 227 * 1024
+    assert "fma.rn.f32" in ptx and "mma" not in ptx and "wgmma" not in ptx
+    assert ("cp.async.cg" in ptx or "cp.async.ca" in ptx) == (cfg["num_stages"] > 1)
+    if cfg["num_stages"] == 1:
+        assert "ld.global.L1::evict_first" in ptx
     for op in ("atom.global.gpu.release.add.u32", "atom.global.gpu.acq_rel.add.u32", "ld.global.gpu.acquire.b32"):
         assert op in ptx, op
     assert re.search(r"\.global\.gpu\.relaxed\.add(\.v[24])?\.f32", ptx)

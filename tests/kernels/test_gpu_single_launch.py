@@ -1,8 +1,9 @@
-"""GPU: the single-launch methods (splitk_atomic, streamk, router_hilo_fused, router_hilo_flag) pass the full contract
-(profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph replays with new
-inputs, inputs and weights unchanged) with every config at every official shape its guard admits, and the default
-config at the nearby shapes; and their workspace and counters (router_hilo_flag: token counts) are zero after eager
-calls and graph replays that mix M (a count left non-zero would corrupt the next call)."""
+"""GPU: the single-launch methods (splitk_atomic, streamk, router_hilo_fused, router_hilo_flag, router_fma_flag)
+pass the full contract (profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls,
+CUDA-graph replays with new inputs, inputs and weights unchanged) with every config at every official shape its guard
+admits, and the default config at the nearby shapes; and their workspace and counters (router_hilo_flag,
+router_fma_flag: token counts) are zero after eager calls and graph replays that mix M (a count left non-zero would
+corrupt the next call)."""
 from functools import partial
 
 import pytest
@@ -12,7 +13,7 @@ from tests.kernels.gpu_contract import assert_contract
 
 pytestmark = pytest.mark.gpu
 
-NEW = ("splitk_atomic", "streamk", "router_hilo_fused", "router_hilo_flag")
+NEW = ("splitk_atomic", "streamk", "router_hilo_fused", "router_hilo_flag", "router_fma_flag")
 
 
 def _rows(which):
@@ -49,7 +50,8 @@ def test_contract(name, config_index, row):
 @pytest.mark.parametrize("name,family,N,K", [("splitk_atomic", "qkv_gate", 2304, 8192),
                                              ("streamk", "pooler", 4096, 8192),
                                              ("router_hilo_fused", "router", 256, 8192),
-                                             ("router_hilo_flag", "router", 256, 8192)])
+                                             ("router_hilo_flag", "router", 256, 8192),
+                                             ("router_fma_flag", "router", 256, 8192)])
 def test_workspace_zero_after_calls_and_replays_of_mixed_m(name, family, N, K):
     """Eager calls at M = 8, 16, 3 then graphs captured at two M replayed alternately with new inputs: every
     output right, and the workspace and counters all zero at the end."""

@@ -7,6 +7,8 @@ kernel). The GEMV kernels have no tl.dot and run their real dtypes. router_hilo_
 with HILO=True here (the launcher insists on BF16 inputs, so the kernel is called directly). The PDL path (inline griddepcontrol asm)
 cannot run in the interpreter; it is covered by the GPU tests. The interpreter runs
 router_hilo_flag's zeroing programs (grid axis 0 = 0) before the adding ones, so its wait loop is never entered here.
+router_fma_flag (no tl.dot) runs its real dtypes: BF16 x, the FP32 weight, FP32 FMAs; checked against the FP64
+product of the same BF16 x and FP32 weight.
 """
 import json
 import os
@@ -31,8 +33,8 @@ def _worker() -> list[dict]:
     from kernels.launch.packed import weight_for_load
     from kernels.launch.router import FLAG_STRIDE, interleave_rows, split_hilo
     from kernels.triton.gemv_wide import gemv_wide_kernel
-    from kernels.triton.router import (router_gemv_fp32_kernel, router_hilo_atomic_kernel, router_hilo_flag_kernel,
-                                       router_hilo_splitk_kernel, splitk_sum_kernel)
+    from kernels.triton.router import (router_fma_flag_kernel, router_gemv_fp32_kernel, router_hilo_atomic_kernel,
+                                       router_hilo_flag_kernel, router_hilo_splitk_kernel, splitk_sum_kernel)
     from kernels.triton.splitk_atomic import splitk_atomic_kernel
 
     def rel(y, ref):
@@ -90,6 +92,23 @@ def _worker() -> list[dict]:
                         BK=bk, SPLIT=fsplit, W_LOAD=w_load, SWAP=swap, FLAG_STRIDE=FLAG_STRIDE)
                 out.append({"case": f"flag S{fsplit} BM{bm} BN{bn} SWAP{swap} {w_load}", "M": M,
                             "rel": rel(y, ref), "zero": bool((flags == 0).all())})
+    # router_fma_flag: (MT, BN, BK, SPLIT, STAGES); K/BK = 8, 4 or 16 steps, so SPLIT 3 and 5 cut them unevenly.
+    # Twice on one set of token counts into an output full of NaN, as router_hilo_flag above.
+    for M in (1, 3, 8, 16, 17, 32, 40):
+        x = torch.randn(M, K, generator=g).to(torch.bfloat16)
+        ref = x.double() @ w.double().T
+        for mt, bn, bk, split, stages in ((8, 16, 64, 3, 3), (16, 8, 128, 4, 1), (32, 4, 32, 5, 2), (4, 2, 64, 1, 3)):
+            flags = torch.zeros(triton.cdiv(64, mt) * (N // bn) * FLAG_STRIDE, dtype=torch.int32)
+            ys = []
+            for _ in range(2):
+                y = torch.full((M, N), float("nan"))
+                router_fma_flag_kernel[(split + 1, N // bn, triton.cdiv(M, mt))](
+                    x, w, y, flags, M, N, x.stride(0), w.stride(0), y.stride(0), K=K, MT=mt, BN=bn, BK=bk,
+                    SPLIT=split, STAGES=stages, FLAG_STRIDE=FLAG_STRIDE)
+                ys.append(y)
+            out.append({"case": f"fma S{split} MT{mt} BN{bn} BK{bk}", "M": M, "rel": rel(ys[1], ref),
+                        "rel_first": rel(ys[0], ref), "zero": bool((flags == 0).all()),
+                        "same": bool(torch.equal(ys[0], ys[1]))})
     wb = (torch.randn(256, 1024, generator=g) * 1024 ** -0.5).to(torch.bfloat16)
     x = torch.randn(1, 1024, generator=g).to(torch.bfloat16)
     ref = x.double() @ wb.double().T
@@ -111,18 +130,30 @@ def results():
 
 def test_all_cases_ran(results):
     kinds = {r["case"].split()[0] for r in results}
-    assert kinds == {"gemv_fp32", "splitk", "atomic", "fused", "flag", "gemv_wide"}
+    assert kinds == {"gemv_fp32", "splitk", "atomic", "fused", "flag", "fma", "gemv_wide"}
     for kind in ("atomic", "fused", "flag"):
         assert {r["M"] for r in results if r["case"].startswith(kind)} == {1, 3, 17, 33}
     flag = [r["case"].split() for r in results if r["case"].startswith("flag")]
     assert {(c[4], c[5]) for c in flag} == {(s, w) for s in ("SWAP0", "SWAP1")
                                             for w in ("cp", "tma", "pack", "pack_tma")}
     assert {"S5", "S9"} <= {c[1] for c in flag}
+    fma = [r for r in results if r["case"].startswith("fma")]
+    assert {r["M"] for r in fma} == {1, 3, 8, 16, 17, 32, 40}
+    assert {"S3", "S5"} <= {r["case"].split()[1] for r in fma}      # uneven K slices
+
+
+def test_router_fma_flag_direct_fp32_and_repeatable(results):
+    # BF16 x times the FP32 weight in FP32 FMAs: only FP32 rounding of products and sums remains, far under the
+    # router's 1e-4; the second call on the same token counts gives the same bits and leaves the counts at 0.
+    fma = [r for r in results if r["case"].startswith("fma")]
+    assert fma
+    for r in fma:
+        assert r["rel"] < 1e-6 and r["rel_first"] < 1e-6 and r["same"] and r["zero"], r
 
 
 def test_single_launch_routers_leave_their_state_zero(results):
-    # router_hilo_fused: workspace and arrival counters; router_hilo_flag: token counts.
-    checked = [r for r in results if r["case"].startswith(("fused", "flag"))]
+    # router_hilo_fused: workspace and arrival counters; router_hilo_flag, router_fma_flag: token counts.
+    checked = [r for r in results if r["case"].startswith(("fused", "flag", "fma"))]
     assert checked and all(r["zero"] for r in checked)
 
 
