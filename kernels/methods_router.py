@@ -191,6 +191,17 @@ HILO_FLAG_CONFIGS = config_table(HILO_FLAG_KEYS, [
     (16, 32, 64, 32, 4, 3, "pack_tma", 1),
     (16, 32, 64, 32, 4, 3, "pack", 1),
     (32, 64, 128, 32, 4, 3, "pack_tma", 1),
+    # Deeper weight streams per program at M = 8-32. The rows above run 264 programs of 2 K steps (16 KB of weight
+    # in flight per program, two programs per SM: 32 KB per SM), while router_gemv_fp32, at 92% of the floor for
+    # M = 1, has 64 KB of loads in flight per SM. These run 128 programs (one per SM, SPLIT + 1 = 16 or 8 per
+    # output tile) with 40-64 KB of weight in flight each: 4 stages of 16 KB, 2 x 32 KB steps, 5 stages of 8 KB.
+    (16, 32, 128, 15, 4, 4, "pack_tma", 1),
+    (16, 32, 128, 15, 8, 4, "pack_tma", 1),
+    (16, 32, 256, 15, 4, 3, "pack_tma", 1),
+    (16, 16, 256, 7, 4, 4, "pack_tma", 1),
+    (16, 16, 128, 7, 4, 5, "pack_tma", 1),
+    (32, 32, 128, 15, 4, 4, "pack_tma", 1),
+    (32, 32, 256, 15, 4, 3, "pack_tma", 1),
 ])
 
 # router_hilo_swap: the splitk_swap kernel with HILO (both weight halves per K step, one accumulator); grid =
