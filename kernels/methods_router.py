@@ -195,6 +195,8 @@ HILO_FLAG_CONFIGS = config_table(HILO_FLAG_KEYS, [
     # in flight per program, two programs per SM: 32 KB per SM), while router_gemv_fp32, at 92% of the floor for
     # M = 1, has 64 KB of loads in flight per SM. These run 128 programs (one per SM, SPLIT + 1 = 16 or 8 per
     # output tile) with 40-64 KB of weight in flight each: 4 stages of 16 KB, 2 x 32 KB steps, 5 stages of 8 KB.
+    # Screened (datasets/runs/2026-12-03_nvidia-h200_screen-router-deep-deep.json.gz): 0.3-0.4 us behind the
+    # 264-program rows at M <= 16; the BM=32 BK=128 row fastest at M = 24-32 (4.93, 5.04 us against 5.04, 5.34).
     (16, 32, 128, 15, 4, 4, "pack_tma", 1),
     (16, 32, 128, 15, 8, 4, "pack_tma", 1),
     (16, 32, 256, 15, 4, 3, "pack_tma", 1),
@@ -221,7 +223,9 @@ HILO_SWAP_CONFIGS = config_table(TILE_KEYS, [
 # router_fma_flag: grid = (SPLIT + 1) x 256/BN x ceil(M/MT); a K-slice program streams BN*K/SPLIT*4 bytes of
 # the FP32 weight (32 KiB * BN/SPLIT at K=8192) and does MT*BN*K/SPLIT FMAs. Every row holds
 # MT*BN*BK/(32*num_warps) = 128 accumulator values per thread; the K loop is pipelined through shared memory
-# (num_stages 3) except in the one num_stages=1 row. Not yet measured on the H200. Per row: programs at
+# (num_stages 3) except in the one num_stages=1 row. Screened on the H200
+# (datasets/runs/2026-12-03_nvidia-h200_screen-router-deep-deep.json.gz): 1.3-1.6x router_hilo_flag's pick at
+# M = 1-16, 2.3-3.6x at M = 24-64 (fastest row 6.05 us at M=1, 7.20 at M=16, 12.30 at M=32); in no plan. Per row: programs at
 # M = 8 / 16 / 32, KiB of weight per K-slice program (the mean: uneven slices differ by one K step).
 FMA_FLAG_KEYS = ("MT", "BN", "BK", "SPLIT", "num_warps", "num_stages")
 FMA_FLAG_CONFIGS = config_table(FMA_FLAG_KEYS, [
