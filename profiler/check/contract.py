@@ -91,16 +91,25 @@ POISON_BLOCK_MAX = 256 << 20   # free blocks poisoned up to this size: an output
 
 
 def _free_block_sizes(device, limit: int) -> list[int]:
-    """The sizes of the caching allocator's free ('inactive') blocks on `device` up to `limit` bytes, largest first
-    (so each allocation takes its own block); [] where this torch cannot say."""
+    """The sizes of the caching allocator's free ('inactive') blocks on `device` up to `limit` bytes that the next
+    allocation on the current stream can be carved out of, largest first (so each allocation takes its own block);
+    [] where this torch cannot say.
+
+    Only the default pool's segments of the current stream count: a free block in a CUDA graph's private pool, or
+    in a segment of another stream, is never handed to this stream's next allocation, so an allocation of its size
+    comes from new driver memory instead. Measured on the H200 with 300 captured graphs alive: 305 free blocks
+    (0.62 GiB) counted before, 1 now; reserved memory after one poisoning 2.30 GiB before, 1.72 GiB now."""
     torch = _torch()
     index = torch.device(device).index
     index = torch.cuda.current_device() if index is None else index
     try:
         segments = torch.cuda.memory_snapshot()
+        stream = torch.cuda.current_stream(index).cuda_stream
     except Exception:
         return []
-    sizes = [int(block["size"]) for seg in segments if seg.get("device") == index
+    sizes = [int(block["size"]) for seg in segments
+             if seg.get("device") == index and tuple(seg.get("segment_pool_id", (0, 0))) == (0, 0)
+             and seg.get("stream", stream) == stream
              for block in seg.get("blocks", ()) if block.get("state") == "inactive" and 0 < block["size"] <= limit]
     return sorted(sizes, reverse=True)
 

@@ -313,3 +313,26 @@ def test_the_range_call_runs_where_the_input_dtype_has_room_for_it(monkeypatch):
     fp16 = dict(BF16, x_dtype="float16", w_dtype="float16", y_dtype="float16", rel_l2_tol=0.001)
     assert C.check_candidate(control, fp16, "cpu", contract=CONTRACT).ok, "an FP16 control passes"
     assert seen and max(seen) <= 65504
+
+
+def test_the_poisoned_blocks_are_only_those_the_current_stream_can_be_given(monkeypatch):
+    """poison_allocator allocates one block per free block the next allocation could land in: the default pool's
+    free blocks of the current stream. A free block in a CUDA graph's private pool or on another stream is never
+    handed out there; counting them allocated new memory instead (and cached it), per poisoning."""
+    import types
+
+    torch = pytest.importorskip("torch")
+    mine, other = 0x1000, 0x2000
+    segments = [
+        {"device": 0, "segment_pool_id": (0, 0), "stream": mine,
+         "blocks": [{"size": 4 << 20, "state": "inactive"}, {"size": 2 << 20, "state": "active_allocated"},
+                    {"size": 1 << 20, "state": "inactive"}]},
+        {"device": 0, "segment_pool_id": (1, 3), "stream": mine, "blocks": [{"size": 8 << 20, "state": "inactive"}]},
+        {"device": 0, "segment_pool_id": (0, 0), "stream": other, "blocks": [{"size": 16 << 20, "state": "inactive"}]},
+        {"device": 1, "segment_pool_id": (0, 0), "stream": mine, "blocks": [{"size": 32 << 20, "state": "inactive"}]},
+        {"device": 0, "segment_pool_id": [0, 0], "stream": mine,
+         "blocks": [{"size": 512 << 20, "state": "inactive"}, {"size": 3 << 20, "state": "inactive"}]},
+    ]
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: segments)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda index=None: types.SimpleNamespace(cuda_stream=mine))
+    assert C._free_block_sizes("cuda:0", C.POISON_BLOCK_MAX) == [4 << 20, 3 << 20, 1 << 20]
