@@ -209,10 +209,17 @@ def run_hilo_fused(state: dict, x):
 
 # ---------------------------------------------------------------- router_hilo_flag (one launch, zeroing program)
 
-def prepare_hilo_flag(weight, family: str, config: dict) -> dict:
+def _token_counts(max_m: int, tile_m: int, N: int, tile_n: int, device):
+    """The flag kernels' token counts: one per output tile of the largest M served, each on its own 128-byte line;
+    every call leaves each count at 0 again."""
     import torch
     import triton
 
+    tiles = triton.cdiv(max_m, tile_m) * (N // tile_n)
+    return torch.zeros(tiles * FLAG_STRIDE, dtype=torch.int32, device=device)
+
+
+def prepare_hilo_flag(weight, family: str, config: dict) -> dict:
     from kernels.launch.packed import weight_for_load
     from kernels.launch.splitk_atomic_v2 import check_tiling
 
@@ -220,10 +227,7 @@ def prepare_hilo_flag(weight, family: str, config: dict) -> dict:
     check_tiling(N, K, config, "router_hilo_flag")      # the same uneven K slices (k_slice)
     hi, lo = split_hilo(weight)
     w2 = interleave_rows(hi, lo)
-    # One token count per output tile of the largest M served, each on its own line; every call leaves each
-    # count at 0 again.
-    tiles = triton.cdiv(HILO_FLAG_MAX_M, config["BM"]) * (N // config["BN"])
-    flags = torch.zeros(tiles * FLAG_STRIDE, dtype=torch.int32, device=weight.device)
+    flags = _token_counts(HILO_FLAG_MAX_M, config["BM"], N, config["BN"], weight.device)
     # "pack": [2N/2BN, K/BK, 2BN, BK], one block per K step; "tma": [2BN, BK] boxes of the interleaved rows.
     w2, w_desc = weight_for_load(w2, config["W_LOAD"], 2 * config["BN"], config["BK"],
                                  [2 * config["BN"], config["BK"]])
@@ -262,15 +266,9 @@ def _check_fma_tiling(N: int, K: int, config: dict, what: str) -> None:
 
 
 def prepare_fma_flag(weight, family: str, config: dict) -> dict:
-    import torch
-    import triton
-
     N, K = _check_weight(weight, "router_fma_flag")
     _check_fma_tiling(N, K, config, "router_fma_flag")
-    # One token count per output tile of the largest M served, each on its own line (as router_hilo_flag's);
-    # every call leaves each count at 0 again.
-    tiles = triton.cdiv(FMA_FLAG_MAX_M, config["MT"]) * (N // config["BN"])
-    flags = torch.zeros(tiles * FLAG_STRIDE, dtype=torch.int32, device=weight.device)
+    flags = _token_counts(FMA_FLAG_MAX_M, config["MT"], N, config["BN"], weight.device)
     return {"w": weight.contiguous(), "flags": flags, "N": N, "K": K, "config": dict(config)}
 
 

@@ -135,6 +135,27 @@ def zero_fill_pdl_kernel(y_ptr, NUMEL, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32), mask=offs < NUMEL)
 
 
+@triton.jit
+def zero_tile_and_hand_out_tokens(flag, y_ptrs, y_mask, TM: tl.constexpr, TN: tl.constexpr, SPLIT: tl.constexpr):
+    """The zeroing program of a flag kernel's output tile: zero y's [TM, TN] tile, then add SPLIT tokens (release)."""
+    tl.store(y_ptrs, tl.zeros((TM, TN), dtype=tl.float32), mask=y_mask)
+    tl.debug_barrier()       # every thread's zeros are issued before the release
+    tl.atomic_add(flag, SPLIT, sem="release", scope="gpu")
+
+
+@triton.jit
+def take_token_and_add(flag, y_ptrs, y_mask, part):
+    """A K-slice program of a flag kernel: take one token (acq_rel), wait only if none was left (the zeroing not yet
+    seen), then add `part` into y with FP32 atomics."""
+    left = tl.atomic_add(flag, -1, sem="acq_rel", scope="gpu")
+    if left <= 0:
+        # The zeroing has not been seen yet: this program's token is owed; wait for the +SPLIT.
+        while tl.atomic_add(flag, 0, sem="acquire", scope="gpu") < 0:
+            pass
+    tl.debug_barrier()       # no thread adds before the acquire above
+    tl.atomic_add(y_ptrs, part, mask=y_mask, sem="relaxed")
+
+
 @triton.jit(do_not_specialize=["M"])
 def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride_xm, stride_wn, stride_ym,
                             K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
@@ -212,22 +233,14 @@ def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride
         x_ptrs += BK
         w_ptrs += w_step
     if pid_s == 0:
-        tl.store(y_ptrs, tl.zeros((BM, BN), dtype=tl.float32), mask=y_mask)
-        tl.debug_barrier()       # every thread's zeros are issued before the release
-        tl.atomic_add(flag, SPLIT, sem="release", scope="gpu")
+        zero_tile_and_hand_out_tokens(flag, y_ptrs, y_mask, BM, BN, SPLIT)
     else:
         # Accumulator rows/columns 2j and 2j+1 are output j's hi and lo contributions: add each pair in FP32.
         if SWAP:
             pair = tl.sum(tl.reshape(acc, (BN, 2, BM)), axis=1).T
         else:
             pair = tl.sum(tl.reshape(acc, (BM, BN, 2)), axis=2)
-        left = tl.atomic_add(flag, -1, sem="acq_rel", scope="gpu")
-        if left <= 0:
-            # The zeroing has not been seen yet: this program's token is owed; wait for the +SPLIT.
-            while tl.atomic_add(flag, 0, sem="acquire", scope="gpu") < 0:
-                pass
-        tl.debug_barrier()       # no thread adds before the acquire above
-        tl.atomic_add(y_ptrs, pair, mask=y_mask, sem="relaxed")
+        take_token_and_add(flag, y_ptrs, y_mask, pair)
 
 
 @triton.jit(do_not_specialize=["M"])
@@ -279,15 +292,6 @@ def router_fma_flag_kernel(x_ptr, w_ptr, y_ptr, flag_ptr, M, N, stride_xm, strid
         x_ptrs += BK
         w_ptrs += BK
     if pid_s == 0:
-        tl.store(y_ptrs, tl.zeros((MT, BN), dtype=tl.float32), mask=y_mask)
-        tl.debug_barrier()       # every thread's zeros are issued before the release
-        tl.atomic_add(flag, SPLIT, sem="release", scope="gpu")
+        zero_tile_and_hand_out_tokens(flag, y_ptrs, y_mask, MT, BN, SPLIT)
     else:
-        part = tl.sum(acc, axis=2)
-        left = tl.atomic_add(flag, -1, sem="acq_rel", scope="gpu")
-        if left <= 0:
-            # The zeroing has not been seen yet: this program's token is owed; wait for the +SPLIT.
-            while tl.atomic_add(flag, 0, sem="acquire", scope="gpu") < 0:
-                pass
-        tl.debug_barrier()       # no thread adds before the acquire above
-        tl.atomic_add(y_ptrs, part, mask=y_mask, sem="relaxed")
+        take_token_and_add(flag, y_ptrs, y_mask, tl.sum(acc, axis=2))
