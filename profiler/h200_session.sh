@@ -15,7 +15,8 @@
 #   explain  Nsight Compute + Kineto breakdown of baseline and best over the official shapes
 #   trust    baseline + every known-wrong candidate of profiler/check/wrong.py over the official shapes, then a
 #            baseline-only sweep (the baseline must stay correct and at its usual time)
-#   gputests the GPU tests of the known-wrong set, the worker and the kernels (TEST_PATHS, TEST_K: a subset)
+#   gputests the GPU tests of the known-wrong set, the worker and the kernels (TEST_PATHS, TEST_K: a subset); prints
+#            the failed tests, the memory tripwire's lines and the summary
 #   repeat   two back-to-back baseline-vs-baseline sweeps over official + nearby shapes
 #   cluster  baseline vs best, official, twice in one process and twice through `--cluster local` (a dask cluster
 #            of one worker per GPU), alternating: the same scores and the cost of the cluster path. Installs dask
@@ -76,8 +77,8 @@ trust)
 gputests)
   step "GPU tests"
   timeout ${TEST_S:-120} python3 -m pytest -q -m gpu -p no:cacheprovider -n 8 ${TEST_PATHS:-tests/profiler tests/kernels} \
-    ${TEST_K:+-k "$TEST_K"} 2>&1 \
-    | tail -n 30 | tee -a "$LOG" ;;
+    ${TEST_K:+-k "$TEST_K"} -rf --tb=no 2>&1 \
+    | grep -E "^(FAILED|ERROR)|^projlab:| passed| failed" | tail -n 60 | tee -a "$LOG" ;;
 repeat)
   for ab in a b; do
     step "repeatability sweep $ab: baseline vs baseline, official + nearby, cold, probes"
