@@ -10,6 +10,9 @@ OFFICIAL_036_CSV = DATA_DIR / "official_036.csv"
 SEED_LEDGER_CSV = DATA_DIR / "seed_ledger.csv"
 SEED_PROBES_CSV = DATA_DIR / "seed_probes.csv"
 RUNS_DIR = DATA_DIR / "runs"
+# What tests/benchmarks/bench_cublaslt_search.py printed as JSON, copied here unedited: cuBLASLt configurations beyond
+# its heuristic's list, per shape and library version, which kernels/launch/cublaslt.py offers the tuner.
+CUBLASLT_SEARCH_DIR = DATA_DIR / "cublaslt_search"
 # A run file is '<date>_<gpu>_<label>.json' as the profiler writes it, or '.json.gz': the same bytes through
 # `gzip -n -9`, how tune and screen logs are committed (they time every config of every method, 0.9-3.3 MB each;
 # compressed about 6x smaller). Every reader goes through datasets.jsonfile.read_json, which takes both.

@@ -6,7 +6,8 @@
 # every run name (never reused: runs are never overwritten). Everything lands in $OUT and is copied into
 # datasets/runs by hand, never edited. Each step has its own time limit so one failure cannot eat the others'.
 # Stages (run in the order given):
-#   tune     re-tune the best plan (TUNE_FAMILIES, default all; TUNE_M: only those M, the rest kept) -> $OUT/best.json
+#   tune     re-tune the best plan (TUNE_FAMILIES, default all; TUNE_M: only those M, the rest kept; TUNE_METHODS: only
+#            those methods, the baseline always in) -> $OUT/best.json
 #            and kernels/plans/best.json
 #   screen   every config of SCREEN_METHODS against torch_linear and best's pick, official shapes (SCREEN_FAMILIES)
 #            plus M=SCREEN_EXTRA_M, named screen-SCREEN_LABEL
@@ -39,7 +40,7 @@ for stage in ${STAGES:-tune sweeps explain trust}; do case $stage in
 tune)
   step "tune ${TUNE_FAMILIES:-all families}, official shapes"
   timeout ${TUNE_S:-300} python3 -m profiler tune --shapes official ${TUNE_FAMILIES:+--families $TUNE_FAMILIES} \
-    ${TUNE_M:+--m $TUNE_M} \
+    ${TUNE_M:+--m $TUNE_M} ${TUNE_METHODS:+--methods $TUNE_METHODS} \
     --base-plan $BEST --out-plan $BEST --out-run "${P}_tune$T.json" --budget-s ${TUNE_BUDGET_S:-260} \
     --compile-workers 16 2>&1 | clean | tail -n 50
   cp $BEST "$OUT/best.json" ;;

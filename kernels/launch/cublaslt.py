@@ -5,9 +5,16 @@ shape or library version, so a config names the algorithm by what cuBLASLt says 
 attributes (tile, stages, split-K count, reduction scheme, CTA swizzle, custom option, inner shape, cluster shape,
 as cuBLASLt's enum values), plus the orientation and the M it was read at.
 
-    enumerate_configs(M, N, K) -> configs        # the tuner's space at one shape (a CUDA host)
-    prepare(weight, family, config) -> state     # finds the config's algorithm at config["M"] or refuses it
+    enumerate_configs(M, N, K) -> configs        # the tuner's space at one shape: the heuristic's list (a CUDA host)
+    Problem(orient, M, N, K).neighbours(config)  # the configs one attribute away that cuBLASLt accepts
+    prepare(weight, family, config) -> state     # the config's algorithm at config["M"], or a one-line refusal
     run(state, x) -> y                            # one cublasLtMatmul on torch's current stream (graph-capturable)
+
+Beyond the heuristic's list: cuBLASLt builds any configuration of an algorithm id (cublasLtMatmulAlgoInit, then
+each attribute set) and says whether it runs this problem (cublasLtMatmulAlgoCheck). `neighbours` walks one
+attribute at a time over the values the algorithm's capabilities list (tiles, stages, custom options, split-K
+counts, swizzles) and over the cluster shapes, keeping what the check accepts; prepare() takes such a config too.
+tests/benchmarks/bench_cublaslt_search.py searches that space from the heuristic's configs with the cold timer.
 
 The binding is ctypes over the cuBLASLt that torch's cuBLAS links (found in the process's mapped libraries), so
 there is no extra dependency and the algorithms are the very library F.linear calls. Nothing here touches CUDA at
@@ -42,6 +49,14 @@ _CUDA_R_32F, _CUDA_R_16BF, _COMPUTE_32F = 0, 14, 68
 _OP_N, _OP_T = 0, 1
 _DESC_TRANSA, _DESC_TRANSB = 3, 4
 _PREF_MAX_WORKSPACE_BYTES, _PREF_REDUCTION_SCHEME_MASK = 1, 3
+# cublasLtMatmulAlgoCapAttributes_t
+_CAP_SPLITK_SUPPORT, _CAP_REDUCTION_SCHEME_MASK, _CAP_CTA_SWIZZLING_SUPPORT = 0, 1, 2
+_CAP_TILE_IDS, _CAP_CUSTOM_OPTION_MAX, _CAP_STAGES_IDS = 6, 7, 13
+# cublasLtClusterShape_t runs from 0 (auto) through the 2-D shapes up to 16 CTAs; no capability lists them, so the
+# check decides. Split-K counts tried: the heuristic's own (1-5 on the H200) and a few beyond.
+CLUSTER_SHAPE_IDS = tuple(range(0, 48))
+SPLIT_K_COUNTS = (1, 2, 3, 4, 5, 6, 8, 12, 16)
+_SWIZZLES = (0, 1, 2, 3)
 # cublasLtMatmulAlgoConfigAttributes_t: (attribute, C type) per identity key.
 _CONFIG_ATTRS = {"algo_id": (0, ctypes.c_int32), "tile_id": (1, ctypes.c_uint32), "split_k": (2, ctypes.c_uint32),
                  "reduction": (3, ctypes.c_uint32), "swizzle": (4, ctypes.c_uint32), "custom": (5, ctypes.c_uint32),
@@ -102,6 +117,10 @@ def _lib():
         "cublasLtMatmulAlgoGetHeuristic": [vp, vp, vp, vp, vp, vp, vp, i32, ctypes.POINTER(_Heuristic),
                                            ctypes.POINTER(i32)],
         "cublasLtMatmulAlgoConfigGetAttribute": [ctypes.POINTER(_Algo), i32, vp, sz, ctypes.POINTER(sz)],
+        "cublasLtMatmulAlgoConfigSetAttribute": [ctypes.POINTER(_Algo), i32, vp, sz],
+        "cublasLtMatmulAlgoCapGetAttribute": [ctypes.POINTER(_Algo), i32, vp, sz, ctypes.POINTER(sz)],
+        "cublasLtMatmulAlgoInit": [vp, i32, i32, i32, i32, i32, i32, i32, ctypes.POINTER(_Algo)],
+        "cublasLtMatmulAlgoCheck": [vp, vp, vp, vp, vp, vp, ctypes.POINTER(_Algo), ctypes.POINTER(_Heuristic)],
         "cublasLtMatmul": [vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, ctypes.POINTER(_Algo), vp, sz, vp],
     }.items():
         fn = getattr(lib, name)
@@ -176,10 +195,100 @@ class Problem:
         finally:
             lib.cublasLtMatmulPreferenceDestroy(pref)
 
+    def build(self, config: dict) -> tuple[_Algo, int] | None:
+        """(algorithm, workspace bytes) for the config's identity when cuBLASLt accepts it for this problem
+        (AlgoInit, each attribute set, AlgoCheck; within the workspace limit), else None."""
+        lib, algo = _lib(), _Algo()
+        if lib.cublasLtMatmulAlgoInit(_handle(), *_TYPES, int(config["algo_id"]), ctypes.byref(algo)):
+            return None
+        for key, (attr, ctype) in _CONFIG_ATTRS.items():
+            value = ctype(int(config[key]))
+            if key != "algo_id" and lib.cublasLtMatmulAlgoConfigSetAttribute(ctypes.byref(algo), attr, ctypes.addressof(value),
+                                                                           ctypes.sizeof(ctype)):
+                return None
+        result = _Heuristic()
+        status = lib.cublasLtMatmulAlgoCheck(_handle(), self.desc, self.a, self.b, self.d, self.d, ctypes.byref(algo),
+                                             ctypes.byref(result))
+        if status or result.state or result.workspace_size > WORKSPACE_BYTES:
+            return None
+        return algo, int(result.workspace_size)
+
+    def neighbours(self, config: dict) -> list[dict]:
+        """The configs one attribute away from `config` (same orientation and M) that cuBLASLt accepts here."""
+        out = []
+        for ident in variants(config, capabilities(int(config["algo_id"]))):
+            if self.build(ident) is not None:
+                out.append({"orient": self.orient, "M": int(self.M), **ident})
+        return out
+
     def launch(self, a_ptr: int, b_ptr: int, d_ptr: int, algo: _Algo, ws_ptr: int, ws_bytes: int, stream: int):
         _check(_lib().cublasLtMatmul(_handle(), self.desc, ctypes.addressof(self._alpha), a_ptr, self.a, b_ptr, self.b,
                                      ctypes.addressof(self._beta), d_ptr, self.d, d_ptr, self.d, ctypes.byref(algo),
                                      ws_ptr, ws_bytes, stream), "cublasLtMatmul")
+
+
+_TYPES = (_COMPUTE_32F, _CUDA_R_32F, _CUDA_R_16BF, _CUDA_R_16BF, _CUDA_R_16BF, _CUDA_R_16BF)
+
+
+def _cap(algo: _Algo, attr: int, ctype=ctypes.c_int32) -> int:
+    value, written = ctype(0), ctypes.c_size_t(0)
+    _check(_lib().cublasLtMatmulAlgoCapGetAttribute(ctypes.byref(algo), attr, ctypes.addressof(value),
+                                                    ctypes.sizeof(ctype), ctypes.byref(written)),
+           f"MatmulAlgoCapGetAttribute({attr})")
+    return int(value.value)
+
+
+def _cap_list(algo: _Algo, attr: int) -> list[int]:
+    lib, size = _lib(), ctypes.c_size_t(0)
+    _check(lib.cublasLtMatmulAlgoCapGetAttribute(ctypes.byref(algo), attr, None, 0, ctypes.byref(size)),
+           f"MatmulAlgoCapGetAttribute({attr})")
+    values = (ctypes.c_uint32 * max(size.value // 4, 1))()
+    if size.value:
+        _check(lib.cublasLtMatmulAlgoCapGetAttribute(ctypes.byref(algo), attr, values, size.value, ctypes.byref(size)),
+               f"MatmulAlgoCapGetAttribute({attr})")
+    return list(values[:size.value // 4])
+
+
+@lru_cache(maxsize=None)
+def capabilities(algo_id: int) -> dict:
+    """The values each configuration attribute of one algorithm id may take, from its capabilities (BF16 in and
+    out, FP32 compute): tiles, stages, custom options, split-K (with its FP32 reduction schemes), swizzles, and the
+    cluster shapes (no capability lists those: every id, the check decides)."""
+    algo = _Algo()
+    _check(_lib().cublasLtMatmulAlgoInit(_handle(), *_TYPES, int(algo_id), ctypes.byref(algo)), "MatmulAlgoInit")
+    splits = SPLIT_K_COUNTS if _cap(algo, _CAP_SPLITK_SUPPORT) else (1,)
+    mask = _cap(algo, _CAP_REDUCTION_SCHEME_MASK, ctypes.c_uint32) & REDUCTION_MASK
+    return {"tile_id": tuple(_cap_list(algo, _CAP_TILE_IDS)) or (0,),
+            "stages_id": tuple(_cap_list(algo, _CAP_STAGES_IDS)) or (0,),
+            "custom": tuple(range(_cap(algo, _CAP_CUSTOM_OPTION_MAX) + 1)),
+            "split_k": splits, "reduction": tuple(r for r in (2, 1) if mask & r),   # FP32 partials first
+            "swizzle": _SWIZZLES if _cap(algo, _CAP_CTA_SWIZZLING_SUPPORT, ctypes.c_uint32) else (0,),
+            "cluster_shape_id": CLUSTER_SHAPE_IDS}
+
+
+def variants(config: dict, space: dict) -> list[dict]:
+    """Identities one attribute away from `config` over `space` (capabilities()), in attribute order, each once. A
+    split-K count above 1 takes an FP32 reduction scheme (the config's own, else the first the algorithm offers);
+    a count of 1 takes none; the reduction scheme alone varies only where K is split."""
+    base = {k: int(config[k]) for k in IDENTITY_KEYS}
+    out, seen = [], {tuple(base.values())}
+    for key in ("split_k", "reduction", "cluster_shape_id", "tile_id", "stages_id", "custom", "swizzle"):
+        for value in space.get(key, ()):
+            ident = dict(base, **{key: int(value)})
+            if key == "reduction" and ident["split_k"] == 1:
+                continue
+            if key == "split_k":
+                if value == 1:
+                    ident["reduction"] = 0
+                elif ident["reduction"] == 0:
+                    if not space.get("reduction"):
+                        continue
+                    ident["reduction"] = space["reduction"][0]
+            k = tuple(ident.values())
+            if k not in seen:
+                seen.add(k)
+                out.append(ident)
+    return out
 
 
 def _destroy(lib, desc, a, b, d) -> None:
@@ -203,15 +312,19 @@ def identity(algo: _Algo) -> dict:
 @lru_cache(maxsize=None)
 def enumerate_configs(M: int, N: int, K: int) -> tuple[dict, ...]:
     """Every algorithm cuBLASLt's heuristic offers for y[M,N] = x[M,K] @ w[N,K]^T (BF16) in each orientation, as
-    configs (orient, M, identity), heuristic order kept. RuntimeError (one line) on a host without CUDA."""
+    configs (orient, M, identity), heuristic order kept; then the configs the search benchmark found at this shape
+    with this library version (`searched`) that the library accepts here. RuntimeError (one line) on a host without
+    CUDA."""
     _lib()   # a host without CUDA: its one-line reason, before any orientation is tried
-    out, seen = [], set()
+    out, seen, problems = [], set(), {}
     for orient in ORIENTS:
         try:
-            offered = Problem(orient, M, N, K).heuristic()
+            problems[orient] = Problem(orient, M, N, K)
+            offered = problems[orient].heuristic()
         except RuntimeError as exc:   # e.g. the swapped output's leading dimension M at an odd M: that
             #                            orientation has no algorithm; the others still count
             warnings.warn(f"cublaslt: orient {orient} at M={M} N={N} K={K} left out: {exc}", stacklevel=2)
+            problems.pop(orient, None)
             continue
         for algo, _ in offered:
             config = {"orient": orient, "M": int(M), **identity(algo)}
@@ -219,7 +332,41 @@ def enumerate_configs(M: int, N: int, K: int) -> tuple[dict, ...]:
             if key not in seen:   # the heuristic may list one configuration twice
                 seen.add(key)
                 out.append(config)
+    for config in searched(M, N, K, library_version()):
+        key = tuple(sorted(config.items()))
+        problem = problems.get(config["orient"])
+        if key not in seen and problem is not None and problem.build(config) is not None:
+            seen.add(key)
+            out.append(config)
     return tuple(out)
+
+
+def searched(M: int, N: int, K: int, version: int, folder=None) -> list[dict]:
+    """The configs the search benchmark found at (M, N, K) with this cuBLASLt version (its JSON outputs in
+    datasets/cublaslt_search, finals named 'found <orient>'), as configs, file and final order kept. A file that
+    cannot be read is left out with one warning naming it."""
+    import json
+    from pathlib import Path
+
+    from datasets.paths import CUBLASLT_SEARCH_DIR
+
+    out = []
+    for path in sorted(Path(folder or CUBLASLT_SEARCH_DIR).glob("*.json")):
+        try:
+            report = json.loads(path.read_text())
+            if int(report["cublaslt_version"]) != int(version):
+                continue
+            for shape in report["shapes"]:
+                if (int(shape["M"]), int(shape["N"]), int(shape["K"])) != (M, N, K):
+                    continue
+                for final in shape["finals"]:
+                    kind, _, orient = str(final["name"]).partition(" ")
+                    if kind == "found" and orient in ORIENTS:
+                        out.append({"orient": orient, "M": int(M),
+                                    **{k: int(final["config"][k]) for k in IDENTITY_KEYS}})
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            warnings.warn(f"cublaslt: search file {path.name} left out: {type(exc).__name__}: {exc}", stacklevel=2)
+    return out
 
 
 def _describe(config: dict) -> str:
@@ -227,8 +374,8 @@ def _describe(config: dict) -> str:
 
 
 def prepare(weight, family: str, config: dict) -> dict:
-    """Find the config's algorithm, by identity, in the library's list at config["M"]; an algorithm the running
-    cuBLASLt does not offer there is refused (ValueError, one line)."""
+    """Find the config's algorithm, by identity, in the library's list at config["M"], or build it when the running
+    cuBLASLt accepts that configuration for the problem (AlgoCheck); anything else is refused (ValueError, one line)."""
     import torch
 
     reason = unavailable_reason()
@@ -239,11 +386,11 @@ def prepare(weight, family: str, config: dict) -> dict:
     problem = Problem(orient, M, N, K)
     offered = problem.heuristic()
     want = {k: config[k] for k in IDENTITY_KEYS}
-    match = [(a, ws) for a, ws in offered if identity(a) == want]
-    if not match:
+    match = [(a, ws) for a, ws in offered if identity(a) == want] or [problem.build(want)]
+    if match[0] is None:
         raise ValueError(f"cublaslt: cuBLASLt {library_version()} does not offer algorithm {_describe(config)} for "
-                         f"{family} M={M} N={N} K={K} orient={orient} ({len(offered)} offered there); re-tune the "
-                         f"plan")
+                         f"{family} M={M} N={N} K={K} orient={orient} ({len(offered)} offered there) and does not "
+                         f"accept it there (AlgoCheck); re-tune the plan")
     algo, ws_bytes = match[0]
     return {"problem": problem, "algo": algo, "w": weight.contiguous(),
             "wT": weight.t().contiguous() if orient == "kn" else None, "M": M, "N": N, "K": K, "orient": orient,

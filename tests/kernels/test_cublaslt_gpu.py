@@ -39,3 +39,18 @@ def test_an_identity_not_offered_is_refused():
     w = torch.randn(4096, 8192, device="cuda").to(torch.bfloat16)
     with pytest.raises(ValueError, match=r"does not offer algorithm id=987654|algo_id=987654"):
         m.prepare(w, "pooler", cfg)
+
+
+def test_a_configuration_beyond_the_list_passes_the_contract():
+    # cuBLASLt builds configurations its heuristic does not list (AlgoInit + attributes + AlgoCheck); prepare()
+    # takes one it accepts, and the contract holds for it as for a listed one.
+    from kernels.launch import cublaslt as L
+
+    row = _row("pooler", 256)
+    N, K = int(row["N"]), int(row["K"])
+    problem = L.Problem("kn", 256, N, K)
+    offered = [L.identity(a) for a, _ in problem.heuristic()]
+    base = {"orient": "kn", "M": 256, **offered[0]}
+    beyond = [c for c in problem.neighbours(base) if {k: c[k] for k in L.IDENTITY_KEYS} not in offered]
+    assert beyond, "no configuration one attribute away from the heuristic's first is accepted"
+    assert_contract("cublaslt", beyond[0], row, seed=256)
