@@ -5,7 +5,8 @@ shape or library version, so a config names the algorithm by what cuBLASLt says 
 attributes (tile, stages, split-K count, reduction scheme, CTA swizzle, custom option, inner shape, cluster shape,
 as cuBLASLt's enum values), plus the orientation and the M it was read at.
 
-    enumerate_configs(M, N, K) -> configs        # the tuner's space at one shape: the heuristic's list (a CUDA host)
+    enumerate_configs(M, N, K) -> configs        # the tuner's space at one shape: the heuristic's list, then the
+                                                 # search benchmark's finds there (`searched`; a CUDA host)
     Problem(orient, M, N, K).neighbours(config)  # the configs one attribute away that cuBLASLt accepts
     prepare(weight, family, config) -> state     # the config's algorithm at config["M"], or a one-line refusal
     run(state, x) -> y                            # one cublasLtMatmul on torch's current stream (graph-capturable)
@@ -202,9 +203,11 @@ class Problem:
         if lib.cublasLtMatmulAlgoInit(_handle(), *_TYPES, int(config["algo_id"]), ctypes.byref(algo)):
             return None
         for key, (attr, ctype) in _CONFIG_ATTRS.items():
+            if key == "algo_id":   # set by AlgoInit
+                continue
             value = ctype(int(config[key]))
-            if key != "algo_id" and lib.cublasLtMatmulAlgoConfigSetAttribute(ctypes.byref(algo), attr, ctypes.addressof(value),
-                                                                           ctypes.sizeof(ctype)):
+            if lib.cublasLtMatmulAlgoConfigSetAttribute(ctypes.byref(algo), attr, ctypes.addressof(value),
+                                                        ctypes.sizeof(ctype)):
                 return None
         result = _Heuristic()
         status = lib.cublasLtMatmulAlgoCheck(_handle(), self.desc, self.a, self.b, self.d, self.d, ctypes.byref(algo),
