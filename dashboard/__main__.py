@@ -14,7 +14,7 @@ from pathlib import Path
 
 from datasets import RUNS_DIR, DatasetError, load_workload
 from datasets.cli import OneLineParser
-from datasets.paths import RUN_SUFFIXES
+from datasets.paths import PROJECT_DIR, RUN_SUFFIXES
 from dashboard import runs, scoring, sources, views, workloads
 from dashboard.files import write_files
 from dashboard.kernels import ExplainError
@@ -176,13 +176,33 @@ def cmd_results(args) -> int:
     """RESULTS.md from the committed run files (dashboard/results_doc.py): printed, or written atomically."""
     from dashboard import results_doc   # as cmd_explain and cmd_report: the kernel tables load plotly
 
+    if args.readme is not None:   # checked before anything is built or written: a bad target costs nothing
+        readme = Path(args.readme)
+        if not _inside_project(readme):
+            raise CliError(f"--readme {readme}: not a file inside the project ({PROJECT_DIR})")
+        if not readme.is_file():
+            raise CliError(f"--readme {readme}: no such file")
+        results_doc.splice(readme.read_text(encoding="utf-8"), "", str(readme))
     text = results_doc.build(Path(args.runs))
-    if args.out is None:
+    if args.out is None and args.readme is None:
         print(text, end="")
-    else:
+    if args.out is not None:
         write_files(Path(args.out).parent, {Path(args.out).name: text})
         print(f"wrote {args.out}")
+    if args.readme is not None:
+        block = results_doc.per_load_block(Path(args.runs))
+        write_files(readme.parent, {readme.name: results_doc.splice(readme.read_text(encoding="utf-8"), block,
+                                                                    str(readme))})
+        print(f"wrote the per-load table into {readme}")
     return 0
+
+
+def _inside_project(path: Path) -> bool:
+    try:
+        path.resolve().relative_to(PROJECT_DIR.resolve())
+        return True
+    except ValueError:
+        return False
 
 
 def cmd_report(args) -> int:
@@ -218,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "repeatability, each row linking its run file")
     res.add_argument("--out", help="write here (e.g. RESULTS.md) instead of printing")
     res.add_argument("--runs", default=str(RUNS_DIR), help="folder of run files (default: datasets/runs)")
+    res.add_argument("--readme", help="also rewrite the generated per-load table of the shipped plan inside this "
+                                      "markdown file, between its markers (kernels/README.md)")
     res.set_defaults(func=cmd_results)
     # Listed for --help only: main() hands everything after 'report' to dashboard.report_cli.main untouched.
     sub.add_parser("report", help="write a report (HTML, MD, CSV, JSON); see `python -m dashboard report -h`")

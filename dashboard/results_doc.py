@@ -65,8 +65,9 @@ def index_runs(runs_dir=RUNS_DIR) -> list[Run]:
     return sorted(out, key=lambda r: (r.created, r.path.name))
 
 
-def link(path: Path) -> str:
-    return f"[{path.name}]({LINK_DIR}/{path.name})"
+def link(path: Path, prefix: str = "") -> str:
+    """A run file's name linked from a document at the repository root (`prefix` "../" for one a folder below)."""
+    return f"[{path.name}]({prefix}{LINK_DIR}/{path.name})"
 
 
 def _pct(x) -> str:
@@ -181,10 +182,9 @@ def _score_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
     return lines
 
 
-def _history_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
-    """The shipped plan against the baseline over time: per commit its newest complete sweep that scores the pair
-    (score and SOL per load), then per scored shape the route and time in the oldest and the newest of those sweeps,
-    with the sweep from which the newest route has run there unchanged (the one that brought it in)."""
+def _plan_history(sweeps: list[Run], load: Loaded) -> list[tuple[Run, runs.RunData, scoring.ScoreBreakdown]]:
+    """The shipped plan against the baseline, per commit its newest complete sweep that scores the pair, oldest
+    commit first."""
     plan = run_kinds.SHIPPED_PLAN
     per_commit: dict[str, Run] = {}
     for meta in sweeps:
@@ -199,6 +199,36 @@ def _history_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
         except scoring.ScoringError:
             continue
         hist.append((meta, data, bd))
+    return hist
+
+
+def _routes(data: runs.RunData) -> pd.DataFrame:
+    return _wide(data, "baseline", run_kinds.SHIPPED_PLAN).set_index("shape")[["method", "candidate_us",
+                                                                              "sol_candidate"]]
+
+
+def _route_since(hist) -> dict:
+    """Per scored shape of the newest sweep: the sweep from which its route has run there unchanged."""
+    last = _routes(hist[-1][1])
+    since = {}
+    for shape in last.index:
+        start = hist[-1][0]
+        for meta, data, _ in reversed(hist[:-1]):
+            r = _routes(data)
+            if shape not in r.index or r.at[shape, "method"] != last.at[shape, "method"]:
+                break
+            start = meta
+        since[shape] = start
+    return since
+
+
+def _history_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
+    """The shipped plan against the baseline over time: per commit its newest complete sweep that scores the pair
+    (score and SOL per load), per load the time and SOL then and now with the routes that changed, then per scored
+    shape the route and time in the oldest and the newest of those sweeps, with the sweep from which the newest
+    route has run there unchanged (the one that brought it in)."""
+    plan = run_kinds.SHIPPED_PLAN
+    hist = _plan_history(sweeps, load)
     if len(hist) < 2:
         return []
     loads = hist[-1][1].workload.load_order
@@ -211,20 +241,9 @@ def _history_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
              f"`{plan}` vs `baseline`, per commit the newest complete sweep that scores the pair (measured times; "
              "score and SOL per load derived as above):", "",
              *_table(["date", "commit", "score", *loads, "run file"], rows)]
-
-    def route(data: runs.RunData) -> pd.DataFrame:
-        return _wide(data, "baseline", plan).set_index("shape")[["method", "candidate_us", "sol_candidate"]]
-
-    first, last = route(hist[0][1]), route(hist[-1][1])
-    since = {}
-    for shape in last.index:
-        start = hist[-1][0]
-        for meta, data, _ in reversed(hist[:-1]):
-            r = route(data)
-            if shape not in r.index or r.at[shape, "method"] != last.at[shape, "method"]:
-                break
-            start = meta
-        since[shape] = start
+    first, last = _routes(hist[0][1]), _routes(hist[-1][1])
+    since = _route_since(hist)
+    lines += _per_load_table(hist, since)
     shape_rows = []
     for shape in last.index:
         old = first.loc[shape] if shape in first.index else None
@@ -238,6 +257,61 @@ def _history_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
               *_table(["shape", "route then", "µs then", "route now", "µs now", "SOL now", "route since"],
                       shape_rows)]
     return lines
+
+
+def _per_load_table(hist, since: dict, prefix: str = "") -> list[str]:
+    """Per load: the baseline's and the plan's Σ µs and SOL in the oldest and the newest sweep of the history, and
+    which routes changed in between (each with the sweep that brought it in): what closed which part of the gap.
+    `prefix` goes before each run file's link (a document outside the repository root)."""
+    plan = run_kinds.SHIPPED_PLAN
+    (meta0, data0, _), (meta1, data1, _) = hist[0], hist[-1]
+    first, last = _routes(data0), _routes(data1)
+    wide0, wide1 = _wide(data0, "baseline", plan), _wide(data1, "baseline", plan)
+    sol0, sol1 = _sol(data0, "baseline", plan), _sol(data1, "baseline", plan)
+    rows = []
+    for name in data1.workload.load_order:
+        w0, w1 = wide0[wide0["load"] == name], wide1[wide1["load"] == name]
+        changed = []
+        for shape, family in zip(w1["shape"], w1["family"]):
+            if shape not in first.index or first.at[shape, "method"] != last.at[shape, "method"]:
+                was = f"{first.at[shape, 'candidate_us']:.2f}" if shape in first.index else "–"
+                changed.append(f"{family} `{last.at[shape, 'method'].split(' ', 1)[0]}` {was} → "
+                               f"{last.at[shape, 'candidate_us']:.2f} ({link(since[shape].path, prefix)})")
+        rows.append([name, f"{w1['baseline_us'].sum():.2f}", _pct(sol1["sol_baseline"].get(name)),
+                     f"{w0['candidate_us'].sum():.2f}", _pct(sol0["sol_candidate"].get(name)),
+                     f"{w1['candidate_us'].sum():.2f}", _pct(sol1["sol_candidate"].get(name)),
+                     "; ".join(changed) or "–"])
+    return [f"Per load (measured µs summed over its shapes; SOL derived): `baseline` in the newest sweep "
+            f"({link(meta1.path, prefix)}), `{plan}` in the oldest ({link(meta0.path, prefix)}) and the newest, and "
+            "the routes that changed in between, each with its µs then → now and the sweep from which it has run "
+            "there unchanged:", "",
+            *_table(["load", "baseline Σ µs", "baseline SOL", f"{plan} then Σ µs", "SOL then", f"{plan} now Σ µs",
+                     "SOL now", "routes changed: µs then → now (since)"], rows)]
+
+
+def per_load_block(runs_dir=RUNS_DIR, prefix: str = "../") -> str:
+    """The per-load table of the default workload's shipped plan (the one in RESULTS.md), for a document one folder
+    below the repository root (kernels/README.md): run files linked through `prefix`."""
+    index = index_runs(runs_dir)
+    name = default_workload().name
+    sweeps = [r for r in index if r.kind == runs.SWEEP and r.workload == name and r.candidates and r.scored]
+    hist = _plan_history(sweeps, Loaded())
+    if len(hist) < 2:
+        return ""
+    return "\n".join(_per_load_table(hist, _route_since(hist), prefix)).rstrip() + "\n"
+
+
+BLOCK_BEGIN = "<!-- per-load table: generated by `python -m dashboard results --readme kernels/README.md`; do not edit -->"
+BLOCK_END = "<!-- end of the generated per-load table -->"
+
+
+def splice(text: str, block: str, where: str) -> str:
+    """`text` with what lies between BLOCK_BEGIN and BLOCK_END replaced by `block`; ValueError naming `where` when
+    the markers are not there once each, in that order."""
+    begin, end = text.find(BLOCK_BEGIN), text.find(BLOCK_END)
+    if text.count(BLOCK_BEGIN) != 1 or text.count(BLOCK_END) != 1 or end < begin:
+        raise ValueError(f"{where}: needs the lines {BLOCK_BEGIN!r} and {BLOCK_END!r} once each, in that order")
+    return text[:begin + len(BLOCK_BEGIN)] + "\n" + block + ("\n" if block else "") + text[end:]
 
 
 def _nearby_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:

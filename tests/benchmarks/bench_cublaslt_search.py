@@ -35,7 +35,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default=DEFAULT_SHAPES, help="MxNxK,... (y[M,N] = x[M,K] @ w[N,K]^T, BF16)")
     ap.add_argument("--out", default="", help="write every timed config and the finals as JSON here")
+    ap.add_argument("--show", metavar="FILE", help="print the per-shape summary of a written search file (no GPU)")
     args = ap.parse_args()
+    if args.show:
+        return show(args.show)
 
     import numpy as np
     import torch
@@ -166,6 +169,34 @@ def main() -> int:
         cfg = " ".join(f"{k}={ident[k]}" for k in ("tile_id", "split_k", "reduction", "custom", "cluster_shape_id",
                                                    "stages_id", "swizzle") if k in ident)
         print(f"{shp:>14} {name:<16} {us:7.2f} {ratio:18.3f}  {cfg}")
+    return 0
+
+
+IDENT_KEYS = ("tile_id", "split_k", "reduction", "custom", "cluster_shape_id")
+
+
+def show(path) -> int:
+    """Per shape of a search file: torch_linear, the fastest heuristic config, the fastest found one (medians of the
+    finals, measured) and the found one's paired ratio over the heuristic's (derived), with its identity."""
+    try:
+        report = json.loads(Path(path).read_text())
+        shapes = report["shapes"]
+        print(f"{path}: cuBLASLt {report['cublaslt_version']} on {report['gpu']} (finals: cold, paired, measured)")
+        print(f"{'M':>5} {'N':>5} {'K':>5} {'torch_linear':>12} {'heuristic':>16} {'found':>16} {'found/heur':>10}"
+              f"  {'configs timed':>13}  found identity")
+        for shape in shapes:
+            finals = shape["finals"]
+            base = next(f for f in finals if f["name"] == "torch_linear")
+            heur = min((f for f in finals if f["name"].startswith("heuristic")), key=lambda f: f["median_us"])
+            found = min((f for f in finals if f["name"].startswith("found")), key=lambda f: f["median_us"])
+            timed = sum(o["timed"] for o in shape["orients"].values())
+            ident = " ".join(f"{k.split('_')[0]} {found['config'][k]}" for k in IDENT_KEYS)
+            print(f"{shape['M']:>5} {shape['N']:>5} {shape['K']:>5} {base['median_us']:>12.2f} "
+                  f"{heur['name'].split()[1]:>5} {heur['median_us']:>10.2f} {found['name'].split()[1]:>5} "
+                  f"{found['median_us']:>10.2f} {found['ratio_vs_best_heuristic']:>10.3f}  {timed:>13}  {ident}")
+    except (OSError, ValueError, KeyError, TypeError, StopIteration) as exc:
+        print(f"error: {path}: not a search file this script wrote ({type(exc).__name__}: {exc})")
+        return 2
     return 0
 
 

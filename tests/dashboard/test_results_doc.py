@@ -131,3 +131,61 @@ def test_the_shipped_plan_over_time_shows_each_commits_newest_sweep_and_when_a_r
     assert "`torch_linear`" not in qkv.split("|")[4] and "`gemv_new`" in qkv and two_b.name in qkv.split("|")[7]
     o = next(line for line in lines if line.startswith("| decode 1/o |"))
     assert one.name in o.split("|")[7]                     # unchanged since the oldest sweep
+
+
+def test_committed_kernels_readme_holds_the_current_per_load_table():
+    readme = (ROOT / "kernels" / "README.md").read_text()
+    assert readme == results_doc.splice(readme, results_doc.per_load_block(), "kernels/README.md"), \
+        "kernels/README.md's per-load table is stale: `python -m dashboard results --readme kernels/README.md`"
+    assert "| verify 32 |" in readme.split(results_doc.BLOCK_BEGIN, 1)[1]
+
+
+def _per_load(text: str) -> dict[str, list[str]]:
+    """The per-load table's rows by load name, cells stripped (the table after the 'Per load (measured' line)."""
+    table = text[text.index("Per load (measured"):].split("\n\n")[1].splitlines()[2:]
+    return {cells[0]: cells for cells in ([c.strip() for c in row.strip("|").split("|")] for row in table)}
+
+
+def test_the_per_load_table_sums_each_loads_times_and_names_the_route_that_changed(tmp_path):
+    one = _write(tmp_path, "2026-11-30_synthetic_one.json", "2026-11-30T10:00:00Z", "a" * 40, _as_shipped())
+    two = _write(tmp_path, "2026-12-01_synthetic_two.json", "2026-12-01T10:00:00Z", "b" * 40,
+                 _as_shipped("gemv_new"))
+    block = results_doc.per_load_block(tmp_path)
+    rows = _per_load(block)
+    data = runs.load_run_data(two)
+    table = runs.shape_table(data)
+    decode1 = table[(table["load"] == "decode 1")]
+    assert rows["decode 1"][1] == f"{decode1[decode1['candidate'] == 'baseline']['median_us'].sum():.2f}"
+    assert rows["decode 1"][5] == f"{decode1[decode1['candidate'] == 'best']['median_us'].sum():.2f}"
+    # the one route that changed, at decode 1/qkv_gate, with the sweep that brought it in; no other load names one
+    assert "qkv_gate `gemv_new`" in rows["decode 1"][7] and f"../datasets/runs/{two.name}" in rows["decode 1"][7]
+    assert all(cells[7] == "–" for load, cells in rows.items() if load != "decode 1")
+    assert f"../datasets/runs/{one.name}" in block                   # the oldest sweep is linked as "then"
+    assert _per_load(results_doc.build(tmp_path)) == {k: [c.replace("../", "") for c in v] for k, v in rows.items()}
+
+
+def test_readme_flag_rewrites_only_the_block_and_refuses_a_file_without_markers(tmp_path, capsys):
+    _write(tmp_path, "2026-11-30_synthetic_one.json", "2026-11-30T10:00:00Z", "a" * 40, _as_shipped())
+    _write(tmp_path, "2026-12-01_synthetic_two.json", "2026-12-01T10:00:00Z", "b" * 40, _as_shipped("gemv_new"))
+    folder = ROOT / "artifacts" / "test_readme_flag"
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = folder / "README.md"
+    try:
+        doc.write_text(f"# head\n\n{results_doc.BLOCK_BEGIN}\nold table\n{results_doc.BLOCK_END}\n\ntail\n")
+        assert main(["results", "--runs", str(tmp_path), "--readme", str(doc)]) == 0
+        text = doc.read_text()
+        assert text.startswith("# head\n\n") and text.endswith(f"{results_doc.BLOCK_END}\n\ntail\n")
+        assert "old table" not in text and results_doc.per_load_block(tmp_path) in text
+        doc.write_text("# no markers\n")
+        capsys.readouterr()
+        assert main(["results", "--runs", str(tmp_path), "--readme", str(doc)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(doc) in err and "needs the lines" in err
+        assert doc.read_text() == "# no markers\n"                # nothing written
+    finally:
+        doc.unlink(missing_ok=True)
+        folder.rmdir()
+    outside = tmp_path / "README.md"
+    outside.write_text(f"{results_doc.BLOCK_BEGIN}\n{results_doc.BLOCK_END}\n")
+    assert main(["results", "--runs", str(tmp_path), "--readme", str(outside)]) == 2
+    assert "not a file inside the project" in capsys.readouterr().err
