@@ -2,6 +2,7 @@
 is than the best one its heuristic lists, per shape and orientation.
 
     python3 tests/benchmarks/bench_cublaslt_search.py [--shapes 128x2304x8192,256x4096x8192] [--out search.json]
+    python3 tests/benchmarks/bench_cublaslt_search.py --show datasets/cublaslt_search/<file>.json   # its summary
 
 Space: every configuration of the heuristic's algorithms that cuBLASLt accepts one attribute away
 (kernels/launch/cublaslt.py `Problem.neighbours`: split-K count and reduction scheme, cluster shape, tile, stages,
