@@ -133,6 +133,39 @@ def capture_graph(fn: Callable[[], Any], device, warmup_calls: int = 3, calls: i
         return _capture_graph(fn, device, warmup_calls, calls)
 
 
+# Every capture runs on a stream no candidate can be handed. torch's streams come from a pool of 32 per priority
+# and device, handed out round-robin, and torch.cuda.graph's default capture stream is one of them: a candidate
+# that queues its work on a torch.cuda.Stream() of its own without joining it back was captured into the graph (and
+# passed the contract) whenever the pool handed it that very stream -- one GPU test run in 32-odd. A stream
+# created through the CUDA driver is outside the pool, so work on any pooled stream is never part of a capture.
+_CAPTURE_STREAMS: dict = {}
+CU_STREAM_NON_BLOCKING = 1
+
+
+def capture_stream(device):
+    """The stream every capture in this process runs on, for `device`: created once through the driver
+    (cuStreamCreate, non-blocking), so no torch.cuda.Stream() ever equals it; torch's default capture stream where
+    the driver library cannot be loaded."""
+    torch = _torch()
+    device = torch.device(device)
+    index = torch.cuda.current_device() if device.index is None else device.index
+    if index not in _CAPTURE_STREAMS:
+        stream = None
+        try:
+            driver = ctypes.CDLL("libcuda.so.1")
+            driver.cuStreamCreate.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint]
+            driver.cuStreamCreate.restype = ctypes.c_int
+            with torch.cuda.device(index):
+                torch.cuda.synchronize()   # a runtime call: the device's primary context is current on this thread
+                raw = ctypes.c_void_p()
+                if driver.cuStreamCreate(ctypes.byref(raw), CU_STREAM_NON_BLOCKING) == 0 and raw.value:
+                    stream = torch.cuda.ExternalStream(raw.value, device=torch.device("cuda", index))
+        except (OSError, AttributeError):
+            stream = None
+        _CAPTURE_STREAMS[index] = stream
+    return _CAPTURE_STREAMS[index]
+
+
 def _capture_graph(fn: Callable[[], Any], device, warmup_calls: int, calls: int) -> GraphHandle:
     torch = _torch()
     device = torch.device(device)
@@ -147,7 +180,7 @@ def _capture_graph(fn: Callable[[], Any], device, warmup_calls: int, calls: int)
     graph = torch.cuda.CUDAGraph()
     pool = torch.cuda.graph_pool_handle()   # the graph's own pool, named here so a failed capture can give it back
     try:
-        with torch.cuda.graph(graph, pool=pool):
+        with torch.cuda.graph(graph, pool=pool, stream=capture_stream(device)):
             out = fn()
     except BaseException:
         try:

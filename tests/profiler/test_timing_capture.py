@@ -63,3 +63,60 @@ def test_gpu_memory_is_given_back_after_a_capture_a_host_sync_invalidated():
         del handle
         torch.cuda.empty_cache()
     assert torch.cuda.memory_reserved() <= before + (64 << 20), (before, torch.cuda.memory_reserved())
+
+
+@pytest.mark.gpu
+def test_no_torch_stream_is_the_capture_stream():
+    """torch hands its streams out round-robin from pools of 32 per priority: two whole turns of both pools never
+    give the stream captures run on, so a candidate's own stream is never silently part of a capture."""
+    capture = timing.capture_stream("cuda")
+    assert capture is not None, "the driver library did not load on this GPU host"
+    pooled = [torch.cuda.Stream(priority=p) for p in (0, -1) for _ in range(70)]
+    pooled.append(torch.cuda.graphs.graph.default_capture_stream or torch.cuda.Stream())
+    assert all(s.cuda_stream != capture.cuda_stream for s in pooled)
+    assert timing.capture_stream("cuda") is capture                 # one per device and process
+    handle = timing.capture_graph(lambda: torch.full((4,), 3.0, device="cuda") * 2, "cuda", warmup_calls=1)
+    handle.replay()
+    torch.cuda.synchronize()
+    assert handle.output.tolist() == [6.0] * 4
+
+
+class _OnTorchsCaptureStream:
+    """A candidate queuing its work, unjoined, on the very stream torch.cuda.graph captures on by default: the case
+    the stream pool's round-robin produced by chance (a known-wrong candidate then passed one GPU test run)."""
+
+    name = "on_torchs_capture_stream"
+
+    def prepare(self, family, weight):
+        return {"w": weight}
+
+    def describe(self, family, M):
+        return self.name
+
+    def run(self, state, family, x):
+        from torch.cuda import graphs
+
+        if graphs.graph.default_capture_stream is None:
+            graphs.graph.default_capture_stream = torch.cuda.Stream()
+        side = graphs.graph.default_capture_stream
+        main = torch.cuda.current_stream()
+        capturing = torch.cuda.is_current_stream_capturing()
+        if not capturing:
+            side.wait_stream(main)
+        with torch.cuda.stream(side):
+            y = torch.nn.functional.linear(x, state["w"])
+        if not capturing:
+            main.wait_stream(side)
+            y.record_stream(main)
+        return y
+
+
+@pytest.mark.gpu
+def test_work_on_torchs_default_capture_stream_is_not_captured():
+    from profiler.check import contract as C
+
+    shape = dict(load="test", family="qkv_gate", M=16, N=64, K=256, x_dtype="bfloat16", w_dtype="bfloat16",
+                 y_dtype="bfloat16", rel_l2_tol=0.01)
+    c = C.check_candidate(_OnTorchsCaptureStream(), shape, "cuda", contract=C.default_contract())
+    assert not c.ok
+    assert "another stream" in " | ".join(c.reasons), c.reasons
