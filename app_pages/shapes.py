@@ -5,7 +5,7 @@ table is that workload's); a picker at the bottom lists any workload's shapes (d
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import eager, glossary, metrics, views
+from dashboard import eager, glossary, library_ceiling, metrics, views
 from datasets import list_workloads
 
 st.title("Shapes")
@@ -116,6 +116,32 @@ with st.expander("All columns (the whole method, M, N, K, intensity, both floors
         **{k: c for k, c in common.shape_ratio_columns(v).items() if k.startswith("ratio_")},
         "official_baseline_us": num("official baseline µs (published)", format="%.3f"),
         "official_036_us": num("official 036 µs (published)", format="%.3f"), **others})
+
+with st.expander("Library ceiling: what cuBLASLt does when asked well (its search benchmark, measured)"):
+    gpu = ((v.run or {}).get("environment") or {}).get("gpu") if v.kind == "run" else None
+    lib, lib_notes = library_ceiling.ceiling(library_ceiling.with_dtypes(wide, v.workload), gpu=gpu)
+    if len(lib):
+        lib = lib.merge(wide[["shape", "ratio"]].rename(columns={"ratio": "run_ratio"}), on="shape", how="left")
+        st.dataframe(lib, hide_index=True, width="stretch", placeholder="—", column_order=[
+            "shape", "M", "torch_linear_us", "heuristic_orient", "heuristic_us", "library_route", "library_us",
+            "ceiling_x", "over_heuristic", "run_ratio", "library_config", "source"], column_config={
+            "shape": st.column_config.TextColumn("shape", pinned=True),
+            "torch_linear_us": num("torch_linear µs", format="%.2f", help="F.linear's own pick (measured)"),
+            "heuristic_orient": st.column_config.TextColumn("heuristic orient"),
+            "heuristic_us": num("heuristic best µs", format="%.2f",
+                                help="the fastest configuration the heuristic lists, any orientation (measured)"),
+            "library_route": st.column_config.TextColumn("library best"),
+            "library_us": num("library best µs", format="%.2f", help="the fastest of everything re-measured"),
+            "ceiling_x": num("ceiling ×", format="%.3f", help="torch_linear ÷ library best (derived, one file)"),
+            "over_heuristic": num("found ÷ heuristic", format="%.3f",
+                                  help="paired ratio over the heuristic's fastest, as the benchmark recorded it"),
+            "run_ratio": num(f"this run: {v.candidate} ×", format="%.3f",
+                             help=f"{v.candidate} vs {v.baseline} in the run shown (derived; another session)"),
+            "library_config": st.column_config.TextColumn("identity", width="large"),
+            "source": st.column_config.TextColumn("search file")})
+    st.caption(library_ceiling.caption(lib) + (f" Only shapes of this run's GPU ({gpu})." if gpu else ""))
+    for line in lib_notes:
+        st.caption(line)
 
 st.subheader("Shapes of a workload")
 names = list_workloads()

@@ -17,7 +17,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from dashboard import compare, eager, figures, files, glossary, kernels, runs, scoring, sources, views, workloads
+from dashboard import (compare, eager, figures, files, glossary, kernels, library_ceiling, runs, scoring, sources,
+                       views, workloads)
 from dashboard import report_render as render
 
 SOURCE_WORDS = sources.PROVENANCE  # one definition of the provenance words, shared with the app and the CLI
@@ -218,6 +219,8 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
         figs.append(figures.ratio_bars(loads.assign(label=loads["load"]), f"{tag}; ratios derived"))
     tables["shapes"] = wide
     display["Per shape (compact; every column is in the CSV)"] = _shapes_display(wide)
+    lib, lib_notes = library_ceiling.ceiling(library_ceiling.with_dtypes(wide, workload),
+                                             gpu=env.get("gpu") if source == "measured" else None)
     host = eager.host_bound_text(wide, baseline, candidate)
     if eager.has_eager(table):
         summary["host_bound_results"] = int(wide["host_bound_baseline"].sum() + wide["host_bound_candidate"].sum())
@@ -230,6 +233,11 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
     if source == "measured" and not data.probes.empty:
         figs.append(figures.probe_curve(data.probes, None, "measured"))
     notes = [render.Note("Eager vs graph (measured)", host)] if host else []
+    if len(lib):
+        tables["library ceiling"] = lib
+        display["Library ceiling: cuBLASLt asked well (its search benchmark, measured; not this run)"] = \
+            _numbers(lib.drop(columns=["load", "family", "N", "K", "cublaslt_version"]))
+    notes.append(render.Note("Library ceiling", " ".join([library_ceiling.caption(lib), *lib_notes])))
     muse_only = workloads.official_only(workload)
     if source == "measured" and official is not None and muse_only is None:
         side = views.local_vs_official(table, official)
@@ -311,6 +319,15 @@ def _shape_report(data, baseline, candidate, workload, source, shape, include_be
                           "samples": cands.get("n_samples", "—"), "SOL": cands["sol"].map(_pct),
                           "correct": cands["correct"].map(lambda c: "yes" if bool(c) else "NO"),
                           "flags": cands["flags"]})
+    lib, _ = library_ceiling.ceiling(library_ceiling.with_dtypes(rows.head(1), workload),
+                                     gpu=data.run.get("environment", {}).get("gpu") if source == "measured" else None)
+    if len(lib):
+        c = lib.iloc[0]
+        summary.update({"library_ceiling_x": float(c["ceiling_x"]), "library_best_us": float(c["library_us"]),
+                        "library_torch_linear_us": float(c["torch_linear_us"]), "library_source": c["source"]})
+        facts.append(("Library ceiling (cuBLASLt search, measured; not this run)",
+                      f"torch_linear {c['torch_linear_us']:.2f} µs, the library's best {c['library_us']:.2f} µs "
+                      f"({c['library_route']}: {c['library_config']}) = {c['ceiling_x']:.3f}× ({c['source']})"))
     notes = [_terms_note(["provenance", "ratio", "ci", "floor", "sol", "flags", "verdicts"], workload)]
     return Report(f"projlab shape report — {label}: {shape}", slug(f"{label}_{shape}"), source, summary,
                   {"candidates": cands}, figs, main_table="candidates", facts=facts,

@@ -346,29 +346,21 @@ def enumerate_configs(M: int, N: int, K: int) -> tuple[dict, ...]:
 
 def searched(M: int, N: int, K: int, version: int, folder=None) -> list[dict]:
     """The configs the search benchmark found at (M, N, K) with this cuBLASLt version (its JSON outputs in
-    datasets/cublaslt_search, finals named 'found <orient>'), as configs, file and final order kept. A file that
-    cannot be read is left out with one warning naming it."""
-    import json
-    from pathlib import Path
-
-    from datasets.paths import CUBLASLT_SEARCH_DIR
+    datasets/cublaslt_search, read by datasets.lt_search; finals named 'found <orient>'), as configs, file and final
+    order kept. A file that cannot be read is left out with one warning naming it."""
+    from datasets.errors import DatasetError
+    from datasets.lt_search import read_search, search_files
 
     out = []
-    for path in sorted(Path(folder or CUBLASLT_SEARCH_DIR).glob("*.json")):
+    for path in search_files(folder):
         try:
-            report = json.loads(path.read_text())
-            if int(report["cublaslt_version"]) != int(version):
-                continue
-            for shape in report["shapes"]:
-                if (int(shape["M"]), int(shape["N"]), int(shape["K"])) != (M, N, K):
-                    continue
-                for final in shape["finals"]:
-                    kind, _, orient = str(final["name"]).partition(" ")
-                    if kind == "found" and orient in ORIENTS:
-                        out.append({"orient": orient, "M": int(M),
-                                    **{k: int(final["config"][k]) for k in IDENTITY_KEYS}})
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            warnings.warn(f"cublaslt: search file {path.name} left out: {type(exc).__name__}: {exc}", stacklevel=2)
+            report = read_search(path)
+            shape = report.shape(M, N, K) if report.cublaslt_version == int(version) else None
+            for final in shape.finals if shape is not None else ():
+                if final.kind == "found":
+                    out.append({"orient": final.orient, "M": int(M), **{k: final.config[k] for k in IDENTITY_KEYS}})
+        except (DatasetError, KeyError) as exc:
+            warnings.warn(f"cublaslt: search file {path.name} left out: {exc}", stacklevel=2)
     return out
 
 

@@ -347,3 +347,23 @@ def test_shapes_shows_eager_beside_graph_and_flags_host_bound_shapes(app, monkey
     at.sidebar.selectbox(key="source").set_value(app.RUN_A).run()
     assert "eager_candidate_us" not in list(at.dataframe[0].proto.column_order)
     assert any("records no eager" in c.value for c in at.caption)
+
+
+def test_shapes_shows_the_library_ceiling_from_the_search_files(app):
+    """The committed cuBLASLt search file (measured on the H200) beside the published table's shapes: one row per
+    BF16 shape it covers, the ceiling derived from its own two times; a run of another GPU leaves it out, saying so."""
+    from dashboard import library_ceiling
+    from datasets import load_workload
+
+    at = app.open_page("shapes")
+    assert not at.exception
+    lib = next(df.value for df in at.dataframe if "ceiling_x" in df.value)
+    want, _ = library_ceiling.ceiling(library_ceiling.with_dtypes(load_workload().shapes, load_workload()))
+    assert len(lib) == len(want) > 0 and set(lib["shape"]) == set(want["shape"])
+    assert "router" not in set(lib["family"])                       # FP32 weights: not what the search times
+    assert lib["ceiling_x"].to_numpy() == pytest.approx((lib["torch_linear_us"] / lib["library_us"]).to_numpy())
+    assert "cuBLASLt search benchmark" in app.text_of(at)
+    at = app.open_page("shapes", app.RUN_A)
+    assert not any("ceiling_x" in df.value for df in at.dataframe)
+    text = app.text_of(at)
+    assert "No cuBLASLt search covers these shapes" in text and "was measured on NVIDIA H200, not SYNTHETIC" in text

@@ -284,3 +284,19 @@ def test_a_report_for_another_workload_names_its_own_families_and_loads(tmp_path
     assert "**flags**" in terms and "less_accurate" in terms
     muse = report.build_from_path(RUN)
     assert "In muse_bf16_proj: five families" in muse.markdown().split("Terms", 1)[1]
+
+
+def test_reports_carry_the_library_ceiling_of_the_runs_gpu():
+    """A measured H200 run: the whole-run report has the cuBLASLt search's table (its own file named), a per-shape
+    report of a covered shape its ceiling as a fact and in the summary, an uncovered shape (the router) none."""
+    run = ROOT / "datasets" / "runs" / "2026-12-04_nvidia-h200_baseline-vs-best-lt-m32-b.json"
+    whole = report.build_from_path(run, candidate="best")
+    lib = whole.tables["library ceiling"]
+    assert "verify 32/pooler" in set(lib["shape"]) and "router" not in set(lib["family"])
+    assert set(lib["source"]) == {"2026-12-04_nvidia-h200_cublaslt-130100.json"}
+    one = report.build_from_path(run, candidate="best", shape="verify 32/pooler")
+    row = lib.set_index("shape").loc["verify 32/pooler"]
+    assert one.summary["library_ceiling_x"] == pytest.approx(row["torch_linear_us"] / row["library_us"])
+    assert any(label.startswith("Library ceiling") for label, _ in one.facts)
+    router = report.build_from_path(run, candidate="best", shape="verify 32/router")
+    assert "library_ceiling_x" not in router.summary

@@ -131,7 +131,7 @@ def test_searched_reads_found_finals_of_this_library_and_shape(tmp_path):
     (tmp_path / "a.json").write_text(json.dumps(report))
     (tmp_path / "b.json").write_text(json.dumps(dict(report, cublaslt_version=120000)))   # another library
     (tmp_path / "c.json").write_text("{not json")
-    with pytest.warns(UserWarning, match=r"search file c.json left out: JSONDecodeError"):
+    with pytest.warns(UserWarning, match=r"search file c.json left out: c.json: file, field 'file': not JSON"):
         got = searched(256, 4096, 8192, 130100, folder=tmp_path)
     assert got == [{"orient": "kn", "M": 256, **dict(BASE, tile_id=17)},
                    {"orient": "swap", "M": 256, **dict(BASE, custom=3)}]
