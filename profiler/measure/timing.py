@@ -136,7 +136,8 @@ def capture_graph(fn: Callable[[], Any], device, warmup_calls: int = 3, calls: i
 # Every capture runs on a stream no candidate can be handed. torch's streams come from a pool of 32 per priority
 # and device, handed out round-robin, and torch.cuda.graph's default capture stream is one of them: a candidate
 # that queues its work on a torch.cuda.Stream() of its own without joining it back was captured into the graph (and
-# passed the contract) whenever the pool handed it that very stream -- one GPU test run in 32-odd. A stream
+# passed the contract) whenever the pool handed it that very stream (one stream in 32; it happened in a whole GPU
+# test run on the H200: the known-wrong side_stream candidate passed at one shape). A stream
 # created through the CUDA driver is outside the pool, so work on any pooled stream is never part of a capture.
 _CAPTURE_STREAMS: dict = {}
 CU_STREAM_NON_BLOCKING = 1
