@@ -3,8 +3,8 @@
 # Run from the repo root on the GPU host:
 #     OUT=/some/dir TAG=after-redesign PROJLAB_GIT_SHA=<commit> STAGES="tune sweeps" bash profiler/h200_session.sh
 # PROJLAB_GIT_SHA: the device copy has no .git, so run files record the commit they were given. TAG suffixes
-# every run name (never reused: runs are never overwritten). Everything lands in $OUT and is copied into
-# datasets/runs by hand, never edited. Each step has its own time limit so one failure cannot eat the others'.
+# every run name (never reused: runs are never overwritten). Everything lands in $OUT (run files over 256 KB
+# gzipped at the end) and is copied into datasets/runs by hand, never edited. Each step has its own time limit so one failure cannot eat the others'.
 # Stages (run in the order given):
 #   tune     re-tune the best plan (TUNE_FAMILIES, default all; TUNE_M: only those M, the rest kept; TUNE_METHODS: only
 #            those methods, the baseline always in) -> $OUT/best.json
@@ -113,4 +113,9 @@ llama)
     --label explain-$W$T --out "${P}_explain-$W$T.json" 2>&1 | clean | tail -n 12 ;;
 *) step "unknown stage $stage" ;;
 esac; done
+# Run files over 256 KB (sweeps with every sample, tunes, screens) are kept gzipped (`gzip -n -9`: the same bytes
+# compressed, 5-6x smaller; every reader takes both), the form they are committed in.
+for f in "$P"_*.json; do
+  if [ -f "$f" ] && [ "$(stat -c %s "$f")" -gt 262144 ]; then gzip -n -9 "$f"; fi
+done
 step done; ls -la "$OUT" | tee -a "$LOG"
