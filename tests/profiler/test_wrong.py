@@ -30,7 +30,10 @@ def _shapes_for(cls):
 
 def _rejected(cls, shape, device) -> str:
     """Check one known-wrong candidate; it must fail with its expected reason. Returns the joined reasons."""
-    c = C.check_candidate(cls(), shape, device, contract=CONTRACT)
+    # ProbeStatsInt8 sits just inside the dense tolerance (0.7-0.9 % at one row): a fixed salt keeps the pair rule
+    # the one that names it (see the test below); every other candidate is checked on salted inputs as a run is.
+    salt = 0 if cls is wrong.ProbeStatsInt8 else None
+    c = C.check_candidate(cls(), shape, device, contract=CONTRACT, salt=salt)
     assert not c.ok, f"{cls.name} passed the contract on {device}"
     text = " | ".join(c.reasons)
     if cls.expect:
@@ -73,10 +76,12 @@ def test_one_hot_int8_passes_the_one_hot_rows_and_fails_the_new_probe_rows():
 
 def test_probe_stats_int8_is_inside_the_dense_tolerance_and_rejected_by_the_pair_rule_only():
     """Every probe row exact and the whole output inside 1 %: the pair rule is the one that rejects it, in the
-    first eager call where the input holds a pair, and at M=1 in the partner calls."""
+    first eager call where the input holds a pair, and at M=1 in the partner calls. The inputs' salt is fixed: at
+    M=1 a partner call's rel-L2 is one row's, about 0.7-0.9 % for this candidate, and with a salt drawn from the OS
+    one CI run saw 1.06 % there, where the dense rule then named it first."""
     for M, first in ((16, "eager call 1 (fresh input): paired-row probe"),
                      (1, "eager call 4 (partner calls): paired-row probe")):
-        c = C.check_candidate(wrong.ProbeStatsInt8(), dict(BF16, M=M), "cpu", contract=CONTRACT)
+        c = C.check_candidate(wrong.ProbeStatsInt8(), dict(BF16, M=M), "cpu", contract=CONTRACT, salt=0)
         assert not c.ok and c.rel_l2 < 0.01 and c.reasons[0].startswith(first), c.reasons
         assert not any("sparse probe" in r or "rel-L2" in r for r in c.reasons), c.reasons
 
