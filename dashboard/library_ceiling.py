@@ -57,11 +57,10 @@ def ceiling(shapes: pd.DataFrame, gpu: str | None = None, folder=None) -> tuple[
     for s in shapes.itertuples(index=False):
         if tuple(getattr(s, c, "bfloat16") for c in ("x_dtype", "w_dtype", "y_dtype")) != bf16:
             continue
-        hit = next(((f, f.shape(int(s.M), int(s.N), int(s.K))) for f in files
-                    if f.shape(int(s.M), int(s.N), int(s.K)) is not None), None)
-        if hit is None:
+        covering = ((f, f.shape(int(s.M), int(s.N), int(s.K))) for f in files)
+        report, shape = next(((f, hit) for f, hit in covering if hit is not None), (None, None))
+        if shape is None:
             continue
-        report, shape = hit
         base, heur = shape.best("torch_linear"), shape.best("heuristic")
         best = min(shape.finals, key=lambda f: f.median_us)
         rows.append({"shape": shape_key(s.load, s.family, s.M), "load": s.load, "family": s.family, "M": int(s.M),
