@@ -1,6 +1,6 @@
 """Methods that run a library's own algorithms or a native CUDA C++ kernel: `cublaslt` (cuBLASLt's per-shape
 algorithm list, chosen by identity), `cluster_splitk` (split-K reduced through cluster shared memory) and
-`cluster_wgmma` (TMA + wgmma, the token tile multicast across a cluster).
+`cluster_wgmma` (TMA + wgmma, the token tile multicast across a cluster) and its router twin `router_hilo_wgmma`.
 
 Torch-free: implementations are named by "module:attr" strings and imported on first use. Both need a GPU host
 (the libcublasLt torch loads, for cublaslt; nvcc or a cached build for the CUDA C++ kernels); their guards
@@ -189,32 +189,38 @@ def wgmma_token_range(BT: int) -> tuple[int, int]:
     return BT // 2 + 1, 2 * BT
 
 
-def wgmma_guard(M, N, K, config):
+def _wgmma_reason(name: str, compiled, atoms, M: int, rows: int, rows_name: str, K: int, config) -> str | None:
+    """Why the cluster kernel cannot run `config` at M tokens, `rows` weight rows (named `rows_name` in the
+    message) and K, or None."""
     mi, nwg, bt, cn, ck, stages, ka = (config[k] for k in ("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"))
-    if (mi, nwg, bt) not in WGMMA_COMPILED:
-        return f"cluster_wgmma has no compiled instance MI={mi} NWG={nwg} BT={bt}"
-    if ka not in WGMMA_ATOMS:
-        return f"cluster_wgmma holds {', '.join(map(str, WGMMA_ATOMS))} K atoms per ring stage, not KA={ka}"
+    if (mi, nwg, bt) not in compiled:
+        return f"{name} has no compiled instance MI={mi} NWG={nwg} BT={bt}"
+    if ka not in atoms:
+        return f"{name} holds {', '.join(map(str, atoms))} K atoms per ring stage, not KA={ka}"
     low, high = wgmma_token_range(bt)
     if not low <= M <= high:
-        return f"cluster_wgmma: BT={bt} serves M from {low} to {high}, not M={M}"
+        return f"{name}: BT={bt} serves M from {low} to {high}, not M={M}"
     bw = 64 * mi * nwg
-    if N % (bw * cn):
-        return f"cluster_wgmma needs N % (BW * CN) == 0 (BW={bw}, CN={cn}, N={N})"
+    if rows % (bw * cn):
+        return f"{name} needs {rows_name} % (BW * CN) == 0 (BW={bw}, CN={cn}, {rows_name}={rows})"
     if K % (WGMMA_BK * ka) or K // (WGMMA_BK * ka) < ck:
-        return (f"cluster_wgmma needs K % (64 * KA) == 0 and K / (64 * KA) >= CK: whole stages of KA 64-wide atoms "
+        return (f"{name} needs K % (64 * KA) == 0 and K / (64 * KA) >= CK: whole stages of KA 64-wide atoms "
                 f"for each of the CK ranks (K={K}, KA={ka}, CK={ck})")
     if bt % (8 * cn):
-        return f"cluster_wgmma multicasts BT / CN token rows per CTA, a multiple of 8 (BT={bt}, CN={cn})"
+        return f"{name} multicasts BT / CN token rows per CTA, a multiple of 8 (BT={bt}, CN={cn})"
     if cn * ck > WGMMA_CLUSTER_MAX:
-        return f"cluster_wgmma: a cluster holds at most {WGMMA_CLUSTER_MAX} CTAs (CN * CK = {cn * ck})"
+        return f"{name}: a cluster holds at most {WGMMA_CLUSTER_MAX} CTAs (CN * CK = {cn * ck})"
     if not 2 <= stages <= WGMMA_MAX_STAGES:
-        return f"cluster_wgmma needs 2 <= STAGES <= {WGMMA_MAX_STAGES} (STAGES={stages})"
+        return f"{name} needs 2 <= STAGES <= {WGMMA_MAX_STAGES} (STAGES={stages})"
     smem = wgmma_smem_bytes(mi, nwg, bt, stages, ka)
     if smem > WGMMA_SMEM_BYTES:
-        return (f"cluster_wgmma needs {smem} bytes of shared memory at STAGES={stages} KA={ka} (the limit is "
+        return (f"{name} needs {smem} bytes of shared memory at STAGES={stages} KA={ka} (the limit is "
                 f"{WGMMA_SMEM_BYTES})")
     return None
+
+
+def wgmma_guard(M, N, K, config):
+    return _wgmma_reason("cluster_wgmma", WGMMA_COMPILED, WGMMA_ATOMS, M, N, "N", K, config)
 
 
 # Deep rings: the token tiles of at most 64 leave room for more than 8 stages (up to 22 at BT=16). Without its MMAs
@@ -253,6 +259,33 @@ WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"),
                                 for ka in WGMMA_ATOMS[1:] for mi, nwg, bt in WGMMA_FILL_INSTANCES
                                 if wgmma_smem_bytes(mi, nwg, bt, 2, ka) <= WGMMA_SMEM_BYTES // 2 - 1024
                                 for ck in WGMMA_FILL_CK])
+
+# ------------------------------------------------------------------------------------------ router_hilo_wgmma
+
+# cluster_wgmma's kernel for the router (BF16 x, FP32 weights and y): the FP32 weights split at prepare into
+# H = bf16(W) and L = bf16(W - H) on interleaved weight rows (2N of them: row 2j = H[j], row 2j+1 = L[j]), both
+# products in the one FP32 accumulator tile, each (H, L) row pair added in the epilogue's DSMEM sum: FP32 y [M, N].
+# The whole K of an output tile is summed inside one cluster (no atomics, no zero-fill launch), so the grid is
+# (2N / BW) x CK x ceil(M / BT) CTAs in clusters of CN x CK; the router's N = 256 gives 8 weight tiles of 64 rows
+# or 4 of 128, and 112-128 CTAs need clusters of 7-16 along K. Instances (kernels/cuda/cluster_wgmma.cu
+# PROJLAB_WGMMA_HILO_CASES; a test checks the two agree) for token tiles of 32-256, one or two atoms a stage.
+WGMMA_HILO_COMPILED = ((1, 1, 32), (1, 1, 64), (1, 1, 128), (1, 1, 256), (1, 2, 64), (1, 2, 128))
+WGMMA_HILO_ATOMS = (1, 2)
+# (CN, CK): K split 4-16 ways, and the token tile multicast over two weight tiles at K splits of 4-8.
+ROUTER_WGMMA_CLUSTERS = ((1, 4), (1, 7), (1, 8), (1, 14), (1, 16), (2, 4), (2, 7), (2, 8))
+
+
+def router_wgmma_guard(M, N, K, config):
+    return _wgmma_reason("router_hilo_wgmma", WGMMA_HILO_COMPILED, WGMMA_HILO_ATOMS, M, 2 * N, "2N", K, config)
+
+
+# One atom a stage, and two where one atom's boxes hold less than 16 KB (64 weight rows + 32 tokens: 12 KB; a TMA
+# ring streams stages per second, not bytes, docs/kernels/cluster_wgmma.md); the most stages that fit, at most 8.
+ROUTER_WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"),
+                                    [(mi, nwg, bt, cn, ck, wgmma_max_stages(mi, nwg, bt, KA=ka), ka)
+                                     for mi, nwg, bt in WGMMA_HILO_COMPILED
+                                     for ka in WGMMA_HILO_ATOMS if ka == 1 or (64 * mi * nwg + bt) * 128 < 16384
+                                     for cn, ck in ROUTER_WGMMA_CLUSTERS if bt % (8 * cn) == 0])
 
 # ------------------------------------------------------------------------------------------ streamk_wgmma
 
@@ -381,6 +414,20 @@ LIBRARY_METHODS: tuple[Method, ...] = (
                 "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1))},
         configs=STREAMK_WGMMA_CONFIGS,
         guard=streamk_wgmma_guard,
+    ),
+    Method(
+        name="router_hilo_wgmma",
+        dtypes=(BF16_X_FP32_W,),
+        impl="kernels.launch.cluster_wgmma:ROUTER_HILO_WGMMA",
+        description="cluster_wgmma's TMA + wgmma kernel with the FP32 weights split at prepare into H = bf16(W) "
+                    "and L = bf16(W - H) on interleaved weight rows, both products in one FP32 accumulator, the "
+                    "whole K split of an output tile and each (H, L) row pair summed through distributed shared "
+                    "memory in the same launch, FP32 y",
+        params={"MI": (1,), "NWG": (1, 2), "BT": (32, 64, 128, 256), "CN": (1, 2),
+                "CK": tuple(range(1, WGMMA_CLUSTER_MAX + 1)), "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1)),
+                "KA": WGMMA_HILO_ATOMS},
+        configs=ROUTER_WGMMA_CONFIGS,
+        guard=router_wgmma_guard,
     ),
     Method(
         name="router_hilo_cluster",

@@ -283,10 +283,13 @@ __device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.
 template <int NWG>
 struct Registers { static constexpr uint32_t producer = 40, consumer = 232; };
 
-template <int MI, int NWG, int BT, int KA>
+// HILO: the router's FP32 weights as two BF16 parts on interleaved weight rows (row 2j = bf16(W[j]), row 2j + 1 =
+// bf16(W[j] - bf16(W[j]))), N counting those rows; the epilogue adds each pair in FP32 and writes FP32 y [M, N/2].
+// Otherwise y is BF16 [M, N].
+template <int MI, int NWG, int BT, int KA, bool HILO>
 __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
     cluster_wgmma_kernel(const __grid_constant__ CUtensorMap wmap, const __grid_constant__ CUtensorMap xmap,
-                         __nv_bfloat16* __restrict__ y, int M, int N, int K, int CN, int CK, int stages) {
+                         void* __restrict__ y, int M, int N, int K, int CN, int CK, int stages) {
   using S = Shape<MI, NWG, BT>;
   extern __shared__ uint8_t smem_raw[];
   // The same aligned offset in every CTA of the cluster (multicast and the remote arrives address by offset).
@@ -380,9 +383,32 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
   }
   cluster.sync();   // every partial of the cluster is in shared memory
 
-  if (wg > 0) {
+  if (wg > 0 && HILO) {
+    // rank ck sums whole (hi, lo) row pairs [p0, p0 + pairs) of the tile over the CK peers, both rows of a pair
+    // into one FP32 sum: output column (w_row0 / 2 + pair) of y.
+    const int p0 = ck * (S::BW / 2) / CK, pairs = (ck + 1) * (S::BW / 2) / CK - p0;
+    const float* part = reinterpret_cast<const float*>(ring);
+    float* yf = static_cast<float*>(y);
+    const int t = threadIdx.x - 128, n_out = N / 2, j0 = w_row0 / 2;
+    for (int idx = t; idx < pairs * (BT / 4); idx += NWG * 128) {
+      const int pr = p0 + idx % pairs, c = (idx / pairs) * 4, r = 2 * pr;
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+      for (int p = 0; p < CK; ++p) {
+        const unsigned peer = static_cast<unsigned>(cn + p * CN);
+        const float4 h = *reinterpret_cast<const float4*>(cluster.map_shared_rank(part + r * S::PART_STRIDE + c, peer));
+        const float4 l =
+            *reinterpret_cast<const float4*>(cluster.map_shared_rank(part + (r + 1) * S::PART_STRIDE + c, peer));
+        sum.x += h.x + l.x; sum.y += h.y + l.y; sum.z += h.z + l.z; sum.w += h.w + l.w;
+      }
+      const float vals[4] = {sum.x, sum.y, sum.z, sum.w};
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (t0 + c + q < M) yf[static_cast<size_t>(t0 + c + q) * n_out + j0 + pr] = vals[q];
+    }
+  } else if (wg > 0) {
     const int row0 = ck * S::BW / CK, rows = (ck + 1) * S::BW / CK - row0;
     const float* part = reinterpret_cast<const float*>(ring);
+    __nv_bfloat16* yb = static_cast<__nv_bfloat16*>(y);
     const int t = threadIdx.x - 128;
     for (int idx = t; idx < rows * (BT / 4); idx += NWG * 128) {
       const int r = row0 + idx % rows, c = (idx / rows) * 4;
@@ -395,7 +421,7 @@ __global__ void __launch_bounds__(Shape<MI, NWG, BT>::THREADS, 1)
       const float vals[4] = {sum.x, sum.y, sum.z, sum.w};
 #pragma unroll
       for (int q = 0; q < 4; ++q)
-        if (t0 + c + q < M) y[static_cast<size_t>(t0 + c + q) * N + w_row0 + r] = __float2bfloat16(vals[q]);
+        if (t0 + c + q < M) yb[static_cast<size_t>(t0 + c + q) * N + w_row0 + r] = __float2bfloat16(vals[q]);
     }
   }
   cluster.sync();   // no CTA leaves while a peer still reads its shared memory
@@ -603,11 +629,11 @@ inline bool make_map(CUtensorMap* map, const void* base, int rows, int K, int bo
 }
 
 // The kernel's launch: its shared-memory opt-ins, grid, block and cluster shape (`attr` must outlive `cfg`).
-template <int MI, int NWG, int BT, int KA>
+template <int MI, int NWG, int BT, int KA, bool HILO>
 cudaError_t launch_config(int N, int M, int CN, int CK, int stages, cudaStream_t stream, cudaLaunchAttribute& attr,
                           cudaLaunchConfig_t& cfg) {
   using S = Shape<MI, NWG, BT>;
-  auto kernel = cluster_wgmma_kernel<MI, NWG, BT, KA>;
+  auto kernel = cluster_wgmma_kernel<MI, NWG, BT, KA, HILO>;
   const size_t smem = smem_bytes<MI, NWG, BT>(stages, KA);
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err == cudaSuccess && CN * CK > 8)
@@ -626,7 +652,7 @@ cudaError_t launch_config(int N, int M, int CN, int CK, int stages, cudaStream_t
   return err;
 }
 
-template <int MI, int NWG, int BT, int KA>
+template <int MI, int NWG, int BT, int KA, bool HILO>
 cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int K, int CN, int CK, int stages,
                        cudaStream_t stream) {
   using S = Shape<MI, NWG, BT>;
@@ -639,21 +665,22 @@ cudaError_t launch_one(const void* x, const void* w, void* y, int M, int N, int 
     return cudaErrorInvalidValue;
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg;
-  const cudaError_t err = launch_config<MI, NWG, BT, KA>(N, M, CN, CK, stages, stream, attr, cfg);
+  const cudaError_t err = launch_config<MI, NWG, BT, KA, HILO>(N, M, CN, CK, stages, stream, attr, cfg);
   if (err != cudaSuccess) return err;
-  return cudaLaunchKernelEx(&cfg, cluster_wgmma_kernel<MI, NWG, BT, KA>, wmap, xmap, static_cast<__nv_bfloat16*>(y),
-                            M, N, K, CN, CK, stages);
+  return cudaLaunchKernelEx(&cfg, cluster_wgmma_kernel<MI, NWG, BT, KA, HILO>, wmap, xmap, y, M, N, K, CN, CK,
+                            stages);
 }
 
 // How many clusters of this configuration the device holds at once (cudaOccupancyMaxActiveClusters; 0: none fits).
-template <int MI, int NWG, int BT, int KA>
+template <int MI, int NWG, int BT, int KA, bool HILO>
 int max_clusters_one(int N, int M, int CN, int CK, int stages) {
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg;
-  if (launch_config<MI, NWG, BT, KA>(N, M, CN, CK, stages, nullptr, attr, cfg) != cudaSuccess) return -1;
+  if (launch_config<MI, NWG, BT, KA, HILO>(N, M, CN, CK, stages, nullptr, attr, cfg) != cudaSuccess) return -1;
   int count = 0;
-  return cudaOccupancyMaxActiveClusters(&count, cluster_wgmma_kernel<MI, NWG, BT, KA>, &cfg) == cudaSuccess ? count
-                                                                                                          : -1;
+  return cudaOccupancyMaxActiveClusters(&count, cluster_wgmma_kernel<MI, NWG, BT, KA, HILO>, &cfg) == cudaSuccess
+             ? count
+             : -1;
 }
 
 // KA atoms per stage is a template argument of the kernel: one instance per (MI, NWG, BT, KA), KA = 4 only where two
@@ -666,19 +693,19 @@ constexpr bool fits_ka4() { return smem_bytes<MI, NWG, BT>(2, 4) <= 227 * 1024; 
 template <int MI, int NWG, int BT>
 cudaError_t launch_ka(const void* x, const void* w, void* y, int M, int N, int K, int CN, int CK, int stages, int ka,
                       cudaStream_t stream) {
-  if (ka == 1) return launch_one<MI, NWG, BT, 1>(x, w, y, M, N, K, CN, CK, stages, stream);
-  if (ka == 2) return launch_one<MI, NWG, BT, 2>(x, w, y, M, N, K, CN, CK, stages, stream);
+  if (ka == 1) return launch_one<MI, NWG, BT, 1, false>(x, w, y, M, N, K, CN, CK, stages, stream);
+  if (ka == 2) return launch_one<MI, NWG, BT, 2, false>(x, w, y, M, N, K, CN, CK, stages, stream);
   if constexpr (fits_ka4<MI, NWG, BT>())
-    if (ka == 4) return launch_one<MI, NWG, BT, 4>(x, w, y, M, N, K, CN, CK, stages, stream);
+    if (ka == 4) return launch_one<MI, NWG, BT, 4, false>(x, w, y, M, N, K, CN, CK, stages, stream);
   return cudaErrorInvalidValue;
 }
 
 template <int MI, int NWG, int BT>
 int max_clusters_ka(int N, int M, int CN, int CK, int stages, int ka) {
-  if (ka == 1) return max_clusters_one<MI, NWG, BT, 1>(N, M, CN, CK, stages);
-  if (ka == 2) return max_clusters_one<MI, NWG, BT, 2>(N, M, CN, CK, stages);
+  if (ka == 1) return max_clusters_one<MI, NWG, BT, 1, false>(N, M, CN, CK, stages);
+  if (ka == 2) return max_clusters_one<MI, NWG, BT, 2, false>(N, M, CN, CK, stages);
   if constexpr (fits_ka4<MI, NWG, BT>())
-    if (ka == 4) return max_clusters_one<MI, NWG, BT, 4>(N, M, CN, CK, stages);
+    if (ka == 4) return max_clusters_one<MI, NWG, BT, 4, false>(N, M, CN, CK, stages);
   return -1;
 }
 
@@ -738,6 +765,39 @@ inline int max_clusters(int N, int M, int MI, int NWG, int BT, int CN, int CK, i
 #define PROJLAB_CASE(mi, nwg, bt) \
   if (MI == mi && NWG == nwg && BT == bt) return max_clusters_ka<mi, nwg, bt>(N, M, CN, CK, stages, ka);
   PROJLAB_WGMMA_CASES(PROJLAB_CASE)
+#undef PROJLAB_CASE
+  return -1;
+}
+
+// The router's hi/lo instances (HILO: FP32 y from interleaved hi/lo weight rows), one or two atoms a stage;
+// kernels/methods_library.py WGMMA_HILO_COMPILED lists the same (a test checks).
+#define PROJLAB_WGMMA_HILO_CASES(X) \
+  X(1, 1, 32)                       \
+  X(1, 1, 64)                       \
+  X(1, 1, 128)                      \
+  X(1, 1, 256)                      \
+  X(1, 2, 64)                       \
+  X(1, 2, 128)
+
+inline cudaError_t launch_hilo(const void* x, const void* w, float* y, int M, int N, int K, int MI, int NWG, int BT,
+                               int CN, int CK, int stages, int ka, cudaStream_t stream) {
+#define PROJLAB_CASE(mi, nwg, bt)                                                                        \
+  if (MI == mi && NWG == nwg && BT == bt) {                                                             \
+    if (ka == 1) return launch_one<mi, nwg, bt, 1, true>(x, w, y, M, N, K, CN, CK, stages, stream);    \
+    if (ka == 2) return launch_one<mi, nwg, bt, 2, true>(x, w, y, M, N, K, CN, CK, stages, stream);    \
+  }
+  PROJLAB_WGMMA_HILO_CASES(PROJLAB_CASE)
+#undef PROJLAB_CASE
+  return cudaErrorInvalidValue;
+}
+
+inline int max_clusters_hilo(int N, int M, int MI, int NWG, int BT, int CN, int CK, int stages, int ka) {
+#define PROJLAB_CASE(mi, nwg, bt)                                                              \
+  if (MI == mi && NWG == nwg && BT == bt) {                                                   \
+    if (ka == 1) return max_clusters_one<mi, nwg, bt, 1, true>(N, M, CN, CK, stages);        \
+    if (ka == 2) return max_clusters_one<mi, nwg, bt, 2, true>(N, M, CN, CK, stages);        \
+  }
+  PROJLAB_WGMMA_HILO_CASES(PROJLAB_CASE)
 #undef PROJLAB_CASE
   return -1;
 }

@@ -2,7 +2,8 @@
 token tile multicast across the CN weight tiles of a thread-block cluster and the CK-way K split summed through
 distributed shared memory, in one launch with no global workspace (`cluster_wgmma`); the same pipeline on PER_SM
 CTAs per SM over equal runs of tile K blocks, split tiles summed by their last finisher through a self-zeroing
-FP32 workspace (`streamk_wgmma`).
+FP32 workspace (`streamk_wgmma`); the cluster kernel for the router's FP32 weights as hi/lo BF16 rows with FP32 y
+(`router_hilo_wgmma`).
 
 The weights are tile-packed at prepare (`pack`: each BW x 64 weight box one contiguous block); the launcher checks
 x and passes both to the extension, which encodes the two tensor maps per call. Built on first use by
@@ -15,7 +16,8 @@ from kernels.cuda.build import Extension, load_extension
 from kernels.launch import check_input
 from kernels.launch import impl
 from kernels.launch.cluster_splitk import unavailable_reason
-from kernels.methods_library import WGMMA_BK as BK, streamk_wgmma_guard, wgmma_guard, wgmma_token_range
+from kernels.methods_library import (WGMMA_BK as BK, router_wgmma_guard, streamk_wgmma_guard, wgmma_guard,
+                                     wgmma_token_range)
 
 EXTENSION = Extension(
     name="projlab_cluster_wgmma",
@@ -25,8 +27,13 @@ EXTENSION = Extension(
                  "int64_t cluster_wgmma_max_clusters(int64_t N, int64_t M, int64_t MI, int64_t NWG, int64_t BT, "
                  "int64_t CN, int64_t CK, int64_t stages, int64_t KA);\n"
                  "torch::Tensor streamk_wgmma(torch::Tensor x, torch::Tensor w, torch::Tensor ws, "
-                 "torch::Tensor counts, int64_t N, int64_t MI, int64_t NWG, int64_t BT, int64_t P, int64_t stages);",
-    functions=("cluster_wgmma", "cluster_wgmma_max_clusters", "streamk_wgmma"),
+                 "torch::Tensor counts, int64_t N, int64_t MI, int64_t NWG, int64_t BT, int64_t P, int64_t stages);\n"
+                 "torch::Tensor router_hilo_wgmma(torch::Tensor x, torch::Tensor w, int64_t N2, int64_t MI, "
+                 "int64_t NWG, int64_t BT, int64_t CN, int64_t CK, int64_t stages, int64_t KA);\n"
+                 "int64_t router_hilo_wgmma_max_clusters(int64_t N2, int64_t M, int64_t MI, int64_t NWG, int64_t BT, "
+                 "int64_t CN, int64_t CK, int64_t stages, int64_t KA);",
+    functions=("cluster_wgmma", "cluster_wgmma_max_clusters", "streamk_wgmma", "router_hilo_wgmma",
+               "router_hilo_wgmma_max_clusters"),
 )
 
 KEYS = ("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA")
@@ -94,6 +101,38 @@ def resident_clusters(state: dict, M: int) -> int:
 
 
 CLUSTER_WGMMA = impl(prepare, run)
+
+
+def prepare_router(weight, family: str, config: dict) -> dict:
+    """The router's FP32 weight [N, K] as the kernel's hi/lo rows: H = bf16(W), L = bf16(W - H) interleaved
+    (row 2j = H[j], row 2j+1 = L[j]; kernels/launch/router.py), tile-packed like cluster_wgmma's weights."""
+    import torch
+
+    from kernels.launch.router import interleave_rows, split_hilo
+
+    if weight.dtype != torch.float32 or weight.dim() != 2:
+        raise ValueError(f"router_hilo_wgmma: weight must be a float32 [N, K], got {weight.dtype} "
+                         f"{tuple(weight.shape)}")
+    N, K = (int(v) for v in weight.shape)
+    why = router_wgmma_guard(int(config["BT"]), N, K, config)
+    if why:
+        raise ValueError(why)
+    reason = unavailable_reason("router_hilo_wgmma")
+    if reason:
+        raise RuntimeError(reason)
+    module = load_extension(EXTENSION)
+    bw = 64 * int(config["MI"]) * int(config["NWG"])
+    hi, lo = split_hilo(weight.contiguous())
+    return {"w": pack(interleave_rows(hi, lo), bw), "N": 2 * N, "K": K, "family": family, "module": module,
+            "args": tuple(int(config[k]) for k in KEYS)}
+
+
+def run_router(state: dict, x):
+    x = _tokens("router_hilo_wgmma", state, x)
+    return state["module"].router_hilo_wgmma(x, state["w"], state["N"], *state["args"])
+
+
+ROUTER_HILO_WGMMA = impl(prepare_router, run_router)
 
 SK_KEYS = ("MI", "NWG", "BT")
 

@@ -9,9 +9,9 @@ import pytest
 
 from kernels.cuda import build
 from kernels.launch.cluster_wgmma import EXTENSION, pack, unpack
-from kernels.method import BF16
-from kernels.methods_library import (WGMMA_ATOMS, WGMMA_COMPILED, WGMMA_CONFIGS, WGMMA_FILL_CK,
-                                     WGMMA_FILL_INSTANCES, WGMMA_SMEM_BYTES,
+from kernels.method import BF16, BF16_X_FP32_W
+from kernels.methods_library import (ROUTER_WGMMA_CONFIGS, WGMMA_ATOMS, WGMMA_COMPILED, WGMMA_CONFIGS, WGMMA_FILL_CK,
+                                     WGMMA_FILL_INSTANCES, WGMMA_HILO_ATOMS, WGMMA_HILO_COMPILED, WGMMA_SMEM_BYTES,
                                      wgmma_max_stages, wgmma_smem_bytes)
 from kernels.registry import get_method
 
@@ -28,11 +28,22 @@ def _why(M, N, K, **kw):
     return get_method("cluster_wgmma").supports(BF16, M, N, K, _cfg(**kw))
 
 
+def _cases(macro: str) -> list[tuple[int, ...]]:
+    block = CU.read_text().split(f"#define {macro}(X)", 1)[1].split("\n\n", 1)[0]
+    return [tuple(int(v) for v in c) for c in re.findall(r"X\((\d+), (\d+), (\d+)\)", block)]
+
+
 def test_compiled_instances_match_the_registry():
-    block = CU.read_text().split("#define PROJLAB_WGMMA_CASES(X)", 1)[1].split("\n\n", 1)[0]
-    cases = [tuple(int(v) for v in c) for c in re.findall(r"X\((\d+), (\d+), (\d+)\)", block)]
+    cases = _cases("PROJLAB_WGMMA_CASES")
     assert sorted(cases) == sorted(WGMMA_COMPILED) and len(set(cases)) == len(cases)
     assert {(c["MI"], c["NWG"], c["BT"]) for c in WGMMA_CONFIGS} == set(WGMMA_COMPILED)
+    hilo = _cases("PROJLAB_WGMMA_HILO_CASES")
+    assert sorted(hilo) == sorted(WGMMA_HILO_COMPILED) and len(set(hilo)) == len(hilo)
+    assert {(c["MI"], c["NWG"], c["BT"]) for c in ROUTER_WGMMA_CONFIGS} == set(WGMMA_HILO_COMPILED)
+    # the hilo dispatchers instantiate exactly the atoms the registry offers
+    text = CU.read_text().split("#define PROJLAB_WGMMA_HILO_CASES(X)", 1)[1]
+    launch = text.split("inline cudaError_t launch_hilo", 1)[1].split("PROJLAB_WGMMA_HILO_CASES(PROJLAB_CASE)", 1)[0]
+    assert sorted(int(k) for k in re.findall(r"if \(ka == (\d)\) return launch_one", launch)) == list(WGMMA_HILO_ATOMS)
 
 
 def _two_per_sm(c) -> bool:
@@ -84,7 +95,7 @@ def test_smem_formula_is_the_kernels():
     # refused), and compiles KA = 4 where two such stages fit the registry's shared-memory limit
     text = CU.read_text()
     dispatch = text.split("cudaError_t launch_ka(", 1)[1].split("\n}\n", 1)[0]
-    assert sorted(int(v) for v in re.findall(r"if \(ka == (\d+)\) return launch_one<MI, NWG, BT, \1>", dispatch)) == \
+    assert sorted(int(v) for v in re.findall(r"if \(ka == (\d+)\) return launch_one<MI, NWG, BT, \1, false>", dispatch)) == \
         sorted(WGMMA_ATOMS)
     assert dispatch.rstrip().endswith("return cudaErrorInvalidValue;")
     assert f"smem_bytes<MI, NWG, BT>(2, 4) <= {WGMMA_SMEM_BYTES // 1024} * 1024" in text
@@ -167,3 +178,68 @@ def test_run_refuses_a_token_count_outside_the_configs_tile_range():
     for M in (64, 257):
         with pytest.raises(ValueError, match=rf"config BT=128 serves M from 65 to 256, got M={M}"):
             run(state, torch.zeros(M, 64, dtype=torch.bfloat16))
+
+
+# ------------------------------------------------------------------------------------------ router_hilo_wgmma
+
+ROUTER = (256, 8192)
+
+
+def _rwhy(M, N, K, **kw):
+    cfg = dict({"MI": 1, "NWG": 2, "BT": 128, "CN": 1, "CK": 14, "STAGES": 6, "KA": 1}, **kw)
+    return get_method("router_hilo_wgmma").supports(BF16_X_FP32_W, M, N, K, cfg)
+
+
+def test_router_guard_counts_the_hilo_weight_rows_and_names_each_refusal():
+    N, K = ROUTER
+    assert _rwhy(256, N, K) is None and _rwhy(65, N, K) is None
+    assert "router_hilo_wgmma has no compiled instance MI=1 NWG=2 BT=256" in _rwhy(256, N, K, BT=256)
+    assert "router_hilo_wgmma holds 1, 2 K atoms per ring stage, not KA=4" in _rwhy(256, N, K, KA=4)
+    assert "BT=128 serves M from 65 to 256, not M=300" in _rwhy(300, N, K)
+    # 2N = 512 hi/lo rows: four tiles of 128, two multicast pairs; N = 96 gives 192 rows, not whole tiles of 128
+    assert _rwhy(256, N, K, CN=2, CK=8) is None
+    assert "needs 2N % (BW * CN) == 0 (BW=128, CN=1, 2N=192)" in _rwhy(256, 96, K)
+    assert _rwhy(256, 96, K, NWG=1) is None                                   # three tiles of 64 rows
+    assert "at most 16 CTAs (CN * CK = 28)" in _rwhy(256, N, K, CN=2, CK=14)
+    assert "(K=8192, KA=1, CK=14)" not in (_rwhy(256, N, K) or "")
+    assert "(K=832, KA=1, CK=14)" in _rwhy(256, N, 832)                      # 13 atoms for 14 ranks
+
+
+def test_router_configs_fit_and_serve_the_routers_mid_m_shapes_only():
+    from datasets import load_workload
+
+    for c in ROUTER_WGMMA_CONFIGS:
+        assert wgmma_smem_bytes(c["MI"], c["NWG"], c["BT"], c["STAGES"], c["KA"]) <= WGMMA_SMEM_BYTES, c
+        assert c["STAGES"] == wgmma_max_stages(c["MI"], c["NWG"], c["BT"], KA=c["KA"]), c
+        assert c["KA"] == 1 or (64 * c["MI"] * c["NWG"] + c["BT"]) * 128 < 16384, c
+    m = get_method("router_hilo_wgmma")
+    for r in load_workload().shapes.itertuples(index=False):
+        n = sum(m.supports(r._asdict(), int(r.M), int(r.N), int(r.K), c) is None for c in m.configs)
+        # FP32 weights only; token tiles of 32-256 serve 17 <= M <= 512
+        assert (n > 0) == (r.family == "router" and 17 <= int(r.M) <= 512), (r.family, r.M, n)
+
+
+def test_router_prepare_refuses_bf16_weights_and_guarded_configs_before_anything_launches():
+    torch = pytest.importorskip("torch")
+    from kernels.launch.cluster_wgmma import prepare_router
+
+    w = torch.zeros(256, 8192, dtype=torch.float32)
+    cfg = {"MI": 1, "NWG": 2, "BT": 128, "CN": 1, "CK": 14, "STAGES": 6, "KA": 1}
+    with pytest.raises(ValueError, match=r"router_hilo_wgmma: weight must be a float32 \[N, K\]"):
+        prepare_router(w.bfloat16(), "router", cfg)
+    with pytest.raises(ValueError, match=r"router_hilo_wgmma has no compiled instance MI=2 NWG=2 BT=128"):
+        prepare_router(w, "router", dict(cfg, MI=2))
+
+
+def test_router_weight_rows_are_hi_lo_pairs_in_the_packed_layout():
+    torch = pytest.importorskip("torch")
+    from kernels.launch.router import interleave_rows, split_hilo
+
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(128, 256, generator=g)
+    hi, lo = split_hilo(w)
+    rows = unpack(pack(interleave_rows(hi, lo), 64), 256, 256)
+    assert torch.equal(rows[0::2], hi) and torch.equal(rows[1::2], lo)
+    # each row pair reproduces its FP32 weight row far inside the router's 1e-4 tolerance
+    err = (rows[0::2].float() + rows[1::2].float() - w).norm() / w.norm()
+    assert 0 < err < 2 ** -15
