@@ -132,6 +132,11 @@ def run_router(state: dict, x):
     return state["module"].router_hilo_wgmma(x, state["w"], state["N"], *state["args"])
 
 
+def router_resident_clusters(state: dict, M: int) -> int:
+    """How many of this router config's clusters the GPU holds at once (cudaOccupancyMaxActiveClusters)."""
+    return int(state["module"].router_hilo_wgmma_max_clusters(state["N"], M, *state["args"]))
+
+
 ROUTER_HILO_WGMMA = impl(prepare_router, run_router)
 
 SK_KEYS = ("MI", "NWG", "BT")
