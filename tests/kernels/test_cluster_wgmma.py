@@ -95,7 +95,8 @@ def test_smem_formula_is_the_kernels():
     # refused), and compiles KA = 4 where two such stages fit the registry's shared-memory limit
     text = CU.read_text()
     dispatch = text.split("cudaError_t launch_ka(", 1)[1].split("\n}\n", 1)[0]
-    assert sorted(int(v) for v in re.findall(r"if \(ka == (\d+)\) return launch_one<MI, NWG, BT, \1, false>", dispatch)) == \
+    pattern = r"if \(ka == (\d+)\) return launch_one<MI, NWG, BT, \1, false>"
+    assert sorted(int(v) for v in re.findall(pattern, dispatch)) == \
         sorted(WGMMA_ATOMS)
     assert dispatch.rstrip().endswith("return cudaErrorInvalidValue;")
     assert f"smem_bytes<MI, NWG, BT>(2, 4) <= {WGMMA_SMEM_BYTES // 1024} * 1024" in text
