@@ -51,14 +51,14 @@ def unpack(packed, N: int, K: int):
     return packed.permute(0, 2, 1, 3).reshape(N, K)
 
 
-def _checked(name: str, weight, config: dict, guard) -> tuple[int, int, object]:
-    """(N, K, the extension module) once the weight, the config's guard (with the token tile's own M) and the host
-    admit it. The kernels trust their geometry (multicast slices, cluster ranks, tiles, shared memory), so a config
-    the registry would refuse never launches."""
+def _checked(name: str, weight, config: dict, guard, dtype: str = "bfloat16") -> tuple[int, int, object]:
+    """(N, K, the extension module) once the weight (a `dtype` [N, K]), the config's guard (with the token tile's own
+    M) and the host admit it. The kernels trust their geometry (multicast slices, cluster ranks, tiles, shared
+    memory), so a config the registry would refuse never launches."""
     import torch
 
-    if weight.dtype != torch.bfloat16 or weight.dim() != 2:
-        raise ValueError(f"{name}: weight must be a bfloat16 [N, K], got {weight.dtype} {tuple(weight.shape)}")
+    if weight.dtype != getattr(torch, dtype) or weight.dim() != 2:
+        raise ValueError(f"{name}: weight must be a {dtype} [N, K], got {weight.dtype} {tuple(weight.shape)}")
     N, K = (int(v) for v in weight.shape)
     why = guard(int(config["BT"]), N, K, config)
     if why:
@@ -106,21 +106,9 @@ CLUSTER_WGMMA = impl(prepare, run)
 def prepare_router(weight, family: str, config: dict) -> dict:
     """The router's FP32 weight [N, K] as the kernel's hi/lo rows: H = bf16(W), L = bf16(W - H) interleaved
     (row 2j = H[j], row 2j+1 = L[j]; kernels/launch/router.py), tile-packed like cluster_wgmma's weights."""
-    import torch
-
     from kernels.launch.router import interleave_rows, split_hilo
 
-    if weight.dtype != torch.float32 or weight.dim() != 2:
-        raise ValueError(f"router_hilo_wgmma: weight must be a float32 [N, K], got {weight.dtype} "
-                         f"{tuple(weight.shape)}")
-    N, K = (int(v) for v in weight.shape)
-    why = router_wgmma_guard(int(config["BT"]), N, K, config)
-    if why:
-        raise ValueError(why)
-    reason = unavailable_reason("router_hilo_wgmma")
-    if reason:
-        raise RuntimeError(reason)
-    module = load_extension(EXTENSION)
+    N, K, module = _checked("router_hilo_wgmma", weight, config, router_wgmma_guard, "float32")
     bw = 64 * int(config["MI"]) * int(config["NWG"])
     hi, lo = split_hilo(weight.contiguous())
     return {"w": pack(interleave_rows(hi, lo), bw), "N": 2 * N, "K": K, "family": family, "module": module,
