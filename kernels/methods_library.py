@@ -269,6 +269,9 @@ WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"),
 # (2N / BW) x CK x ceil(M / BT) CTAs in clusters of CN x CK; the router's N = 256 gives 8 weight tiles of 64 rows
 # or 4 of 128, and 112-128 CTAs need clusters of 7-16 along K. Instances (kernels/cuda/cluster_wgmma.cu
 # PROJLAB_WGMMA_HILO_CASES; a test checks the two agree) for token tiles of 32-256, one or two atoms a stage.
+# Measured on the H200 1.5x behind the shipped router picks at M = 32-256, every config correct
+# (datasets/runs/2026-12-04_nvidia-h200_screen-router-wgmma-a.json): the GPU holds 7 clusters of 14-16 at once, so
+# the fastest configs are 64-CTA grids in clusters of 8 (docs/kernels/cluster_wgmma.md).
 WGMMA_HILO_COMPILED = ((1, 1, 32), (1, 1, 64), (1, 1, 128), (1, 1, 256), (1, 2, 64), (1, 2, 128))
 WGMMA_HILO_ATOMS = (1, 2)
 # (CN, CK): K split 4-16 ways, and the token tile multicast over two weight tiles at K splits of 4-8.

@@ -32,6 +32,9 @@
 // columns). A second
 // cluster barrier keeps every CTA resident while a peer still reads its memory. No global workspace, no second
 // kernel, nothing to reset between graph replays.
+//
+// The router's variant (HILO, kernels/launch/cluster_wgmma.py prepare_router): the FP32 weights as interleaved
+// hi/lo BF16 rows run through the same ring and MMAs; the epilogue adds each row pair and writes FP32 y.
 #include <cooperative_groups.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
