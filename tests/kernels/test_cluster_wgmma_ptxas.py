@@ -1,8 +1,8 @@
 """Where a CUDA compiler is present (the H200 image; not CI): every compiled instance of kernels/cuda/cluster_wgmma.cu,
 both kernels and the router's hi/lo instances, built for sm_90a with ptxas's report, and the report checked for what
-silently costs time there -- wgmma.mma_async serialized by the compiler (ptxas C7518: a path on which the accumulators could be touched while an
-MMA is in flight makes ptxas wait after every MMA of the kernel), warpgroup fences the compiler injects between MMAs
-(C7519) and register spills."""
+silently costs time there -- wgmma.mma_async serialized by the compiler (ptxas C7518: a path on which the accumulators
+could be touched while an MMA is in flight makes ptxas wait after every MMA of the kernel), warpgroup fences the
+compiler injects between MMAs (C7519) and register spills."""
 import re
 import subprocess
 
