@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboard.workloads import family_colors
+from datasets.hardware import H200_DATASHEET_HBM_TBPS
 
 FAMILY_COLORS = family_colors(["qkv_gate", "o", "pooler", "unpooler", "router"])  # muse's; others: family_colors
 SERIES_COLORS = ["#7f7f7f", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
@@ -20,7 +21,7 @@ VERDICT_SYMBOLS = {"FAST": "triangle-up", "SLOW": "triangle-down", "SAME": "circ
                    "NO SAMPLES": "x", "INCORRECT": "x", "FAILED": "x", "BELOW FLOOR": "x", "NO SCORE": "x"}
 GATED_VERDICTS = ("INCORRECT", "FAILED", "BELOW FLOOR", "NO SCORE")  # no ratio: red crosses on the 1.0 line
 GATED_COLOR = "#d62728"
-DATASHEET_TBPS = 4.8  # H200 datasheet HBM3e bandwidth, drawn dashed for reference only
+DATASHEET_TBPS = H200_DATASHEET_HBM_TBPS  # published (datasets.hardware), drawn dashed for reference only
 FLOOR_TICK = dict(symbol="line-ew", size=18, line=dict(width=3, color="black"))  # a floor drawn across a bar
 # No template here: setting one copies and validates the whole template, about 30 ms per figure on this 2-core
 # machine. In the app Streamlit's chart theme styles every figure anyway; reports add plotly_white once, in the page

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
+from datasets.hardware import SMEM_PER_BLOCK_BYTES
+
 
 class PlanError(ValueError):
     """A plan or a method configuration that cannot be used; the message names the file, family, M or field."""
@@ -39,9 +41,8 @@ def format_signature(sig) -> str:
     x, w, y = signature(sig)
     return f"x {x}, w {w}, y {y}"
 
-# H200 (sm_90): the largest shared memory one block may opt into (CUDA C Programming Guide, compute
-# capability 9.0 table: 227 KB per block).
-SMEM_BYTES = 227 * 1024
+# The largest shared memory one block may opt into (datasets.hardware gives the source).
+SMEM_BYTES = SMEM_PER_BLOCK_BYTES
 
 # The config keys of the tl.dot tile methods (dense split-K/packed, router hi/lo).
 TILE_KEYS = ("BM", "BN", "BK", "SPLIT", "num_warps", "num_stages")

@@ -4,6 +4,7 @@ Torch-free: implementations are named by "module:attr" strings and imported on f
 """
 from __future__ import annotations
 
+from datasets.hardware import H200_SMS
 from kernels.method import BF16, BF16_X_FP32_W, SMEM_BYTES, Method, config_table
 
 # skinny_ws's workspace is [N, 256] FP32 (token-contiguous, allocated at prepare): the scored M reach 256.
@@ -90,7 +91,6 @@ SKINNY_PARAMS = {"BM": (16, 32, 64, 128, 256), "BN": (64, 128, 256), "BK": (64, 
 # resident at once: one block per SM by shared memory on the H200's 132 SMs (the launcher re-checks with the
 # device's own SM count).
 FIXUP_KEYS = ("BM", "BN", "BK", "SPLIT", "STAGES", "PACK", "num_warps")
-H200_SMS = 132
 
 
 def fixup_smem_bytes(config: dict, weight_tiles: int = 1) -> int:

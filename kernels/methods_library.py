@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+from datasets.hardware import SMEM_PER_BLOCK_BYTES, SMEM_PER_SM_BYTES, SMEM_RESERVED_PER_BLOCK_BYTES
 from kernels.method import BF16, BF16_X_FP32_W, Method, _load_impl, config_table
 
 BF16_ONLY = (BF16,)
@@ -158,7 +159,7 @@ WGMMA_COMPILED = ((1, 2, 16), (1, 2, 32), (1, 2, 64), (1, 2, 128), (1, 2, 256), 
 WGMMA_BK = 64                  # K per atom (one 128-byte swizzled row of BF16); a ring stage holds KA atoms
 WGMMA_ATOMS = (1, 2, 4)        # KA: K atoms per ring stage
 WGMMA_MAX_STAGES = 32          # the kernel's mbarrier slots
-WGMMA_SMEM_BYTES = 227 * 1024  # the most shared memory one block may opt into on sm_90
+WGMMA_SMEM_BYTES = SMEM_PER_BLOCK_BYTES  # the most shared memory one block may opt into (datasets.hardware)
 WGMMA_CLUSTER_MAX = 16         # CTAs per cluster: 8 is portable, 16 the non-portable maximum on H100/H200
 # (CN, CK): CN weight tiles share one multicast token tile, CK CTAs split K
 # (at most 8 CTAs: the H200 holds 7 clusters of 16 at once, 112 CTAs, and 15 of 8, 120;
@@ -177,7 +178,7 @@ def wgmma_smem_bytes(MI: int, NWG: int, BT: int, stages: int, KA: int = 1) -> in
 def wgmma_max_stages(MI: int, NWG: int, BT: int, cap: int = 8, KA: int = 1, per_sm: int = 1) -> int:
     """The most ring stages (at most `cap`, at least 2) that let `per_sm` CTAs share one SM's shared memory (each
     CTA also takes 1 KB the driver reserves)."""
-    limit = WGMMA_SMEM_BYTES if per_sm == 1 else WGMMA_SMEM_BYTES // per_sm - 1024
+    limit = WGMMA_SMEM_BYTES if per_sm == 1 else WGMMA_SMEM_BYTES // per_sm - SMEM_RESERVED_PER_BLOCK_BYTES
     stages = cap
     while stages > 2 and wgmma_smem_bytes(MI, NWG, BT, stages, KA) > limit:
         stages -= 1
@@ -257,7 +258,7 @@ WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"),
                                 for ck in WGMMA_WIDE_CK]
                              + [(mi, nwg, bt, 1, ck, wgmma_max_stages(mi, nwg, bt, KA=ka, per_sm=2), ka)
                                 for ka in WGMMA_ATOMS[1:] for mi, nwg, bt in WGMMA_FILL_INSTANCES
-                                if wgmma_smem_bytes(mi, nwg, bt, 2, ka) <= WGMMA_SMEM_BYTES // 2 - 1024
+                                if wgmma_smem_bytes(mi, nwg, bt, 2, ka) <= WGMMA_SMEM_BYTES // 2 - SMEM_RESERVED_PER_BLOCK_BYTES
                                 for ck in WGMMA_FILL_CK])
 
 # ------------------------------------------------------------------------------------------ router_hilo_wgmma
@@ -295,8 +296,8 @@ ROUTER_WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES", "K
 # The same compiled (MI, NWG, BT) instances on one CTA per SM (kernels/cuda/cluster_wgmma.cu streamk_wgmma_kernel):
 # no cluster, the ring only (no partial tile in shared memory), split tiles summed through a global workspace.
 STREAMK_WGMMA_CTAS_PER_SM = (1, 2)
-SM_SMEM_BYTES = 228 * 1024     # shared memory per SM on sm_90, of which the system keeps 1 KB per resident CTA
-CTA_RESERVED_SMEM = 1024
+SM_SMEM_BYTES = SMEM_PER_SM_BYTES    # shared memory per SM, of which the system keeps 1 KB per resident CTA
+CTA_RESERVED_SMEM = SMEM_RESERVED_PER_BLOCK_BYTES
 
 
 def streamk_wgmma_smem_bytes(MI: int, NWG: int, BT: int, stages: int) -> int:

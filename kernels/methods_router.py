@@ -10,7 +10,7 @@ permitted scheme, W ~ H + L with H = bf16(W), L = bf16(W - fp32(H)), BF16 produc
 """
 from __future__ import annotations
 
-from kernels.method import BF16_X_FP32_W, TILE_KEYS, Method, config_table, smem_reason
+from kernels.method import BF16_X_FP32_W, SMEM_BYTES, TILE_KEYS, Method, config_table, smem_reason
 from kernels.methods_dense import k_slices_reason, splitk_swap_guard
 from kernels.methods_gemv import accumulator_reason
 
@@ -27,7 +27,6 @@ HILO_FLAG_MAX_M = 4096
 FMA_FLAG_MAX_M = 64
 # router_fma_flag's [MT, BN, BK] FP32 accumulator, per thread (the brief's bound, as accumulator_reason's).
 FMA_FLAG_MAX_ACC_PER_THREAD = 128
-SMEM_BYTES = 227 * 1024      # the H200's shared memory per block
 
 
 

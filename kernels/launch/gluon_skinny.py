@@ -11,20 +11,20 @@ state must stay on one stream (they share the workspace).
 """
 from __future__ import annotations
 
+from datasets.hardware import REGISTERS_PER_SM, SMEM_PER_SM_BYTES, SMEM_RESERVED_PER_BLOCK_BYTES
 from kernels.launch import check_input, check_out, impl, require
 from kernels.methods_hopper import SKINNY_MAX_M as MAX_M  # the guard's bound; sizes the workspace
 from kernels.methods_hopper import skinny_smem_bytes
 
-# H200 (sm_90): 228 KB of shared memory per SM, of which each resident block reserves 1 KB (CUDA C Programming
-# Guide, compute capability 9.0), and 64 K 32-bit registers per SM.
-SM_SMEM_BYTES = 228 * 1024
-SM_REGISTERS = 64 * 1024
+# Shared memory and registers per SM, and the 1 KB each resident block reserves (datasets.hardware).
+SM_SMEM_BYTES = SMEM_PER_SM_BYTES
+SM_REGISTERS = REGISTERS_PER_SM
 
 
 def blocks_per_sm(config: dict, weight_tiles: int = 1, smem=skinny_smem_bytes) -> int:
     """How many blocks of this config fit on one SM by shared memory (weight_tiles: 2 for the hi/lo pair; smem:
     the kernel's shared-memory figure, skinny_ws's or skinny_ws_fixup's)."""
-    return max(1, SM_SMEM_BYTES // (smem(config, weight_tiles) + 1024))
+    return max(1, SM_SMEM_BYTES // (smem(config, weight_tiles) + SMEM_RESERVED_PER_BLOCK_BYTES))
 
 
 def maxnreg(config: dict, weight_tiles: int = 1, smem=skinny_smem_bytes) -> int | None:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from datasets.hardware import SMEM_PER_BLOCK_BYTES, SMEM_RESERVED_PER_BLOCK_BYTES  # noqa: E402
 COPIES = 6
 CU = r"""
 #include <cuda_runtime.h>
@@ -90,7 +91,7 @@ void run_ring(torch::Tensor src, int64_t nbytes, int64_t chunk, int64_t stages, 
               int64_t hint, int64_t ctas, torch::Tensor sink) {
   const int smem = 1024 + stages * chunk;
   static int set = 0;
-  if (!set) { cudaFuncSetAttribute(ring, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024); set = 1; }
+  if (!set) { cudaFuncSetAttribute(ring, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_PER_BLOCK_BYTES); set = 1; }
   ring<<<ctas, 64, smem, at::cuda::getCurrentCUDAStream()>>>(src.data_ptr<uint8_t>(), nbytes / chunk, chunk, stages,
       subs, inter, hint, sink.data_ptr<int>());
 }
@@ -105,7 +106,8 @@ def build():
     out = ROOT / "artifacts" / "bench_tma_ring"
     out.mkdir(parents=True, exist_ok=True)
     return load_inline(name="bench_tma_ring", cpp_sources=DECL,
-                       cuda_sources="#include <ATen/cuda/CUDAContext.h>\n" + CU, functions=["run_ring"],
+                       cuda_sources=("#include <ATen/cuda/CUDAContext.h>\n"
+                                     + CU.replace("SMEM_PER_BLOCK_BYTES", str(SMEM_PER_BLOCK_BYTES))), functions=["run_ring"],
                        extra_cuda_cflags=["-O3", "-gencode=arch=compute_90a,code=sm_90a"], build_directory=str(out),
                        verbose=False)
 
@@ -123,7 +125,7 @@ def grid(sm: int, quick: bool):
     for per_sm in ((1,) if quick else (1, 2, 3)):
         for chunk in (4096, 8192, 16384, 32768):
             for stages in ((2, 8, 24) if quick else (2, 4, 8, 12, 16, 24)):
-                if 1024 + stages * chunk > (227 * 1024) // per_sm - 1024:
+                if 1024 + stages * chunk > SMEM_PER_BLOCK_BYTES // per_sm - SMEM_RESERVED_PER_BLOCK_BYTES:
                     continue
                 for inter in ((0,) if quick else (0, 1)):
                     rows.append((per_sm * sm, chunk, stages, 1, inter, 0))

@@ -127,7 +127,7 @@ def test_guard_admits_the_design_point_and_names_each_refusal():
                                                                                STAGES=8)
     assert "at most 16 CTAs (CN * CK = 18)" in _why(128, N, K, CN=2, CK=9)
     assert "2 <= STAGES <= 32 (STAGES=1)" in _why(128, N, K, STAGES=1)
-    assert "264192 bytes of shared memory at STAGES=8 KA=1 (the limit is 232448)" in _why(128, N, K, STAGES=8)
+    assert f"264192 bytes of shared memory at STAGES=8 KA=1 (the limit is {WGMMA_SMEM_BYTES})" in _why(128, N, K, STAGES=8)
     assert "264192 bytes of shared memory at STAGES=4 KA=2" in _why(128, N, K, CN=1, STAGES=4, KA=2)
 
 

@@ -13,6 +13,7 @@ import pytest
 
 triton = pytest.importorskip("triton")
 
+from datasets.hardware import SMEM_PER_BLOCK_BYTES  # noqa: E402
 from kernels.methods_dense import (GEMV_CONFIGS, PACKED_CONFIGS, SPLITK_ATOMIC_CONFIGS,  # noqa: E402
                                    SPLITK_CONFIGS, STREAMK_CONFIGS)
 from kernels.methods_gemv import GEMV_WIDE_CONFIGS  # noqa: E402
@@ -164,7 +165,7 @@ def test_router_hilo_atomic_compiles_without_spills(cfg):
         k, spills = _compile(router_hilo_atomic_kernel, sig, consts, cfg["num_warps"], cfg["num_stages"])
         ptx = k.asm["ptx"]
         assert spills == 0
-        assert k.metadata.shared <= 227 * 1024                     # the H200's shared memory per block
+        assert k.metadata.shared <= SMEM_PER_BLOCK_BYTES                # the H200's shared memory per block
         assert ("griddepcontrol.wait" in ptx) == pdl
         assert re.search(r"\.global\.gpu\.relaxed\.add(\.v[24])?\.f32", ptx)
         if 8192 // cfg["SPLIT"] > cfg["BK"]:
@@ -213,7 +214,7 @@ def test_router_fma_flag_compiles_without_spills(cfg):
           f"{k.metadata.shared} bytes shared")
     assert spills == 0
     assert k.ptxas_registers * 32 * cfg["num_warps"] <= 65536
-    assert k.metadata.shared <= 227 * 1024
+    assert k.metadata.shared <= SMEM_PER_BLOCK_BYTES
     assert "fma.rn.f32" in ptx and "mma" not in ptx and "wgmma" not in ptx
     assert ("cp.async.cg" in ptx or "cp.async.ca" in ptx) == (cfg["num_stages"] > 1)
     if cfg["num_stages"] == 1:
