@@ -70,7 +70,7 @@ class PlanCandidate(Candidate):
         entry = self.plan.entry(family, M, state["N"])
         st = state["states"][(entry.method, json.dumps(entry.config, sort_keys=True))]
         method = get_method(entry.method)
-        # A range's guard was checked when the plan loaded (up to kernels.plans.GUARD_CHECK_MAX_M); check the
+        # A range's shape check ran when the plan loaded (up to kernels.plans.SHAPE_CHECK_MAX_M); check the
         # M actually run too, so a rejected config can never launch (host-side, not in a captured graph).
         method.check_supports(state["dtypes"], M, state["N"], state["K"], entry.config, family)
         return method.run(st, x)
@@ -109,8 +109,8 @@ class MethodCandidate(Candidate):
         return {"N": N, "K": K, "dtypes": dtypes, "state": self.method.prepare(weight, family, self.config)}
 
     def run(self, state, family: str, x):
-        # The guard decides at every call (it is host-side: a captured graph holds only the kernels), so a
-        # config the guard rejects at this shape raises PlanError instead of launching.
+        # The shape check decides at every call (it is host-side: a captured graph holds only the kernels), so a
+        # config the shape check rejects at this shape raises PlanError instead of launching.
         self.method.check_supports(state["dtypes"], int(x.shape[0]), state["N"], state["K"], self.config, family)
         return self.method.run(state["state"], x)
 

@@ -1,5 +1,5 @@
 """What a dispatchable projection method is: a name, the dtype signatures it computes, its tuning space, a shape
-guard, and a lazily imported implementation (so plans can be read and validated without torch).
+shape check, and a lazily imported implementation (so plans can be read and validated without torch).
 
 A method serves DTYPE SIGNATURES (x_dtype, w_dtype, y_dtype), never family names: the workload says which dtypes
 a family has (datasets/workloads/*.json), so one method serves every workload's families of its dtypes."""
@@ -17,8 +17,8 @@ class PlanError(ValueError):
     """A plan or a method configuration that cannot be used; the message names the file, family, M or field."""
 
 
-# A guard returns None when (M, N, K, config) is supported, else a short reason (dtypes are checked before it).
-Guard = Callable[[int, int, int, dict], "str | None"]
+# A shape check returns None when (M, N, K, config) is supported, else a short reason (dtypes are checked before it).
+ShapeCheck = Callable[[int, int, int, dict], "str | None"]
 
 Signature = tuple  # (x_dtype, w_dtype, y_dtype), torch dtype names as in a workload file
 BF16 = ("bfloat16", "bfloat16", "bfloat16")            # BF16 activations, weights and output
@@ -91,7 +91,7 @@ class Method:
     description: str
     params: dict[str, tuple] = field(default_factory=dict)
     configs: tuple[dict, ...] = ({},)
-    guard: Guard | None = None
+    shape_check: ShapeCheck | None = None
 
     def __post_init__(self):
         # A bad or repeated tuning config, or a signature that is not three known dtype names (a family name where
@@ -126,7 +126,7 @@ class Method:
         return None
 
     def configs_for(self, M: int, N: int, K: int) -> tuple[dict, ...]:
-        """The tuning space at one shape (the tuner asks this per point; guards still decide). A fixed space:
+        """The tuning space at one shape (the tuner asks this per point; shape checks still decide). A fixed space:
         `configs`. A library's own per-shape list (kernels/methods_library.py) overrides it."""
         return self.configs
 
@@ -149,9 +149,9 @@ class Method:
         """None when it computes the shape y[M,N] = x[M,K] @ w[N,K]^T at these dtypes (a (x, w, y) tuple, or the
         shape row / workload family record that holds them) with `config` (None: the default), else why not."""
         reason = self.dtype_reason(dtypes)
-        if reason or self.guard is None:
+        if reason or self.shape_check is None:
             return reason
-        return self.guard(M, N, K, dict(self.configs[0] if config is None else config))
+        return self.shape_check(M, N, K, dict(self.configs[0] if config is None else config))
 
     def check_supports(self, dtypes, M: int, N: int, K: int, config: dict, family: str | None = None) -> None:
         """Raise PlanError naming the method, shape (the family where given, else the dtypes) and the reason when

@@ -1,4 +1,4 @@
-"""The dense BF16 methods and the baseline: Method records and guards only.
+"""The dense BF16 methods and the baseline: Method records and shape checks only.
 
 Torch-free: implementations are named by "module:attr" strings and imported on first use.
 """
@@ -27,17 +27,17 @@ SPLITK_ATOMIC2_MAX_M = 32
 SPLITK_SWAP_MAX_M = 256
 
 
-def _gemv_guard(M, N, K, config):
+def _gemv_shape_check(M, N, K, config):
     return None if M == 1 else "gemv serves M=1 only"
 
 
-def _splitk_guard(M, N, K, config):
+def _splitk_shape_check(M, N, K, config):
     if not 1 <= M <= SPLITK_MAX_M:
         return f"split-K serves 1 <= M <= {SPLITK_MAX_M}"
     return smem_reason(config)
 
 
-def _packed_guard(M, N, K, config):
+def _packed_shape_check(M, N, K, config):
     if not 1 <= M <= PACKED_MAX_M:
         return f"packed serves 1 <= M <= {PACKED_MAX_M}"
     if N % config["BN"] or K % config["BK"]:
@@ -53,7 +53,7 @@ def _tiles_reason(N, K, config, k_unit: int) -> str | None:
     return None
 
 
-def _splitk_atomic_guard(M, N, K, config):
+def _splitk_atomic_shape_check(M, N, K, config):
     if not 1 <= M <= SPLITK_ATOMIC_MAX_M:
         return f"splitk_atomic serves 1 <= M <= {SPLITK_ATOMIC_MAX_M} (its workspace rows)"
     return _tiles_reason(N, K, config, config["BK"] * config["SPLIT"]) or smem_reason(config)
@@ -67,25 +67,25 @@ def k_slices_reason(N, K, config, weight_rows_per_tile: int = 1) -> str | None:
     return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config, weight_rows_per_tile)
 
 
-def _splitk_atomic2_guard(M, N, K, config):
+def _splitk_atomic2_shape_check(M, N, K, config):
     if not 1 <= M <= SPLITK_ATOMIC2_MAX_M:
         return f"splitk_atomic_v2/_kn serve 1 <= M <= {SPLITK_ATOMIC2_MAX_M} (their workspace rows)"
     return k_slices_reason(N, K, config)
 
 
-def splitk_swap_guard(M, N, K, config, weight_rows_per_tile: int = 1, what: str = "splitk_swap"):
+def splitk_swap_shape_check(M, N, K, config, weight_rows_per_tile: int = 1, what: str = "splitk_swap"):
     if not 1 <= M <= SPLITK_SWAP_MAX_M:
         return f"{what} serves 1 <= M <= {SPLITK_SWAP_MAX_M} (its workspace columns)"
     return k_slices_reason(N, K, config, weight_rows_per_tile)
 
 
-def _streamk_small_guard(M, N, K, config):
+def _streamk_small_shape_check(M, N, K, config):
     if not 1 <= M <= SPLITK_ATOMIC2_MAX_M:
         return f"streamk_small serves 1 <= M <= {SPLITK_ATOMIC2_MAX_M} (the small-M screen)"
     return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
 
 
-def _streamk_guard(M, N, K, config):
+def _streamk_shape_check(M, N, K, config):
     if not 1 <= M <= STREAMK_MAX_M:
         return f"streamk serves 1 <= M <= {STREAMK_MAX_M} (its workspace rows)"
     return _tiles_reason(N, K, config, config["BK"]) or smem_reason(config)
@@ -279,7 +279,7 @@ DENSE_METHODS: tuple[Method, ...] = (
         description="Triton GEMV for M=1: BN output rows per program, whole K (or a K loop), streaming weight loads",
         params={"BN": (1, 2, 4, 8), "num_warps": (4, 8, 16, 32), "cache": ("", ".cg")},
         configs=GEMV_CONFIGS,
-        guard=_gemv_guard,
+        shape_check=_gemv_shape_check,
     ),
     Method(
         name="splitk",
@@ -288,7 +288,7 @@ DENSE_METHODS: tuple[Method, ...] = (
         description="Triton tiled tl.dot GEMM, K split in SPLIT chunks -> fp32 partials, then a reduce kernel (bf16)",
         params=_TILE_PARAMS,
         configs=SPLITK_CONFIGS,
-        guard=_splitk_guard,
+        shape_check=_splitk_shape_check,
     ),
     Method(
         name="splitk_fused",
@@ -297,7 +297,7 @@ DENSE_METHODS: tuple[Method, ...] = (
         description="split-K without a reduce launch: the last block to arrive at a tile (atomic counter) sums it",
         params=_TILE_PARAMS,
         configs=SPLITK_CONFIGS,
-        guard=_splitk_guard,
+        shape_check=_splitk_shape_check,
     ),
     Method(
         name="packed",
@@ -306,7 +306,7 @@ DENSE_METHODS: tuple[Method, ...] = (
         description="weights re-laid as contiguous BN x BK tiles at prepare; Triton tl.dot kernel (+ reduce if SPLIT>1)",
         params=_TILE_PARAMS,
         configs=PACKED_CONFIGS,
-        guard=_packed_guard,
+        shape_check=_packed_shape_check,
     ),
     Method(
         name="splitk_atomic",
@@ -317,7 +317,7 @@ DENSE_METHODS: tuple[Method, ...] = (
                     "direct store)",
         params={**_TILE_PARAMS, "BM": (16, 32, 64, 128), "SPLIT": (1, 2, 4, 8, 16, 32)},
         configs=SPLITK_ATOMIC_CONFIGS,
-        guard=_splitk_atomic_guard,
+        shape_check=_splitk_atomic_shape_check,
     ),
     Method(
         name="splitk_atomic_v2",
@@ -327,7 +327,7 @@ DENSE_METHODS: tuple[Method, ...] = (
                     "prepare, SPLIT that need not divide the K steps (balanced grids)",
         params=_SPLITK_ATOMIC_V2_PARAMS,
         configs=SPLITK_ATOMIC_V2_CONFIGS,
-        guard=_splitk_atomic2_guard,
+        shape_check=_splitk_atomic2_shape_check,
     ),
     Method(
         name="splitk_atomic_kn",
@@ -336,7 +336,7 @@ DENSE_METHODS: tuple[Method, ...] = (
         description="splitk_atomic_v2 on the weight stored [K, N] at prepare: [BK, BN] tiles contiguous along N",
         params=_SPLITK_ATOMIC2_PARAMS,
         configs=SPLITK_ATOMIC_KN_CONFIGS,
-        guard=_splitk_atomic2_guard,
+        shape_check=_splitk_atomic2_shape_check,
     ),
     Method(
         name="splitk_swap",
@@ -347,7 +347,7 @@ DENSE_METHODS: tuple[Method, ...] = (
         params={**_TILE_PARAMS, "BM": (16, 32, 64, 128), "BN": (64, 128), "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32, 33),
                 "num_stages": (2, 3, 4, 5, 6)},
         configs=SPLITK_SWAP_CONFIGS,
-        guard=splitk_swap_guard,
+        shape_check=splitk_swap_shape_check,
     ),
     Method(
         name="streamk_small",
@@ -357,7 +357,7 @@ DENSE_METHODS: tuple[Method, ...] = (
         params={"BM": (16, 32), "BN": (64, 128), "BK": (64, 128), "num_warps": (4, 8),
                 "num_stages": (3, 4, 5, 6), "TMA": (0, 1)},
         configs=STREAMK_SMALL_CONFIGS,
-        guard=_streamk_small_guard,
+        shape_check=_streamk_small_shape_check,
     ),
     Method(
         name="streamk",
@@ -368,7 +368,7 @@ DENSE_METHODS: tuple[Method, ...] = (
         params={"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (64, 128), "num_warps": (4, 8),
                 "num_stages": (2, 3, 4), "TMA": (0, 1)},
         configs=STREAMK_CONFIGS,
-        guard=_streamk_guard,
+        shape_check=_streamk_shape_check,
     ),
     Method(
         name="mm_wt",

@@ -1,5 +1,5 @@
 """The GEMV methods on the CUDA cores: `gemv_wide` (one token, BN whole BF16 rows per program; written for muse's
-o-projection) and `gemv_rows` (a few tokens, BF16 or FP32 weights): Method records + guards.
+o-projection) and `gemv_rows` (a few tokens, BF16 or FP32 weights): Method records + shape checks.
 
 Torch-free: implementations live in kernels/launch/gemv_wide.py and kernels/launch/gemv_rows.py (jit code in
 kernels/triton/) and are imported on first use.
@@ -9,9 +9,9 @@ from __future__ import annotations
 from kernels.method import BF16, BF16_X_FP32_W, Method, config_table
 
 GEMV_MAX_ELEMS_PER_THREAD = 64  # fp32 accumulator values per thread before the wide GEMVs start to spill
-# gemv_wide serves any BF16 shape at M=1 its guard admits (it was written and measured for muse's o, K=1024). It
+# gemv_wide serves any BF16 shape at M=1 its shape check admits (it was written and measured for muse's o, K=1024). It
 # unrolls its K steps at compile time; the bound is muse's largest K (8192) -- longer unrolls were never compiled
-# or measured, so a K above it is refused by the guard, whatever the family.
+# or measured, so a K above it is refused by the shape check, whatever the family.
 GEMV_WIDE_MAX_K = 8192
 # ... and BN whole rows per program: BN*K above 131072 elements (256 KB of BF16 per program) spilled registers when
 # compiled for sm_90 (BN=32 at K=8192; tests/kernels/test_compile_sm90.py compiles every admitted config).
@@ -31,7 +31,7 @@ def accumulator_reason(what: str, config) -> str | None:
     return None
 
 
-def _gemv_rows_guard(M, N, K, config):
+def _gemv_rows_shape_check(M, N, K, config):
     if not 1 <= M <= GEMV_ROWS_MAX_M:
         return f"gemv_rows serves 1 <= M <= {GEMV_ROWS_MAX_M}"
     if K % config["BK"]:
@@ -47,7 +47,7 @@ def _gemv_rows_guard(M, N, K, config):
     return None
 
 
-def _gemv_wide_guard(M, N, K, config):
+def _gemv_wide_shape_check(M, N, K, config):
     if M != 1:
         return "gemv_wide serves M=1 only"
     if N % config["BN"] or K % config["BK"]:
@@ -105,12 +105,12 @@ GEMV_METHODS: tuple[Method, ...] = (
                     "weight load in flight at once) times BM tokens; BF16 or FP32 weights, one launch, no split",
         params={"BM": (2, 4, 8, 16, 32), "BN": (1, 2, 4, 8, 16, 32), "BK": (128, 256, 512, 1024),
                 "num_warps": (4, 8, 16), "cache": ("", ".cg")},
-        configs=GEMV_ROWS_CONFIGS, guard=_gemv_rows_guard),
+        configs=GEMV_ROWS_CONFIGS, shape_check=_gemv_rows_shape_check),
     Method(
         name="gemv_wide", dtypes=(BF16,), impl="kernels.launch.gemv_wide:GEMV_WIDE",
         description="one-token GEMV: BN whole rows per program held in registers, K unrolled (short rows for "
                     "the o-projection, long rows in router_gemv_fp32's geometry for K = 4096-8192)",
         params={"BN": (1, 2, 4, 8, 16, 32), "BK": (256, 512, 1024, 4096, 8192), "num_warps": (2, 4, 8, 16),
                 "cache": ("", ".cg")},
-        configs=GEMV_WIDE_CONFIGS, guard=_gemv_wide_guard),
+        configs=GEMV_WIDE_CONFIGS, shape_check=_gemv_wide_shape_check),
 )

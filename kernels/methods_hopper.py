@@ -1,4 +1,4 @@
-"""The Hopper-specific methods written in Gluon (kernels/gluon/): Method records, guards and tuning spaces only.
+"""The Hopper-specific methods written in Gluon (kernels/gluon/): Method records, shape checks and tuning spaces only.
 
 Torch-free: implementations are named by "module:attr" strings and imported on first use.
 """
@@ -20,7 +20,7 @@ def skinny_smem_bytes(config: dict, weight_tiles: int = 1) -> int:
     return ring + config["BN"] * config["BM"] * 4 + 16 * config["STAGES"] + 64
 
 
-def skinny_guard(M, N, K, config, weight_tiles: int = 1, what: str = "skinny_ws"):
+def skinny_shape_check(M, N, K, config, weight_tiles: int = 1, what: str = "skinny_ws"):
     if not 1 <= M <= SKINNY_MAX_M:
         return f"{what} serves 1 <= M <= {SKINNY_MAX_M} (its workspace columns)"
     if N % config["BN"] or K % config["BK"]:
@@ -35,8 +35,8 @@ def skinny_guard(M, N, K, config, weight_tiles: int = 1, what: str = "skinny_ws"
     return None
 
 
-def _hilo_guard(M, N, K, config):
-    return skinny_guard(M, N, K, config, 2, "router_hilo_ws")
+def _hilo_shape_check(M, N, K, config):
+    return skinny_shape_check(M, N, K, config, 2, "router_hilo_ws")
 
 
 # qkv_gate (N=2304, K=8192): 36 weight tiles of 64 rows (18 of 128, 9 of 256) x 128 K steps of 64. The write-up's
@@ -104,7 +104,7 @@ def fixup_programs(M: int, N: int, config: dict) -> int:
     return -(-M // config["BM"]) * (N // config["BN"]) * config["SPLIT"]
 
 
-def fixup_guard(M, N, K, config, weight_tiles: int = 1, what: str = "skinny_ws_fixup"):
+def fixup_shape_check(M, N, K, config, weight_tiles: int = 1, what: str = "skinny_ws_fixup"):
     if not 1 <= M <= SKINNY_MAX_M:
         return f"{what} serves 1 <= M <= {SKINNY_MAX_M} (its workspace slots)"
     if N % config["BN"] or K % config["BK"]:
@@ -143,8 +143,8 @@ FIXUP_CONFIGS = config_table(FIXUP_KEYS, [
     (128, 256, 64, 2, 4, 1, 8),       # o, unpooler M = 256
 ])
 
-def _hilo_fixup_guard(M, N, K, config):
-    return fixup_guard(M, N, K, config, 2, "router_hilo_ws_fixup")
+def _hilo_fixup_shape_check(M, N, K, config):
+    return fixup_shape_check(M, N, K, config, 2, "router_hilo_ws_fixup")
 
 
 # The router (N=256, K=8192, its hi/lo pair: 2 x 4 MB) at M = 16-256: 4 tiles of 64 weight rows, runs of 2-4 K steps
@@ -170,7 +170,7 @@ HOPPER_METHODS: tuple[Method, ...] = (
                     "split-K or stream-K runs reduced in one launch through a self-zeroing FP32 workspace",
         params=SKINNY_PARAMS,
         configs=SKINNY_CONFIGS,
-        guard=skinny_guard,
+        shape_check=skinny_shape_check,
     ),
     Method(
         name="router_hilo_ws",
@@ -180,7 +180,7 @@ HOPPER_METHODS: tuple[Method, ...] = (
                     "holds both tiles of a K step, both products go into one FP32 accumulator, FP32 y; one launch",
         params=SKINNY_PARAMS,
         configs=HILO_WS_CONFIGS,
-        guard=_hilo_guard,
+        shape_check=_hilo_shape_check,
     ),
     Method(
         name="skinny_ws_fixup",
@@ -191,7 +191,7 @@ HOPPER_METHODS: tuple[Method, ...] = (
                     "wave: all resident) and sums its share of the tile's chunks into y; no data atomics",
         params={k: SKINNY_PARAMS[k] for k in FIXUP_KEYS},
         configs=FIXUP_CONFIGS,
-        guard=fixup_guard,
+        shape_check=fixup_shape_check,
     ),
     Method(
         name="router_hilo_ws_fixup",
@@ -202,6 +202,6 @@ HOPPER_METHODS: tuple[Method, ...] = (
                     "by the tile's own runs, FP32 y",
         params={k: SKINNY_PARAMS[k] for k in FIXUP_KEYS} | {"SPLIT": (*SKINNY_PARAMS["SPLIT"], 33, 64)},
         configs=HILO_FIXUP_CONFIGS,
-        guard=_hilo_fixup_guard,
+        shape_check=_hilo_fixup_shape_check,
     ),
 )

@@ -3,7 +3,7 @@ algorithm list, chosen by identity), `cluster_splitk` (split-K reduced through c
 `cluster_wgmma` (TMA + wgmma, the token tile multicast across a cluster) and its router twin `router_hilo_wgmma`.
 
 Torch-free: implementations are named by "module:attr" strings and imported on first use. Both need a GPU host
-(the libcublasLt torch loads, for cublaslt; nvcc or a cached build for the CUDA C++ kernels); their guards
+(the libcublasLt torch loads, for cublaslt; nvcc or a cached build for the CUDA C++ kernels); their shape checks
 check shapes only, so plans that use them still load and validate on a CPU host, and prepare() says in one line
 what is missing on a host that cannot run them.
 """
@@ -42,7 +42,7 @@ def cublaslt_config_reason(config: dict) -> str | None:
     return None
 
 
-def _cublaslt_guard(M, N, K, config):
+def _cublaslt_shape_check(M, N, K, config):
     if M != config["M"]:
         return (f"cublaslt config was chosen from cuBLASLt's list at M={config['M']}; the list is per shape, so "
                 f"it dispatches that M only")
@@ -114,8 +114,8 @@ def _cluster_unroll(compiled, config) -> int | None:
     return None
 
 
-def _cluster_guard_for(name: str, compiled, ring: bool = False):
-    def guard(M, N, K, config):
+def _cluster_shape_check_for(name: str, compiled, ring: bool = False):
+    def shape_check(M, N, K, config):
         if not 1 <= M <= CLUSTER_MAX_M:
             return f"{name} serves 1 <= M <= {CLUSTER_MAX_M}"
         if config["NT"] != cluster_nt(M):
@@ -130,13 +130,13 @@ def _cluster_guard_for(name: str, compiled, ring: bool = False):
             return (f"{name} needs N % {bn} == 0 and K % {step} == 0 (S * KW * {CLUSTER_STEP} * U, U={u}); "
                     f"N={N}, K={K}")
         return None
-    return guard
+    return shape_check
 
 
-_cluster_guard = _cluster_guard_for("cluster_splitk", CLUSTER_COMPILED)
-_router_cluster_guard = _cluster_guard_for("router_hilo_cluster", CLUSTER_HILO_COMPILED)
-_xs_cluster_guard = _cluster_guard_for("cluster_splitk_xs", CLUSTER_XS_COMPILED)
-_ring_cluster_guard = _cluster_guard_for("cluster_splitk_async", CLUSTER_RING_COMPILED, ring=True)
+_cluster_shape_check = _cluster_shape_check_for("cluster_splitk", CLUSTER_COMPILED)
+_router_cluster_shape_check = _cluster_shape_check_for("router_hilo_cluster", CLUSTER_HILO_COMPILED)
+_xs_cluster_shape_check = _cluster_shape_check_for("cluster_splitk_xs", CLUSTER_XS_COMPILED)
+_ring_cluster_shape_check = _cluster_shape_check_for("cluster_splitk_async", CLUSTER_RING_COMPILED, ring=True)
 
 def _cluster_configs(compiled) -> tuple[dict, ...]:
     """Every compiled (RW, KW, NT, R) instance at every cluster size S."""
@@ -220,7 +220,7 @@ def _wgmma_reason(name: str, compiled, atoms, M: int, rows: int, rows_name: str,
     return None
 
 
-def wgmma_guard(M, N, K, config):
+def wgmma_shape_check(M, N, K, config):
     return _wgmma_reason("cluster_wgmma", WGMMA_COMPILED, WGMMA_ATOMS, M, N, "N", K, config)
 
 
@@ -279,7 +279,7 @@ WGMMA_HILO_ATOMS = (1, 2)
 ROUTER_WGMMA_CLUSTERS = ((1, 4), (1, 7), (1, 8), (1, 14), (1, 16), (2, 4), (2, 7), (2, 8))
 
 
-def router_wgmma_guard(M, N, K, config):
+def router_wgmma_shape_check(M, N, K, config):
     return _wgmma_reason("router_hilo_wgmma", WGMMA_HILO_COMPILED, WGMMA_HILO_ATOMS, M, 2 * N, "2N", K, config)
 
 
@@ -305,7 +305,7 @@ def streamk_wgmma_smem_bytes(MI: int, NWG: int, BT: int, stages: int) -> int:
     return 1024 + 1024 + stages * (64 * MI * NWG + BT) * WGMMA_BK * 2
 
 
-def streamk_wgmma_guard(M, N, K, config):
+def streamk_wgmma_shape_check(M, N, K, config):
     mi, nwg, bt, per_sm, stages = (config[k] for k in ("MI", "NWG", "BT", "PER_SM", "STAGES"))
     if (mi, nwg, bt) not in WGMMA_COMPILED:
         return f"streamk_wgmma has no compiled instance MI={mi} NWG={nwg} BT={bt}"
@@ -329,7 +329,7 @@ def streamk_wgmma_guard(M, N, K, config):
 
 def _streamk_wgmma_stages(mi: int, nwg: int, bt: int, per_sm: int, cap: int = 8) -> int:
     stages = cap
-    while stages > 2 and streamk_wgmma_guard(bt, 64 * mi * nwg, WGMMA_BK,
+    while stages > 2 and streamk_wgmma_shape_check(bt, 64 * mi * nwg, WGMMA_BK,
                                               {"MI": mi, "NWG": nwg, "BT": bt, "PER_SM": per_sm, "STAGES": stages}):
         stages -= 1
     return stages
@@ -356,7 +356,7 @@ LIBRARY_METHODS: tuple[Method, ...] = (
                     "custom, inner and cluster shape) in orientation nk/kn/swap, from the library's heuristic list "
                     "at the tuned M (cuBLASLt's C API; GPU hosts only)",
         configs=(),
-        guard=_cublaslt_guard,
+        shape_check=_cublaslt_shape_check,
         enumerator="kernels.launch.cublaslt:enumerate_configs",
         config_reason=cublaslt_config_reason,
     ),
@@ -369,7 +369,7 @@ LIBRARY_METHODS: tuple[Method, ...] = (
                     "distributed shared memory in the same launch",
         params={"RW": (1, 2), "KW": (2, 4, 8), "NT": (1, 2, 4), "R": (1, 2, 3, 4), "S": CLUSTER_SIZES},
         configs=CLUSTER_CONFIGS,
-        guard=_cluster_guard,
+        shape_check=_cluster_shape_check,
     ),
     Method(
         name="cluster_splitk_xs",
@@ -380,7 +380,7 @@ LIBRARY_METHODS: tuple[Method, ...] = (
                     "crosses L2 once per block",
         params={"RW": (4, 8), "KW": (1,), "NT": (2, 4), "R": (1, 2), "S": CLUSTER_SIZES},
         configs=XS_CLUSTER_CONFIGS,
-        guard=_xs_cluster_guard,
+        shape_check=_xs_cluster_shape_check,
     ),
     Method(
         name="cluster_splitk_async",
@@ -391,7 +391,7 @@ LIBRARY_METHODS: tuple[Method, ...] = (
                     "depth, not by the registers",
         params={"RW": (1,), "KW": (4, 8), "NT": (1, 2, 4), "R": (1, 2), "S": CLUSTER_SIZES},
         configs=RING_CLUSTER_CONFIGS,
-        guard=_ring_cluster_guard,
+        shape_check=_ring_cluster_shape_check,
     ),
     Method(
         name="cluster_wgmma",
@@ -405,7 +405,7 @@ LIBRARY_METHODS: tuple[Method, ...] = (
                 "CK": tuple(range(1, WGMMA_CLUSTER_MAX + 1)), "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1)),
                 "KA": WGMMA_ATOMS},
         configs=WGMMA_CONFIGS,
-        guard=wgmma_guard,
+        shape_check=wgmma_shape_check,
     ),
     Method(
         name="streamk_wgmma",
@@ -417,7 +417,7 @@ LIBRARY_METHODS: tuple[Method, ...] = (
         params={"MI": (1, 2), "NWG": (1, 2), "BT": (16, 32, 64, 128, 256), "PER_SM": STREAMK_WGMMA_CTAS_PER_SM,
                 "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1))},
         configs=STREAMK_WGMMA_CONFIGS,
-        guard=streamk_wgmma_guard,
+        shape_check=streamk_wgmma_shape_check,
     ),
     Method(
         name="router_hilo_wgmma",
@@ -431,7 +431,7 @@ LIBRARY_METHODS: tuple[Method, ...] = (
                 "CK": tuple(range(1, WGMMA_CLUSTER_MAX + 1)), "STAGES": tuple(range(2, WGMMA_MAX_STAGES + 1)),
                 "KA": WGMMA_HILO_ATOMS},
         configs=ROUTER_WGMMA_CONFIGS,
-        guard=router_wgmma_guard,
+        shape_check=router_wgmma_shape_check,
     ),
     Method(
         name="router_hilo_cluster",
@@ -441,6 +441,6 @@ LIBRARY_METHODS: tuple[Method, ...] = (
                     "L = bf16(W - H), both products in one FP32 accumulator, FP32 y",
         params={"RW": (1,), "KW": (4, 8), "NT": (1, 2, 4), "R": (1,), "S": CLUSTER_SIZES},
         configs=ROUTER_CLUSTER_CONFIGS,
-        guard=_router_cluster_guard,
+        shape_check=_router_cluster_shape_check,
     ),
 )

@@ -1,4 +1,4 @@
-"""Methods for BF16 x with FP32 weights and FP32 output (muse's router): Method records + guards. The GEMVs that
+"""Methods for BF16 x with FP32 weights and FP32 output (muse's router): Method records + shape checks. The GEMVs that
 also serve BF16 weights (gemv_wide, gemv_rows) are kernels/methods_gemv.py.
 
 Torch-free: implementations live in kernels/launch/router.py and kernels/launch/splitk_swap.py (jit code in
@@ -11,7 +11,7 @@ permitted scheme, W ~ H + L with H = bf16(W), L = bf16(W - fp32(H)), BF16 produc
 from __future__ import annotations
 
 from kernels.method import BF16_X_FP32_W, SMEM_BYTES, TILE_KEYS, Method, config_table, smem_reason
-from kernels.methods_dense import k_slices_reason, splitk_swap_guard
+from kernels.methods_dense import k_slices_reason, splitk_swap_shape_check
 from kernels.methods_gemv import accumulator_reason
 
 # The router methods read FP32 weights (directly, or as a hi/lo BF16 pair made at prepare) and write FP32 output
@@ -30,9 +30,9 @@ FMA_FLAG_MAX_ACC_PER_THREAD = 128
 
 
 
-# ------------------------------------------------------------------------------------------------ guards
+# ------------------------------------------------------------------------------------------------ shape checks
 
-def _gemv_fp32_guard(M, N, K, config):
+def _gemv_fp32_shape_check(M, N, K, config):
     if M != 1:
         return "router_gemv_fp32 serves M=1 only"
     if K % config["BK"]:
@@ -40,32 +40,32 @@ def _gemv_fp32_guard(M, N, K, config):
     return accumulator_reason("router_gemv_fp32", config)
 
 
-def _tile_guard(weight_rows_per_tile):
-    """Guard for the hi/lo tensor-core methods: K slices must tile exactly; pipelined tiles must fit in smem."""
-    def guard(M, N, K, config):
+def _tile_shape_check(weight_rows_per_tile):
+    """Shape check for the hi/lo tensor-core methods: K slices must tile exactly; pipelined tiles must fit in smem."""
+    def shape_check(M, N, K, config):
         if M < 1:
             return "M must be >= 1"
         if K % (config["BK"] * config["SPLIT"]):
             return f"needs K % (BK*SPLIT) == 0 (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})"
         return smem_reason(config, weight_rows_per_tile)
-    return guard
+    return shape_check
 
 
-def _hilo_fused_guard(M, N, K, config):
+def _hilo_fused_shape_check(M, N, K, config):
     if not 1 <= M <= HILO_FUSED_MAX_M:
         return f"router_hilo_fused serves 1 <= M <= {HILO_FUSED_MAX_M} (its workspace rows)"
     if N % config["BN"]:
         return f"router_hilo_fused needs N % BN == 0 (N={N}, BN={config['BN']})"
-    return _tile_guard(2)(M, N, K, config)
+    return _tile_shape_check(2)(M, N, K, config)
 
 
-def _hilo_flag_guard(M, N, K, config):
+def _hilo_flag_shape_check(M, N, K, config):
     if not 1 <= M <= HILO_FLAG_MAX_M:
         return f"router_hilo_flag serves 1 <= M <= {HILO_FLAG_MAX_M} (its token counts)"
     return k_slices_reason(N, K, config, 2)
 
 
-def _fma_flag_guard(M, N, K, config):
+def _fma_flag_shape_check(M, N, K, config):
     if not 1 <= M <= FMA_FLAG_MAX_M:
         return f"router_fma_flag serves 1 <= M <= {FMA_FLAG_MAX_M} (a small-M method; its token counts)"
     if N % config["BN"]:
@@ -89,8 +89,8 @@ def _fma_flag_guard(M, N, K, config):
     return None
 
 
-def _hilo_swap_guard(M, N, K, config):
-    return splitk_swap_guard(M, N, K, config, 2, "router_hilo_swap")
+def _hilo_swap_shape_check(M, N, K, config):
+    return splitk_swap_shape_check(M, N, K, config, 2, "router_hilo_swap")
 
 
 # ------------------------------------------------------------------------------------------------ configs
@@ -249,30 +249,30 @@ ROUTER_METHODS: tuple[Method, ...] = (
         description="one-token GEMV reading the FP32 router weight directly (BN rows per program, K unrolled)",
         params={"BN": (1, 2, 4), "BK": (1024, 2048, 4096, 8192), "num_warps": (4, 8, 16),
                 "cache": ("", ".cg")},
-        configs=GEMV_FP32_CONFIGS, guard=_gemv_fp32_guard),
+        configs=GEMV_FP32_CONFIGS, shape_check=_gemv_fp32_shape_check),
     Method(
         name="router_hilo_splitk", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_HILO_SPLITK",
         description="hi/lo BF16 split-K: FP32 partials per K slice + a sum kernel (seed 002)",
-        params=TILE_PARAMS, configs=HILO_SPLITK_CONFIGS, guard=_tile_guard(2)),
+        params=TILE_PARAMS, configs=HILO_SPLITK_CONFIGS, shape_check=_tile_shape_check(2)),
     Method(
         name="router_hilo_atomic", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_HILO_ATOMIC",
         description="hi/lo rows interleaved, split-K with FP32 atomic adds into a zero-filled output (seed 030)",
-        params=TILE_PARAMS, configs=HILO_ATOMIC_CONFIGS, guard=_tile_guard(2)),
+        params=TILE_PARAMS, configs=HILO_ATOMIC_CONFIGS, shape_check=_tile_shape_check(2)),
     Method(
         name="router_hilo_atomic_pdl", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_HILO_ATOMIC_PDL",
         description="router_hilo_atomic after a Triton zero-fill, with programmatic dependent launch "
                     "(the GEMM's loads and products overlap the fill; gdc_wait before the atomics; seed 039)",
-        params=TILE_PARAMS, configs=HILO_ATOMIC_PDL_CONFIGS, guard=_tile_guard(2)),
+        params=TILE_PARAMS, configs=HILO_ATOMIC_PDL_CONFIGS, shape_check=_tile_shape_check(2)),
     Method(
         name="router_hilo_packed_mm", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_HILO_PACKED_MM",
         description="one cuBLAS product x @ [H; L]^T with FP32 output (torch.mm out_dtype), then y = left + right "
                     "(seed 009)",
-        params={}, configs=({},), guard=None),
+        params={}, configs=({},), shape_check=None),
     Method(
         name="router_hilo_fused", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_HILO_FUSED",
         description="hi/lo rows interleaved, single-launch split-K: FP32 atomic adds into a zeroed workspace, the "
                     "last split of a tile copies it to y and re-zeroes it (no zero-fill launch)",
-        params=TILE_PARAMS, configs=HILO_FUSED_CONFIGS, guard=_hilo_fused_guard),
+        params=TILE_PARAMS, configs=HILO_FUSED_CONFIGS, shape_check=_hilo_fused_shape_check),
     Method(
         name="router_hilo_flag", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_HILO_FLAG",
         description="hi/lo rows interleaved, single-launch split-K: per output tile one program zeroes y and "
@@ -281,14 +281,14 @@ ROUTER_METHODS: tuple[Method, ...] = (
         params={**TILE_PARAMS, "SPLIT": (1, 2, 4, 7, 8, 15, 16, 31, 32, 64),
                 "W_LOAD": ("cp", "tma", "pack", "pack_tma"), "SWAP": (0, 1)},
         configs=HILO_FLAG_CONFIGS,
-        guard=_hilo_flag_guard),
+        shape_check=_hilo_flag_shape_check),
     Method(
         name="router_hilo_swap", dtypes=FP32_WEIGHTS, impl="kernels.launch.splitk_swap:ROUTER_HILO_SWAP",
         description="hi/lo split-K with the operands swapped (y^T = H x^T + L x^T on the warpgroup MMA), one "
                     "launch: the self-zeroing workspace reduction of splitk_swap",
         params={**TILE_PARAMS, "BM": (16, 32, 64, 128, 256), "BN": (64, 128), "SPLIT": (1, 2, 4, 8, 11, 16, 22, 32,
                                                                                        33, 66)},
-        configs=HILO_SWAP_CONFIGS, guard=_hilo_swap_guard),
+        configs=HILO_SWAP_CONFIGS, shape_check=_hilo_swap_shape_check),
     Method(
         name="router_fma_flag", dtypes=FP32_WEIGHTS, impl="kernels.launch.router:ROUTER_FMA_FLAG",
         description="small-M direct FP32 split-K on the CUDA cores: each weight element read once and used for "
@@ -297,5 +297,5 @@ ROUTER_METHODS: tuple[Method, ...] = (
         # accumulator at 16 warps spilled ~2.8 KB.
         params={"MT": (1, 2, 4, 8, 16, 32), "BN": (1, 2, 4, 8, 16), "BK": (64, 128, 256, 512, 1024),
                 "SPLIT": (1, 2, 3, 4, 7, 8, 15, 16, 31, 32), "num_warps": (4, 8), "num_stages": (1, 2, 3, 4)},
-        configs=FMA_FLAG_CONFIGS, guard=_fma_flag_guard),
+        configs=FMA_FLAG_CONFIGS, shape_check=_fma_flag_shape_check),
 )

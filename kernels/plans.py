@@ -14,7 +14,7 @@ SELECT RULE -- `Plan.entry/select/describe(family, M, N=None)`:
   3. Otherwise the generic entry whose range holds M.
   4. Otherwise PlanError naming the plan file, family, M and N.
 
-Guards are checked at every M of a range (up to GUARD_CHECK_MAX_M, and at the upper end) with the entry's N,
+Shape checks are checked at every M of a range (up to SHAPE_CHECK_MAX_M, and at the upper end) with the entry's N,
 or, for a generic entry, with the workload's N for that M (as before N-specific entries existed).
 Coverage: every scored (family, M, N) of the workload must be selectable (N-specific or generic), and every
 family's generic entries must cover 1..DISPATCH_MAX_M without a gap (so any M and any N dispatch).
@@ -29,7 +29,7 @@ Each family's entries are checked against that family's dtypes in the workload: 
 family's (x_dtype, w_dtype, y_dtype) (kernels/method.py serves dtype signatures, not family names).
 
 Torch-free. A plan that names an unknown method, an invalid config, a method that does not compute a family's
-dtypes, a range its guard rejects, overlapping or unordered ranges, or that leaves a scored (family, M, N)
+dtypes, a range its shape check rejects, overlapping or unordered ranges, or that leaves a scored (family, M, N)
 uncovered raises PlanError naming the plan file, the family and the M (and N) or field.
 """
 from __future__ import annotations
@@ -58,7 +58,7 @@ def migrate_config(method: str, config: dict) -> dict:
     method refuses it as an unknown key)."""
     retired = RETIRED_KEYS.get(method, {})
     return {k: v for k, v in config.items() if not (k in retired and v == retired[k])}
-GUARD_CHECK_MAX_M = 512  # guards are checked at every M of a range up to here, and at the range's upper end
+SHAPE_CHECK_MAX_M = 512  # shape checks are checked at every M of a range up to here, and at the range's upper end
 # Every plan dispatches every M from 1 to here for every family it lists (its generic entries cover the whole
 # range without a gap), so a run never meets "no entry covers M". 2^20 tokens in one projection call is far
 # beyond any decode or prefill step of this workload; the tuner fills the M above its tuned range with the
@@ -318,7 +318,7 @@ def _entry(where: str, family: str, raw, workload) -> Entry:
     if reason:
         raise PlanError(f"{where}: {reason} (family {family!r} of workload {workload.name})")
     K = int(spec["K"])
-    for M in (*range(lo, min(hi, GUARD_CHECK_MAX_M) + 1), hi):
+    for M in (*range(lo, min(hi, SHAPE_CHECK_MAX_M) + 1), hi):
         n = workload.n_at(family, M) if N is None else N
         reason = method.supports(spec, M, n, K, config)
         if reason:

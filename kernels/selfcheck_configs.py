@@ -1,4 +1,4 @@
-"""Every config of some methods at one shape, or at every shape of the workload its guard admits: PASS/FAIL lines
+"""Every config of some methods at one shape, or at every shape of the workload its shape check admits: PASS/FAIL lines
 vs the FP64 product (a pre-screen check, and the GPU test suite's sweep of every config at every shape).
 
     python -m kernels.selfcheck_configs splitk_atomic_v2 splitk_atomic_kn streamk_small --family qkv_gate --M 16
@@ -6,7 +6,7 @@ vs the FP64 product (a pre-screen check, and the GPU test suite's sweep of every
 
 Per config: prepare on a random weight, two calls on fresh inputs (the second one shows a workspace or counter
 left dirty by the first), rel-L2 of each vs the FP64 product against the family's tolerance, and, for the
-methods with a workspace, workspace and counters zero afterwards. A config the guard rejects at the shape is
+methods with a workspace, workspace and counters zero afterwards. A config the shape check rejects at the shape is
 reported SKIP. Exit 1 when any config FAILs. The full contract is profiler/check/contract.py (the screen runs it too).
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ def workload_rows(workload) -> list[dict]:
 
 
 def sweep(method, rows: list[dict], device) -> list[tuple[str, str]]:
-    """(label, reason) for every config of `method` at every row its guard admits: reason '' when it passed.
+    """(label, reason) for every config of `method` at every row its shape check admits: reason '' when it passed.
     An exception is a failure with its first line (one broken config must not hide the others)."""
     from kernels.method import format_config
 

@@ -16,8 +16,8 @@ from kernels.cuda.build import Extension, load_extension
 from kernels.launch import check_input
 from kernels.launch import impl
 from kernels.launch.cluster_splitk import unavailable_reason
-from kernels.methods_library import (WGMMA_BK as BK, router_wgmma_guard, streamk_wgmma_guard, wgmma_guard,
-                                     wgmma_token_range)
+from kernels.methods_library import (WGMMA_BK as BK, router_wgmma_shape_check, streamk_wgmma_shape_check,
+                                     wgmma_shape_check, wgmma_token_range)
 
 EXTENSION = Extension(
     name="projlab_cluster_wgmma",
@@ -51,16 +51,16 @@ def unpack(packed, N: int, K: int):
     return packed.permute(0, 2, 1, 3).reshape(N, K)
 
 
-def _checked(name: str, weight, config: dict, guard, dtype: str = "bfloat16") -> tuple[int, int, object]:
-    """(N, K, the extension module) once the weight (a `dtype` [N, K]), the config's guard (with the token tile's own
-    M) and the host admit it. The kernels trust their geometry (multicast slices, cluster ranks, tiles, shared
+def _checked(name: str, weight, config: dict, shape_check, dtype: str = "bfloat16") -> tuple[int, int, object]:
+    """(N, K, the extension module) once the weight (a `dtype` [N, K]), the config's shape check (with the token
+    tile's own M) and the host admit it. The kernels trust their geometry (multicast slices, cluster ranks, tiles, shared
     memory), so a config the registry would refuse never launches."""
     import torch
 
     if weight.dtype != getattr(torch, dtype) or weight.dim() != 2:
         raise ValueError(f"{name}: weight must be a {dtype} [N, K], got {weight.dtype} {tuple(weight.shape)}")
     N, K = (int(v) for v in weight.shape)
-    why = guard(int(config["BT"]), N, K, config)
+    why = shape_check(int(config["BT"]), N, K, config)
     if why:
         raise ValueError(why)
     reason = unavailable_reason(name)
@@ -84,7 +84,7 @@ def _tokens(name: str, state: dict, x):
 
 
 def prepare(weight, family: str, config: dict) -> dict:
-    N, K, module = _checked("cluster_wgmma", weight, config, wgmma_guard)
+    N, K, module = _checked("cluster_wgmma", weight, config, wgmma_shape_check)
     bw = 64 * int(config["MI"]) * int(config["NWG"])
     return {"w": pack(weight.contiguous(), bw), "N": N, "K": K, "family": family, "module": module,
             "args": tuple(int(config[k]) for k in KEYS)}
@@ -108,7 +108,7 @@ def prepare_router(weight, family: str, config: dict) -> dict:
     (row 2j = H[j], row 2j+1 = L[j]; kernels/launch/router.py), tile-packed like cluster_wgmma's weights."""
     from kernels.launch.router import interleave_rows, split_hilo
 
-    N, K, module = _checked("router_hilo_wgmma", weight, config, router_wgmma_guard, "float32")
+    N, K, module = _checked("router_hilo_wgmma", weight, config, router_wgmma_shape_check, "float32")
     bw = 64 * int(config["MI"]) * int(config["NWG"])
     hi, lo = split_hilo(weight.contiguous())
     return {"w": pack(interleave_rows(hi, lo), bw), "N": 2 * N, "K": K, "family": family, "module": module,
@@ -143,7 +143,7 @@ def prepare_streamk(weight, family: str, config: dict) -> dict:
     stream: they share the workspace."""
     import torch
 
-    N, K, module = _checked("streamk_wgmma", weight, config, streamk_wgmma_guard)
+    N, K, module = _checked("streamk_wgmma", weight, config, streamk_wgmma_shape_check)
     mi, nwg, bt = int(config["MI"]), int(config["NWG"]), int(config["BT"])
     bw = 64 * mi * nwg
     ctas = streamk_ctas(weight.device, int(config["PER_SM"]))

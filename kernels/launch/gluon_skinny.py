@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datasets.hardware import REGISTERS_PER_SM, SMEM_PER_SM_BYTES, SMEM_RESERVED_PER_BLOCK_BYTES
 from kernels.launch import check_input, check_out, impl, require
-from kernels.methods_hopper import SKINNY_MAX_M as MAX_M  # the guard's bound; sizes the workspace
+from kernels.methods_hopper import SKINNY_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
 from kernels.methods_hopper import skinny_smem_bytes
 
 # Shared memory and registers per SM, and the 1 KB each resident block reserves (datasets.hardware).

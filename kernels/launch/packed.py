@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kernels.launch import check_input, check_out, impl
-from kernels.methods_dense import PACKED_MAX_M as MAX_M  # the guard's bound
+from kernels.methods_dense import PACKED_MAX_M as MAX_M  # the shape check's bound
 
 REDUCE_BLOCK = 1024  # elements per program of the split reduce kernel
 

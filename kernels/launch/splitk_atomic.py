@@ -8,7 +8,7 @@ prepared state (they would share the workspace); the profiler runs everything on
 from __future__ import annotations
 
 from kernels.launch import check_input, check_out, impl, require
-from kernels.methods_dense import SPLITK_ATOMIC_MAX_M as MAX_M  # the guard's bound; sizes the workspace
+from kernels.methods_dense import SPLITK_ATOMIC_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
 
 WHAT = "splitk_atomic"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from kernels.launch import check_input, check_out, impl, require
 from kernels.launch.packed import row_stride, weight_for_load
 from kernels.launch.splitk_atomic import workspace
-from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M as MAX_M  # the guard's bound; sizes the workspace
+from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
 
 
 def check_tiling(N: int, K: int, config: dict, what: str) -> None:

@@ -9,7 +9,7 @@ the workspace).
 from __future__ import annotations
 
 from kernels.launch import check_input, check_out, impl, require
-from kernels.methods_dense import SPLITK_SWAP_MAX_M as MAX_M  # the guard's bound; sizes the workspace
+from kernels.methods_dense import SPLITK_SWAP_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
 
 
 def check_tiling(N: int, K: int, config: dict, what: str) -> None:

@@ -6,7 +6,7 @@ pick, per shape, written as a schema-v1 run file.
                               [--out-run datasets/runs/<date>_<gpu>_screen-<label>.json] [--label screen]
                               [--compile-workers 16]
 
-Per shape the candidates are torch_linear, every config of --methods whose guard admits the shape, and the --plan's
+Per shape the candidates are torch_linear, every config of --methods that admits the shape, and the --plan's
 own pick there. They are checked and timed by the tuner's measure step
 (profiler.commands.tune_measure.WorkerMeasure: one shape task in the isolation worker; the contract's quick check --
 one call on fresh inputs with probe rows vs the FP64 reference; failures are recorded, never timed -- then

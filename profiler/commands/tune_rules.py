@@ -15,13 +15,13 @@ tests give a fake):
 
 Algorithm for one scored (family, M) point (`tune_point`; the write-up's funnel):
  1. Candidates: every method computing the family's dtypes (x, w, y: kernels/method.py serves dtype signatures,
-    never family names) x each of its configs whose guard admits (M, N, K); the baseline (torch_linear) always
+    never family names) x each of its configs whose shape check admits (M, N, K); the baseline (torch_linear) always
     among them, first.
  2. Screen: measure all (correctness first: a failing candidate is dropped with its reasons), SCREEN timing.
  3. Finals: the `finalists` fastest plus the baseline, measured again together with FINAL timing; winner =
     lowest median, runner-up = the next.
  4. Neighbours: winner, runner-up and baseline measured at M-1 and M+1 (where the winner's and runner-up's
-    guards admit them), each at THAT neighbour's N (n_at: muse's unpooler M=7 and M=9 are N=8192 although
+    shape checks admit them), each at THAT neighbour's N (n_at: muse's unpooler M=7 and M=9 are N=8192 although
     M=8 is N=1024). Only neighbours at the point's N decide (`robust_choice`):
     a. a winner that fails correctness at one loses to the runner-up (or the baseline, if that failed too);
     b. a winner more than NOISE_TOL slower than the baseline at one is kept only with its plan range stopping
@@ -36,7 +36,7 @@ Algorithm for one scored (family, M) point (`tune_point`; the write-up's funnel)
     gives way to the baseline (`keep_baseline_unless_significant`).
  5. Ranges per N (`build_ranges`): the general-N points make the generic entries: every M in 1..max point goes
     to the nearest point's winner (midpoint rule; floor((a+b)/2) belongs to the lower point), else the other
-    adjacent point's winner, else the baseline -- whichever its guard admits and, for a winner kept with
+    adjacent point's winner, else the baseline -- whichever its shape check admits and, for a winner kept with
     stops (4b), whichever does not reach past them. Points at another N (unpooler M=1
     and 8, N=1024) make N-specific entries spanning min..max of those points. Beyond the largest tuned M, the
     generic entries fall back to the library (torch_linear) up to kernels.plans.DISPATCH_MAX_M
@@ -151,7 +151,7 @@ def scored_points(workload, families=None) -> list[Point]:
 
 def candidates(methods: dict, dtypes, M: int, N: int, K: int, only=None) -> list[tuple[str, dict]]:
     """(method, config) pairs computing `dtypes` (an (x, w, y) tuple, or the shape/family record holding them)
-    whose guard admits the shape; the baseline first."""
+    whose shape check admits the shape; the baseline first."""
     out = []
     for name, method in methods.items():
         if not method.serves(dtypes) or (only and name not in only and name != BASELINE):
@@ -285,7 +285,7 @@ def keep_baseline_unless_significant(d: Decision, base: Timed, choice: Timed) ->
 
 
 def neighbour_points(pt: Point, methods: dict, trio: list[Timed]) -> list[Point]:
-    """M-1 and M+1 at their own N where the winner's and runner-up's (trio[0], trio[1]) guards admit them."""
+    """M-1 and M+1 at their own N where the winner's and runner-up's (trio[0], trio[1]) shape checks admit them."""
     out = []
     for m in (pt.M - 1, pt.M + 1):
         n = n_for(pt.spec, m)

@@ -210,9 +210,9 @@ def test_module_with_spaces_in_its_name_loads(tmp_path):
     assert load_candidate(str(mod)).name == "mine"
 
 
-def test_method_candidate_never_runs_a_config_its_guard_rejects(monkeypatch):
-    """router_gemv_fp32 with BK=1024 at K=1000 (the guard says K % BK != 0) once ran under the interpreter and
-    read past the weight rows. Now the launcher refuses it at prepare, and every run() asks the guard first."""
+def test_method_candidate_never_runs_a_config_its_shape_check_rejects(monkeypatch):
+    """router_gemv_fp32 with BK=1024 at K=1000 (the shape check says K % BK != 0) once ran under the interpreter and
+    read past the weight rows. Now the launcher refuses it at prepare, and every run() asks the shape check first."""
     from kernels.launch import router as R
 
     cand = MethodCandidate("router_gemv_fp32", {"BN": 1, "BK": 1024, "num_warps": 4, "cache": ".cg"})
@@ -230,20 +230,20 @@ def test_method_candidate_never_runs_a_config_its_guard_rejects(monkeypatch):
     assert launched == []
 
 
-def test_plan_candidate_checks_the_guard_of_the_entry_it_runs(monkeypatch):
-    """Plans check guards at load only up to GUARD_CHECK_MAX_M and at a range's top; run() checks the M it runs."""
+def test_plan_candidate_checks_the_shape_check_of_the_entry_it_runs(monkeypatch):
+    """Plans run shape checks at load only up to SHAPE_CHECK_MAX_M and at a range's top; run() checks the M it runs."""
     from kernels import registry
     from kernels.method import Method
 
-    def guard(M, N, K, config):
-        return None if M != 777 else "fake guard rejects M=777"
+    def shape_check(M, N, K, config):
+        return None if M != 777 else "fake shape check rejects M=777"
 
     base = registry.METHODS["torch_linear"]
     monkeypatch.setitem(registry.METHODS, "torch_linear",
-                        Method("torch_linear", base.dtypes, base.impl, base.description, guard=guard))
+                        Method("torch_linear", base.dtypes, base.impl, base.description, shape_check=shape_check))
     cand = load_candidate("baseline")
     w = (torch.randn(16, 32) * 32 ** -0.5).bfloat16()
     state = cand.prepare("o", w)
     assert cand.run(state, "o", torch.randn(776, 32).bfloat16()).shape == (776, 16)
-    with pytest.raises(PlanError, match="rejects o M=777 N=16 K=32: fake guard rejects M=777"):
+    with pytest.raises(PlanError, match="rejects o M=777 N=16 K=32: fake shape check rejects M=777"):
         cand.run(state, "o", torch.randn(777, 32).bfloat16())

@@ -1,5 +1,5 @@
 """CPU: cluster_splitk's build helper (source hash, cache path, build/load/refuse decision and its message), its
-compiled instantiations matching the registry's configs, its guard, and the tile-packed weight layout the kernel
+compiled instantiations matching the registry's configs, its shape check, and the tile-packed weight layout the kernel
 reads (every warp load 512 contiguous bytes in lane order; a lossless permutation)."""
 import re
 from pathlib import Path
@@ -76,7 +76,7 @@ def test_compiled_instantiations_match_the_registry():
     assert {c["S"] for c in m.configs} == {1, 2, 4, 8}
 
 
-def test_guard():
+def test_shape_check():
     m = get_method("cluster_splitk")
     cfg = {"RW": 2, "KW": 4, "NT": 2, "R": 2, "S": 4}   # U = 2: K % (4 * 4 * 32 * 2) == 0; BN = 64
     assert m.supports(BF16, 16, 2304, 8192, cfg) is None

@@ -1,4 +1,4 @@
-"""CPU: cluster_wgmma's compiled instances matching the registry, its guard (compiled instance, token tile, tile
+"""CPU: cluster_wgmma's compiled instances matching the registry, its shape check (compiled instance, token tile, tile
 and cluster divisibility, multicast slice, cluster size, stages, shared memory) and its messages, the shared-memory
 formula against the kernel's, the configs it ships, the refusal on a host without nvcc, and the tile-packed weight
 layout (one contiguous block per weight box; a lossless permutation)."""
@@ -105,7 +105,7 @@ def test_smem_formula_is_the_kernels():
     assert wgmma_smem_bytes(2, 2, 128, 2) == 2048 + 256 * 132 * 4                  # the partial tile is larger
 
 
-def test_guard_admits_the_design_point_and_names_each_refusal():
+def test_shape_check_admits_the_design_point_and_names_each_refusal():
     N, K = QKV
     assert _why(128, N, K) is None
     assert _why(100, N, K) is None                                   # a partial token tile (zero-filled by TMA)
@@ -131,7 +131,7 @@ def test_guard_admits_the_design_point_and_names_each_refusal():
     assert "264192 bytes of shared memory at STAGES=4 KA=2" in _why(128, N, K, CN=1, STAGES=4, KA=2)
 
 
-def test_guard_admits_configs_at_the_official_mid_m_shapes_only():
+def test_shape_check_admits_configs_at_the_official_mid_m_shapes_only():
     from datasets import load_workload
 
     m = get_method("cluster_wgmma")
@@ -160,7 +160,7 @@ def test_pack_makes_each_weight_box_one_block_and_unpack_inverts_it():
     assert torch.equal(unpack(p, 256, 256), w)
 
 
-def test_prepare_refuses_what_the_guard_refuses_before_anything_launches():
+def test_prepare_refuses_what_the_shape_check_refuses_before_anything_launches():
     torch = pytest.importorskip("torch")
     from kernels.launch.cluster_wgmma import prepare
 
@@ -191,7 +191,7 @@ def _rwhy(M, N, K, **kw):
     return get_method("router_hilo_wgmma").supports(BF16_X_FP32_W, M, N, K, cfg)
 
 
-def test_router_guard_counts_the_hilo_weight_rows_and_names_each_refusal():
+def test_router_shape_check_counts_the_hilo_weight_rows_and_names_each_refusal():
     N, K = ROUTER
     assert _rwhy(256, N, K) is None and _rwhy(65, N, K) is None
     assert "router_hilo_wgmma has no compiled instance MI=1 NWG=2 BT=256" in _rwhy(256, N, K, BT=256)
@@ -219,7 +219,7 @@ def test_router_configs_fit_and_serve_the_routers_mid_m_shapes_only():
         assert (n > 0) == (r.family == "router" and 17 <= int(r.M) <= 512), (r.family, r.M, n)
 
 
-def test_router_prepare_refuses_bf16_weights_and_guarded_configs_before_anything_launches():
+def test_router_prepare_refuses_bf16_weights_and_refused_configs_before_anything_launches():
     torch = pytest.importorskip("torch")
     from kernels.launch.cluster_wgmma import prepare_router
 

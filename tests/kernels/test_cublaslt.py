@@ -1,5 +1,5 @@
 """CPU: the cublaslt method's record -- its configs are algorithm identities (never list positions), validated
-field by field; its guard keeps a config to the M its list was read at; without a GPU it has no configs and
+field by field; its shape check keeps a config to the M its list was read at; without a GPU it has no configs and
 prepare() says in one line what is missing; nothing touches CUDA here."""
 import pytest
 
@@ -22,7 +22,7 @@ def test_identity_config_is_valid_and_every_field_is_checked():
     assert "tile_id='TILE_64x128'" in cublaslt_config_reason({**IDENTITY, "tile_id": "TILE_64x128"})
 
 
-def test_guard_dispatches_the_listed_m_only():
+def test_shape_check_dispatches_the_listed_m_only():
     m = get_method("cublaslt")
     assert m.supports(BF16, 128, 4096, 8192, IDENTITY) is None
     assert "at M=128" in m.supports(BF16, 129, 4096, 8192, IDENTITY)

@@ -88,14 +88,14 @@ def test_skinny_ws_compiles_to_tma_wgmma_warp_specialized(hilo, cfg, N):
     # the single-launch reduction
     assert "atom.global.gpu.relaxed.add.v4.f32" in ptx and "atom.global.gpu.relaxed.add.f32" not in ptx
     assert "atom.global.gpu.acq_rel.add" in ptx and "atom.global.gpu.relaxed.exch.b32" in ptx
-    # the guard's shared-memory figure is the compiler's (within the mbarriers' alignment)
+    # the shape check's shared-memory figure is the compiler's (within the mbarriers' alignment)
     need = skinny_smem_bytes(cfg, 2 if hilo else 1)
     assert abs(k.metadata.shared - need) <= 128, (k.metadata.shared, need)
 
 
 @pytest.mark.parametrize("N,K", [(4096, 8192), (8192, 1024), (1024, 4096)])
 def test_skinny_ws_compiles_at_the_other_families(N, K):
-    """The default config at pooler, o and the unpooler's N=1024 slice (the guard admits them all)."""
+    """The default config at pooler, o and the unpooler's N=1024 slice (the shape check admits them all)."""
     k, err = compile_skinny(SKINNY_CONFIGS[0], N, K)
     assert "wgmma.mma_async" in k.asm["ptx"] and "0 bytes spill stores" in err
 
@@ -117,7 +117,7 @@ def test_skinny_ws_fixup_compiles_without_data_atomics(hilo, cfg, N):
     """Every skinny_ws_fixup config: the same TMA ring and warp-specialized wgmma as skinny_ws, no spills, and a
     reduction without atomics on data: the partial and y by plain stores, the slots read through L2 (ld.global.cg),
     atomics only on the int32 counters (release arrive, acquire spin, acq_rel done count, relaxed resets); shared
-    memory is the ring alone, as the guard counts it."""
+    memory is the ring alone, as the shape check counts it."""
     k, err = compile_fixup(cfg, N, 8192, hilo)
     ptx = k.asm["ptx"]
     spills = [int(s) for s in re.findall(r"(\d+) bytes spill stores", err)]

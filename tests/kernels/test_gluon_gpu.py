@@ -3,7 +3,7 @@ kernel: BF16 and the router's hi/lo pair, with atomics or with the partials summ
 full contract (profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph
 replays with new inputs, inputs and weights unchanged) with every config at their main shape (qkv_gate M=16,
 router M=16, qkv_gate M=128, router M=128), and with the default config at every official shape of every family of
-their dtypes the guard admits and at the main family's nearby M; split-K, stream-K and multi-token-tile configs
+their dtypes the shape check admits and at the main family's nearby M; split-K, stream-K and multi-token-tile configs
 leave workspace and counters zero (skinny_ws_fixup: its counters) after eager calls and graph replays that mix M."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""skinny_ws's record, guard and launcher logic on the CPU: what the guard refuses (and says why), the grid the
+"""skinny_ws's record, shape check and launcher logic on the CPU: what it refuses (and says why), the grid the
 launcher builds, the register cap it asks for, the K-step runs the kernel cuts (whole tiles under split-K, the
 write-up's 42/43/43 at SPLIT=3), and a clear refusal without a Hopper GPU."""
 import pytest
@@ -39,7 +39,7 @@ def test_every_config_serves_every_scored_qkv_m(cfg):
     (16, *QKV, {"STREAMK": 1, "SPLIT": 3}, "SPLIT must be 1"),
     (16, *QKV, {"STAGES": 20, "BM": 128}, "exceed"),
 ])
-def test_guard_refuses_with_the_reason(M, N, K, over, needle):
+def test_shape_check_refuses_with_the_reason(M, N, K, over, needle):
     reason = get_method("skinny_ws").supports(BF16, M, N, K, _cfg(**over))
     assert reason is not None and needle in reason, reason
 
@@ -105,8 +105,8 @@ def test_prepare_without_a_hopper_gpu_says_so():
         prepare(torch.zeros(2304, 8192, dtype=torch.bfloat16), "qkv_gate", _cfg())
 
 
-def test_fixup_registered_and_its_guard_keeps_the_grid_to_one_wave():
-    """skinny_ws_fixup's runs of a tile wait for each other, so its guard refuses a grid larger than the 132 SMs
+def test_fixup_registered_and_its_shape_check_keeps_the_grid_to_one_wave():
+    """skinny_ws_fixup's runs of a tile wait for each other, so its shape check refuses a grid larger than the 132 SMs
     (and says so) and admits the shapes it was sized for; its shared-memory figure is the ring and barriers only."""
     from kernels.methods_hopper import FIXUP_CONFIGS, fixup_programs, fixup_smem_bytes
 

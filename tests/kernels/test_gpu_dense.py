@@ -1,7 +1,7 @@
 """GPU: every dense method (default config) at every admitted official and nearby shape passes the full
 contract (profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph
 replay with new inputs, inputs/weights unchanged), and every config of the Triton methods passes at the
-official shapes its guard admits."""
+official shapes its shape check admits."""
 import pytest
 
 from kernels.registry import get_method

@@ -1,6 +1,6 @@
 """GPU: the single-launch methods (splitk_atomic, streamk, router_hilo_fused, router_hilo_flag, router_fma_flag)
 pass the full contract (profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls,
-CUDA-graph replays with new inputs, inputs and weights unchanged) with every config at every official shape its guard
+CUDA-graph replays with new inputs, inputs and weights unchanged) with every config at every official shape it
 admits, and the default config at the nearby shapes; and their workspace and counters (router_hilo_flag,
 router_fma_flag: token counts) are zero after eager calls and graph replays that mix M (a count left non-zero would
 corrupt the next call)."""

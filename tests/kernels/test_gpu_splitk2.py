@@ -1,6 +1,6 @@
 """GPU: splitk_atomic_v2, splitk_atomic_kn, streamk_small, splitk_swap, router_hilo_swap and gemv_rows.
 
-- Every config at every official and nearby shape its guard admits, through the self-check sweep
+- Every config at every official and nearby shape its shape check admits, through the self-check sweep
   (kernels.selfcheck_configs.sweep: two fresh-input calls vs the FP64 product, workspace and counters zero after):
   one test per method, every failing (config, shape) named.
 - The full contract (profiler.check.contract.check_candidate: poisoned outputs, fresh inputs, repeated calls, CUDA-graph

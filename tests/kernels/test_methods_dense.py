@@ -1,4 +1,4 @@
-"""Dense method records: names, config spaces, guards (torch-free)."""
+"""Dense method records: names, config spaces, shape checks (torch-free)."""
 import pytest
 
 from datasets import load_workload
@@ -55,7 +55,7 @@ def test_check_config_rejects_bad_keys_and_values():
     assert "BN=3" in m.check_config({"BN": 3, "num_warps": 16, "cache": ".cg"})
 
 
-def test_gemv_guard_m1_only():
+def test_gemv_shape_check_m1_only():
     m = get_method("gemv")
     assert m.supports(BF16, 1, 2304, 8192) is None
     assert "M=1" in m.supports(BF16, 2, 2304, 8192)
@@ -63,7 +63,7 @@ def test_gemv_guard_m1_only():
 
 
 @pytest.mark.parametrize("method", ["splitk", "splitk_fused"])
-def test_splitk_guard(method):
+def test_splitk_shape_check(method):
     m = get_method(method)
     for M in (1, 2, 17, SPLITK_MAX_M):
         assert m.supports(BF16, M, 4096, 8192) is None
@@ -72,7 +72,7 @@ def test_splitk_guard(method):
     assert "shared memory" in m.supports(BF16, 8, 4096, 8192, huge)
 
 
-def test_packed_guard_divisibility_and_m():
+def test_packed_shape_check_divisibility_and_m():
     m = get_method("packed")
     assert m.supports(BF16, 16, 4096, 8192) is None
     assert m.supports(BF16, PACKED_MAX_M + 1, 4096, 8192)
@@ -95,7 +95,7 @@ def test_swapped_alignment_rule():
     assert [M for M in range(1, 33) if swapped_ok(M)] == [8, 16, 24, 32]
 
 
-def test_splitk_atomic_guard_names_what_the_kernel_leaves_unmasked():
+def test_splitk_atomic_shape_check_names_what_the_kernel_leaves_unmasked():
     m = get_method("splitk_atomic")
     cfg = {"BM": 16, "BN": 64, "BK": 128, "SPLIT": 8, "num_warps": 4, "num_stages": 4}
     for M in (1, 2, 16, 17, SPLITK_ATOMIC_MAX_M):
@@ -109,7 +109,7 @@ def test_splitk_atomic_guard_names_what_the_kernel_leaves_unmasked():
     assert "shared memory" in m.supports(BF16, 8, 8192, 1024, big)
 
 
-def test_streamk_guard():
+def test_streamk_shape_check():
     m = get_method("streamk")
     for fam, N, K in DENSE_SHAPES:
         for M in (1, 128, 255, 256, STREAMK_MAX_M):
@@ -129,7 +129,7 @@ def test_new_methods_have_a_config_for_every_dense_family(method):
 
 
 @pytest.mark.parametrize("method", ["splitk_atomic_v2", "splitk_atomic_kn"])
-def test_splitk_atomic2_guard(method):
+def test_splitk_atomic2_shape_check(method):
     """Small M only (workspace rows); whole BN tiles and BK steps; SPLIT need not divide the K steps but every
     slice needs one."""
     from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M
@@ -146,7 +146,7 @@ def test_splitk_atomic2_guard(method):
                                                               "num_stages": 6})
 
 
-def test_streamk_small_guard():
+def test_streamk_small_shape_check():
     from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M
 
     m = get_method("streamk_small")

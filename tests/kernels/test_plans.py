@@ -109,7 +109,7 @@ def test_family_not_served(tmp_path):
         "not x bfloat16, w float32, y float32" in msg
 
 
-def test_guard_rejects_range(tmp_path):
+def test_shape_check_rejects_range(tmp_path):
     data = _base()
     data["families"]["pooler"] = [{"M": [1, 2], "method": "gemv", "config": {"BN": 1, "num_warps": 16, "cache": ".cg"}},
                                   {"M": [3, TOP], "method": "torch_linear", "config": {}}]
@@ -320,7 +320,7 @@ def test_bad_n_field(tmp_path, bad):
     assert "'unpooler'" in msg and "'N'" in msg
 
 
-def test_guard_is_checked_at_the_entrys_n(tmp_path):
+def test_shape_check_is_checked_at_the_entrys_n(tmp_path):
     # packed needs N % BN == 0: N=1000 is not a multiple of BN=128, N=1024 is
     packed = {"BM": 16, "BN": 128, "BK": 128, "SPLIT": 1, "num_warps": 4, "num_stages": 3}
     data = _n_specific()

@@ -30,7 +30,7 @@ def _cases():
                     out.append(pytest.param(name, i, M, "router", id=f"{name}-c{i}-M{M}"))
     wide = METHODS["gemv_wide"]
     for i, cfg in enumerate(wide.configs):
-        # every muse BF16 family at M=1 the config's guard admits (o: K=1024, unpooler: K=4096, the others 8192)
+        # every muse BF16 family at M=1 the config's shape check admits (o: K=1024, unpooler: K=4096, the others 8192)
         fams = [f for f in ("o", "unpooler", "qkv_gate", "pooler")
                 if wide.supports(_shape(f, 1), 1, _shape(f, 1)["N"], _shape(f, 1)["K"], cfg) is None]
         assert fams, cfg

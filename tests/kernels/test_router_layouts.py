@@ -24,14 +24,14 @@ def test_router_methods_registered_and_configs_valid():
 
 
 @pytest.mark.parametrize("M", [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 128, 129, 255, 256])
-def test_hilo_guards_admit_every_router_m(M):
+def test_hilo_shape_checks_admit_every_router_m(M):
     for name in ROUTER_NAMES[1:]:
         m = METHODS[name]
         for cfg in m.configs:
             assert m.supports(FP32_W, M, RN, RK, cfg) is None, (name, cfg, M)
 
 
-def test_m1_only_guards():
+def test_m1_only_shape_checks():
     g, w = METHODS["router_gemv_fp32"], METHODS["gemv_wide"]
     for cfg in g.configs:
         assert g.supports(FP32_W, 1, RN, RK, cfg) is None
@@ -44,7 +44,7 @@ def test_m1_only_guards():
     assert "not x bfloat16, w float32, y float32" in w.supports(FP32_W, 1, RN, RK, w.configs[0])
 
 
-def test_tile_guard_rejects_bad_split_and_smem():
+def test_tile_shape_check_rejects_bad_split_and_smem():
     m = METHODS["router_hilo_atomic"]
     bad_split = dict(m.configs[0], SPLIT=64, BK=256)          # 64*256 = 16384 does not divide 8192
     assert "K %" in m.supports(FP32_W, 8, RN, RK, bad_split)
@@ -123,7 +123,7 @@ def test_prepare_states_never_see_activations():
     assert (st["w2t"].t()[: w.shape[0]] == hi).all() and (st["w2t"].t()[w.shape[0]:] == lo).all()
 
 
-def test_gemv_guards_name_the_offending_values():
+def test_gemv_shape_checks_name_the_offending_values():
     wide, fp32 = METHODS["gemv_wide"], METHODS["router_gemv_fp32"]
     spill = wide.supports(BF16, 1, 8192, 1024, {"BN": 32, "BK": 1024, "num_warps": 4, "cache": ""})
     assert "would spill" in spill and "BN=32" in spill and "num_warps=4" in spill
@@ -134,7 +134,7 @@ def test_gemv_guards_name_the_offending_values():
     assert "would spill" in fp32.supports(FP32_W, 1, RN, RK, {"BN": 4, "BK": 8192, "num_warps": 4, "cache": ""})
 
 
-def test_hilo_flag_state_and_guard():
+def test_hilo_flag_state_and_shape_check():
     torch = pytest.importorskip("torch")
     from kernels.launch import router as R
     from kernels.methods_router import HILO_FLAG_MAX_M
@@ -154,7 +154,7 @@ def test_hilo_flag_state_and_guard():
     assert "K / BK >= SPLIT" in m.supports(FP32_W, 8, RN, 1024, cfg)      # 8 K steps < SPLIT=32 slices
 
 
-def test_hilo_fused_guard_bounds_and_reasons():
+def test_hilo_fused_shape_check_bounds_and_reasons():
     from kernels.methods_router import HILO_FUSED_MAX_M
 
     m = METHODS["router_hilo_fused"]
@@ -165,7 +165,7 @@ def test_hilo_fused_guard_bounds_and_reasons():
     assert "K % (BK*SPLIT)" in m.supports(FP32_W, 8, RN, 8000, cfg)
 
 
-def test_hilo_swap_guard_bounds_and_reasons():
+def test_hilo_swap_shape_check_bounds_and_reasons():
     from kernels.methods_dense import SPLITK_SWAP_MAX_M
 
     m = METHODS["router_hilo_swap"]

@@ -1,4 +1,4 @@
-"""The self-check sweep (kernels.selfcheck_configs) on CPU: every config of a method at every shape its guard admits,
+"""The self-check sweep (kernels.selfcheck_configs) on CPU: every config of a method at every shape it admits,
 a wrong result or a raising config reported with its reason, the others still run (torch_linear on the SYNTHETIC
 tiny workload: the library route runs on CPU)."""
 from pathlib import Path

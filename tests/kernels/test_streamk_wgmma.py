@@ -1,6 +1,6 @@
-"""CPU: streamk_wgmma's configs and guard (compiled instance, token tile, divisibility, CTAs per SM, stages, shared
-memory per CTA and per SM) with their messages, the shared-memory formula against the kernel's, the refusals before
-anything launches, and the kernel's work split and last-finisher sum replayed in numpy with the kernel's own
+"""CPU: streamk_wgmma's configs and shape check (compiled instance, token tile, divisibility, CTAs per SM, stages,
+shared memory per CTA and per SM) with their messages, the shared-memory formula against the kernel's, the refusals
+before anything launches, and the kernel's work split and last-finisher sum replayed in numpy with the kernel's own
 formulas (every unit in one run, every split tile's parts in distinct slots, the sum equal to the product)."""
 from pathlib import Path
 
@@ -44,7 +44,7 @@ def test_smem_formula_is_the_kernels():
     assert streamk_wgmma_smem_bytes(2, 2, 128, 4) == 2048 + 4 * (256 + 128) * 128
 
 
-def test_guard_names_each_refusal():
+def test_shape_check_names_each_refusal():
     N, K = QKV
     assert _why(16, N, K) is None and _why(9, N, K) is None and _why(32, N, K) is None
     assert "no compiled instance MI=2 NWG=1 BT=16" in _why(16, N, K, MI=2)

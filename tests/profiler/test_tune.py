@@ -92,7 +92,7 @@ def test_finalists_always_include_the_baseline():
 
 # --- ranges --------------------------------------------------------------------------------------------------
 
-def test_build_ranges_midpoints_and_guards():
+def test_build_ranges_midpoints_and_shape_checks():
     gemv = ("router_gemv_fp32", dict(METHODS["router_gemv_fp32"].configs[0]))
     atom = ("router_hilo_atomic", dict(METHODS["router_hilo_atomic"].configs[0]))
     split = ("router_hilo_splitk", dict(METHODS["router_hilo_splitk"].configs[0]))
@@ -111,7 +111,7 @@ def test_build_ranges_falls_back_to_baseline():
     assert [(e["M"], e["method"]) for e in entries] == [([1, 1], "router_gemv_fp32"), ([2, 8], "torch_linear")]
 
 
-def test_candidates_baseline_first_and_guarded():
+def test_candidates_baseline_first_and_within_their_shape_checks():
     c = rules.candidates(METHODS, ROUTER_SPEC, 1, 256, 8192)
     assert c[0] == ("torch_linear", {})
     names = {n for n, _ in c}
@@ -119,7 +119,7 @@ def test_candidates_baseline_first_and_guarded():
     assert "router_gemv_fp32" not in {n for n, _ in rules.candidates(METHODS, ROUTER_SPEC, 2, 256, 8192)}
     only = rules.candidates(METHODS, ROUTER_SPEC, 8, 256, 8192, only=["router_hilo_splitk"])
     assert {n for n, _ in only} == {"torch_linear", "router_hilo_splitk"}
-    # a config its guard rejects is never a candidate: splitk_atomic's SPLIT/BK grid must tile K=1024 exactly
+    # a config its shape check rejects is never a candidate: splitk_atomic's SPLIT/BK grid must tile K=1024 exactly
     o_spec = load_workload().family("o")
     o16 = [c for n, c in rules.candidates(METHODS, o_spec, 16, 8192, 1024) if n == "splitk_atomic"]
     assert o16 and all(1024 % (c["BK"] * c["SPLIT"]) == 0 for c in o16)
@@ -152,7 +152,7 @@ def test_build_ranges_makes_n_specific_unpooler_entries():
     assert entries[0]["note"] == "n16; n32; n128" and entries[3]["note"] == "n8"
 
 
-def test_build_ranges_generic_below_smallest_point_respects_guard_and_n_only_families():
+def test_build_ranges_generic_below_smallest_point_respects_shape_check_and_n_only_families():
     gemv = ("gemv", dict(METHODS["gemv"].configs[0]))
     entries = rules.build_ranges("unpooler", {1: gemv, 8: gemv, 16: gemv}, UNPOOLER_SPEC, METHODS)
     assert [(e.get("N"), e["M"], e["method"]) for e in entries] == [
@@ -233,7 +233,7 @@ def cpu_measure():
                "fake_lossy": _Lossy("fake_lossy", (FP32_W,), base.impl, "bf16 weights")}
 
     class _Candidate:
-        """One method + config as the worker's MethodCandidate runs it (guard at every call)."""
+        """One method + config as the worker's MethodCandidate runs it (shape check at every call)."""
 
         def __init__(self, name, config):
             self.method, self.config = methods[name], config

@@ -1,6 +1,6 @@
 """The tuner through the isolation worker on CPU (a real worker process, the keyed fake timer installed in it):
 every measurement is a shape task, a config that kills its worker is a rejection with the cause and the tune goes
-on, a config its guard rejects never runs, and what the tune writes (plan, run file) is valid. The fake times are
+on, a config its shape check rejects never runs, and what the tune writes (plan, run file) is valid. The fake times are
 made up: nothing here asserts which config is faster."""
 from pathlib import Path
 
@@ -48,9 +48,9 @@ def test_a_config_that_kills_its_worker_is_a_rejection_and_the_tune_goes_on(tmp_
     assert plan.select("o", 16)[0] in {"torch_linear", "mm_wt"} and plan.tuned_from.endswith("tune.json")
 
 
-def test_a_config_its_guard_rejects_is_a_reason_not_a_launch():
+def test_a_config_its_shape_check_rejects_is_a_reason_not_a_launch():
     """router_gemv_fp32 BK=1024 at K=1000 once ran under the interpreter and read out of bounds: in the worker the
-    guard raises at the call, before any launch, and the reason comes back as a rejection."""
+    shape check raises at the call, before any launch, and the reason comes back as a rejection."""
     from profiler.commands.tune_measure import WorkerMeasure
     from profiler.backends.local import LocalBackend
     from profiler.worker.settings import SweepSettings
