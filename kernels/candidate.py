@@ -61,7 +61,7 @@ class PlanCandidate(Candidate):
         states = {}
         for method, config in self.plan.methods_for(family, N):
             key = (method, json.dumps(config, sort_keys=True))
-            states[key] = get_method(method).prepare(weight, family, config)
+            states[key] = get_method(method).prepare(weight, config)
         return {"family": family, "N": N, "K": int(weight.shape[1]), "states": states,
                 "dtypes": self.plan.workload.dtypes(family)}
 
@@ -106,7 +106,7 @@ class MethodCandidate(Candidate):
         reason = self.method.dtype_reason(dtypes)
         if reason:   # refused before prepare() sees a weight it was not written for
             raise PlanError(f"{self.name}: {reason} (family {family!r} of workload {self.workload.name})")
-        return {"N": N, "K": K, "dtypes": dtypes, "state": self.method.prepare(weight, family, self.config)}
+        return {"N": N, "K": K, "dtypes": dtypes, "state": self.method.prepare(weight, self.config)}
 
     def run(self, state, family: str, x):
         # The shape check decides at every call (it is host-side: a captured graph holds only the kernels), so a

@@ -81,8 +81,10 @@ class Method:
     """One way to compute y[M,N] = x[M,K] @ w[N,K]^T for some dtype signatures.
 
     `dtypes`: the (x_dtype, w_dtype, y_dtype) signatures it computes. `impl` is "package.module:attr"; attr has
-    `prepare(weight, family, config) -> state` (weights only, never activations) and `run(state, x) -> y`. `params` lists each config key's allowed values; `configs`
-    is the tuning space (configs[0] is the default).
+    the launcher pair `prepare(weight, config) -> state` (weights only, never activations) and `run(state, x) -> y`
+    (no family: a method computes dtype signatures; kernels.candidate.MethodCandidate adapts it to the candidate
+    protocol). `params` lists each config key's allowed values; `configs` is the tuning space (configs[0] is the
+    default).
     """
 
     name: str
@@ -161,8 +163,10 @@ class Method:
             what = family if family is not None else f"({format_signature(dtypes)})"
             raise PlanError(f"{format_config(self.name, config)} rejects {what} M={M} N={N} K={K}: {reason}")
 
-    def prepare(self, weight, family: str, config: dict):
-        return _load_impl(self.impl).prepare(weight, family, config)
+    def prepare(self, weight, config: dict):
+        """The launcher's state for one weight [N, K] at one config (weights only, never activations)."""
+        return _load_impl(self.impl).prepare(weight, config)
 
     def run(self, state, x):
+        """y [M, N] for x [M, K] with a state prepare() made."""
         return _load_impl(self.impl).run(state, x)

@@ -49,7 +49,7 @@ def check_method(name: str, family: str, M: int, N: int, K: int, config: dict | 
     if reason:
         raise ValueError(f"{name} does not admit {family} M={M} N={N} K={K}: {reason}")
     x, w = make_problem(dtypes, M, N, K, device, seed)
-    state = method.prepare(w, family, config)
+    state = method.prepare(w, config)
     y_dtype = getattr(torch, signature(dtypes)[2])
     worst = 0.0
     for i in range(calls):

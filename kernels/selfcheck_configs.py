@@ -23,7 +23,7 @@ def check_config(method, shape: dict, config: dict, device) -> str:
 
     M, N, K, tol = int(shape["M"]), int(shape["N"]), int(shape["K"]), float(shape["rel_l2_tol"])
     x, w = make_problem(shape, M, N, K, device, seed=M)
-    state = method.prepare(w, shape["family"], config)
+    state = method.prepare(w, config)
     for call in range(2):
         if call:
             x = torch.randn(M, K, device=device).to(x.dtype)

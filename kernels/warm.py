@@ -62,7 +62,7 @@ def _run_jobs(jobs: list[dict], device: str) -> list[tuple[dict, str]]:
             if (N, K, dtype) not in weights:
                 weights[(N, K, dtype)] = (torch.randn(N, K, device=device) * K ** -0.5).to(dtype)
             method = get_method(job["method"])
-            state = method.prepare(weights[(N, K, dtype)], job["family"], job["config"])
+            state = method.prepare(weights[(N, K, dtype)], job["config"])
             method.run(state, torch.randn(M, K, device=device).to(torch.bfloat16))
             _sync(device)
         except Exception as exc:   # the sweep's own check will name it again, with the shape

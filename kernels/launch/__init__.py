@@ -1,11 +1,15 @@
 """Launchers: check shapes/dtypes/strides, allocate (or take `out=`), build the grid, launch.
 
-Each module exposes one object per method with `prepare(weight, family, config) -> state` and
-`run(state, x) -> y`, named in kernels/methods_dense.py's `impl` strings.
+Each module exposes one object per method with `prepare(weight, config) -> state` and `run(state, x) -> y`
+(kernels.method.Method's launcher pair; no family: a method computes dtype signatures), named in the methods'
+`impl` strings. Launchers are imported only when a method first runs (kernels.method._load_impl), so torch and
+the kernel modules are imported once, at the top of each launcher.
 """
 from __future__ import annotations
 
 from types import SimpleNamespace
+
+import torch
 
 
 def impl(prepare, run) -> SimpleNamespace:
@@ -33,8 +37,6 @@ def check_input(x, K: int, dtype, what: str) -> int:
 
 def check_out(out, M: int, N: int, dtype, device, what: str):
     """Allocate y[M, N] or check the caller's `out`."""
-    import torch
-
     if out is None:
         return torch.empty((M, N), dtype=dtype, device=device)
     if tuple(out.shape) != (M, N) or out.dtype != dtype:

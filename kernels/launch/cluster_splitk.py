@@ -13,8 +13,11 @@ and runs anywhere.
 """
 from __future__ import annotations
 
+import torch
+
 from kernels.cuda.build import Extension, load_extension
 from kernels.launch import check_input, impl, require
+from kernels.launch.router import split_hilo
 
 EXTENSION = Extension(
     name="projlab_cluster_splitk",
@@ -33,8 +36,6 @@ def pack(*parts):
     in order (W; or H then L), rows 0-7 then rows 8-15, lane l = 4*row + k//8 at 16-byte slot l. A pure
     permutation of the parts' elements (`unpack` inverts it); every weight load of a warp is 512 contiguous
     bytes."""
-    import torch
-
     N, K = parts[0].shape
     require(N % GROUP_ROWS == 0 and K % STEP_K == 0, "cluster_splitk",
             f"needs N % {GROUP_ROWS} == 0 and K % {STEP_K} == 0 (N={N}, K={K})")
@@ -52,8 +53,6 @@ def unpack(flat, N: int, K: int, n_parts: int = 1):
 def unavailable_reason(name: str = "cluster_splitk") -> str | None:
     """None when this host can run the kernel (an sm_90 GPU), else why not, for method `name`. The build is
     checked at prepare."""
-    import torch
-
     if not torch.cuda.is_available():
         return f"{name} needs a CUDA GPU (torch.cuda.is_available() is False)"
     if torch.cuda.get_device_capability() != (9, 0):
@@ -69,29 +68,25 @@ def _args(config: dict) -> tuple[int, int, int, int, int]:
 PIPE_REGISTERS, PIPE_BLOCK_RING, PIPE_LANE_RINGS = 0, 1, 2   # the kernel's PIPE modes
 
 
-def prepare(weight, family: str, config: dict, pipe: int = PIPE_REGISTERS) -> dict:
+def prepare(weight, config: dict, pipe: int = PIPE_REGISTERS) -> dict:
     reason = unavailable_reason()
     if reason:
         raise RuntimeError(reason)
     module = load_extension(EXTENSION)
     N, K = weight.shape
-    return {"w": pack(weight.contiguous()), "N": int(N), "K": int(K), "family": family, "module": module,
+    return {"w": pack(weight.contiguous()), "N": int(N), "K": int(K), "module": module,
             "args": _args(config), "pipe": pipe, "hilo": False}
 
 
-def prepare_xs(weight, family: str, config: dict) -> dict:
-    return prepare(weight, family, config, pipe=PIPE_BLOCK_RING)
+def prepare_xs(weight, config: dict) -> dict:
+    return prepare(weight, config, pipe=PIPE_BLOCK_RING)
 
 
-def prepare_async(weight, family: str, config: dict) -> dict:
-    return prepare(weight, family, config, pipe=PIPE_LANE_RINGS)
+def prepare_async(weight, config: dict) -> dict:
+    return prepare(weight, config, pipe=PIPE_LANE_RINGS)
 
 
-def prepare_hilo(weight, family: str, config: dict) -> dict:
-    import torch
-
-    from kernels.launch.router import split_hilo
-
+def prepare_hilo(weight, config: dict) -> dict:
     reason = unavailable_reason("router_hilo_cluster")
     if reason:
         raise RuntimeError(reason)
@@ -99,13 +94,11 @@ def prepare_hilo(weight, family: str, config: dict) -> dict:
         raise ValueError(f"router_hilo_cluster: weight must be a float32 [N, K], got {weight.dtype}")
     module = load_extension(EXTENSION)
     N, K = weight.shape
-    return {"w": pack(*split_hilo(weight.contiguous())), "N": int(N), "K": int(K), "family": family,
+    return {"w": pack(*split_hilo(weight.contiguous())), "N": int(N), "K": int(K),
             "module": module, "args": _args(config), "pipe": PIPE_REGISTERS, "hilo": True}
 
 
 def run(state: dict, x):
-    import torch
-
     what = "router_hilo_cluster" if state["hilo"] else "cluster_splitk"
     check_input(x, state["K"], torch.bfloat16, what)
     x = x.contiguous()

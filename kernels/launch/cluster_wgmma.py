@@ -12,10 +12,12 @@ saying so at prepare(), never at import.
 """
 from __future__ import annotations
 
+import torch
+
 from kernels.cuda.build import Extension, load_extension
-from kernels.launch import check_input
-from kernels.launch import impl
+from kernels.launch import check_input, impl
 from kernels.launch.cluster_splitk import unavailable_reason
+from kernels.launch.router import interleave_rows, split_hilo
 from kernels.methods_library import (WGMMA_BK as BK, router_wgmma_shape_check, streamk_wgmma_shape_check,
                                      wgmma_shape_check, wgmma_token_range)
 
@@ -55,8 +57,6 @@ def _checked(name: str, weight, config: dict, shape_check, dtype: str = "bfloat1
     """(N, K, the extension module) once the weight (a `dtype` [N, K]), the config's shape check (with the token
     tile's own M) and the host admit it. The kernels trust their geometry (multicast slices, cluster ranks, tiles, shared
     memory), so a config the registry would refuse never launches."""
-    import torch
-
     if weight.dtype != getattr(torch, dtype) or weight.dim() != 2:
         raise ValueError(f"{name}: weight must be a {dtype} [N, K], got {weight.dtype} {tuple(weight.shape)}")
     N, K = (int(v) for v in weight.shape)
@@ -72,8 +72,6 @@ def _checked(name: str, weight, config: dict, shape_check, dtype: str = "bfloat1
 def _tokens(name: str, state: dict, x):
     """x as the kernels' TMA reads it (contiguous, 16-byte aligned), once its token count is in the config's tile
     range."""
-    import torch
-
     M = check_input(x, state["K"], torch.bfloat16, name)
     bt = state["args"][2]
     low, high = wgmma_token_range(bt)
@@ -83,10 +81,10 @@ def _tokens(name: str, state: dict, x):
     return x.clone() if x.data_ptr() % 16 else x
 
 
-def prepare(weight, family: str, config: dict) -> dict:
+def prepare(weight, config: dict) -> dict:
     N, K, module = _checked("cluster_wgmma", weight, config, wgmma_shape_check)
     bw = 64 * int(config["MI"]) * int(config["NWG"])
-    return {"w": pack(weight.contiguous(), bw), "N": N, "K": K, "family": family, "module": module,
+    return {"w": pack(weight.contiguous(), bw), "N": N, "K": K, "module": module,
             "args": tuple(int(config[k]) for k in KEYS)}
 
 
@@ -103,15 +101,13 @@ def resident_clusters(state: dict, M: int) -> int:
 CLUSTER_WGMMA = impl(prepare, run)
 
 
-def prepare_router(weight, family: str, config: dict) -> dict:
+def prepare_router(weight, config: dict) -> dict:
     """The router's FP32 weight [N, K] as the kernel's hi/lo rows: H = bf16(W), L = bf16(W - H) interleaved
     (row 2j = H[j], row 2j+1 = L[j]; kernels/launch/router.py), tile-packed like cluster_wgmma's weights."""
-    from kernels.launch.router import interleave_rows, split_hilo
-
     N, K, module = _checked("router_hilo_wgmma", weight, config, router_wgmma_shape_check, "float32")
     bw = 64 * int(config["MI"]) * int(config["NWG"])
     hi, lo = split_hilo(weight.contiguous())
-    return {"w": pack(interleave_rows(hi, lo), bw), "N": 2 * N, "K": K, "family": family, "module": module,
+    return {"w": pack(interleave_rows(hi, lo), bw), "N": 2 * N, "K": K, "module": module,
             "args": tuple(int(config[k]) for k in KEYS)}
 
 
@@ -132,23 +128,19 @@ SK_KEYS = ("MI", "NWG", "BT")
 
 def streamk_ctas(device, per_sm: int) -> int:
     """The grid: PER_SM CTAs on every SM of the device."""
-    import torch
-
     return per_sm * int(torch.cuda.get_device_properties(device).multi_processor_count)
 
 
-def prepare_streamk(weight, family: str, config: dict) -> dict:
+def prepare_streamk(weight, config: dict) -> dict:
     """Packs the weights; allocates the workspace (two FP32 BW x BT slots per CTA) and the per-tile counters (zero,
     sized for the most token tiles BT serves; every launch leaves them zero). Same-state calls must stay on one
     stream: they share the workspace."""
-    import torch
-
     N, K, module = _checked("streamk_wgmma", weight, config, streamk_wgmma_shape_check)
     mi, nwg, bt = int(config["MI"]), int(config["NWG"]), int(config["BT"])
     bw = 64 * mi * nwg
     ctas = streamk_ctas(weight.device, int(config["PER_SM"]))
     max_token_tiles = -(-wgmma_token_range(bt)[1] // bt)
-    return {"w": pack(weight.contiguous(), bw), "N": N, "K": K, "family": family, "module": module,
+    return {"w": pack(weight.contiguous(), bw), "N": N, "K": K, "module": module,
             "ws": torch.empty(2 * ctas * bw * bt, device=weight.device, dtype=torch.float32),
             "counts": torch.zeros(N // bw * max_token_tiles, device=weight.device, dtype=torch.int32),
             "args": (mi, nwg, bt, ctas, int(config["STAGES"]))}

@@ -8,7 +8,7 @@ as cuBLASLt's enum values), plus the orientation and the M it was read at.
     enumerate_configs(M, N, K) -> configs        # the tuner's space at one shape: the heuristic's list, then the
                                                  # search benchmark's finds there (`searched`; a CUDA host)
     Problem(orient, M, N, K).neighbours(config)  # the configs one attribute away that cuBLASLt accepts
-    prepare(weight, family, config) -> state     # the config's algorithm at config["M"], or a one-line refusal
+    prepare(weight, config) -> state             # the config's algorithm at config["M"], or a one-line refusal
     run(state, x) -> y                            # one cublasLtMatmul on torch's current stream (graph-capturable)
 
 Beyond the heuristic's list: cuBLASLt builds any configuration of an algorithm id (cublasLtMatmulAlgoInit, then
@@ -33,6 +33,10 @@ import warnings
 import weakref
 from functools import lru_cache
 
+import torch
+
+from datasets.errors import DatasetError
+from datasets.lt_search import read_search, search_files
 from kernels.launch import check_input, impl
 
 ORIENTS = ("nk", "kn", "swap")
@@ -76,8 +80,6 @@ class _Heuristic(ctypes.Structure):
 
 def unavailable_reason() -> str | None:
     """None when this host can plan and run cuBLASLt algorithms, else one line saying why not."""
-    import torch
-
     if not torch.cuda.is_available():
         return "cublaslt needs a CUDA GPU (torch.cuda.is_available() is False); it is a GPU-host-only method"
     if _library_path() is None:
@@ -87,8 +89,6 @@ def unavailable_reason() -> str | None:
 
 @lru_cache(maxsize=1)
 def _library_path() -> str | None:
-    import torch
-
     torch.cuda.current_blas_handle()   # torch loads cuBLAS, which links cuBLASLt, on first use
     with open("/proc/self/maps") as maps:
         for line in maps:
@@ -348,9 +348,6 @@ def searched(M: int, N: int, K: int, version: int, folder=None) -> list[dict]:
     """The configs the search benchmark found at (M, N, K) with this cuBLASLt version (its JSON outputs in
     datasets/cublaslt_search, read by datasets.lt_search; finals named 'found <orient>'), as configs, file and final
     order kept. A file that cannot be read is left out with one warning naming it."""
-    from datasets.errors import DatasetError
-    from datasets.lt_search import read_search, search_files
-
     out = []
     for path in search_files(folder):
         try:
@@ -368,11 +365,9 @@ def _describe(config: dict) -> str:
     return " ".join(f"{k}={config[k]}" for k in IDENTITY_KEYS)
 
 
-def prepare(weight, family: str, config: dict) -> dict:
+def prepare(weight, config: dict) -> dict:
     """Find the config's algorithm, by identity, in the library's list at config["M"], or build it when the running
     cuBLASLt accepts that configuration for the problem (AlgoCheck); anything else is refused (ValueError, one line)."""
-    import torch
-
     reason = unavailable_reason()
     if reason:
         raise RuntimeError(reason)
@@ -384,18 +379,16 @@ def prepare(weight, family: str, config: dict) -> dict:
     match = [(a, ws) for a, ws in offered if identity(a) == want] or [problem.build(want)]
     if match[0] is None:
         raise ValueError(f"cublaslt: cuBLASLt {library_version()} does not offer algorithm {_describe(config)} for "
-                         f"{family} M={M} N={N} K={K} orient={orient} ({len(offered)} offered there) and does not "
+                         f"M={M} N={N} K={K} orient={orient} ({len(offered)} offered there) and does not "
                          f"accept it there (AlgoCheck); re-tune the plan")
     algo, ws_bytes = match[0]
     return {"problem": problem, "algo": algo, "w": weight.contiguous(),
             "wT": weight.t().contiguous() if orient == "kn" else None, "M": M, "N": N, "K": K, "orient": orient,
-            "family": family, "workspace": torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=weight.device),
+            "workspace": torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=weight.device),
             "workspace_bytes": ws_bytes}
 
 
 def run(state: dict, x):
-    import torch
-
     w = state["w"]
     M = check_input(x, state["K"], w.dtype, "cublaslt")
     if M != state["M"]:

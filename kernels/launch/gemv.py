@@ -1,7 +1,11 @@
 """Launcher for kernels/triton/gemv.py (M = 1)."""
 from __future__ import annotations
 
+import torch
+import triton
+
 from kernels.launch import check_input, check_out, impl, next_pow2
+from kernels.triton.gemv import gemv_kernel
 
 # Per-thread budget of fp32 weight elements held per K step (accumulator + loaded tile): 32 keeps the
 # 16-warp whole-K case of the seed (BN=1, K=8192 -> 16 values/thread) in one step without spilling.
@@ -14,9 +18,7 @@ def block_k(K: int, BN: int, num_warps: int) -> int:
     return min(next_pow2(K), budget)
 
 
-def prepare(weight, family: str, config: dict) -> dict:
-    import torch
-
+def prepare(weight, config: dict) -> dict:
     # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (with triton 3.6
     # the interpreter's tl.dot on bf16 operands is wrong; on fp32 it is right).
     if weight.dtype not in (torch.bfloat16, torch.float32) or weight.dim() != 2 or weight.stride(1) != 1:
@@ -27,10 +29,6 @@ def prepare(weight, family: str, config: dict) -> dict:
 
 
 def run(state: dict, x, out=None):
-    import triton
-
-    from kernels.triton.gemv import gemv_kernel
-
     w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
     M = check_input(x, K, w.dtype, "gemv")
     if M != 1:

@@ -2,15 +2,17 @@
 weight, y in the weight's dtype). prepare() keeps the weight as it is; run() allocates y and launches once."""
 from __future__ import annotations
 
+import torch
+import triton
+
 from kernels.launch import check_input, check_out, impl, require
 from kernels.methods_gemv import GEMV_ROWS_MAX_M
+from kernels.triton.gemv_rows import gemv_rows_kernel
 
 WHAT = "gemv_rows"
 
 
-def prepare(weight, family: str, config: dict) -> dict:
-    import torch
-
+def prepare(weight, config: dict) -> dict:
     require(weight.dtype in (torch.bfloat16, torch.float32) and weight.dim() == 2 and weight.stride(1) == 1, WHAT,
             f"weight must be a row-major bf16/fp32 [N, K], got {weight.dtype} {tuple(weight.shape)}")
     N, K = weight.shape
@@ -19,11 +21,6 @@ def prepare(weight, family: str, config: dict) -> dict:
 
 
 def run(state: dict, x, out=None):
-    import torch
-    import triton
-
-    from kernels.triton.gemv_rows import gemv_rows_kernel
-
     w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
     M = check_input(x, K, torch.bfloat16, WHAT)
     require(1 <= M <= GEMV_ROWS_MAX_M, WHAT, f"serves 1 <= M <= {GEMV_ROWS_MAX_M}, got M={M}")

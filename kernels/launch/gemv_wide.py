@@ -1,12 +1,13 @@
 """Launcher for kernels/triton/gemv_wide.py: one-token GEMV with many whole rows per program (o-projection M=1)."""
 from __future__ import annotations
 
+import torch
+
 from kernels.launch import check_input, check_out, impl
+from kernels.triton.gemv_wide import gemv_wide_kernel
 
 
-def prepare(weight, family: str, config: dict) -> dict:
-    import torch
-
+def prepare(weight, config: dict) -> dict:
     if weight.dtype != torch.bfloat16 or weight.dim() != 2 or weight.stride(1) != 1:
         raise ValueError(f"gemv_wide: weight must be a row-major bf16 [N, K], got {weight.dtype} "
                          f"{tuple(weight.shape)}")
@@ -17,8 +18,6 @@ def prepare(weight, family: str, config: dict) -> dict:
 
 
 def run(state: dict, x, out=None):
-    from kernels.triton.gemv_wide import gemv_wide_kernel
-
     w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
     M = check_input(x, K, w.dtype, "gemv_wide")
     if M != 1:

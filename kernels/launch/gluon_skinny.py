@@ -11,10 +11,17 @@ state must stay on one stream (they share the workspace).
 """
 from __future__ import annotations
 
+import torch
+import triton.experimental.gluon.language as gl
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
 from datasets.hardware import REGISTERS_PER_SM, SMEM_PER_SM_BYTES, SMEM_RESERVED_PER_BLOCK_BYTES
+from kernels.gluon.skinny_ws import skinny_fixup_kernel, skinny_ws_kernel
 from kernels.launch import check_input, check_out, impl, require
+from kernels.launch.packed import pack
+from kernels.launch.router import split_hilo
 from kernels.methods_hopper import SKINNY_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
-from kernels.methods_hopper import skinny_smem_bytes
+from kernels.methods_hopper import fixup_programs, fixup_smem_bytes, skinny_smem_bytes
 
 # Shared memory and registers per SM, and the 1 KB each resident block reserves (datasets.hardware).
 SM_SMEM_BYTES = SMEM_PER_SM_BYTES
@@ -67,13 +74,8 @@ def check_tiling(N: int, K: int, config: dict, what: str) -> None:
 
 def _descriptor(w, config: dict):
     """The TMA descriptor of a bf16 [N, K] weight (PACK: of its tile-packed copy) and the tensor it views."""
-    import triton.experimental.gluon.language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
     if config["PACK"]:
         # [N/BN, K/BK, BN, BK] viewed as rows of BK: every K step's weight tile is one contiguous block
-        from kernels.launch.packed import pack
-
         w = pack(w, config["BN"], config["BK"]).reshape(-1, config["BK"])
     layout = gl.NVMMASharedLayout.get_default_for([config["BN"], config["BK"]], gl.bfloat16)
     return TensorDescriptor(w, list(w.shape), [w.stride(0), 1], [config["BN"], config["BK"]], layout), w
@@ -85,11 +87,6 @@ def _state(hi, lo, config: dict, what: str, y_dtype, fixup: bool) -> dict:
     partial slots per output tile of the largest M served ([MAX_M/BM * N/BN, SPLIT, BM, BN] FP32, never read
     before written in a call), two counters per tile (arrived, done reading) and how many blocks are resident at
     once. Every call leaves the counters (and skinny_ws's workspace) zero."""
-    import torch
-    import triton.experimental.gluon.language as gl
-
-    from kernels.methods_hopper import fixup_smem_bytes
-
     require(hi.stride(0) * 2 % 16 == 0 and hi.data_ptr() % 16 == 0, what,
             "weight rows must start at 16-byte boundaries (a TMA descriptor's rule)")
     N, K = hi.shape
@@ -113,16 +110,12 @@ def _state(hi, lo, config: dict, what: str, y_dtype, fixup: bool) -> dict:
 
 
 def _require_hopper(weight, what: str) -> None:
-    import torch
-
     require(weight.is_cuda and torch.cuda.get_device_capability(weight.device)[0] == 9, what,
             "needs an sm_90 (Hopper) GPU: its TMA copies and warpgroup MMAs are sm_90a instructions")
 
 
 def _prepare(weight, config: dict, what: str, hilo: bool, fixup: bool) -> dict:
     """BF16 weights as they are; the router's FP32 weight as its hi/lo pair (H = bf16(W), L = bf16(W - H))."""
-    import torch
-
     _require_hopper(weight, what)
     want = torch.float32 if hilo else torch.bfloat16
     require(weight.dtype == want and weight.dim() == 2 and weight.stride(1) == 1, what,
@@ -130,33 +123,28 @@ def _prepare(weight, config: dict, what: str, hilo: bool, fixup: bool) -> dict:
             f"{tuple(weight.shape)}")
     if not hilo:
         return _state(weight, None, config, what, torch.bfloat16, fixup)
-    from kernels.launch.router import split_hilo
-
     hi, lo = split_hilo(weight)
     return _state(hi, lo, config, what, torch.float32, fixup)
 
 
-def prepare(weight, family: str, config: dict) -> dict:
+def prepare(weight, config: dict) -> dict:
     return _prepare(weight, config, "skinny_ws", hilo=False, fixup=False)
 
 
-def prepare_hilo(weight, family: str, config: dict) -> dict:
+def prepare_hilo(weight, config: dict) -> dict:
     return _prepare(weight, config, "router_hilo_ws", hilo=True, fixup=False)
 
 
-def prepare_fixup(weight, family: str, config: dict) -> dict:
+def prepare_fixup(weight, config: dict) -> dict:
     return _prepare(weight, config, "skinny_ws_fixup", hilo=False, fixup=True)
 
 
-def prepare_hilo_fixup(weight, family: str, config: dict) -> dict:
+def prepare_hilo_fixup(weight, config: dict) -> dict:
     return _prepare(weight, config, "router_hilo_ws_fixup", hilo=True, fixup=True)
 
 
 def _operands(state: dict, x, out):
     """(M, x's TMA descriptor, y) of a call, after the checks both kernels need."""
-    import torch
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
     N, K, cfg, what = state["N"], state["K"], state["config"], state["what"]
     M = check_input(x, K, torch.bfloat16, what)
     require(1 <= M <= MAX_M, what, f"serves 1 <= M <= {MAX_M} (its workspace), got M={M}")
@@ -168,8 +156,6 @@ def _operands(state: dict, x, out):
 
 
 def run(state: dict, x, out=None):
-    from kernels.gluon.skinny_ws import skinny_ws_kernel
-
     N, K, cfg = state["N"], state["K"], state["config"]
     M, x_desc, y = _operands(state, x, out)
     grid = (programs(cfg, N, K, M, state["sm_count"]),)
@@ -181,9 +167,6 @@ def run(state: dict, x, out=None):
 
 
 def run_fixup(state: dict, x, out=None):
-    from kernels.gluon.skinny_ws import skinny_fixup_kernel
-    from kernels.methods_hopper import fixup_programs
-
     N, K, cfg, what = state["N"], state["K"], state["config"], state["what"]
     M, x_desc, y = _operands(state, x, out)
     grid = fixup_programs(M, N, cfg)
@@ -199,8 +182,6 @@ def run_fixup(state: dict, x, out=None):
 
 def fixup_maxnreg(config: dict, weight_tiles: int = 1) -> int | None:
     """The register cap of skinny_ws_fixup: as for skinny_ws, with its shared-memory figure (no scratch)."""
-    from kernels.methods_hopper import fixup_smem_bytes
-
     return maxnreg(config, weight_tiles, fixup_smem_bytes)
 
 

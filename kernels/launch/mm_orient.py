@@ -2,24 +2,25 @@
 product with a zero bias (the library's bias-epilogue route)."""
 from __future__ import annotations
 
+import torch
+import torch.nn.functional as F
+
 from kernels.launch import check_input, impl
 
 
-def prepare_wt(weight, family: str, config: dict) -> dict:
+def prepare_wt(weight, config: dict) -> dict:
     # wT[K, N] contiguous, made once at prepare: the library then sees a plain row-major (NN) product.
-    return {"wT": weight.t().contiguous(), "K": weight.shape[1], "family": family}
+    return {"wT": weight.t().contiguous(), "K": weight.shape[1]}
 
 
 def run_wt(state: dict, x):
-    import torch
-
     wT = state["wT"]
     check_input(x, state["K"], wT.dtype, "mm_wt")
     return torch.mm(x, wT)
 
 
-def prepare_swapped(weight, family: str, config: dict) -> dict:
-    return {"w": weight, "K": weight.shape[1], "family": family, "last_path": None}
+def prepare_swapped(weight, config: dict) -> dict:
+    return {"w": weight, "K": weight.shape[1], "last_path": None}
 
 
 def swapped_ok(M: int) -> bool:
@@ -29,9 +30,6 @@ def swapped_ok(M: int) -> bool:
 
 def run_swapped(state: dict, x):
     """Y^T[N,M] = W[N,K] @ X^T[K,M], returned as its transposed (non-contiguous) [M,N] view; F.linear when M % 8 != 0."""
-    import torch
-    import torch.nn.functional as F
-
     w = state["w"]
     M = check_input(x, state["K"], w.dtype, "mm_swapped")
     if swapped_ok(M):
@@ -44,15 +42,13 @@ def run_swapped(state: dict, x):
 SWAP_BIAS_MAX_M = 4096   # zeros kept for the swapped bias route; larger M take the [N, K] route
 
 
-def prepare_bias0(weight, family: str, config: dict) -> dict:
-    import torch
-
+def prepare_bias0(weight, config: dict) -> dict:
     # A bias of zeros makes torch.addmm take the library's bias-epilogue route (cuBLASLt's matmul with an
     # epilogue), whose kernel choice differs from the plain product's; the product does not: the FP32
     # accumulator plus 0.0, converted once (summed in the chosen kernel's order, as any library route). "nk": x @ w^T with w^T a view; "kn": w^T stored [K, N] (as mm_wt); "swap":
     # y^T = w @ x^T + 0 (a bias of M zeros, sliced from one buffer), returned as the .T view, as mm_swapped.
     layout = config["W"]
-    state = {"K": weight.shape[1], "family": family, "layout": layout, "last_path": None,
+    state = {"K": weight.shape[1], "layout": layout, "last_path": None,
              "bias": torch.zeros(weight.shape[0], dtype=weight.dtype, device=weight.device),
              "w_mat": weight.t().contiguous() if layout == "kn" else weight.t()}
     if layout == "swap":
@@ -61,8 +57,6 @@ def prepare_bias0(weight, family: str, config: dict) -> dict:
 
 
 def run_bias0(state: dict, x):
-    import torch
-
     w_mat = state["w_mat"]
     M = check_input(x, state["K"], w_mat.dtype, "mm_bias0")
     if state["layout"] == "swap" and swapped_ok(M) and M <= SWAP_BIAS_MAX_M:

@@ -1,8 +1,14 @@
 """Launcher for kernels/triton/packed.py: weights re-laid at prepare so each BN x BK output tile is contiguous."""
 from __future__ import annotations
 
+import torch
+import triton
+from triton.tools.tensor_descriptor import TensorDescriptor
+
 from kernels.launch import check_input, check_out, impl
 from kernels.methods_dense import PACKED_MAX_M as MAX_M  # the shape check's bound
+from kernels.triton.packed import packed_kernel
+from kernels.triton.splitk import splitk_reduce_kernel
 
 REDUCE_BLOCK = 1024  # elements per program of the split reduce kernel
 
@@ -31,8 +37,6 @@ def weight_for_load(weight, w_load: str, rows: int, BK: int, tma_block=None):
     w = pack(weight, rows, BK) if packed else weight
     desc = None
     if w_load in ("tma", "pack_tma"):
-        from triton.tools.tensor_descriptor import TensorDescriptor
-
         desc = TensorDescriptor.from_tensor(w.reshape(-1, BK) if packed else w,
                                             [rows, BK] if packed else list(tma_block))
     return w, desc
@@ -43,9 +47,7 @@ def row_stride(w) -> int:
     return w.stride(0) if w.dim() == 2 else 0
 
 
-def prepare(weight, family: str, config: dict) -> dict:
-    import torch
-
+def prepare(weight, config: dict) -> dict:
     # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (with triton 3.6
     # the interpreter's tl.dot on bf16 operands is wrong; on fp32 it is right).
     if weight.dtype not in (torch.bfloat16, torch.float32) or weight.dim() != 2:
@@ -55,12 +57,6 @@ def prepare(weight, family: str, config: dict) -> dict:
 
 
 def run(state: dict, x, out=None):
-    import torch
-    import triton
-
-    from kernels.triton.packed import packed_kernel
-    from kernels.triton.splitk import splitk_reduce_kernel
-
     wp, N, K, cfg = state["wp"], state["N"], state["K"], state["config"]
     M = check_input(x, K, wp.dtype, "packed")
     if not 1 <= M <= MAX_M:

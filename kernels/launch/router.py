@@ -7,8 +7,17 @@ syncs with the host and allocates only through torch, so every call can be captu
 """
 from __future__ import annotations
 
+import torch
+import triton
+
 from kernels.launch import check_input, impl, require
+from kernels.launch import splitk_atomic, splitk_atomic_v2
+from kernels.launch.packed import row_stride, weight_for_load
 from kernels.methods_router import FMA_FLAG_MAX_M, HILO_FLAG_MAX_M, HILO_FUSED_MAX_M
+from kernels.triton.router import (router_fma_flag_kernel, router_gemv_fp32_kernel, router_hilo_atomic_kernel,
+                                   router_hilo_flag_kernel, router_hilo_splitk_kernel, splitk_sum_kernel,
+                                   zero_fill_pdl_kernel)
+from kernels.triton.splitk_atomic import splitk_atomic_kernel
 
 SUM_BLOCK = 1024       # elements per program of the split-K sum kernel
 ZERO_BLOCK = 1024      # elements per program of the PDL zero-fill kernel
@@ -19,8 +28,6 @@ FLAG_STRIDE = 32       # int32 per router_hilo_flag token count: one 128-byte li
 
 def split_hilo(w32):
     """(H, L) with H = bf16(W) and L = bf16(W - fp32(H)); H + L reproduces W to about 2^-16 relative."""
-    import torch
-
     if w32.dtype != torch.float32:
         raise ValueError(f"router: weight must be float32, got {w32.dtype}")
     hi = w32.to(torch.bfloat16)
@@ -30,21 +37,15 @@ def split_hilo(w32):
 
 def interleave_rows(hi, lo):
     """[2N,K] with row 2n = hi[n] and row 2n+1 = lo[n] (a lossless permutation of the stacked rows)."""
-    import torch
-
     return torch.stack((hi, lo), dim=1).reshape(2 * hi.shape[0], hi.shape[1]).contiguous()
 
 
 def stack_rows(hi, lo):
     """[2N,K] = [hi; lo]: one library product gives both contributions."""
-    import torch
-
     return torch.cat((hi, lo), dim=0).contiguous()
 
 
 def _check_weight(weight, what: str):
-    import torch
-
     if weight.dtype != torch.float32 or weight.dim() != 2 or weight.stride(1) != 1:
         raise ValueError(f"{what}: weight must be a row-major float32 [N, K], got {weight.dtype} "
                          f"{tuple(weight.shape)}")
@@ -52,8 +53,6 @@ def _check_weight(weight, what: str):
 
 
 def _check_x(state: dict, x, what: str) -> int:
-    import torch
-
     return check_input(x, state["K"], torch.bfloat16, what)
 
 
@@ -75,18 +74,13 @@ def _check_k_slices(K: int, config: dict, what: str) -> None:
             f"needs K % (BK*SPLIT) == 0 (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})")
 
 
-def prepare_gemv_fp32(weight, family: str, config: dict) -> dict:
+def prepare_gemv_fp32(weight, config: dict) -> dict:
     N, K = _check_weight(weight, "router_gemv_fp32")
     _check_k_steps(K, config, "router_gemv_fp32")
     return {"w": weight.contiguous(), "N": N, "K": K, "config": dict(config)}
 
 
 def run_gemv_fp32(state: dict, x):
-    import torch
-    import triton
-
-    from kernels.triton.router import router_gemv_fp32_kernel
-
     w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
     M = _check_x(state, x, "router_gemv_fp32")
     require(M == 1, "router_gemv_fp32", f"serves M=1 only, got M={M}")
@@ -100,7 +94,7 @@ def run_gemv_fp32(state: dict, x):
 
 # ---------------------------------------------------------------- router_hilo_splitk (partials + sum kernel)
 
-def prepare_hilo_splitk(weight, family: str, config: dict) -> dict:
+def prepare_hilo_splitk(weight, config: dict) -> dict:
     N, K = _check_weight(weight, "router_hilo_splitk")
     _check_k_slices(K, config, "router_hilo_splitk")
     hi, lo = split_hilo(weight)
@@ -108,11 +102,6 @@ def prepare_hilo_splitk(weight, family: str, config: dict) -> dict:
 
 
 def run_hilo_splitk(state: dict, x):
-    import torch
-    import triton
-
-    from kernels.triton.router import router_hilo_splitk_kernel, splitk_sum_kernel
-
     hi, lo, N, K, cfg = state["hi"], state["lo"], state["N"], state["K"], state["config"]
     M = _check_x(state, x, "router_hilo_splitk")
     _check_k_slices(K, cfg, "router_hilo_splitk")
@@ -130,7 +119,7 @@ def run_hilo_splitk(state: dict, x):
 
 # ---------------------------------------------------------------- router_hilo_atomic (+ the PDL variant)
 
-def prepare_hilo_atomic(weight, family: str, config: dict) -> dict:
+def prepare_hilo_atomic(weight, config: dict) -> dict:
     N, K = _check_weight(weight, "router_hilo_atomic")
     _check_k_slices(K, config, "router_hilo_atomic")
     hi, lo = split_hilo(weight)
@@ -138,11 +127,6 @@ def prepare_hilo_atomic(weight, family: str, config: dict) -> dict:
 
 
 def run_hilo_atomic(state: dict, x):
-    import torch
-    import triton
-
-    from kernels.triton.router import router_hilo_atomic_kernel
-
     w2, N, K, cfg = state["w2"], state["N"], state["K"], state["config"]
     M = _check_x(state, x, "router_hilo_atomic")
     _check_k_slices(K, cfg, "router_hilo_atomic")
@@ -155,11 +139,6 @@ def run_hilo_atomic(state: dict, x):
 
 
 def run_hilo_atomic_pdl(state: dict, x):
-    import torch
-    import triton
-
-    from kernels.triton.router import router_hilo_atomic_kernel, zero_fill_pdl_kernel
-
     w2, N, K, cfg = state["w2"], state["N"], state["K"], state["config"]
     M = _check_x(state, x, "router_hilo_atomic_pdl")
     _check_k_slices(K, cfg, "router_hilo_atomic_pdl")
@@ -178,24 +157,17 @@ def run_hilo_atomic_pdl(state: dict, x):
 
 # ---------------------------------------------------------------- router_hilo_fused (one launch, no zero-fill)
 
-def prepare_hilo_fused(weight, family: str, config: dict) -> dict:
-    from kernels.launch.splitk_atomic import check_tiling, workspace
-
+def prepare_hilo_fused(weight, config: dict) -> dict:
     N, K = _check_weight(weight, "router_hilo_fused")
-    check_tiling(N, K, config, "router_hilo_fused")
+    splitk_atomic.check_tiling(N, K, config, "router_hilo_fused")
     hi, lo = split_hilo(weight)
-    ws, cnt = workspace(HILO_FUSED_MAX_M, N, config, weight.device)
+    ws, cnt = splitk_atomic.workspace(HILO_FUSED_MAX_M, N, config, weight.device)
     return {"w2": interleave_rows(hi, lo), "N": N, "K": K, "config": dict(config), "ws": ws, "cnt": cnt}
 
 
 def run_hilo_fused(state: dict, x):
     """The dense single-launch split-K kernel with HILO=True: FP32 partials added into a persistent workspace,
     the last split of a tile copies it to y and re-zeroes it (no zero-fill launch, no PDL)."""
-    import torch
-    import triton
-
-    from kernels.triton.splitk_atomic import splitk_atomic_kernel
-
     w2, N, K, cfg = state["w2"], state["N"], state["K"], state["config"]
     M = _check_x(state, x, "router_hilo_fused")
     require(1 <= M <= HILO_FUSED_MAX_M, "router_hilo_fused",
@@ -212,19 +184,13 @@ def run_hilo_fused(state: dict, x):
 def _token_counts(max_m: int, tile_m: int, N: int, tile_n: int, device):
     """The flag kernels' token counts: one per output tile of the largest M served, each on its own 128-byte line;
     every call leaves each count at 0 again."""
-    import torch
-    import triton
-
     tiles = triton.cdiv(max_m, tile_m) * (N // tile_n)
     return torch.zeros(tiles * FLAG_STRIDE, dtype=torch.int32, device=device)
 
 
-def prepare_hilo_flag(weight, family: str, config: dict) -> dict:
-    from kernels.launch.packed import weight_for_load
-    from kernels.launch.splitk_atomic_v2 import check_tiling
-
+def prepare_hilo_flag(weight, config: dict) -> dict:
     N, K = _check_weight(weight, "router_hilo_flag")
-    check_tiling(N, K, config, "router_hilo_flag")      # the same uneven K slices (k_slice)
+    splitk_atomic_v2.check_tiling(N, K, config, "router_hilo_flag")      # the same uneven K slices (k_slice)
     hi, lo = split_hilo(weight)
     w2 = interleave_rows(hi, lo)
     flags = _token_counts(HILO_FLAG_MAX_M, config["BM"], N, config["BN"], weight.device)
@@ -237,12 +203,6 @@ def prepare_hilo_flag(weight, family: str, config: dict) -> dict:
 def run_hilo_flag(state: dict, x):
     """One launch: per output tile, program 0 zeroes y's tile and hands out SPLIT tokens; programs 1..SPLIT
     multiply their K slice and add into y after taking a token (kernels/triton/router.py)."""
-    import torch
-    import triton
-
-    from kernels.launch.packed import row_stride
-    from kernels.triton.router import router_hilo_flag_kernel
-
     w2, N, K, cfg = state["w2"], state["N"], state["K"], state["config"]
     M = _check_x(state, x, "router_hilo_flag")
     require(1 <= M <= HILO_FLAG_MAX_M, "router_hilo_flag",
@@ -265,7 +225,7 @@ def _check_fma_tiling(N: int, K: int, config: dict, what: str) -> None:
             f"needs K / BK >= SPLIT (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})")
 
 
-def prepare_fma_flag(weight, family: str, config: dict) -> dict:
+def prepare_fma_flag(weight, config: dict) -> dict:
     N, K = _check_weight(weight, "router_fma_flag")
     _check_fma_tiling(N, K, config, "router_fma_flag")
     flags = _token_counts(FMA_FLAG_MAX_M, config["MT"], N, config["BN"], weight.device)
@@ -275,11 +235,6 @@ def prepare_fma_flag(weight, family: str, config: dict) -> dict:
 def run_fma_flag(state: dict, x):
     """One launch: per output tile, program 0 zeroes y's tile and hands out SPLIT tokens; programs 1..SPLIT
     multiply their K slice of the FP32 weight with FP32 FMAs and add into y after taking a token."""
-    import torch
-    import triton
-
-    from kernels.triton.router import router_fma_flag_kernel
-
     w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
     M = _check_x(state, x, "router_fma_flag")
     require(1 <= M <= FMA_FLAG_MAX_M, "router_fma_flag",
@@ -295,7 +250,7 @@ def run_fma_flag(state: dict, x):
 
 # ---------------------------------------------------------------- router_hilo_packed_mm (one library call)
 
-def prepare_hilo_packed_mm(weight, family: str, config: dict) -> dict:
+def prepare_hilo_packed_mm(weight, config: dict) -> dict:
     N, K = _check_weight(weight, "router_hilo_packed_mm")
     hi, lo = split_hilo(weight)
     w2 = stack_rows(hi, lo)
@@ -303,8 +258,6 @@ def prepare_hilo_packed_mm(weight, family: str, config: dict) -> dict:
 
 
 def run_hilo_packed_mm(state: dict, x):
-    import torch
-
     N = state["N"]
     _check_x(state, x, "router_hilo_packed_mm")
     # One cuBLAS product with BF16 operands and an FP32 output (FP32 accumulate): [M, 2N] = x @ [H; L]^T.

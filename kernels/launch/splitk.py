@@ -1,15 +1,17 @@
 """Launchers for kernels/triton/splitk.py: `splitk` (partials + reduce kernel) and `splitk_fused` (last block reduces)."""
 from __future__ import annotations
 
+import torch
+import triton
+
 from kernels.launch import check_input, check_out, impl
 from kernels.methods_dense import SPLITK_MAX_M as MAX_M  # the shape check's bound; sizes the fused tile counters
+from kernels.triton.splitk import splitk_fused_kernel, splitk_partial_kernel, splitk_reduce_kernel
 
 REDUCE_BLOCK = 1024  # elements per program of the reduce kernel
 
 
-def prepare(weight, family: str, config: dict) -> dict:
-    import torch
-
+def prepare(weight, config: dict) -> dict:
     # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (with triton 3.6
     # the interpreter's tl.dot on bf16 operands is wrong; on fp32 it is right).
     if weight.dtype not in (torch.bfloat16, torch.float32) or weight.dim() != 2 or weight.stride(1) != 1:
@@ -18,11 +20,8 @@ def prepare(weight, family: str, config: dict) -> dict:
     return {"w": weight, "N": N, "K": K, "config": dict(config)}
 
 
-def prepare_fused(weight, family: str, config: dict) -> dict:
-    import torch
-    import triton
-
-    state = prepare(weight, family, config)
+def prepare_fused(weight, config: dict) -> dict:
+    state = prepare(weight, config)
     tiles = triton.cdiv(MAX_M, config["BM"]) * triton.cdiv(state["N"], config["BN"])
     # One arrival counter per output tile; zero now, and the kernel's last arriver puts it back to zero.
     state["counters"] = torch.zeros(tiles, dtype=torch.int32, device=weight.device)
@@ -30,8 +29,6 @@ def prepare_fused(weight, family: str, config: dict) -> dict:
 
 
 def _grid(M: int, N: int, cfg: dict):
-    import triton
-
     return (triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]), cfg["SPLIT"])
 
 
@@ -43,11 +40,6 @@ def _check(state: dict, x, what: str) -> int:
 
 
 def run(state: dict, x, out=None):
-    import torch
-    import triton
-
-    from kernels.triton.splitk import splitk_partial_kernel, splitk_reduce_kernel
-
     w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
     M = _check(state, x, "splitk")
     y = check_out(out, M, N, w.dtype, x.device, "splitk")
@@ -67,10 +59,6 @@ def run(state: dict, x, out=None):
 
 
 def run_fused(state: dict, x, out=None):
-    import torch
-
-    from kernels.triton.splitk import splitk_fused_kernel
-
     w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
     M = _check(state, x, "splitk_fused")
     y = check_out(out, M, N, w.dtype, x.device, "splitk_fused")

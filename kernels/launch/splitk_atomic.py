@@ -7,17 +7,18 @@ prepared state (they would share the workspace); the profiler runs everything on
 """
 from __future__ import annotations
 
+import torch
+import triton
+
 from kernels.launch import check_input, check_out, impl, require
 from kernels.methods_dense import SPLITK_ATOMIC_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
+from kernels.triton.splitk_atomic import splitk_atomic_kernel
 
 WHAT = "splitk_atomic"
 
 
 def workspace(max_m: int, N: int, config: dict, device):
     """(FP32 workspace [max_m, N], int32 counters [tiles]) -- zero; a 1-element pair when SPLIT == 1 (unused)."""
-    import torch
-    import triton
-
     if config["SPLIT"] == 1:
         return (torch.zeros(1, dtype=torch.float32, device=device), torch.zeros(1, dtype=torch.int32, device=device))
     tiles = triton.cdiv(max_m, config["BM"]) * (N // config["BN"])
@@ -32,9 +33,7 @@ def check_tiling(N: int, K: int, config: dict, what: str) -> None:
             f"needs K % (BK*SPLIT) == 0 (K={K}, BK={config['BK']}, SPLIT={config['SPLIT']})")
 
 
-def prepare(weight, family: str, config: dict) -> dict:
-    import torch
-
+def prepare(weight, config: dict) -> dict:
     # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (bf16 tl.dot is wrong
     # there; tests/kernels/test_interpreter.py).
     require(weight.dtype in (torch.bfloat16, torch.float32) and weight.dim() == 2 and weight.stride(1) == 1, WHAT,
@@ -46,10 +45,6 @@ def prepare(weight, family: str, config: dict) -> dict:
 
 
 def run(state: dict, x, out=None):
-    import triton
-
-    from kernels.triton.splitk_atomic import splitk_atomic_kernel
-
     w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
     M = check_input(x, K, w.dtype, WHAT)
     require(1 <= M <= MAX_M, WHAT, f"serves 1 <= M <= {MAX_M} (its workspace rows), got M={M}")

@@ -10,10 +10,14 @@ with one prepared state must stay on one stream (they share the workspace).
 """
 from __future__ import annotations
 
+import torch
+import triton
+
 from kernels.launch import check_input, check_out, impl, require
 from kernels.launch.packed import row_stride, weight_for_load
 from kernels.launch.splitk_atomic import workspace
 from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
+from kernels.triton.splitk_atomic_v2 import splitk_atomic2_kernel
 
 
 def check_tiling(N: int, K: int, config: dict, what: str) -> None:
@@ -24,8 +28,6 @@ def check_tiling(N: int, K: int, config: dict, what: str) -> None:
 
 
 def _prepare(weight, config: dict, w_kn: bool, what: str) -> dict:
-    import torch
-
     # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (bf16 tl.dot is wrong
     # there; tests/kernels/test_interpreter.py).
     require(weight.dtype in (torch.bfloat16, torch.float32) and weight.dim() == 2 and weight.stride(1) == 1, what,
@@ -43,10 +45,6 @@ def _prepare(weight, config: dict, w_kn: bool, what: str) -> dict:
 
 
 def run(state: dict, x, out=None):
-    import triton
-
-    from kernels.triton.splitk_atomic_v2 import splitk_atomic2_kernel
-
     w, N, K, cfg, what = state["w"], state["N"], state["K"], state["config"], state["what"]
     M = check_input(x, K, w.dtype, what)
     require(1 <= M <= MAX_M, what, f"serves 1 <= M <= {MAX_M} (its workspace rows), got M={M}")
@@ -60,11 +58,11 @@ def run(state: dict, x, out=None):
     return y
 
 
-def prepare_nk(weight, family: str, config: dict) -> dict:
+def prepare_nk(weight, config: dict) -> dict:
     return _prepare(weight, config, False, "splitk_atomic_v2")
 
 
-def prepare_kn(weight, family: str, config: dict) -> dict:
+def prepare_kn(weight, config: dict) -> dict:
     return _prepare(weight, config, True, "splitk_atomic_kn")
 
 

@@ -8,8 +8,13 @@ the workspace).
 """
 from __future__ import annotations
 
+import torch
+import triton
+
 from kernels.launch import check_input, check_out, impl, require
+from kernels.launch.router import split_hilo
 from kernels.methods_dense import SPLITK_SWAP_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
+from kernels.triton.splitk_swap import splitk_swap_kernel
 
 
 def check_tiling(N: int, K: int, config: dict, what: str) -> None:
@@ -22,9 +27,6 @@ def check_tiling(N: int, K: int, config: dict, what: str) -> None:
 
 def _workspace(N: int, config: dict, device):
     """(FP32 workspace [N, MAX_M], int32 counters [tiles]) -- zero; 1-element tensors when SPLIT == 1 (unused)."""
-    import torch
-    import triton
-
     if config["SPLIT"] == 1:
         return (torch.zeros(1, dtype=torch.float32, device=device), torch.zeros(1, dtype=torch.int32, device=device))
     tiles = triton.cdiv(MAX_M, config["BM"]) * (N // config["BN"])
@@ -38,9 +40,7 @@ def _state(w, lo, N: int, K: int, config: dict, what: str) -> dict:
     return {"w": w, "lo": lo, "N": N, "K": K, "config": dict(config), "ws": ws, "cnt": cnt, "what": what}
 
 
-def prepare(weight, family: str, config: dict) -> dict:
-    import torch
-
+def prepare(weight, config: dict) -> dict:
     what = "splitk_swap"
     # fp32 is accepted too so the kernel logic can be tested under the Triton interpreter (bf16 tl.dot is wrong
     # there; tests/kernels/test_interpreter.py).
@@ -50,11 +50,7 @@ def prepare(weight, family: str, config: dict) -> dict:
     return _state(weight, None, N, K, config, what)
 
 
-def prepare_hilo(weight, family: str, config: dict) -> dict:
-    import torch
-
-    from kernels.launch.router import split_hilo
-
+def prepare_hilo(weight, config: dict) -> dict:
     what = "router_hilo_swap"
     require(weight.dtype == torch.float32 and weight.dim() == 2 and weight.stride(1) == 1, what,
             f"weight must be a row-major float32 [N, K], got {weight.dtype} {tuple(weight.shape)}")
@@ -64,11 +60,6 @@ def prepare_hilo(weight, family: str, config: dict) -> dict:
 
 
 def run(state: dict, x, out=None):
-    import torch
-    import triton
-
-    from kernels.triton.splitk_swap import splitk_swap_kernel
-
     w, lo, N, K, cfg, what = state["w"], state["lo"], state["N"], state["K"], state["config"], state["what"]
     hilo = lo is not None
     # x comes in the (hi) weight's dtype: bf16 (fp32 in the interpreter's tests); the router writes FP32 y, the

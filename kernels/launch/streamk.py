@@ -7,9 +7,13 @@ there are fewer K steps than SMs. Same-state calls must stay on one stream (they
 """
 from __future__ import annotations
 
+import torch
+from triton.tools.tensor_descriptor import TensorDescriptor
+
 from kernels.launch import check_input, check_out, impl, require
 from kernels.launch.splitk_atomic import workspace
 from kernels.methods_dense import STREAMK_MAX_M as MAX_M
+from kernels.triton.streamk import streamk_kernel
 
 WHAT = "streamk"
 # Programs when the device has no SM count (the Triton interpreter on CPU): a small number that does not
@@ -18,16 +22,12 @@ CPU_PROGRAMS = 5
 
 
 def programs_for(device) -> int:
-    import torch
-
     if device.type == "cuda":
         return int(torch.cuda.get_device_properties(device).multi_processor_count)
     return CPU_PROGRAMS
 
 
-def prepare(weight, family: str, config: dict) -> dict:
-    import torch
-
+def prepare(weight, config: dict) -> dict:
     require(weight.dtype in (torch.bfloat16, torch.float32) and weight.dim() == 2 and weight.stride(1) == 1, WHAT,
             f"weight must be a row-major bf16/fp32 [N, K], got {weight.dtype} {tuple(weight.shape)}")
     N, K = weight.shape
@@ -37,15 +37,11 @@ def prepare(weight, family: str, config: dict) -> dict:
     state = {"w": weight, "N": N, "K": K, "config": dict(config), "ws": ws, "cnt": cnt,
              "programs": programs_for(weight.device), "w_desc": None}
     if config["TMA"]:
-        from triton.tools.tensor_descriptor import TensorDescriptor
-
         state["w_desc"] = TensorDescriptor.from_tensor(weight, [config["BN"], config["BK"]])
     return state
 
 
 def run(state: dict, x, out=None):
-    from kernels.triton.streamk import streamk_kernel
-
     w, N, K, cfg = state["w"], state["N"], state["K"], state["config"]
     M = check_input(x, K, w.dtype, WHAT)
     require(1 <= M <= MAX_M, WHAT, f"serves 1 <= M <= {MAX_M} (its workspace rows), got M={M}")
@@ -53,8 +49,6 @@ def run(state: dict, x, out=None):
     require(y.stride(1) == 1, WHAT, "out must be contiguous along N")
     x_desc = None
     if cfg["TMA"]:
-        from triton.tools.tensor_descriptor import TensorDescriptor
-
         # TMA needs a 16-byte aligned base and row stride (TensorDescriptor checks and raises otherwise).
         x_desc = TensorDescriptor.from_tensor(x, [cfg["BM"], cfg["BK"]])
     steps = -(-M // cfg["BM"]) * (N // cfg["BN"]) * (K // cfg["BK"])

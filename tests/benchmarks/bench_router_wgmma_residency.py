@@ -38,7 +38,7 @@ def main(argv=None) -> int:
         for cfg in m.configs:
             if m.supports(BF16_X_FP32_W, M, 256, 8192, cfg):
                 continue
-            state = m.prepare(w, "router", cfg)
+            state = m.prepare(w, cfg)
             bw = 64 * cfg["MI"] * cfg["NWG"]
             ctas = (512 // bw) * cfg["CK"] * math.ceil(M / cfg["BT"])
             size = cfg["CN"] * cfg["CK"]

@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     m = get_method(method)
     w = (torch.randn(N, K, device="cuda") * K ** -0.5).to(getattr(torch, w_dtype))
     x = torch.randn(args.M, K, device="cuda").to(getattr(torch, x_dtype))
-    state = m.prepare(w, args.family, config)
+    state = m.prepare(w, config)
     for _ in range(args.calls):
         m.run(state, x)
     torch.cuda.synchronize()

@@ -31,7 +31,7 @@ def main(argv=None) -> int:
         if args.configs is not None and i not in args.configs:
             continue
         t0 = time.perf_counter()
-        state = method.prepare(w, "qkv_gate", cfg)
+        state = method.prepare(w, cfg)
         errs = []
         for M in args.ms:
             if method.supports(("bfloat16",) * 3, M, N, K, cfg):

@@ -22,7 +22,7 @@ def case(method, config, M, N, K, dtype, calls=3, seed=0):
     g = torch.Generator().manual_seed(seed)
     w = (torch.randn(N, K, generator=g) * K ** -0.5).to(dtype)
     m = get_method(method)
-    state = m.prepare(w, "qkv_gate", config)
+    state = m.prepare(w, config)
     worst = 0.0
     for i in range(calls):  # repeated calls on fresh inputs: scratch and counters must be reset
         x = torch.randn(M, K, generator=g).to(dtype)

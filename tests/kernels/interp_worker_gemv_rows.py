@@ -20,7 +20,7 @@ for cfg in ({"BM": 4, "BN": 2, "BK": 64}, {"BM": 8, "BN": 4, "BK": 128}, {"BM": 
         for M, N, K in ((1, 16, 256), (5, 24, 512), (11, 40, 256)):   # padded token rows, M tiles, N tails
             g = torch.Generator().manual_seed(M + N)
             w = (torch.randn(N, K, generator=g) * K ** -0.5).to(wdt)
-            state = m.prepare(w, "router", config)
+            state = m.prepare(w, config)
             x = torch.randn(M, K, generator=g).to(torch.bfloat16)
             y = m.run(state, x)
             ref = (x.double() @ w.double().t()).float()

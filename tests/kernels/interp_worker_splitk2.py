@@ -31,7 +31,7 @@ for name in ("splitk_atomic_v2", "splitk_atomic_kn"):
                 g = torch.Generator().manual_seed(M + N)
                 w = torch.randn(N, K, generator=g) * K ** -0.5
                 m = get_method(name)
-                state = m.prepare(w, "qkv_gate", config)
+                state = m.prepare(w, config)
                 worst = 0.0
                 for _ in range(3):   # fresh inputs, one state: the workspace and counters must come back zero
                     x = torch.randn(M, K, generator=g)

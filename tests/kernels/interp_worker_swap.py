@@ -26,7 +26,7 @@ for cfg in ({"BM": 16, "BN": 32, "BK": 32, "SPLIT": 4},     # 256/32 = 8 steps: 
                 hi = w.to(torch.bfloat16).float()
                 state = launch._state(hi, w - hi, N, K, config, "router_hilo_swap")
             else:
-                state = launch.prepare(w, "qkv_gate", config)
+                state = launch.prepare(w, config)
             worst = 0.0
             for _ in range(3):   # fresh inputs, one state: the workspace and counters must come back zero
                 x = torch.randn(M, K, generator=g)

@@ -111,7 +111,7 @@ def test_plan_candidate_dispatches_by_the_weights_n(monkeypatch):
     calls = []
 
     class _Fake(Method):
-        def prepare(self, weight, family, config):
+        def prepare(self, weight, config):
             calls.append(("prepare", int(weight.shape[0])))
             return {"w": weight}
 

@@ -66,7 +66,7 @@ def test_router_hilo_matches_fp64_to_the_router_tolerance():
     m = get_method("router_hilo_cluster")
     w = torch.randn(256, 8192, device="cuda") * 8192 ** -0.5
     x = torch.randn(5, 8192, device="cuda").to(torch.bfloat16)
-    y = m.run(m.prepare(w, "router", {"RW": 1, "KW": 8, "NT": 1, "R": 1, "S": 8}), x)
+    y = m.run(m.prepare(w, {"RW": 1, "KW": 8, "NT": 1, "R": 1, "S": 8}), x)
     ref = x.double() @ w.double().t()
     rel = ((y.double() - ref).norm() / ref.norm()).item()
     assert y.shape == (5, 256) and y.dtype == torch.float32 and rel < 1e-5, rel

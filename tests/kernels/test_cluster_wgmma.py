@@ -166,9 +166,9 @@ def test_prepare_refuses_what_the_shape_check_refuses_before_anything_launches()
 
     w = torch.zeros(2304, 8192, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match=r"multicasts BT / CN token rows per CTA, a multiple of 8 \(BT=128, CN=3\)"):
-        prepare(w, "qkv_gate", _cfg(CN=3, CK=2))
+        prepare(w, _cfg(CN=3, CK=2))
     with pytest.raises(ValueError, match=r"must be a bfloat16 \[N, K\]"):
-        prepare(w.float(), "qkv_gate", _cfg())
+        prepare(w.float(), _cfg())
 
 
 def test_run_refuses_a_token_count_outside_the_configs_tile_range():
@@ -226,9 +226,9 @@ def test_router_prepare_refuses_bf16_weights_and_refused_configs_before_anything
     w = torch.zeros(256, 8192, dtype=torch.float32)
     cfg = {"MI": 1, "NWG": 2, "BT": 128, "CN": 1, "CK": 14, "STAGES": 6, "KA": 1}
     with pytest.raises(ValueError, match=r"router_hilo_wgmma: weight must be a float32 \[N, K\]"):
-        prepare_router(w.bfloat16(), "router", cfg)
+        prepare_router(w.bfloat16(), cfg)
     with pytest.raises(ValueError, match=r"router_hilo_wgmma has no compiled instance MI=2 NWG=2 BT=128"):
-        prepare_router(w, "router", dict(cfg, MI=2))
+        prepare_router(w, dict(cfg, MI=2))
 
 
 def test_router_weight_rows_are_hi_lo_pairs_in_the_packed_layout():

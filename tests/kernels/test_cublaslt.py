@@ -56,7 +56,7 @@ def test_without_gpu_no_configs_and_a_clear_prepare_message():
         assert m.configs_for(128, 4096, 8192) == ()
     assert "needs a CUDA GPU" in unavailable_reason()
     with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
-        m.prepare(None, "pooler", IDENTITY)
+        m.prepare(None, IDENTITY)
 
 
 def test_tuner_candidates_come_from_configs_for():

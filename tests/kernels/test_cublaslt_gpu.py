@@ -38,7 +38,7 @@ def test_an_identity_not_offered_is_refused():
     cfg = dict(m.configs_for(128, 4096, 8192)[0], algo_id=987654)
     w = torch.randn(4096, 8192, device="cuda").to(torch.bfloat16)
     with pytest.raises(ValueError, match=r"does not offer algorithm id=987654|algo_id=987654"):
-        m.prepare(w, "pooler", cfg)
+        m.prepare(w, cfg)
 
 
 def test_a_configuration_beyond_the_list_passes_the_contract():

@@ -102,7 +102,7 @@ def test_prepare_without_a_hopper_gpu_says_so():
     from kernels.launch.gluon_skinny import prepare
 
     with pytest.raises(ValueError, match="needs an sm_90 .Hopper. GPU"):
-        prepare(torch.zeros(2304, 8192, dtype=torch.bfloat16), "qkv_gate", _cfg())
+        prepare(torch.zeros(2304, 8192, dtype=torch.bfloat16), _cfg())
 
 
 def test_fixup_registered_and_its_shape_check_keeps_the_grid_to_one_wave():
@@ -127,4 +127,4 @@ def test_fixup_prepare_without_a_hopper_gpu_says_so():
 
     w = torch.zeros(2304, 8192, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="needs an sm_90 .Hopper. GPU"):
-        prepare_fixup(w, "qkv_gate", get_method("skinny_ws_fixup").configs[0])
+        prepare_fixup(w, get_method("skinny_ws_fixup").configs[0])

@@ -58,7 +58,7 @@ def test_mm_swapped_records_path():
     from kernels.launch.mm_orient import MM_SWAPPED
 
     w = torch.randn(256, 512, device="cuda", dtype=torch.bfloat16)
-    state = MM_SWAPPED.prepare(w, "o", {})
+    state = MM_SWAPPED.prepare(w, {})
     for M, path in ((16, "swapped"), (17, "fallback")):
         y = MM_SWAPPED.run(state, torch.randn(M, 512, device="cuda", dtype=torch.bfloat16))
         assert state["last_path"] == path and y.shape == (M, 256)
@@ -72,7 +72,7 @@ def test_fused_counters_back_to_zero_after_replays():
 
     cfg = dict(get_method("splitk_fused").configs[0])
     w = torch.randn(2304, 8192, device="cuda", dtype=torch.bfloat16) * 8192 ** -0.5
-    state = SPLITK_FUSED.prepare(w, "qkv_gate", cfg)
+    state = SPLITK_FUSED.prepare(w, cfg)
     x = torch.randn(16, 8192, device="cuda", dtype=torch.bfloat16)
     SPLITK_FUSED.run(state, x)
     g = torch.cuda.CUDAGraph()

@@ -65,7 +65,7 @@ def test_workspace_zero_after_calls_and_replays_of_mixed_m(name, family, N, K):
     w = make_weight(family, N, K, 1, "cuda", dtype="float32" if family == "router" else "bfloat16")
     y_dtype = "float32" if family == "router" else "bfloat16"
     tol = 1e-4 if family == "router" else 1e-2
-    state = method.prepare(w, family, cfg)
+    state = method.prepare(w, cfg)
 
     def rel(y, x):
         ref = reference(x, w, y_dtype)

@@ -39,13 +39,13 @@ def test_pack_rejects_ragged_shapes():
 
 def test_packed_prepare_keeps_bf16_values():
     w = _w(64, 1024)
-    state = packed_prepare(w, "pooler", {"BM": 16, "BN": 32, "BK": 512, "SPLIT": 2, "num_warps": 4, "num_stages": 3})
+    state = packed_prepare(w, {"BM": 16, "BN": 32, "BK": 512, "SPLIT": 2, "num_warps": 4, "num_stages": 3})
     assert state["wp"].dtype == torch.bfloat16 and torch.equal(unpack(state["wp"]), w)
 
 
 def test_mm_wt_prepares_contiguous_transpose():
     w = _w(48, 64)
-    state = MM_WT.prepare(w, "o", {})
+    state = MM_WT.prepare(w, {})
     assert state["wT"].shape == (64, 48) and state["wT"].is_contiguous() and torch.equal(state["wT"], w.t())
     x = _w(5, 64, seed=1)
     assert torch.allclose(MM_WT.run(state, x).double(), x.double() @ w.double().t(), rtol=2e-2, atol=2e-2)
@@ -54,7 +54,7 @@ def test_mm_wt_prepares_contiguous_transpose():
 @pytest.mark.parametrize("layout", ["nk", "kn"])
 def test_mm_bias0_adds_a_zero_bias_and_keeps_the_product(layout):
     w = _w(48, 64)
-    state = MM_BIAS0.prepare(w, "o", {"W": layout})
+    state = MM_BIAS0.prepare(w, {"W": layout})
     assert state["bias"].shape == (48,) and state["bias"].dtype == torch.bfloat16 and not state["bias"].any()
     assert torch.equal(state["w_mat"], w.t()) and state["w_mat"].is_contiguous() == (layout == "kn")
     for M in (1, 5, 16):
@@ -68,7 +68,7 @@ def test_mm_bias0_adds_a_zero_bias_and_keeps_the_product(layout):
                                     (17, "fallback"), (SWAP_BIAS_MAX_M + 8, "fallback")])
 def test_mm_bias0_swapped_route_and_its_fallback(M, path):
     w, x = _w(40, 64), _w(M, 64, seed=3)
-    state = MM_BIAS0.prepare(w, "o", {"W": "swap"})
+    state = MM_BIAS0.prepare(w, {"W": "swap"})
     y = MM_BIAS0.run(state, x)
     assert state["last_path"] == path and y.shape == (M, 40) and y.dtype == torch.bfloat16
     assert not state["bias_m"].any() and not state["bias"].any()
@@ -82,7 +82,7 @@ def test_mm_bias0_swapped_route_and_its_fallback(M, path):
                                     (1, "fallback"), (3, "fallback"), (17, "fallback"), (255, "fallback")])
 def test_mm_swapped_paths_and_values(M, path):
     w, x = _w(40, 64), _w(M, 64, seed=2)
-    state = MM_SWAPPED.prepare(w, "o", {})
+    state = MM_SWAPPED.prepare(w, {})
     y = MM_SWAPPED.run(state, x)
     assert state["last_path"] == path
     assert y.shape == (M, 40) and y.dtype == torch.bfloat16

@@ -52,7 +52,7 @@ def test_atomic_routes_repeat_and_replay(name, M):
 
     method = METHODS[name]
     w = make_weight("router", 256, 8192, 1, "cuda", dtype="float32")
-    state = method.prepare(w, "router", method.configs[0])
+    state = method.prepare(w, method.configs[0])
     worst = 0.0
     for i in range(50):
         x, _ = make_input(M, 8192, 100 + i, "cuda")

@@ -112,12 +112,12 @@ def test_prepare_states_never_see_activations():
              "router_hilo_fused": R.prepare_hilo_fused, "router_hilo_swap": S.prepare_hilo,
              "router_hilo_flag": R.prepare_hilo_flag}
     for name, prep in preps.items():
-        state = prep(w, "router", dict(METHODS[name].configs[0]))
+        state = prep(w, dict(METHODS[name].configs[0]))
         assert state["N"] == w.shape[0] and state["K"] == w.shape[1]
-    st = S.prepare_hilo(w, "router", dict(METHODS["router_hilo_swap"].configs[0]))
+    st = S.prepare_hilo(w, dict(METHODS["router_hilo_swap"].configs[0]))
     hi, lo = R.split_hilo(w)
     assert torch.equal(st["w"], hi) and torch.equal(st["lo"], lo) and st["ws"].shape == (w.shape[0], 256)
-    st = R.prepare_hilo_packed_mm(w, "router", {})
+    st = R.prepare_hilo_packed_mm(w, {})
     hi, lo = R.split_hilo(w)
     assert st["w2t"].shape == (w.shape[1], 2 * w.shape[0])
     assert (st["w2t"].t()[: w.shape[0]] == hi).all() and (st["w2t"].t()[w.shape[0]:] == lo).all()
@@ -142,7 +142,7 @@ def test_hilo_flag_state_and_shape_check():
     m = METHODS["router_hilo_flag"]
     cfg = next(c for c in m.configs if c["W_LOAD"] == "cp")
     w = _w32(K=RK)
-    st = R.prepare_hilo_flag(w, "router", dict(cfg))
+    st = R.prepare_hilo_flag(w, dict(cfg))
     hi, lo = R.split_hilo(w)
     assert torch.equal(st["w2"], R.interleave_rows(hi, lo)) and st["w_desc"] is None
     # one zeroed token count per output tile of the largest M served, each on its own 128-byte line

@@ -66,9 +66,9 @@ def test_prepare_and_run_refuse_before_anything_launches():
 
     w = torch.zeros(2304, 8192, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match=r"1 or 2 CTAs per SM, not PER_SM=4"):
-        prepare_streamk(w, "qkv_gate", _cfg(PER_SM=4))
+        prepare_streamk(w, _cfg(PER_SM=4))
     with pytest.raises(ValueError, match=r"must be a bfloat16 \[N, K\]"):
-        prepare_streamk(w.float(), "qkv_gate", _cfg())
+        prepare_streamk(w.float(), _cfg())
     state = {"K": 64, "N": 64, "args": (1, 1, 16, 132, 8), "module": None, "ws": None, "counts": None}
     for M in (8, 33):
         with pytest.raises(ValueError, match=rf"config BT=16 serves M from 9 to 32, got M={M}"):

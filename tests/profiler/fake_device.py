@@ -176,7 +176,7 @@ def crash_method():
 
 class _Crash:
     @staticmethod
-    def prepare(weight, family, config):
+    def prepare(weight, config):
         return {"w": weight, "at": config["at"]}
 
     @staticmethod

@@ -218,7 +218,7 @@ def cpu_measure():
     class _Lossy(Method):
         """Runs the baseline on BF16-rounded weights: fails the router's sparse probe (and rel-L2)."""
 
-        def prepare(self, weight, family, config):
+        def prepare(self, weight, config):
             import torch
 
             return weight.to(torch.bfloat16).to(torch.float32)
@@ -240,7 +240,7 @@ def cpu_measure():
 
         def prepare(self, family, weight):
             return {"N": weight.shape[0], "K": weight.shape[1], "dtypes": load_workload().dtypes(family),
-                    "s": self.method.prepare(weight, family, self.config)}
+                    "s": self.method.prepare(weight, self.config)}
 
         def run(self, state, family, x):
             self.method.check_supports(state["dtypes"], int(x.shape[0]), state["N"], state["K"], self.config, family)
