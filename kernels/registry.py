@@ -1,5 +1,10 @@
 """The one place where methods are registered: dense BF16 methods, router methods, GEMVs, Hopper and library
-methods, by name."""
+methods, by name; and which of them ship.
+
+SHIPPING: the methods a committed plan (kernels/plans/*.json) dispatches to -- what a user of the plans runs.
+EXPERIMENTS: every other registered method, kept so its run files replay and it can be screened again; what each
+measured and why it ships nowhere is in docs/kernels/. tests/kernels/test_registry.py holds the two sets to the
+plans both ways (a plan method that is not SHIPPING, or a SHIPPING method no plan uses, fails)."""
 from __future__ import annotations
 
 from kernels.method import Method, PlanError
@@ -26,3 +31,12 @@ def validate_config(name: str, config: dict) -> None:
     reason = get_method(name).check_config(config)
     if reason:
         raise PlanError(reason)
+
+
+SHIPPING: frozenset[str] = frozenset({
+    "torch_linear", "gemv", "gemv_wide", "splitk", "packed", "splitk_atomic", "splitk_atomic_v2", "splitk_atomic_kn",
+    "mm_wt", "mm_swapped", "skinny_ws", "cublaslt", "cluster_splitk", "cluster_splitk_async",
+    "router_gemv_fp32", "router_hilo_atomic", "router_hilo_atomic_pdl", "router_hilo_flag",
+})
+EXPERIMENTS: frozenset[str] = frozenset(METHODS) - SHIPPING
+assert SHIPPING <= set(METHODS), f"SHIPPING names unregistered methods {sorted(SHIPPING - set(METHODS))}"

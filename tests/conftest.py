@@ -138,6 +138,14 @@ def _process_age_s() -> float | None:
         return None
 
 
+_FAST_TEST_S: list[float] = []   # setup + call + teardown seconds of every test not marked slow, this run
+
+
+def pytest_runtest_logreport(report):
+    if "slow" not in report.keywords:
+        _FAST_TEST_S.append(report.duration)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """The run's wall time and tier, last: the fast tier (-m "not slow") should stay within FAST_TIER_TARGET_S."""
     wall_s = time.perf_counter() - config._projlab_started_s
@@ -150,6 +158,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             if key == "gpu_memory" and getattr(report, "when", "") == "teardown":
                 terminalreporter.write_line(f"projlab: {report.nodeid} left {text} (limit "
                                             f"{GPU_TEST_RESERVED_LIMIT >> 30} GiB per test)")
+    if not marks:   # the whole suite (what .ci/run runs): the fast tier's part of it, against its budget
+        terminalreporter.write_line(f"projlab: fast tier (tests not marked slow) took {sum(_FAST_TEST_S):.0f} s of "
+                                    f"this run's test time (budget {FAST_TIER_TARGET_S} s on 2 cores)")
     terminalreporter.write_line(f"projlab: {tier}: wall time {wall_s:.0f} s{budget}")
 
 
