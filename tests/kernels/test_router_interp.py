@@ -100,13 +100,15 @@ def _worker() -> list[dict]:
                             "rel": rel(y, ref), "zero": bool((flags == 0).all())})
     # router_fma_flag: (MT, BN, BK, SPLIT, STAGES); K/BK = 8, 4 or 16 steps, so SPLIT 3 and 5 cut them unevenly.
     # Twice on one set of token counts into an output full of NaN, as router_hilo_flag above.
-    # Token counts by how MT = 4/8/16/32 tiles mask them: one partial tile at every MT (1; 3 was the same case),
-    # whole tiles then a partial one (17), whole tiles only at every MT (32; 8 and 16 were subsets of it), several
-    # tiles with a partial last at MT 16 and 32 (40).
+    # Token counts by how the MT = 4/8/16/32 token tiles mask them: one partial tile (1; 3 was the same case),
+    # whole tiles then a partial one (17), whole tiles only (32; 8, 16 and, below MT=32, 40 were the same case),
+    # and at MT=32 several tiles with a partial last (40).
     for M in (1, 17, 32, 40):
         x = torch.randn(M, K, generator=g).to(torch.bfloat16)
         ref = x.double() @ w.double().T
         for mt, bn, bk, split, stages in ((8, 16, 64, 3, 3), (16, 8, 128, 4, 1), (32, 4, 32, 5, 2), (4, 2, 64, 1, 3)):
+            if M == 40 and mt != 32:
+                continue
             flags = torch.zeros(triton.cdiv(64, mt) * (N // bn) * FLAG_STRIDE, dtype=torch.int32)
             ys = []
             for _ in range(2):
