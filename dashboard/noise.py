@@ -342,9 +342,8 @@ def files(path=BANDS_FILE) -> list[str]:
     return list(_content(str(path))["files"])
 
 
-def summary_rows(gpu: str | None = None, path=BANDS_FILE) -> list[tuple[str, str, str, str]]:
-    """(kind, level, key, band text) for every pooled band and every keyed one: what README, glossary and
-    RESULTS.md quote (generated, never typed)."""
+def summary_rows(gpu: str | None = None, path=BANDS_FILE) -> list[Band]:
+    """Every pooled band and every keyed one, per GPU model with evidence: what RESULTS.md lists."""
     bands = _read(str(path))
     gpus = [gpu] if gpu else [g for g in sorted(bands) if g != ANY_GPU]
     rows = []
@@ -352,7 +351,7 @@ def summary_rows(gpu: str | None = None, path=BANDS_FILE) -> list[tuple[str, str
         for kind in KINDS:
             for level in LEVELS:
                 for key in (bands[g].get(kind) or {}).get(level) or {}:
-                    rows.append((kind, level, key, band(kind, level, g, key, path).text()))
+                    rows.append(band(kind, level, g, key, path))
     return rows
 
 
