@@ -403,7 +403,7 @@ def side_name(data, candidate: str) -> str:
 
 
 def compare_runs(a, a_candidate: str, b, b_candidate: str, include_below_floor: bool = False,
-                 eps: float | None = None) -> Comparison:
+                 eps: float | None = None, n_boot: int = N_BOOT) -> Comparison:
     """Side B (a dashboard.runs.RunData and a candidate of it) against side A at the scored shapes: one run with two
     candidates (paired, within-run band) or two runs (cross-run band; ratio of ratios where both hold the baseline).
     What `python -m dashboard compare` prints and the Compare page shows for two run series. ValueError (one line)
@@ -420,4 +420,4 @@ def compare_runs(a, a_candidate: str, b, b_candidate: str, include_below_floor: 
     if both.empty:
         raise ValueError(f"{a.path.name} and {b.path.name} have no scored shapes")
     return compare(both, side_name(a, a_candidate), scoring.family_weights(wa) if wa is not None else None, eps,
-                   include_below_floor=include_below_floor)
+                   n_boot=n_boot, include_below_floor=include_below_floor)

@@ -150,9 +150,9 @@ def test_compare_two_runs_with_intersection_note(app):
     shapes = at.dataframe[2].value
     assert len(shapes) == 2 * 15  # two series against the reference, on the 15 shapes in common
     assert shapes["ratio"].to_numpy() == pytest.approx((shapes["reference_us"] / shapes["series_us"]).to_numpy())
-    from dashboard.compare import verdict
-    eps = at.slider(key="cmp_eps").value  # derived from the committed repeatability runs when present
-    assert list(shapes["verdict"]) == [verdict(lo, hi, eps) for lo, hi in zip(shapes["ci_low"], shapes["ci_high"])]
+    from dashboard.noise import SAME_ROUTE, verdict
+    assert list(shapes["verdict"]) == [SAME_ROUTE if same else verdict(lo, hi, band) for lo, hi, band, same in
+                                       zip(shapes["ci_low"], shapes["ci_high"], shapes["band"], shapes["same_route"])]
     assert (shapes["ci_low"] <= shapes["ratio"]).all() and (shapes["ratio"] <= shapes["ci_high"]).all()
 
 
