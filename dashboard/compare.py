@@ -52,7 +52,7 @@ class Comparison:
     """Result of `compare`: per-shape rows, per-load and overall rows, and the intersection note.
 
     shapes: series, load, family, M, N, K, reference_us, series_us, delta_us, ratio, ci_low, ci_high, paired,
-            same_route, band, band_source, verdict
+            same_route, band, band_source, mode, verdict
     loads:  series, load, n_shapes, n_same_route, reference_us, series_us, ratio, ci_low, ci_high, delta_pct, band,
             band_source, verdict
     overall: series, n_loads, score, ci_low, ci_high, delta_pct, band, band_source, mode, verdict
@@ -233,7 +233,7 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
                 shape_rows.append({"series": name, **dict(zip(SHAPE_KEY, key)), "reference_us": np.nan,
                                    "series_us": np.nan, "delta_us": np.nan, "ratio": np.nan, "ci_low": np.nan,
                                    "ci_high": np.nan, "paired": False, "same_route": False, "band": np.nan,
-                                   "band_source": "", "verdict": GATED[status[key]]})
+                                   "band_source": "", "mode": mode, "verdict": GATED[status[key]]})
                 continue
             r, o = ref[key], oth[key]
             has = r.has and o.has
@@ -252,7 +252,7 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
             row = _judged({"series": name, **dict(zip(SHAPE_KEY, key)), "reference_us": ref_med,
                            "series_us": oth_med, "delta_us": oth_med - ref_med,
                            "ratio": (ref_med / rb_med) / (oth_med / ob_med), "ci_low": lo, "ci_high": hi,
-                           "paired": paired, "same_route": same_route},
+                           "paired": paired, "same_route": same_route, "mode": mode},
                           bands(noise.SHAPE, noise.shape_key(key[1], key[2])))
             if same_route:   # one route timed twice: whatever it reads is drift, not a difference
                 row["verdict"] = noise.SAME_ROUTE

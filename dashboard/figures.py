@@ -441,8 +441,8 @@ def compare_figure(shapes: pd.DataFrame, eps: float | None, source: str, labels:
     if order:
         present = set(shapes["load"] + "/" + shapes["family"])
         xaxis.update(categoryorder="array", categoryarray=[k for k in order if k in present])
-    fig.update_layout(title=_title(f"Ratio vs reference per shape (reference ÷ series; > 1 faster; grey band: SAME "
-                                   f"±{eps:.1%})", source),
+    band = f"grey band: SAME ±{eps:.1%}" if eps is not None else "each point's band in its hover text"
+    fig.update_layout(title=_title(f"Ratio vs reference per shape (reference ÷ series; > 1 faster; {band})", source),
                       yaxis=dict(type="log", title="ratio × (log)"), xaxis=xaxis, scattermode="group",
                       legend=dict(groupclick="toggleitem"), **LAYOUT)
     return label_log_axes(fig, {"yaxis": "×"})

@@ -84,7 +84,7 @@ def test_identical_routes_across_committed_sweeps_are_never_fast_or_slow():
     assert (FINAL, FINAL_B, "best") in named and (PINNED, FINAL, "baseline") in named
     wrong = []
     for a, b, cand in pairs:
-        cmp = compare.compare_runs(_run(a), cand, _run(b), cand, n_boot=50)
+        cmp = compare.compare_runs(_run(a), cand, _run(b), cand, n_boot=20)
         verdicts = [*cmp.loads["verdict"], *cmp.overall["verdict"]]
         if set(verdicts) - {"SAME", "AMBIGUOUS"}:
             wrong.append(f"{cand}: {a} vs {b}: {verdicts}")
