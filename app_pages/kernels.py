@@ -133,10 +133,11 @@ else:
                          "its own probes.")
 m = st.columns(4)
 if sweep_rows is not None and len(sweep_rows):
-    m[0].metric(f"Floor (derived, {src.label})", f"{sweep_rows['floor_us'].iloc[0]:.2f} µs",
-                help=f"the sweep's floor at this shape; in {own}: {first['floor_us']:.2f} µs")
+    m[0].metric("Floor (sweep)", f"{sweep_rows['floor_us'].iloc[0]:.2f} µs",
+                help=f"derived in {src.name} (as on Shapes and in `dashboard table`); in {own}: "
+                     f"{first['floor_us']:.2f} µs")
 else:
-    m[0].metric(f"Floor (derived, {own})", f"{first['floor_us']:.2f} µs", help=f"{first['bound']}-bound: max of the "
+    m[0].metric("Floor (explain run)", f"{first['floor_us']:.2f} µs", help=f"{first['bound']}-bound: max of the "
                 f"read probe at the ideal bytes ({first['memory_floor_us']:.2f} µs) and 2MNK at the measured peak "
                 f"({first['compute_floor_us']:.2f} µs)")
 m[1].metric("Ideal bytes", f"{first['ideal_bytes'] / 1e6:.2f} MB", help="weights + x + y: what the call must move")
@@ -144,14 +145,14 @@ m[2].metric("Kernels per call", " / ".join(str(n) for n in here["launches"]),
             help="measured, per candidate: " + ", ".join(f"{c}: {n}" for c, n in zip(here["candidate"],
                                                                                      here["launches"])))
 if sweep_rows is not None and len(sweep_rows):
-    m[3].metric(f"SOL (derived, {src.label})", " / ".join(f"{s:.0%}" for s in sweep_rows["sol"]),
-                help="the sweep's floor ÷ its median time, per candidate: " + ", ".join(
+    m[3].metric("SOL (sweep)", " / ".join(f"{s:.0%}" for s in sweep_rows["sol"]),
+                help=f"derived in {src.name}: its floor ÷ its median time, per candidate: " + ", ".join(
                     f"{c}: {s:.1%}" for c, s in zip(sweep_rows["candidate"], sweep_rows["sol"])))
     st.caption("Per candidate, in the order " + " / ".join(sweep_rows["candidate"]) + f". In {own} and replay "
                f"times, not the sweep's: floor {first['floor_us']:.2f} µs, SOL " +
                " / ".join(f"{c} {s:.0%}" for c, s in zip(here["candidate"], here["sol"])) + ".")
 else:
-    m[3].metric(f"SOL (derived, {own})", " / ".join(f"{s:.0%}" for s in here["sol"]),
+    m[3].metric("SOL (explain run)", " / ".join(f"{s:.0%}" for s in here["sol"]),
                 help="floor ÷ time, per candidate: " + ", ".join(f"{c}: {s:.1%}" for c, s in zip(here["candidate"],
                                                                                                 here["sol"])))
     st.caption("Per candidate, in the order " + " / ".join(here["candidate"]) + ".")
