@@ -370,3 +370,23 @@ def test_shapes_shows_the_library_ceiling_from_the_search_files(app):
     assert not any("ceiling_x" in df.value for df in at.dataframe)
     text = app.text_of(at)
     assert "No cuBLASLt search covers these shapes" in text and "was measured on NVIDIA H200, not SYNTHETIC" in text
+
+
+def test_compare_page_gives_the_numbers_of_python_m_dashboard_compare(app):
+    """One function behind both: the page's overall and per-load rows for two runs' `best` are compare_runs' own."""
+    from dashboard import compare, runs as drun
+
+    a, b = ("2026-12-04_nvidia-h200_baseline-seed036-seed039-best-final.json.gz",
+            "2026-12-04_nvidia-h200_baseline-vs-best-b-final.json.gz")
+    at = app.open_page("compare")
+    app.compare(at, [f"run: {a} · best", f"run: {b} · best"])
+    assert not at.exception
+    cli = compare.compare_runs(*(x for n in (a, b) for x in (drun.load_run_data(app.ROOT / "datasets" / "runs" / n),
+                                                            "best")))
+    overall, loads = at.dataframe[0].value.iloc[0], at.dataframe[1].value
+    want = cli.overall.iloc[0]
+    assert (overall["score"], overall["ci_low"], overall["ci_high"], overall["verdict"], overall["band_source"]) == \
+        pytest.approx((want["score"], want["ci_low"], want["ci_high"], want["verdict"], want["band_source"]))
+    assert list(loads["verdict"]) == list(cli.loads["verdict"]) and list(loads["band_source"]) == list(
+        cli.loads["band_source"])
+    assert loads["ratio"].to_numpy() == pytest.approx(cli.loads["ratio"].to_numpy())
