@@ -153,7 +153,8 @@ def _routes(data: runs.RunData) -> pd.DataFrame:
     if not len(res) or "method" not in res:
         return pd.DataFrame(columns=["candidate", "load", "family", "M", "route", "us"])
     res = scoring.with_status(res[res["load"] != NEARBY_LOAD])
-    res = res[(res["status"] == scoring.OK) & res["method"].map(lambda m: isinstance(m, str) and m != "")]
+    routed = [isinstance(m, str) and m != "" for m in res["method"]]
+    res = res[(res["status"] == scoring.OK).to_numpy() & np.asarray(routed, dtype=bool)]
     return pd.DataFrame({"candidate": res["candidate"].to_numpy(), "load": res["load"].to_numpy(),
                          "family": res["family"].to_numpy(), "M": res["M"].astype(int).to_numpy(),
                          "route": res["method"].to_numpy(), "us": res["median_us"].astype(float).to_numpy()})
