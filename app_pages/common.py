@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard import compare, run_kinds, runs as drun, scoring, sources, views, workloads
+from dashboard import compare, noise, run_kinds, runs as drun, scoring, sources, views, workloads
 from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload
 from datasets.runfile import RunFileError
 
@@ -484,14 +484,15 @@ class View:
 
 @st.cache_data(show_spinner=False)
 def _comparison_code() -> str:
-    return _code(compare, scoring, drun)
+    return _code(compare, noise, scoring, drun)
 
 
 def _comparison(path: str, baseline: str, candidate: str, include: bool) -> "compare.Comparison":
     data = run_data(path)
     weights = scoring.family_weights(data.workload)
     return compare.compare_candidates(data.results, baseline, [candidate], Path(path).name, weights,
-                                      failures=data.failures, include_below_floor=include)
+                                      failures=data.failures, include_below_floor=include,
+                                      gpu=noise.gpu_model(data))
 
 
 @st.cache_data(show_spinner=False)

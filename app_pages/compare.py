@@ -1,19 +1,14 @@
 """Compare: 2..N candidates / runs side by side — per-shape ratios with CI and verdicts, per-load and overall rows.
 
 Series are told apart by colour (verdicts by marker symbol), named short (run date · run label · candidate) with
-the full name on hover. The SAME band ε comes from the measured run-to-run spread of the repeatability runs among
-the sources (dashboard.repeatability), one band per level; without one it is 1%, said next to the slider.
+the full name on hover. Ratios, intervals, bands and verdicts are dashboard.compare.compare's (the function behind
+`python -m dashboard compare`): each verdict names its band and where it comes from (dashboard.noise), and each
+series says whether it was paired within one run, compared across runs, or relative to each run's own baseline.
 """
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import compare, figures, glossary, repeatability, runs, scoring, sources, views, workloads
-
-
-@st.cache_data(show_spinner=False)
-def _bands(key: tuple) -> "repeatability.SameBands | None":
-    """SAME bands of the run sources, once per set of (path, mtime)."""
-    return repeatability.same_bands([common.run_data(path) for path, _ in key])  # each run with its own workload
+from dashboard import compare, figures, glossary, noise, runs, scoring, sources, views, workloads
 
 
 def _own_scores(chosen: list[str]) -> None:
@@ -93,10 +88,6 @@ chosen = common.url_multiselect(st, "Series to compare (2 or more)", keys, "seri
 if len(chosen) < 2:
     st.info("Pick at least two series (choose more runs above for more candidates).")
     st.stop()
-# the SAME bands come from the repeatability runs among the sources: only runs timing one plan twice are read
-run_files = [(str(p), p.stat().st_mtime) for p, m in common.run_metas(srcs).items()
-             if any("#" in c for c in m.candidates)]
-
 named = [(short.get(k, k), common.series_workload(options[k][0], options[k][1].path)) for k in chosen]
 refusal = workloads.mismatch(named)
 if refusal:  # shapes of different workloads are different projections: no ratio, CI or verdict across them
@@ -104,20 +95,11 @@ if refusal:  # shapes of different workloads are different projections: no ratio
     _own_scores(chosen)
     st.stop()
 wl = named[0][1]   # every series' workload (mismatch said they agree)
-bands = _bands(tuple(run_files))
 c1, c2 = st.columns(2)
 ref = common.url_selectbox(c1, "Reference (ratios are reference ÷ series)", chosen, "reference", chosen[0],
                            key="cmp_ref", what="reference series")
-eps_default = bands.shape if bands else compare.EPS_DEFAULT
-eps = c2.slider("SAME band ε per shape (±)", 0.002, 0.10, eps_default, 0.001, format="%.3f", key="cmp_eps",
-                help=glossary.short("eps"))
-if bands:
-    c2.caption(f"{bands.describe()} Load and overall verdicts use their own bands (±{bands.load:.1%}, "
-               f"±{bands.score:.1%}). Runs: {', '.join(bands.runs)}.")
-else:
-    c2.caption(f"No repeatability run among the sources, so ε defaults to {compare.EPS_DEFAULT:.0%}: the 95% CI "
-               "half-width at the profiler's 0.5% RSE stopping rule. Identical kernels differed by up to ±5% per "
-               "shape on the H200 (see the glossary), so per-shape SAME/FAST/SLOW at 1% over-reads noise.")
+c2.caption("Bands (dashboard.noise, derived from the committed runs): " + noise.headline() + ". Each row names "
+           "the band its verdict used.")
 if {options[k][0] for k in chosen} == {"table", "run"}:
     st.warning("A published table is compared with local runs: their baselines differ (the write-up's SGLang path "
                "on the evaluator vs torch F.linear here), so ratios across them measure the baselines as much as "
@@ -128,18 +110,18 @@ try:
     both = common.series_frame(specs)
     include = (both["status"] == "below_floor").any() and st.toggle(
         "Include results below the measured HBM floor (artifacts; left out by default)", key="cmp_below_floor")
-    res = common.compared(specs, ref, eps, bool(include))
+    res = common.compared(specs, ref, None, bool(include))
 except ValueError as exc:
     st.error(f"Cannot compare: {exc}")
     st.stop()
-if bands:
-    res = repeatability.apply_bands(res, bands)
 if res.note:
     st.warning(res.note)
 for name, message in res.no_score().items():  # the gate: no verdict or score from incorrect / failed shapes
     (st.error if res.gates[name].refused else st.warning)(f"{name} vs {ref}: {message}")
 st.caption("Times: measured (runs) or published (tables) as named; ratios, CIs and verdicts are **derived**. "
            "Two candidates of the same run are paired by round; different runs are resampled independently.")
+for name, mode in res.modes.items():
+    st.caption(f"{short.get(name, name)} vs {short.get(ref, ref)}: {noise.MODE_WORDS[mode]}.")
 
 overall, loads, shapes = (f.assign(name=f["series"].map(short)) if len(f) else f
                           for f in (res.overall, res.loads, res.shapes))
@@ -147,7 +129,7 @@ num = st.column_config.NumberColumn
 series_col = st.column_config.TextColumn("series", width=300)
 st.subheader("Overall")
 st.dataframe(overall, hide_index=True, width="stretch", placeholder="—",
-             column_order=["name", "n_loads", "score", "ci_low", "ci_high", "delta_pct", "verdict"],
+             column_order=["name", "n_loads", "score", "ci_low", "ci_high", "delta_pct", "verdict", "band_source"],
              column_config={"name": series_col,
                             **common.ratio_ci_columns("score", "score vs reference × (derived)"),
                             "delta_pct": num("Δ score-equivalent time %", format="%+.2f")})
@@ -157,33 +139,33 @@ if (res.overall["n_loads"] < len(wl.load_order)).any():
                "benchmark score.")
 st.subheader("Per load")
 st.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
-             column_order=["name", "load", "ratio", "ci_low", "ci_high", "verdict", "reference_us", "series_us",
-                           "delta_pct"],
+             column_order=["name", "load", "ratio", "ci_low", "ci_high", "verdict", "band_source", "n_same_route",
+                           "reference_us", "series_us", "delta_pct"],
              column_config={"name": series_col, "reference_us": num("Σw·reference µs", format="%.1f"),
                             "series_us": num("Σw·series µs", format="%.1f"), **common.ratio_ci_columns(),
                             "delta_pct": num("Δ time %", format="%+.2f")})
 st.subheader("Per shape")
 order = views.shape_order(wl.load_order, wl.family_order)
-st.plotly_chart(figures.compare_figure(res.shapes, eps, "derived from the series' samples", short, order),
+st.plotly_chart(figures.compare_figure(res.shapes, None, "derived from the series' samples", short, order),
                 width="stretch")
 verdicts = st.multiselect("Verdicts", list(compare.VERDICTS), default=list(compare.VERDICTS), key="cmp_verdicts")
 shown = shapes[shapes["verdict"].isin(verdicts)]
 st.dataframe(common.gated_style(shown.assign(usable=~shown["verdict"].isin(compare.GATED.values()))),
              hide_index=True, width="stretch", placeholder="—",
              column_order=["name", "load", "family", "M", "reference_us", "series_us", "delta_us", "ratio",
-                           "ci_low", "ci_high", "verdict", "same_route"],
+                           "ci_low", "ci_high", "verdict", "same_route", "band_source"],
              column_config={"name": st.column_config.TextColumn("series", width=260), "M": num("M", width=50),
                             "same_route": st.column_config.CheckboxColumn(
-                                "same route", help="both sides of one run dispatched the same call here: the "
-                                                   "ratio and verdict are the spread of timing it twice"),
+                                "same route", help="both sides ran the identical route here (method and config, "
+                                                   "same GPU model): the difference is drift, verdict SAME ROUTE"),
                             "reference_us": num("reference µs", format="%.3f"),
                             "series_us": num("series µs", format="%.3f"), "delta_us": num("Δ µs", format="%+.3f"),
                             **common.ratio_ci_columns("ratio", "ratio of medians ×")})
 n_same = int(shown["same_route"].sum()) if "same_route" in shown else 0
 if n_same:
-    st.caption(f"{n_same} of {len(shown)} shape rows: both sides of one run dispatched the same call (same route); "
-               "whatever ratio or verdict they show is the spread of timing one call twice, not a difference "
-               "between the candidates.")
+    st.caption(f"{n_same} of {len(shown)} shape rows: both sides ran the identical route (verdict SAME ROUTE); "
+               "whatever ratio they show is drift between two timings of one call, not a difference between the "
+               "candidates.")
 common.download_csv(shown, "compare_shapes.csv")
 if len(res.dropped):
     with st.expander(f"{len(res.dropped)} rows outside the intersection"):

@@ -11,6 +11,7 @@ EXPLAIN_HELP = ("Make one on the H200: `python -m profiler explain --plan baseli
                 "(Nsight Compute + one CUDA-graph replay per call).")
 
 st.title("Kernels")
+source_line = st.empty()   # the first line: which run the page reads (filled once the explain run is chosen)
 st.caption("Inside a call: what it launches, per kernel. Kernel times from one CUDA-graph replay behind an L2 "
            "flush (Kineto, measured); DRAM/L2 bytes, grid and throughputs from Nsight Compute on one cold call "
            "(measured); floors, shares, gaps and findings derived from those and the run's own probes.")
@@ -111,23 +112,55 @@ chosen = st.multiselect("Candidates", cands, default=cands, key=f"kernels_cands|
 
 here = calls[(calls["shape"] == shape) & calls["candidate"].isin(chosen)]
 first = here.iloc[0]
+# One floor per (run, shape): for a sweep in the sidebar, the floor and SOL are the sweep's (as in `dashboard table`,
+# Shapes and Roofline); the explain run's own (its probes, its replay times) are shown beside them, named.
+src = common.current_source()
+sweep = None
+if src.kind == "run" and src.name != label:
+    try:
+        sweep = common.source_data(src)
+    except common.BAD_INPUT:
+        sweep = None
+sweep_rows = kernels.sweep_sol(sweep, shape) if sweep is not None else None
+sweep_rows = sweep_rows[sweep_rows["candidate"].isin(chosen)] if sweep_rows is not None else None
+own = f"{label}'s own probes"
+if sweep_rows is not None and len(sweep_rows):
+    source_line.markdown(f"**Source:** kernels, bytes and replay times from the explain run `{label}`; floor and SOL "
+                         f"from the sidebar's sweep `{src.name}` (its own probes and times, as on Shapes and in "
+                         "`dashboard table`).")
+else:
+    source_line.markdown(f"**Source:** the explain run `{label}`: kernels, bytes, replay times, and floor and SOL from "
+                         "its own probes.")
 m = st.columns(4)
-m[0].metric("Floor (derived)", f"{first['floor_us']:.2f} µs", help=f"{first['bound']}-bound: max of the read probe at "
-            f"the ideal bytes ({first['memory_floor_us']:.2f} µs) and 2MNK at the measured peak "
-            f"({first['compute_floor_us']:.2f} µs)")
+if sweep_rows is not None and len(sweep_rows):
+    m[0].metric("Floor (sweep)", f"{sweep_rows['floor_us'].iloc[0]:.2f} µs",
+                help=f"derived in {src.name} (as on Shapes and in `dashboard table`); in {own}: "
+                     f"{first['floor_us']:.2f} µs")
+else:
+    m[0].metric("Floor (explain run)", f"{first['floor_us']:.2f} µs", help=f"{first['bound']}-bound: max of the "
+                f"read probe at the ideal bytes ({first['memory_floor_us']:.2f} µs) and 2MNK at the measured peak "
+                f"({first['compute_floor_us']:.2f} µs)")
 m[1].metric("Ideal bytes", f"{first['ideal_bytes'] / 1e6:.2f} MB", help="weights + x + y: what the call must move")
 m[2].metric("Kernels per call", " / ".join(str(n) for n in here["launches"]),
             help="measured, per candidate: " + ", ".join(f"{c}: {n}" for c, n in zip(here["candidate"],
                                                                                      here["launches"])))
-m[3].metric("SOL (derived)", " / ".join(f"{s:.0%}" for s in here["sol"]),
-            help="floor ÷ time, per candidate: " + ", ".join(f"{c}: {s:.1%}" for c, s in zip(here["candidate"],
-                                                                                            here["sol"])))
-st.caption("Per candidate, in the order " + " / ".join(here["candidate"]) + ".")
+if sweep_rows is not None and len(sweep_rows):
+    m[3].metric("SOL (sweep)", " / ".join(f"{s:.0%}" for s in sweep_rows["sol"]),
+                help=f"derived in {src.name}: its floor ÷ its median time, per candidate: " + ", ".join(
+                    f"{c}: {s:.1%}" for c, s in zip(sweep_rows["candidate"], sweep_rows["sol"])))
+    st.caption("Per candidate, in the order " + " / ".join(sweep_rows["candidate"]) + f". In {own} and replay "
+               f"times, not the sweep's: floor {first['floor_us']:.2f} µs, SOL " +
+               " / ".join(f"{c} {s:.0%}" for c, s in zip(here["candidate"], here["sol"])) + ".")
+else:
+    m[3].metric("SOL (explain run)", " / ".join(f"{s:.0%}" for s in here["sol"]),
+                help="floor ÷ time, per candidate: " + ", ".join(f"{c}: {s:.1%}" for c, s in zip(here["candidate"],
+                                                                                                here["sol"])))
+    st.caption("Per candidate, in the order " + " / ".join(here["candidate"]) + ".")
 
 parts = kernels.kernel_gap_parts(ktab, calls)
 parts = parts[(parts["shape"] == shape) & parts["candidate"].isin(chosen)]
 st.plotly_chart(kernel_figures.kernel_stack(parts, float(first["floor_us"]), f"{shape}: kernels of each call against "
-                                            "the floor"), width="stretch")
+                                            f"the floor in {own}"), width="stretch")
 
 st.subheader("Findings (derived)")
 found = kernel_findings.findings(here, ktab, shape, data.sm_count, data.run.get("compute_peak_tflops"))
@@ -171,15 +204,16 @@ common.download_csv(rows, f"kernels_{shape.replace('/', '_').replace(' ', '-')}.
                     "Download this shape's kernels (CSV)")
 common.download_csv(ktab, f"kernels_{data.path.stem}.csv", "Download every kernel of the run (CSV)")
 
-st.subheader("Where each call's gap to the floor goes (derived, µs)")
+st.subheader(f"Where each call's gap to the floor goes (derived, µs; floor in {own})")
 gap_cols = ["candidate", "time_us", "floor_us", "gap_us", "side_kernels_us", "between_us", "excess_bytes_us",
             "main_slow_us", "main_kernel", "main_grid", "main_waves", "excess_ratio", "time_basis"]
 st.dataframe(here[gap_cols], hide_index=True, width="stretch", column_config={
-    **{c: num(words[c], format="%.3f", width=80) for c in gap_cols if c.endswith("_us")},
+    # widths fit each header whole ("gap to floor µs", "extra launches µs", "main kernel slow µs")
+    **{c: num(words[c], format="%.3f", width=8 * len(words[c]) + 24) for c in gap_cols if c.endswith("_us")},
     "candidate": st.column_config.TextColumn(words["candidate"], width=85),
     "main_kernel": st.column_config.TextColumn(words["main_kernel"], width=170),
-    "main_grid": num(words["main_grid"], width=70), "main_waves": num(words["main_waves"], format="%.2f", width=70),
-    "excess_ratio": num(words["excess_ratio"], format="%.2f", width=80),
+    "main_grid": num(words["main_grid"], width=85), "main_waves": num(words["main_waves"], format="%.2f", width=90),
+    "excess_ratio": num(words["excess_ratio"], format="%.2f", width=140),
     "time_basis": st.column_config.TextColumn(words["time_basis"], width=80)})
 
 st.subheader("Per load")
@@ -188,7 +222,8 @@ loads = kernels.gap_by_load(calls, cand, scoring.family_weights(wl), wl.load_ord
 st.plotly_chart(kernel_figures.gap_parts_bars(loads, kernels.GAP_PARTS, f"{cand}: the gap to the floor per load, by "
                                               "cause"), width="stretch")
 st.dataframe(loads, hide_index=True, width="stretch", column_config={
-    **{c: num(words.get(c, c), format="%.2f", width=95) for c in loads.columns if c.endswith("_us")},
+    **{c: num(words.get(c, c), format="%.2f", width=max(95, 8 * len(words.get(c, c)) + 24))
+       for c in loads.columns if c.endswith("_us")},
     "load": st.column_config.TextColumn(words["load"], width=80), "sol": num(words["sol"], format="percent", width=70),
     "launches_per_call": num(words["launches_per_call"], format="%.2f", width=80)},
     column_order=[c for c in ("load", "time_sum_us", "floor_sum_us", "gap_sum_us", "side_kernels_us", "between_us",

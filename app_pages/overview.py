@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import common, targets, terms
-from dashboard import compare, figures, glossary, kernels, planner, scoring, views, workloads
+from dashboard import figures, glossary, kernels, planner, scoring, views, workloads
 
 
 # Expanders whose content is drawn only while they are open (on_change="rerun": Streamlit reruns the page when one is
@@ -110,8 +110,8 @@ loads["ratio_if_alone_reaches_target"] = loads["load"].map(planner.load_ratios_n
 floors_from = ("the run's measured probe curve and compute peak" if v.kind == "run" else
                "the write-up's four published probes and its quoted 989 TFLOP/s")
 st.caption(f"Ratios, Σw sums, CIs and SOL are derived from {tag} times; floors from {floors_from}. "
-           f"The verdict compares the CI with a ±{compare.EPS_DEFAULT:.0%} SAME band (see the glossary; the "
-           "Compare page derives the band from repeatability runs).")
+           "Each verdict reads the CI against the within-run band named in the table (dashboard.noise, derived "
+           "from the committed runs; see the glossary).")
 _sol_flags(loads, wide, {"baseline": v.baseline, "candidate": v.candidate})
 far = kernels.furthest_from_floor(wide)
 if far:
@@ -141,15 +141,16 @@ cmp = common.run_comparison(v) if v.kind == "run" else None
 ci = cmp.overall.iloc[0] if cmp is not None else None
 if ci is not None:
     if pd.notna(ci["ci_low"]):
-        ci_slot.caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} ({ci['verdict']})")
+        ci_slot.caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} ({ci['verdict']}; "
+                        f"{ci['band_source']})")
     fig_df = fig_df.merge(cmp.loads[["load", "ci_low", "ci_high"]], on="load", how="left")
 chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
 if ci is not None:
-    loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
+    loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict", "band_source"]], on="load", how="left")
     loads["ci"] = [views.ci_text(lo, hi) for lo, hi in zip(loads["ci_low"], loads["ci_high"])]
 num = st.column_config.NumberColumn
 table.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
-                column_order=[c for c in ("load", "ratio", "ci", "verdict", "baseline_sum_us", "candidate_sum_us",
+                column_order=[c for c in ("load", "ratio", "ci", "verdict", "band_source", "baseline_sum_us", "candidate_sum_us",
                                           "floor_sum_us", "sol_baseline", "sol_candidate",
                                           "ratio_if_alone_reaches_target") if c in loads],
                 column_config={
@@ -157,6 +158,7 @@ table.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
     "ratio": num("ratio ×", format="%.4f", width=80, help=glossary.short("ratio")),
     "ci": st.column_config.TextColumn("95% CI", width=130, help=glossary.short("ci")),
     "verdict": st.column_config.TextColumn("verdict", width=90, help=glossary.short("verdicts")),
+    "band_source": st.column_config.TextColumn("band (dashboard.noise)", width=200, help=glossary.short("eps")),
     "baseline_sum_us": num(f"Σw·{v.baseline} µs", format="%.1f", width=115, help=glossary.short("sigma_w")),
     "candidate_sum_us": num(f"Σw·{v.candidate} µs", format="%.1f", width=115, help=glossary.short("sigma_w")),
     "floor_sum_us": num("Σw·floor µs", format="%.1f", width=100, help=glossary.short("floor")),

@@ -1,5 +1,5 @@
-"""`python -m dashboard summarize|table|explain|report|results`: scores, per-shape tables, kernel breakdowns, reports
-and RESULTS.md.
+"""`python -m dashboard summarize|table|compare|explain|report|results|noise`: scores, per-shape tables, verdicts,
+kernel breakdowns, reports, RESULTS.md and the noise bands.
 
 Exit status: 0 when every pair shown was scored (or only lacks unfinished shapes: a partial run, whose complete
 loads are shown); 3 when the correctness gate refused a pair — a scored shape incorrect, failed, or below the
@@ -160,6 +160,29 @@ def cmd_table(args) -> int:
     return _finish(f"{text}\n  {line}", [line] if verdict.refused else [])
 
 
+def cmd_compare(args) -> int:
+    """Side B against side A: per load and overall ratio, interval, verdict and band (dashboard.compare_cli)."""
+    from dashboard import compare_cli
+
+    try:
+        return _finish(*compare_cli.run(args.a, args.b, args.shapes, args.include_below_floor))
+    except compare_cli.SideError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def cmd_noise(args) -> int:
+    """dashboard/noise_bands.json from the committed sweeps (dashboard.noise.derive): printed, or written atomically."""
+    from dashboard import noise
+
+    text = noise.render(noise.derive(noise.sweeps(Path(args.runs))))
+    if args.out is None:
+        print(text, end="")
+        return 0
+    write_files(Path(args.out).parent, {Path(args.out).name: text})
+    print(f"wrote {args.out}")
+    return 0
+
+
 def cmd_explain(args) -> int:
     """The kernel breakdown of an explain run (python -m profiler explain), as terminal tables."""
     from dashboard import kernel_report, kernels
@@ -229,6 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--candidate", help="default: the last candidate paired with the baseline (e.g. best)")
     table.add_argument("--include-below-floor", **floor)
     table.set_defaults(func=cmd_table)
+    cmp = sub.add_parser("compare", help="is B faster than A? per load and overall: ratio, interval, verdict, the "
+                                         "band it used and its source, identical routes")
+    cmp.add_argument("a", metavar="RUN_A[:CANDIDATE]", help="a run file (path or name in datasets/runs/); "
+                                                            "candidate default: best")
+    cmp.add_argument("b", metavar="RUN_B[:CANDIDATE]", help="the other side (the same run file with another "
+                                                            "candidate compares within the run)")
+    cmp.add_argument("--shapes", action="store_true", help="also one line per shape")
+    cmp.add_argument("--include-below-floor", **floor)
+    cmp.set_defaults(func=cmd_compare)
     expl = sub.add_parser("explain", help="per-kernel breakdown of an explain run: time, bytes vs ideal, grid, findings")
     expl.add_argument("path", help="an explain run datasets/runs/*_explain-*.json (python -m profiler explain)")
     expl.add_argument("--candidate", help="only this candidate")
@@ -241,6 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--readme", help="also rewrite the generated per-load table of the shipped plan inside this "
                                       "markdown file, between its markers (kernels/README.md)")
     res.set_defaults(func=cmd_results)
+    nz = sub.add_parser("noise", help="the noise bands (dashboard/noise_bands.json) from the committed sweeps")
+    nz.add_argument("--out", help="write here (dashboard/noise_bands.json) instead of printing")
+    nz.add_argument("--runs", default=str(RUNS_DIR), help="folder of run files (default: datasets/runs)")
+    nz.set_defaults(func=cmd_noise)
     # Listed for --help only: main() hands everything after 'report' to dashboard.report_cli.main untouched.
     sub.add_parser("report", help="write a report (HTML, MD, CSV, JSON); see `python -m dashboard report -h`")
     return parser

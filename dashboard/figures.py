@@ -17,7 +17,7 @@ from datasets.hardware import H200_DATASHEET_HBM_TBPS
 
 FAMILY_COLORS = family_colors(["qkv_gate", "o", "pooler", "unpooler", "router"])  # muse's; others: family_colors
 SERIES_COLORS = ["#7f7f7f", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
-VERDICT_SYMBOLS = {"FAST": "triangle-up", "SLOW": "triangle-down", "SAME": "circle", "AMBIGUOUS": "diamond-open",
+VERDICT_SYMBOLS = {"FAST": "triangle-up", "SLOW": "triangle-down", "SAME": "circle", "SAME ROUTE": "circle-open", "AMBIGUOUS": "diamond-open",
                    "NO SAMPLES": "x", "INCORRECT": "x", "FAILED": "x", "BELOW FLOOR": "x", "NO SCORE": "x"}
 GATED_VERDICTS = ("INCORRECT", "FAILED", "BELOW FLOOR", "NO SCORE")  # no ratio: red crosses on the 1.0 line
 GATED_COLOR = "#d62728"
@@ -405,7 +405,7 @@ def ledger_figure(ledger: pd.DataFrame, source: str = "published (write-up ledge
     return fig
 
 
-def compare_figure(shapes: pd.DataFrame, eps: float, source: str, labels: dict[str, str] | None = None,
+def compare_figure(shapes: pd.DataFrame, eps: float | None, source: str, labels: dict[str, str] | None = None,
                    order: list[str] | None = None, colors: dict | None = None) -> go.Figure:
     """Difference chart: per shape, each series' ratio vs the reference with its CI, on a log y axis.
 
@@ -426,23 +426,24 @@ def compare_figure(shapes: pd.DataFrame, eps: float, source: str, labels: dict[s
                         error_y=err, name=short, offsetgroup=short,
                         marker=dict(color=[GATED_COLOR if g else cmap[short] for g in gated], size=10,
                                     symbol=[VERDICT_SYMBOLS.get(v, "circle") for v in sub["verdict"]]),
-                        customdata=sub[["verdict", "ci_low", "ci_high"]].to_numpy(),
+                        customdata=sub.reindex(columns=["verdict", "ci_low", "ci_high", "band_source"]).to_numpy(),
                         hovertemplate="%{x}: %{y:.4f}× [%{customdata[1]:.4f}–%{customdata[2]:.4f}] "
-                                      "%{customdata[0]}<extra>" + str(series) + "</extra>")
+                                      "%{customdata[0]} %{customdata[3]}<extra>" + str(series) + "</extra>")
     for verdict_name in [v for v in VERDICT_SYMBOLS if v in set(shapes["verdict"])]:
         gated = verdict_name in GATED_VERDICTS
         fig.add_scatter(x=[None], y=[None], mode="markers", name=verdict_name + (" (no ratio)" if gated else ""),
                         legendgroup="verdict", legendgrouptitle_text="verdict (symbol)",
                         marker=dict(color=GATED_COLOR if gated else "#555", size=10,
                                     symbol=VERDICT_SYMBOLS[verdict_name]))
-    fig.add_hrect(y0=1 - eps, y1=1 + eps, fillcolor="gray", opacity=0.15, line_width=0)
+    if eps is not None:   # a fixed band; without one each row's own band (dashboard.noise) is in its hover text
+        fig.add_hrect(y0=1 - eps, y1=1 + eps, fillcolor="gray", opacity=0.15, line_width=0)
     fig.add_hline(y=1.0, line_color="black", line_width=1)
     xaxis = dict(tickangle=-45, title="shape (load order)")
     if order:
         present = set(shapes["load"] + "/" + shapes["family"])
         xaxis.update(categoryorder="array", categoryarray=[k for k in order if k in present])
-    fig.update_layout(title=_title(f"Ratio vs reference per shape (reference ÷ series; > 1 faster; grey band: SAME "
-                                   f"±{eps:.1%})", source),
+    band = f"grey band: SAME ±{eps:.1%}" if eps is not None else "each point's band in its hover text"
+    fig.update_layout(title=_title(f"Ratio vs reference per shape (reference ÷ series; > 1 faster; {band})", source),
                       yaxis=dict(type="log", title="ratio × (log)"), xaxis=xaxis, scattermode="group",
                       legend=dict(groupclick="toggleitem"), **LAYOUT)
     return label_log_axes(fig, {"yaxis": "×"})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dashboard import noise
 from dashboard.workloads import count_word, default_workload
 
 
@@ -35,7 +36,8 @@ TERMS: dict[str, Term] = {t.key: t for t in [
     Term("ci", "95% CI", "95% percentile-bootstrap interval of a ratio or score from the timing samples.",
          "Resampling the timing samples (paired by round where both series come from one run) 1,000 times gives "
          "the 95% interval. It covers sampling noise only: two back-to-back runs of identical kernels differ by "
-         "more than one run's CI (where buffers land in memory changes between runs)."),
+         "more than one run's CI (where buffers land in memory changes between runs), which is why a verdict "
+         "across runs reads it against the cross-run band (see ε)."),
     Term("sigma_w", "Σw", "Weighted sum over a load's shapes (one per family): Σ weight × time.",
          "Each load has one shape per family of the run's workload; its time is Σ w·t with the workload's family "
          "weight w (equal weights cancel in ratios). The load ratio is Σw·baseline ÷ Σw·candidate."),
@@ -66,18 +68,20 @@ TERMS: dict[str, Term] = {t.key: t for t in [
     Term("above_floor", "time above the floor", "Time − floor: what a perfect kernel could still remove.",
          "Σw·(time − floor) per family and load: the part of the time that is above what the probes say the bytes "
          "need. It is an upper bound on what any kernel could recover there."),
-    Term("verdicts", "FAST · SLOW · SAME · AMBIGUOUS · NO SAMPLES",
-         "Verdict from the 95% CI and the SAME band ±ε.",
+    Term("verdicts", "FAST · SLOW · SAME · AMBIGUOUS · SAME ROUTE · NO SAMPLES",
+         "Verdict from the 95% CI and the band ±ε that applies (named beside it).",
          "**FAST**: the whole CI is above 1 + ε. **SLOW**: the whole CI is below 1 − ε. **SAME**: the whole CI "
          "is inside [1 − ε, 1 + ε]. **AMBIGUOUS**: the CI crosses a band edge (the data cannot tell). "
-         "**NO SAMPLES**: a published table has no samples, so no CI and no verdict."),
-    Term("eps", "ε (SAME band)", "Differences within ±ε of 1 are read as ‘the same’.",
-         "ε should be the difference that identical kernels show between runs. The repeatability runs "
-         "(`…_baseline-vs-baseline-*.json`: the same plan timed twice in one sweep; the four committed on "
-         "2026-11-30) show per-shape ratios up to ±5% at scored shapes, load ratios up to ±1.2% and scores "
-         "within ±0.3%, so the Compare page derives one band per level from the repeatability runs among its "
-         "sources and says which. Without them it falls back to 1%, "
-         "the CI half-width at the profiler's 0.5% RSE stopping rule, which is too narrow per shape on this GPU."),
+         "**SAME ROUTE**: both sides ran the identical route (method and config, same GPU model), so the "
+         "difference is drift, never a speedup. **NO SAMPLES**: a published table has no samples, so no CI and no "
+         "verdict."),
+    Term("eps", "ε (the band)", "How far two timings of the identical route read apart: differences inside it are "
+         "‘the same’.",
+         "One noise model (`dashboard/noise.py`) gives every verdict its band, derived from the committed runs (never "
+         "typed): the within-run band for two candidates of one run, the cross-run band for two runs, and the "
+         "relative cross-run band where both runs hold the baseline (each side relative to its own run's "
+         "baseline). Pooled bands now: " + noise.headline() + ". Per shape and per load they are kept per family "
+         "and M range where enough runs stand behind them (RESULTS.md, 'Noise bands')."),
     Term("baselines", "local vs official baselines", "Local runs and the published table have different baselines.",
          "The local baseline is torch `F.linear` on this machine; the official one is the write-up's SGLang path "
          "on the evaluator (e.g. router M=256: 46.4 µs here, 17.6 µs published). Ratios against different "

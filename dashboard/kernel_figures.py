@@ -36,9 +36,11 @@ def kernel_stack(parts: pd.DataFrame, floor_us: float | None, title: str, source
                     text=[n[:28] for n in names], textposition="inside", insidetextanchor="start")
     if floor_us is not None and np.isfinite(floor_us):
         fig.add_vline(x=floor_us, line_dash="dash", line_color="#333",
-                      annotation_text=f"floor {floor_us:.2f} µs (derived)", annotation_position="top")
-    fig.update_layout(barmode="relative", title=_title(title, source), xaxis_title="µs (lower is better)",
-                      yaxis_autorange="reversed", height=180 + 60 * len(cands), **LAYOUT)
+                      annotation_text=f"floor {floor_us:.2f} µs (derived)", annotation_position="bottom right")
+    # the subtitle sits left and the plot starts lower, so neither runs under the chart's toolbar (top right)
+    fig.update_layout(barmode="relative", title={**_title(title, source), "x": 0, "xanchor": "left"},
+                      xaxis_title="µs (lower is better)", yaxis_autorange="reversed", height=220 + 60 * len(cands),
+                      **{**LAYOUT, "margin": dict(LAYOUT["margin"], t=100)})
     return fig
 
 

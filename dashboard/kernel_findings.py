@@ -15,8 +15,8 @@ import pandas as pd
 
 @dataclass(frozen=True)
 class Thresholds:
-    # A kernel besides the weight stream worth naming: a tenth of the call is more than the run-to-run spread
-    # of a shape (±4 %, see the README's measured results).
+    # A kernel besides the weight stream worth naming: a tenth of the call is more than the within-run band of a
+    # shape (dashboard.noise; RESULTS.md, "Noise bands").
     side_share: float = 0.10
     # DRAM bytes ÷ ideal (weights + x + y) from which a call "moves more than it must": below 1.10 the excess is
     # x re-reads and partial sectors (cuBLAS at qkv M=16 reads 1.04× on the H200).
@@ -25,7 +25,7 @@ class Thresholds:
     # calls only: a compute-bound one is judged against the compute roof).
     low_bandwidth: float = 0.75
     # Share of the SMs a grid must leave idle to be named: 4 idle of 132 (a 128-program grid, 3 %) is less than
-    # the run-to-run spread of a shape.
+    # the within-run band of a shape (dashboard.noise).
     idle_sm_share: float = 0.05
     # Main kernel's TFLOP/s ÷ the measured peak below which a compute-bound call is "far from the compute roof".
     low_compute: float = 0.75

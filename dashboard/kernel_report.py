@@ -65,7 +65,8 @@ def format_text(data: kernels.ExplainData, t: dict[str, pd.DataFrame]) -> str:
     lines = [f"{data.path.name}: explain run {data.label!r} ({data.run.get('status')}), {env.get('gpu', '?')}, "
              f"ncu {env.get('ncu_version', '?')}. Kernel times: one CUDA-graph replay (measured; 'ncu' where the "
              "replay's kernels did not match ncu's); bytes, grid, throughputs: Nsight Compute, one cold call "
-             "(measured); floors, shares, gaps: derived."]
+             f"(measured); floors, shares, gaps: derived from {data.path.name}'s own probes and replay times — its "
+             "floor and SOL, not a sweep's (`python -m dashboard table SWEEP` gives a sweep's)."]
     head = (f"{'shape':<22}{'candidate':<10}{'#':>3} {'kernel':<42}{'µs':>8}{'share':>7}{'DRAM MB':>9}{'TB/s':>7}"
             f"{'%probe':>7}{'grid':>6}{'fill':>6}{'waves':>6}{'SM%':>5}")
     for shape, grp in t["kernels"].groupby("shape", sort=False):

@@ -274,6 +274,17 @@ def gap_by_load(calls: pd.DataFrame, candidate: str, weights: dict[str, float], 
     return agg
 
 
+def sweep_sol(source: runs.RunData, shape: str) -> pd.DataFrame:
+    """Per candidate of the sweep `source` at `shape`: floor_us, median_us and sol from dashboard.runs.shape_table,
+    the numbers `python -m dashboard table`, the Shapes and Roofline pages show for that run (one floor per run and
+    shape). Empty when the sweep has no result there. The Kernels page shows these for a sweep; an explain run's
+    own floor and SOL (call_table, from its probes and replay times) are shown labelled with that run's name."""
+    table = runs.shape_table(source)
+    if table.empty:
+        return pd.DataFrame(columns=["candidate", "floor_us", "median_us", "sol"])
+    return table.loc[table["shape"] == shape, ["candidate", "floor_us", "median_us", "sol"]].reset_index(drop=True)
+
+
 def furthest_from_floor(wide: pd.DataFrame, n: int = 3, column: str = "sol_candidate") -> list[str]:
     """Shape keys of the `n` shapes with the lowest SOL (views.wide_shapes output): where to look first."""
     if column not in wide or wide[column].isna().all():

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from dashboard import (compare, eager, figures, files, glossary, kernels, library_ceiling, runs, scoring, sources,
+from dashboard import (compare, eager, figures, files, glossary, kernels, library_ceiling, noise, runs, scoring, sources,
                        views, workloads)
 from dashboard import report_render as render
 
@@ -205,11 +205,11 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
         if has_samples:
             cmp = compare.compare_candidates(data.results, baseline, [candidate], label,
                                              scoring.family_weights(workload), failures=data.failures,
-                                             include_below_floor=include_below_floor)
+                                             include_below_floor=include_below_floor, gpu=noise.gpu_model(data))
             o = cmp.overall.iloc[0]
             summary.update({"score_ci_low": o["ci_low"], "score_ci_high": o["ci_high"], "verdict": o["verdict"]})
             facts.append(("Score 95% CI (derived)", f"{views.ci_text(o['ci_low'], o['ci_high'])} — {o['verdict']} "
-                                                    f"at a ±{compare.EPS_DEFAULT:.0%} SAME band"))
+                                                    f"({o['band_source'] or 'no band: not scored'})"))
             loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
         facts += [("Time saved (derived)", f"{bd.time_saved:.2%} of the aggregate time"),
                   (f"Score-equivalent time, {baseline} (derived)", f"{bd.equiv_baseline_us:,.1f} µs"),
@@ -296,14 +296,15 @@ def _shape_report(data, baseline, candidate, workload, source, shape, include_be
     if {baseline, candidate} <= set(res["candidate"]):
         sub = res[res["candidate"].isin([baseline, candidate])]
         cmp = compare.compare_candidates(sub, baseline, [candidate], label, scoring.family_weights(workload),
-                                         scored_only=False, include_below_floor=include_below_floor)
+                                         scored_only=False, include_below_floor=include_below_floor,
+                                         gpu=noise.gpu_model(data))
         s = cmp.shapes.iloc[0]
         summary.update({"baseline": baseline, "candidate": candidate, "ratio": float(s["ratio"]),
                         "ratio_ci_low": float(s["ci_low"]), "ratio_ci_high": float(s["ci_high"]),
                         "verdict": s["verdict"]})
         facts.append((f"{candidate} vs {baseline} (derived)",
-                      f"{s['ratio']:.4f}× [95% CI {views.ci_text(s['ci_low'], s['ci_high'])}] — {s['verdict']} at a "
-                      f"±{compare.EPS_DEFAULT:.0%} SAME band" if pd.notna(s["ratio"]) else
+                      f"{s['ratio']:.4f}× [95% CI {views.ci_text(s['ci_low'], s['ci_high'])}] — {s['verdict']} "
+                      f"({s['band_source']})" if pd.notna(s["ratio"]) else
                       f"no ratio: {s['verdict']}"))
     tag = SOURCE_WORDS.get(source, source)
     colors = figures.series_colors([baseline, candidate, *data.candidates()], baseline)

@@ -12,8 +12,9 @@ committed later shows up when the file is regenerated.
 - Unscored shapes: the newest sweep of each pair with only nearby shapes.
 - Kernels: the newest explain run of each workload that profiles every scored shape (dashboard.kernel_report.tables):
   the gap to the floor per load and each call's largest finding.
-- Repeatability: dashboard.repeatability.same_bands over every run that times one plan twice.
-Everything is computed by the dashboard's own functions (runs, scoring, views, kernel_report, repeatability);
+- Noise bands: dashboard.noise's bands (dashboard/noise_bands.json, derived from the committed sweeps), the run
+  files behind them.
+Everything is computed by the dashboard's own functions (runs, scoring, views, kernel_report, noise);
 output depends only on the run files (sorted by created_utc, then name), so it is byte-for-byte reproducible.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pandas as pd
 
 from datasets import NEARBY_LOAD, RUNS_DIR
 from datasets.jsonfile import read_json
-from dashboard import kernel_report, kernels, repeatability, run_kinds, runs, scoring, views
+from dashboard import kernel_report, kernels, noise, run_kinds, runs, scoring, views
 from dashboard.workloads import default_workload
 
 WHY_CHARS = 160     # a gate's reason or a finding is cut to this many characters in a table cell
@@ -86,7 +87,7 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _pairs(data: runs.RunData) -> list[tuple[str, str]]:
-    repeats = set(repeatability.repeat_pairs(data)) if len(data.results) else set()
+    repeats = set(noise.repeat_pairs(data)) if len(data.results) else set()
     return [p for p in runs.candidate_pairs(data) if p not in repeats and p[0] is not None]
 
 
@@ -371,15 +372,18 @@ def _explain_section(name: str, explains: list[Run]) -> list[str]:
     return lines
 
 
-def _repeat_section(index: list[Run], load: Loaded) -> list[str]:
-    """dashboard.repeatability.same_bands over every sweep that times one plan twice ('baseline', 'baseline#2')."""
-    twice = [r for r in index if r.kind == runs.SWEEP and any(c.split("#", 1)[0] in r.candidates
-                                                         for c in r.candidates if "#" in c)]
-    bands = repeatability.same_bands([load(r) for r in twice])
-    if bands is None:
-        return []
-    return ["## Repeatability", "",
-            f"{bands.describe()} Runs: {', '.join(link(Path(n)) for n in bands.runs)}.", ""]
+def _noise_section() -> list[str]:
+    """dashboard.noise's bands, as every verdict quotes them, with the run files behind them."""
+    rows = [[noise.KIND_WORDS[b.kind], b.level, b.key, f"±{b.frac:.1%}".replace("%", " %"), b.gpu, b.n_runs,
+             b.n_pairs] for b in noise.summary_rows()]
+    names = noise.files()
+    return ["## Noise bands", "",
+            "Every FAST / SLOW / SAME / AMBIGUOUS reads a 95% interval against one of these bands "
+            "(`dashboard/noise.py` says what each is and how it is derived; `" + noise.COMMAND + "` writes them "
+            "from the committed sweeps). Within one run: the within-run band; across runs: the cross-run band, or "
+            "the relative one where both runs hold the baseline.", "",
+            *_table(["band", "level", "kept for", "±", "GPU", "run files", "pairs of identical routes"], rows),
+            f"Run files behind them ({len(names)}): {', '.join(link(Path(n)) for n in names)}.", ""]
 
 
 def _index_section(index: list[Run]) -> list[str]:
@@ -406,6 +410,6 @@ def build(runs_dir=RUNS_DIR) -> str:
             _explain_section(name, [r for r in index if r.kind == runs.EXPLAIN and r.workload == name and r.complete])
         if body:
             lines += [f"## Workload `{name}`", "", *body]
-    lines += _repeat_section(index, load)
+    lines += _noise_section()
     lines += _index_section(index)
     return "\n".join(lines).rstrip() + "\n"

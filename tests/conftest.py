@@ -31,6 +31,12 @@ def _cuda_available() -> bool:
 
 # What is slow, by test file name (every test in it) or "file::test" (one test, all its parameters), with why.
 SLOW = {
+    # every committed sweep read whole, and every pair of them holding one route compared
+    "test_noise.py::test_bands_file_is_what_the_committed_runs_give": "reads every committed sweep",
+    "test_noise.py::test_identical_routes_across_committed_sweeps_are_never_fast_or_slow":
+        "every pair of committed sweeps on one route, compared",
+    "test_noise.py::test_sweeps_are_the_plan_sweeps_and_repeatability_runs": "reads every committed sweep",
+    "test_one_floor.py::test_sol_of_a_sweep_is_one_number_on_every_surface": "three sweeps through table and pages",
     # Triton's interpreter runs the kernels in Python
     "test_interpreter.py": "Triton interpreter",
     "test_interp_gemv_rows.py": "Triton interpreter",

@@ -86,9 +86,18 @@ def test_a_shape_link_picks_the_shape_and_the_page_shows_its_numbers(app, calls)
     at = _open(app, {"shape": "verify 1/unpooler"})
     assert at.selectbox(key="kernels_shape").value == "verify 1/unpooler"
     here = calls[calls["shape"] == "verify 1/unpooler"]
+    # one floor per (run, shape): the sidebar's sweep's floor and SOL, as `dashboard table` and Shapes show them;
+    # the explain run's own floor is named beside them
+    from dashboard import run_kinds, runs as drun
+    sweep = drun.load_run_data(run_kinds.default_run(drun.list_runs()))
+    own = kernels.sweep_sol(sweep, "verify 1/unpooler").set_index("candidate")
     floor = next(m for m in at.metric if m.label.startswith("Floor"))
-    assert floor.value == f"{here['floor_us'].iloc[0]:.2f} µs"
+    assert floor.label == "Floor (sweep)" and floor.value == f"{own['floor_us'].iloc[0]:.2f} µs"
+    sol = next(m for m in at.metric if m.label.startswith("SOL"))
+    assert sol.value == " / ".join(f"{own.loc[c, 'sol']:.0%}" for c in ("baseline", "best"))
     text = app.text_of(at)
+    assert f"explain run `{RUN_NAME}`" in text and f"sweep `{sweep.path.name}`" in text
+    assert f"In {RUN_NAME}'s own probes" in text and f"floor {here['floor_us'].iloc[0]:.2f} µs" in text
     assert "grid of 48 programs leaves 84 of 132 SMs idle" in text
     table = at.dataframe[0].value
     assert set(table["candidate"]) == {"baseline", "best"} and len(table) == int(here["launches"].sum())

@@ -149,10 +149,12 @@ def test_compare_two_runs_with_intersection_note(app):
     assert any("intersection of 15 shapes" in w.value for w in at.warning)
     shapes = at.dataframe[2].value
     assert len(shapes) == 2 * 15  # two series against the reference, on the 15 shapes in common
-    assert shapes["ratio"].to_numpy() == pytest.approx((shapes["reference_us"] / shapes["series_us"]).to_numpy())
-    from dashboard.compare import verdict
-    eps = at.slider(key="cmp_eps").value  # derived from the committed repeatability runs when present
-    assert list(shapes["verdict"]) == [verdict(lo, hi, eps) for lo, hi in zip(shapes["ci_low"], shapes["ci_high"])]
+    raw = shapes[shapes["mode"] != "across_rr"]   # a ratio of ratios is relative to each run's baseline
+    assert 0 < len(raw) < len(shapes)
+    assert raw["ratio"].to_numpy() == pytest.approx((raw["reference_us"] / raw["series_us"]).to_numpy())
+    from dashboard.noise import SAME_ROUTE, verdict
+    assert list(shapes["verdict"]) == [SAME_ROUTE if same else verdict(lo, hi, band) for lo, hi, band, same in
+                                       zip(shapes["ci_low"], shapes["ci_high"], shapes["band"], shapes["same_route"])]
     assert (shapes["ci_low"] <= shapes["ratio"]).all() and (shapes["ratio"] <= shapes["ci_high"]).all()
 
 
@@ -170,7 +172,8 @@ def test_compare_marks_where_both_candidates_of_a_run_ran_the_same_route(app):
     shapes = at.dataframe[2].value
     same = shapes[shapes["same_route"]]
     assert len(shapes) == 30 and len(same) == n_same
-    assert any(f"{n_same} of 30 shape rows" in c.value and "same route" in c.value for c in at.caption)
+    assert any(f"{n_same} of 30 shape rows" in c.value and "identical route" in c.value for c in at.caption)
+    assert (same["verdict"] == "SAME ROUTE").all()
 
 
 def test_compare_published_table_has_no_samples(app):
@@ -367,3 +370,23 @@ def test_shapes_shows_the_library_ceiling_from_the_search_files(app):
     assert not any("ceiling_x" in df.value for df in at.dataframe)
     text = app.text_of(at)
     assert "No cuBLASLt search covers these shapes" in text and "was measured on NVIDIA H200, not SYNTHETIC" in text
+
+
+def test_compare_page_gives_the_numbers_of_python_m_dashboard_compare(app):
+    """One function behind both: the page's overall and per-load rows for two runs' `best` are compare_runs' own."""
+    from dashboard import compare, runs as drun
+
+    a, b = ("2026-12-04_nvidia-h200_baseline-seed036-seed039-best-final.json.gz",
+            "2026-12-04_nvidia-h200_baseline-vs-best-b-final.json.gz")
+    at = app.open_page("compare")
+    app.compare(at, [f"run: {a} · best", f"run: {b} · best"])
+    assert not at.exception
+    cli = compare.compare_runs(*(x for n in (a, b) for x in (drun.load_run_data(app.ROOT / "datasets" / "runs" / n),
+                                                            "best")))
+    overall, loads = at.dataframe[0].value.iloc[0], at.dataframe[1].value
+    want = cli.overall.iloc[0]
+    assert (overall["score"], overall["ci_low"], overall["ci_high"], overall["verdict"], overall["band_source"]) == \
+        pytest.approx((want["score"], want["ci_low"], want["ci_high"], want["verdict"], want["band_source"]))
+    assert list(loads["verdict"]) == list(cli.loads["verdict"]) and list(loads["band_source"]) == list(
+        cli.loads["band_source"])
+    assert loads["ratio"].to_numpy() == pytest.approx(cli.loads["ratio"].to_numpy())
