@@ -689,3 +689,33 @@ def spec(cls) -> str:
     from pathlib import Path
 
     return f"{Path(__file__).resolve()}:{cls.__name__}"
+
+
+# --- the candidate's reach: memo across replays, lossy weights exact where they are recognisable, the baseline slowed
+# where nothing looks (profiler/check/timed.py ReplayFeed, profiler/check/rules.py's element rule,
+# profiler/check/guards.py's dispatcher and backend-flag snapshots) ---------------------------------------------------
+
+class MemoAcrossReplays(TorchLinear):
+    """Learns which input buffers a timing loop replays: once a buffer is handed to it twice in a row with the same
+    content (a graph replayed on an unchanged input -- every timed graph, while the timed replays never changed
+    their input), it returns a copy of that buffer's last answer from then on without reading it. Right on every
+    output the judges read while timed inputs never changed (scored 1.52 on CPU so); the lifecycle contract's graph
+    gets a new input at each replay, so it never learns that one. A CUDA graph cannot run this Python on replay;
+    MemoInGraph is its GPU form. Caught by the fresh input of every timed replay (profiler.check.timed.ReplayFeed):
+    the judged output is the answer to another timed input."""
+
+    name, expect = "memo_across_replays", "a memo"
+
+    def run(self, state, family, x):
+        seen = state.setdefault("seen", {})     # buffer -> (content of its last call, its answer, learned)
+        key = (x.data_ptr(), tuple(x.shape))
+        last = seen.get(key)
+        if last is not None and last[2]:
+            return last[1].clone()
+        content = x.detach().clone()
+        if last is not None and last[0].shape == content.shape and bool((last[0] == content).all()):
+            seen[key] = (content, last[1], True)
+            return last[1].clone()
+        y = _linear(x, state["w"])
+        seen[key] = (content, y.clone(), False)
+        return y

@@ -25,7 +25,8 @@ from datasets.shapes import shape_key_of as shape_key
 from profiler.check.contract import CudaFault, capture_checked, check_candidate
 from profiler.check.guards import PERSISTING_L2_SETTING, TaintedProcess, persisting_l2_limit, reset_persisting_l2
 from profiler.check.rules import WeightReference, default_contract, error_vs_baseline, fresh_salt
-from profiler.check.timed import GraphJudge, TimedInput, rotation, rotation_inputs, timed_inputs
+from profiler.check.timed import (GraphJudge, ReplayFeed, TimedInput, fed_input, rotation, rotation_inputs,
+                                  timed_inputs)
 from profiler.measure import stats, timing
 from profiler.measure.eager import eager_time
 from profiler.worker.records import failure_record, finite
@@ -108,17 +109,46 @@ def _graph_names(n: int) -> list[str]:
 
 
 def _judge_cold(sess, judge: GraphJudge, name: str, insts, statics, tins, when: str, replay: bool) -> list[str]:
-    """Every cold instance of one candidate judged `when` (profiler.check.timed); the first failure's reasons."""
+    """Every cold instance of one candidate judged `when` (profiler.check.timed) on the input its last replay read;
+    the first failure's reasons."""
     step(name, "check")
-    for what, handle, x, tin in zip(_graph_names(len(insts)), insts, statics, tins):
-        try:
-            reasons = judge.graph(handle, x, tin, what, when, replay=replay)
-        except Exception as exc:  # a replay that raises: a verdict, unless the context is gone
-            reasons = [f"{what}, {when}: replay raised {type(exc).__name__}: {exc}"[:400]]
-            assert_healthy(sess, name, "check", reasons)
+    names = _graph_names(len(insts))
+    for k, (handle, x, tin) in enumerate(zip(insts, statics, tins)):
+        reasons = _judge_instance(sess, judge, name, names[k], handle, x, tin, when, replay)
         if reasons:
             return reasons
     return []
+
+
+def _judge_instance(sess, judge: GraphJudge, name: str, what: str, handle, x, tin, when: str,
+                    replay: bool) -> list[str]:
+    """One cold instance judged on the input its last replay read (its feed's, else `tin`); an output that answers
+    the input before it is named a memo."""
+    try:
+        reasons = judge.graph(handle, x, fed_input(handle, tin), what, when, replay=replay)
+        return reasons if replay else judge.stale(handle, reasons)
+    except Exception as exc:  # a replay that raises: a verdict, unless the context is gone
+        reasons = [f"{what}, {when}: replay raised {type(exc).__name__}: {exc}"[:400]]
+        assert_healthy(sess, name, "check", reasons)
+        return reasons
+
+
+def _batch_judge(sess, judge: GraphJudge, entries: list, every: int, tins):
+    """measure_shape's after_batch: every `every`-th batch, each entry's graph of that batch judged as the batch's
+    last replay left it (on the input that replay read); the first failure kept in entry.drifted."""
+
+    def after_batch(b: int, graphs: list) -> None:
+        if b % every:
+            return
+        for e, g in zip(entries, graphs):
+            k = next((k for k, h in enumerate(e.graphs) if h is g), None)
+            if e.drifted or k is None:
+                continue
+            e.drifted = _judge_instance(sess, judge, e.name, _graph_names(len(e.graphs))[k], g, e.statics[k],
+                                        tins[k], f"during timing (the last replay of timed batch {b + 1})",
+                                        replay=False)
+
+    return after_batch
 
 
 def _stream_graphs(sess, timer, entries: list, shape, weight, settings, tins) -> dict:
@@ -217,9 +247,9 @@ class Entry:
 
 def _shape_inputs(sess, shape, settings, timer, weight, wref, contract, salt) -> list[TimedInput]:
     policy = settings.policy()
-    if settings.mode == "cold":
-        return _timed_inputs(sess, shape, settings, weight, wref, contract, policy.instances,
-                             policy.timing_seed_offset, salt)
+    if settings.mode == "cold":   # the instances' inputs first, then the rest of the replays' pool
+        return _timed_inputs(sess, shape, settings, weight, wref, contract,
+                             max(policy.instances, policy.input_pool), policy.timing_seed_offset, salt)
     return _timed_inputs(sess, shape, settings, weight, wref, contract, _stream_copies(timer, shape, settings),
                          policy.stream_seed_offset, salt)
 
@@ -254,16 +284,20 @@ def _checked_entry(sess, shape, settings, contract, weight, salt, index: int, na
     return entry, None
 
 
-def _cold_entry(sess, timer, judge, shape, tins, entry: Entry) -> dict | None:
-    """Capture the entry's cold instances and judge them before timing -> None, or its failure record."""
+def _cold_entry(sess, timer, judge, shape, tins, n_instances: int, entry: Entry) -> dict | None:
+    """Capture the entry's cold instances (instance k on input k of the pool `tins`), judge them before timing and
+    give each its feed (the pool from input k on: profiler.check.timed.ReplayFeed) -> None, or its failure record."""
     step(entry.name, "capture")
-    insts, xs, reasons = _cold_instances(sess, timer, entry.cand, entry.state, shape, tins, entry.check.graph)
+    insts, xs, reasons = _cold_instances(sess, timer, entry.cand, entry.state, shape, tins[:n_instances],
+                                         entry.check.graph)
     if reasons:
         assert_healthy(sess, entry.name, "capture", reasons)
         return failure_record(shape, entry.name, "not_timed", "capture", reasons, error=error_record(entry.check))
     reasons = _judge_cold(sess, judge, entry.name, insts, xs, tins, "before timing", replay=True)
     if reasons:
         return failure_record(shape, entry.name, "incorrect", "check", reasons, error=error_record(entry.check))
+    for k, (handle, x) in enumerate(zip(insts, xs)):
+        handle.feed = ReplayFeed(x, tins, start=k)
     entry.graphs, entry.statics = insts, xs
     return None
 
@@ -304,7 +338,7 @@ def measure_one_shape(sess, task: dict) -> dict:
         if j == 0 and entry is not None:
             base_rel = entry.check.rel_l2
         if failure is None and settings.mode == "cold":
-            failure = _cold_entry(sess, timer, judge, shape, tins, entry)
+            failure = _cold_entry(sess, timer, judge, shape, tins, settings.policy().instances, entry)
         if failure is not None:
             failures.append(failure)
             continue
@@ -326,13 +360,15 @@ def _time_entries(sess, timer, judge, shape, settings, contract, tins, entries: 
     l2 = reset_persisting_l2(sess.device) if sess.cuda else "not a CUDA device"
     if sess.cuda:  # the harness's own change: the guard holds candidates to the value it leaves
         sess.guard.harness_set(PERSISTING_L2_SETTING, persisting_l2_limit())
-    ms = _measure(sess, timer, [e.graphs if settings.mode == "cold" else e.graphs[0] for e in entries], settings)
+    cold = settings.mode == "cold"
+    ms = _measure(sess, timer, [e.graphs if cold else e.graphs[0] for e in entries], settings,
+                  _batch_judge(sess, judge, entries, settings.policy().judge_every_batches, tins) if cold else None)
     out["info"] = {"stopped_by": ms.stopped_by, "elapsed_s": round(ms.elapsed_s, 3),
                    "dropped_rounds": ms.dropped_rounds, "persisting_l2_reset": l2,
                    "instances": max(len(e.graphs) if settings.mode == "cold" else 1 for e in entries),
                    "clocks_mhz": [c for c in ms.clocks_mhz if c is not None]}
     when = "after timing (its last timed replay)"
-    for e in entries:   # the timed graphs again, as the last timed replay left them
+    for e in (e for e in entries if not e.drifted):   # the timed graphs again, as the last timed replay left them
         e.drifted = (_judge_cold(sess, judge, e.name, e.graphs, e.statics, tins, when, replay=False)
                      if settings.mode == "cold" else
                      _judge_stream(sess, judge, e.name, e.graphs[0], e.outputs, tins, when, replay=False))
@@ -368,13 +404,14 @@ def _eager_times(sess, shape, results: list[dict], by_name: dict, tins) -> None:
             r["eager_error"] = "; ".join(changed)[:300]
 
 
-def _measure(sess, timer, instances, settings):
+def _measure(sess, timer, instances, settings, after_batch=None):
     policy = settings.policy()
     tel = sess.telemetry
     max_mhz = tel.max_sm_mhz() if tel.available else None
     return timing.measure_shape(instances, timer, **policy.measure_kwargs(),
                                 clock=tel.sm_mhz if tel.available else None,
-                                min_clock_mhz=policy.min_clock_fraction * max_mhz if max_mhz else None)
+                                min_clock_mhz=policy.min_clock_fraction * max_mhz if max_mhz else None,
+                                after_batch=after_batch)
 
 
 def _results(shape, entries: list[Entry], ms, floor, settings, contract) -> tuple[list[dict], list[dict]]:

@@ -1,0 +1,59 @@
+"""The candidate's reach, through the sweep on CPU (real worker process, fake timer): a memo across timed replays,
+lossy weights exact only where rows or columns are recognisable, the baseline slowed through the dispatcher or a
+backend flag. Each known-wrong class is rejected with a reason that names its mechanism."""
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from datasets.runfile import load_run  # noqa: E402
+from profiler.check import wrong  # noqa: E402
+
+FAKE = str(Path(__file__).with_name("fake_device.py"))
+CONTROL = wrong.spec(wrong.TorchLinear)
+
+
+def _shapes(families=("o",), Ms=(16,)):
+    from profiler.commands.sweep import select_shapes
+
+    small = {"o": {"N": 64, "K": 256}, "router": {"N": 32, "K": 512}, "qkv_gate": {"N": 64, "K": 256}}
+    return [s | small[s["family"]] for s in select_shapes("official") if s["family"] in families and s["M"] in Ms]
+
+
+def _sweep(specs, shapes, out, init="install", **settings):
+    from profiler.commands.sweep import SweepSettings, run_sweep
+
+    run_sweep(specs, shapes, out, label=out.stem, device="cpu", log=lambda m: None, worker_init=f"{FAKE}:{init}",
+              settings=SweepSettings(**({"probes": False, "max_seconds_per_shape": 5.0, "canary": "off"} | settings)))
+    return load_run(out)
+
+
+def test_a_memo_across_timed_replays_is_rejected_as_a_memo(tmp_path):
+    """The memo returns its last answer for a buffer whose content did not change between two calls: with timed
+    replays on an unchanged input it was scored; with a fresh input per replay its output answers another input."""
+    run = _sweep([CONTROL, wrong.spec(wrong.MemoAcrossReplays)], _shapes(("o", "router"), (16,)), tmp_path / "m.json",
+                 init="install_replaying")
+    assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}
+    fails = [f for f in run["failures"] if f["candidate"] == "memo_across_replays"]
+    assert len(fails) == 2 and all((f["kind"], f["phase"]) == ("incorrect", "time") for f in fails)
+    assert all("during timing" in f["reasons"][0] and "an answer kept across replays (a memo)" in f["reasons"][0]
+               for f in fails), [f["reasons"][0] for f in fails]
+
+
+def test_every_timed_replay_reads_another_input_and_the_judge_reads_its_own():
+    """ReplayFeed: consecutive replays of a graph read different pool inputs; fed_input names the one read last."""
+    from profiler.check.timed import ReplayFeed, TimedInput, fed_input
+    from profiler.measure.timing import GraphHandle
+
+    pool = [TimedInput(torch.full((2, 3), float(k)), ref=None) for k in range(4)]
+    static = pool[1].x.clone()
+    handle = GraphHandle(graph=None, output=None, feed=ReplayFeed(static, pool, start=1))
+    seen = []
+    for _ in range(6):
+        handle.feed()
+        seen.append(float(static[0, 0]))
+        assert fed_input(handle, pool[1]) is pool[int(seen[-1])]
+    assert seen == [2.0, 3.0, 0.0, 1.0, 2.0, 3.0]
+    assert fed_input(GraphHandle(graph=None, output=None), pool[1]) is pool[1]
