@@ -719,3 +719,57 @@ class MemoAcrossReplays(TorchLinear):
         y = _linear(x, state["w"])
         seen[key] = (content, y.clone(), False)
         return y
+
+
+class OutlierExactInt8(TorchLinear):
+    """LLM.int8()'s scheme: int8 weights with one absmax scale per output row (GROUP = 0) or per 128 columns, and
+    the input's outlier columns -- any column where some row's |x| exceeds OUTLIER x that row's RMS -- computed in
+    full precision, and so is any row whose largest entry holds most of its energy (a probe row). Every dense row's
+    spike is such a column, so the pair difference (one spike column) is exact and the probe rows are exact: the pair rule saw 0.46 of its bound
+    (the baseline 0.45) and the 1 % rel-L2 held (0.56 %). What stays lossy is every Gaussian entry of every dense
+    row: the element rule (profiler/check/rules.py) sees it in every such entry."""
+
+    name, expect = "outlier_exact_int8", "element rule"
+    GROUP, OUTLIER = 0, 4.0
+
+    def prepare(self, family, weight):
+        import torch
+
+        w = weight.float()
+        if self.GROUP:
+            lossy = _int8_groups(weight, self.GROUP).float()
+        else:
+            scale = w.abs().amax(dim=1, keepdim=True).clamp(min=1e-30) / 127.0
+            lossy = torch.round(w / scale).clamp(-127, 127) * scale
+        return {"w": weight, "lossy": lossy.to(weight.dtype)}
+
+    def lossy_at(self, M: int) -> bool:
+        return True
+
+    def run(self, state, family, x):
+        if not self.lossy_at(int(x.shape[0])):
+            return _linear(x, state["w"])
+        xf = x.float()
+        energy = xf.pow(2).sum(dim=1, keepdim=True).clamp(min=1e-30)
+        rms = (energy / xf.shape[1]).sqrt()
+        outlier = (xf.abs() > self.OUTLIER * rms).any(dim=0)
+        probe = (xf.pow(2).amax(dim=1, keepdim=True) / energy > 0.9).to(x.dtype)   # rows that look like probes
+        w, lossy_w = state["w"].float(), state["lossy"].float()   # FP32 accumulation, one rounding at the end
+        rest = xf * (~outlier).float()
+        y = xf * outlier.float() @ w.T + (rest * (1 - probe.float())) @ lossy_w.T + (rest * probe.float()) @ w.T
+        return y.to(_linear(x[:1], state["w"]).dtype)
+
+
+class OutlierExactInt8Groups(OutlierExactInt8):
+    """OutlierExactInt8 with one scale per 128 columns."""
+
+    name, GROUP = "outlier_exact_int8_groups", 128
+
+
+class OutlierExactInt8SmallM(OutlierExactInt8):
+    """OutlierExactInt8 only where M < 8, where the timed inputs carry no probe rows; exact elsewhere."""
+
+    name = "outlier_exact_int8_small_m"
+
+    def lossy_at(self, M: int) -> bool:
+        return M < 8
