@@ -84,7 +84,9 @@ reads x and W as given, accumulates in FP32 (any order: sequential, blocked, spl
 -core trees) and rounds once to the output dtype returns y = round_y(a) with |a - r| <= B_acc =
 lambda sqrt(K) u_acc (|x| |W|^T) (term (1), per entry with probability >= 1 - 3e-14) and |y - a| <= 2 u_y |a|
 (term (2) with the truncation allowance). Hence, entry by entry,
-      |y - r| <= E := 2 u_y |r| + (1 + 2 u_y) B_acc,
+      |y - r| <= E := 2 u_y |r| + (1 + 2 u_y) B_acc + s_y,
+(s_y: the output dtype's subnormal spacing, 2^-24 for FP16 -- below its smallest normal the rounding error is
+absolute, not relative),
 and the rule fails a call when any entry's |y - r| / E (`element_ratio`) exceeds 1. No correct kernel fails it:
 that is the derivation (measured in tests/profiler/test_element_rule.py on CPU: F.linear and the hi/lo router
 scheme, any accumulation order and split-K, stay well inside). The hi/lo router (FP32 weights as BF16 hi + lo,
@@ -438,9 +440,11 @@ def input_reference(x, wref: WeightReference, y_dtype, layout: Layout | Mapping 
 
 def element_bound(x, wref: WeightReference, y_dtype, exact):
     """The element rule's bound per output entry: 2 u_y |r| + (1 + 2 u_y) lambda sqrt(K) u_acc (|x| |W|^T)."""
+    torch = _torch()
     u_y = UNIT_ROUNDOFF[str(as_dtype(y_dtype)).removeprefix("torch.")]
     accumulate = PAIR_LAMBDA * math.sqrt(wref.K) * FP32_UNIT_ROUNDOFF * (x.detach().double().abs() @ wref.abs_w64.T)
-    return 2.0 * u_y * exact.abs() + (1.0 + 2.0 * u_y) * accumulate
+    subnormal = float(torch.finfo(as_dtype(y_dtype)).smallest_normal) * 2.0 * u_y   # the output's subnormal spacing
+    return 2.0 * u_y * exact.abs() + (1.0 + 2.0 * u_y) * accumulate + subnormal
 
 
 def element_rule(yd, iref: InputReference, pre: str = "") -> tuple[float | None, list[str]]:

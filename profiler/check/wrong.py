@@ -373,7 +373,7 @@ class ProbeStatsInt8(TorchLinear):
     few-nonzero, zero and dominant kinds) -- are computed exactly, so every probe row is exact. Only a probe the
     kernel cannot single out (the pair rule: two dense rows differing in one spike) sees the int8 weights."""
 
-    name, expect = "probe_stats_int8", "paired-row probe"
+    name, expect = "probe_stats_int8", ("paired-row probe", "element rule")
     OUTLIER_FACTOR = 6.0
     PROBE_ENERGY = 0.9
 
@@ -621,7 +621,7 @@ class Fp16Inputs(TorchLinear):
     the 2^-8 scale a dominant probe row's smallest noise entries fall below FP16's normal range, so a probe row can
     name it first.)"""
 
-    name, expect = "fp16_inputs", ("range call", "sparse probe")
+    name, expect = "fp16_inputs", ("range call", "sparse probe", "element rule")
 
     def run(self, state, family, x):
         import torch
@@ -773,3 +773,59 @@ class OutlierExactInt8SmallM(OutlierExactInt8):
 
     def lossy_at(self, M: int) -> bool:
         return M < 8
+
+
+class DispatcherSlowMM(TorchLinear):
+    """Registers, in prepare(), a Python kernel for aten::mm and aten::addmm (torch.library, for the dispatch key
+    of the device it runs on: CPU, or CUDA) that is right but does the product twice at M == 8: every later
+    candidate's mm in this process -- the baseline's F.linear too -- is slower at that one M, where the default
+    canary did not time (the pair scored 1.35). The guard compares the dispatcher's kernels for the operators the
+    baseline reaches (profiler.check.guards.DISPATCH_OPS) after every step and names the registration."""
+
+    name, expect = "dispatcher_slow_mm", "dispatcher kernel"
+
+    def prepare(self, family, weight):
+        import torch
+
+        key = "CUDA" if weight.is_cuda else "CPU"
+        lib = torch.library.Library("aten", "IMPL")
+        below = torch._C.DispatchKeySet(key)
+
+        def mm(a, b):
+            out = torch.ops.aten.mm.default.redispatch(below, a, b)
+            if a.shape[0] == 8:
+                out = torch.ops.aten.mm.default.redispatch(below, a, b)
+            return out
+
+        def addmm(c, a, b, beta=1, alpha=1):
+            out = torch.ops.aten.addmm.default.redispatch(below, c, a, b, beta=beta, alpha=alpha)
+            if a.shape[0] == 8:
+                out = torch.ops.aten.addmm.default.redispatch(below, c, a, b, beta=beta, alpha=alpha)
+            return out
+
+        lib.impl("mm", mm, key)
+        lib.impl("addmm", addmm, key)
+        return {"w": weight, "lib": lib}
+
+
+class BackendFlagToggle(TorchLinear):
+    """Computes its own answer, then turns torch.backends.mkldnn.enabled off (on CPU the baseline's BF16 F.linear
+    then takes a slower path) at one M: every later candidate of the process at that M is slower, and nothing the
+    contract reads changes (scored 1.50 on CPU). The guard holds every torch.backends flag (enumerated:
+    profiler.check.guards.backend_flags) and names the change after the run() call that made it."""
+
+    name, expect = "backend_flag_toggle", "torch.backends.mkldnn.enabled"
+    AT_M = (1, 16)
+
+    def run(self, state, family, x):
+        import torch
+
+        y = _linear(x, state["w"])
+        if int(x.shape[0]) in self.AT_M:
+            torch.backends.mkldnn.enabled = False
+        return y
+
+
+REACH_WRONG = (MemoAcrossReplays, OutlierExactInt8, OutlierExactInt8Groups, OutlierExactInt8SmallM, DispatcherSlowMM,
+               BackendFlagToggle)
+ALL_WRONG = ALL_WRONG + REACH_WRONG

@@ -57,3 +57,22 @@ def test_every_timed_replay_reads_another_input_and_the_judge_reads_its_own():
         assert fed_input(handle, pool[1]) is pool[int(seen[-1])]
     assert seen == [2.0, 3.0, 0.0, 1.0, 2.0, 3.0]
     assert fed_input(GraphHandle(graph=None, output=None), pool[1]) is pool[1]
+
+
+def test_lossy_weights_dispatcher_kernels_and_backend_flags_are_rejected_through_the_sweep(tmp_path):
+    """Outlier-exact int8 weights (also only below M=8), a torch.library kernel for aten::mm, mkldnn turned off after
+    its own calls: each rejected at each shape with the reason that names its mechanism; the control is measured."""
+    specs = [CONTROL] + [wrong.spec(c) for c in (wrong.OutlierExactInt8, wrong.OutlierExactInt8SmallM,
+                                                 wrong.DispatcherSlowMM, wrong.BackendFlagToggle)]
+    run = _sweep(specs, _shapes(("o",), (1, 16)), tmp_path / "reach.json")
+    scored = {(r["candidate"], r["M"]) for r in run["results"]}
+    assert scored == {("torch_linear_control", 1), ("torch_linear_control", 16), ("outlier_exact_int8_small_m", 16)}
+    why = {(f["candidate"], f["M"]): f["reasons"][0] for f in run["failures"]}
+    for M in (1, 16):
+        assert "element rule: " in why["outlier_exact_int8", M] and "lossy arithmetic" in why["outlier_exact_int8", M]
+        assert why["dispatcher_slow_mm", M].startswith(
+            "registered a dispatcher kernel (torch.library): aten::mm for dispatch key CPU"), why["dispatcher_slow_mm", M]
+        assert "changed global setting torch.backends.mkldnn.enabled (from True to False)" in why[
+            "backend_flag_toggle", M]
+    assert "element rule: " in why["outlier_exact_int8_small_m", 1]
+    assert ("outlier_exact_int8_small_m", 16) not in why
