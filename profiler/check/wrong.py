@@ -721,6 +721,29 @@ class MemoAcrossReplays(TorchLinear):
         return y
 
 
+class MemoInGraph(TorchLinear):
+    """MemoAcrossReplays inside a CUDA graph: a counter on the device (one per M) counts the calls and replays; past
+    AFTER, torch.where returns the answer kept from the call before instead of the fresh one (a graph cannot skip
+    work without a conditional node, so this form shows the verdict, not the speed). Right while a graph's input
+    never changed; with a fresh input per timed replay its output answers the previous input. GPU-only."""
+
+    name, expect = "memo_in_graph", "a memo"
+    AFTER = 40
+
+    def run(self, state, family, x):
+        import torch
+
+        counters, kept = state.setdefault("counters", {}), state.setdefault("kept", {})
+        M = int(x.shape[0])
+        if M not in counters:
+            counters[M] = torch.zeros((), dtype=torch.int64, device=x.device)
+            kept[M] = _linear(x, state["w"])
+        counters[M].add_(1)
+        y = torch.where(counters[M] > self.AFTER, kept[M], _linear(x, state["w"]))
+        kept[M].copy_(y)
+        return y
+
+
 class OutlierExactInt8(TorchLinear):
     """LLM.int8()'s scheme: int8 weights with one absmax scale per output row (GROUP = 0) or per 128 columns, and
     the input's outlier columns -- any column where some row's |x| exceeds OUTLIER x that row's RMS -- computed in
@@ -826,6 +849,6 @@ class BackendFlagToggle(TorchLinear):
         return y
 
 
-REACH_WRONG = (MemoAcrossReplays, OutlierExactInt8, OutlierExactInt8Groups, OutlierExactInt8SmallM, DispatcherSlowMM,
+REACH_WRONG = (MemoAcrossReplays, MemoInGraph, OutlierExactInt8, OutlierExactInt8Groups, OutlierExactInt8SmallM, DispatcherSlowMM,
                BackendFlagToggle)
 ALL_WRONG = ALL_WRONG + REACH_WRONG

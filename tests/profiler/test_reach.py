@@ -76,3 +76,49 @@ def test_lossy_weights_dispatcher_kernels_and_backend_flags_are_rejected_through
             "backend_flag_toggle", M]
     assert "element rule: " in why["outlier_exact_int8_small_m", 1]
     assert ("outlier_exact_int8_small_m", 16) not in why
+
+
+def _res(key: str, us: float, ci: float = 0.001) -> dict:
+    load, family = key.split("/")
+    return {"load": load, "family": family, "M": int(load.split()[-1]), "candidate": "baseline", "median_us": us,
+            "ci_low_us": us * (1 - ci), "ci_high_us": us * (1 + ci)}
+
+
+def test_the_canary_band_follows_the_devices_own_repeat_spread():
+    """On a quiet device (the H200: clean repeats within a few %) the band is the 15 % floor; where the same clean
+    baseline timed twice differs by 12 % (a busy 2-core CPU with a wall-clock timer), a correct control's 30 % is
+    inside the band, while a 3x slowdown is still disturbed."""
+    from profiler.commands import canary
+
+    keys = ["decode 1/o", "decode 16/o", "verify 32/o"]
+    first = [_res(k, 10.0) for k in keys]
+    quiet, _ = canary.device_band(first, [_res(k, 10.2) for k in keys[:2]], "baseline")
+    assert quiet == canary.CANARY_BAND
+    band, evidence = canary.device_band(first, [_res(keys[0], 11.2), _res(keys[1], 10.1)], "baseline")
+    assert evidence["repeat_shapes"] == 2 and abs(evidence["repeat_spread"] - 0.1133) < 1e-3
+    assert abs(band - (2.718281828 ** (3 * 0.11333) - 1)) < 1e-3 and band > 0.4
+    control = [_res(k, 13.0) for k in keys]
+    assert canary.verdict(first, control, "baseline", band=quiet)["verdict"] == canary.DISTURBED
+    assert canary.verdict(first, control, "baseline", band=band)["verdict"] == canary.OK
+    slowed = [_res(k, 30.0 if k == "decode 16/o" else 10.0) for k in keys]
+    v = canary.verdict(first, slowed, "baseline", band=band)
+    assert v["verdict"] == canary.DISTURBED and [d["key"] for d in v["shapes"]] == ["decode 16/o"]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: a captured graph and the CUDA dispatch key")
+def test_on_the_gpu_a_memo_inside_a_graph_and_a_cuda_dispatcher_kernel_are_rejected(tmp_path):
+    """The GPU forms: a memo kept on the device inside the captured graph (MemoInGraph) and a torch.library kernel
+    for aten::mm on the CUDA key (DispatcherSlowMM), through the real timer."""
+    from profiler.commands.sweep import SweepSettings, run_sweep
+
+    shapes = [s | {"N": 512, "K": 1024} for s in _shapes(("o",), (16,))]
+    out = tmp_path / "gpu.json"
+    run_sweep([CONTROL, wrong.spec(wrong.MemoInGraph), wrong.spec(wrong.DispatcherSlowMM)], shapes, out,
+              label="gpu", device="cuda", log=lambda m: None,
+              settings=SweepSettings(probes=False, canary="off", max_seconds_per_shape=1.0))
+    run = load_run(out)
+    assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}
+    why = {f["candidate"]: f["reasons"][0] for f in run["failures"]}
+    assert "an answer kept across replays (a memo)" in why["memo_in_graph"], why
+    assert "aten::mm for dispatch key CUDA" in why["dispatcher_slow_mm"], why
