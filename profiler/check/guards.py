@@ -412,7 +412,7 @@ def _drop_new_libraries(known: set[int]) -> None:
     import torch.library
 
     for obj in gc.get_objects():
-        if isinstance(obj, torch.library.Library) and id(obj) not in known:
+        if issubclass(type(obj), torch.library.Library) and id(obj) not in known:   # type(): no proxy's __class__
             try:
                 obj._destroy()
             except Exception:
@@ -424,7 +424,7 @@ def _libraries() -> set[int]:
 
     import torch.library
 
-    return {id(obj) for obj in gc.get_objects() if isinstance(obj, torch.library.Library)}
+    return {id(obj) for obj in gc.get_objects() if issubclass(type(obj), torch.library.Library)}
 
 
 class Guard:
