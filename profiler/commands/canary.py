@@ -17,7 +17,11 @@ first worker process before it loads any other candidate (a fresh process when t
 that process then goes on to the sweep. Then the sample shapes once more, in the same clean worker: the device's
 own repeat evidence the band is derived from (device_band). Its cost is the baseline's timing alone at every shape
 plus the sample's, and no worker start (the canary record's `seconds` says what it cost): one candidate's quick
-check and timing per shape, against the paired sweep's two or more candidates with the full contract.
+check and timing per shape, against the paired sweep's two or more candidates with the full contract. On the H200:
+the sample canary took 1.5-2.3 s and the all-shape canary 4.0-4.8 s (datasets/runs/2026-12-02_nvidia-h200_baseline-
+alone-canary-all, ..._baseline-vs-two-controls-canary-all, 2026-12-04_nvidia-h200_baseline-vs-best-lt-b/-c), beside
+a baseline-vs-best sweep's 21-26 s of wall time: all shapes plus the repeat of the sample are expected to add ~4.5 s,
+about 1.2x the sweep's time (derived from those files; the H200 run measures it).
 
 Rule: at each shape both sides have a median and a 95% CI; the shape is disturbed when the paired median differs
 from the canary's by more than the run-to-run band (either way: a faster baseline is as suspect as a slower one)
