@@ -11,6 +11,11 @@ Every timed graph is a checked graph (profiler.check.timed): the timing inputs c
 rows and their FP64 references are computed once per shape; every cold instance and every stream-mode graph is
 judged with the contract's rules before timing (a failure: not timed, incorrect at this shape) and again after it
 (a failure: its result and pairs are dropped, incorrect at this shape), the reason naming the graph and the moment.
+In cold mode every timed replay reads the next input of the shape's pool (profiler.check.timed.ReplayFeed), and the
+graphs of every judge_every_batches-th batch are judged during timing too, on the input their last replay read.
+
+Each candidate is one Entry from its check to its records (state, check, graphs, static inputs, stream outputs,
+the judgement after timing): the candidates left to time are a list of entries, filtered, never lists kept in step.
 """
 from __future__ import annotations
 
