@@ -67,11 +67,12 @@ def test_lossy_weights_dispatcher_kernels_and_backend_flags_are_rejected_through
     run = _sweep(specs, _shapes(("o",), (1, 16)), tmp_path / "reach.json")
     scored = {(r["candidate"], r["M"]) for r in run["results"]}
     assert scored == {("torch_linear_control", 1), ("torch_linear_control", 16), ("outlier_exact_int8_small_m", 16)}
-    why = {(f["candidate"], f["M"]): f["reasons"][0] for f in run["failures"]}
+    why = {(f["candidate"], f["M"]): " | ".join(f["reasons"]) for f in run["failures"]}
     for M in (1, 16):
-        assert "element rule: " in why["outlier_exact_int8", M] and "lossy arithmetic" in why["outlier_exact_int8", M]
+        assert "lossy arithmetic" in why["outlier_exact_int8", M]
         assert why["dispatcher_slow_mm", M].startswith(
             "registered a dispatcher kernel (torch.library): aten::mm for dispatch key CPU"), why["dispatcher_slow_mm", M]
+        assert "element rule: " in why["outlier_exact_int8", M], why["outlier_exact_int8", M]
         assert "changed global setting torch.backends.mkldnn.enabled (from True to False)" in why[
             "backend_flag_toggle", M]
     assert "element rule: " in why["outlier_exact_int8_small_m", 1]
