@@ -13,6 +13,10 @@ isolation (profiler.worker) can survive them (FaultAtOneShape needs CUDA); LOAD_
 when the worker loads them, before any prepare() (refused at load: only the worker's load step sees them);
 TIMED_WRONG are right wherever the lifecycle contract looks and wrong only in graphs the sweep times, so only the
 check of every timed graph rejects them (DegradesAfterReplays also on CPU, with a timer that replays).
+REACH_WRONG (the block at the end) reach past one call: a memo across timed replays (MemoAcrossReplays on CPU with a
+timer that replays, MemoInGraph on the GPU), lossy weights exact on every recognisable row and column
+(OutlierExactInt8 and its variants: the element rule), a dispatcher kernel for aten::mm (DispatcherSlowMM) and a
+backend flag turned off after the candidate's own calls (BackendFlagToggle): the guard's snapshots.
 One class per mechanism of cheating, not per trick: LaterCapturesHalfK (later captures), CaptureOnlyLossy (capture
 vs eager), DegradesAfterReplays (after N replays), EnvAtImport (environment / library configuration at import),
 ProbeStatsInt8 (recognises probe rows by their statistics), TensorSubclassLies (an output whose conversions lie),
