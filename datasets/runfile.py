@@ -98,7 +98,8 @@ SHAPE = [("load", "non-empty string", True), ("family", "non-empty string", True
 # infinite one is written as null.
 ERROR = [("rel_l2", "non-negative number or null", False), ("max_row_rel", "non-negative number or null", False),
          ("sparse_rel", "non-negative number or null", False), ("vs_baseline", "non-negative number or null", False),
-         ("pair_ratio", "non-negative number or null", False), ("reasons", "list of strings", False)]
+         ("pair_ratio", "non-negative number or null", False), ("element_ratio", "non-negative number or null", False),
+         ("reasons", "list of strings", False)]
 RESULT = SHAPE + [("candidate", "non-empty string", True), ("median_us", "time", True),
                   ("correct", "boolean", True), ("method", "string", False), ("ci_low_us", "time or null", False),
                   ("ci_high_us", "time or null", False), ("samples_us", "non-empty list of times", False),

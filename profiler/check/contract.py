@@ -123,7 +123,8 @@ def _combine(checks: list[Check], reasons: list[str], pair_ratios: tuple = ()) -
 
     return Check(not reasons, reasons, rel_l2=worst(c.rel_l2 for c in checks),
                  max_row_rel=worst(c.max_row_rel for c in checks), sparse_rel=worst(c.sparse_rel for c in checks),
-                 pair_ratio=worst([c.pair_ratio for c in checks] + list(pair_ratios)))
+                 pair_ratio=worst([c.pair_ratio for c in checks] + list(pair_ratios)),
+                 element_ratio=worst(c.element_ratio for c in checks))
 
 
 class CudaFault(RuntimeError):

@@ -106,6 +106,58 @@ def _settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
         if hasattr(torch.cuda, "get_per_process_memory_fraction"):  # torch >= 2.8: the allocator's memory cap
             out.append(("torch.cuda.get_per_process_memory_fraction()", torch.cuda.get_per_process_memory_fraction,
                         torch.cuda.set_per_process_memory_fraction))
+    named = {name for name, _, _ in out}
+    return out + [entry for entry in backend_flags() if entry[0] not in named]
+
+
+def backend_flags() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
+    """Every flag torch.backends exposes, enumerated rather than listed: each submodule's properties
+    (torch.backends.mkldnn.enabled, cudnn.*, opt_einsum.strategy, ...: ContextProp or property on its module class,
+    and on its sub-objects such as cudnn.conv), and its getter/setter function pairs (get_X/set_X, X_enabled/
+    enable_X: torch.backends.cuda's SDP kernels, mha's fast path, ...). A candidate that turned mkldnn off after its
+    own calls made the baseline slower at one M unseen (scored 1.50 on CPU); every such flag is now held like TF32.
+    torch.backends.cuda's functions are read only once CUDA is initialised (reading them must not initialise it)."""
+    import pkgutil
+
+    import torch
+    import torch.backends as backends
+
+    out = []
+    for info in pkgutil.iter_modules(backends.__path__):
+        if info.name.startswith("_"):
+            continue
+        try:
+            mod = importlib.import_module(f"torch.backends.{info.name}")
+        except Exception:
+            continue
+        objs = [(mod, f"torch.backends.{info.name}")]
+        objs += [(getattr(mod, a, None), f"torch.backends.{info.name}.{a}") for a in ("conv", "rnn")
+                 if isinstance(type(getattr(mod, a, None)).__dict__.get("fp32_precision"), property)
+                 or hasattr(type(getattr(mod, a, None)), "fp32_precision")]
+        for obj, prefix in objs:
+            seen = set()
+            for klass in type(obj).__mro__:
+                for attr, desc in vars(klass).items():
+                    if attr.startswith("_") or attr in seen or not isinstance(desc, (backends.ContextProp, property)):
+                        continue
+                    seen.add(attr)
+                    if getattr(desc, "fset", True) is None:
+                        continue   # a read-only property: not a flag
+                    out.append((f"{prefix}.{attr}", (lambda o=obj, a=attr: getattr(o, a)),
+                                (lambda v, o=obj, a=attr: setattr(o, a, v))))
+        if info.name == "cuda" and not (torch.cuda.is_available() and torch.cuda.is_initialized()):
+            continue
+        funcs = {a: f for a, f in vars(mod).items() if isinstance(f, FunctionType) and not a.startswith("_")}
+        for attr, getter in sorted(funcs.items()):
+            setter = (funcs.get("set_" + attr[4:]) if attr.startswith("get_") else
+                      funcs.get("enable_" + attr[:-len("_enabled")]) if attr.endswith("_enabled") else None)
+            if setter is None:
+                continue
+            try:
+                getter()
+            except Exception:
+                continue   # needs arguments, or unavailable here
+            out.append((f"torch.backends.{info.name}.{attr}()", getter, setter))
     return out
 
 
@@ -302,6 +354,79 @@ def _what(name: str) -> str:
     return "module replaced the profiler's timer" if timer else "module replaced a function the harness uses"
 
 
+# --- the dispatcher ------------------------------------------------------------------------------------------
+# The operators the baseline's F.linear and a kernel's usual glue reach (linear -> matmul -> mm/addmm/mv, the views
+# and copies around them), for every dispatch key. A torch.library registration for one of them (a correct but slower
+# aten::mm for the CPU or CUDA key, active at one M) slowed the baseline where the canary did not look (scored
+# 1.35). The dispatcher's own dump of each operator names every kernel and where it was registered, so a kernel
+# added, replaced or removed for any key changes it.
+DISPATCH_OPS = ("aten::linear", "aten::matmul", "aten::mm", "aten::addmm", "aten::_addmm_activation", "aten::mv",
+                "aten::addmv", "aten::bmm", "aten::baddbmm", "aten::dot", "aten::t", "aten::transpose.int",
+                "aten::permute", "aten::view", "aten::reshape", "aten::_unsafe_view", "aten::expand",
+                "aten::contiguous", "aten::clone", "aten::copy_", "aten::_to_copy", "aten::to.dtype",
+                "aten::empty.memory_format", "aten::empty_strided", "aten::zeros", "aten::add.Tensor",
+                "aten::mul.Tensor", "aten::sum.dim_IntList", "aten::linalg_vector_norm", "aten::_scaled_mm")
+
+
+def dispatch_tables() -> dict[str, str]:
+    """{operator: the dispatcher's dump of its kernels by key} for DISPATCH_OPS (those this torch has)."""
+    import torch
+
+    out = {}
+    for op in DISPATCH_OPS:
+        try:
+            out[op] = torch._C._dispatch_dump(op)
+        except Exception:
+            continue
+    return out
+
+
+def _kernels(dump: str) -> dict[str, str]:
+    """{dispatch key: 'registered at FILE:LINE'} from one dispatcher dump."""
+    out = {}
+    for line in dump.splitlines():
+        key, sep, rest = line.partition(": registered at ")
+        if sep and " " not in key.strip():
+            out[key.strip()] = rest.split(" :: ")[0]
+    return out
+
+
+def dispatch_changes(before: dict[str, str], now: dict[str, str]) -> list[str]:
+    """'aten::mm for key CPU (now registered at FILE:LINE)' for every kernel added, replaced or removed."""
+    out = []
+    for op, dump in before.items():
+        if now.get(op) == dump:
+            continue
+        old, new = _kernels(dump), _kernels(now.get(op, ""))
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key):
+                out.append(f"{op} for dispatch key {key} (now {'registered at ' + new[key] if key in new else 'removed'})")
+    return out
+
+
+def _drop_new_libraries(known: set[int]) -> None:
+    """Destroy every torch.library.Library made since the snapshot (`known`: the ids of those there then): what
+    their registrations added to the dispatcher goes with them."""
+    import gc
+
+    import torch.library
+
+    for obj in gc.get_objects():
+        if issubclass(type(obj), torch.library.Library) and id(obj) not in known:   # type(): no proxy's __class__
+            try:
+                obj._destroy()
+            except Exception:
+                pass
+
+
+def _libraries() -> set[int]:
+    import gc
+
+    import torch.library
+
+    return {id(obj) for obj in gc.get_objects() if issubclass(type(obj), torch.library.Library)}
+
+
 class Guard:
     """A snapshot of the global settings and of the harness functions; check() compares, restores and names
     every change. `harness`: the originals to hold the process to (the worker takes them at start, before any
@@ -312,6 +437,8 @@ class Guard:
         _, self.names, self.codes = namespace_entries()
         self.settings = snapshot()
         self.environment = process_environment()
+        self.dispatch = dispatch_tables()
+        self.libraries = _libraries()
         # Bound to this guard now: a candidate that replaces Guard.check (or restore) on the class does not reach a
         # guard made before it ran.
         self.check = MethodType(Guard.check, self)
@@ -333,8 +460,9 @@ class Guard:
             setattr(owner, name, original)
         for prefix, (owner, before) in self.names.items():
             for name in sorted(set(vars(owner)) - before):
-                if isinstance(vars(owner)[name], ModuleType):
-                    continue   # a submodule imported for the first time binds its name on its package
+                if isinstance(vars(owner)[name], ModuleType) or name == "__warningregistry__":
+                    continue   # a submodule imported for the first time binds its name on its package; Python
+                               # keeps which warnings a module's code issued in __warningregistry__
                 reasons.append(f"module added a name the harness would find ({prefix}.{name}) in {where}")
                 delattr(owner, name)
         for fn, code, defaults, kwdefaults, key in self.codes:
@@ -360,6 +488,7 @@ class Guard:
                            f"{'unset' if new is None else repr(new)}) in {where}")
         if env_changes:
             restore_environment(self.environment)
+        reasons += self._dispatcher(where)
         now = snapshot()
         # None: unknown right now (a CUDA read failed); not a change the candidate can be blamed for here.
         changed = [k for k in self.settings if now.get(k) is not None and now.get(k) != self.settings[k]]
@@ -369,6 +498,18 @@ class Guard:
         if changed:
             self.restore()
         return reasons
+
+    def _dispatcher(self, where: str) -> list[str]:
+        """Reasons for every dispatcher kernel of DISPATCH_OPS added, replaced or removed (the libraries that made
+        them destroyed); a change that cannot be undone so taints the process."""
+        changes = dispatch_changes(self.dispatch, dispatch_tables())
+        if not changes:
+            return []
+        _drop_new_libraries(self.libraries)
+        left = dispatch_changes(self.dispatch, dispatch_tables())
+        if left:
+            raise TaintedProcess(f"could not undo dispatcher registrations {left[:3]} made in {where}")
+        return [f"registered a dispatcher kernel (torch.library): {c} in {where}" for c in changes]
 
     def harness_set(self, name: str, value) -> None:
         """Record a setting the harness itself changed (the persisting-L2 reset) as the value to hold to."""

@@ -76,6 +76,32 @@ Why it catches lossy weights (int8 with a scale per 128 columns: entry error up 
   no such kernel and the rule does not claim to catch one.
 For FP32 outputs (router) term (2) is ~2^-24 and term (1) dominates: the hi/lo scheme's weight residual (~2^-17
   relative) stays below it by two orders of magnitude; the router's 1e-4 tolerance is its weight rule.
+
+The element rule (input_reference's `bound`, check_output's `element_ratio`): the same two terms, applied to EVERY
+output entry of every judged call, not to the difference of two rows. With r = x W^T exact (FP64: every product of
+two BF16/FP16/FP32 numbers is exact in FP64 and the K-term sum rounds at 2^-53, far below both terms), a kernel that
+reads x and W as given, accumulates in FP32 (any order: sequential, blocked, split-K partials added in FP32, tensor
+-core trees) and rounds once to the output dtype returns y = round_y(a) with |a - r| <= B_acc =
+lambda sqrt(K) u_acc (|x| |W|^T) (term (1), per entry with probability >= 1 - 3e-14) and |y - a| <= 2 u_y |a|
+(term (2) with the truncation allowance). Hence, entry by entry,
+      |y - r| <= E := 2 u_y |r| + (1 + 2 u_y) B_acc + s_y,
+(s_y: the output dtype's subnormal spacing, 2^-24 for FP16 -- below its smallest normal the rounding error is
+absolute, not relative),
+and the rule fails a call when any entry's |y - r| / E (`element_ratio`) exceeds 1. No correct kernel fails it:
+that is the derivation (measured in tests/profiler/test_element_rule.py on CPU: F.linear and the hi/lo router
+scheme, any accumulation order and split-K, stay well inside). The hi/lo router (FP32 weights as BF16 hi + lo,
+FP32 accumulation) leaves a residual |w - hi - lo| <= 2^-18 |w| per weight, so its extra error is at most
+2^-18 (|x| |W|^T), below B_acc whenever lambda sqrt(K) 2^-24 >= 2^-18, i.e. K >= 64.
+Why it catches lossy weights wherever a row or column could be recognised: a weight format W' = W + D adds
+e = x D^T to every entry, independent of |r|. For int8 with one scale per row (or per 128 columns) D is uniform in
++-step/2 with step = max|w|/127, so e has a standard deviation of ~sqrt(K) sigma_x step / sqrt(12), about 0.6 % of
+a typical |r| (sqrt(K) sigma_x sigma_w) for Gaussian weights -- while E allows 2 u_y |r| = 0.78 % of |r| (BF16)
+plus a B_acc under 0.1 % of it at the official K. Every entry whose |r| is below ~e / (2 u_y) fails: a third or
+more of the entries of any dense row, and an output has many. Treating some rows or columns exactly (a probe row,
+an outlier column computed in full precision as LLM.int8() does) does not help: the remaining columns' D still
+lands in every entry of every dense row, and dense rows are all of one kind. So a lossy weight or input format is
+no longer judged by the 1 % rel-L2 alone: it fails the call. The rel-L2, row and probe rules stay (they name what
+is wrong more plainly); `less_accurate` (error > 4 x the baseline's) remains a flag for what lies between.
 """
 from __future__ import annotations
 
@@ -124,12 +150,14 @@ class Check:
     sparse_rel: float | None = None
     vs_baseline: float | None = None
     pair_ratio: float | None = None  # worst |pair error| / its bound (pair rule; > 1 fails)
+    element_ratio: float | None = None  # worst |y - exact| / its bound over the entries (element rule; > 1 fails)
     graph: Any = field(default=None, repr=False, compare=False)  # GraphHandle kept for timing (CUDA only)
 
     def to_dict(self) -> dict:
         """The run file's `error` record."""
         return {"rel_l2": self.rel_l2, "max_row_rel": self.max_row_rel, "sparse_rel": self.sparse_rel,
-                "vs_baseline": self.vs_baseline, "pair_ratio": self.pair_ratio, "reasons": list(self.reasons)}
+                "vs_baseline": self.vs_baseline, "pair_ratio": self.pair_ratio, "element_ratio": self.element_ratio,
+                "reasons": list(self.reasons)}
 
 
 def _torch():
@@ -398,6 +426,7 @@ class InputReference:
     layout: Layout
     pairs: PairReference | None
     exact: Any = field(default=None, repr=False)  # x @ W^T in FP64: for a partner call's pair reference
+    bound: Any = field(default=None, repr=False)  # the element rule's bound E per entry (module docstring)
 
 
 def input_reference(x, wref: WeightReference, y_dtype, layout: Layout | Mapping | None = None) -> InputReference:
@@ -405,7 +434,37 @@ def input_reference(x, wref: WeightReference, y_dtype, layout: Layout | Mapping 
     layout = layout if isinstance(layout, Layout) else Layout(layout or {})
     exact = wref.exact(x)
     ref = exact.to(as_dtype(y_dtype)).double()
-    return InputReference(ref, layout, pair_reference(x, wref, y_dtype, layout.pairs, exact_a=exact), exact)
+    return InputReference(ref, layout, pair_reference(x, wref, y_dtype, layout.pairs, exact_a=exact), exact,
+                          element_bound(x, wref, y_dtype, exact))
+
+
+def element_bound(x, wref: WeightReference, y_dtype, exact):
+    """The element rule's bound per output entry: 2 u_y |r| + (1 + 2 u_y) lambda sqrt(K) u_acc (|x| |W|^T)."""
+    torch = _torch()
+    u_y = UNIT_ROUNDOFF[str(as_dtype(y_dtype)).removeprefix("torch.")]
+    accumulate = PAIR_LAMBDA * math.sqrt(wref.K) * FP32_UNIT_ROUNDOFF * (x.detach().double().abs() @ wref.abs_w64.T)
+    subnormal = float(torch.finfo(as_dtype(y_dtype)).smallest_normal) * 2.0 * u_y   # the output's subnormal spacing
+    return 2.0 * u_y * exact.abs() + (1.0 + 2.0 * u_y) * accumulate + subnormal
+
+
+def element_rule(yd, iref: InputReference, pre: str = "") -> tuple[float | None, list[str]]:
+    """(worst |y - exact| / bound over the entries, reasons) -- the element rule (module docstring)."""
+    torch = _torch()
+    if iref.exact is None or iref.bound is None:
+        return None, []
+    ratio = (yd - iref.exact).abs() / iref.bound.clamp(min=torch.finfo(torch.float64).tiny)
+    if ratio.numel() == 0:
+        return 0.0, []
+    flat = int(ratio.argmax())
+    worst = float(ratio.reshape(-1)[flat])
+    if worst <= 1.0:
+        return worst, []
+    r, c = divmod(flat, ratio.shape[1])
+    over = int((ratio > 1.0).sum())
+    return worst, [f"{pre}element rule: output ({r}, {c}) is {float(yd[r, c]):.6e}, the exact product "
+                   f"{float(iref.exact[r, c]):.6e} +- {float(iref.bound[r, c]):.2e} (what output rounding and FP32 "
+                   f"accumulation allow); {over} of {ratio.numel()} entries over: lossy arithmetic (the weights or "
+                   f"inputs not read as given, or a narrower accumulation), whichever rows look exact"]
 
 
 def pair_rule(y_a, y_b, pref: PairReference, pre: str = "") -> tuple[float, list[str]]:
@@ -449,6 +508,7 @@ def check_output(y, ref, rel_l2_tol: float, *, sparse_rows: Sequence[int] | Mapp
     torch = _torch()
     contract = contract if contract is not None else default_contract()
     pre = f"{where}: " if where else ""
+    iref = ref if isinstance(ref, InputReference) else None
     if isinstance(ref, InputReference):
         sparse_rows = sparse_rows or dict(ref.layout)
         pairs = pairs if pairs is not None else ref.pairs
@@ -504,8 +564,10 @@ def check_output(y, ref, rel_l2_tol: float, *, sparse_rows: Sequence[int] | Mapp
     if pairs is not None and not pairs.cross:
         pair_ratio, found = pair_rule(yd, None, pairs, pre)
         reasons += found
+    element_ratio, found = element_rule(yd, iref, pre) if iref is not None else (None, [])
+    reasons += found
     return Check(not reasons, reasons, rel_l2=rel_l2, max_row_rel=max_row_rel, sparse_rel=sparse_rel,
-                 pair_ratio=pair_ratio)
+                 pair_ratio=pair_ratio, element_ratio=element_ratio)
 
 
 def _probe_rule(yd, row_err, row_ref, kinds: dict[int, str], floor: float, contract: Mapping, pre: str,

@@ -13,6 +13,10 @@ isolation (profiler.worker) can survive them (FaultAtOneShape needs CUDA); LOAD_
 when the worker loads them, before any prepare() (refused at load: only the worker's load step sees them);
 TIMED_WRONG are right wherever the lifecycle contract looks and wrong only in graphs the sweep times, so only the
 check of every timed graph rejects them (DegradesAfterReplays also on CPU, with a timer that replays).
+REACH_WRONG (the block at the end) reach past one call: a memo across timed replays (MemoAcrossReplays on CPU with a
+timer that replays, MemoInGraph on the GPU), lossy weights exact on every recognisable row and column
+(OutlierExactInt8 and its variants: the element rule), a dispatcher kernel for aten::mm (DispatcherSlowMM) and a
+backend flag turned off after the candidate's own calls (BackendFlagToggle): the guard's snapshots.
 One class per mechanism of cheating, not per trick: LaterCapturesHalfK (later captures), CaptureOnlyLossy (capture
 vs eager), DegradesAfterReplays (after N replays), EnvAtImport (environment / library configuration at import),
 ProbeStatsInt8 (recognises probe rows by their statistics), TensorSubclassLies (an output whose conversions lie),
@@ -373,7 +377,7 @@ class ProbeStatsInt8(TorchLinear):
     few-nonzero, zero and dominant kinds) -- are computed exactly, so every probe row is exact. Only a probe the
     kernel cannot single out (the pair rule: two dense rows differing in one spike) sees the int8 weights."""
 
-    name, expect = "probe_stats_int8", "paired-row probe"
+    name, expect = "probe_stats_int8", ("paired-row probe", "element rule")
     OUTLIER_FACTOR = 6.0
     PROBE_ENERGY = 0.9
 
@@ -621,7 +625,7 @@ class Fp16Inputs(TorchLinear):
     the 2^-8 scale a dominant probe row's smallest noise entries fall below FP16's normal range, so a probe row can
     name it first.)"""
 
-    name, expect = "fp16_inputs", ("range call", "sparse probe")
+    name, expect = "fp16_inputs", ("range call", "sparse probe", "element rule")
 
     def run(self, state, family, x):
         import torch
@@ -689,3 +693,166 @@ def spec(cls) -> str:
     from pathlib import Path
 
     return f"{Path(__file__).resolve()}:{cls.__name__}"
+
+
+# --- the candidate's reach: memo across replays, lossy weights exact where they are recognisable, the baseline slowed
+# where nothing looks (profiler/check/timed.py ReplayFeed, profiler/check/rules.py's element rule,
+# profiler/check/guards.py's dispatcher and backend-flag snapshots) ---------------------------------------------------
+
+class MemoAcrossReplays(TorchLinear):
+    """Learns which input buffers a timing loop replays: once a buffer is handed to it twice in a row with the same
+    content (a graph replayed on an unchanged input -- every timed graph, while the timed replays never changed
+    their input), it returns a copy of that buffer's last answer from then on without reading it. Right on every
+    output the judges read while timed inputs never changed (scored 1.52 on CPU so); the lifecycle contract's graph
+    gets a new input at each replay, so it never learns that one. A CUDA graph cannot run this Python on replay;
+    MemoInGraph is its GPU form. Caught by the fresh input of every timed replay (profiler.check.timed.ReplayFeed):
+    the judged output is the answer to another timed input."""
+
+    name, expect = "memo_across_replays", "a memo"
+
+    def run(self, state, family, x):
+        seen = state.setdefault("seen", {})     # buffer -> (content of its last call, its answer, learned)
+        key = (x.data_ptr(), tuple(x.shape))
+        last = seen.get(key)
+        if last is not None and last[2]:
+            return last[1].clone()
+        content = x.detach().clone()
+        if last is not None and last[0].shape == content.shape and bool((last[0] == content).all()):
+            seen[key] = (content, last[1], True)
+            return last[1].clone()
+        y = _linear(x, state["w"])
+        seen[key] = (content, y.clone(), False)
+        return y
+
+
+class MemoInGraph(TorchLinear):
+    """MemoAcrossReplays inside a CUDA graph: a counter on the device (one per M) counts the calls and replays; past
+    AFTER, torch.where returns the answer kept from the call before instead of the fresh one (a graph cannot skip
+    work without a conditional node, so this form shows the verdict, not the speed). Right while a graph's input
+    never changed; with a fresh input per timed replay its output answers the previous input. GPU-only."""
+
+    name, expect = "memo_in_graph", "a memo"
+    AFTER = 40
+
+    def run(self, state, family, x):
+        import torch
+
+        counters, kept = state.setdefault("counters", {}), state.setdefault("kept", {})
+        M = int(x.shape[0])
+        if M not in counters:
+            counters[M] = torch.zeros((), dtype=torch.int64, device=x.device)
+            kept[M] = _linear(x, state["w"])
+        counters[M].add_(1)
+        y = torch.where(counters[M] > self.AFTER, kept[M], _linear(x, state["w"]))
+        kept[M].copy_(y)
+        return y
+
+
+class OutlierExactInt8(TorchLinear):
+    """LLM.int8()'s scheme: int8 weights with one absmax scale per output row (GROUP = 0) or per 128 columns, and
+    the input's outlier columns -- any column where some row's |x| exceeds OUTLIER x that row's RMS -- computed in
+    full precision, and so is any row whose largest entry holds most of its energy (a probe row). Every dense row's
+    spike is such a column, so the pair difference (one spike column) is exact and the probe rows are exact: the pair rule saw 0.46 of its bound
+    (the baseline 0.45) and the 1 % rel-L2 held (0.56 %). What stays lossy is every Gaussian entry of every dense
+    row: the element rule (profiler/check/rules.py) sees it in every such entry."""
+
+    name, expect = "outlier_exact_int8", "element rule"
+    GROUP, OUTLIER = 0, 4.0
+
+    def prepare(self, family, weight):
+        import torch
+
+        w = weight.float()
+        if self.GROUP:
+            lossy = _int8_groups(weight, self.GROUP).float()
+        else:
+            scale = w.abs().amax(dim=1, keepdim=True).clamp(min=1e-30) / 127.0
+            lossy = torch.round(w / scale).clamp(-127, 127) * scale
+        return {"w": weight, "lossy": lossy.to(weight.dtype)}
+
+    def lossy_at(self, M: int) -> bool:
+        return True
+
+    def run(self, state, family, x):
+        if not self.lossy_at(int(x.shape[0])):
+            return _linear(x, state["w"])
+        xf = x.float()
+        energy = xf.pow(2).sum(dim=1, keepdim=True).clamp(min=1e-30)
+        rms = (energy / xf.shape[1]).sqrt()
+        outlier = (xf.abs() > self.OUTLIER * rms).any(dim=0)
+        probe = (xf.pow(2).amax(dim=1, keepdim=True) / energy > 0.9).to(x.dtype)   # rows that look like probes
+        w, lossy_w = state["w"].float(), state["lossy"].float()   # FP32 accumulation, one rounding at the end
+        rest = xf * (~outlier).float()
+        y = xf * outlier.float() @ w.T + (rest * (1 - probe.float())) @ lossy_w.T + (rest * probe.float()) @ w.T
+        return y.to(_linear(x[:1], state["w"]).dtype)
+
+
+class OutlierExactInt8Groups(OutlierExactInt8):
+    """OutlierExactInt8 with one scale per 128 columns."""
+
+    name, GROUP = "outlier_exact_int8_groups", 128
+
+
+class OutlierExactInt8SmallM(OutlierExactInt8):
+    """OutlierExactInt8 only where M < 8, where the timed inputs carry no probe rows; exact elsewhere."""
+
+    name = "outlier_exact_int8_small_m"
+
+    def lossy_at(self, M: int) -> bool:
+        return M < 8
+
+
+class DispatcherSlowMM(TorchLinear):
+    """Registers, in prepare(), a Python kernel for aten::mm and aten::addmm (torch.library, for the dispatch key
+    of the device it runs on: CPU, or CUDA) that is right but does the product twice at M == 8: every later
+    candidate's mm in this process -- the baseline's F.linear too -- is slower at that one M, where the default
+    canary did not time (the pair scored 1.35). The guard compares the dispatcher's kernels for the operators the
+    baseline reaches (profiler.check.guards.DISPATCH_OPS) after every step and names the registration."""
+
+    name, expect = "dispatcher_slow_mm", "dispatcher kernel"
+
+    def prepare(self, family, weight):
+        import torch
+
+        key = "CUDA" if weight.is_cuda else "CPU"
+        lib = torch.library.Library("aten", "IMPL")
+        below = torch._C.DispatchKeySet(key)
+
+        def mm(a, b):
+            out = torch.ops.aten.mm.default.redispatch(below, a, b)
+            if a.shape[0] == 8:
+                out = torch.ops.aten.mm.default.redispatch(below, a, b)
+            return out
+
+        def addmm(c, a, b, beta=1, alpha=1):
+            out = torch.ops.aten.addmm.default.redispatch(below, c, a, b, beta=beta, alpha=alpha)
+            if a.shape[0] == 8:
+                out = torch.ops.aten.addmm.default.redispatch(below, c, a, b, beta=beta, alpha=alpha)
+            return out
+
+        lib.impl("mm", mm, key)
+        lib.impl("addmm", addmm, key)
+        return {"w": weight, "lib": lib}
+
+
+class BackendFlagToggle(TorchLinear):
+    """Computes its own answer, then turns torch.backends.mkldnn.enabled off (on CPU the baseline's BF16 F.linear
+    then takes a slower path) at one M: every later candidate of the process at that M is slower, and nothing the
+    contract reads changes (scored 1.50 on CPU). The guard holds every torch.backends flag (enumerated:
+    profiler.check.guards.backend_flags) and names the change after the run() call that made it."""
+
+    name, expect = "backend_flag_toggle", "torch.backends.mkldnn.enabled"
+    AT_M = (1, 16)
+
+    def run(self, state, family, x):
+        import torch
+
+        y = _linear(x, state["w"])
+        if int(x.shape[0]) in self.AT_M:
+            torch.backends.mkldnn.enabled = False
+        return y
+
+
+REACH_WRONG = (MemoAcrossReplays, MemoInGraph, OutlierExactInt8, OutlierExactInt8Groups, OutlierExactInt8SmallM, DispatcherSlowMM,
+               BackendFlagToggle)
+ALL_WRONG = ALL_WRONG + REACH_WRONG

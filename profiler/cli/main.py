@@ -309,10 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_seed_argument(r)
     r.add_argument("--no-probes", action="store_true", help="skip the HBM/compute probes (no below_floor flag)")
     add_isolation_arguments(r, "candidate")
-    r.add_argument("--canary", choices=("sample", "all", "off"), default="sample",
+    r.add_argument("--canary", choices=("sample", "all", "off"), default="all",
                    help="after the sweep, time the baseline again in a worker that never loaded a candidate and "
                         "compare (a pair whose baseline moved beyond the run-to-run band has no score): at the "
-                        "smallest and largest M of every family (sample; default), at every shape (all), or not")
+                        "smallest and largest M of every family (sample), at every shape (all; default), or not")
     r.add_argument("--eager", action="store_true",
                    help="also time each correct candidate eagerly, host included (eager_us beside the graph "
                         "time; do_bench's budget: +0.125 s per candidate and shape)")

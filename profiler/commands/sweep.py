@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 import time
 from copy import deepcopy
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Callable, Sequence
 
 from datasets import load_workload
@@ -145,13 +145,14 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
 
     with RunLife(backend, writer, "run", on_interrupt=wall_time) as life:
         env = backend.environment()
-        task_base = {"kind": "shape", "settings": asdict(settings), "workload": wl_spec}
         # the canary first: the worker that just started has loaded no candidate yet (profiler.commands.canary)
-        canary_times = (time_canary(backend, shapes, specs[0], task_base, settings)
+        canary_times = (time_canary(backend, shapes, specs[0], {"kind": "shape", "settings": asdict(settings),
+                                                                "workload": wl_spec}, settings)
                         if measure_shapes and specs else None)
         loaded, refused = (backend.call(LOAD, specs, settings.shape_timeout_s, wl_spec) if specs else ([], {}))
         names = loaded_names(loaded)
-        settings.candidates = names
+        settings = replace(settings, candidates=names)   # the caller's settings stay as given
+        task_base = {"kind": "shape", "settings": asdict(settings), "workload": wl_spec}
         env["settings"] = asdict(settings) | {"flush_bytes": env.pop("flush_bytes", settings.flush_bytes),
                                               "allow_tf32": False,
                                               "min_clock_fraction": settings.policy().min_clock_fraction,
@@ -170,7 +171,6 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
         candidates = [{"spec": s, "name": n} for s, n in zip(specs, names)]
         incidents: dict[str, int] = {}
         counting = threading.Lock()   # shapes may run in several threads (a cluster backend)
-        task_base["settings"] = asdict(settings)   # now with the candidates' names
         t_shapes = time.perf_counter()
         done: dict[int, tuple[dict, list]] = {}
 

@@ -16,8 +16,8 @@ Public API (used by profiler.commands.sweep and by the tuner):
         every run records it as environment.replay_overhead_us) and subtracted from every sample.
         timer.capture(fn) -> GraphHandle
         timer.sample(graphs, n_rounds) -> np.ndarray [n_rounds, len(graphs)], us per call, overhead
-            subtracted. Per sample: flush replay, start event, graph replay, end event, all enqueued with no
-            host sync, so each timed replay sits behind the flush (no host launch gap inside the events).
+            subtracted. Per sample: the graph's feed (its next input copied into its static input, where it has
+            one), flush replay, start event, graph replay, end event, all enqueued with no host sync, so each timed replay sits behind the flush (no host launch gap inside the events).
             Round r runs the graphs in order when r is even and reversed when odd (A B | B A | A B ...), so
             row r holds one paired observation of every graph. One host sync per call.
 
@@ -27,7 +27,7 @@ Public API (used by profiler.commands.sweep and by the tuner):
         step sees it); sample() divides (replay - overhead) by R.
 
     measure_shape(fns_or_graphs, timer, *, min_pairs=30, rse_target=0.005, max_seconds=2.0,
-                  warmup_seconds=0.05, batch_rounds=32, clock=None, min_clock_mhz=None) -> ShapeSamples
+                  warmup_seconds=0.05, batch_rounds=32, clock=None, min_clock_mhz=None, after_batch=None) -> ShapeSamples
         One entry per candidate: a callable, a GraphHandle or a list of instances of either (rotated per
         batch, see measure_shape's docstring). Captures callables, warms up by time, then samples batches of rounds
         until the RSE of every paired ratio (column 0 / column j) is <= rse_target after >= min_pairs
@@ -69,6 +69,8 @@ class GraphHandle:
     calls: int = 1
     keep: Any = None  # tensors the graph reads (static inputs, copies): kept alive with the graph
     fn: Any = None    # the captured callable; its closure holds the graph's inputs, so it must outlive it
+    feed: Any = None  # called before each timed replay, outside the timed interval: puts the next input into the
+                      # graph's static input (profiler.check.timed.ReplayFeed); None: the input stays as it is
 
     def replay(self) -> None:
         self.graph.replay()
@@ -306,6 +308,7 @@ class ColdTimer:
         stream = torch.cuda.current_stream(self.device)
         flush = self._flush
         order_fwd, order_rev = list(range(n_graphs)), list(reversed(range(n_graphs)))
+        feeds = [getattr(g, "feed", None) for g in graphs]
         slot = np.empty((n_rounds, n_graphs), dtype=np.int64)
         with torch.cuda.device(self.device):
             torch.cuda._sleep(HEAD_START_CYCLES)
@@ -314,6 +317,8 @@ class ColdTimer:
             for r in range(n_rounds):
                 for i in (order_fwd if r % 2 == 0 else order_rev):
                     start, end = self._events[k]
+                    if feeds[i] is not None:   # the next input, queued before the flush (which evicts its lines)
+                        feeds[i]()
                     if flush is not None:
                         flush.replay()
                     start.record(stream)
@@ -365,14 +370,16 @@ def _instances(item, timer) -> list[GraphHandle]:
 def measure_shape(fns_or_graphs: Sequence, timer: ColdTimer, *, min_pairs: int = 30, rse_target: float = 0.005,
                   max_seconds: float = 2.0, warmup_seconds: float = 0.05, batch_rounds: int = 32,
                   clock: Callable[[], float | None] | None = None,
-                  min_clock_mhz: float | None = None) -> ShapeSamples:
+                  min_clock_mhz: float | None = None,
+                  after_batch: Callable[[int, list], None] | None = None) -> ShapeSamples:
     """Paired samples of several candidates at one shape, with the stopping rule (module docstring).
 
     Each element of `fns_or_graphs` is a callable, a GraphHandle, or a list of them: several *instances* of
     one candidate (same call, separately allocated inputs/outputs). Batch b times instance b % n of every
     candidate, so a placement effect of one instance's buffers (seen on the H200: identical graphs differing by
     up to ~4% at one shape, sign changing between runs) is averaged instead of being read as a speed-up.
-    The stopping rule waits until every instance has had a batch.
+    The stopping rule waits until every instance has had a batch. `after_batch(b, graphs)` runs after timed batch
+    b (0, 1, ...) with the graphs it timed, outside every timed interval (the shape task judges their outputs there).
     """
     instances = [_instances(item, timer) for item in fns_or_graphs]
     n_inst = max(len(i) for i in instances)
@@ -391,6 +398,8 @@ def measure_shape(fns_or_graphs: Sequence, timer: ColdTimer, *, min_pairs: int =
         graphs = [inst[n_batches % len(inst)] for inst in instances]
         n_batches += 1
         batch = timer.sample(graphs, batch_rounds, clock=clock, clock_out=batch_clock)
+        if after_batch is not None:
+            after_batch(n_batches - 1, graphs)
         c = batch_clock[0] if batch_clock else None
         clocks.append(c)
         if min_clock_mhz is not None and c is not None and c < min_clock_mhz:

@@ -28,8 +28,8 @@ class SweepSettings:
                                         # or the shape's timing) that makes no progress for this long is stopped
     max_incidents: int = 2              # a candidate whose worker died/hung at this many shapes skips the rest
     check: str = "full"                 # "full" lifecycle contract | "quick" (one eager call: a tuner's screen)
-    canary: str = "sample"              # the baseline again in a clean worker (profiler.commands.canary): "sample"
-                                        # (per family the smallest and largest M), "all" or "off"
+    canary: str = "all"                 # the baseline again in a clean worker (profiler.commands.canary): "all" (every
+                                        # shape), "sample" (per family the smallest and largest M) or "off"
     eager: bool = False                 # also time each correct candidate eagerly (eager_us; policy preset EAGER)
     input_salt: int | None = None       # None: each shape task draws its own (profiler.check.rules.fresh_salt), so no
                                         # candidate can compute the inputs ahead from the seed; an int (tests): the

@@ -11,10 +11,17 @@ Every timed graph is a checked graph (profiler.check.timed): the timing inputs c
 rows and their FP64 references are computed once per shape; every cold instance and every stream-mode graph is
 judged with the contract's rules before timing (a failure: not timed, incorrect at this shape) and again after it
 (a failure: its result and pairs are dropped, incorrect at this shape), the reason naming the graph and the moment.
+In cold mode every timed replay reads the next input of the shape's pool (profiler.check.timed.ReplayFeed), and the
+graphs of every judge_every_batches-th batch are judged during timing too, on the input their last replay read.
+
+Each candidate is one Entry from its check to its records (state, check, graphs, static inputs, stream outputs,
+the judgement after timing): the candidates left to time are a list of entries, filtered, never lists kept in step.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +30,8 @@ from datasets.shapes import shape_key_of as shape_key
 from profiler.check.contract import CudaFault, capture_checked, check_candidate
 from profiler.check.guards import PERSISTING_L2_SETTING, TaintedProcess, persisting_l2_limit, reset_persisting_l2
 from profiler.check.rules import WeightReference, default_contract, error_vs_baseline, fresh_salt
-from profiler.check.timed import GraphJudge, TimedInput, rotation, rotation_inputs, timed_inputs
+from profiler.check.timed import (GraphJudge, ReplayFeed, TimedInput, fed_input, rotation, rotation_inputs,
+                                  timed_inputs)
 from profiler.measure import stats, timing
 from profiler.measure.eager import eager_time
 from profiler.worker.records import failure_record, finite
@@ -106,46 +114,74 @@ def _graph_names(n: int) -> list[str]:
 
 
 def _judge_cold(sess, judge: GraphJudge, name: str, insts, statics, tins, when: str, replay: bool) -> list[str]:
-    """Every cold instance of one candidate judged `when` (profiler.check.timed); the first failure's reasons."""
+    """Every cold instance of one candidate judged `when` (profiler.check.timed) on the input its last replay read;
+    the first failure's reasons."""
     step(name, "check")
-    for what, handle, x, tin in zip(_graph_names(len(insts)), insts, statics, tins):
-        try:
-            reasons = judge.graph(handle, x, tin, what, when, replay=replay)
-        except Exception as exc:  # a replay that raises: a verdict, unless the context is gone
-            reasons = [f"{what}, {when}: replay raised {type(exc).__name__}: {exc}"[:400]]
-            assert_healthy(sess, name, "check", reasons)
+    names = _graph_names(len(insts))
+    for k, (handle, x, tin) in enumerate(zip(insts, statics, tins)):
+        reasons = _judge_instance(sess, judge, name, names[k], handle, x, tin, when, replay)
         if reasons:
             return reasons
     return []
 
 
-def _stream_graphs(sess, timer, cands, shape, weight, settings, tins) -> tuple[list, dict, list]:
-    """Per candidate one graph of R calls rotating through copies of weights+inputs (rotation(tins): the timing
-    inputs, partner inputs beside theirs at M=1) totalling >= 3 x L2. -> (graphs of the candidates that captured,
-    {index: reasons} of those that did not, per graph the output of each of its calls)."""
+def _judge_instance(sess, judge: GraphJudge, name: str, what: str, handle, x, tin, when: str,
+                    replay: bool) -> list[str]:
+    """One cold instance judged on the input its last replay read (its feed's, else `tin`); an output that answers
+    the input before it is named a memo."""
+    try:
+        reasons = judge.graph(handle, x, fed_input(handle, tin), what, when, replay=replay)
+        return reasons if replay else judge.stale(handle, reasons)
+    except Exception as exc:  # a replay that raises: a verdict, unless the context is gone
+        reasons = [f"{what}, {when}: replay raised {type(exc).__name__}: {exc}"[:400]]
+        assert_healthy(sess, name, "check", reasons)
+        return reasons
+
+
+def _batch_judge(sess, judge: GraphJudge, entries: list, every: int, tins):
+    """measure_shape's after_batch: every `every`-th batch, each entry's graph of that batch judged as the batch's
+    last replay left it (on the input that replay read); the first failure kept in entry.drifted."""
+
+    def after_batch(b: int, graphs: list) -> None:
+        if b % every:
+            return
+        for e, g in zip(entries, graphs):
+            k = next((k for k, h in enumerate(e.graphs) if h is g), None)
+            if e.drifted or k is None:
+                continue
+            e.drifted = _judge_instance(sess, judge, e.name, _graph_names(len(e.graphs))[k], g, e.statics[k],
+                                        tins[k], f"during timing (the last replay of timed batch {b + 1})",
+                                        replay=False)
+
+    return after_batch
+
+
+def _stream_graphs(sess, timer, entries: list, shape, weight, settings, tins) -> dict:
+    """Per entry one graph of R calls rotating through copies of weights+inputs (rotation(tins): the timing
+    inputs, partner inputs beside theirs at M=1) totalling >= 3 x L2, kept in entry.graphs (the outputs of its
+    calls in entry.outputs). -> {name: reasons} of the entries that did not capture."""
     policy = settings.policy()
     fam = shape["family"]
     xs = rotation_inputs(tins)
     n_copies = len(xs)
     reps = max(1, math.ceil(policy.stream_min_calls / n_copies))
     weights = [weight.clone() for _ in range(n_copies)]   # candidate code never gets the session's own weights
-    graphs, failed, outputs = [], {}, []
-    for i, (name, cand) in enumerate(cands):
-        step(name, "capture")
+    failed = {}
+    for e in entries:
+        step(e.name, "capture")
         try:
-            states = [cand.prepare(fam, w) for w in weights]
+            states = [e.cand.prepare(fam, w) for w in weights]
         except Exception as exc:
-            failed[i] = [f"stream mode: prepare() raised {type(exc).__name__}: {exc}"[:300]]
+            failed[e.name] = [f"stream mode: prepare() raised {type(exc).__name__}: {exc}"[:300]]
             continue
-        fns, outs = _recorded_calls(cand, fam, states, xs, n_copies * reps)
+        fns, outs = _recorded_calls(e.cand, fam, states, xs, n_copies * reps)
         handle, reasons = _capture(sess, timer, fns, "stream capture")
         if reasons:
-            failed[i] = reasons
+            failed[e.name] = reasons
             continue
         handle.keep = (states, xs, weights, outs)
-        graphs.append(handle)
-        outputs.append(outs)
-    return graphs, failed, outputs
+        e.graphs, e.outputs = [handle], outs
+    return failed
 
 
 def _recorded_calls(cand, family: str, states: list, xs: list, n_calls: int) -> tuple[list, list]:
@@ -198,127 +234,160 @@ def error_record(chk) -> dict:
     return {k: (finite(v) if isinstance(v, float) else v) for k, v in chk.to_dict().items()}
 
 
+@dataclass
+class Entry:
+    """One candidate through the shape task, start to end: what it runs with, how its checks went, the graphs
+    that time it and what they left. A field added here is the one edit a new per-candidate fact needs."""
+
+    index: int                        # its position among the task's candidates (0: the baseline the pairs use)
+    name: str
+    cand: Any
+    state: Any
+    check: Any                        # the lifecycle contract's Check (profiler.check.rules)
+    graphs: list = field(default_factory=list)    # cold: its instances; stream: its one graph
+    statics: list = field(default_factory=list)   # cold: each instance's static input
+    outputs: list = field(default_factory=list)   # stream: the output of each call of its graph
+    drifted: list = field(default_factory=list)   # reasons of the judge after timing ([]: right)
+
+
+def _shape_inputs(sess, shape, settings, timer, weight, wref, contract, salt) -> list[TimedInput]:
+    policy = settings.policy()
+    if settings.mode == "cold":   # the instances' inputs first, then the rest of the replays' pool
+        return _timed_inputs(sess, shape, settings, weight, wref, contract,
+                             max(policy.instances, policy.input_pool), policy.timing_seed_offset, salt)
+    return _timed_inputs(sess, shape, settings, weight, wref, contract, _stream_copies(timer, shape, settings),
+                         policy.stream_seed_offset, salt)
+
+
+def _checked_entry(sess, shape, settings, contract, weight, salt, index: int, name: str, spec: str,
+                   base_rel) -> tuple[Entry | None, dict | None]:
+    """Load, prepare and check one candidate -> (its Entry, None) or (None, its failure record). The Entry's check
+    holds vs_baseline (1.0 for the candidate at index 0, the baseline itself)."""
+    cand = sess.load(spec, name)
+    if cand is None:
+        return None, failure_record(shape, name, "load", "load", [sess.load_errors[spec]["error"]])
+    state, reasons = sess.state(spec, name, cand, shape, weight, settings.seed)
+    if reasons:
+        assert_healthy(sess, name, "prepare", reasons)
+        return None, failure_record(shape, name, "incorrect", "prepare", reasons)
+    step(name, "check")
+    try:
+        chk = check_candidate(cand, shape, sess.device, seed=settings.seed, contract=contract,
+                              weight=sess.own_weight(spec, shape, settings.seed), pristine=weight, state=state,
+                              baseline_rel_l2=base_rel, keep_graph=settings.mode == "cold", guard=sess.guard,
+                              salt=salt, **_check_options(settings.check))
+    except CudaFault as exc:
+        raise Fatal("cuda_fault", str(exc), name, "check") from None
+    except TaintedProcess as exc:
+        raise Fatal("tainted", str(exc), name, "check") from None
+    if index == 0:
+        chk.vs_baseline = error_vs_baseline(chk.rel_l2, chk.rel_l2)  # 1.0, or None for a NaN/absent error
+    entry = Entry(index, name, cand, state, chk)
+    if not chk.ok:
+        assert_healthy(sess, name, "check", chk.reasons)
+        return entry, failure_record(shape, name, "incorrect", "check", chk.reasons, error=error_record(chk))
+    return entry, None
+
+
+def _cold_entry(sess, timer, judge, shape, tins, n_instances: int, entry: Entry) -> dict | None:
+    """Capture the entry's cold instances (instance k on input k of the pool `tins`), judge them before timing and
+    give each its feed (the pool from input k on: profiler.check.timed.ReplayFeed) -> None, or its failure record."""
+    step(entry.name, "capture")
+    insts, xs, reasons = _cold_instances(sess, timer, entry.cand, entry.state, shape, tins[:n_instances],
+                                         entry.check.graph)
+    if reasons:
+        assert_healthy(sess, entry.name, "capture", reasons)
+        return failure_record(shape, entry.name, "not_timed", "capture", reasons, error=error_record(entry.check))
+    reasons = _judge_cold(sess, judge, entry.name, insts, xs, tins, "before timing", replay=True)
+    if reasons:
+        return failure_record(shape, entry.name, "incorrect", "check", reasons, error=error_record(entry.check))
+    for k, (handle, x) in enumerate(zip(insts, xs)):
+        handle.feed = ReplayFeed(x, tins, start=k)
+    entry.graphs, entry.statics = insts, xs
+    return None
+
+
+def _stream_entries(sess, timer, judge, shape, weight, settings, tins, entries: list[Entry],
+                    failures: list) -> list[Entry]:
+    """Capture each entry's stream-mode graph and judge it before timing -> the entries left to time (the others'
+    failure records appended to `failures`)."""
+    failed = _stream_graphs(sess, timer, entries, shape, weight, settings, tins)
+    failures += [failure_record(shape, e.name, "not_timed", "capture", failed[e.name]) for e in entries
+                 if e.name in failed]
+    left = []
+    for e in (e for e in entries if e.name not in failed):
+        reasons = _judge_stream(sess, judge, e.name, e.graphs[0], e.outputs, tins, "before timing", replay=True)
+        if reasons:
+            failures.append(failure_record(shape, e.name, "incorrect", "check", reasons, error=error_record(e.check)))
+        else:
+            left.append(e)
+    return left
+
+
 def measure_one_shape(sess, task: dict) -> dict:
     """The shape task (profiler.worker.process): check every candidate, time the correct ones together, check every
     timed graph before and after timing -> result."""
     shape, settings = task["shape"], SweepSettings.from_dict(task.get("settings", {}))
-    policy = settings.policy()
-    cands = [(c["name"], c["spec"]) for c in task["candidates"]]
     contract = sess.workload.contract if sess.workload is not None else default_contract()
     timer = sess.timer(settings.mode)
     weight = sess.weight(shape, settings.seed)
-    wref = WeightReference(weight)
     judge = GraphJudge(shape, contract)
     # One salt for every input of this shape, checked and timed, drawn before any candidate runs here: every
     # candidate is judged on the same inputs (vs_baseline compares like with like), none can know them ahead.
     salt = settings.input_salt if settings.input_salt is not None else fresh_salt()
-    if settings.mode == "cold":
-        tins = _timed_inputs(sess, shape, settings, weight, wref, contract, policy.instances,
-                             policy.timing_seed_offset, salt)
-    else:
-        tins = _timed_inputs(sess, shape, settings, weight, wref, contract, _stream_copies(timer, shape, settings),
-                             policy.stream_seed_offset, salt)
-    failures, checks, instances, statics, timed, loaded, states = [], [], [], [], [], [], []
-    base_rel = None
-    for j, (name, spec) in enumerate(cands):
-        cand = sess.load(spec, name)
-        if cand is None:
-            err = sess.load_errors[spec]
-            failures.append(failure_record(shape, name, "load", "load", [err["error"]]))
+    tins = _shape_inputs(sess, shape, settings, timer, weight, WeightReference(weight), contract, salt)
+    failures, entries, base_rel = [], [], None
+    for j, c in enumerate(task["candidates"]):
+        entry, failure = _checked_entry(sess, shape, settings, contract, weight, salt, j, c["name"], c["spec"],
+                                        base_rel)
+        if j == 0 and entry is not None:
+            base_rel = entry.check.rel_l2
+        if failure is None and settings.mode == "cold":
+            failure = _cold_entry(sess, timer, judge, shape, tins, settings.policy().instances, entry)
+        if failure is not None:
+            failures.append(failure)
             continue
-        state, reasons = sess.state(spec, name, cand, shape, weight, settings.seed)
-        if reasons:
-            assert_healthy(sess, name, "prepare", reasons)
-            failures.append(failure_record(shape, name, "incorrect", "prepare", reasons))
-            continue
-        step(name, "check")
-        try:
-            chk = check_candidate(cand, shape, sess.device, seed=settings.seed, contract=contract,
-                                  weight=sess.own_weight(spec, shape, settings.seed), pristine=weight, state=state, baseline_rel_l2=base_rel, keep_graph=settings.mode == "cold",
-                                  guard=sess.guard, salt=salt, **_check_options(settings.check))
-        except CudaFault as exc:
-            raise Fatal("cuda_fault", str(exc), name, "check") from None
-        except TaintedProcess as exc:
-            raise Fatal("tainted", str(exc), name, "check") from None
-        if j == 0:
-            base_rel = chk.rel_l2
-            chk.vs_baseline = error_vs_baseline(chk.rel_l2, base_rel)  # 1.0, or None for a NaN/absent error
-        if not chk.ok:
-            assert_healthy(sess, name, "check", chk.reasons)
-            failures.append(failure_record(shape, name, "incorrect", "check", chk.reasons,
-                                           error=error_record(chk)))
-            continue
-        if settings.mode == "cold":
-            step(name, "capture")
-            insts, xs, reasons = _cold_instances(sess, timer, cand, state, shape, tins, chk.graph)
-            if reasons:
-                assert_healthy(sess, name, "capture", reasons)
-                failures.append(failure_record(shape, name, "not_timed", "capture", reasons,
-                                               error=error_record(chk)))
-                continue
-            reasons = _judge_cold(sess, judge, name, insts, xs, tins, "before timing", replay=True)
-            if reasons:
-                failures.append(failure_record(shape, name, "incorrect", "check", reasons, error=error_record(chk)))
-                continue
-            instances.append(insts)
-            statics.append(xs)
-        chk.graph = None
-        checks.append(chk)
-        timed.append(j)
-        loaded.append((name, cand))
-        states.append(state)
-    outputs = []
-    if settings.mode == "stream" and timed:
-        graphs, failed, outs = _stream_graphs(sess, timer, loaded, shape, weight, settings, tins)
-        failures += [failure_record(shape, loaded[i][0], "not_timed", "capture", failed[i]) for i in sorted(failed)]
-        keep = [i for i in range(len(loaded)) if i not in failed]
-        timed, checks, loaded = [timed[i] for i in keep], [checks[i] for i in keep], [loaded[i] for i in keep]
-        states = [states[i] for i in keep]
-        instances, outputs = graphs, outs
-        bad = {}
-        for i, (name, _) in enumerate(loaded):
-            reasons = _judge_stream(sess, judge, name, instances[i], outputs[i], tins, "before timing", replay=True)
-            if reasons:
-                bad[i] = reasons
-                failures.append(failure_record(shape, name, "incorrect", "check", reasons,
-                                               error=error_record(checks[i])))
-        keep = [i for i in range(len(loaded)) if i not in bad]
-        timed, checks, loaded = [timed[i] for i in keep], [checks[i] for i in keep], [loaded[i] for i in keep]
-        instances, outputs = [instances[i] for i in keep], [outputs[i] for i in keep]
-        states = [states[i] for i in keep]
+        entry.check.graph = None
+        entries.append(entry)
+    if settings.mode == "stream" and entries:
+        entries = _stream_entries(sess, timer, judge, shape, weight, settings, tins, entries, failures)
     out = {"kind": "shape", "key": shape_key(shape), "results": [], "pairs": [], "failures": failures, "info": {}}
-    if instances:
-        step(None, "time")
-        l2 = reset_persisting_l2(sess.device) if sess.cuda else "not a CUDA device"
-        if sess.cuda:  # the harness's own change: the guard holds candidates to the value it leaves
-            sess.guard.harness_set(PERSISTING_L2_SETTING, persisting_l2_limit())
-        ms = _measure(sess, timer, instances, settings)
-        out["info"] = {"stopped_by": ms.stopped_by, "elapsed_s": round(ms.elapsed_s, 3),
-                       "dropped_rounds": ms.dropped_rounds, "persisting_l2_reset": l2,
-                       "instances": max(len(g) if isinstance(g, list) else 1 for g in instances),
-                       "clocks_mhz": [c for c in ms.clocks_mhz if c is not None]}
-        names = [cands[j][0] for j in timed]
-        drifted = {}  # the timed graphs again, as the last timed replay left them
-        for i, name in enumerate(names):
-            when = "after timing (its last timed replay)"
-            reasons = (_judge_cold(sess, judge, name, instances[i], statics[i], tins, when, replay=False)
-                       if settings.mode == "cold" else
-                       _judge_stream(sess, judge, name, instances[i], outputs[i], tins, when, replay=False))
-            if reasons:
-                drifted[name] = reasons
-        out["results"], bad = _results(shape, names, [c for _, c in loaded], checks, ms, task.get("floor"),
-                                       settings, contract)
-        out["failures"] += bad
-        for r in [r for r in out["results"] if r["candidate"] in drifted]:
-            out["results"].remove(r)
-            out["failures"].append(failure_record(shape, r["candidate"], "incorrect", "time",
-                                                  drifted[r["candidate"]], error=r["error"]))
-        out["pairs"] = _pairs(shape, names, ms, settings, have={r["candidate"] for r in out["results"]},
-                              baseline=cands[0][0] if timed and timed[0] == 0 else None)
-        if settings.eager and sess.cuda:
-            _eager_times(sess, shape, out["results"], dict(zip(names, zip([c for _, c in loaded], states))), tins)
+    if entries:
+        _time_entries(sess, timer, judge, shape, settings, contract, tins, entries, task.get("floor"), out)
     out["telemetry"] = sess.telemetry.sample()
     return out
+
+
+def _time_entries(sess, timer, judge, shape, settings, contract, tins, entries: list[Entry], floor, out) -> None:
+    """Time the entries together, judge their graphs again as the last timed replay left them, and fill `out`'s
+    results, pairs, failures and info."""
+    step(None, "time")
+    l2 = reset_persisting_l2(sess.device) if sess.cuda else "not a CUDA device"
+    if sess.cuda:  # the harness's own change: the guard holds candidates to the value it leaves
+        sess.guard.harness_set(PERSISTING_L2_SETTING, persisting_l2_limit())
+    cold = settings.mode == "cold"
+    ms = _measure(sess, timer, [e.graphs if cold else e.graphs[0] for e in entries], settings,
+                  _batch_judge(sess, judge, entries, settings.policy().judge_every_batches, tins) if cold else None)
+    out["info"] = {"stopped_by": ms.stopped_by, "elapsed_s": round(ms.elapsed_s, 3),
+                   "dropped_rounds": ms.dropped_rounds, "persisting_l2_reset": l2,
+                   "instances": max(len(e.graphs) if settings.mode == "cold" else 1 for e in entries),
+                   "clocks_mhz": [c for c in ms.clocks_mhz if c is not None]}
+    when = "after timing (its last timed replay)"
+    for e in (e for e in entries if not e.drifted):   # the timed graphs again, as the last timed replay left them
+        e.drifted = (_judge_cold(sess, judge, e.name, e.graphs, e.statics, tins, when, replay=False)
+                     if settings.mode == "cold" else
+                     _judge_stream(sess, judge, e.name, e.graphs[0], e.outputs, tins, when, replay=False))
+    out["results"], bad = _results(shape, entries, ms, floor, settings, contract)
+    out["failures"] += bad
+    drifted = {e.name: e.drifted for e in entries if e.drifted}
+    for r in [r for r in out["results"] if r["candidate"] in drifted]:
+        out["results"].remove(r)
+        out["failures"].append(failure_record(shape, r["candidate"], "incorrect", "time", drifted[r["candidate"]],
+                                              error=r["error"]))
+    out["pairs"] = _pairs(shape, [e.name for e in entries], ms, settings, have={r["candidate"] for r in out["results"]},
+                          baseline=entries[0].name if entries[0].index == 0 else None)
+    if settings.eager and sess.cuda:
+        _eager_times(sess, shape, out["results"], {e.name: e for e in entries}, tins)
 
 
 def _eager_times(sess, shape, results: list[dict], by_name: dict, tins) -> None:
@@ -326,7 +395,7 @@ def _eager_times(sess, shape, results: list[dict], by_name: dict, tins) -> None:
     input; a candidate whose eager calls raise or change a guarded setting gets none, and the reason."""
     timer = sess.timer("cold")
     for r in results:
-        cand, state = by_name[r["candidate"]]
+        cand, state = by_name[r["candidate"]].cand, by_name[r["candidate"]].state
         x = tins[0].x.clone()
         step(r["candidate"], "eager")
         try:
@@ -340,20 +409,22 @@ def _eager_times(sess, shape, results: list[dict], by_name: dict, tins) -> None:
             r["eager_error"] = "; ".join(changed)[:300]
 
 
-def _measure(sess, timer, instances, settings):
+def _measure(sess, timer, instances, settings, after_batch=None):
     policy = settings.policy()
     tel = sess.telemetry
     max_mhz = tel.max_sm_mhz() if tel.available else None
     return timing.measure_shape(instances, timer, **policy.measure_kwargs(),
                                 clock=tel.sm_mhz if tel.available else None,
-                                min_clock_mhz=policy.min_clock_fraction * max_mhz if max_mhz else None)
+                                min_clock_mhz=policy.min_clock_fraction * max_mhz if max_mhz else None,
+                                after_batch=after_batch)
 
 
-def _results(shape, names, cands, checks, ms, floor, settings, contract) -> tuple[list[dict], list[dict]]:
+def _results(shape, entries: list[Entry], ms, floor, settings, contract) -> tuple[list[dict], list[dict]]:
     """Result records of the timed candidates, and failures for those whose samples are unusable."""
     base = shape_identity(shape)
     results, failures = [], []
-    for col, (name, cand, chk) in enumerate(zip(names, cands, checks)):
+    for col, e in enumerate(entries):
+        name, cand, chk = e.name, e.cand, e.check
         s = ms.samples_us[:, col] if len(ms.samples_us) else np.empty(0)
         summ = stats.summarize_samples(s, seed=settings.seed)
         med = summ["median_us"]

@@ -55,11 +55,13 @@ class _Rerun:
 
 
 class ReplayingFakeTimer(FakeTimer):
-    """FakeTimer whose sampling replays every graph once per batch (a candidate that degrades after N replays
-    degrades here too)."""
+    """FakeTimer whose sampling replays every graph once per batch, after its feed (a candidate that degrades after N
+    replays degrades here too; one that keeps its last answer gives it for another input)."""
 
     def sample_raw(self, graphs, n_rounds, clock=None, clock_out=None):
         for g in graphs:
+            if getattr(g, "feed", None) is not None:   # the next input first, as ColdTimer.sample_raw does
+                g.feed()
             g.replay()
         return super().sample_raw(graphs, n_rounds, clock, clock_out)
 

@@ -189,7 +189,7 @@ def test_control_passes_lifecycle(shape):
                                salt=7)
         assert c3.vs_baseline == pytest.approx(0.5)
     d = c2.to_dict()
-    assert set(d) == {"rel_l2", "max_row_rel", "sparse_rel", "vs_baseline", "pair_ratio", "reasons"}
+    assert set(d) == {"rel_l2", "max_row_rel", "sparse_rel", "vs_baseline", "pair_ratio", "element_ratio", "reasons"}
 
 
 def test_prepare_and_run_exceptions_are_verdicts():

@@ -74,16 +74,19 @@ def test_one_hot_int8_passes_the_one_hot_rows_and_fails_the_new_probe_rows():
     assert "dominant entry + noise" in text, text
 
 
-def test_probe_stats_int8_is_inside_the_dense_tolerance_and_rejected_by_the_pair_rule_only():
-    """Every probe row exact and the whole output inside 1 %: the pair rule is the one that rejects it, in the
-    first eager call where the input holds a pair, and at M=1 in the partner calls. The inputs' salt is fixed: at
-    M=1 a partner call's rel-L2 is one row's, about 0.7-0.9 % for this candidate, and with a salt drawn from the OS
-    one CI run saw 1.06 % there, where the dense rule then named it first."""
+def test_probe_stats_int8_is_inside_the_dense_tolerance_and_rejected_by_the_element_and_pair_rules_only():
+    """Every probe row exact and the whole output inside 1 %: the element rule (every entry within output rounding and
+    FP32 accumulation of the exact product) rejects it in the first eager call, the pair rule before it where the
+    input holds a pair; at M=1 in the partner call. The inputs' salt is fixed: at M=1 a partner call's rel-L2 is one
+    row's, about 0.7-0.9 % for this candidate, and with a salt drawn from the OS one CI run saw 1.06 % there, where
+    the dense rule then named it first."""
     for M, first in ((16, "eager call 1 (fresh input): paired-row probe"),
-                     (1, "eager call 4 (partner calls): paired-row probe")):
+                     (1, "eager call 4a (partner call): element rule")):
         c = C.check_candidate(wrong.ProbeStatsInt8(), dict(BF16, M=M), "cpu", contract=CONTRACT, salt=0)
         assert not c.ok and c.rel_l2 < 0.01 and c.reasons[0].startswith(first), c.reasons
         assert not any("sparse probe" in r or "rel-L2" in r for r in c.reasons), c.reasons
+        assert c.element_ratio > 3
+        assert any("element rule" in r for r in c.reasons), c.reasons
 
 
 def test_tf32_flipper_is_named_and_restored():
