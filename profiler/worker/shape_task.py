@@ -307,7 +307,7 @@ def measure_one_shape(sess, task: dict) -> dict:
             if reasons:
                 drifted[name] = reasons
         out["results"], bad = _results(shape, names, [c for _, c in loaded], checks, ms, task.get("floor"),
-                                       settings, contract)
+                                       settings, contract, states)
         out["failures"] += bad
         for r in [r for r in out["results"] if r["candidate"] in drifted]:
             out["results"].remove(r)
@@ -349,11 +349,12 @@ def _measure(sess, timer, instances, settings):
                                 min_clock_mhz=policy.min_clock_fraction * max_mhz if max_mhz else None)
 
 
-def _results(shape, names, cands, checks, ms, floor, settings, contract) -> tuple[list[dict], list[dict]]:
+def _results(shape, names, cands, checks, ms, floor, settings, contract, states=None) -> tuple[list[dict], list[dict]]:
     """Result records of the timed candidates, and failures for those whose samples are unusable."""
+    states = states if states is not None else [None] * len(names)
     base = shape_identity(shape)
     results, failures = [], []
-    for col, (name, cand, chk) in enumerate(zip(names, cands, checks)):
+    for col, (name, cand, chk, state) in enumerate(zip(names, cands, checks, states)):
         s = ms.samples_us[:, col] if len(ms.samples_us) else np.empty(0)
         summ = stats.summarize_samples(s, seed=settings.seed)
         med = summ["median_us"]
@@ -370,8 +371,19 @@ def _results(shape, names, cands, checks, ms, floor, settings, contract) -> tupl
             "flags": _flags(med, lo, hi, floor, ms.dropped_rounds, chk.vs_baseline,
                             float(contract["vs_baseline_flag_factor"])),
             "throttled_samples": int(ms.dropped_rounds), "floor_us": (floor or {}).get("us"),
-            "bytes": shape_bytes(shape), "stopped_by": ms.stopped_by})
+            "bytes": shape_bytes(shape), "stopped_by": ms.stopped_by} | _setup(cand, state, shape))
     return results, failures
+
+
+def _setup(cand, state, shape) -> dict:
+    """{"setup": what the candidate's method spent and chose setting itself up here (a peer's tuning or compile:
+    kernels.candidate.Candidate.setup)} or {} -- a candidate without the method, or one whose report raises."""
+    fn = getattr(cand, "setup", None)
+    try:
+        record = fn(state, shape["family"], int(shape["M"])) if callable(fn) else None
+    except Exception:
+        return {}
+    return {"setup": record} if isinstance(record, dict) and record else {}
 
 
 def _pairs(shape, names, ms, settings, have: set, baseline: str | None) -> list[dict]:
