@@ -61,3 +61,16 @@ def test_summarize_prints_best_against_the_best_of_peers(capsys):
     assert "decode 1     peers Σw·t   2914.00 µs  best   2480.00 µs  ratio 1.175 [1.175, 1.175]  FAST" in text
     assert f"overall (geomean of load ratios): {math.prod(LOAD_RATIOS.values()) ** (1 / 6):.3f}" in text
     assert "peer flashinfer: correct at 28/30 scored shapes" in text and "FAILING at 2" in text
+
+
+def test_results_md_shows_best_against_the_strongest_peer(tmp_path):
+    import shutil
+
+    from dashboard import results_doc
+
+    shutil.copy(RUN, tmp_path)
+    text = results_doc.build(tmp_path)
+    section = text[text.index("### `best` vs the strongest peer"):text.index("## Every run file")]
+    assert "| decode 1 | 1.175 | [1.175, 1.175] | FAST |" in section
+    assert f"| **overall** | **{math.prod(LOAD_RATIOS.values()) ** (1 / 6):.3f}** |" in section
+    assert "`flashinfer`: correct at 28/30 scored shapes" in section and "**failing** at 2" in section
