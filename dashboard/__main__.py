@@ -176,6 +176,9 @@ def cmd_explain(args) -> int:
     data = kernels.from_run_data(run)
     print(_workload_line(run).strip())
     print(kernel_report.format_text(data, kernel_report.tables(data, run.workload, args.candidate, args.shape)))
+    setups = peers.format_setups([c for c in run.run.get("calls", []) if args.candidate in (None, c.get("candidate"))])
+    if setups:
+        print(setups)
     return 0
 
 

@@ -122,3 +122,19 @@ def format_peer_comparison(pc: PeerComparison) -> str:
             text += f"; FAILING at {len(p.failing)}: {shown} (left out of the best of peers there)"
         lines.append(text)
     return "\n".join(lines)
+
+
+def format_setups(records: list[dict]) -> str:
+    """One line per (candidate, shape) whose record carries a peer's set-up (results[].setup of a sweep, calls[].setup
+    of an explain run): what the tuning or compile cost and chose -- torch_compile's generated kernels by name."""
+    lines = []
+    for r in records:
+        for peer, s in (r.get("setup") or {}).items():
+            what = [f"{k.removesuffix('_seconds')} {s[k]:.2f} s" for k in ("compile_seconds", "autotune_seconds",
+                                                                           "tune_seconds") if k in s]
+            if s.get("kernels"):
+                what.append("kernels " + ", ".join(s["kernels"]))
+            if s.get("results"):
+                what.append("picked " + "; ".join(",".join(map(str, row[1:3])) for row in s["results"]))
+            lines.append(f"  {r['load']}/{r['family']} M={r['M']} {r.get('candidate', '')} ({peer}): " + "; ".join(what))
+    return "\n".join(["peer set-up (measured on the run's GPU, outside every timed interval):", *lines]) if lines else ""

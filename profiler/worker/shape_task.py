@@ -371,11 +371,11 @@ def _results(shape, names, cands, checks, ms, floor, settings, contract, states=
             "flags": _flags(med, lo, hi, floor, ms.dropped_rounds, chk.vs_baseline,
                             float(contract["vs_baseline_flag_factor"])),
             "throttled_samples": int(ms.dropped_rounds), "floor_us": (floor or {}).get("us"),
-            "bytes": shape_bytes(shape), "stopped_by": ms.stopped_by} | _setup(cand, state, shape))
+            "bytes": shape_bytes(shape), "stopped_by": ms.stopped_by} | setup_record(cand, state, shape))
     return results, failures
 
 
-def _setup(cand, state, shape) -> dict:
+def setup_record(cand, state, shape) -> dict:
     """{"setup": what the candidate's method spent and chose setting itself up here (a peer's tuning or compile:
     kernels.candidate.Candidate.setup)} or {} -- a candidate without the method, or one whose report raises."""
     fn = getattr(cand, "setup", None)

@@ -74,3 +74,24 @@ def test_results_md_shows_best_against_the_strongest_peer(tmp_path):
     assert "| decode 1 | 1.175 | [1.175, 1.175] | FAST |" in section
     assert f"| **overall** | **{math.prod(LOAD_RATIOS.values()) ** (1 / 6):.3f}** |" in section
     assert "`flashinfer`: correct at 28/30 scored shapes" in section and "**failing** at 2" in section
+
+
+def test_explain_prints_the_kernels_torch_compile_generated(tmp_path, capsys):
+    """An explain run whose call carries a torch_compile set-up record (SYNTHETIC: a committed explain run with one
+    made-up record added) prints its compile and autotune seconds and kernel names."""
+    import json
+
+    from dashboard.__main__ import main
+    from datasets.jsonfile import read_json
+
+    src = sorted((ROOT / "datasets" / "runs").glob("*_explain-baseline-best-r1*.json"))[0]
+    run = read_json(src)
+    call = run["calls"][0]
+    call["setup"] = {"torch_compile": {"compile_seconds": 1.5, "autotune_seconds": 20.25, "mode": "synthetic",
+                                       "kernels": ["triton_tem_fused_mm_0", "extern_kernels.mm"]}}
+    (tmp_path / src.name).write_text(json.dumps(run))
+    assert main(["explain", str(tmp_path / src.name)]) == 0
+    out = capsys.readouterr().out
+    line = f"  {call['load']}/{call['family']} M={call['M']} {call['candidate']} (torch_compile): compile 1.50 s; " \
+           "autotune 20.25 s; kernels triton_tem_fused_mm_0, extern_kernels.mm"
+    assert line in out.splitlines()
