@@ -18,6 +18,9 @@ from pathlib import Path
 from kernels.launch import check_input, impl
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+# The run file a worker measures for (set by profiler.worker.session from the sweep's config): TunableOp's results file
+# goes beside it, in `<run stem>.tunableop/`, so it travels with the run; without it, under artifacts/tunableop/.
+RUN_FILE_ENV = "PROJLAB_RUN_FILE"
 TORCH_COMPILE_MODE = "max-autotune-no-cudagraphs"   # the lab captures its own CUDA graphs (profiler/measure/timing)
 
 
@@ -64,8 +67,14 @@ def tunableop_unavailable() -> str | None:
 
 
 def tunableop_results_path() -> Path:
-    """This process's TunableOp results file (TunableOp's own CSV format, written after each tuning)."""
-    return ARTIFACTS / "tunableop" / f"tunableop_results_{os.uname().nodename}_{os.getpid()}.csv"
+    """This process's TunableOp results file (TunableOp's own CSV format, written after each tuning): beside the run
+    file the worker measures for (RUN_FILE_ENV), else under artifacts/tunableop/."""
+    name = f"tunableop_results_{os.uname().nodename}_{os.getpid()}.csv"
+    run_file = os.environ.get(RUN_FILE_ENV)
+    if run_file:
+        run = Path(run_file)
+        return run.parent / f"{run.name.split('.json')[0]}.tunableop" / name
+    return ARTIFACTS / "tunableop" / name
 
 
 @contextmanager
@@ -127,7 +136,8 @@ def _tunableop_run(state: dict, x):
         new = [list(map(str, r)) for r in torch.cuda.tunable.get_results() if tuple(r) not in before]
         path = tunableop_results_path()
         _write_results(path)
-        _TUNED[key] = {"tune_seconds": round(seconds, 4), "results": new, "results_file": path.name,
+        _TUNED[key] = {"tune_seconds": round(seconds, 4), "results": new,
+                       "results_file": f"{path.parent.name}/{path.name}",
                        "max_tuning_iterations": torch.cuda.tunable.get_max_tuning_iterations(),
                        "max_tuning_duration_ms": torch.cuda.tunable.get_max_tuning_duration()}
     else:

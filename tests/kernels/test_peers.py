@@ -140,3 +140,17 @@ def test_torch_compile_passes_the_contract_in_a_worker_on_cpu_and_records_its_se
         assert setup["mode"] == "max-autotune-no-cudagraphs" and setup["kernels"]
         assert setup["compile_seconds"] > 0 and setup["autotune_seconds"] >= 0
     assert all("setup" not in r for r in results if r["candidate"] == "torch_linear")
+
+
+def test_a_worker_tells_the_tunableop_peer_where_its_run_file_is(tmp_path, monkeypatch):
+    """The sweep's worker config names the run file; the session exports it before its guard's snapshot, and
+    TunableOp's results file then goes beside the run file (in `<run stem>.tunableop/`)."""
+    pytest.importorskip("torch")
+    from kernels.launch.peers import RUN_FILE_ENV, tunableop_results_path
+    from profiler.worker.session import Session
+
+    monkeypatch.setenv(RUN_FILE_ENV, "")   # restored after the test
+    run_file = tmp_path / "2000-01-01_synthetic_peers.json"
+    sess = Session({"device": "cpu", "run_file": str(run_file)})
+    assert tunableop_results_path().parent == tmp_path / "2000-01-01_synthetic_peers.tunableop"
+    assert not sess.guard.check("a test step")   # the variable was set before the snapshot: not a change

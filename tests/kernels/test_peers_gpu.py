@@ -60,7 +60,8 @@ def test_tunableop_beside_the_baseline_leaves_the_baseline_as_a_clean_worker_fin
     assert not run["failures"], run["failures"]
     assert run["canary"]["verdict"] == "ok", run["canary"]
     tuned = [r["setup"]["tunableop"] for r in run["results"] if r["candidate"] == "tunableop"]
-    assert len(tuned) == 2 and all(t["tune_seconds"] > 0 and t["results_file"] for t in tuned)
+    assert len(tuned) == 2 and all(t["tune_seconds"] > 0 and t["results"] for t in tuned)
+    assert all((tmp_path / t["results_file"]).is_file() for t in tuned)   # beside the run file
     assert all("setup" not in r for r in run["results"] if r["candidate"] == "baseline")
 
 
