@@ -240,10 +240,16 @@ def flashinfer_unavailable() -> str | None:
 
 
 def _flashinfer_prepare(weight, family: str, config: dict) -> dict:
+    import torch
+
     reason = flashinfer_unavailable()
     if reason:
         raise RuntimeError(reason)
-    return _prepare(weight, family, config) | {"entry": config["entry"]}
+    state = _prepare(weight, family, config) | {"entry": config["entry"]}
+    # FlashInfer builds its kernels on first use (JIT, nvcc): once here, on one zero token, so the build is part of
+    # the prepare step and not of the first checked call.
+    _flashinfer_run(state, torch.zeros((1, int(weight.shape[1])), dtype=torch.bfloat16, device=weight.device))
+    return state
 
 
 def _flashinfer_run(state: dict, x):
