@@ -8,7 +8,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PEERS_RUN = ROOT / "tests" / "fixtures" / "runs" / "2000-01-05_synthetic_synthetic-peers.json"
 
 
-@pytest.mark.slow
 def test_overview_shows_best_against_the_strongest_peer(app, monkeypatch):
     from streamlit.testing.v1 import AppTest
 

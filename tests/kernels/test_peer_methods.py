@@ -104,7 +104,6 @@ def test_the_peer_run_command_is_valid_up_to_the_gpu(tmp_path, capsys):
     assert "cannot load candidate 'no_such_peer'" in capsys.readouterr().err
 
 
-@pytest.mark.slow
 def test_torch_compile_passes_the_contract_in_a_worker_on_cpu_and_records_its_setup():
     """The real worker (fake timer): check, capture and time torch_compile beside F.linear at one tiny BF16 shape;
     its result carries the compile and autotune seconds and the generated kernels (one shape: a cold Inductor
