@@ -155,3 +155,31 @@ def test_a_worker_tells_the_tunableop_peer_where_its_run_file_is(tmp_path, monke
     sess = Session({"device": "cpu", "run_file": str(run_file)})
     assert tunableop_results_path().parent == tmp_path / "2000-01-01_synthetic_peers.tunableop"
     assert not sess.guard.check("a test step")   # the variable was set before the snapshot: not a change
+
+
+def test_tunableop_is_on_for_its_own_calls_only_and_writes_beside_the_run(monkeypatch, tmp_path):
+    """tunableop_on switches TunableOp on (tuning or replaying) for the calls inside and puts every switch back on
+    the way out, also when a call raises; its results file is set beside the run file, never TunableOp's default
+    in the working directory. (A stand-in for torch.cuda.tunable, whose functions need a CUDA build.)"""
+    from types import SimpleNamespace
+
+    torch = pytest.importorskip("torch")
+    from kernels.launch import peers as launch
+
+    s = {"on": False, "tuning": False, "untuned": True, "file": "tunableop_results.csv"}
+    fake = SimpleNamespace(
+        is_enabled=lambda: s["on"], enable=lambda v=True: s.update(on=v),
+        tuning_is_enabled=lambda: s["tuning"], tuning_enable=lambda v=True: s.update(tuning=v),
+        record_untuned_is_enabled=lambda: s["untuned"], record_untuned_enable=lambda v=True: s.update(untuned=v),
+        get_filename=lambda: s["file"], set_filename=lambda f, ordinal=False: s.update(file=f))
+    monkeypatch.setattr(torch.cuda, "tunable", fake, raising=False)
+    monkeypatch.setenv(launch.RUN_FILE_ENV, str(tmp_path / "2000-01-01_x.json"))
+    before = dict(s, file=None)
+    with launch.tunableop_on(tuning=True):
+        assert (s["on"], s["tuning"], s["untuned"]) == (True, True, False)
+    assert dict(s, file=None) == before
+    with pytest.raises(ValueError), launch.tunableop_on(tuning=False):
+        assert (s["on"], s["tuning"]) == (True, False)
+        raise ValueError("a call that raises")
+    assert dict(s, file=None) == before
+    assert s["file"] == str(tmp_path / "2000-01-01_x.tunableop" / Path(s["file"]).name)
