@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages import common, targets, terms
-from dashboard import figures, glossary, kernels, planner, scoring, views, workloads
+from dashboard import compare, figures, glossary, kernels, peers, planner, scoring, views, workloads
 
 
 # Expanders whose content is drawn only while they are open (on_change="rerun": Streamlit reruns the page when one is
@@ -41,6 +41,27 @@ def _environment(v) -> None:
         fields = st.expander("All environment fields", key="environment_fields", **LAZY)
         if fields.open:
             fields.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")
+
+
+def _peers(v) -> None:
+    """The candidate against the best of the run's peers (dashboard.peers), where the run holds peers."""
+    if v.kind != "run":
+        return
+    pc = peers.peer_comparison(common.run_data(v.path), v.candidate)
+    if pc is None:
+        return
+    st.subheader(f"{v.candidate} vs the strongest peer (derived)")
+    o = pc.comparison.overall.iloc[0]
+    common.show_figures({f"{v.candidate} vs {peers.BEST_OF_PEERS}": f"{o.score:.4f}×" if pd.notna(o.score) else "—",
+                         "verdict": o.verdict},
+                        note=f"{peers.DERIVED_NOTE.capitalize()}. Peers: {', '.join(pc.peers['peer'])}.")
+    st.dataframe(pc.comparison.loads[["load", "ratio", "ci_low", "ci_high", "verdict", "reference_us", "series_us"]]
+                 .rename(columns={"reference_us": "Σw·peers µs", "series_us": f"Σw·{v.candidate} µs"}),
+                 hide_index=True, width="stretch")
+    for p in pc.peers.itertuples():
+        if p.failing:   # a peer that failed the contract is shown failing, never dropped
+            st.warning(f"{p.peer} failed at {len(p.failing)} scored shape(s): {', '.join(p.failing[:6])} — left "
+                       f"out of the best of peers there.")
 
 
 def _sol_flags(loads: pd.DataFrame, wide: pd.DataFrame, names: dict) -> None:
@@ -132,6 +153,7 @@ else:
         note="Per load: the last table column is the ratio that load alone would need (others unchanged). The "
              "Planner page shows it per shape.")
 
+_peers(v)
 _environment(v)
 
 # The bootstrap CIs come last: thousands of resamples are the slowest step of a first visit, so everything above is

@@ -15,7 +15,7 @@ from pathlib import Path
 from datasets import RUNS_DIR, DatasetError, load_workload
 from datasets.cli import OneLineParser
 from datasets.paths import PROJECT_DIR, RUN_SUFFIXES
-from dashboard import runs, scoring, sources, views, workloads
+from dashboard import peers, runs, scoring, sources, views, workloads
 from dashboard.files import write_files
 from dashboard.kernels import ExplainError
 from dashboard.summary import format_breakdown, format_loads, format_shape_table, format_unscored_pairs
@@ -110,7 +110,14 @@ def summarize_run(path: Path, baseline: str | None, candidate: str | None,
                                                               same)]), refused
     if not shown and not refused:
         raise CliError(f"{path.name}: no candidate pair could be scored ({blocks[-1]})")
+    blocks += _peer_block(data, candidate)
     return "\n".join(blocks), refused
+
+
+def _peer_block(data, candidate: str | None) -> list[str]:
+    """`best` (or the candidate asked for) against the best of the run's peers, where the run has peers."""
+    pc = peers.peer_comparison(data, candidate or "best")
+    return [peers.format_peer_comparison(pc)] if pc is not None else []
 
 
 def _finish(text: str, refused: list[str]) -> int:
@@ -192,6 +199,9 @@ def cmd_explain(args) -> int:
     data = kernels.from_run_data(run)
     print(_workload_line(run).strip())
     print(kernel_report.format_text(data, kernel_report.tables(data, run.workload, args.candidate, args.shape)))
+    setups = peers.format_setups([c for c in run.run.get("calls", []) if args.candidate in (None, c.get("candidate"))])
+    if setups:
+        print(setups)
     return 0
 
 

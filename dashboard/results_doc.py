@@ -9,6 +9,8 @@ committed later shows up when the file is regenerated.
 - Pairs never scored: the newest sweep of each, with the gate's reason.
 - The shipped plan over time: per commit, its newest complete sweep against the baseline (score, SOL per load), and
   per scored shape its route and µs in the oldest and newest of those and the sweep that brought the route in.
+- Against the strongest peer: the newest scored sweep holding `best` and a peer (kernels/methods_peers.py), `best`
+  against the best of peers per shape (dashboard.peers, derived), per load and overall, each peer's failures named.
 - Unscored shapes: the newest sweep of each pair with only nearby shapes.
 - Kernels: the newest explain run of each workload that profiles every scored shape (dashboard.kernel_report.tables):
   the gap to the floor per load and each call's largest finding.
@@ -27,7 +29,7 @@ import pandas as pd
 
 from datasets import NEARBY_LOAD, RUNS_DIR
 from datasets.jsonfile import read_json
-from dashboard import kernel_report, kernels, noise, run_kinds, runs, scoring, views
+from dashboard import kernel_report, kernels, noise, peers, run_kinds, runs, scoring, views
 from dashboard.workloads import default_workload
 
 WHY_CHARS = 160     # a gate's reason or a finding is cut to this many characters in a table cell
@@ -316,6 +318,35 @@ def splice(text: str, block: str, where: str) -> str:
     return text[:begin + len(BLOCK_BEGIN)] + "\n" + block + ("\n" if block else "") + text[end:]
 
 
+def _ci(lo: float, hi: float) -> str:
+    return f"[{lo:.3f}, {hi:.3f}]" if math.isfinite(lo) and math.isfinite(hi) else "—"
+
+
+def _peer_section(sweeps: list[Run], load: Loaded) -> list[str]:
+    """`best` against the best of peers in the newest scored sweep that holds both (dashboard.peers)."""
+    for meta in reversed(sweeps):
+        if "best" not in meta.candidates or not set(meta.candidates) & set(peers.PEER_NAMES):
+            continue
+        pc = peers.peer_comparison(load(meta))
+        if pc is None:
+            continue
+        c, o = pc.comparison, pc.comparison.overall.iloc[0]
+        rows = [[r.load, f"{r.ratio:.3f}" if math.isfinite(r.ratio) else "—", _ci(r.ci_low, r.ci_high), r.verdict]
+                for r in c.loads.itertuples()]
+        rows.append(["**overall**", f"**{o.score:.3f}**" if math.isfinite(o.score) else "—", _ci(o.ci_low, o.ci_high),
+                     o.verdict])
+        lines = ["### `best` vs the strongest peer", "",
+                 f"`best` against `{peers.BEST_OF_PEERS}` in {link(meta.path)} — {peers.DERIVED_NOTE}; "
+                 "ratio > 1: `best` is faster; verdicts as on the Compare page.", ""]
+        lines += _table(["load", "ratio", "95% CI", "verdict"], rows)
+        for p in pc.peers.itertuples():
+            failing = f"; **failing** at {len(p.failing)}: {_cut(', '.join(p.failing))}" if p.failing else ""
+            lines.append(f"- `{p.peer}`: correct at {p.correct}/{p.scored_shapes} scored shapes, the fastest peer at "
+                         f"{p.fastest_at}{failing}")
+        return lines + [""]
+    return []
+
+
 def _nearby_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
     """The newest nearby-only sweep of each pair: shapes, correct on both sides, per-shape ratios."""
     rows = []
@@ -406,6 +437,7 @@ def build(runs_dir=RUNS_DIR) -> str:
         sweeps = [r for r in index if r.kind == runs.SWEEP and r.workload == name and r.candidates]
         body = _score_section(name, [r for r in sweeps if r.scored], load) + \
             _history_section(name, [r for r in sweeps if r.scored], load) + \
+            _peer_section([r for r in sweeps if r.scored], load) + \
             _nearby_section(name, [r for r in sweeps if not r.scored], load) + \
             _explain_section(name, [r for r in index if r.kind == runs.EXPLAIN and r.workload == name and r.complete])
         if body:

@@ -44,6 +44,11 @@ class Candidate:
     def describe(self, family: str, M: int, N: int | None = None) -> str:
         return self.name
 
+    def setup(self, state, family: str, M: int) -> dict | None:
+        """What the method that ran at M spent and chose setting itself up (a peer's tuning or compile), for the
+        run file; None where there is nothing to say."""
+        return None
+
 
 class PlanCandidate(Candidate):
     """Runs a dispatch plan: prepare() prepares every (method, config) the family's entries use at the weight's N
@@ -78,6 +83,11 @@ class PlanCandidate(Candidate):
     def describe(self, family: str, M: int, N: int | None = None) -> str:
         """The entry's method + config at (M, N); N=None: the workload's N at M (kernels.plans SELECT RULE)."""
         return self.plan.describe(family, M, N)
+
+    def setup(self, state, family: str, M: int) -> dict | None:
+        entry = self.plan.entry(family, int(M), state["N"])
+        st = state["states"][(entry.method, json.dumps(entry.config, sort_keys=True))]
+        return get_method(entry.method).setup(st, int(M))
 
 
 class MethodCandidate(Candidate):
@@ -116,6 +126,9 @@ class MethodCandidate(Candidate):
 
     def describe(self, family: str, M: int, N: int | None = None) -> str:
         return self.name
+
+    def setup(self, state, family: str, M: int) -> dict | None:
+        return self.method.setup(state["state"], int(M))
 
 
 class ModuleCandidate(Candidate):

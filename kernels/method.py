@@ -170,3 +170,9 @@ class Method:
     def run(self, state, x):
         """y [M, N] for x [M, K] with a state prepare() made."""
         return _load_impl(self.impl).run(state, x)
+
+    def setup(self, state, M: int) -> dict | None:
+        """What the implementation's set-up cost and chose at M (a peer's tuning or compile: its `setup(state, M)`),
+        for the run file; None where it has none."""
+        fn = getattr(_load_impl(self.impl), "setup", None)
+        return fn(state, M) if fn is not None else None

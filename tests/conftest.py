@@ -78,6 +78,9 @@ SLOW = {
     "test_runs.py::test_committed_runs_are_valid": "every run file",
     "test_gate.py::test_cli_summarize_table_report_exit_3_for_an_incorrect_pair": "python -m dashboard subprocesses",
     "test_gate_app.py::test_compare_gives_incorrect_no_verdict_and_an_error": "Compare over every series",
+    "test_peer_methods.py::test_torch_compile_passes_the_contract_in_a_worker_on_cpu_and_records_its_setup":
+        "a worker process and an Inductor compile (about 25 s, 50 s with a cold Inductor cache)",
+    "test_peers_page.py": "AppTest: the Overview on a five-candidate run",
 }
 FAST_TIER_TARGET_S = 240   # the fast tier's budget on a 2-core machine
 

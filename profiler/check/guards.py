@@ -106,6 +106,7 @@ def _settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
         if hasattr(torch.cuda, "get_per_process_memory_fraction"):  # torch >= 2.8: the allocator's memory cap
             out.append(("torch.cuda.get_per_process_memory_fraction()", torch.cuda.get_per_process_memory_fraction,
                         torch.cuda.set_per_process_memory_fraction))
+        out += tunableop_settings()
     named = {name for name, _, _ in out}
     return out + [entry for entry in backend_flags() if entry[0] not in named]
 
@@ -159,6 +160,21 @@ def backend_flags() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]
                 continue   # needs arguments, or unavailable here
             out.append((f"torch.backends.{info.name}.{attr}()", getter, setter))
     return out
+
+
+def tunableop_settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
+    """TunableOp's process-wide switches: on, F.linear/torch.mm of every later candidate (the baseline's too) would
+    run TunableOp's pick instead of cuBLAS's heuristic. The `tunableop` peer turns them on for its own calls only
+    (kernels/methods_peers.py, `process_state`) and must leave them as it found them."""
+    import torch
+
+    tun = getattr(torch.cuda, "tunable", None)
+    if tun is None:
+        return []
+    return [("torch.cuda.tunable.is_enabled()", tun.is_enabled, tun.enable),
+            ("torch.cuda.tunable.tuning_is_enabled()", tun.tuning_is_enabled, tun.tuning_enable),
+            ("torch.cuda.tunable.record_untuned_is_enabled()", tun.record_untuned_is_enabled,
+             tun.record_untuned_enable)]
 
 
 def _flush_denormal() -> bool:

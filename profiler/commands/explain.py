@@ -232,7 +232,8 @@ def shape_calls(jobs: list[Job], got: dict) -> tuple[list[dict], list[dict]]:
             continue
         error = chk.get("error") or {}
         calls.append(base | {"method": chk.get("method"), "correct": bool(chk["ok"]), "error": error,
-                             "kineto": got["kineto"].get(j.job), "launches": None, "ncu_us": None})
+                             "kineto": got["kineto"].get(j.job), "launches": None, "ncu_us": None}
+                     | ({"setup": chk["setup"]} if chk.get("setup") else {}))   # a peer's compile/tuning record
         if not chk["ok"]:
             failures.append(base | {"stage": "check", "reasons": list(error.get("reasons", [])) or ["incorrect"]})
         elif j.job not in got["kineto"]:

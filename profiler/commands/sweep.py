@@ -26,6 +26,7 @@ import threading
 import time
 from copy import deepcopy
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Callable, Sequence
 
 from datasets import load_workload
@@ -83,7 +84,8 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
     settings = settings or SweepSettings()
     given = [str(s) for s in specs]
     resolved = [resolve_spec(s) for s in given]  # the worker runs in the repository root: file paths made absolute
-    config = {"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes, "init": worker_init}
+    config = {"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes, "init": worker_init,
+              "run_file": str(Path(out_path).resolve()) if out_path else None}   # a method's per-run files go beside it
     with open_backends(cluster, config, log) as backends:
         paths = model_paths(out_path, list(backends), default_run(label))
         writers = {m: RunWriter(p) for m, p in paths.items()}   # refuse an existing file before any work

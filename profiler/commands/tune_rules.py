@@ -156,6 +156,8 @@ def candidates(methods: dict, dtypes, M: int, N: int, K: int, only=None) -> list
     for name, method in methods.items():
         if not method.serves(dtypes) or (only and name not in only and name != BASELINE):
             continue
+        if getattr(method, "opt_in", False) and not (only and name in only):   # a peer: tried when named
+            continue
         out += [(name, dict(c)) for c in method.configs_for(M, N, K) if method.supports(dtypes, M, N, K, c) is None]
     out.sort(key=lambda c: c[0] != BASELINE)
     return out

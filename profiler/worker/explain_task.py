@@ -31,7 +31,7 @@ from profiler.check.rules import error_vs_baseline, fresh_salt, make_input
 from profiler.measure import kineto
 from profiler.measure.ncu import RANGE_PREFIX
 from profiler.measure.policy import SWEEP
-from profiler.worker.shape_task import assert_healthy
+from profiler.worker.shape_task import assert_healthy, setup_record
 from profiler.worker.steps import Fatal, step
 
 WARMUP_CALLS = 3
@@ -86,7 +86,8 @@ def explain_check(sess, task: dict) -> dict:
             base_rel = chk.rel_l2
             chk.vs_baseline = error_vs_baseline(chk.rel_l2, base_rel)
         method = str(cand.describe(shape["family"], int(shape["M"]), int(shape["N"])))
-        calls.append({"job": c["job"], "ok": bool(chk.ok), "error": _jsonable(chk.to_dict()), "method": method})
+        calls.append({"job": c["job"], "ok": bool(chk.ok), "error": _jsonable(chk.to_dict()), "method": method}
+                     | setup_record(cand, state, shape))
         if not chk.ok:
             assert_healthy(sess, c["name"], "check", chk.reasons)
         elif chk.graph is not None:  # a graph exists on CUDA only

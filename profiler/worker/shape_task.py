@@ -441,8 +441,19 @@ def _results(shape, entries: list[Entry], ms, floor, settings, contract) -> tupl
             "flags": _flags(med, lo, hi, floor, ms.dropped_rounds, chk.vs_baseline,
                             float(contract["vs_baseline_flag_factor"])),
             "throttled_samples": int(ms.dropped_rounds), "floor_us": (floor or {}).get("us"),
-            "bytes": shape_bytes(shape), "stopped_by": ms.stopped_by})
+            "bytes": shape_bytes(shape), "stopped_by": ms.stopped_by} | setup_record(cand, e.state, shape))
     return results, failures
+
+
+def setup_record(cand, state, shape) -> dict:
+    """{"setup": what the candidate's method spent and chose setting itself up here (a peer's tuning or compile:
+    kernels.candidate.Candidate.setup)} or {} -- a candidate without the method, or one whose report raises."""
+    fn = getattr(cand, "setup", None)
+    try:
+        record = fn(state, shape["family"], int(shape["M"])) if callable(fn) else None
+    except Exception:
+        return {}
+    return {"setup": record} if isinstance(record, dict) and record else {}
 
 
 def _pairs(shape, names, ms, settings, have: set, baseline: str | None) -> list[dict]:
