@@ -31,6 +31,11 @@ TINYGEMM_N_MULTIPLE = 16
 FLASHINFER_ENTRIES = ("mm_bf16", "tinygemm_bf16")
 
 
+# The environment variable through which the worker tells a method which run file it measures for (the tunableop
+# peer writes its results file beside it). Here, torch-free, because the worker session sets it before any import.
+RUN_FILE_ENV = "PROJLAB_RUN_FILE"
+
+
 @dataclass(frozen=True)
 class PeerMethod(Method):
     """A method that is a library or compiler a user would pick instead of a kernel. `opt_in`: the tuner tries it
@@ -41,7 +46,7 @@ class PeerMethod(Method):
     opt_in: bool = True
 
 
-def _flashinfer_guard(M, N, K, config):
+def _flashinfer_shape_check(M, N, K, config):
     if config["entry"] == "tinygemm_bf16" and (K % TINYGEMM_K_MULTIPLE or N % TINYGEMM_N_MULTIPLE):
         return (f"flashinfer tinygemm_bf16 needs K % {TINYGEMM_K_MULTIPLE} == 0 and N % {TINYGEMM_N_MULTIPLE} == 0 "
                 f"(N={N}, K={K})")
@@ -72,7 +77,7 @@ PEER_METHODS: tuple[PeerMethod, ...] = (
                     "for small N; needs the flashinfer-python package and an sm_90+ GPU",
         params={"entry": FLASHINFER_ENTRIES},
         configs=({"entry": "mm_bf16"}, {"entry": "tinygemm_bf16"}),
-        guard=_flashinfer_guard,
+        shape_check=_flashinfer_shape_check,
     ),
 )
 PEER_NAMES = tuple(m.name for m in PEER_METHODS)

@@ -38,6 +38,7 @@ SHIPPING: frozenset[str] = frozenset({
     "torch_linear", "gemv", "gemv_wide", "splitk", "packed", "splitk_atomic", "splitk_atomic_v2", "splitk_atomic_kn",
     "mm_wt", "mm_swapped", "skinny_ws", "cublaslt", "cluster_splitk", "cluster_splitk_async",
     "router_gemv_fp32", "router_hilo_atomic", "router_hilo_atomic_pdl", "router_hilo_flag",
+    "tunableop", "torch_compile", "flashinfer",   # the peer plans (kernels/methods_peers.py)
 })
 EXPERIMENTS: frozenset[str] = frozenset(METHODS) - SHIPPING
 assert SHIPPING <= set(METHODS), f"SHIPPING names unregistered methods {sorted(SHIPPING - set(METHODS))}"

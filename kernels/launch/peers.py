@@ -15,12 +15,20 @@ import types
 from contextlib import contextmanager
 from pathlib import Path
 
+import importlib
+import importlib.util
+
+import torch
+import torch.nn.functional as F
+from torch._dynamo.utils import compilation_time_metrics
+from torch._inductor.utils import run_and_get_code
+
 from kernels.launch import check_input, impl
+from kernels.methods_peers import RUN_FILE_ENV
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 # The run file a worker measures for (set by profiler.worker.session from the sweep's config): TunableOp's results file
 # goes beside it, in `<run stem>.tunableop/`, so it travels with the run; without it, under artifacts/tunableop/.
-RUN_FILE_ENV = "PROJLAB_RUN_FILE"
 TORCH_COMPILE_MODE = "max-autotune-no-cudagraphs"   # the lab captures its own CUDA graphs (profiler/measure/timing)
 
 
@@ -30,7 +38,6 @@ def _key(x, w) -> tuple:
 
 
 def _capturing(x) -> bool:
-    import torch
 
     return x.is_cuda and torch.cuda.is_current_stream_capturing()
 
@@ -47,8 +54,8 @@ def _weight_and_input(state: dict, x, what: str):
     return w, (x if x.dtype == w.dtype else x.to(w.dtype))   # the router: x cast to FP32 like the baseline
 
 
-def _prepare(weight, family: str, config: dict) -> dict:
-    return {"w": weight.contiguous(), "family": family, "keys": {}}
+def _prepare(weight, config: dict) -> dict:
+    return {"w": weight.contiguous(), "keys": {}}
 
 
 # ------------------------------------------------------------------------------------------ tunableop
@@ -57,7 +64,6 @@ _TUNED: dict[tuple, dict] = {}   # per process: product key -> {"tune_seconds", 
 
 
 def tunableop_unavailable() -> str | None:
-    import torch
 
     if not torch.cuda.is_available():
         return "tunableop: needs a CUDA GPU (TunableOp tunes cuBLAS/cuBLASLt GEMMs); this host has none"
@@ -81,7 +87,6 @@ def tunableop_results_path() -> Path:
 def tunableop_on(tuning: bool):
     """TunableOp enabled (tuning or replaying) for the calls inside, its switches put back on the way out: it
     reaches no other candidate's call (kernels/methods_peers.TUNABLEOP_STATE; the guard checks)."""
-    import torch
 
     tun = torch.cuda.tunable
     before = (tun.is_enabled(), tun.tuning_is_enabled(), tun.record_untuned_is_enabled())
@@ -102,7 +107,6 @@ def tunableop_on(tuning: bool):
 
 def _write_results(path: Path) -> None:
     """TunableOp's validators and results as its CSV file (atomic: a temporary file renamed)."""
-    import torch
 
     tun = torch.cuda.tunable
     lines = [",".join(("Validator", *map(str, v))) for v in tun.get_validators()]
@@ -112,16 +116,14 @@ def _write_results(path: Path) -> None:
     tmp.replace(path)
 
 
-def _tunableop_prepare(weight, family: str, config: dict) -> dict:
+def _tunableop_prepare(weight, config: dict) -> dict:
     reason = tunableop_unavailable()
     if reason:
         raise RuntimeError(reason)
-    return _prepare(weight, family, config)
+    return _prepare(weight, config)
 
 
 def _tunableop_run(state: dict, x):
-    import torch
-    import torch.nn.functional as F
 
     w, x = _weight_and_input(state, x, "tunableop")
     key = _key(x, w)
@@ -160,7 +162,6 @@ _EXTERN = re.compile(r"extern_kernels\.(\w+)\(")                    # library ca
 
 
 def _linear(x, w):
-    import torch.nn.functional as F
 
     return F.linear(x, w)
 
@@ -176,15 +177,12 @@ def kernel_names(codes: list[str]) -> list[str]:
 def _autotune_seconds() -> float:
     """Seconds Inductor has spent benchmarking and precompiling GEMM template choices in this process (its
     `<name>_template_autotuning` / `_template_precompiling` timers)."""
-    from torch._dynamo.utils import compilation_time_metrics
 
     return sum(sum(v) for k, v in compilation_time_metrics.items()
                if k.endswith(("_template_autotuning", "_template_precompiling")))
 
 
 def _compile(x, w) -> dict:
-    import torch
-    from torch._inductor.utils import run_and_get_code
 
     dtype_x, dtype_w, M, N, K = _key(x, w)
     # One code object per product: Dynamo keeps its compiled variants per code object and stops recompiling one
@@ -225,9 +223,7 @@ FLASHINFER_MIN_CAPABILITY = (9, 0)   # tinygemm_bf16: "Requires SM90+" (FlashInf
 
 def flashinfer_unavailable() -> str | None:
     """None where FlashInfer can run here, else the one-line reason (no GPU, no package, a GPU before sm_90)."""
-    import importlib.util
 
-    import torch
 
     if not torch.cuda.is_available():
         return "flashinfer: needs a CUDA GPU (sm_90+); this host has none"
@@ -239,13 +235,19 @@ def flashinfer_unavailable() -> str | None:
     return None
 
 
-def _flashinfer_prepare(weight, family: str, config: dict) -> dict:
-    import torch
+def _flashinfer_gemm():
+    """FlashInfer's (mm_bf16, tinygemm_bf16): an optional package, so it is looked up here, at first use, by
+    importlib (flashinfer_unavailable has said it is installed)."""
+    gemm = importlib.import_module("flashinfer.gemm")
+    return gemm.mm_bf16, gemm.tinygemm_bf16
+
+
+def _flashinfer_prepare(weight, config: dict) -> dict:
 
     reason = flashinfer_unavailable()
     if reason:
         raise RuntimeError(reason)
-    state = _prepare(weight, family, config) | {"entry": config["entry"]}
+    state = _prepare(weight, config) | {"entry": config["entry"]}
     # FlashInfer builds its kernels on first use (JIT, nvcc): once here, on one zero token, so the build is part of
     # the prepare step and not of the first checked call.
     _flashinfer_run(state, torch.zeros((1, int(weight.shape[1])), dtype=torch.bfloat16, device=weight.device))
@@ -253,8 +255,7 @@ def _flashinfer_prepare(weight, family: str, config: dict) -> dict:
 
 
 def _flashinfer_run(state: dict, x):
-    import torch
-    from flashinfer.gemm import mm_bf16, tinygemm_bf16
+    mm_bf16, tinygemm_bf16 = _flashinfer_gemm()
 
     w = state["w"]
     M = check_input(x, int(w.shape[1]), torch.bfloat16, "flashinfer")
