@@ -305,13 +305,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_out(r, "the plan names joined by -vs-")
     r.add_argument("--max-seconds-per-shape", type=positive_float, default=SWEEP.max_seconds,
                    help=f"time cap of one shape's paired timing (default {SWEEP.max_seconds:g} s; it stops earlier "
-                        f"once every ratio's RSE is <= {SWEEP.rse_target:.1%} after >= {SWEEP.min_pairs} pairs)")
+                        f"once every ratio's RSE is <= {SWEEP.rse_target * 100:.1f}%% after >= {SWEEP.min_pairs} pairs)")
     add_seed_argument(r)
     r.add_argument("--no-probes", action="store_true", help="skip the HBM/compute probes (no below_floor flag)")
     add_isolation_arguments(r, "candidate")
     r.add_argument("--canary", choices=("sample", "all", "off"), default="sample",
-                   help="after the sweep, time the baseline again in a worker that never loaded a candidate and "
-                        "compare (a pair whose baseline moved beyond the run-to-run band has no score): at the "
+                   help="before the paired shapes, time the baseline alone in the sweep's first worker, before any "
+                        "candidate is loaded, and compare it with the paired baseline (a pair whose baseline moved "
+                        "beyond the run-to-run band has no score): at the "
                         "smallest and largest M of every family (sample; default), at every shape (all), or not")
     r.add_argument("--eager", action="store_true",
                    help="also time each correct candidate eagerly, host included (eager_us beside the graph "
