@@ -26,7 +26,8 @@ from profiler.cli.explain import cmd_explain
 from profiler.cli.explain import DESCRIPTION as EXPLAIN_DESCRIPTION
 from profiler.cli.explain import add_arguments as explain_arguments
 from profiler.cli.options import (add_isolation_arguments, add_seed_argument, add_workload_argument,
-                                  cluster_address, label_of, missing_dask, new_run_path, workload_or_exit)
+                                  cluster_address, cuda_or_exit, label_of, missing_dask, new_run_path,
+                                  workload_or_exit)
 from profiler.commands.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep, select_shapes
 from profiler.measure.policy import SWEEP
 from profiler.measure.telemetry import cuda_device_name
@@ -34,17 +35,8 @@ from profiler.worker.process import WorkerDied, WorkerError
 
 
 def _cuda_or_exit(cmd: str) -> None:
-    """Exit 2 with one line (no traceback) where torch or CUDA is missing."""
-    try:
-        import torch
-    except Exception as exc:
-        print(f"profiler {cmd}: needs torch with CUDA; importing torch failed ({type(exc).__name__}: {exc})",
-              file=sys.stderr)
-        raise SystemExit(2)
-    if not torch.cuda.is_available():
-        print(f"profiler {cmd}: needs a CUDA GPU, and torch.cuda.is_available() is False on this machine "
-              f"(torch {torch.__version__}); run it on the H200", file=sys.stderr)
-        raise SystemExit(2)
+    """Exit 2 with one line (no traceback) where torch or CUDA is missing (options.cuda_or_exit)."""
+    cuda_or_exit(cmd)
 
 
 class _Progress:

@@ -37,6 +37,20 @@ def workload_or_exit(cmd: str, ref):
         raise SystemExit(2)
 
 
+def cuda_or_exit(cmd: str) -> None:
+    """Exit 2 with one line (no traceback) where torch or CUDA is missing."""
+    try:
+        import torch
+    except Exception as exc:
+        print(f"profiler {cmd}: needs torch with CUDA; importing torch failed ({type(exc).__name__}: {exc}) "
+              f"(check a workload file on any machine: python -m datasets validate FILE)", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+    if not torch.cuda.is_available():
+        print(f"profiler {cmd}: needs a CUDA GPU, and torch.cuda.is_available() is False on this machine "
+              f"(torch {torch.__version__}); run it on the H200", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
 def add_seed_argument(parser) -> None:
     parser.add_argument("--seed", type=seed_int, default=0, help="seed of the weights and inputs (default 0)")
 

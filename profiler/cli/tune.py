@@ -13,7 +13,7 @@ from kernels.method import PlanError
 from kernels.plans import load_plan
 from kernels.registry import METHODS
 from profiler.cli.options import (add_isolation_arguments, add_seed_argument, add_workload_argument, cluster_address,
-                                  device_name, missing_dask, new_run_path, workload_or_exit)
+                                  cuda_or_exit, device_name, missing_dask, new_run_path, workload_or_exit)
 from profiler.commands import tune as tune_command
 from profiler.commands.tune import (DEFAULT_BUDGET_S, TuneError, TuneSettings, default_plan_name, extend_plan,
                                     tune_sweep)
@@ -102,12 +102,7 @@ def main(argv=None) -> int:
     if args.out_run is not None:
         new_run_path("tune", args.out_run, "--out-run")
     if args.cluster is None or args.cluster.startswith("local"):
-        import torch
-
-        if not torch.cuda.is_available():
-            print("profiler tune: needs a CUDA GPU (torch.cuda.is_available() is False); run it on the H200",
-                  file=sys.stderr)
-            return 2
+        cuda_or_exit("tune")
     out_plan = args.out_plan or f"kernels/plans/{default_plan_name(workload)}.json"
     settings = TuneSettings(shapes=args.shapes, workload=workload.name, families=args.families,
                             methods=args.methods, only_m=sorted(set(args.m)) if args.m else None,
