@@ -20,6 +20,7 @@ import sys
 import zlib
 from pathlib import Path
 
+from datasets.paths import link_outside_project
 from datasets.shapes import shape_key
 
 # No projlab document nests deeper than ~6 levels (run file -> results -> record -> error -> reasons);
@@ -154,6 +155,9 @@ def _gunzip(data: bytes, name: str, max_bytes: int) -> bytes:
         raise JsonInputError(f"{name}: expands to over {max_bytes:,} bytes (the limit)")
     if not inflater.eof:
         raise JsonInputError(f"{name}: the gzip data is cut short")
+    if inflater.unused_data:   # a second member or trailing bytes: not the one document `gzip -n -9` writes
+        raise JsonInputError(f"{name}: {len(inflater.unused_data):,} byte(s) after the end of the gzip data (a "
+                             f"second member or trailing garbage)")
     return out
 
 
@@ -161,6 +165,8 @@ def read_bytes(path, max_bytes: int | None = None) -> bytes:
     """A JSON file's bytes, decompressed where it is gzip ('.gz': the limit applies to the decompressed text); an
     unreadable file, a directory or a missing file is a JsonInputError."""
     path = Path(path)
+    if link_outside_project(path):
+        raise JsonInputError(f"{path.name}: a link to a file outside the project ({path.resolve()}); not read")
     try:
         if max_bytes is not None and path.stat().st_size > max_bytes:
             raise JsonInputError(f"{path.name}: {path.stat().st_size:,} bytes is over the {max_bytes:,}-byte limit")
