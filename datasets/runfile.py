@@ -26,6 +26,11 @@ KNOWN_FLAGS = ("below_floor", "throttled", "wide_ci", "less_accurate", "incorrec
 FAILURE_KINDS = ("incorrect", "load", "died", "timeout", "cuda_fault", "exit", "tainted", "skipped", "not_timed",
                  "error")  # documented (profiler/README.md); other strings are accepted
 MAX_US_PER_CALL = 1e6  # one projection call taking more than 1 s is not a measurement of it: rejected
+# A time under 10 ns is no measurement either: CUDA event timing resolves about 0.5 us, and the smallest time in the
+# committed runs is 0.16 us (a gap between two kernels). 5e-324 (a denormal) passed "> 0" and then overflowed ratios.
+MIN_US_PER_CALL = 0.01
+# 45x the results of the largest committed run (a tune log, 2,221): validation and every reader stay linear and quick.
+MAX_RESULTS = 100_000
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the label becomes part of the file name
 SHAPE_FIELDS = ("load", "family", "M", "N", "K")
 
@@ -50,7 +55,7 @@ def _is_int(v) -> bool:
 
 
 def _is_time(v) -> bool:
-    return _is_number(v) and 0 < v <= MAX_US_PER_CALL
+    return _is_number(v) and MIN_US_PER_CALL <= v <= MAX_US_PER_CALL
 
 
 _KINDS = {
@@ -170,13 +175,14 @@ def _expected(kind: str, value) -> str:
         if not many and not _is_number(value):
             return "number" + (" or null" if kind.endswith("null") else "")
         what = "times" if many else "a time"
-        return f"{what} in us with 0 < t <= {MAX_US_PER_CALL:.0e} (at most 1 s per call)"
+        return (f"{what} in us with {MIN_US_PER_CALL:g} <= t <= {MAX_US_PER_CALL:.0e} (at least 10 ns, at most 1 s "
+                f"per call)")
     if kind in ("M", "N or K"):
         limit = MAX_M if kind == "M" else MAX_DIM
         return "integer" if not _is_int(value) else "positive integer" if value <= 0 else \
             f"an integer at most {limit:,} (the workload files' limit)"
     if kind == "object of times":
-        return f"object of times in us with 0 < t <= {MAX_US_PER_CALL:.0e}"
+        return f"object of times in us with {MIN_US_PER_CALL:g} <= t <= {MAX_US_PER_CALL:.0e}"
     base = kind.removeprefix("positive ").removeprefix("non-negative ")
     return base if base in _KINDS and not _KINDS[base](value) else kind
 
@@ -204,6 +210,9 @@ def validate_run(run, source: str = "<run>") -> None:
     for name, fields in (("probes", PROBE), ("telemetry", TELEMETRY)):
         for i, record in enumerate(run.get(name, [])):
             _check_record(record, fields, f"{name}[{i}]", fail)
+    for name in ("results", "pairs", "failures"):
+        if isinstance(run.get(name), list) and len(run[name]) > MAX_RESULTS:
+            fail(name, f"{len(run[name]):,} records is over the limit {MAX_RESULTS:,}")
     _check_results(run["results"], fail)
     _check_pairs(run["pairs"], run["results"], fail)
     for i, record in enumerate(run.get("failures", [])):
