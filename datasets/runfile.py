@@ -39,6 +39,29 @@ class RunFileError(ValueError):
     """A run file (or run dict) breaks the schema; the message names the file and the field's JSON path."""
 
 
+class WriteError(RunFileError):
+    """A file could not be written (a full disk, a read-only or missing folder); one line naming the path and the
+    system's reason, and, for a run in progress, where what was measured went instead."""
+
+
+def _write_problem(path: Path, exc: OSError) -> str:
+    return f"cannot write {path}: {exc.strerror or exc}"
+
+
+def check_writable(path) -> None:
+    """WriteError unless a new file can be created in `path`'s folder (or, where it does not exist yet, in its
+    nearest existing parent): checked by creating and removing a temp file, since permission bits say nothing on
+    a read-only mount and nothing at all to root."""
+    path = Path(path)
+    folder = next((p for p in path.parents if p.exists()), Path("."))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".projlab-write-check.", dir=folder)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise WriteError(_write_problem(path, exc)) from None
+
+
 # --- type checks: each returns a problem string or None ------------------------------------------------------
 def _is_number(v) -> bool:
     """A finite int or float (not a bool); an int too large for a float (10**400) is not a usable number."""
@@ -347,7 +370,10 @@ def write_run_atomic(run: dict, path, overwrite: bool = False) -> Path:
     if not overwrite and path.exists():
         raise RunFileError(f"{path.name}: refusing to overwrite an existing run file (runs are never overwritten; "
                            f"pick a new label)")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(_write_problem(path, exc)) from None
     return write_text_atomic(path, text, overwrite=overwrite)
 
 
@@ -371,8 +397,9 @@ def write_text_atomic(path: Path, text: str, overwrite: bool = True) -> Path:
     The file gets the mode any new file gets (0o666 less the umask), not the owner-only mode of the temp file:
     run files and reports are for sharing. overwrite=False links instead of renaming, so an existing `path` is
     never replaced (RunFileError)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -382,8 +409,10 @@ def write_text_atomic(path: Path, text: str, overwrite: bool = True) -> Path:
             os.replace(tmp, path)
         else:
             _link_no_clobber(tmp, path)
+    except OSError as exc:   # a full disk, a read-only folder: one line (WriteError), never a traceback
+        raise WriteError(_write_problem(path, exc)) from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
     return path
 
@@ -463,9 +492,28 @@ class RunWriter:
     def _write(self, run: dict, status: str) -> Path:
         if self.finalized:
             raise RunFileError(f"{self.path.name}: run already finalized")
-        write_run_atomic({**run, "status": status}, self.path, overwrite=self._created)
+        try:
+            write_run_atomic({**run, "status": status}, self.path, overwrite=self._created)
+        except WriteError as exc:
+            raise WriteError(f"{exc}; {self._rescue(run)}") from None
         self._created = True
         return self.path
+
+    def _rescue(self, run: dict) -> str:
+        """Where what was measured went when the run file could not be written: the same name in the system's temp
+        folder (a fresh name per attempt, so nothing there is overwritten), always as a 'partial' run."""
+        folder = Path(tempfile.gettempdir())
+        stem = self.path.name.removesuffix(".json")
+        for attempt in range(100):
+            fallback = folder / (f"{stem}.json" if attempt == 0 else f"{stem}-{attempt}.json")
+            try:
+                write_run_atomic({**run, "status": "partial"}, fallback)
+                return f"what was measured so far is in {fallback} (status partial)"
+            except WriteError as exc:
+                return f"and it could not be kept elsewhere either ({exc})"
+            except RunFileError:   # that name exists: try the next
+                continue
+        return f"and it could not be kept elsewhere either (100 files named {stem}* in {folder})"
 
     def flush(self, run: dict) -> Path:
         """Write `run` with status 'partial'."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from datasets import RUNS_DIR
 from datasets.cli import EXIT_BAD_INPUT, OneLineParser, positive_float
-from datasets.runfile import RunFileError, run_filename
+from datasets.runfile import RunFileError, WriteError, run_filename
 from datasets.shapes import SHAPE_ID_FIELDS
 from kernels.candidate import check_spec
 from profiler.backends.open import ClusterError
@@ -148,7 +148,8 @@ def _local(cluster: str | None) -> bool:
 
 
 def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluster=None, workload=None) -> dict:
-    """run_sweep; every user-facing problem is one line and an exit (130 after Ctrl-C, 1 otherwise)."""
+    """run_sweep; every user-facing problem is one line and an exit (130 after Ctrl-C, 2 when a file cannot be
+    written (the message says where what was measured went), 1 otherwise)."""
 
     try:
         return run_sweep(specs, shapes, out, label=label, settings=settings, progress=_Progress(),
@@ -160,6 +161,9 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluste
         print(f"profiler {cmd}: interrupted; partial run in {out or 'the run file(s) of each GPU model'}",
               file=sys.stderr)
         raise SystemExit(130)
+    except WriteError as exc:
+        print(f"profiler {cmd}: {exc}", file=sys.stderr)
+        raise SystemExit(2)
     except (ClusterError, SweepInputError, WorkerStartError, RunFileError, WorkerError) as exc:
         print(f"profiler {cmd}: {exc}", file=sys.stderr)
         raise SystemExit(1)

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from datasets.cli import EXIT_BAD_INPUT, OneLineParser, non_negative_int, positive_float, positive_int
+from datasets.runfile import WriteError
 from datasets.workload_spec import MAX_M
 from kernels.method import PlanError
 from kernels.plans import load_plan
@@ -70,4 +71,8 @@ def main(argv=None) -> int:
     if args.out_run is not None:
         new_run_path("screen", args.out_run, "--out-run")
     cuda_or_exit("screen")   # only here: --help and bad input need no torch
-    return screen_command.screen(args, workload, argv)
+    try:
+        return screen_command.screen(args, workload, argv)
+    except WriteError as exc:   # a full disk or a read-only folder: the message says where the measured run went
+        print(f"profiler screen: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT

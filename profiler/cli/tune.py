@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from datasets.cli import EXIT_BAD_INPUT, OneLineParser, non_negative_int, positive_float, positive_int
+from datasets.runfile import WriteError
 from datasets.workload_spec import MAX_M
 from kernels.method import PlanError
 from kernels.plans import load_plan
@@ -122,6 +123,9 @@ def main(argv=None) -> int:
     except TuneError as exc:
         print(f"profiler tune: {exc}", file=sys.stderr)
         return 1
+    except WriteError as exc:   # a full disk or a read-only folder: the message says where the measured run went
+        print(f"profiler tune: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     for out in outcomes:
         print(f"\nplan -> {out['plan_path']}\nrun  -> {out['run_path']} ({out['run']['status']})")
     return 0
