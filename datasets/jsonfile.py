@@ -11,6 +11,12 @@ CSV reader drops it (datasets/csvread.py):
     parse_json(data: bytes | str, name, max_bytes=None, max_depth=MAX_DEPTH) -> object
 
 Callers re-raise it as their own error type (RunFileError, PlanError, DatasetError) with `str(exc)`.
+
+Every string of a document read here (values and keys) comes back with its control characters (C0 and C1: ESC,
+CR, LF, NUL...) and its bidirectional-text controls (right-to-left overrides and isolates) shown escaped, as
+`\x1b`, `\r`, `\u202e`: a candidate name, a method or a reason in a run file cannot move a terminal's cursor, colour
+its text, fake an output line or reverse what a reader sees in any report or page (escape_controls; HTML escaping
+is the report's and the figures' job, dashboard/figures.py html_labels).
 """
 from __future__ import annotations
 
@@ -22,6 +28,32 @@ from pathlib import Path
 
 from datasets.paths import link_outside_project
 from datasets.shapes import shape_key
+
+# Control characters (C0, DEL, C1), the Arabic letter mark, LRM/RLM, the line and paragraph separators and the
+# bidi embeddings, overrides and isolates: nothing a name, a method or a reason needs, all of it able to rewrite
+# what a terminal or a page shows.
+_UNSAFE = "\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+UNSAFE_CHARS = re.compile(f"[{_UNSAFE}]")
+# The same, as they can appear in JSON text (escaped \u00XX or \n-style, or raw for the non-ASCII ones): a document
+# without any of them is returned as parsed, with no walk over its strings.
+_UNSAFE_IN_JSON = re.compile(r"\\u00[01][0-9a-fA-F]|\\u00[79][0-9a-fA-F]|\\u008[0-9a-fA-F]|\\[nrtbf]|"
+                             r"\\u(?:061[cC]|200[eEfF]|202[89a-eA-E]|206[6-9])|" + f"[{_UNSAFE}]")
+
+
+def escape_controls(text: str) -> str:
+    """`text` with every unsafe character (UNSAFE_CHARS) written as its Python escape ('\x1b', '\r', '\u202e')."""
+    return UNSAFE_CHARS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _escape_strings(value):
+    if isinstance(value, str):
+        return escape_controls(value)
+    if isinstance(value, dict):
+        return {escape_controls(k): _escape_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escape_strings(v) for v in value]
+    return value
+
 
 # No projlab document nests deeper than ~6 levels (run file -> results -> record -> error -> reasons);
 # 64 leaves room for user extras while staying far below Python's recursion limit (1000).
@@ -128,7 +160,8 @@ def parse_json(data: bytes | str, name: str, max_bytes: int | None = None, max_d
     if depth > max_depth:
         raise JsonInputError(f"{name}: JSON nested {depth} levels deep (at most {max_depth} accepted)")
     try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+        doc = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+        return _escape_strings(doc) if _UNSAFE_IN_JSON.search(text) else doc
     except json.JSONDecodeError as exc:
         raise JsonInputError(f"{name}: not valid JSON: {exc}") from None
     except (ValueError, RecursionError) as exc:
