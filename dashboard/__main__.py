@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from datasets import RUNS_DIR, DatasetError, load_workload
+from datasets import RUNS_DIR, WORKLOADS_DIR, DatasetError, load_workload
 from datasets.cli import OneLineParser
 from datasets.paths import PROJECT_DIR, RUN_SUFFIXES, run_paths
 from dashboard import runs, scoring, sources, views, workloads
@@ -228,6 +228,33 @@ def cmd_results(args) -> int:
     return 0
 
 
+def cmd_validate(args) -> int:
+    """A workload file (and candidate modules or plans) checked on any machine: no torch, no GPU, nothing imported
+    or run from a candidate (kernels.candidate.check_spec reads its source)."""
+    from kernels.candidate import CandidateError, check_spec   # as cmd_explain: only this command needs kernels
+    from kernels.method import PlanError
+
+    workload = load_workload(args.workload)
+    loads = ", ".join(f"{load} M={M}" for load, M in workload.load_m.items())
+    lines = [f"{args.workload}: a valid workload {workload.name!r} (fingerprint {workload.fingerprint}): "
+             f"{len(workload.family_order)} families ({', '.join(workload.family_order)}), "
+             f"{len(workload.load_order)} loads ({loads}); {len(workload.shapes)} scored shapes, "
+             f"{len(workload.nearby)} nearby"]
+    if Path(args.workload).suffix == ".json" and Path(args.workload).resolve().parent != WORKLOADS_DIR.resolve():
+        lines.append(f"  note: the app lists only the workloads in {WORKLOADS_DIR.relative_to(PROJECT_DIR)}/: save it as "
+                     f"{WORKLOADS_DIR.relative_to(PROJECT_DIR) / (workload.name + '.json')} (then --workload "
+                     f"{workload.name} names it too)")
+    for spec in args.candidate or []:
+        try:
+            check_spec(spec, workload)
+        except (CandidateError, PlanError) as exc:
+            raise CliError(f"--candidate {spec}: {exc}") from None
+        lines.append(f"{spec}: follows the candidate protocol for {workload.name} (read from its source or plan "
+                     f"file; nothing imported or run)")
+    print("\n".join(lines))
+    return 0
+
+
 def _inside_project(path: Path) -> bool:
     try:
         path.resolve().relative_to(PROJECT_DIR.resolve())
@@ -273,6 +300,13 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--readme", help="also rewrite the generated per-load table of the shipped plan inside this "
                                       "markdown file, between its markers (kernels/README.md)")
     res.set_defaults(func=cmd_results)
+    val = sub.add_parser("validate", help="check a workload file (and candidate modules or plans) on any machine: "
+                                          "no torch, no GPU, no candidate code run")
+    val.add_argument("workload", help="a workload .json file, or a name in datasets/workloads/")
+    val.add_argument("--candidate", action="append",
+                     help="a candidate for it (repeatable): my_kernels.py (prepare(weight), run(state, family, x)), "
+                          "file.py:Class, a plan name or .json file")
+    val.set_defaults(func=cmd_validate)
     # Listed for --help only: main() hands everything after 'report' to dashboard.report_cli.main untouched.
     sub.add_parser("report", help="write a report (HTML, MD, CSV, JSON); see `python -m dashboard report -h`")
     return parser

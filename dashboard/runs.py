@@ -232,6 +232,21 @@ def shape_table(data: RunData, workload: Workload | None = None) -> pd.DataFrame
     return table
 
 
+def workload_floors(workload: Workload, data: RunData) -> pd.DataFrame:
+    """Any workload's scored shapes with their metrics and floors (derived) on the GPU `data` measured: the memory
+    floor is `data`'s read-probe curve at each shape's bytes and the compute floor its compute peak (the same rules
+    as shape_table's curve_floor_us), so a workload nobody has run yet shows floors too. Without probes in `data`
+    (a published table) the floor columns are NaN."""
+    table = metrics.add_metrics(workload.shapes.copy())
+    curve = probe_curve(data)
+    table["memory_floor_us"] = curve.us(table["bytes"].to_numpy()) if curve else np.nan
+    peak = data.run.get("compute_peak_tflops")
+    table["compute_floor_us"] = roofline.compute_floor_us(table["flops"], peak) if peak else np.nan
+    table["floor_us"] = roofline.floor_us(table["memory_floor_us"], table["compute_floor_us"])
+    table["bound"] = roofline.bound(table["memory_floor_us"], table["compute_floor_us"])
+    return table
+
+
 def candidate_pairs(data: RunData) -> list[tuple[str, str]]:
     """(baseline, candidate) pairs to score: those in `pairs`, then every other candidate of the run against the
     baseline — also one with no timed result at all (only `failures`: rejected everywhere), so that a summary
