@@ -166,18 +166,19 @@ def load_run_data(path, workload: Workload | None = None) -> RunData:
 def status_rows(data: RunData) -> pd.DataFrame:
     """What the gate reads: one row per (shape, candidate) result with its status and median, plus one row per
     failure record (status 'failed', no time)."""
-    cols = ["shape", *scoring.SHAPE_ID, "candidate", "median_us", "status", "reason", "flags", "vs_baseline"]
+    cols = ["shape", *scoring.SHAPE_ID, "candidate", "median_us", "status", "reason", "flags", "vs_baseline",
+            "rel_l2"]
     res = scoring.with_status(data.results) if len(data.results) else pd.DataFrame(columns=cols)
     if "reason" not in res:
         res = res.assign(reason="")
-    if len(res):  # the flags and the error factor travel with the status: a less_accurate score says so
+    if len(res):  # the flags and the errors travel with the status: a less_accurate score says so, and by how much
+        errors = [e if isinstance(e, dict) else {} for e in (res["error"] if "error" in res else [None] * len(res))]
         res = res.assign(flags=res["flags"] if "flags" in res else [[]] * len(res),
-                         vs_baseline=[e.get("vs_baseline") if isinstance(e, dict) else None
-                                      for e in (res["error"] if "error" in res else [None] * len(res))])
+                         vs_baseline=[e.get("vs_baseline") for e in errors], rel_l2=[e.get("rel_l2") for e in errors])
     frames = [res.reindex(columns=cols)]
     if len(data.failures):
         frames.append(data.failures.assign(median_us=np.nan, flags=[[]] * len(data.failures),
-                                           vs_baseline=np.nan)[cols])
+                                           vs_baseline=np.nan, rel_l2=np.nan)[cols])
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
