@@ -380,3 +380,17 @@ def test_results_from_a_missing_or_empty_runs_folder_writes_nothing(tmp_path, fo
     out = cli("results", "--runs", str(tmp_path / folder), "--out", str(target))
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "nothing written" in out.stderr
     assert target.read_text() == "kept\n"
+
+
+@pytest.mark.parametrize("verb", ["summarize", "table"])
+def test_a_denormal_time_is_refused_by_every_verb(tmp_path, capsys, verb):
+    """One validation for every reader: 5e-324 µs is no measurement (table used to print it, summarize to fail)."""
+    from dashboard.__main__ import main
+
+    run = json.loads((FIXTURES / "2000-01-01_synthetic_synthetic-complete.json").read_text())
+    run["results"][0]["median_us"] = 5e-324
+    path = tmp_path / "2000-01-01_x_denormal.json"
+    path.write_text(json.dumps(run))
+    assert main([verb, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "results[0].median_us: expected a time in us with 0.01 <= t" in err
