@@ -16,7 +16,7 @@ from pathlib import Path
 
 from datasets import RUNS_DIR, WORKLOADS_DIR, DatasetError, load_workload
 from datasets.cli import OneLineParser
-from datasets.paths import PROJECT_DIR, RUN_SUFFIXES, run_paths
+from datasets.paths import PROJECT_DIR, RUN_SUFFIXES, missing_file_hint, run_paths
 from dashboard import runs, scoring, sources, views, workloads
 from dashboard.files import write_files
 from dashboard.kernels import ExplainError
@@ -126,9 +126,7 @@ def _finish(text: str, refused: list[str]) -> int:
 def _existing(path: str, suffixes: tuple[str, ...], what: str) -> Path:
     p = Path(path)
     if not p.is_file():
-        packed = p.with_name(p.name + ".gz")
-        hint = f" (did you mean {packed}? large run files are committed gzip-compressed)" if packed.is_file() else ""
-        raise CliError(f"{path}: no such file{hint}")
+        raise CliError(f"{path}: no such file{missing_file_hint(p)}")
     if not p.name.lower().endswith(suffixes):
         raise CliError(f"{p.name}: expected {what}")
     return p

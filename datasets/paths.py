@@ -43,6 +43,13 @@ def run_paths(folder) -> list[Path]:
                   and not link_outside_project(p))
 
 
+def missing_file_hint(path) -> str:
+    """' (did you mean X.json.gz? ...)' when `path` is missing and its gzip-compressed sibling exists (run files
+    over 256 KB are committed compressed), else ''."""
+    packed = Path(path).with_name(Path(path).name + ".gz")
+    return f" (did you mean {packed}? large run files are committed gzip-compressed)" if packed.is_file() else ""
+
+
 def run_stem(name: str) -> str:
     """A run file's name without its suffix ('.json' or '.json.gz')."""
     lower = name.lower()

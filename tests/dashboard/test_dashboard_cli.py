@@ -368,8 +368,9 @@ def test_a_closed_pipe_ends_quietly():
 
 def test_a_missing_json_names_its_gzip_sibling(tmp_path):
     packed = next(p for p in (ROOT / "datasets/runs").iterdir() if p.name.endswith(".json.gz"))
-    out = cli("summarize", str(packed)[:-3])
-    assert out.returncode == 2 and f"did you mean {packed}?" in out.stderr
+    for verb in ("summarize", "report"):
+        out = cli(verb, str(packed)[:-3], *(["--out", str(tmp_path)] if verb == "report" else []))
+        assert out.returncode == 2 and f"did you mean {packed}?" in out.stderr
 
 
 @pytest.mark.parametrize("folder", ["no_such_folder", "empty"])
