@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from datasets.cli import EXIT_BAD_INPUT, OneLineParser, non_negative_int, positive_float, positive_int
-from datasets.runfile import WriteError
+from datasets.runfile import WriteError, check_writable
 from datasets.workload_spec import MAX_M
 from kernels.method import PlanError
 from kernels.plans import load_plan
@@ -84,6 +84,11 @@ def _input_problem(args, workload) -> str | None:
         return f"--out-plan {args.out_plan} must end in .json"
     if args.out_plan is not None and Path(args.out_plan).is_dir():
         return f"--out-plan {args.out_plan} is a folder"
+    out_plan = args.out_plan or f"kernels/plans/{default_plan_name(workload)}.json"
+    try:   # before hours of tuning: the plan is written at the end
+        check_writable(out_plan)
+    except WriteError as exc:
+        return f"--out-plan: {exc}"
     return None
 
 

@@ -101,3 +101,12 @@ def test_dashboard_write_errors_are_one_line_exit_2(tmp_path, full_folder, capsy
     assert main([a.replace("{out}", str(tmp_path)) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "No space left on device" in err and "Traceback" not in err
+
+
+def test_tune_checks_its_plan_folder_before_anything_runs(tmp_path, full_folder, capsys):
+    from profiler.cli import tune
+
+    full_folder.add(tmp_path.resolve())
+    assert tune.main(["--out-plan", str(tmp_path / "p.json")]) == 2
+    assert capsys.readouterr().err == (f"profiler tune: --out-plan: cannot write {tmp_path / 'p.json'}: No space left "
+                                       f"on device\n")
