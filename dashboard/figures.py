@@ -128,22 +128,29 @@ def _safe(value):
 
 
 def html_labels(fig: go.Figure) -> go.Figure:
-    """The figure with every label, tick text, hover text and title made safe for plotly's HTML (see above)."""
-    for trace in fig.data:
+    """The figure with every label, tick text, hover text and title made safe for plotly's HTML (see above).
+
+    Reads the figure's own property dicts (`_data`, `_layout`: plotly's property access costs about 8 ms a figure
+    here) and writes through the public API only where a label changes."""
+    for i, raw in enumerate(fig._data):
         for attr in _TRACE_TEXT:
-            if attr in trace and (new := _safe(trace[attr])) is not None:
-                trace[attr] = new
-    layout = fig.layout
-    if layout.title and (new := _safe(layout.title.text)) is not None:
-        layout.title.text = new
-    for note in layout.annotations or ():
-        if (new := _safe(note.text)) is not None:
-            note.text = new
-    for axis in (*fig.select_xaxes(), *fig.select_yaxes()):
-        if axis.ticktext is not None and (new := _safe(axis.ticktext)) is not None:
-            axis.ticktext = new
-        if axis.title and (new := _safe(axis.title.text)) is not None:
-            axis.title.text = new
+            if attr in raw and (new := _safe(raw[attr])) is not None:
+                fig.data[i][attr] = new
+    layout = fig._layout
+    title = layout.get("title")
+    if isinstance(title, dict) and (new := _safe(title.get("text"))) is not None:
+        fig.layout.title.text = new
+    for i, note in enumerate(layout.get("annotations") or ()):
+        if (new := _safe(note.get("text"))) is not None:
+            fig.layout.annotations[i].text = new
+    for name, axis in layout.items():
+        if not name.startswith(("xaxis", "yaxis")) or not isinstance(axis, dict):
+            continue
+        if (new := _safe(axis.get("ticktext"))) is not None:
+            fig.layout[name].ticktext = new
+        axis_title = axis.get("title")
+        if isinstance(axis_title, dict) and (new := _safe(axis_title.get("text"))) is not None:
+            fig.layout[name].title.text = new
     return fig
 
 
