@@ -131,3 +131,19 @@ def test_a_link_to_a_file_outside_the_project_is_neither_listed_nor_read(tmp_pat
     assert [p.name for p in run_paths(folder)] == ["2026-01-01_x_real.json"]
     with pytest.raises(JsonInputError, match=r"^2026-01-01_x_link\.json: a link to a file outside the project"):
         read_json(folder / "2026-01-01_x_link.json")
+
+
+def test_control_characters_come_back_escaped_and_a_clean_file_is_not_walked(monkeypatch):
+    import datasets.jsonfile as jsonfile
+
+    doc = {"candidate": "a\x1b[31mb\r\n\x00\u202ec", "plain \\n": "µ"}
+    for text in (json.dumps(doc), json.dumps(doc, ensure_ascii=False, indent=1)):
+        assert parse_json(text, "x") == {"candidate": "a\\x1b[31mb\\r\\n\\x00\\u202ec", "plain \\n": "µ"}
+
+    def walked(value):
+        raise AssertionError("a document without unsafe characters was walked")
+
+    monkeypatch.setattr(jsonfile, "_escape_strings", walked)
+    clean = json.dumps({"results": [{"candidate": "best", "method": "gemv \"q\"", "us": 1.5}] * 3, "µs": "x"},
+                       indent=1)
+    assert parse_json(clean, "x")["results"][0]["method"] == 'gemv "q"'
