@@ -69,6 +69,8 @@ SLOW = {
     "test_runs.py::test_committed_runs_are_valid": "every run file",
     "test_gate.py::test_cli_summarize_table_report_exit_3_for_an_incorrect_pair": "python -m dashboard subprocesses",
     "test_gate_app.py::test_compare_gives_incorrect_no_verdict_and_an_error": "Compare over every series",
+    "test_validate_cli.py::test_a_workload_and_a_candidate_check_without_torch": "a python -m dashboard subprocess",
+    "test_dashboard_cli.py::test_a_closed_pipe_ends_quietly": "a python -m dashboard subprocess",
 }
 FAST_TIER_TARGET_S = 240   # the fast tier's budget on a 2-core machine
 

@@ -27,18 +27,23 @@ def test_a_workload_and_a_candidate_check_without_torch(tmp_path):
     assert f"{mine}: follows the candidate protocol" in p.stdout and "note:" not in p.stdout
 
 
-def test_bad_input_is_one_line_exit_2(tmp_path):
+def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
+    from dashboard.__main__ import main
+
     bad = tmp_path / "my_model.json"
     bad.write_text('{"families": {"up": {"N": 0, "K": 4096}}, "loads": [{"load": "decode 1", "M": 1}]}')
-    p = _validate(str(bad))
-    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "families.up.N" in p.stderr
+    assert main(["validate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "families.up.N" in err
     mine = tmp_path / "k.py"
     mine.write_text("def prepare(weight): ...\n")
     good = tmp_path / "ok.json"
     good.write_text('{"families": {"up": {"N": 64, "K": 64}}, "loads": [{"load": "decode 1", "M": 1}]}')
-    p = _validate(str(good), "--candidate", str(mine))
-    assert p.returncode == 2 and "must define callable(s) ['run']" in p.stderr and "Traceback" not in p.stderr
-    assert "note: the app lists only the workloads in datasets/workloads/" in _validate(str(good)).stdout
+    assert main(["validate", str(good), "--candidate", str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert "must define callable(s) ['run']" in err and err.count("\n") == 1
+    assert main(["validate", str(good)]) == 0
+    assert "note: the app lists only the workloads in datasets/workloads/" in capsys.readouterr().out
 
 
 def test_the_readme_recipe_saves_where_the_app_looks():
