@@ -5,7 +5,8 @@ table is that workload's); a picker at the bottom lists any workload's shapes (d
 import streamlit as st
 
 from app_pages import common, terms
-from dashboard import eager, glossary, library_ceiling, metrics, views
+from dashboard import eager, glossary, library_ceiling, views
+from dashboard import runs as drun
 from datasets import list_workloads
 
 st.title("Shapes")
@@ -153,9 +154,13 @@ try:
 except common.BAD_INPUT as exc:
     st.error(f"Cannot read workload {picked!r}: {exc}")
     st.stop()
-spec = metrics.add_metrics(wl.shapes.copy())
+spec = drun.workload_floors(wl, v.data)
 st.caption(f"{wl.name}: {len(wl.family_order)} families ({', '.join(wl.family_order)}) × {len(wl.load_order)} loads "
-           f"({', '.join(f'{load} M={M}' for load, M in wl.load_m.items())}); source: {wl.source}")
+           f"({', '.join(f'{load} M={M}' for load, M in wl.load_m.items())}); source: {wl.source}. Floors (derived): "
+           f"the probes and compute peak of {v.data.path.name}" + ("" if spec["floor_us"].notna().any() else
+                                                                  ", which has none"))
 st.dataframe(spec, hide_index=True, width="stretch", column_order=[
-    c for c in ("load", "family", "M", "N", "K", "x_dtype", "w_dtype", "y_dtype", "weight", "bytes", "flops")
-    if c in spec], column_config={"bytes": num("bytes", format="%d"), "flops": num("FLOPs", format="%.3e")})
+    c for c in ("load", "family", "M", "N", "K", "x_dtype", "w_dtype", "y_dtype", "weight", "bytes", "flops",
+                "floor_us", "bound") if c in spec],
+    column_config={"bytes": num("bytes", format="%d"), "flops": num("FLOPs", format="%.3e"),
+                   "floor_us": num("floor µs", format="%.3f", help=glossary.short("floor"))})

@@ -9,12 +9,14 @@ and the shapes; 2 for bad input, one line on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from pathlib import Path
 
-from datasets import RUNS_DIR, DatasetError, load_workload
+from datasets import RUNS_DIR, WORKLOADS_DIR, DatasetError, load_workload
 from datasets.cli import OneLineParser
-from datasets.paths import PROJECT_DIR, RUN_SUFFIXES
+from datasets.paths import PROJECT_DIR, RUN_SUFFIXES, missing_file_hint, run_paths
 from dashboard import peers, runs, scoring, sources, views, workloads
 from dashboard.files import write_files
 from dashboard.kernels import ExplainError
@@ -23,6 +25,7 @@ from datasets.runfile import RunFileError
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_SCORE = 3
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE   # what a shell reports for `cat` cut off by `| head`
 FLOOR_HINT = " (--include-below-floor scores them)"
 
 
@@ -130,7 +133,7 @@ def _finish(text: str, refused: list[str]) -> int:
 def _existing(path: str, suffixes: tuple[str, ...], what: str) -> Path:
     p = Path(path)
     if not p.is_file():
-        raise CliError(f"{path}: no such file")
+        raise CliError(f"{path}: no such file{missing_file_hint(p)}")
     if not p.name.lower().endswith(suffixes):
         raise CliError(f"{p.name}: expected {what}")
     return p
@@ -156,6 +159,7 @@ def cmd_table(args) -> int:
     gate = runs.pair_gate(data, base, cand, workload, args.include_below_floor, scored_only=False)
     wide = views.wide_shapes(shapes, data.pairs, base, cand, gate)
     wide = wide[wide["load"].isin(workload.load_order)] if scored else wide
+    wide = sort_shapes(wide, args.sort)
     methods = shapes[shapes["candidate"] == cand].set_index("shape")["method"].to_dict()
     text = format_shape_table(wide, methods, views.load_sol(wide, scoring.family_weights(workload)),
                               f"{path.name}: {cand} vs {base} (measured times; ratios, floors, SOL derived)\n"
@@ -190,6 +194,26 @@ def cmd_noise(args) -> int:
     return 0
 
 
+# `table --sort KEY`: (column of dashboard.views.wide_shapes, ascending); "shape" keeps the workload's order.
+SORT_KEYS = {"shape": None, "ratio": ("ratio", False), "base-us": ("baseline_us", False),
+             "cand-us": ("candidate_us", False), "sol": ("sol", True), "gap-us": ("gap_us", False)}
+SORT_HELP = ("row order: shape (the workload's loads and families; default), ratio (largest speed-up first), "
+             "base-us / cand-us (slowest first), sol (furthest below the floor first), gap-us (most µs above the "
+             "floor first)")
+
+
+def sort_shapes(wide, key: str):
+    """The table's rows in `key`'s order (SORT_KEYS); rows without a value (no ratio: kept out) last."""
+    if SORT_KEYS[key] is None:
+        return wide
+    column, ascending = SORT_KEYS[key]
+    values = {"sol": wide["floor_us"] / wide["candidate_us"],
+              "gap_us": wide["candidate_us"] - wide["floor_us"]}.get(column)
+    values = wide[column] if values is None else values
+    order = values.sort_values(ascending=ascending, na_position="last", kind="stable").index
+    return wide.loc[order]
+
+
 def cmd_explain(args) -> int:
     """The kernel breakdown of an explain run (python -m profiler explain), as terminal tables."""
     from dashboard import kernel_report, kernels
@@ -209,6 +233,11 @@ def cmd_results(args) -> int:
     """RESULTS.md from the committed run files (dashboard/results_doc.py): printed, or written atomically."""
     from dashboard import results_doc   # as cmd_explain and cmd_report: the kernel tables load plotly
 
+    runs_dir = Path(args.runs)   # a mistyped folder must not turn into an empty RESULTS.md
+    if not runs_dir.is_dir():
+        raise CliError(f"--runs {runs_dir}: no such folder; nothing written")
+    if not run_paths(runs_dir):
+        raise CliError(f"--runs {runs_dir}: no run files (*.json, *.json.gz) in it; nothing written")
     if args.readme is not None:   # checked before anything is built or written: a bad target costs nothing
         readme = Path(args.readme)
         if not _inside_project(readme):
@@ -227,6 +256,33 @@ def cmd_results(args) -> int:
         write_files(readme.parent, {readme.name: results_doc.splice(readme.read_text(encoding="utf-8"), block,
                                                                     str(readme))})
         print(f"wrote the per-load table into {readme}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    """A workload file (and candidate modules or plans) checked on any machine: no torch, no GPU, nothing imported
+    or run from a candidate (kernels.candidate.check_spec reads its source)."""
+    from kernels.candidate import CandidateError, check_spec   # as cmd_explain: only this command needs kernels
+    from kernels.method import PlanError
+
+    workload = load_workload(args.workload)
+    loads = ", ".join(f"{load} M={M}" for load, M in workload.load_m.items())
+    lines = [f"{args.workload}: a valid workload {workload.name!r} (fingerprint {workload.fingerprint}): "
+             f"{len(workload.family_order)} families ({', '.join(workload.family_order)}), "
+             f"{len(workload.load_order)} loads ({loads}); {len(workload.shapes)} scored shapes, "
+             f"{len(workload.nearby)} nearby"]
+    if Path(args.workload).suffix == ".json" and Path(args.workload).resolve().parent != WORKLOADS_DIR.resolve():
+        lines.append(f"  note: the app lists only the workloads in {WORKLOADS_DIR.relative_to(PROJECT_DIR)}/: save it as "
+                     f"{WORKLOADS_DIR.relative_to(PROJECT_DIR) / (workload.name + '.json')} (then --workload "
+                     f"{workload.name} names it too)")
+    for spec in args.candidate or []:
+        try:
+            check_spec(spec, workload)
+        except (CandidateError, PlanError) as exc:
+            raise CliError(f"--candidate {spec}: {exc}") from None
+        lines.append(f"{spec}: follows the candidate protocol for {workload.name} (read from its source or plan "
+                     f"file; nothing imported or run)")
+    print("\n".join(lines))
     return 0
 
 
@@ -261,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--baseline", help="default: the baseline the candidate was paired with ('baseline')")
     table.add_argument("--candidate", help="default: the last candidate paired with the baseline (e.g. best)")
     table.add_argument("--include-below-floor", **floor)
+    table.add_argument("--sort", choices=list(SORT_KEYS), default="shape", help=SORT_HELP)
     table.set_defaults(func=cmd_table)
     cmp = sub.add_parser("compare", help="is B faster than A? per load and overall: ratio, interval, verdict, the "
                                          "band it used and its source, identical routes")
@@ -287,6 +344,13 @@ def build_parser() -> argparse.ArgumentParser:
     nz.add_argument("--out", help="write here (dashboard/noise_bands.json) instead of printing")
     nz.add_argument("--runs", default=str(RUNS_DIR), help="folder of run files (default: datasets/runs)")
     nz.set_defaults(func=cmd_noise)
+    val = sub.add_parser("validate", help="check a workload file (and candidate modules or plans) on any machine: "
+                                          "no torch, no GPU, no candidate code run")
+    val.add_argument("workload", help="a workload .json file, or a name in datasets/workloads/")
+    val.add_argument("--candidate", action="append",
+                     help="a candidate for it (repeatable): my_kernels.py (prepare(weight), run(state, family, x)), "
+                          "file.py:Class, a plan name or .json file")
+    val.set_defaults(func=cmd_validate)
     # Listed for --help only: main() hands everything after 'report' to dashboard.report_cli.main untouched.
     sub.add_parser("report", help="write a report (HTML, MD, CSV, JSON); see `python -m dashboard report -h`")
     return parser
@@ -300,6 +364,9 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:   # `| head` closed the pipe: stop quietly, as `cat` would
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except ModuleNotFoundError as exc:   # a host without the app's requirements (e.g. a GPU host without plotly)
         print(f"error: python -m dashboard {args.command} needs the Python package {exc.name!r}, which is not "
               f"installed here (pip install -r requirements.txt)", file=sys.stderr)
@@ -313,6 +380,13 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # anything else a file's content can trigger: still one line, never a traceback
         print(f"error: {args.command}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not hit the closed pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

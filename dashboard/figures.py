@@ -6,6 +6,8 @@ Column conventions are named in each docstring.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import plotly.colors as pcolors
@@ -103,6 +105,56 @@ def label_log_axes(fig: go.Figure, units: dict[str, str] | None = None) -> go.Fi
     return fig
 
 
+# Plotly renders a subset of HTML in every label (trace names, tick labels, hover text, titles), links included: a
+# name holding '<a href=...>' became live links. Every builder below returns through html_labels, the one place a
+# figure's text is made safe: each '<' that does not open one of the tags the builders themselves write is shown as
+# text ('&lt;'), so only that formatting survives and no name can add a link or any other markup.
+_FOREIGN_TAG = re.compile(r"<(?!/?(?:br|b|i|sub|sup|extra)>)")
+_TRACE_TEXT = ("name", "text", "hovertext", "x", "y", "customdata", "labels")
+
+
+def _safe(value):
+    """`value` with html_labels' rule applied to every string in it (nested lists, tuples, object arrays); None
+    when nothing changes, so a figure without a foreign '<' is left as it is (no re-validation by plotly)."""
+    if isinstance(value, str):
+        return _FOREIGN_TAG.sub("&lt;", value) if _FOREIGN_TAG.search(value) else None
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return None
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = [(_safe(v), v) for v in value]
+        if all(new is None for new, _ in items):
+            return None
+        return [v if new is None else new for new, v in items]
+    return None
+
+
+def html_labels(fig: go.Figure) -> go.Figure:
+    """The figure with every label, tick text, hover text and title made safe for plotly's HTML (see above).
+
+    Reads the figure's own property dicts (`_data`, `_layout`: plotly's property access costs about 8 ms a figure
+    here) and writes through the public API only where a label changes."""
+    for i, raw in enumerate(fig._data):
+        for attr in _TRACE_TEXT:
+            if attr in raw and (new := _safe(raw[attr])) is not None:
+                fig.data[i][attr] = new
+    layout = fig._layout
+    title = layout.get("title")
+    if isinstance(title, dict) and (new := _safe(title.get("text"))) is not None:
+        fig.layout.title.text = new
+    for i, note in enumerate(layout.get("annotations") or ()):
+        if (new := _safe(note.get("text"))) is not None:
+            fig.layout.annotations[i].text = new
+    for name, axis in layout.items():
+        if not name.startswith(("xaxis", "yaxis")) or not isinstance(axis, dict):
+            continue
+        if (new := _safe(axis.get("ticktext"))) is not None:
+            fig.layout[name].ticktext = new
+        axis_title = axis.get("title")
+        if isinstance(axis_title, dict) and (new := _safe(axis_title.get("text"))) is not None:
+            fig.layout[name].title.text = new
+    return fig
+
+
 def _title(text: str, source: str) -> dict:
     return dict(text=f"{text}<br><sup>{source}</sup>")
 
@@ -167,7 +219,7 @@ def load_time_bars(df: pd.DataFrame, series: dict[str, str], source: str, load_o
                         hovertemplate="%{x}<br>Σ floor %{y:.3f} µs<extra></extra>")
     fig.update_layout(barmode="stack", title=_title("Time per load, stacked by family (µs, lower is better)",
                                                     source), yaxis_title="µs", legend_title="family", **LAYOUT)
-    return fig
+    return html_labels(fig)
 
 
 def family_bars(df: pd.DataFrame, load: str, series: dict[str, str], source: str, colors: dict | None = None,
@@ -187,7 +239,7 @@ def family_bars(df: pd.DataFrame, load: str, series: dict[str, str], source: str
                             hovertemplate="%{x} floor: %{y:.3f} µs<extra></extra>")
     fig.update_layout(barmode="group", scattermode="group", title=_title(f"{load}: time per family (µs)", source),
                       yaxis_title="µs", **LAYOUT)
-    return fig
+    return html_labels(fig)
 
 
 def above_floor_bars(df: pd.DataFrame, series: dict[str, str], source: str, colors: dict | None = None) -> go.Figure:
@@ -202,7 +254,7 @@ def above_floor_bars(df: pd.DataFrame, series: dict[str, str], source: str, colo
     fig.update_layout(barmode="group", title=_title("Time above the floor per family (µs summed over the loads; "
                                                     "what a kernel at the floor would recover)", source),
                       yaxis_title="µs above the floor", **LAYOUT)
-    return fig
+    return html_labels(fig)
 
 
 def share_bars(shares: pd.DataFrame, source: str) -> go.Figure:
@@ -215,7 +267,7 @@ def share_bars(shares: pd.DataFrame, source: str) -> go.Figure:
                     marker_color=fam_colors[fam], hovertemplate="%{y} " + fam + ": %{x:.1f}%<extra></extra>")
     fig.update_layout(barmode="stack", title=_title("Share of each load's time per family (%)", source),
                       xaxis_title="% of the load's time", yaxis_autorange="reversed", **LAYOUT)
-    return fig
+    return html_labels(fig)
 
 
 def ratio_bars(df: pd.DataFrame, source: str, target: float | None = None) -> go.Figure:
@@ -235,13 +287,13 @@ def ratio_bars(df: pd.DataFrame, source: str, target: float | None = None) -> go
         notes.append(dict(xref="x domain", x=1, xanchor="left", yref="y", y=target, showarrow=False,
                           text=f"target<br>{target:.4f}×", font=dict(color="#d62728")))
     # One constructor call with the lines as layout shapes (add_hline walks the subplot grid for every line).
-    return go.Figure(
+    return html_labels(go.Figure(
         go.Bar(x=df["label"].tolist(), y=df["ratio"].tolist(), error_y=err, marker_color="#1f77b4",
                text=[f"{r:.4f}×" for r in df["ratio"]], textposition="outside",
                hovertemplate="%{x}: %{y:.4f}×<extra></extra>"),
         layout=dict(LAYOUT, title=_title("Speedup ratio (baseline ÷ candidate; > 1 is faster)", source),
                     yaxis=dict(title=dict(text="ratio ×"), range=[0, top * 1.15]), shapes=shapes, annotations=notes,
-                    margin=dict(LAYOUT["margin"], r=90 if target else 20)))
+                    margin=dict(LAYOUT["margin"], r=90 if target else 20))))
 
 
 def _hline(y: float, line: dict) -> dict:
@@ -316,7 +368,7 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
                       xaxis=dict(type="log", title="arithmetic intensity (FLOP / byte)",
                                  range=[np.log10(lo), np.log10(hi)]),
                       yaxis=dict(type="log", title="achieved TFLOP/s"), **LAYOUT)
-    return label_log_axes(fig)
+    return html_labels(label_log_axes(fig))
 
 
 def time_vs_floor(df: pd.DataFrame, source: str, colors: dict | None = None) -> go.Figure:
@@ -335,7 +387,7 @@ def time_vs_floor(df: pd.DataFrame, source: str, colors: dict | None = None) -> 
     _mark_gated(fig, df, "shape", "median_us")
     fig.update_layout(barmode="group", scattermode="group", title=_title("Time vs floor per shape (µs)", source),
                       yaxis_title="µs", xaxis_tickangle=-45, **LAYOUT)
-    return fig
+    return html_labels(fig)
 
 
 def probe_curve(probes: pd.DataFrame | None, seed: pd.DataFrame | None, source: str) -> go.Figure:
@@ -358,7 +410,7 @@ def probe_curve(probes: pd.DataFrame | None, seed: pd.DataFrame | None, source: 
     fig.update_xaxes(type="log", title="bytes read")
     fig.update_yaxes(type="log", row=1, col=1)
     fig.update_layout(title=_title("HBM read probe curve", source), **SUBPLOTS_LAYOUT)
-    return label_log_axes(fig, {"xaxis": "B", "xaxis2": "B", "yaxis": " µs"})
+    return html_labels(label_log_axes(fig, {"xaxis": "B", "xaxis2": "B", "yaxis": " µs"}))
 
 
 def line_figure(x, y, title: str, xlabel: str, ylabel: str, source: str, marker: tuple | None = None,
@@ -377,7 +429,7 @@ def line_figure(x, y, title: str, xlabel: str, ylabel: str, source: str, marker:
     if log_x:
         fig.update_xaxes(type="log")
         label_log_axes(fig)
-    return fig
+    return html_labels(fig)
 
 
 def ledger_figure(ledger: pd.DataFrame, source: str = "published (write-up ledger)") -> go.Figure:
@@ -402,7 +454,7 @@ def ledger_figure(ledger: pd.DataFrame, source: str = "published (write-up ledge
     fig.update_layout(title=_title("Candidate history (score per evaluation)", source),
                       xaxis=dict(type="category", title="candidate", categoryorder="category ascending"),
                       yaxis_title="score ×", **LAYOUT)
-    return fig
+    return html_labels(fig)
 
 
 def compare_figure(shapes: pd.DataFrame, eps: float | None, source: str, labels: dict[str, str] | None = None,
@@ -446,7 +498,7 @@ def compare_figure(shapes: pd.DataFrame, eps: float | None, source: str, labels:
     fig.update_layout(title=_title(f"Ratio vs reference per shape (reference ÷ series; > 1 faster; {band})", source),
                       yaxis=dict(type="log", title="ratio × (log)"), xaxis=xaxis, scattermode="group",
                       legend=dict(groupclick="toggleitem"), **LAYOUT)
-    return label_log_axes(fig, {"yaxis": "×"})
+    return html_labels(label_log_axes(fig, {"yaxis": "×"}))
 
 
 def dispatch_figure(regions: pd.DataFrame, shapes: pd.DataFrame | None, source: str,
@@ -479,7 +531,7 @@ def dispatch_figure(regions: pd.DataFrame, shapes: pd.DataFrame | None, source: 
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.18, x=0),
                       height=160 + 38 * lanes + 26 * int(np.ceil((len(methods) + 1) / 4)),
                       margin=dict(LAYOUT["margin"], b=40 + 26 * int(np.ceil((len(methods) + 1) / 4))))
-    return label_log_axes(fig)
+    return html_labels(label_log_axes(fig))
 
 
 def telemetry_figure(telemetry: pd.DataFrame, source: str = "measured (NVML telemetry)") -> go.Figure:
@@ -502,7 +554,7 @@ def telemetry_figure(telemetry: pd.DataFrame, source: str = "measured (NVML tele
     fig.update_xaxes(title="s")
     fig.update_layout(title=_title("Telemetry during the run", source), showlegend=False,
                       **SUBPLOTS_LAYOUT)
-    return fig
+    return html_labels(fig)
 
 
 def samples_figure(samples: dict[str, list[float]], floor_us: float | None, title: str, source: str,
@@ -516,7 +568,7 @@ def samples_figure(samples: dict[str, list[float]], floor_us: float | None, titl
     if floor_us is not None and np.isfinite(floor_us):
         fig.add_hline(y=floor_us, line_dash="dot", annotation_text=f"floor {floor_us:.3f} µs (derived)")
     fig.update_layout(title=_title(title, source), yaxis_title="µs", showlegend=False, **LAYOUT)
-    return fig
+    return html_labels(fig)
 
 
 def fleet_figure(table: pd.DataFrame) -> go.Figure:
@@ -534,4 +586,4 @@ def fleet_figure(table: pd.DataFrame) -> go.Figure:
                       yaxis2={"title": "SOL", "overlaying": "y", "side": "right", "tickformat": ".0%",
                               "range": [0, max(1.05, sol_top)]},
                       legend={"orientation": "h"}, margin={"t": 30})
-    return fig
+    return html_labels(fig)

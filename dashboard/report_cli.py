@@ -15,6 +15,7 @@ from pathlib import Path
 
 from datasets import DatasetError
 from datasets.cli import OneLineParser
+from datasets.paths import missing_file_hint
 from dashboard import kernel_report, kernels, report, runs, scoring
 from dashboard.runs import RunFileError
 
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         if bad:
             raise ValueError(f"unknown format(s) {bad}; choose from html, md, csv, json")
         if not Path(args.path).is_file():
-            raise ValueError(f"{args.path}: no such file")
+            raise ValueError(f"{args.path}: no such file{missing_file_hint(args.path)}")
         rep = build_any(args.path, args.baseline, args.candidate, args.shape, args.include_below_floor)
         paths = rep.write(args.out, formats, inputs=[args.path])
     except (DatasetError, RunFileError, scoring.ScoringError, ValueError, KeyError, OSError) as exc:

@@ -23,7 +23,7 @@ STYLE = ("body{font-family:sans-serif;margin:2em auto;max-width:1400px;padding:0
          "font-weight:600;vertical-align:top}table.facts td{padding:3px 0}"
          ".tbl{border-collapse:collapse;font-size:.85em;margin:.5em 0 1.5em}.tbl td,.tbl th{padding:3px 8px;"
          "border-bottom:1px solid #ddd;text-align:right;overflow-wrap:anywhere;max-width:32em}"
-         ".tbl th{background:#f4f4f4}.tbl td:first-child,.tbl th:first-child{text-align:left}"
+         ".tbl td.n{white-space:nowrap;overflow-wrap:normal}.tbl th{background:#f4f4f4}.tbl td:first-child,.tbl th:first-child{text-align:left}"
          ".note{max-width:60em;line-height:1.45}.fig{width:100%;height:460px}")
 
 
@@ -109,10 +109,18 @@ def _figure(spec_json: str, i: int) -> str:
             f"Plotly.newPlot('fig{i}',f.data,f.layout,{{responsive:true,displaylogo:false}});}});</script>")
 
 
+# A cell of digits with its separators, signs, units and interval brackets ("1,234.5 µs", "1.021 [0.99,1.05]",
+# "97.1%"): never broken across lines ('overflow-wrap:anywhere', which long method names need, split "128" as "12↵8").
+_NUMERIC = re.compile(r"[+\-−]?[0-9][0-9\s.,%×x+\-−–\[\]()µs]*")
+
+
+def _td(text: str) -> str:
+    return f"<td class='n'>{_e(text)}</td>" if _NUMERIC.fullmatch(text) else f"<td>{_e(text)}</td>"
+
+
 def _html_table(df: pd.DataFrame) -> str:
     head = "".join(f"<th>{_e(c)}</th>" for c in df.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{_e(_cell(v))}</td>" for v in r) + "</tr>"
-                   for r in df.itertuples(index=False))
+    rows = "".join("<tr>" + "".join(_td(_cell(v)) for v in r) + "</tr>" for r in df.itertuples(index=False))
     return f"<table class='tbl'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 

@@ -166,18 +166,19 @@ def load_run_data(path, workload: Workload | None = None) -> RunData:
 def status_rows(data: RunData) -> pd.DataFrame:
     """What the gate reads: one row per (shape, candidate) result with its status and median, plus one row per
     failure record (status 'failed', no time)."""
-    cols = ["shape", *scoring.SHAPE_ID, "candidate", "median_us", "status", "reason", "flags", "vs_baseline"]
+    cols = ["shape", *scoring.SHAPE_ID, "candidate", "median_us", "status", "reason", "flags", "vs_baseline",
+            "rel_l2"]
     res = scoring.with_status(data.results) if len(data.results) else pd.DataFrame(columns=cols)
     if "reason" not in res:
         res = res.assign(reason="")
-    if len(res):  # the flags and the error factor travel with the status: a less_accurate score says so
+    if len(res):  # the flags and the errors travel with the status: a less_accurate score says so, and by how much
+        errors = [e if isinstance(e, dict) else {} for e in (res["error"] if "error" in res else [None] * len(res))]
         res = res.assign(flags=res["flags"] if "flags" in res else [[]] * len(res),
-                         vs_baseline=[e.get("vs_baseline") if isinstance(e, dict) else None
-                                      for e in (res["error"] if "error" in res else [None] * len(res))])
+                         vs_baseline=[e.get("vs_baseline") for e in errors], rel_l2=[e.get("rel_l2") for e in errors])
     frames = [res.reindex(columns=cols)]
     if len(data.failures):
         frames.append(data.failures.assign(median_us=np.nan, flags=[[]] * len(data.failures),
-                                           vs_baseline=np.nan)[cols])
+                                           vs_baseline=np.nan, rel_l2=np.nan)[cols])
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
@@ -229,6 +230,21 @@ def shape_table(data: RunData, workload: Workload | None = None) -> pd.DataFrame
     table["floor_us"] = roofline.floor_us(table["memory_floor_us"], table["compute_floor_us"])
     table["bound"] = roofline.bound(table["memory_floor_us"], table["compute_floor_us"])
     table["sol"] = roofline.sol(table["floor_us"], table["median_us"])
+    return table
+
+
+def workload_floors(workload: Workload, data: RunData) -> pd.DataFrame:
+    """Any workload's scored shapes with their metrics and floors (derived) on the GPU `data` measured: the memory
+    floor is `data`'s read-probe curve at each shape's bytes and the compute floor its compute peak (the same rules
+    as shape_table's curve_floor_us), so a workload nobody has run yet shows floors too. Without probes in `data`
+    (a published table) the floor columns are NaN."""
+    table = metrics.add_metrics(workload.shapes.copy())
+    curve = probe_curve(data)
+    table["memory_floor_us"] = curve.us(table["bytes"].to_numpy()) if curve else np.nan
+    peak = data.run.get("compute_peak_tflops")
+    table["compute_floor_us"] = roofline.compute_floor_us(table["flops"], peak) if peak else np.nan
+    table["floor_us"] = roofline.floor_us(table["memory_floor_us"], table["compute_floor_us"])
+    table["bound"] = roofline.bound(table["memory_floor_us"], table["compute_floor_us"])
     return table
 
 

@@ -262,13 +262,15 @@ LESS_ACCURATE = "less_accurate"  # the sweep's flag: correct, but error > the co
 
 def accuracy_note(times: pd.DataFrame, candidate: str, scored: pd.DataFrame | None = None) -> str | None:
     """The words that go beside a score whose candidate is flagged less_accurate at a scored shape, with the
-    factor ("less accurate: error up to 5.2x the baseline's at 3 of 30 scored shapes (decode 1/o, ...)"); None
-    when it is not (or `times` carries no flags). `times`: rows with candidate, flags and optionally vs_baseline."""
+    factor and, at the worst shape, the error itself against the tolerance ("less accurate: error up to 5.2x the
+    baseline's (decode 1/o: rel. L2 1.3e-05, tolerance 0.01) at 3 of 30 scored shapes (decode 1/o, ...)"); None
+    when it is not (or `times` carries no flags). `times`: rows with candidate, flags and optionally vs_baseline
+    and rel_l2; `scored`: the scored shapes, optionally with rel_l2_tol."""
     if "flags" not in times:
         return None
     rows = times[times["candidate"] == candidate]
     if scored is not None:
-        rows = rows.merge(scored[SHAPE_ID], on=SHAPE_ID)
+        rows = rows.merge(scored[[c for c in (*SHAPE_ID, "rel_l2_tol") if c in scored]], on=SHAPE_ID)
     flagged = rows[[isinstance(f, (list, tuple)) and LESS_ACCURATE in f for f in rows["flags"]]]
     if flagged.empty:
         return None
@@ -276,6 +278,11 @@ def accuracy_note(times: pd.DataFrame, candidate: str, scored: pd.DataFrame | No
                else pd.Series(dtype=float))
     factor = f"error up to {factors.max():.3g}x the baseline's" if factors.notna().any() else \
         "error above the contract's factor x the baseline's"
+    if factors.notna().any() and {"rel_l2", "rel_l2_tol"} <= set(flagged):
+        worst = flagged.loc[factors.idxmax()]
+        if pd.notna(worst["rel_l2"]) and pd.notna(worst["rel_l2_tol"]):
+            factor += (f" ({shape_key(worst['load'], worst['family'], worst['M'])}: rel. L2 error "
+                       f"{float(worst['rel_l2']):.2g}, tolerance {float(worst['rel_l2_tol']):.2g})")
     names = [shape_key(r.load, r.family, r.M) for r in flagged.itertuples()]
     where = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
     total = len(scored) if scored is not None else len(rows)
@@ -302,7 +309,8 @@ def score_long(times: pd.DataFrame, baseline: str, candidate: str, workload,
     frame = scored.assign(**sides)
     out = _score_wide(frame, workload.load_order, baseline=baseline, candidate=candidate,
                       below_floor=tuple(gate.below_floor) if include_below_floor else ())
-    return replace(out, accuracy=accuracy_note(times, candidate, scored))
+    tolerances = workload.shapes[SHAPE_ID + ["rel_l2_tol"]] if "rel_l2_tol" in workload.shapes else scored
+    return replace(out, accuracy=accuracy_note(times, candidate, tolerances))
 
 
 def complete_loads(times: pd.DataFrame, baseline: str, candidate: str, workload,

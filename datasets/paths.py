@@ -24,12 +24,30 @@ def is_run_name(name: str) -> bool:
     return name.lower().endswith(RUN_SUFFIXES)
 
 
+def link_outside_project(path) -> bool:
+    """Whether `path` is a symbolic link whose target lies outside the project: a file dropped into a data folder
+    must not make projlab read (and show) something elsewhere on the machine."""
+    path = Path(path)
+    if not path.is_symlink():
+        return False
+    return not path.resolve().is_relative_to(PROJECT_DIR.resolve())
+
+
 def run_paths(folder) -> list[Path]:
-    """The run files directly in `folder` (both suffixes; hidden files left out), in name order."""
+    """The run files directly in `folder` (both suffixes; hidden files and links that leave the project left
+    out), in name order."""
     folder = Path(folder)
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.is_file() and is_run_name(p.name) and not p.name.startswith("."))
+    return sorted(p for p in folder.iterdir() if p.is_file() and is_run_name(p.name) and not p.name.startswith(".")
+                  and not link_outside_project(p))
+
+
+def missing_file_hint(path) -> str:
+    """' (did you mean X.json.gz? ...)' when `path` is missing and its gzip-compressed sibling exists (run files
+    over 256 KB are committed compressed), else ''."""
+    packed = Path(path).with_name(Path(path).name + ".gz")
+    return f" (did you mean {packed}? large run files are committed gzip-compressed)" if packed.is_file() else ""
 
 
 def run_stem(name: str) -> str:

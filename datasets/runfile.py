@@ -26,12 +26,40 @@ KNOWN_FLAGS = ("below_floor", "throttled", "wide_ci", "less_accurate", "incorrec
 FAILURE_KINDS = ("incorrect", "load", "died", "timeout", "cuda_fault", "exit", "tainted", "skipped", "not_timed",
                  "error")  # documented (profiler/README.md); other strings are accepted
 MAX_US_PER_CALL = 1e6  # one projection call taking more than 1 s is not a measurement of it: rejected
+# A time under 10 ns is no measurement either: CUDA event timing resolves about 0.5 us, and the smallest time in the
+# committed runs is 0.16 us (a gap between two kernels). 5e-324 (a denormal) passed "> 0" and then overflowed ratios.
+MIN_US_PER_CALL = 0.01
+# 45x the results of the largest committed run (a tune log, 2,221): validation and every reader stay linear and quick.
+MAX_RESULTS = 100_000
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # the label becomes part of the file name
 SHAPE_FIELDS = ("load", "family", "M", "N", "K")
 
 
 class RunFileError(ValueError):
     """A run file (or run dict) breaks the schema; the message names the file and the field's JSON path."""
+
+
+class WriteError(RunFileError):
+    """A file could not be written (a full disk, a read-only or missing folder); one line naming the path and the
+    system's reason, and, for a run in progress, where what was measured went instead."""
+
+
+def _write_problem(path: Path, exc: OSError) -> str:
+    return f"cannot write {path}: {exc.strerror or exc}"
+
+
+def check_writable(path) -> None:
+    """WriteError unless a new file can be created in `path`'s folder (or, where it does not exist yet, in its
+    nearest existing parent): checked by creating and removing a temp file, since permission bits say nothing on
+    a read-only mount and nothing at all to root."""
+    path = Path(path)
+    folder = next((p for p in path.parents if p.exists()), Path("."))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".projlab-write-check.", dir=folder)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise WriteError(_write_problem(path, exc)) from None
 
 
 # --- type checks: each returns a problem string or None ------------------------------------------------------
@@ -50,7 +78,7 @@ def _is_int(v) -> bool:
 
 
 def _is_time(v) -> bool:
-    return _is_number(v) and 0 < v <= MAX_US_PER_CALL
+    return _is_number(v) and MIN_US_PER_CALL <= v <= MAX_US_PER_CALL
 
 
 _KINDS = {
@@ -171,13 +199,14 @@ def _expected(kind: str, value) -> str:
         if not many and not _is_number(value):
             return "number" + (" or null" if kind.endswith("null") else "")
         what = "times" if many else "a time"
-        return f"{what} in us with 0 < t <= {MAX_US_PER_CALL:.0e} (at most 1 s per call)"
+        return (f"{what} in us with {MIN_US_PER_CALL:g} <= t <= {MAX_US_PER_CALL:.0e} (at least 10 ns, at most 1 s "
+                f"per call)")
     if kind in ("M", "N or K"):
         limit = MAX_M if kind == "M" else MAX_DIM
         return "integer" if not _is_int(value) else "positive integer" if value <= 0 else \
             f"an integer at most {limit:,} (the workload files' limit)"
     if kind == "object of times":
-        return f"object of times in us with 0 < t <= {MAX_US_PER_CALL:.0e}"
+        return f"object of times in us with {MIN_US_PER_CALL:g} <= t <= {MAX_US_PER_CALL:.0e}"
     base = kind.removeprefix("positive ").removeprefix("non-negative ")
     return base if base in _KINDS and not _KINDS[base](value) else kind
 
@@ -205,6 +234,9 @@ def validate_run(run, source: str = "<run>") -> None:
     for name, fields in (("probes", PROBE), ("telemetry", TELEMETRY)):
         for i, record in enumerate(run.get(name, [])):
             _check_record(record, fields, f"{name}[{i}]", fail)
+    for name in ("results", "pairs", "failures"):
+        if isinstance(run.get(name), list) and len(run[name]) > MAX_RESULTS:
+            fail(name, f"{len(run[name]):,} records is over the limit {MAX_RESULTS:,}")
     _check_results(run["results"], fail)
     _check_pairs(run["pairs"], run["results"], fail)
     for i, record in enumerate(run.get("failures", [])):
@@ -339,7 +371,10 @@ def write_run_atomic(run: dict, path, overwrite: bool = False) -> Path:
     if not overwrite and path.exists():
         raise RunFileError(f"{path.name}: refusing to overwrite an existing run file (runs are never overwritten; "
                            f"pick a new label)")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(_write_problem(path, exc)) from None
     return write_text_atomic(path, text, overwrite=overwrite)
 
 
@@ -363,8 +398,9 @@ def write_text_atomic(path: Path, text: str, overwrite: bool = True) -> Path:
     The file gets the mode any new file gets (0o666 less the umask), not the owner-only mode of the temp file:
     run files and reports are for sharing. overwrite=False links instead of renaming, so an existing `path` is
     never replaced (RunFileError)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -374,8 +410,10 @@ def write_text_atomic(path: Path, text: str, overwrite: bool = True) -> Path:
             os.replace(tmp, path)
         else:
             _link_no_clobber(tmp, path)
+    except OSError as exc:   # a full disk, a read-only folder: one line (WriteError), never a traceback
+        raise WriteError(_write_problem(path, exc)) from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
     return path
 
@@ -455,9 +493,28 @@ class RunWriter:
     def _write(self, run: dict, status: str) -> Path:
         if self.finalized:
             raise RunFileError(f"{self.path.name}: run already finalized")
-        write_run_atomic({**run, "status": status}, self.path, overwrite=self._created)
+        try:
+            write_run_atomic({**run, "status": status}, self.path, overwrite=self._created)
+        except WriteError as exc:
+            raise WriteError(f"{exc}; {self._rescue(run)}") from None
         self._created = True
         return self.path
+
+    def _rescue(self, run: dict) -> str:
+        """Where what was measured went when the run file could not be written: the same name in the system's temp
+        folder (a fresh name per attempt, so nothing there is overwritten), always as a 'partial' run."""
+        folder = Path(tempfile.gettempdir())
+        stem = self.path.name.removesuffix(".json")
+        for attempt in range(100):
+            fallback = folder / (f"{stem}.json" if attempt == 0 else f"{stem}-{attempt}.json")
+            try:
+                write_run_atomic({**run, "status": "partial"}, fallback)
+                return f"what was measured so far is in {fallback} (status partial)"
+            except WriteError as exc:
+                return f"and it could not be kept elsewhere either ({exc})"
+            except RunFileError:   # that name exists: try the next
+                continue
+        return f"and it could not be kept elsewhere either (100 files named {stem}* in {folder})"
 
     def flush(self, run: dict) -> Path:
         """Write `run` with status 'partial'."""

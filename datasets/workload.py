@@ -19,6 +19,7 @@ import hashlib
 import json
 import shlex
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Mapping
 
@@ -67,9 +68,14 @@ class Workload:
         """load name -> M, in spec order."""
         return {entry["load"]: int(entry["M"]) for entry in self.loads}
 
+    @cached_property
+    def _load_of_m(self) -> dict[int, str]:
+        return {int(entry["M"]): entry["load"] for entry in self.loads}
+
     def load_at(self, M: int) -> str | None:
-        """The scored load whose M this is, or None (each load has its own M; the loader checks it)."""
-        return next((entry["load"] for entry in self.loads if int(entry["M"]) == int(M)), None)
+        """The scored load whose M this is, or None (each load has its own M; the loader checks it). A dict built
+        once: every shape row asks, so a scan of the loads per call made reading a workload quadratic."""
+        return self._load_of_m.get(int(M))
 
     def is_scored(self, load: str) -> bool:
         return load in self.load_order

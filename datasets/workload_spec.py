@@ -30,6 +30,13 @@ from datasets.shapes import KNOWN_DTYPES, NEARBY_LOAD
 MAX_DIM = 1 << 20
 MAX_M = 1 << 16
 MAX_NAME = 80         # workload, family and load names end up in file names and one-line messages
+# A workload's scored shapes are loads x families and every reader builds them: with no limit a 150 KB file of 2,000
+# families and 2,000 loads is 4 million shapes (minutes of CPU in every reader). A model's decode step has under 10
+# projection families and a handful of loads (the committed workloads: 5 x 6 and 4 x 4), so 64 each (4,096 shapes)
+# leaves room and keeps every reader fast.
+MAX_FAMILIES = 64
+MAX_LOADS = 64
+MAX_NEARBY_M = 256
 # A family's weight multiplies its times inside each load's sum: outside this range the sums overflow or vanish in
 # floating point (1e308 x 10 us is inf), and no model weighs one projection a million times another.
 WEIGHT_RANGE = (1e-6, 1e6)
@@ -274,6 +281,8 @@ def _check_loads(c: _Checker, loads) -> dict[int, str]:
     """Each load names one M; names and M values are unique (so an M picks one scored shape per family)."""
     if not isinstance(loads, list) or not loads:
         c.fail("loads", f"expected a non-empty list of {{\"load\": name, \"M\": rows}}, got {_shown(loads)}")
+    if len(loads) > MAX_LOADS:
+        c.fail("loads", f"{len(loads):,} loads is over the limit {MAX_LOADS} (scored shapes are loads x families)")
     by_name: dict[str, int] = {}
     load_m: dict[int, str] = {}
     for i, entry in enumerate(loads):
@@ -305,6 +314,9 @@ def _check_load(c: _Checker, i: int, entry, by_name: dict, load_m: dict) -> None
 def _check_families(c: _Checker, families, load_m: dict[int, str]) -> None:
     if not isinstance(families, dict) or not families:
         c.fail("families", f"expected a non-empty object of families, got {_shown(families)}")
+    if len(families) > MAX_FAMILIES:
+        c.fail("families", f"{len(families):,} families is over the limit {MAX_FAMILIES} (scored shapes are loads x "
+                           f"families)")
     for name, fam in families.items():
         with c.part():
             _check_family(c, name, fam, load_m)
@@ -390,6 +402,8 @@ def _check_nearby(c: _Checker, nearby, load_m: dict[int, str]) -> None:
             c.text(nearby["note"], "nearby.note")
     if not isinstance(nearby["M"], list):
         c.fail("nearby.M", f"expected a list of positive integers, got {_shown(nearby['M'])}")
+    if len(nearby["M"]) > MAX_NEARBY_M:
+        c.fail("nearby.M", f"{len(nearby['M']):,} values is over the limit {MAX_NEARBY_M}")
     seen: dict[int, int] = {}
     for j, M in enumerate(nearby["M"]):
         with c.part():

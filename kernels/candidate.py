@@ -17,6 +17,7 @@ calls it before a worker loads the candidate); load_candidate(spec) builds it.
 """
 from __future__ import annotations
 
+import ast
 import importlib.util
 import inspect
 import json
@@ -247,6 +248,7 @@ def check_spec(spec, workload=None) -> None:
         if not path.is_file():
             raise CandidateError(f"{path}: no such module file")
         _check_source(path)
+        check_interface(path, match["attr"] if match else None)
         return
     load_plan(text, workload)
 
@@ -260,6 +262,73 @@ def _check_source(path: Path) -> None:
         raise CandidateError(f"{path}: line {exc.lineno}: {exc.msg} (the module does not compile)") from None
     except (ValueError, OSError) as exc:   # NUL bytes; an unreadable file
         raise CandidateError(f"{path}: cannot be compiled: {exc}") from None
+
+
+# What each protocol's functions must accept, positionally: a module's prepare(weight) and run(state, family, x);
+# a Candidate class's prepare(self, family, weight) and run(self, state, family, x).
+MODULE_PROTOCOL = {"prepare": (1, "prepare(weight) -> state"), "run": (3, "run(state, family, x) -> y")}
+CLASS_PROTOCOL = {"prepare": (3, "prepare(self, family, weight) -> state"),
+                  "run": (4, "run(self, state, family, x) -> y")}
+
+
+def _accepts(fn: ast.FunctionDef | ast.AsyncFunctionDef, n: int) -> bool:
+    """Whether a def's signature can be called with `n` positional arguments."""
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    required = len(params) - len(fn.args.defaults)
+    kw_required = [a for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is None]
+    return required <= n and (n <= len(params) or fn.args.vararg is not None) and not kw_required
+
+
+def _bindings(body: list) -> dict[str, ast.AST]:
+    """Top-level names a module (or class) body binds, and the statement that binds each (the last one wins)."""
+    found: dict[str, ast.AST] = {}
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.update({t.id: node for t in targets if isinstance(t, ast.Name)})
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update({(a.asname or a.name).split(".")[0]: node for a in node.names})
+    return found
+
+
+def _protocol_problems(bound: dict[str, ast.AST], protocol: dict, where: str) -> list[str]:
+    missing = [name for name in protocol if name not in bound]
+    problems = [f"{where} must define callable(s) {missing} ({', '.join(s for _, s in protocol.values())})"] \
+        if missing else []
+    for name, (n, shape) in protocol.items():
+        node = bound.get(name)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _accepts(node, n):
+            problems.append(f"{where}: {name} must accept {shape}, has ({ast.unparse(node.args)})")
+    return problems
+
+
+def check_interface(path, attr: str | None = None) -> None:
+    """CandidateError when a candidate file visibly breaks the protocol, read from its source (ast) without running
+    or importing any of it, so it works on a machine without torch or a GPU: a module needs prepare(weight) and
+    run(state, family, x); `file.py:Name` needs Name, and a class Name its prepare and run. Names bound by an
+    assignment or an import, and methods a class may inherit, are left to the worker's checks (they are not
+    visible in the source)."""
+    path = Path(path)
+    try:
+        tree = ast.parse(path.read_bytes(), str(path))
+    except (SyntaxError, ValueError, OSError) as exc:
+        raise CandidateError(f"{path}: cannot be read as Python: {exc}") from None
+    bound = _bindings(tree.body)
+    if attr is None:
+        problems = _protocol_problems(bound, MODULE_PROTOCOL, "the module")
+    elif attr not in bound:
+        problems = [f"no attribute {attr!r} (defined at the top level)"]
+    elif isinstance(bound[attr], ast.ClassDef):
+        cls = bound[attr]
+        inherits = any(not (isinstance(b, ast.Name) and b.id == "object") for b in cls.bases)
+        problems = [p for p in _protocol_problems(_bindings(cls.body), CLASS_PROTOCOL, f"class {attr}")
+                    if not (inherits and "must define" in p)]
+    else:
+        problems = []
+    if problems:
+        raise CandidateError(f"{path}: " + "; ".join(problems))
 
 
 def resolve_spec(spec) -> str:

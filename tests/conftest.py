@@ -81,6 +81,8 @@ SLOW = {
     "test_peer_methods.py::test_torch_compile_passes_the_contract_in_a_worker_on_cpu_and_records_its_setup":
         "a worker process and an Inductor compile (about 25 s, 50 s with a cold Inductor cache)",
     "test_peers_page.py": "AppTest: the Overview on a five-candidate run",
+    "test_validate_cli.py::test_a_workload_and_a_candidate_check_without_torch": "a python -m dashboard subprocess",
+    "test_dashboard_cli.py::test_a_closed_pipe_ends_quietly": "a python -m dashboard subprocess",
 }
 FAST_TIER_TARGET_S = 240   # the fast tier's budget on a 2-core machine
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from datasets import RUNS_DIR
 from datasets.cli import EXIT_BAD_INPUT, positive_int
-from datasets.runfile import RunFileError, run_filename
+from datasets.runfile import RunFileError, WriteError, run_filename
 from kernels.candidate import check_spec
 from profiler.backends.open import ClusterError
 from profiler.cli.options import (add_seed_argument, add_workload_argument, cluster_address, label_of, missing_dask,
@@ -125,6 +125,9 @@ def cmd_explain(args, argv) -> int:
         return 130
     except ImportError as exc:
         return missing_dask("explain", exc, args.cluster)
+    except WriteError as exc:   # a full disk or a read-only folder: the message says where the measured run went
+        print(f"profiler explain: {exc}", file=sys.stderr)
+        return 2
     except (SweepInputError, WorkerStartError, RunFileError, WorkerError, WorkerDied, ClusterError) as exc:
         print(f"profiler explain: {exc}", file=sys.stderr)
         return 1

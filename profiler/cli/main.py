@@ -16,7 +16,7 @@ from pathlib import Path
 
 from datasets import RUNS_DIR
 from datasets.cli import EXIT_BAD_INPUT, OneLineParser, positive_float
-from datasets.runfile import RunFileError, run_filename
+from datasets.runfile import RunFileError, WriteError, run_filename
 from datasets.shapes import SHAPE_ID_FIELDS
 from kernels.candidate import check_spec
 from profiler.backends.open import ClusterError
@@ -26,7 +26,8 @@ from profiler.cli.explain import cmd_explain
 from profiler.cli.explain import DESCRIPTION as EXPLAIN_DESCRIPTION
 from profiler.cli.explain import add_arguments as explain_arguments
 from profiler.cli.options import (add_isolation_arguments, add_seed_argument, add_workload_argument,
-                                  cluster_address, label_of, missing_dask, new_run_path, workload_or_exit)
+                                  cluster_address, cuda_or_exit, label_of, missing_dask, new_run_path,
+                                  workload_or_exit)
 from profiler.commands.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep, select_shapes
 from profiler.measure.policy import SWEEP
 from profiler.measure.telemetry import cuda_device_name
@@ -34,17 +35,8 @@ from profiler.worker.process import WorkerDied, WorkerError
 
 
 def _cuda_or_exit(cmd: str) -> None:
-    """Exit 2 with one line (no traceback) where torch or CUDA is missing."""
-    try:
-        import torch
-    except Exception as exc:
-        print(f"profiler {cmd}: needs torch with CUDA; importing torch failed ({type(exc).__name__}: {exc})",
-              file=sys.stderr)
-        raise SystemExit(2)
-    if not torch.cuda.is_available():
-        print(f"profiler {cmd}: needs a CUDA GPU, and torch.cuda.is_available() is False on this machine "
-              f"(torch {torch.__version__}); run it on the H200", file=sys.stderr)
-        raise SystemExit(2)
+    """Exit 2 with one line (no traceback) where torch or CUDA is missing (options.cuda_or_exit)."""
+    cuda_or_exit(cmd)
 
 
 class _Progress:
@@ -156,7 +148,8 @@ def _local(cluster: str | None) -> bool:
 
 
 def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluster=None, workload=None) -> dict:
-    """run_sweep; every user-facing problem is one line and an exit (130 after Ctrl-C, 1 otherwise)."""
+    """run_sweep; every user-facing problem is one line and an exit (130 after Ctrl-C, 2 when a file cannot be
+    written (the message says where what was measured went), 1 otherwise)."""
 
     try:
         return run_sweep(specs, shapes, out, label=label, settings=settings, progress=_Progress(),
@@ -168,6 +161,9 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluste
         print(f"profiler {cmd}: interrupted; partial run in {out or 'the run file(s) of each GPU model'}",
               file=sys.stderr)
         raise SystemExit(130)
+    except WriteError as exc:
+        print(f"profiler {cmd}: {exc}", file=sys.stderr)
+        raise SystemExit(2)
     except (ClusterError, SweepInputError, WorkerStartError, RunFileError, WorkerError) as exc:
         print(f"profiler {cmd}: {exc}", file=sys.stderr)
         raise SystemExit(1)
@@ -305,14 +301,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_out(r, "the plan names joined by -vs-")
     r.add_argument("--max-seconds-per-shape", type=positive_float, default=SWEEP.max_seconds,
                    help=f"time cap of one shape's paired timing (default {SWEEP.max_seconds:g} s; it stops earlier "
-                        f"once every ratio's RSE is <= {SWEEP.rse_target:.1%} after >= {SWEEP.min_pairs} pairs)")
+                        f"once every ratio's RSE is <= {SWEEP.rse_target * 100:.1f}%% after >= {SWEEP.min_pairs} pairs)")
     add_seed_argument(r)
     r.add_argument("--no-probes", action="store_true", help="skip the HBM/compute probes (no below_floor flag)")
     add_isolation_arguments(r, "candidate")
     r.add_argument("--canary", choices=("sample", "all", "off"), default="all",
-                   help="after the sweep, time the baseline again in a worker that never loaded a candidate and "
-                        "compare (a pair whose baseline moved beyond the run-to-run band has no score): at the "
-                        "smallest and largest M of every family (sample), at every shape (all; default), or not")
+                   help="before the paired shapes, time the baseline alone in the sweep's first worker, before any "
+                        "candidate is loaded, and compare it with the paired baseline (a pair whose baseline moved "
+                        "beyond the device's canary band has no score): at every shape (all; default), at the "
+                        "smallest and largest M of every family (sample), or not")
     r.add_argument("--eager", action="store_true",
                    help="also time each correct candidate eagerly, host included (eager_us beside the graph "
                         "time; do_bench's budget: +0.125 s per candidate and shape)")

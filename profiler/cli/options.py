@@ -16,7 +16,7 @@ from pathlib import Path
 
 from datasets import DatasetError, load_workload
 from datasets.cli import EXIT_BAD_INPUT, positive_float, positive_int, seed_int
-from datasets.runfile import safe_label
+from datasets.runfile import WriteError, check_writable, safe_label
 from profiler.backends.dask import ClusterError, parse_cluster
 
 WORKLOAD_HELP = ("the workload: a name in datasets/workloads/ (e.g. llama31_8b_decode) or a .json file "
@@ -35,6 +35,20 @@ def workload_or_exit(cmd: str, ref):
     except DatasetError as exc:
         print(f"profiler {cmd}: --workload: {exc}", file=sys.stderr)
         raise SystemExit(2)
+
+
+def cuda_or_exit(cmd: str) -> None:
+    """Exit 2 with one line (no traceback) where torch or CUDA is missing."""
+    try:
+        import torch
+    except Exception as exc:
+        print(f"profiler {cmd}: needs torch with CUDA; importing torch failed ({type(exc).__name__}: {exc}) "
+              f"(check a workload file on any machine: python -m datasets validate FILE)", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+    if not torch.cuda.is_available():
+        print(f"profiler {cmd}: needs a CUDA GPU, and torch.cuda.is_available() is False on this machine "
+              f"(torch {torch.__version__}); run it on the H200", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
 
 
 def add_seed_argument(parser) -> None:
@@ -61,7 +75,8 @@ def device_name(text: str) -> str:
 def new_run_path(cmd: str, path, flag: str = "--out") -> Path:
     """`path` as a new run file, or exit 2 with one line: it must end in .json (a run file is written plain; only
     committed tune and screen logs are compressed afterwards), must not exist (runs are never overwritten; a
-    dangling link counts as existing), and its folder, where it exists, must be a folder."""
+    dangling link counts as existing), its folder, where it exists, must be a folder, and a file must be creatable
+    there (datasets.runfile.check_writable)."""
     path = Path(path)
     problem = None
     if path.suffix != ".json":
@@ -70,6 +85,11 @@ def new_run_path(cmd: str, path, flag: str = "--out") -> Path:
         problem = "exists; runs are never overwritten (pick another path or --label)"
     elif any(parent.exists() and not parent.is_dir() for parent in path.parents):
         problem = f"cannot be written: {next(q for q in path.parents if q.exists() and not q.is_dir())} is not a folder"
+    if problem is None:
+        try:   # before any worker starts: a read-only or full folder must not cost a sweep
+            check_writable(path)
+        except WriteError as exc:
+            problem = f"cannot be written: {str(exc).split(': ', 1)[-1]}"
     if problem:
         print(f"profiler {cmd}: {flag} {path} {problem}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)

@@ -5,11 +5,12 @@ import argparse
 import sys
 
 from datasets.cli import EXIT_BAD_INPUT, OneLineParser, non_negative_int, positive_float, positive_int
+from datasets.runfile import WriteError
 from datasets.workload_spec import MAX_M
 from kernels.method import PlanError
 from kernels.plans import load_plan
 from kernels.registry import METHODS
-from profiler.cli.options import add_seed_argument, add_workload_argument, label_of, new_run_path, workload_or_exit
+from profiler.cli.options import add_seed_argument, cuda_or_exit, add_workload_argument, label_of, new_run_path, workload_or_exit
 from profiler.commands import screen as screen_command
 
 
@@ -69,9 +70,9 @@ def main(argv=None) -> int:
     args.label = label_of("screen", args.label)
     if args.out_run is not None:
         new_run_path("screen", args.out_run, "--out-run")
-    import torch   # only here: --help and bad input need no torch
-
-    if not torch.cuda.is_available():
-        print("profiler screen: needs a CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
-        return 2
-    return screen_command.screen(args, workload, argv)
+    cuda_or_exit("screen")   # only here: --help and bad input need no torch
+    try:
+        return screen_command.screen(args, workload, argv)
+    except WriteError as exc:   # a full disk or a read-only folder: the message says where the measured run went
+        print(f"profiler screen: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 from datasets.cli import EXIT_BAD_INPUT, OneLineParser, non_negative_int, positive_float, positive_int
+from datasets.runfile import WriteError, check_writable
 from datasets.workload_spec import MAX_M
 from kernels.method import PlanError
 from kernels.plans import load_plan
 from kernels.registry import METHODS
 from profiler.cli.options import (add_isolation_arguments, add_seed_argument, add_workload_argument, cluster_address,
-                                  device_name, missing_dask, new_run_path, workload_or_exit)
+                                  cuda_or_exit, device_name, missing_dask, new_run_path, workload_or_exit)
 from profiler.commands import tune as tune_command
 from profiler.commands.tune import (DEFAULT_BUDGET_S, TuneError, TuneSettings, default_plan_name, extend_plan,
                                     tune_sweep)
@@ -83,6 +84,11 @@ def _input_problem(args, workload) -> str | None:
         return f"--out-plan {args.out_plan} must end in .json"
     if args.out_plan is not None and Path(args.out_plan).is_dir():
         return f"--out-plan {args.out_plan} is a folder"
+    out_plan = args.out_plan or f"kernels/plans/{default_plan_name(workload)}.json"
+    try:   # before hours of tuning: the plan is written at the end
+        check_writable(out_plan)
+    except WriteError as exc:
+        return f"--out-plan: {exc}"
     return None
 
 
@@ -102,12 +108,7 @@ def main(argv=None) -> int:
     if args.out_run is not None:
         new_run_path("tune", args.out_run, "--out-run")
     if args.cluster is None or args.cluster.startswith("local"):
-        import torch
-
-        if not torch.cuda.is_available():
-            print("profiler tune: needs a CUDA GPU (torch.cuda.is_available() is False); run it on the H200",
-                  file=sys.stderr)
-            return 2
+        cuda_or_exit("tune")
     out_plan = args.out_plan or f"kernels/plans/{default_plan_name(workload)}.json"
     settings = TuneSettings(shapes=args.shapes, workload=workload.name, families=args.families,
                             methods=args.methods, only_m=sorted(set(args.m)) if args.m else None,
@@ -127,6 +128,9 @@ def main(argv=None) -> int:
     except TuneError as exc:
         print(f"profiler tune: {exc}", file=sys.stderr)
         return 1
+    except WriteError as exc:   # a full disk or a read-only folder: the message says where the measured run went
+        print(f"profiler tune: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     for out in outcomes:
         print(f"\nplan -> {out['plan_path']}\nrun  -> {out['run_path']} ({out['run']['status']})")
     return 0

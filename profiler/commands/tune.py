@@ -33,7 +33,6 @@ Compiles: before the first point, every candidate's Triton kernels are compiled 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -44,7 +43,8 @@ from typing import Callable
 from datasets import RUNS_DIR, load_workload
 from datasets.jsonfile import JsonInputError, read_json
 from datasets.paths import DEFAULT_WORKLOAD
-from datasets.runfile import RunFileError, RunWriter, new_run, run_filename, utc_now
+from datasets.runfile import (RunFileError, RunWriter, WriteError, new_run, run_filename, utc_now,
+                              write_text_atomic)
 from kernels.method import PlanError
 from kernels.plans import DISPATCH_MAX_M, load_plan, plan_from_dict, with_library_fallback
 from kernels.registry import METHODS
@@ -122,10 +122,11 @@ def write_plan(plan: dict, path, workload) -> None:
 
     plan_from_dict(plan, str(path), workload)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(plan, indent=1) + "\n")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+    write_text_atomic(path, json.dumps(plan, indent=1) + "\n")
 
 
 def extend_plan(path, workload=None) -> int:
@@ -135,7 +136,7 @@ def extend_plan(path, workload=None) -> int:
     try:
         plan = with_library_fallback(read_json(path))
         write_plan(plan, path, workload or load_workload())
-    except (JsonInputError, PlanError, KeyError, TypeError, AttributeError, OSError) as exc:
+    except (JsonInputError, PlanError, KeyError, TypeError, AttributeError, OSError, WriteError) as exc:
         print(f"profiler tune --extend-plan: {path}: {exc}", file=sys.stderr)
         return 2   # bad input: the plan file is not one, or cannot be read or written
     print(f"plan -> {path} (every family dispatches 1..{_max_m()}; added entries are torch_linear, not measured)")

@@ -70,6 +70,7 @@ def test_shapes_workload_picker_lists_any_workload(tiny):
     spec = at.dataframe[-1].value
     assert list(dict.fromkeys(spec["family"])) == ["qkv", "o", "gate_up", "down"]
     assert sorted(set(spec["M"])) == [1, 8, 32, 128]
+    assert spec["floor_us"].gt(0).all(), "the picked workload's shapes show floors (the tiny run's probes)"
 
 
 def test_compare_refuses_two_workloads_in_one_line_and_shows_each_score(tiny):

@@ -28,8 +28,9 @@ def _run(tmp_path, flagged: dict[tuple[str, str], float]) -> Path:
 def test_a_flagged_candidate_scores_with_the_flag_and_its_factor(tmp_path):
     data = runs.load_run_data(_run(tmp_path, {("decode 1", "o"): 5.25, ("verify 16", "router"): 4.5}))
     bd = runs.run_score(data, "baseline", "seed036")
-    assert bd.accuracy == ("less accurate: error up to 5.25x the baseline's at 2 of 30 scored shapes "
-                           "(decode 1/o, verify 16/router)")
+    # the worst shape's error against the contract's tolerance, beside the factor (fixture: rel_l2 0.002)
+    assert bd.accuracy == ("less accurate: error up to 5.25x the baseline's (decode 1/o: rel. L2 error 0.002, "
+                           "tolerance 0.01) at 2 of 30 scored shapes (decode 1/o, verify 16/router)")
     assert f"seed036: {bd.accuracy}" in format_breakdown(bd, "t")
     row = fleet.fleet_row(data, "baseline", "seed036")
     assert row["status"] == "scored" and row["reason"] == bd.accuracy
@@ -50,11 +51,12 @@ def test_report_and_cli_show_the_flag_beside_the_score(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     score_line = next(i for i, l in enumerate(out.stdout.splitlines()) if "score (geometric mean" in l)
-    assert "less accurate: error up to 6x the baseline's at 1 of 30 scored shapes (decode 32/pooler)" in \
+    assert "less accurate: error up to 6x the baseline's (decode 32/pooler: rel. L2 error 0.002, tolerance 0.01) " \
+           "at 1 of 30 scored shapes (decode 32/pooler)" in \
         "\n".join(out.stdout.splitlines()[score_line:score_line + 5]), out.stdout
     rep = report.build_from_path(path)
-    assert rep.summary["accuracy"] == "less accurate: error up to 6x the baseline's at 1 of 30 scored shapes " \
-                                      "(decode 32/pooler)"
+    assert rep.summary["accuracy"] == "less accurate: error up to 6x the baseline's (decode 32/pooler: rel. L2 " \
+                                      "error 0.002, tolerance 0.01) at 1 of 30 scored shapes (decode 32/pooler)"
     assert any(v.endswith(rep.summary["accuracy"]) for k, v in rep.facts if k == "Score (derived)"), rep.facts
 
 

@@ -333,3 +333,69 @@ def test_argument_errors_are_one_line_with_the_usage_hint(capsys, argv, words):
         main(argv)
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.count("\n") == 1 and words in err and "-h)" in err, err
+
+
+# --- table --sort, a closed pipe, the .json.gz hint, results --runs -------------------------------------------------
+def _table_column(out: str, key: str) -> list[float]:
+    """One numeric column of `dashboard table`'s fixed-width rows (dashboard.summary.format_shape_table)."""
+    from dashboard.summary import METHOD_COLUMN
+
+    start = 2 + 20 + 4 + 2 + METHOD_COLUMN + {"base-us": 0, "cand-us": 9, "ratio": 18}[key]
+    width = 7 if key == "ratio" else 9
+    rows = [l for l in out.splitlines() if l.startswith(("  decode", "  verify"))]
+    return [float(l[start:start + width]) for l in rows]
+
+
+@pytest.mark.parametrize("key", ["ratio", "cand-us", "base-us"])
+def test_table_sort_orders_the_rows(capsys, key):
+    from dashboard.__main__ import main
+
+    assert main(["table", str(R3), "--sort", key]) == 0
+    values = _table_column(capsys.readouterr().out, key)
+    assert len(values) == 30 and values == sorted(values, reverse=True)
+    assert main(["table", str(R3)]) == 0
+    assert _table_column(capsys.readouterr().out, key) != values   # the default keeps the workload's order
+
+
+def test_a_closed_pipe_ends_quietly():
+    """`| head` closing the pipe: no 'error: [Errno 32] Broken pipe', exit 141 as a shell reports for `cat`."""
+    p = subprocess.Popen([sys.executable, "-m", "dashboard", "table", str(R3)], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()   # before the table (over a second of loading away) is written
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141 and err == ""
+
+
+def test_a_missing_json_names_its_gzip_sibling(tmp_path, capsys):
+    from dashboard.__main__ import main
+
+    packed = next(p for p in (ROOT / "datasets/runs").iterdir() if p.name.endswith(".json.gz"))
+    for argv in (["summarize", str(packed)[:-3]], ["report", str(packed)[:-3], "--out", str(tmp_path)]):
+        assert main(argv) == 2 and f"did you mean {packed}?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("folder", ["no_such_folder", "empty"])
+def test_results_from_a_missing_or_empty_runs_folder_writes_nothing(tmp_path, capsys, folder):
+    from dashboard.__main__ import main
+
+    (tmp_path / "empty").mkdir()
+    target = tmp_path / "RESULTS.md"
+    target.write_text("kept\n")
+    assert main(["results", "--runs", str(tmp_path / folder), "--out", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nothing written" in err
+    assert target.read_text() == "kept\n"
+
+
+@pytest.mark.parametrize("verb", ["summarize", "table"])
+def test_a_denormal_time_is_refused_by_every_verb(tmp_path, capsys, verb):
+    """One validation for every reader: 5e-324 µs is no measurement (table used to print it, summarize to fail)."""
+    from dashboard.__main__ import main
+
+    run = json.loads((FIXTURES / "2000-01-01_synthetic_synthetic-complete.json").read_text())
+    run["results"][0]["median_us"] = 5e-324
+    path = tmp_path / "2000-01-01_x_denormal.json"
+    path.write_text(json.dumps(run))
+    assert main([verb, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "results[0].median_us: expected a time in us with 0.01 <= t" in err

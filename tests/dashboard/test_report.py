@@ -300,3 +300,17 @@ def test_reports_carry_the_library_ceiling_of_the_runs_gpu():
     assert any(label.startswith("Library ceiling") for label, _ in one.facts)
     router = report.build_from_path(run, candidate="best", shape="verify 32/router")
     assert "library_ceiling_x" not in router.summary
+
+
+def test_html_tables_never_break_a_number_across_lines():
+    """Long method names may wrap anywhere; a number ("128", "1,234.5 µs", "1.02 [0.99,1.05]") never does."""
+    import pandas as pd
+
+    from dashboard import report_render
+
+    page = report_render._html_table(pd.DataFrame({"shape": ["decode 1/o"], "method": ["gemv{BN:1,num_warps:16}"],
+                                                   "M": ["128"], "µs": ["1,234.567"], "ci": ["1.021 [0.990,1.050]"],
+                                                   "delta": ["-3.5 µs"]}))
+    cells = re.findall(r"<td( class='n')?>([^<]*)</td>", page)
+    assert [text for cls, text in cells if cls] == ["128", "1,234.567", "1.021 [0.990,1.050]", "-3.5 µs"]
+    assert ".tbl td.n{white-space:nowrap" in report_render.STYLE

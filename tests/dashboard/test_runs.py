@@ -192,3 +192,19 @@ def test_the_tables_use_the_runs_own_floor_the_one_below_floor_was_flagged_with(
     assert mine["curve_floor_us"].to_numpy() == pytest.approx((mine["bytes"] / 4e6).to_numpy())  # named apart
     others = table[~table.index.isin(mine.index)]
     assert (others["memory_floor_us"] == others["curve_floor_us"]).all()   # no floor of their own: the curve
+
+
+def test_any_workload_gets_floors_from_the_run_in_view():
+    """A workload no run has measured (llama31_8b_decode) shows floors: the run's probe curve at each shape's
+    bytes and its compute peak, the rules shape_table uses for curve_floor_us."""
+    from datasets import load_workload
+    from dashboard import runs
+
+    run = Path(__file__).parents[2] / "datasets/runs/2026-11-30_nvidia-h200_baseline-seed036-best-r2.json"
+    data = runs.load_run_data(run)
+    workload = load_workload("llama31_8b_decode")
+    table = runs.workload_floors(workload, data)
+    assert len(table) == len(workload.shapes) and table["floor_us"].gt(0).all()
+    curve = runs.probe_curve(data)
+    assert list(table["memory_floor_us"]) == list(curve.us(table["bytes"].to_numpy()))
+    assert set(table["bound"]) <= {"memory", "compute"}

@@ -1,5 +1,6 @@
 """datasets.jsonfile: every loader's bad-JSON path gives one clear error, never a RecursionError/UnicodeError."""
 import json
+import re
 import pytest
 
 from datasets import DatasetError, load_workload
@@ -104,3 +105,45 @@ def test_a_byte_order_mark_is_dropped_as_the_csv_reader_drops_it(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"a": [1, 2]}).encode())
     assert read_json(path) == {"a": [1, 2]}
     assert parse_json("\ufeff[1]", "x.json") == [1]
+
+
+@pytest.mark.parametrize("tail, words", [(b"garbage", "7 byte(s) after the end of the gzip data"),
+                                         (None, "after the end of the gzip data (a second member")])
+def test_a_gzip_file_with_trailing_bytes_or_a_second_member_is_refused(tmp_path, tail, words):
+    import gzip
+
+    doc = b'{"a": 1}'
+    path = tmp_path / "x.json.gz"
+    path.write_bytes(gzip.compress(doc, mtime=0) + (tail if tail is not None else gzip.compress(b'{"b": 2}')))
+    with pytest.raises(JsonInputError, match=re.escape(f"x.json.gz: ") + ".*" + re.escape(words)):
+        read_json(path)
+
+
+def test_a_link_to_a_file_outside_the_project_is_neither_listed_nor_read(tmp_path):
+    from datasets.paths import run_paths
+
+    outside = tmp_path / "secret.json"
+    outside.write_text('{"a": 1}')
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "2026-01-01_x_link.json").symlink_to(outside)
+    (folder / "2026-01-01_x_real.json").write_text('{"a": 1}')
+    assert [p.name for p in run_paths(folder)] == ["2026-01-01_x_real.json"]
+    with pytest.raises(JsonInputError, match=r"^2026-01-01_x_link\.json: a link to a file outside the project"):
+        read_json(folder / "2026-01-01_x_link.json")
+
+
+def test_control_characters_come_back_escaped_and_a_clean_file_is_not_walked(monkeypatch):
+    import datasets.jsonfile as jsonfile
+
+    doc = {"candidate": "a\x1b[31mb\r\n\x00\u202ec", "plain \\n": "µ"}
+    for text in (json.dumps(doc), json.dumps(doc, ensure_ascii=False, indent=1)):
+        assert parse_json(text, "x") == {"candidate": "a\\x1b[31mb\\r\\n\\x00\\u202ec", "plain \\n": "µ"}
+
+    def walked(value):
+        raise AssertionError("a document without unsafe characters was walked")
+
+    monkeypatch.setattr(jsonfile, "_escape_strings", walked)
+    clean = json.dumps({"results": [{"candidate": "best", "method": "gemv \"q\"", "us": 1.5}] * 3, "µs": "x"},
+                       indent=1)
+    assert parse_json(clean, "x")["results"][0]["method"] == 'gemv "q"'

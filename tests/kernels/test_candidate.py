@@ -1,4 +1,6 @@
 """The candidate protocol: plan specs, a user's module (good and bad), dispatch by M (CPU)."""
+import re
+
 import pytest
 
 from kernels.candidate import CandidateError, MethodCandidate, ModuleCandidate, PlanCandidate, load_candidate
@@ -195,8 +197,11 @@ def test_check_spec_runs_no_candidate_code(tmp_path):
     from kernels.candidate import check_spec
 
     mod = tmp_path / "explodes.py"
-    mod.write_text("raise SystemExit('imported!')\n")
-    check_spec(str(mod))            # exists: fine, and the module was not imported
+    mod.write_text("raise SystemExit('imported!')\n"
+                   "def prepare(weight): ...\ndef run(state, family, x): ...\n"
+                   "class Anything:\n    def prepare(self, family, weight): ...\n"
+                   "    def run(self, state, family, x): ...\n")
+    check_spec(str(mod))            # follows the protocol: fine, and the module was not imported
     check_spec(f"{mod}:Anything")
     with pytest.raises(CandidateError, match="no such module file"):
         check_spec(str(tmp_path / "absent.py:X"))
@@ -247,3 +252,33 @@ def test_plan_candidate_checks_the_shape_check_of_the_entry_it_runs(monkeypatch)
     assert cand.run(state, "o", torch.randn(776, 32).bfloat16()).shape == (776, 16)
     with pytest.raises(PlanError, match="rejects o M=777 N=16 K=32: fake shape check rejects M=777"):
         cand.run(state, "o", torch.randn(777, 32).bfloat16())
+
+
+@pytest.mark.parametrize("source, attr, words", [
+    ("def prepare(weight): ...\n", None, "module must define callable(s) ['run'] (prepare(weight) -> state, run(state, family, x) -> y)"),
+    ("def prepare(weight, extra): ...\ndef run(state, family, x): ...\n", None,
+     "prepare must accept prepare(weight) -> state, has (weight, extra)"),
+    ("def prepare(weight): ...\ndef run(x): ...\n", None, "run must accept run(state, family, x)"),
+    ("class C:\n    def prepare(self, weight): ...\n    def run(self, state, family, x): ...\n", "C",
+     "class C: prepare must accept prepare(self, family, weight)"),
+    ("X = 1\n", "C", "no attribute 'C'"),
+])
+def test_check_spec_reads_the_protocol_from_the_source_without_importing(tmp_path, source, attr, words):
+    """No import (so no torch, no GPU): a module that breaks the protocol is named before any worker starts."""
+    from kernels.candidate import check_spec
+
+    mod = tmp_path / "mine.py"
+    mod.write_text("import no_such_module_anywhere\n" + source)
+    with pytest.raises(CandidateError, match=re.escape(words)):
+        check_spec(f"{mod}:{attr}" if attr else str(mod))
+
+
+def test_check_spec_accepts_what_it_cannot_see(tmp_path):
+    """Functions bound by an import or an assignment, and methods a subclass inherits, are left to the worker."""
+    from kernels.candidate import check_spec
+
+    mod = tmp_path / "indirect.py"
+    mod.write_text("from elsewhere import prepare\nrun = make_run()\nclass Sub(Base):\n    pass\n"
+                   "def flexible(*args): ...\n")
+    check_spec(str(mod))
+    check_spec(f"{mod}:Sub")

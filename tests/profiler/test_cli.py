@@ -250,3 +250,18 @@ def test_bad_arguments_are_one_line_and_exit_2_before_cuda(tmp_path, monkeypatch
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (code, err)
     assert words in err.replace(str(tmp_path / "existing.json"), "EXISTING"), err
     assert err.startswith(("profiler ", "python -m profiler")), err
+
+
+# A machine without torch (the app's requirements only): `import torch` fails as it would there.
+NO_TORCH = "import runpy, sys; sys.modules['torch'] = None; sys.argv[0] = 'profiler'; " \
+           "runpy.run_module('profiler', run_name='__main__')"
+
+
+@pytest.mark.parametrize("cmd", [["tune", "--workload", "datasets/workloads/llama31_8b_decode.json"],
+                                 ["screen", "--methods", "gemv"], ["run", "--plan", "baseline"]])
+def test_without_torch_every_gpu_command_is_one_line_exit_2(cmd):
+    p = subprocess.run([sys.executable, "-c", NO_TORCH, *cmd], cwd=ROOT, capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert p.returncode == 2, p.stderr
+    line = _one_line(p)
+    assert line.startswith(f"profiler {cmd[0]}: needs torch with CUDA") and "ModuleNotFoundError" in line
