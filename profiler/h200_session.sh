@@ -23,6 +23,9 @@
 #            of one worker per GPU), alternating: the same scores and the cost of the cluster path. Installs dask
 #            from .whl/ (wheels brought with the tree: the GPU host has no package index) when it is not there.
 #   llama    the llama31_8b_decode workload: tune its plan, then baseline vs that plan with probes, then explain
+#   peers    baseline, best and the three peer plans (tunableop, torch_compile, flashinfer), official shapes, twice
+#            back to back (the second reuses Inductor's cache: its compile seconds are the warm figure)
+#   paired   one baseline-vs-best official sweep (the measurement path as it is now, against the last committed one)
 export PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT}; mkdir -p "$OUT"
 D=$(date -u +%F); P="$OUT/${D}_nvidia-h200"; T=${TAG:+-$TAG}
@@ -111,6 +114,17 @@ llama)
   step "explain: baseline and the $W plan under Nsight Compute + Kineto, official"
   timeout ${EXPLAIN_S:-150} python3 -m profiler explain --workload $W --plan baseline --plan $LP --shapes official \
     --label explain-$W$T --out "${P}_explain-$W$T.json" 2>&1 | clean | tail -n 12 ;;
+peers)
+  for r in a b; do
+    step "peers $r: baseline, best, tunableop, torch_compile, flashinfer; official, cold, probes"
+    timeout ${PEERS_S:-400} python3 -m profiler run --plan baseline --plan $BEST --plan tunableop --plan torch_compile \
+      --plan flashinfer --shapes official --shape-timeout-s 300 --label peers-$r$T --out "${P}_peers-$r$T.json" 2>&1 \
+      | clean | tail -n 30
+  done ;;
+paired)
+  step "paired sweep: baseline vs best, official, cold, probes"
+  timeout 120 python3 -m profiler run --plan baseline --plan $BEST --shapes official \
+    --label baseline-vs-best-paired$T --out "${P}_baseline-vs-best-paired$T.json" 2>&1 | clean | tail -n 12 ;;
 *) step "unknown stage $stage" ;;
 esac; done
 # Run files over 256 KB (sweeps with every sample, tunes, screens) are kept gzipped (`gzip -n -9`: the same bytes
