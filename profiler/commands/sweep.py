@@ -83,7 +83,8 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
     settings = settings or SweepSettings()
     given = [str(s) for s in specs]
     resolved = [resolve_spec(s) for s in given]  # the worker runs in the repository root: file paths made absolute
-    config = {"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes, "init": worker_init}
+    config = {"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes, "init": worker_init,
+              "unprivileged": settings.unprivileged}
     with open_backends(cluster, config, log) as backends:
         paths = model_paths(out_path, list(backends), default_run(label))
         writers = {m: RunWriter(p) for m, p in paths.items()}   # refuse an existing file before any work
