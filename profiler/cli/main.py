@@ -140,7 +140,8 @@ def cmd_run(args, argv) -> int:
     settings = SweepSettings(mode=args.mode, shapes=args.shapes, max_seconds_per_shape=args.max_seconds_per_shape,
                              seed=args.seed, probes=not args.no_probes, shape_timeout_s=args.shape_timeout_s,
                              max_incidents=args.max_incidents, canary=args.canary, eager=args.eager,
-                             command="python -m profiler " + " ".join(shlex.quote(a) for a in argv))
+                             command="python -m profiler " + " ".join(shlex.quote(a) for a in argv),
+                             screened=not args.trust_candidate, unprivileged=True)
     t0 = time.perf_counter()
     run = _sweep("run", specs, shapes, out, label, settings, cluster=args.cluster, workload=workload,
                  device=args.device)
@@ -322,6 +323,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cuda (default): the GPU, CUDA graphs and events; cpu: the same sweep on this machine's CPU "
                         "(wall-clock timer, floors from a CPU read probe, labelled CPU in the run file, never "
                         "scored with GPU runs) -- for trying checks and trust mechanisms without a GPU")
+    r.add_argument("--trust-candidate", action="store_true",
+                   help="skip the source screen (by default a candidate module that imports the lab's modules or the "
+                        "interpreter's internals, starts processes or threads, registers dispatcher kernels or "
+                        "changes torch's global settings is refused with the line that does it; docs/trust.md); "
+                        "the run records it and every score shows \"unscreened\"")
     r.add_argument("--canary", choices=("sample", "all", "off"), default="sample",
                    help="after the sweep, time the baseline again in a worker that never loaded a candidate and "
                         "compare (a pair whose baseline moved beyond the run-to-run band has no score): at the "

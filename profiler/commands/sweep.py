@@ -26,6 +26,7 @@ import threading
 import time
 from copy import deepcopy
 from dataclasses import asdict
+from pathlib import Path
 from typing import Callable, Sequence
 
 from datasets import load_workload
@@ -38,6 +39,7 @@ from profiler.backends.base import for_each
 from profiler.backends.isolate import LOAD, PROBES, SHAPE, SweepInputError, loaded_names  # noqa: F401
 from profiler.backends.open import open_backends
 from profiler.backends.pool import WorkerStartError  # noqa: F401  (what run_sweep raises: the CLI and app catch it)
+from profiler.check.source_screen import screen_spec
 from profiler.commands.canary import record_canary, time_canary
 from profiler.commands.fanout import default_run, model_paths, on_each_backend
 from profiler.commands.runlife import RunLife
@@ -84,7 +86,8 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
     given = [str(s) for s in specs]
     resolved = [resolve_spec(s) for s in given]  # the worker runs in the repository root: file paths made absolute
     config = {"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes, "init": worker_init,
-              "unprivileged": settings.unprivileged}
+              "unprivileged": settings.unprivileged,
+              "read_only": sorted({str(Path(out_path).resolve().parent)}) if out_path else []}
     with open_backends(cluster, config, log) as backends:
         paths = model_paths(out_path, list(backends), default_run(label))
         writers = {m: RunWriter(p) for m, p in paths.items()}   # refuse an existing file before any work
@@ -96,6 +99,22 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
             for model, run in runs.items():
                 log(f"{model}: run file {paths[model]} ({run['status']}, {len(run['results'])} results)")
     return next(iter(runs.values()))
+
+
+SCREEN_SHOWN = 4   # findings named per refused module (the count of the rest follows)
+
+
+def screen_refusals(specs: Sequence[str]) -> dict[str, str]:
+    """{spec: why} for every candidate module whose source the screen refuses (profiler.check.source_screen): it
+    is never imported, in any process."""
+    refused = {}
+    for spec in specs:
+        findings = screen_spec(spec)
+        if findings:
+            more = f" (+{len(findings) - SCREEN_SHOWN} more)" if len(findings) > SCREEN_SHOWN else ""
+            refused[spec] = ("refused by the source screen: " + "; ".join(f.text() for f in findings[:SCREEN_SHOWN])
+                             + more + " -- a kernel does not need this (--trust-candidate skips the screen)")
+    return refused
 
 
 def live_candidates(shape: dict, candidates: list[dict], refused: dict, incidents: dict,
@@ -144,13 +163,20 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
     def wall_time(run: dict) -> None:
         run["environment"]["wall_seconds"] = round(time.perf_counter() - t_start, 2)
 
+    # the source screen before any of a candidate's code is imported, in any process
+    screened_out = screen_refusals(specs) if settings.screened else {}
     with RunLife(backend, writer, "run", on_interrupt=wall_time) as life:
         env = backend.environment()
         task_base = {"kind": "shape", "settings": asdict(settings), "workload": wl_spec}
         # the canary first: the worker that just started has loaded no candidate yet (profiler.commands.canary)
         canary_times = (time_canary(backend, shapes, specs[0], task_base, settings)
-                        if measure_shapes and specs else None)
-        loaded, refused = (backend.call(LOAD, specs, settings.shape_timeout_s, wl_spec) if specs else ([], {}))
+                        if measure_shapes and specs and specs[0] not in screened_out else None)
+        to_load = [s for s in specs if s not in screened_out]
+        loaded, refused = (backend.call(LOAD, to_load, settings.shape_timeout_s, wl_spec) if to_load else ([], {}))
+        by_spec = {r["spec"]: r for r in loaded}
+        loaded = [by_spec.get(s) or {"spec": s, "name": None, "error": screened_out[s], "refused": True}
+                  for s in specs]
+        refused |= {s: f"refused at load: {why}" for s, why in screened_out.items()}
         names = loaded_names(loaded)
         settings.candidates = names
         env["settings"] = asdict(settings) | {"flush_bytes": env.pop("flush_bytes", settings.flush_bytes),

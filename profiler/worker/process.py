@@ -59,6 +59,8 @@ import ctypes
 import json
 import os
 import queue
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,7 +76,6 @@ STDERR_TAIL_LINES = 40
 MAX_LINE_CHARS = 1 << 16      # a longer line from the child is cut here (a candidate's 50 MB print is one line)
 EXITED_GRACE_S = 2.0          # the child's process has ended: its last messages are in the pipe within this
 STOP_TREE_S = 5.0             # stop_tree gives up looking for stragglers after this (each pass is ~ms)
-UNPRIVILEGED_UID = 65534      # `nobody`: the worker's user where the parent runs as root (config "unprivileged")
 PR_SET_CHILD_SUBREAPER = 36   # linux/prctl.h
 
 
@@ -174,27 +175,55 @@ def _children_now() -> set[int]:
 _SCRATCH: list[Path] = []
 
 
-def scratch_dir(uid: int | None) -> Path:
+def scratch_dir() -> Path:
     """The worker's working directory and home: a directory of its own outside the project tree (one per parent
-    process), owned by `uid` where given."""
+    process)."""
     if not _SCRATCH:
         path = Path(tempfile.mkdtemp(prefix="projlab-worker-"))
         for sub in ("cwd", "home"):
             (path / sub).mkdir()
-        if uid is not None:
-            for p in (path, path / "cwd", path / "home"):
-                os.chown(p, uid, uid)
         _SCRATCH.append(path)
     return _SCRATCH[0]
 
 
-def _compile_cache(uid: int) -> Path:
-    """Triton's cache for an unprivileged worker: kept between runs (a cold compile of a plan's kernels costs
-    tens of seconds) in the temp directory, outside the project tree, owned by that user."""
-    path = Path(tempfile.gettempdir()) / f"projlab-worker-cache-{uid}"
+def _compile_cache() -> Path:
+    """Triton's cache for a sandboxed worker (its home is the scratch directory): kept between runs -- a cold compile
+    of a plan's kernels costs tens of seconds -- in the temp directory, outside the project tree."""
+    path = Path(tempfile.gettempdir()) / "projlab-worker-cache"
     path.mkdir(mode=0o700, exist_ok=True)
-    os.chown(path, uid, uid)
     return path
+
+
+SANDBOX_TOOLS = ("unshare", "mount", "setpriv", "sh")
+_SANDBOX: dict = {}
+
+
+def sandbox_prefix(read_only: list[Path]) -> tuple[list[str], str]:
+    """(command prefix, description) that starts the worker in a mount namespace of its own where `read_only` (the
+    project tree, the run file's folder) are bound read-only, then drops every capability (bounding set, no new
+    privileges): a process without CAP_SYS_ADMIN cannot remount or unmount them, and a root without capabilities
+    cannot ptrace the parent. ([], why not) where the parent is not root or the tools or the namespace are missing
+    (checked once per process by starting `true` in it)."""
+    if os.geteuid() != 0:
+        return [], "none: the lab does not run as root (the worker can write what this user can)"
+    missing = [t for t in SANDBOX_TOOLS if shutil.which(t) is None]
+    if missing:
+        return [], f"none: {', '.join(missing)} not found"
+    paths = sorted({str(Path(p).resolve()) for p in read_only if Path(p).is_dir()})
+    script = " && ".join([f"mount --bind -o ro {shlex.quote(p)} {shlex.quote(p)}" for p in paths] +
+                         ['exec setpriv --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@"'])
+    prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
+    key = tuple(paths)
+    if key not in _SANDBOX:
+        try:
+            probe = subprocess.run(prefix + ["true"], capture_output=True, text=True, timeout=30)
+            _SANDBOX[key] = None if probe.returncode == 0 else (probe.stderr.strip().splitlines() or ["?"])[-1]
+        except (OSError, subprocess.SubprocessError) as exc:
+            _SANDBOX[key] = str(exc)
+    if _SANDBOX[key] is not None:
+        return [], f"none: the mount namespace could not be set up ({_SANDBOX[key][:200]})"
+    return prefix, "read-only project tree and run folder, no capabilities"
+
 
 class WorkerDied(RuntimeError):
     """The worker process ended or was stopped during a task; names the candidate and phase it was in."""
@@ -259,6 +288,7 @@ class Worker:
         self._protected: set[int] = set()
         self.steps: list[tuple[str | None, str | None, float]] = []   # (candidate, phase, parent's monotonic s)
         self.killed: list[int] = []    # processes the last child left behind, killed when it ended (stop_tree)
+        self.sandbox = "none: not started"
 
     @property
     def alive(self) -> bool:
@@ -274,17 +304,16 @@ class Worker:
         self._protected = _children_now()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                    PYTHONUNBUFFERED="1")
-        uid = UNPRIVILEGED_UID if self.config.get("unprivileged") and os.geteuid() == 0 else None
-        scratch = scratch_dir(uid)
+        scratch = scratch_dir()
         env.update(HOME=str(scratch / "home"), PWD=str(scratch / "cwd"))
-        user = {}
-        if uid is not None:   # root: the child runs as `nobody` (no write access to the project tree)
-            env["TRITON_CACHE_DIR"] = str(_compile_cache(uid))
-            user = {"user": uid, "group": uid, "extra_groups": []}
+        env.setdefault("TRITON_CACHE_DIR", str(_compile_cache()))
+        sandbox, self.sandbox = [], "none: not asked (config unprivileged is false)"
+        if self.config.get("unprivileged"):
+            sandbox, self.sandbox = sandbox_prefix([ROOT] + [Path(p) for p in self.config.get("read_only") or ()])
         # A new session: a Ctrl-C in the terminal reaches only the parent, which then stops the child itself.
-        self.proc = subprocess.Popen(self.command(), cwd=scratch / "cwd", env=env, stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(sandbox + self.command(), cwd=scratch / "cwd", env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
-                                     encoding="utf-8", errors="replace", start_new_session=True, **user)
+                                     encoding="utf-8", errors="replace", start_new_session=True)
         _LIVE.add(self.proc.pid)
         self.started += 1
         self._q, self._tail = queue.Queue(), collections.deque(maxlen=STDERR_TAIL_LINES)
