@@ -433,7 +433,8 @@ class Worker:
                   if _state(pid) not in ("Z", "X", "?")}
         if strays:
             what = ", ".join(f"{pid} ({_cmdline(pid)})" for pid in sorted(strays)[:3])
-            raise self._died("outlived", f"started {len(strays)} process(es) still running after its step ended "
+            raise self._died("outlived", f"outliving the worker: started {len(strays)} process(es) still running "
+                                         f"after its step ended "
                                          f"({what}): a candidate may not start processes (they could outlive the "
                                          f"worker and touch what the parent records); all were killed")
 
