@@ -16,6 +16,9 @@ import atexit
 import json
 import json.encoder
 import os
+import site
+import sys
+import sysconfig
 
 FORGING = "in-process forging"
 OUTLIVING = "outliving the worker"
@@ -25,6 +28,27 @@ OUTLIVING = "outliving the worker"
 _SERIALIZER = ((json, "dumps"), (json, "loads"), (json.encoder, "c_make_encoder"), (json.encoder, "_make_iterencode"),
                (json.encoder, "encode_basestring"), (json.encoder, "encode_basestring_ascii"),
                (json.JSONEncoder, "encode"), (json.JSONEncoder, "iterencode"), (json.JSONEncoder, "default"))
+
+
+# Where the interpreter's and the installed libraries' code lives: exit hooks registered from there are theirs (torch
+# and the standard library register some while a candidate's first call initialises them), not a candidate's.
+_LIBRARY_DIRS = tuple(sorted({str(p) for p in [*(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
+                                                                                   "platlib")),
+                                                 *site.getsitepackages(), site.getusersitepackages()] if p}))
+
+
+def _hooks_from_outside_libraries(register):
+    """atexit.register as it was, recording each hook whose caller is not in the interpreter's or an installed
+    library's code (the candidate's own)."""
+    foreign: list[str] = []
+
+    def hooked(fn, *args, **kw):
+        caller = sys._getframe(1).f_code.co_filename
+        if not caller.startswith(_LIBRARY_DIRS):
+            foreign.append(f"{getattr(fn, '__qualname__', fn)!s} from {caller}")
+        return register(fn, *args, **kw)
+
+    return hooked, foreign
 
 
 def _children(pid: int) -> list[int]:
@@ -48,7 +72,7 @@ class Integrity:
         self.guard, self.guard_type = guard, type(guard)
         self.guard_methods = {k: v for k, v in vars(guard).items() if k in ("check", "restore")}
         self.serializer = {(owner, name): getattr(owner, name, None) for owner, name in _SERIALIZER}
-        self.exit_hooks = atexit._ncallbacks()
+        atexit.register, self.exit_hooks = _hooks_from_outside_libraries(atexit.register)
         self.pid = os.getpid()
 
     def check(self) -> list[str]:
@@ -63,9 +87,9 @@ class Integrity:
             reasons.append(f"{FORGING}: replaced the guard's {', '.join(sorted(set(now) ^ set(self.guard_methods)) or ['check/restore'])} "
                            "on the live guard object")
             vars(self.guard).update(self.guard_methods)
-        if atexit._ncallbacks() > self.exit_hooks:
-            reasons.append(f"{OUTLIVING}: registered {atexit._ncallbacks() - self.exit_hooks} exit hook(s) (atexit): "
-                           "code that would run after the worker answered")
+        if self.exit_hooks:
+            reasons.append(f"{OUTLIVING}: registered an exit hook (atexit: {self.exit_hooks[0][:120]}): code that "
+                           "would run after the worker answered")
         children = _children(self.pid)
         if children:
             reasons.append(f"{OUTLIVING}: started {len(children)} process(es) still running after its step "
