@@ -791,11 +791,12 @@ class PatchesGuard(TorchLinear):
 
 
 class InflatesBaseline(TorchLinear):
-    """In-process forging past the worker's own checks: replaces the serializer the worker bound at start (its
-    module global) with one that reports every other candidate's samples 1000x longer. Only the parent's checks see
-    it: the samples then add up to more time than the parent's own clock saw pass."""
+    """In-process forging of the serializer the worker bound at start (its module global, not json's): reports every
+    other candidate's samples 1000x longer. The guard names the rebinding; installed before the worker's snapshots
+    (as a set-up hook could), the parent's checks still refuse the reply: its samples add up to more time than the
+    parent's own clock saw pass (tests/profiler/test_reach.py)."""
 
-    name, expect = "inflates_baseline", ("in-process forging", "parent's clock")
+    name, expect = "inflates_baseline", ("replaced a function the harness uses", "in-process forging")
 
     def prepare(self, family, weight):
         import sys

@@ -57,7 +57,7 @@ class WritesTree(TorchLinear):
         return super().prepare(family, weight)
 """
 
-REACH = ("ForgesReply", "PatchesGuard", "ForksSleeper", "AtExitRewriter", "DetachedRewriter")
+REACH = ("ForgesReply", "PatchesGuard", "InflatesBaseline", "ForksSleeper", "AtExitRewriter", "DetachedRewriter")
 
 
 def test_reach_classes_are_rejected_and_nothing_they_start_outlives_the_run(tmp_path):
@@ -89,11 +89,15 @@ def test_reach_classes_are_rejected_and_nothing_they_start_outlives_the_run(tmp_
     for name in REACH:
         cls = getattr(wrong, name)
         assert cls.name in by_name, (name, stdout[-3000:])
-        assert cls.expect in " ".join(by_name[cls.name]["reasons"]), by_name[cls.name]
+        expect = cls.expect if isinstance(cls.expect, tuple) else (cls.expect,)
+        assert any(e in " ".join(by_name[cls.name]["reasons"]) for e in expect), by_name[cls.name]
     assert {p["candidate"] for p in run["pairs"]} == {"torch_linear_control", "writes_tree"}
     if os.geteuid() == 0:   # the worker's sandbox: the project tree and the run's folder are read-only to it
         assert [r["sandbox"] for r in run["environment"]["workers"]][0].startswith("read-only")
         assert not any(t.exists() for t in targets)
+    summary = subprocess.run([sys.executable, "-m", "dashboard", "summarize", str(out)], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert "unscreened" in summary.stdout, summary.stdout   # beside the score of a run measured unscreened
     time.sleep(3)   # a rewriter polls every 0.2 s: it would have forged the file by now
     assert out.read_bytes() == written
     assert all(p["ratio_median"] != 1.81 for p in run["pairs"])
