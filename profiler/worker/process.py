@@ -289,6 +289,7 @@ class Worker:
         self.steps: list[tuple[str | None, str | None, float]] = []   # (candidate, phase, parent's monotonic s)
         self.killed: list[int] = []    # processes the last child left behind, killed when it ended (stop_tree)
         self.sandbox = "none: not started"
+        self.child_pid: int | None = None
 
     @property
     def alive(self) -> bool:
@@ -323,7 +324,9 @@ class Worker:
                                                daemon=True)
         self._stderr_thread.start()
         self._send({"op": "init", "config": self.config})
+        self.child_pid = self.proc.pid   # the interpreter's pid: the same process unless a prefix (ncu) forks it
         msg = self._wait({"ready"}, timeout_s)
+        self.child_pid = int(msg.get("pid") or self.proc.pid)
         self.environment = msg["environment"]
         return self.environment
 
@@ -429,7 +432,7 @@ class Worker:
             return
         table = _parents()
         orphans = {pid for pid, ppid in table.items() if ppid == os.getpid()} - self._protected - _LIVE
-        strays = {pid for pid in _descendants({self.proc.pid} | orphans, table) - {self.proc.pid}
+        strays = {pid for pid in _descendants({self.child_pid} | orphans, table) - {self.child_pid}
                   if _state(pid) not in ("Z", "X", "?")}
         if strays:
             what = ", ".join(f"{pid} ({_cmdline(pid)})" for pid in sorted(strays)[:3])
