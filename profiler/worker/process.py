@@ -108,6 +108,22 @@ def _parents() -> dict[int, int]:
     return table
 
 
+def _session(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
+
+
+def orphans_of_workers(table: dict[int, int], protected: set[int]) -> set[int]:
+    """This process's children that a worker started: re-parented here (child subreaper) after their parent died.
+    A worker starts in a session of its own and no process can join an existing session, so everything a worker
+    started is outside this process's session; this process's own children (a compile pool, a dask worker, a
+    subprocess) share it and are never counted."""
+    me, mine = os.getpid(), os.getsid(0)
+    return {pid for pid, ppid in table.items() if ppid == me and _session(pid) != mine} - protected - _LIVE
+
+
 def _descendants(roots: set[int], table: dict[int, int]) -> set[int]:
     found, frontier = set(), set(roots)
     while frontier:
@@ -128,7 +144,7 @@ def stop_tree(root: int | None, protected: set[int]) -> list[int]:
     me, killed, deadline = os.getpid(), set(), time.monotonic() + STOP_TREE_S
     while time.monotonic() < deadline:
         table = _parents()
-        orphans = {pid for pid, ppid in table.items() if ppid == me} - protected - _LIVE
+        orphans = orphans_of_workers(table, protected)
         found = _descendants(({root} if root in table else set()) | orphans, table) - {me}
         states = {pid: _state(pid) for pid in found}
         alive = {pid for pid in found if states[pid] not in ("Z", "X", "?")}
@@ -431,7 +447,7 @@ class Worker:
         if self.proc is None:
             return
         table = _parents()
-        orphans = {pid for pid, ppid in table.items() if ppid == os.getpid()} - self._protected - _LIVE
+        orphans = orphans_of_workers(table, self._protected)
         strays = {pid for pid in _descendants({self.child_pid} | orphans, table) - {self.child_pid}
                   if _state(pid) not in ("Z", "X", "?")}
         if strays:

@@ -176,3 +176,18 @@ def test_stop_tree_kills_a_double_forked_detached_grandchild(tmp_path):
     assert set(sleepers) <= set(killed)
     assert not [p for p in process._parents() if process._cmdline(p).startswith("sleep 400")
                 and process._state(p) not in ("Z", "X", "?") and p in sleepers]
+
+
+def test_stop_tree_leaves_the_parents_own_children_alone():
+    """A process this process started itself (a compile pool, a dask worker) shares its session; no process a worker
+    started can: stop_tree kills only the latter."""
+    assert process.become_subreaper()
+    own = subprocess.Popen(["sleep", "30"])
+    try:
+        worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+        process.stop_tree(worker.pid, protected=set())
+        worker.wait(timeout=10)
+        assert own.poll() is None, "the parent's own child was killed"
+    finally:
+        own.kill()
+        own.wait()
