@@ -15,7 +15,8 @@ internals (`gc`, frames, `inspect`, `ctypes`, `builtins`, trace/profile hooks, `
 `multiprocessing`, `threading`, `os.fork`/`spawn*`/`exec*`/`system`/`popen`), exit and signal hooks (`atexit`,
 `signal`), dispatcher registrations (`torch.library`, `torch._C`), global torch settings (`torch.set_*`,
 `torch.use_deterministic_algorithms`, anything under `torch.backends` but reading a flag) and assigning to an
-attribute of an imported module (monkey-patching `json.dumps`, `F.linear`, ...).
+attribute of an imported module (monkey-patching `json.dumps`, `F.linear`, ...). A candidate that wants the lab's
+own methods names them as a plan or a `method:NAME` spec rather than importing `kernels`.
 
 The screen is a layer, not the defence: it reads source, so code it cannot see (a C++ extension, a pickled object,
 bytes decoded at run time) passes it. What it cannot refuse, the process boundary and the parent's checks still
