@@ -340,7 +340,7 @@ class Worker:
                                                daemon=True)
         self._stderr_thread.start()
         self._send({"op": "init", "config": self.config})
-        self.child_pid = self.proc.pid   # the interpreter's pid: the same process unless a prefix (ncu) forks it
+        self.child_pid = None   # known from "ready" (a prefix such as ncu forks the interpreter); no candidate runs before
         msg = self._wait({"ready"}, timeout_s)
         self.child_pid = int(msg.get("pid") or self.proc.pid)
         self.environment = msg["environment"]
@@ -444,7 +444,7 @@ class Worker:
         running once that step has ended (a fork, a Popen, a detached daemon; a build's compiler processes end
         with their step): it could outlive the worker and touch what the parent writes. The worker and all of
         them are killed (_died)."""
-        if self.proc is None:
+        if self.proc is None or self.child_pid is None:
             return
         table = _parents()
         orphans = orphans_of_workers(table, self._protected)
