@@ -111,6 +111,8 @@ common.show_figures({score_label: f"{bd.score:.4f}×", "Aggregate time saved (de
 ci_slot = st.empty()
 if bd.accuracy:  # a less_accurate candidate is never scored silently
     st.warning(f"{v.candidate}: {bd.accuracy}")
+if bd.screen:    # nor an unscreened one
+    st.warning(f"{v.candidate}: {bd.screen}")
 if v.source != "published" and common.official_note(v.workload) is None:
     ref = common.official_score()
     st.caption(f"For reference, the official 036 table (published) scores {ref.score:.4f}× against its baseline "

@@ -86,7 +86,7 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
         st.error(f"{out.name} exists; runs are never overwritten — pick another label")
         st.stop()
     try:
-        settings = SweepSettings(mode=mode, shapes=shapes, command=cmd)
+        settings = SweepSettings(mode=mode, shapes=shapes, command=cmd, screened=True, unprivileged=True)
         run = run_sweep(chosen, shape_rows, out, label=label, settings=settings, progress=progress,
                         log=lambda m: log.text(m), workload=workload)
     except (SweepInputError, WorkerStartError, RunFileError, WorkerError, WorkerDied) as exc:  # one line
@@ -111,4 +111,6 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
         st.metric(f"{cand} vs {base} — score (measured times; derived)", f"{bd.score:.4f}×")
         if bd.accuracy:
             st.warning(f"{cand}: {bd.accuracy}")
+        if bd.screen:
+            st.warning(f"{cand}: {bd.screen}")
         st.dataframe(bd.loads, hide_index=True, width="stretch")

@@ -163,7 +163,8 @@ def cmd_table(args) -> int:
     methods = shapes[shapes["candidate"] == cand].set_index("shape")["method"].to_dict()
     text = format_shape_table(wide, methods, views.load_sol(wide, scoring.family_weights(workload)),
                               f"{path.name}: {cand} vs {base} (measured times; ratios, floors, SOL derived)\n"
-                              f"{_workload_line(data)}")
+                              f"{_workload_line(data)}" + (f"\n  {runs.screen_note(data)}" if runs.screen_note(data)
+                                                           else ""))
     verdict = runs.pair_gate(data, base, cand, workload, args.include_below_floor, scored_only=scored)
     if verdict.ok:
         return _finish(text, [])

@@ -100,7 +100,7 @@ def fleet_row(data: runs.RunData, baseline: str, candidate: str, workload=None) 
     wide = views.wide_shapes(runs.shape_table(data, workload), data.pairs, baseline, candidate, gate)
     scored = wide.merge(workload.shapes[["load", "family", "M"]], on=["load", "family", "M"])
     sol_b, sol_c = overall_sol(scored, scoring.family_weights(workload))
-    return row | {"status": "scored", "reason": bd.accuracy or "", "score": bd.score, "time_saved": bd.time_saved,
+    return row | {"status": "scored", "reason": "; ".join(filter(None, (bd.accuracy, bd.screen))), "score": bd.score, "time_saved": bd.time_saved,
                   "equiv_baseline_us": bd.equiv_baseline_us, "equiv_candidate_us": bd.equiv_candidate_us,
                   "sol_baseline": sol_b, "sol_candidate": sol_c, "shapes": len(bd.shapes)}
 

@@ -198,8 +198,9 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
                         "score_equivalent_baseline_us": bd.equiv_baseline_us,
                         "score_equivalent_candidate_us": bd.equiv_candidate_us})
         facts.append(("Score (derived)", f"{bd.score:.4f}× (geometric mean of the {len(bd.loads)} load ratios)"
-                                         + (f" — {bd.accuracy}" if bd.accuracy else "")))
-        summary["accuracy"] = bd.accuracy
+                                         + (f" — {bd.accuracy}" if bd.accuracy else "")
+                                         + (f" — {bd.screen}" if bd.screen else "")))
+        summary["accuracy"], summary["screen"] = bd.accuracy, bd.screen
         loads = bd.loads.merge(views.load_sol(wide, scoring.family_weights(workload)), on="load", how="left")
         has_samples = data.results["samples_us"].map(lambda s: isinstance(s, list) and len(s) > 0).all()
         if has_samples:

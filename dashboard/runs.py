@@ -9,7 +9,7 @@ per-(shape, candidate) statuses the gate reads, and `run_score` / `pair_gate` ne
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -268,7 +268,15 @@ def run_score(data: RunData, baseline: str, candidate: str, workload: Workload |
     workload = workload_of(data, workload)
     if data.results.empty:
         raise scoring.ScoringError(f"{data.path.name}: the run has no results")
-    return scoring.score_long(status_rows(data), baseline, candidate, workload, include_below_floor)
+    bd = scoring.score_long(status_rows(data), baseline, candidate, workload, include_below_floor)
+    return replace(bd, screen=screen_note(data))
+
+
+def screen_note(data: RunData) -> str | None:
+    """scoring.UNSCREENED where the run records that the source screen was skipped (settings.screened false);
+    None where it was screened or the run predates the setting."""
+    settings = (data.run.get("environment") or {}).get("settings") or {}
+    return scoring.UNSCREENED if settings.get("screened") is False else None
 
 
 def list_runs(runs_dir=RUNS_DIR) -> list[Path]:

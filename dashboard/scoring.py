@@ -197,6 +197,8 @@ class ScoreBreakdown:
     equiv_candidate_us: float
     below_floor_included: tuple = ()  # shapes below the measured floor that were scored because the user asked
     accuracy: str | None = None       # accuracy_note: shown beside the score wherever it appears
+    screen: str | None = None         # UNSCREENED for a run measured with --trust-candidate: shown beside the score
+                                      # wherever it appears
 
     def load_ratios(self) -> dict[str, float]:
         return dict(zip(self.loads["load"], self.loads["ratio"]))
@@ -257,6 +259,8 @@ def score_official(official: pd.DataFrame, workload, candidate: str = "036 (offi
     return _score_wide(frame, workload.load_order, baseline="baseline", candidate=candidate)
 
 
+UNSCREENED = ("unscreened: measured with --trust-candidate (the candidates' source was not screened before it ran; "
+              "docs/trust.md)")
 LESS_ACCURATE = "less_accurate"  # the sweep's flag: correct, but error > the contract's factor x the baseline's
 
 

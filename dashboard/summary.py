@@ -18,7 +18,7 @@ def format_loads(loads: pd.DataFrame, title: str) -> str:
 
 def format_breakdown(b: ScoreBreakdown, title: str) -> str:
     lines = [format_loads(b.loads, title)]
-    lines += [f"  score (geometric mean of load ratios): {b.score:.6f}",
+    lines += [f"  score (geometric mean of load ratios): {b.score:.6f}" + (f"  [{b.screen}]" if b.screen else ""),
               f"  time saved: {b.time_saved:.2%}",
               f"  score-equivalent time: {b.baseline} {b.equiv_baseline_us:,.2f} µs, "
               f"{b.candidate} {b.equiv_candidate_us:,.2f} µs"]

@@ -14,6 +14,7 @@ switch left on -- which would reach the baseline's F.linear -- fails the candida
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from kernels.method import BF16, Method
 from kernels.methods_dense import LIBRARY_SIGNATURES
@@ -34,6 +35,14 @@ FLASHINFER_ENTRIES = ("mm_bf16", "tinygemm_bf16")
 # The environment variable through which the worker tells a method which run file it measures for (the tunableop
 # peer writes its results file beside it). Here, torch-free, because the worker session sets it before any import.
 RUN_FILE_ENV = "PROJLAB_RUN_FILE"
+
+
+def tunableop_folder(run_file) -> Path:
+    """Where the tunableop peer writes TunableOp's results files for a run: `<run stem>.tunableop/` beside the run
+    file. The sweep's parent makes it before any worker starts (the sandboxed worker may write there and nowhere
+    else near the run) and removes it again if no peer wrote into it."""
+    run = Path(run_file)
+    return run.parent / f"{run.name.split('.json')[0]}.tunableop"
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,9 @@ SLOW = {
     "test_sweep_cpu.py": "worker processes",
     "test_trust_sweep.py": "worker processes",
     "test_shape_records.py": "worker processes",
-    "test_reach.py": "worker processes",
+    "test_reach_measure.py": "worker processes",
     "test_element_rule.py": "FP64 references at every official family's N and K",
+    "test_reach.py": "python -m profiler subprocesses and worker processes",
     "test_isolation.py::test_env_at_import_is_refused_at_load_and_the_control_is_measured_in_a_clean_environment":
         "worker processes",
     "test_accuracy_flag.py::test_report_and_cli_show_the_flag_beside_the_score": "python -m dashboard subprocesses",

@@ -24,7 +24,7 @@ from torch._dynamo.utils import compilation_time_metrics
 from torch._inductor.utils import run_and_get_code
 
 from kernels.launch import check_input, impl
-from kernels.methods_peers import RUN_FILE_ENV
+from kernels.methods_peers import RUN_FILE_ENV, tunableop_folder
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 # The run file a worker measures for (set by profiler.worker.session from the sweep's config): TunableOp's results file
@@ -78,8 +78,7 @@ def tunableop_results_path() -> Path:
     name = f"tunableop_results_{os.uname().nodename}_{os.getpid()}.csv"
     run_file = os.environ.get(RUN_FILE_ENV)
     if run_file:
-        run = Path(run_file)
-        return run.parent / f"{run.name.split('.json')[0]}.tunableop" / name
+        return tunableop_folder(run_file) / name
     return ARTIFACTS / "tunableop" / name
 
 

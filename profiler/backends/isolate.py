@@ -17,6 +17,7 @@ from typing import Callable
 from datasets.shapes import shape_key_of as shape_key
 from profiler.backends.base import Task
 from profiler.backends.pool import WorkerPool
+from profiler.backends.verify import FORGED, verify_shape_reply
 from profiler.worker.process import WorkerDied, WorkerError
 from profiler.worker.records import failure_record
 
@@ -105,13 +106,23 @@ def measure_shape_isolated(pool: WorkerPool, shape: dict, live: list[dict], task
 
     def measure(cands: list[dict]) -> dict:
         try:
-            return pool.call(task_base | {"shape": shape, "candidates": cands}, settings.shape_timeout_s,
-                             shape_key(shape))
+            reply = pool.call(task_base | {"shape": shape, "candidates": cands}, settings.shape_timeout_s,
+                              shape_key(shape))
         except WorkerError as exc:
             log(f"{shape_key(shape)}: harness error in the worker: {exc}")
             merged["failures"] += [failure_record(shape, c["name"], "error", "harness", [f"harness error: {exc}"])
                                    for c in cands]
             return None
+        forged = verify_shape_reply(reply, pool.worker.phase_seconds("time"), settings.seed)
+        if forged:   # nothing of this reply is recorded, and the process that sent it measures nothing more
+            why = f"{FORGED}: " + "; ".join(forged)[:500]
+            log(f"{shape_key(shape)}: {why}")
+            pool.died(why)
+            pool.worker.close(force=True)
+            merged["failures"] += [failure_record(shape, c["name"], "forged", "time", [why], worker=pool.index)
+                                   for c in cands]
+            return None
+        return reply
 
     res = without_culprits(pool, list(live), measure, blame)
     if res is not None:

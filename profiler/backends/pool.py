@@ -40,7 +40,8 @@ class WorkerPool:
                 raise WorkerStartError(f"the worker process could not start ({exc.kind}): {exc.message}") from None
             self.records.append({"index": len(self.records), "started_for": what,
                                  "replay_overhead_us": env.get("replay_overhead_us"),
-                                 "replay_overhead_ci_us": env.get("replay_overhead_ci_us"), "ended": "running"}
+                                 "replay_overhead_ci_us": env.get("replay_overhead_ci_us"), "ended": "running",
+                                 "sandbox": self.worker.sandbox}
                                 | {k: env[k] for k in WORKER_IDENTITY if env.get(k) is not None})
         self.loaded |= set(task.get("specs") or ()) | {c["spec"] for c in task.get("candidates") or ()
                                                         if isinstance(c, dict) and "spec" in c}

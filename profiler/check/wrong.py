@@ -13,7 +13,7 @@ isolation (profiler.worker) can survive them (FaultAtOneShape needs CUDA); LOAD_
 when the worker loads them, before any prepare() (refused at load: only the worker's load step sees them);
 TIMED_WRONG are right wherever the lifecycle contract looks and wrong only in graphs the sweep times, so only the
 check of every timed graph rejects them (DegradesAfterReplays also on CPU, with a timer that replays).
-REACH_WRONG (the block at the end) reach past one call: a memo across timed replays (MemoAcrossReplays on CPU with a
+REACH_WRONG (the two blocks at the end) reach past one call: a memo across timed replays (MemoAcrossReplays on CPU with a
 timer that replays, MemoInGraph on the GPU), lossy weights exact on every recognisable row and column
 (OutlierExactInt8 and its variants: the element rule), a dispatcher kernel for aten::mm (DispatcherSlowMM) and a
 backend flag turned off after the candidate's own calls (BackendFlagToggle): the guard's snapshots.
@@ -853,6 +853,170 @@ class BackendFlagToggle(TorchLinear):
         return y
 
 
-REACH_WRONG = (MemoAcrossReplays, MemoInGraph, OutlierExactInt8, OutlierExactInt8Groups, OutlierExactInt8SmallM, DispatcherSlowMM,
-               BackendFlagToggle)
+MEASURE_REACH_WRONG = (MemoAcrossReplays, MemoInGraph, OutlierExactInt8, OutlierExactInt8Groups,
+                       OutlierExactInt8SmallM, DispatcherSlowMM, BackendFlagToggle)
+
+
+# --- The candidate's reach: code that acts on the measuring process or outlives it (docs/trust.md) ----------------
+# Each is correct arithmetic (TorchLinear) plus one mechanism for deciding what is recorded from inside the worker.
+# They are lab files, so the source screen (profiler.check.source_screen) never sees them: they test the layers that
+# must hold without it. Rejected through `python -m profiler run --device cpu` (tests/profiler/test_reach.py).
+
+_REWRITER = """
+import json, sys, time
+path, ratio = sys.argv[1], float(sys.argv[2])
+for _ in range(2000):   # ~400 s: until the parent has written the run "complete", then forge its ratios
+    time.sleep(0.2)
+    try:
+        with open(path) as fh:
+            run = json.load(fh)
+        if run.get("status") == "complete":
+            for pair in run.get("pairs", []):
+                pair["ratio_median"] = ratio
+            with open(path, "w") as fh:
+                json.dump(run, fh)
+            break
+    except Exception:
+        pass
+time.sleep(400)
+"""
+
+
+def _run_file_of_ancestors() -> str:
+    """The --out path of the `python -m profiler run` this worker serves (its parent's command line), or ""."""
+    import os
+
+    pid = os.getppid()
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            args = fh.read().decode().split("\0")
+    except OSError:
+        return ""
+    return args[args.index("--out") + 1] if "--out" in args[:-1] else ""
+
+
+def _rewriter_argv(ratio: float = 1.81) -> list[str]:
+    import sys
+
+    return [sys.executable, "-c", _REWRITER, _run_file_of_ancestors() or "/nonexistent", str(ratio)]
+
+
+def _double_fork(argv: list[str]) -> None:
+    """Start argv detached: a child that starts its own session, forks the real process and exits at once, so the
+    process is nobody's child here (re-parented to init -- or to a child subreaper)."""
+    import os
+
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                os.execv(argv[0], argv)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+class ForgesReply(TorchLinear):
+    """In-process forging through the serializer: wraps json.dumps in the worker so that its own results read half
+    their times (samples, median, ratio) in the reply the parent reads."""
+
+    name, expect = "forges_reply", "in-process forging"
+
+    def prepare(self, family, weight):
+        import json
+
+        original, me = json.dumps, self.name
+
+        def dumps(obj, *args, **kw):
+            for r in (obj.get("result") or {}).get("results", []) if isinstance(obj, dict) else []:
+                if r.get("candidate") == me:
+                    r["samples_us"] = [v / 2 for v in r["samples_us"]]
+                    r["median_us"] /= 2
+            return original(obj, *args, **kw)
+
+        json.dumps = dumps
+        return super().prepare(family, weight)
+
+
+class PatchesGuard(TorchLinear):
+    """In-process forging through the harness objects: reaches the live session, turns its guard's check off (an
+    instance attribute) and then makes the timer report every sample at 60 %."""
+
+    name, expect = "patches_guard", "in-process forging"
+
+    def prepare(self, family, weight):
+        import sys
+
+        sess = sys.modules["profiler.worker.session"]._SESSION[0]
+        sess.guard.check = lambda where: []
+        timing = sys.modules["profiler.measure.timing"]
+        original = timing.ColdTimer.sample
+        timing.ColdTimer.sample = lambda self, *a, **k: original(self, *a, **k) * 0.6
+        return super().prepare(family, weight)
+
+
+class InflatesBaseline(TorchLinear):
+    """In-process forging of the serializer the worker bound at start (its module global, not json's): reports every
+    other candidate's samples 1000x longer. The guard names the rebinding; installed before the worker's snapshots
+    (as a set-up hook could), the parent's checks still refuse the reply: its samples add up to more time than the
+    parent's own clock saw pass (tests/profiler/test_reach.py)."""
+
+    name, expect = "inflates_baseline", ("replaced a function the harness uses", "in-process forging")
+
+    def prepare(self, family, weight):
+        import sys
+
+        child = sys.modules["profiler.worker.child"]
+        original, me = child._DUMPS, self.name
+
+        def dumps(obj, *args, **kw):
+            for r in (obj.get("result") or {}).get("results", []) if isinstance(obj, dict) else []:
+                if r.get("candidate") != me:
+                    r["samples_us"] = [v * 1000 for v in r["samples_us"]]
+                    r["median_us"] *= 1000
+            return original(obj, *args, **kw)
+
+        child._DUMPS = dumps
+        return super().prepare(family, weight)
+
+
+class ForksSleeper(TorchLinear):
+    """Outliving its call: starts a child process that sleeps 400 s (a Popen, as a build or a helper server would)."""
+
+    name, expect = "forks_sleeper", "outliving the worker"
+
+    def prepare(self, family, weight):
+        import subprocess
+
+        subprocess.Popen(["sleep", "400"], stdin=subprocess.DEVNULL)
+        return super().prepare(family, weight)
+
+
+class AtExitRewriter(TorchLinear):
+    """Outliving the worker through an exit hook: registers an atexit function that starts a detached process which
+    waits for the parent to write the run file "complete" and then rewrites its ratios (1.81)."""
+
+    name, expect = "atexit_rewriter", "outliving the worker"
+
+    def prepare(self, family, weight):
+        import atexit
+
+        atexit.register(_double_fork, _rewriter_argv())
+        return super().prepare(family, weight)
+
+
+class DetachedRewriter(TorchLinear):
+    """Outliving the worker by detaching at once: double-forks the run-file rewriter at prepare(), so it is not
+    the worker's child (only a child subreaper finds it)."""
+
+    name, expect = "detached_rewriter", "outliving the worker"
+
+    def prepare(self, family, weight):
+        _double_fork(_rewriter_argv())
+        return super().prepare(family, weight)
+
+
+PROCESS_REACH_WRONG = (ForgesReply, PatchesGuard, InflatesBaseline, ForksSleeper, AtExitRewriter, DetachedRewriter)
+REACH_WRONG = MEASURE_REACH_WRONG + PROCESS_REACH_WRONG
 ALL_WRONG = ALL_WRONG + REACH_WRONG

@@ -28,6 +28,7 @@ from profiler.cli.explain import add_arguments as explain_arguments
 from profiler.cli.options import (add_isolation_arguments, add_seed_argument, add_workload_argument,
                                   cluster_address, cuda_or_exit, label_of, missing_dask, new_run_path,
                                   workload_or_exit)
+from profiler.commands.runlife import interrupt_on_sigterm
 from profiler.commands.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep, select_shapes
 from profiler.measure.policy import SWEEP
 from profiler.measure.telemetry import cuda_device_name
@@ -66,14 +67,15 @@ class _Progress:
             print(f"{stage}: {i}/{n}" + (f" ({detail})" if detail else ""), file=sys.stderr, flush=True)
 
 
-def _default_out(label: str) -> Path:
+def _default_out(label: str, device: str = "cuda") -> Path:
     # The GPU's name from the driver: this process never creates a CUDA context (the worker does).
-    return Path(RUNS_DIR) / run_filename(dt.date.today(), cuda_device_name() or "unknown-gpu", label)
+    name = "cpu" if device == "cpu" else cuda_device_name() or "unknown-gpu"
+    return Path(RUNS_DIR) / run_filename(dt.date.today(), name, label)
 
 
-def _out_path(cmd: str, out: str | None, label: str) -> Path:
+def _out_path(cmd: str, out: str | None, label: str, device: str = "cuda") -> Path:
     """--out or the default run path, as a new run file (options.new_run_path: exit 2 otherwise)."""
-    return new_run_path(cmd, Path(out) if out else _default_out(label))
+    return new_run_path(cmd, Path(out) if out else _default_out(label, device))
 
 
 
@@ -123,16 +125,18 @@ def cmd_run(args, argv) -> int:
     label = label_of("run", args.label or "-vs-".join(_spec_label(s) for s in specs)[:80])
     # On a cluster the default file name takes each GPU model's name (one run file per model), known once the
     # workers report; an explicit --out is checked now.
-    out = _out_path("run", args.out, label) if args.out or not args.cluster else None
-    if _local(args.cluster):
+    out = _out_path("run", args.out, label, args.device) if args.out or not args.cluster else None
+    if _local(args.cluster) and args.device == "cuda":
         _cuda_or_exit("run")
 
     settings = SweepSettings(mode=args.mode, shapes=args.shapes, max_seconds_per_shape=args.max_seconds_per_shape,
                              seed=args.seed, probes=not args.no_probes, shape_timeout_s=args.shape_timeout_s,
                              max_incidents=args.max_incidents, canary=args.canary, eager=args.eager,
-                             command="python -m profiler " + " ".join(shlex.quote(a) for a in argv))
+                             command="python -m profiler " + " ".join(shlex.quote(a) for a in argv),
+                             screened=not args.trust_candidate, unprivileged=True)
     t0 = time.perf_counter()
-    run = _sweep("run", specs, shapes, out, label, settings, cluster=args.cluster, workload=workload)
+    run = _sweep("run", specs, shapes, out, label, settings, cluster=args.cluster, workload=workload,
+                 device=args.device)
     print(format_run(run))
     out = out or "the run file of each GPU model (named above)"
     print(f"\nwrote {out}  (status {run.get('status', 'complete')})")
@@ -147,14 +151,17 @@ def _local(cluster: str | None) -> bool:
     return cluster is None or cluster.startswith("local")
 
 
-def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluster=None, workload=None) -> dict:
-    """run_sweep; every user-facing problem is one line and an exit (130 after Ctrl-C, 2 when a file cannot be
-    written (the message says where what was measured went), 1 otherwise)."""
+def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluster=None, workload=None,
+           device="cuda") -> dict:
+    """run_sweep; every user-facing problem is one line and an exit (130 after Ctrl-C or SIGTERM, 2 for a
+    candidate that cannot be loaded or a file that cannot be written (the message says where what was measured
+    went), 1 otherwise)."""
 
     try:
-        return run_sweep(specs, shapes, out, label=label, settings=settings, progress=_Progress(),
-                         log=lambda m: print(m, file=sys.stderr), measure_shapes=measure_shapes, cluster=cluster,
-                         workload=workload)
+        with interrupt_on_sigterm():
+            return run_sweep(specs, shapes, out, label=label, settings=settings, progress=_Progress(),
+                             log=lambda m: print(m, file=sys.stderr), measure_shapes=measure_shapes,
+                             cluster=cluster, workload=workload, device=device)
     except ImportError as exc:
         raise SystemExit(missing_dask(cmd, exc, cluster)) from None
     except KeyboardInterrupt:
@@ -164,7 +171,10 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluste
     except WriteError as exc:
         print(f"profiler {cmd}: {exc}", file=sys.stderr)
         raise SystemExit(2)
-    except (ClusterError, SweepInputError, WorkerStartError, RunFileError, WorkerError) as exc:
+    except SweepInputError as exc:   # a candidate module that fails at import: bad input
+        print(f"profiler {cmd}: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+    except (ClusterError, WorkerStartError, RunFileError, WorkerError) as exc:
         print(f"profiler {cmd}: {exc}", file=sys.stderr)
         raise SystemExit(1)
     except WorkerDied as exc:  # outside a shape (probes, harness code): nothing to blame a candidate for
@@ -305,6 +315,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_seed_argument(r)
     r.add_argument("--no-probes", action="store_true", help="skip the HBM/compute probes (no below_floor flag)")
     add_isolation_arguments(r, "candidate")
+    r.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                   help="cuda (default): the GPU, CUDA graphs and events; cpu: the same sweep on this machine's CPU "
+                        "(wall-clock timer, floors from a CPU read probe, labelled CPU in the run file, never "
+                        "scored with GPU runs) -- for trying checks and trust mechanisms without a GPU")
+    r.add_argument("--trust-candidate", action="store_true",
+                   help="skip the source screen (by default a candidate module that imports the lab's modules or the "
+                        "interpreter's internals, starts processes or threads, registers dispatcher kernels or "
+                        "changes torch's global settings is refused with the line that does it; docs/trust.md); "
+                        "the run records it and every score shows \"unscreened\"")
     r.add_argument("--canary", choices=("sample", "all", "off"), default="all",
                    help="before the paired shapes, time the baseline alone in the sweep's first worker, before any "
                         "candidate is loaded, and compare it with the paired baseline (a pair whose baseline moved "

@@ -5,15 +5,36 @@
         ... life.flush() after every shape / point / chunk ...
         life.finalize()                   # status "complete" (complete=False: "partial", e.g. a tune's budget)
 
-On Ctrl-C (KeyboardInterrupt inside the block) the backend's tasks are cancelled, its workers killed, the run marked
+On Ctrl-C (KeyboardInterrupt inside the block; SIGTERM too under interrupt_on_sigterm) the backend's tasks are cancelled, its workers killed, the run marked
 "interrupted" and flushed (status "partial"), one line says where it is, and the KeyboardInterrupt goes on up. The
 backend is closed however the block ends. datasets.runfile.RunWriter refuses an existing file before any work and
 writes atomically; a run file is never overwritten.
 """
 from __future__ import annotations
 
+import signal
 import sys
-from typing import Callable
+import threading
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+
+@contextmanager
+def interrupt_on_sigterm() -> Iterator[None]:
+    """SIGTERM is Ctrl-C inside the body (main thread only): the run ends within seconds, its workers and every
+    process they started killed, the partial file marked "interrupted" (RunLife.__exit__)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class RunLife:

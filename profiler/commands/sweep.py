@@ -35,10 +35,12 @@ from datasets.selection import select_shapes as select
 from datasets.shapes import shape_bytes
 from datasets.shapes import shape_key_of as shape_key
 from kernels.candidate import resolve_spec
+from kernels.methods_peers import tunableop_folder
 from profiler.backends.base import for_each
 from profiler.backends.isolate import LOAD, PROBES, SHAPE, SweepInputError, loaded_names  # noqa: F401
 from profiler.backends.open import open_backends
 from profiler.backends.pool import WorkerStartError  # noqa: F401  (what run_sweep raises: the CLI and app catch it)
+from profiler.check.source_screen import screen_spec
 from profiler.commands.canary import record_canary, time_canary
 from profiler.commands.fanout import default_run, model_paths, on_each_backend
 from profiler.commands.runlife import RunLife
@@ -85,18 +87,51 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
     given = [str(s) for s in specs]
     resolved = [resolve_spec(s) for s in given]  # the worker runs in the repository root: file paths made absolute
     config = {"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes, "init": worker_init,
-              "run_file": str(Path(out_path).resolve()) if out_path else None}   # a method's per-run files go beside it
-    with open_backends(cluster, config, log) as backends:
-        paths = model_paths(out_path, list(backends), default_run(label))
-        writers = {m: RunWriter(p) for m, p in paths.items()}   # refuse an existing file before any work
-        runs = on_each_backend(backends, lambda m, backend, bar: sweep_on(
-            backend, resolved, given, shapes, writers[m], label=label,
-            settings=deepcopy(settings) if backends.cluster else settings, progress=bar, log=log,
-            measure_shapes=measure_shapes, workload=workload), progress)
-        if backends.cluster:
-            for model, run in runs.items():
-                log(f"{model}: run file {paths[model]} ({run['status']}, {len(run['results'])} results)")
+              "run_file": str(Path(out_path).resolve()) if out_path else None,   # a method's per-run files go beside it
+              "unprivileged": settings.unprivileged,
+              "read_only": sorted({str(Path(out_path).resolve().parent)}) if out_path else [],
+              "writable": [str(tunableop_folder(Path(out_path).resolve()))] if out_path else []}
+    side = Path(config["writable"][0]) if config["writable"] else None
+    made_side = side is not None and not side.exists()
+    if made_side:
+        try:
+            side.mkdir(parents=True, exist_ok=True)   # before any worker: the sandbox binds it writable
+        except OSError:
+            made_side = False   # an unwritable --out folder: the run file's own write says so, in one line
+    try:
+        with open_backends(cluster, config, log) as backends:
+            paths = model_paths(out_path, list(backends), default_run(label))
+            writers = {m: RunWriter(p) for m, p in paths.items()}   # refuse an existing file before any work
+            runs = on_each_backend(backends, lambda m, backend, bar: sweep_on(
+                backend, resolved, given, shapes, writers[m], label=label,
+                settings=deepcopy(settings) if backends.cluster else settings, progress=bar, log=log,
+                measure_shapes=measure_shapes, workload=workload), progress)
+            if backends.cluster:
+                for model, run in runs.items():
+                    log(f"{model}: run file {paths[model]} ({run['status']}, {len(run['results'])} results)")
+    finally:
+        if made_side:
+            try:
+                side.rmdir()   # only when empty: no method wrote a side file
+            except OSError:
+                pass
     return next(iter(runs.values()))
+
+
+SCREEN_SHOWN = 4   # findings named per refused module (the count of the rest follows)
+
+
+def screen_refusals(specs: Sequence[str]) -> dict[str, str]:
+    """{spec: why} for every candidate module whose source the screen refuses (profiler.check.source_screen): it
+    is never imported, in any process."""
+    refused = {}
+    for spec in specs:
+        findings = screen_spec(spec)
+        if findings:
+            more = f" (+{len(findings) - SCREEN_SHOWN} more)" if len(findings) > SCREEN_SHOWN else ""
+            refused[spec] = ("refused by the source screen: " + "; ".join(f.text() for f in findings[:SCREEN_SHOWN])
+                             + more + " -- a kernel does not need this (--trust-candidate skips the screen)")
+    return refused
 
 
 def live_candidates(shape: dict, candidates: list[dict], refused: dict, incidents: dict,
@@ -145,13 +180,20 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
     def wall_time(run: dict) -> None:
         run["environment"]["wall_seconds"] = round(time.perf_counter() - t_start, 2)
 
+    # the source screen before any of a candidate's code is imported, in any process
+    screened_out = screen_refusals(specs) if settings.screened else {}
     with RunLife(backend, writer, "run", on_interrupt=wall_time) as life:
         env = backend.environment()
         # the canary first: the worker that just started has loaded no candidate yet (profiler.commands.canary)
         canary_times = (time_canary(backend, shapes, specs[0], {"kind": "shape", "settings": asdict(settings),
                                                                 "workload": wl_spec}, settings)
-                        if measure_shapes and specs else None)
-        loaded, refused = (backend.call(LOAD, specs, settings.shape_timeout_s, wl_spec) if specs else ([], {}))
+                        if measure_shapes and specs and specs[0] not in screened_out else None)
+        to_load = [s for s in specs if s not in screened_out]
+        loaded, refused = (backend.call(LOAD, to_load, settings.shape_timeout_s, wl_spec) if to_load else ([], {}))
+        by_spec = {r["spec"]: r for r in loaded}
+        loaded = [by_spec.get(s) or {"spec": s, "name": None, "error": screened_out[s], "refused": True}
+                  for s in specs]
+        refused |= {s: f"refused at load: {why}" for s, why in screened_out.items()}
         names = loaded_names(loaded)
         settings = replace(settings, candidates=names)   # the caller's settings stay as given
         task_base = {"kind": "shape", "settings": asdict(settings), "workload": wl_spec}

@@ -31,6 +31,9 @@ MV_COLS = 4096                  # cuBLAS design: bf16 [bytes / (2 * 4096), 4096]
 # An 8192^3 bf16 GEMM: large enough to reach the H200's sustained rate (782-809 TFLOP/s in the run files'
 # compute_probe).
 COMPUTE_PROBE_MNK = 8192
+# On a CPU device: 512^3 bf16 (0.27 GFLOP, ~10-50 ms on a CI core): the CPU sweep's compute probe only has to say
+# what this machine does, and 8192^3 would take minutes there.
+CPU_COMPUTE_PROBE_MNK = 512
 ONE_MB, ONE_GB = 1 << 20, 1 << 30
 
 
@@ -65,10 +68,17 @@ def read_fns(buf_f32, nbytes: int, sm_count: int) -> dict[str, Callable[[], None
     """One launcher per design, each reading the first `nbytes` of `buf_f32` (plus cuBLAS torch.mv)."""
     import torch
 
-    read_oneshot, read_persistent = _kernels()
     n = max(1, nbytes // 4)
     data = buf_f32[:n]
     fns = {}
+    rows = max(1, nbytes // (2 * MV_COLS))
+    mat = buf_f32.view(torch.bfloat16)[: rows * MV_COLS].view(rows, MV_COLS)
+    vec = buf_f32.view(torch.bfloat16)[-MV_COLS:]
+    if buf_f32.device.type == "cpu":
+        # A CPU device's read probe: torch's own vectorised reduction over the bytes, and the mv "sanity bar"
+        # (Triton's kernels need a GPU).
+        return {"torch_sum": lambda: torch.sum(data), "torch_mv": lambda: torch.mv(mat, vec)}
+    read_oneshot, read_persistent = _kernels()
     for name, kind, block, warps in READ_DESIGNS:
         n_blocks = math.ceil(n / block)
         if kind == "oneshot":
@@ -81,9 +91,6 @@ def read_fns(buf_f32, nbytes: int, sm_count: int) -> dict[str, Callable[[], None
             iters = math.ceil(n_blocks / grid)
             fns[name] = (lambda out=out, block=block, warps=warps, grid=grid, iters=iters:
                          read_persistent[(grid,)](data, out, n, grid, iters, BLOCK=block, num_warps=warps))
-    rows = max(1, nbytes // (2 * MV_COLS))
-    mat = buf_f32.view(torch.bfloat16)[: rows * MV_COLS].view(rows, MV_COLS)
-    vec = buf_f32.view(torch.bfloat16)[-MV_COLS:]
     fns["torch_mv"] = lambda: torch.mv(mat, vec)
     return fns
 
@@ -136,19 +143,23 @@ def run_read_probes(timer, plan: list[tuple[int, str]], n_rounds: int = 24,
         if progress:
             progress(i + 1, len(plan))
     del buf, buf_f32
-    torch.cuda.empty_cache()
+    if timer.device.type == "cuda":
+        torch.cuda.empty_cache()
     return records
 
 
-def run_compute_probe(timer, n_rounds: int = 10, size: int = COMPUTE_PROBE_MNK) -> dict:
-    """8192^3 bf16 matmul on random data (never zeros: METHOD.md), cold method; -> record with tflops."""
+def run_compute_probe(timer, n_rounds: int = 10, size: int | None = None) -> dict:
+    """8192^3 bf16 matmul on random data (never zeros: METHOD.md), cold method; -> record with tflops. A CPU
+    device: CPU_COMPUTE_PROBE_MNK^3."""
     import torch
 
+    size = size or (CPU_COMPUTE_PROBE_MNK if timer.device.type == "cpu" else COMPUTE_PROBE_MNK)
     g = torch.Generator(device=timer.device).manual_seed(0)
     a = torch.randn(size, size, device=timer.device, dtype=torch.bfloat16, generator=g)
     b = torch.randn(size, size, device=timer.device, dtype=torch.bfloat16, generator=g)
     graph = timer.capture(lambda: torch.mm(a, b))
     us = float(np.median(timer.sample([graph], n_rounds)[:, 0]))
     del graph, a, b
-    torch.cuda.empty_cache()
+    if timer.device.type == "cuda":
+        torch.cuda.empty_cache()
     return {"M": size, "N": size, "K": size, "us": us, "tflops": 2.0 * size ** 3 / (us * 1e-6) / 1e12}

@@ -168,6 +168,17 @@ def gpu_uuid(props) -> str | None:
     return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"
 
 
+def cpu_model() -> str:
+    """This machine's CPU model name (/proc/cpuinfo), or its architecture."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine() or "unknown"
+
+
 def environment(device, telemetry: Telemetry | None = None) -> dict:
     """gpu, sm_count, l2_bytes, driver, versions, git, NVML clocks/power/temperature/throttle reasons."""
     import torch
@@ -189,6 +200,9 @@ def environment(device, telemetry: Telemetry | None = None) -> dict:
         env.update(gpu=props.name, sm_count=int(props.multi_processor_count), l2_bytes=int(props.L2_cache_size),
                    total_memory_bytes=int(props.total_memory), capability=f"{props.major}.{props.minor}",
                    gpu_uuid=gpu_uuid(props), pci_bus_id=getattr(props, "pci_bus_id", None) or None)
+    elif torch.device(device).type == "cpu":
+        # Labelled as a device of its own ("CPU: <model>"): runs of different devices are never scored together.
+        env.update(gpu=f"CPU: {cpu_model()}", device="cpu", sm_count=os.cpu_count() or None)
     env.update(git_info())
     if telemetry is not None:
         env.update({k: v for k, v in telemetry.snapshot().items() if not (k == "driver" and v is None)})

@@ -41,6 +41,7 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -52,6 +53,9 @@ from profiler.measure.stats import bootstrap_ci, paired_ratios, rse
 # clocks) while the GPU is busy: every timed replay then starts behind queued work (the overhead is ~3.3 us then, ~14 us from an idle GPU).
 HEAD_START_CYCLES = 1_000_000
 MAX_ROUNDS_PER_SHAPE = 20_000  # memory bound on samples; the time cap normally stops far earlier
+# The CPU device's clock, bound when the worker imports this module (before any candidate): a candidate that replaces
+# time.perf_counter_ns later does not change what is measured.
+_CLOCK_NS = time.perf_counter_ns
 
 
 def _torch():
@@ -130,9 +134,54 @@ def pinned_environment() -> Iterator[None]:
 
 def capture_graph(fn: Callable[[], Any], device, warmup_calls: int = 3, calls: int = 1) -> GraphHandle:
     """Warm `fn` up on a side stream (lazy init, autotune, cuBLAS workspaces), then capture one call; both under the
-    pinned environment (pinned_environment)."""
+    pinned environment (pinned_environment). On a CPU device there is no graph: the handle re-runs `fn` eagerly
+    (EagerReplay), which is what the wall-clock timer times."""
     with pinned_environment():
+        if _torch().device(device).type == "cpu":
+            return _eager_handle(fn, warmup_calls, calls)
         return _capture_graph(fn, device, warmup_calls, calls)
+
+
+class EagerReplay:
+    """A CPU device's stand-in for a CUDA graph: run() makes the calls again (what the wall clock times), store(y)
+    copies their output into the handle's output outside the timed interval (a graph replay writes the same
+    memory), replay() does both."""
+
+    def __init__(self, fn: Callable[[], Any], output: Any):
+        self.fn, self.output = fn, output
+
+    def run(self) -> Any:
+        return self.fn()
+
+    def store(self, y: Any) -> None:
+        out = self.output
+        if y is not out and hasattr(out, "copy_") and hasattr(y, "shape") and tuple(y.shape) == tuple(out.shape):
+            out.copy_(y)
+
+    def replay(self) -> None:
+        self.store(self.run())
+
+
+def _eager_handle(fn: Callable[[], Any], warmup_calls: int, calls: int) -> GraphHandle:
+    for _ in range(warmup_calls):
+        fn()
+    out = fn()
+    return GraphHandle(EagerReplay(fn, out), out, calls, fn=fn)
+
+
+def cpu_cache_bytes(level: int = 2) -> int:
+    """The size of this CPU's cache at `level` (Linux sysfs; 2 MiB where it cannot be read)."""
+    sizes = []
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            if int((index / "level").read_text()) != level:
+                continue
+            text = (index / "size").read_text().strip().upper()
+            unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            sizes.append(int(text.rstrip("KMG")) * unit)
+        except (OSError, ValueError):
+            continue
+    return max(sizes) if sizes else 2 << 20
 
 
 # Every capture runs on a stream no candidate can be handed. torch's streams come from a pool of 32 per priority
@@ -247,11 +296,18 @@ class ColdTimer:
                  calibration_rounds: int = 400):
         torch = _torch()
         self.device = torch.device(device if device is not None else "cuda")
-        if self.device.index is None:
-            self.device = torch.device("cuda", torch.cuda.current_device())
-        props = torch.cuda.get_device_properties(self.device)
-        self.l2_bytes = int(props.L2_cache_size)
-        self.sm_count = int(props.multi_processor_count)
+        if self.device.type == "cpu":
+            # A CPU device times with the wall clock (sample_raw). Its flush reads 4 x the core's private L2, not
+            # the last-level cache: that is shared by the host (300 MB on the 2-core CI machine) and reading 4 x
+            # of it before every sample would cost ~0.1 s each. CPU times are not cold in HBM terms and are never
+            # scored against a GPU run (the run file names the device).
+            self.l2_bytes, self.sm_count = cpu_cache_bytes(2), os.cpu_count() or 1
+        else:
+            if self.device.index is None:
+                self.device = torch.device("cuda", torch.cuda.current_device())
+            props = torch.cuda.get_device_properties(self.device)
+            self.l2_bytes = int(props.L2_cache_size)
+            self.sm_count = int(props.multi_processor_count)
         self.flush_bytes = int(flush_bytes) if flush_bytes else 4 * self.l2_bytes
         self._flush = None
         if self.flush_enabled:
@@ -281,7 +337,9 @@ class ColdTimer:
         """Replay overhead = median time of a graph holding one tiny kernel, measured exactly like samples."""
         torch = _torch()
         tiny = torch.zeros(1, device=self.device)
-        handle = capture_graph(lambda: tiny.add_(1.0), self.device)
+        # A CPU device has no launch to subtract: its overhead is the timing of an empty call (the clock reads and
+        # the Python call); a tiny torch op would also subtract the dispatch every kernel call pays.
+        handle = capture_graph((lambda: None) if self.device.type == "cpu" else (lambda: tiny.add_(1.0)), self.device)
         handle.keep = tiny
         raw = np.concatenate([self.sample_raw([handle], min(64, n_rounds))[:, 0]
                               for _ in range(max(1, n_rounds // 64))])
@@ -299,7 +357,10 @@ class ColdTimer:
     def sample_raw(self, graphs: Sequence[GraphHandle], n_rounds: int, clock=None,
                    clock_out: list | None = None) -> np.ndarray:
         """Raw event times (us per replay, nothing subtracted). `clock()` is read while the GPU is busy,
-        before and after enqueueing the batch; the lower reading goes to clock_out."""
+        before and after enqueueing the batch; the lower reading goes to clock_out. A CPU device: wall-clock times
+        of each eager replay (_sample_wall)."""
+        if self.device.type == "cpu":
+            return self._sample_wall(graphs, n_rounds, clock_out)
         torch = _torch()
         n_graphs = len(graphs)
         n_events = n_rounds * n_graphs
@@ -337,6 +398,28 @@ class ColdTimer:
             for i in range(n_graphs):
                 start, end = self._events[slot[r, i]]
                 out[r, i] = start.elapsed_time(end) * 1000.0
+        return out
+
+
+    def _sample_wall(self, graphs: Sequence[GraphHandle], n_rounds: int, clock_out: list | None) -> np.ndarray:
+        """The CPU device's samples: time.perf_counter_ns around each eager replay's calls, the flush and the copy
+        into the handle's output outside it; rounds alternate order as on the GPU."""
+        n_graphs = len(graphs)
+        out = np.empty((n_rounds, n_graphs), dtype=np.float64)
+        flush = self._flush
+        clock_ns = _CLOCK_NS
+        for r in range(n_rounds):
+            for i in (range(n_graphs) if r % 2 == 0 else reversed(range(n_graphs))):
+                if flush is not None:
+                    flush.replay()
+                replay = graphs[i].graph
+                t0 = clock_ns()
+                y = replay.run()
+                t1 = clock_ns()
+                replay.store(y)
+                out[r, i] = (t1 - t0) / 1000.0
+        if clock_out is not None:
+            clock_out.append(None)
         return out
 
 

@@ -14,6 +14,10 @@ from profiler.worker.session import session
 from profiler.worker.steps import Fatal, current, step
 from profiler.worker.tasks import run_task
 
+# The reply serializer, bound before any candidate is imported: one that wraps json.dumps later changes nothing
+# the parent reads (and profiler.worker.integrity names it).
+_DUMPS = json.dumps
+
 
 def _exit_with_parent(parent_pid: int, every_s: float = 1.0) -> None:
     """End this worker within a second of its parent's death (a killed CLI or dask worker): an orphan would go on
@@ -39,7 +43,7 @@ def child_main() -> int:
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
 
     def send(msg: dict) -> None:
-        proto_out.write(json.dumps(msg, allow_nan=True) + "\n")
+        proto_out.write(_DUMPS(msg, allow_nan=True) + "\n")
         proto_out.flush()
 
     steps.report_to(lambda candidate, phase: send({"msg": "step", "candidate": candidate, "phase": phase}))
@@ -54,7 +58,9 @@ def child_main() -> int:
                 sess = session(msg["config"])
                 send({"msg": "ready", "pid": os.getpid(), "environment": sess.environment()})
                 continue
-            send({"msg": "done", "result": run_task(msg["task"], sess.config)})
+            result = run_task(msg["task"], sess.config)
+            sess.assert_integrity("the task")   # the reply path as it was at start, nothing left to outlive it
+            send({"msg": "done", "result": result})
         except Fatal as exc:
             send({"msg": "fatal", "candidate": exc.candidate, "phase": exc.phase, "kind": exc.kind,
                   "error": exc.error})

@@ -55,12 +55,16 @@ lines (faulthandler is on, so a segfault prints the candidate's Python frame). T
 from __future__ import annotations
 
 import collections
+import ctypes
 import json
 import os
 import queue
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -69,6 +73,175 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 300.0       # torch import + CUDA context + timer calibration; generous for a cold file cache
 STDERR_TAIL_LINES = 40
+MAX_LINE_CHARS = 1 << 16      # a longer line from the child is cut here (a candidate's 50 MB print is one line)
+EXITED_GRACE_S = 2.0          # the child's process has ended: its last messages are in the pipe within this
+STOP_TREE_S = 5.0             # stop_tree gives up looking for stragglers after this (each pass is ~ms)
+PR_SET_CHILD_SUBREAPER = 36   # linux/prctl.h
+
+
+def become_subreaper() -> bool:
+    """Make this process the child subreaper of everything it starts (Linux prctl): an orphaned descendant of a
+    worker (a candidate's double fork) is re-parented here, where stop_tree finds it. False where it cannot be."""
+    if getattr(become_subreaper, "done", False):
+        return True
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        ok = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        ok = False
+    become_subreaper.done = ok
+    return ok
+
+
+def _parents() -> dict[int, int]:
+    """{pid: parent pid} of every process (/proc; zombies included)."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            table[int(entry.name)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return table
+
+
+def _session(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
+
+
+def orphans_of_workers(table: dict[int, int], protected: set[int]) -> set[int]:
+    """This process's children that a worker started: re-parented here (child subreaper) after their parent died.
+    A worker starts in a session of its own and no process can join an existing session, so everything a worker
+    started is outside this process's session; this process's own children (a compile pool, a dask worker, a
+    subprocess) share it and are never counted."""
+    me, mine = os.getpid(), os.getsid(0)
+    return {pid for pid, ppid in table.items() if ppid == me and _session(pid) != mine} - protected - _LIVE
+
+
+def _descendants(roots: set[int], table: dict[int, int]) -> set[int]:
+    found, frontier = set(), set(roots)
+    while frontier:
+        found |= frontier
+        frontier = {pid for pid, ppid in table.items() if ppid in frontier} - found
+    return found
+
+
+# Pids of the worker processes this process runs now, and of children it had before each was started: stop_tree
+# never touches them (another Worker's child, a dask cluster's processes).
+_LIVE: set[int] = set()
+
+
+def stop_tree(root: int | None, protected: set[int]) -> list[int]:
+    """Stop and kill `root` and every process it started, with the orphans re-parented to this process (child
+    subreaper) that are not `protected`; reap those that are this process's children. Returns the pids killed
+    other than root. Stopping (SIGSTOP) before killing means no process can fork a new one behind the walk."""
+    me, killed, deadline = os.getpid(), set(), time.monotonic() + STOP_TREE_S
+    while time.monotonic() < deadline:
+        table = _parents()
+        orphans = orphans_of_workers(table, protected)
+        found = _descendants(({root} if root in table else set()) | orphans, table) - {me}
+        states = {pid: _state(pid) for pid in found}
+        alive = {pid for pid in found if states[pid] not in ("Z", "X", "?")}
+        mine = {pid for pid in found - alive if table.get(pid) == me and pid != root}   # zombies to reap here
+        for pid in mine:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        if not alive and not mine:
+            break
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in alive:
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        killed |= alive
+        time.sleep(0.005)
+    return sorted(killed - {root})
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return "?"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()[:80] or "?"
+    except OSError:
+        return "?"
+
+
+def _children_now() -> set[int]:
+    me = os.getpid()
+    return {pid for pid, ppid in _parents().items() if ppid == me}
+
+
+_SCRATCH: list[Path] = []
+
+
+def scratch_dir() -> Path:
+    """The worker's working directory and home: a directory of its own outside the project tree (one per parent
+    process)."""
+    if not _SCRATCH:
+        path = Path(tempfile.mkdtemp(prefix="projlab-worker-"))
+        for sub in ("cwd", "home"):
+            (path / sub).mkdir()
+        _SCRATCH.append(path)
+    return _SCRATCH[0]
+
+
+def _compile_cache() -> Path:
+    """Triton's cache for a sandboxed worker (its home is the scratch directory): kept between runs -- a cold compile
+    of a plan's kernels costs tens of seconds -- in the temp directory, outside the project tree."""
+    path = Path(tempfile.gettempdir()) / "projlab-worker-cache"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+SANDBOX_TOOLS = ("unshare", "mount", "setpriv", "sh")
+_SANDBOX: dict = {}
+
+
+def sandbox_prefix(read_only: list[Path], writable: list[Path] = ()) -> tuple[list[str], str]:
+    """(command prefix, description) that starts the worker in a mount namespace of its own where `read_only` (the
+    project tree, the run file's folder) are bound read-only and `writable` folders inside them (a method's side
+    folder beside the run file: kernels.methods_peers.tunableop_folder) bound writable again, then drops every capability (bounding set, no new
+    privileges): a process without CAP_SYS_ADMIN cannot remount or unmount them, and a root without capabilities
+    cannot ptrace the parent. ([], why not) where the parent is not root or the tools or the namespace are missing
+    (checked once per process by starting `true` in it)."""
+    if os.geteuid() != 0:
+        return [], "none: the lab does not run as root (the worker can write what this user can)"
+    missing = [t for t in SANDBOX_TOOLS if shutil.which(t) is None]
+    if missing:
+        return [], f"none: {', '.join(missing)} not found"
+    paths = sorted({str(Path(p).resolve()) for p in read_only if Path(p).is_dir()})
+    rw = sorted({str(Path(p).resolve()) for p in writable if Path(p).is_dir()})
+    script = " && ".join([f"mount --bind -o ro {shlex.quote(p)} {shlex.quote(p)}" for p in paths] +
+                         [f"mount --bind {shlex.quote(p)} {shlex.quote(p)}" for p in rw] +
+                         ['exec setpriv --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@"'])
+    prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
+    key = (tuple(paths), tuple(rw))
+    if key not in _SANDBOX:
+        try:
+            probe = subprocess.run(prefix + ["true"], capture_output=True, text=True, timeout=30)
+            _SANDBOX[key] = None if probe.returncode == 0 else (probe.stderr.strip().splitlines() or ["?"])[-1]
+        except (OSError, subprocess.SubprocessError) as exc:
+            _SANDBOX[key] = str(exc)
+    if _SANDBOX[key] is not None:
+        return [], f"none: the mount namespace could not be set up ({_SANDBOX[key][:200]})"
+    return prefix, "read-only project tree and run folder, no capabilities"
 
 
 class WorkerDied(RuntimeError):
@@ -131,6 +304,11 @@ class Worker:
         self._q: queue.Queue = queue.Queue()
         self._tail: collections.deque = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._last = {"candidate": None, "phase": None}
+        self._protected: set[int] = set()
+        self.steps: list[tuple[str | None, str | None, float]] = []   # (candidate, phase, parent's monotonic s)
+        self.killed: list[int] = []    # processes the last child left behind, killed when it ended (stop_tree)
+        self.sandbox = "none: not started"
+        self.child_pid: int | None = None
 
     @property
     def alive(self) -> bool:
@@ -142,20 +320,33 @@ class Worker:
     def start(self, timeout_s: float = START_TIMEOUT_S) -> dict:
         """Spawn the child and wait for "ready"; returns its environment (gpu, versions, replay overhead)."""
         self.close()
+        become_subreaper()
+        self._protected = _children_now()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                    PYTHONUNBUFFERED="1")
+        scratch = scratch_dir()
+        env.update(HOME=str(scratch / "home"), PWD=str(scratch / "cwd"))
+        env.setdefault("TRITON_CACHE_DIR", str(_compile_cache()))
+        sandbox, self.sandbox = [], "none: not asked (config unprivileged is false)"
+        if self.config.get("unprivileged"):
+            sandbox, self.sandbox = sandbox_prefix([ROOT] + [Path(p) for p in self.config.get("read_only") or ()],
+                                                   [Path(p) for p in self.config.get("writable") or ()])
         # A new session: a Ctrl-C in the terminal reaches only the parent, which then stops the child itself.
-        self.proc = subprocess.Popen(self.command(), cwd=ROOT, env=env, stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(sandbox + self.command(), cwd=scratch / "cwd", env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
-                                     start_new_session=True)
+                                     encoding="utf-8", errors="replace", start_new_session=True)
+        _LIVE.add(self.proc.pid)
         self.started += 1
         self._q, self._tail = queue.Queue(), collections.deque(maxlen=STDERR_TAIL_LINES)
-        threading.Thread(target=self._read_protocol, args=(self.proc, self._q), daemon=True).start()
+        self._protocol_thread = threading.Thread(target=self._read_protocol, args=(self.proc, self._q), daemon=True)
+        self._protocol_thread.start()
         self._stderr_thread = threading.Thread(target=self._read_stderr, args=(self.proc, self._q, self._tail),
                                                daemon=True)
         self._stderr_thread.start()
         self._send({"op": "init", "config": self.config})
+        self.child_pid = None   # known from "ready" (a prefix such as ncu forks the interpreter); no candidate runs before
         msg = self._wait({"ready"}, timeout_s)
+        self.child_pid = int(msg.get("pid") or self.proc.pid)
         self.environment = msg["environment"]
         return self.environment
 
@@ -167,8 +358,17 @@ class Worker:
         if not self.alive:
             self.start()
         self._last = {"candidate": None, "phase": None}
+        self.steps = [(None, "sent", time.monotonic())]
         self._send({"op": "task", "task": task})
-        return self._wait({"done"}, timeout_s)["result"]
+        result = self._wait({"done"}, timeout_s)["result"]
+        self.steps.append((None, "done", time.monotonic()))
+        return result
+
+    def phase_seconds(self, phase: str) -> float | None:
+        """The parent's own wall-clock seconds from the first "step" message of `phase` to the answer of the last
+        call (None when the child never entered it): what the child's timing could at most have measured."""
+        starts = [t for _, p, t in self.steps if p == phase]
+        return self.steps[-1][2] - starts[0] if starts and self.steps[-1][1] == "done" else None
 
     def close(self, force: bool = False) -> None:
         """Ask the child to exit (force: kill it now, e.g. after Ctrl-C); kill it if it does not within seconds."""
@@ -183,12 +383,14 @@ class Worker:
                 proc.stdin.flush()
                 proc.wait(timeout=self.exit_timeout_s)
             except Exception:
-                self._kill(proc)
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            try:
-                stream.close()
-            except Exception:
                 pass
+        self._kill(proc)   # whatever it left behind, or the child itself where it did not exit in time
+        try:
+            proc.stdin.close()
+        except Exception:
+            pass
+        # stdout/stderr are closed by their reader threads at end of file; closing a pipe another thread is reading
+        # blocks until that read returns (it hung the CLI while a candidate's child held the pipe open)
 
     # -- internals ----------------------------------------------------------------------------------------
     def _send(self, msg: dict) -> None:
@@ -208,15 +410,25 @@ class Worker:
             try:
                 msg = self._q.get(timeout=min(left, 1.0))
             except queue.Empty:
+                if self.proc is not None and self.proc.poll() is not None:
+                    # The child ended but no end of file came: a process it started holds its pipes. Whatever it
+                    # said is in the pipe by now; kill the holders, so the readers see the end of the stream.
+                    exited = getattr(self, "_exited_at", None) or time.monotonic()
+                    self._exited_at = exited
+                    if time.monotonic() - exited >= EXITED_GRACE_S:
+                        self._kill(self.proc)
                 continue
             kind = msg.get("msg")
             if kind == "stderr":  # forwarded here, in the caller's thread (Streamlit elements need that)
                 if self.log is not None:
                     self.log(f"[worker] {msg['text']}")
             elif kind == "step":  # progress: the watchdog restarts, so it stops exactly the step that hangs
+                self._no_strays()   # the step that just ended left no process behind
                 self._last = {"candidate": msg.get("candidate"), "phase": msg.get("phase")}
+                self.steps.append((msg.get("candidate"), msg.get("phase"), time.monotonic()))
                 deadline = time.monotonic() + timeout_s
             elif kind in wanted:
+                self._no_strays()
                 return msg
             elif kind == "fatal":
                 self._last = {"candidate": msg.get("candidate"), "phase": msg.get("phase")}
@@ -226,48 +438,82 @@ class Worker:
                 raise WorkerError(msg.get("error") or "worker error")
             elif kind == "eof":
                 code = self._reap(self.proc, self.exit_timeout_s)
+                self._kill(self.proc)
                 self._stderr_thread.join(timeout=5)  # the last words (a faulthandler dump) may still be in flight
                 tail = _stderr_summary(list(self._tail))
                 raise self._died("died", exit_description(code) + (f"; last stderr: {tail}" if tail else ""))
 
+    def _no_strays(self) -> None:
+        """Raise WorkerDied("outlived") naming the last step's candidate where a process the child started is still
+        running once that step has ended (a fork, a Popen, a detached daemon; a build's compiler processes end
+        with their step): it could outlive the worker and touch what the parent writes. The worker and all of
+        them are killed (_died)."""
+        if self.proc is None or self.child_pid is None:
+            return
+        table = _parents()
+        orphans = orphans_of_workers(table, self._protected)
+        strays = {pid for pid in _descendants({self.child_pid} | orphans, table) - {self.child_pid}
+                  if _state(pid) not in ("Z", "X", "?")}
+        if strays:
+            what = ", ".join(f"{pid} ({_cmdline(pid)})" for pid in sorted(strays)[:3])
+            raise self._died("outlived", f"outliving the worker: started {len(strays)} process(es) still running "
+                                         f"after its step ended "
+                                         f"({what}): a candidate may not start processes (they could outlive the "
+                                         f"worker and touch what the parent records); all were killed")
+
     def _died(self, kind: str, message: str) -> WorkerDied:
+        self._kill(self.proc)
+        self._exited_at = None
         self.proc = None
         return WorkerDied(kind, message, self._last["candidate"], self._last["phase"])
 
     @staticmethod
     def _read_protocol(proc, q) -> None:
-        for line in proc.stdout:
+        stream = proc.stdout
+        for line in iter(stream.readline, ""):  # protocol lines are whole (a result may be long: no size cap)
             try:
                 q.put(json.loads(line))
             except ValueError:
-                q.put({"msg": "log", "text": line})
+                q.put({"msg": "log", "text": line[:MAX_LINE_CHARS]})
         q.put({"msg": "eof"})
+        stream.close()
 
     @staticmethod
     def _read_stderr(proc, q, tail) -> None:
-        for line in proc.stderr:
-            tail.append(line)
-            q.put({"msg": "stderr", "text": line.rstrip()})
+        stream, cut = proc.stderr, False
+        for part in iter(lambda: stream.readline(MAX_LINE_CHARS), ""):
+            if cut:   # the rest of a line longer than MAX_LINE_CHARS: dropped
+                cut = not part.endswith("\n")
+                continue
+            cut = not part.endswith("\n")
+            text = part.rstrip() + (" [line cut]" if cut else "")
+            tail.append(text)
+            q.put({"msg": "stderr", "text": text})
+        stream.close()
 
-    @staticmethod
-    def _reap(proc, timeout_s: float = 10.0) -> int | None:
+    def _reap(self, proc, timeout_s: float = 10.0) -> int | None:
         if proc is None:
             return None
         try:
             return proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            Worker._kill(proc)
+            self._kill(proc)
             return proc.poll()
 
-    @staticmethod
-    def _kill(proc) -> None:
-        if proc is None or proc.poll() is not None:
+    def _kill(self, proc) -> None:
+        """Kill the child (if it still runs) and every process it started, wherever they went (stop_tree)."""
+        if proc is None:
             return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the child and anything it started (compiler processes)
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the child and its process group (compiler processes)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.killed = stop_tree(proc.pid, self._protected)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        _LIVE.discard(proc.pid)
+        if self.killed and self.log is not None:
+            self.log(f"[worker] killed {len(self.killed)} process(es) the worker had started and left running")

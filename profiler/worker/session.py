@@ -17,7 +17,12 @@ from profiler.check.guards import TaintedProcess
 from profiler.check.rules import make_weight
 from profiler.measure import timing
 from profiler.measure import telemetry as telemetry_mod  # by module: a test fake replaces its functions
+from profiler.worker.integrity import FORGING, Integrity
 from profiler.worker.steps import Fatal, current, step
+
+# Bound at import, before any candidate runs: a candidate that replaces check on the live guard object (or on the
+# class) does not change what guard_check calls (Integrity also names the replacement).
+_GUARD_CHECK = guards.Guard.check
 
 # Prepared states kept across tasks (least recently used dropped first). A sweep keeps a few per family and
 # reuses them at every load; a tuner sends ~100 method configs per point, each holding a copy of the weights
@@ -55,6 +60,7 @@ class Session:
         # candidates to the environment those libraries read.
         self.isolation = initialise_libraries(self.device, workload_dtypes(load_workload().families.values()))
         self.guard = guards.Guard(harness=guards.harness_now())
+        self.integrity = Integrity(self.guard)
         self.workload = None                 # datasets.workload.Workload of the current task (use_workload)
         self.candidates: dict[str, Any] = {}
         self.load_errors: dict[str, dict] = {}
@@ -109,9 +115,19 @@ class Session:
     def guard_check(self, where: str) -> list[str]:
 
         try:
-            return self.guard.check(where)
+            reasons = _GUARD_CHECK(self.guard, where)
         except TaintedProcess as exc:
             raise Fatal("tainted", str(exc), *current()) from None
+        self.assert_integrity(where)
+        return reasons
+
+    def assert_integrity(self, where: str) -> None:
+        """Fatal ("forging" / "outlived") where candidate code changed the worker's reply path or left something
+        that would act after the worker answered (profiler.worker.integrity): this process measures nothing more."""
+        broken = self.integrity.check()
+        if broken:
+            kind = "forging" if broken[0].startswith(FORGING) else "outlived"
+            raise Fatal(kind, "; ".join(broken)[:600] + f" (found after {where})", *current())
 
     # -- the workload -------------------------------------------------------------------------------------
     def use_workload(self, spec: dict | None) -> None:

@@ -34,6 +34,12 @@ class SweepSettings:
     input_salt: int | None = None       # None: each shape task draws its own (profiler.check.rules.fresh_salt), so no
                                         # candidate can compute the inputs ahead from the seed; an int (tests): the
                                         # inputs follow the seed and this salt alone
+    unprivileged: bool = False          # where the parent is root, the worker runs with the project tree and the run
+                                        # file's folder read-only and no capabilities (profiler run does;
+                                        # profiler.worker.process.sandbox_prefix)
+    screened: bool = False              # candidate modules passed the source screen before anything was imported
+                                        # (profiler.check.source_screen; `profiler run` does unless
+                                        # --trust-candidate); False: every score of the run shows "unscreened"
 
     @classmethod
     def from_dict(cls, data: dict) -> "SweepSettings":

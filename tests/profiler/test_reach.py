@@ -1,7 +1,13 @@
-"""The candidate's reach, through the sweep on CPU (real worker process, fake timer): a memo across timed replays,
-lossy weights exact only where rows or columns are recognisable, the baseline slowed through the dispatcher or a
-backend flag. Each known-wrong class is rejected with a reason that names its mechanism."""
+"""The candidate's reach (docs/trust.md), through `python -m profiler run --device cpu` and run_sweep on CPU: it cannot
+forge what is recorded, outlive its worker, write the project tree or hang the CLI; Ctrl-C and SIGTERM end a run.
+Real worker processes (slow: tests/conftest.py SLOW)."""
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -10,116 +16,235 @@ torch = pytest.importorskip("torch")
 
 from datasets.runfile import load_run  # noqa: E402
 from profiler.check import wrong  # noqa: E402
+from profiler.worker import process  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[2]
 FAKE = str(Path(__file__).with_name("fake_device.py"))
-CONTROL = wrong.spec(wrong.TorchLinear)
+WORKLOAD = {"families": {"o": {"N": 64, "K": 256}}, "loads": [{"load": "decode 1", "M": 1}]}
+FAST = ["--device", "cpu", "--no-probes", "--canary", "off", "--max-seconds-per-shape", "0.05"]
 
 
-def _shapes(families=("o",), Ms=(16,)):
+def _workload(tmp_path) -> str:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(WORKLOAD))
+    return str(path)
+
+
+def _cli(tmp_path, *args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "profiler", "run", *FAST, "--workload", _workload(tmp_path),
+                             *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _live(pred) -> list[int]:
+    return [p for p in process._parents() if process._state(p) not in ("Z", "X", "?") and pred(process._cmdline(p))]
+
+
+WRITES_TREE = """
+from pathlib import Path
+
+from profiler.check.wrong import TorchLinear
+
+
+class WritesTree(TorchLinear):
+    name = "writes_tree"
+
+    def prepare(self, family, weight):
+        for target in TARGETS:
+            try:
+                Path(target).write_text("written by a candidate")
+            except OSError:
+                pass
+        return super().prepare(family, weight)
+"""
+
+REACH = ("ForgesReply", "PatchesGuard", "InflatesBaseline", "ForksSleeper", "AtExitRewriter", "DetachedRewriter")
+
+
+def test_reach_classes_are_rejected_and_nothing_they_start_outlives_the_run(tmp_path):
+    """Unscreened (--trust-candidate: the mechanisms must hold without the screen), one CLI run: every known-wrong
+    class of the candidate's reach is rejected naming its mechanism, nothing any of them started is left, the run
+    file is the one the parent wrote, and the project tree was not written."""
+    token = uuid.uuid4().hex
+    out = tmp_path / f"reach-{token}.json"
+    targets = [ROOT / "datasets" / "runs" / f"written-{token}.json", tmp_path / f"written-{token}.json"]
+    mod = tmp_path / "reach.py"
+    mod.write_text(f"from profiler.check.wrong import *  # noqa\nTARGETS = {[str(t) for t in targets]!r}\n"
+                   + WRITES_TREE)
+    specs = ["--candidate", wrong.spec(wrong.TorchLinear)] + [a for c in REACH + ("WritesTree",)
+                                                              for a in ("--candidate", f"{mod}:{c}")]
+    sleepers_before = set(_live(lambda c: c == "sleep 400"))
+    proc = _cli(tmp_path, "--plan", "baseline", *specs, "--out", str(out), "--trust-candidate")
+    stdout, stderr = proc.communicate(timeout=900)
+    ended = time.time()
+    assert proc.returncode == 0, stderr[-2000:]
+    written = out.read_bytes()
+    run = load_run(out)
+    assert run["status"] == "complete" and run["environment"]["settings"]["screened"] is False
+    assert run["environment"]["gpu"].startswith("CPU")
+    # the run ended within seconds of the parent's last write, and every process a candidate started is gone
+    assert ended - out.stat().st_mtime < 10
+    assert _live(lambda c: str(out) in c) == []
+    assert set(_live(lambda c: c == "sleep 400")) <= sleepers_before
+    by_name = {f["candidate"]: f for f in run["failures"]}
+    for name in REACH:
+        cls = getattr(wrong, name)
+        assert cls.name in by_name, (name, stdout[-3000:])
+        expect = cls.expect if isinstance(cls.expect, tuple) else (cls.expect,)
+        assert any(e in " ".join(by_name[cls.name]["reasons"]) for e in expect), by_name[cls.name]
+    assert {p["candidate"] for p in run["pairs"]} == {"torch_linear_control", "writes_tree"}
+    if os.geteuid() == 0:   # the worker's sandbox: the project tree and the run's folder are read-only to it
+        assert [r["sandbox"] for r in run["environment"]["workers"]][0].startswith("read-only")
+        assert not any(t.exists() for t in targets)
+    summary = subprocess.run([sys.executable, "-m", "dashboard", "summarize", str(out)], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert "unscreened" in summary.stdout, summary.stdout   # beside the score of a run measured unscreened
+    time.sleep(3)   # a rewriter polls every 0.2 s: it would have forged the file by now
+    assert out.read_bytes() == written
+    assert all(p["ratio_median"] != 1.81 for p in run["pairs"])
+
+
+HANGS = """
+import subprocess
+
+from profiler.check.wrong import TorchLinear
+
+
+class HangsOnChild(TorchLinear):
+    name = "hangs_on_child"
+
+    def run(self, state, family, x):
+        subprocess.Popen(["sleep", "400"]).wait()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_during_the_wait_ends_the_run_with_the_partial_file_marked_interrupted(tmp_path, sig):
+    mod = tmp_path / "hangs.py"
+    mod.write_text(HANGS)
+    out = tmp_path / "hang.json"
+    proc = _cli(tmp_path, "--plan", "baseline", "--candidate", f"{mod}:HangsOnChild", "--out", str(out),
+                "--trust-candidate", start_new_session=True)
+
+    def mine() -> list[int]:
+        table = process._parents()
+        return [p for p in process._descendants({proc.pid}, table) - {proc.pid}
+                if process._cmdline(p) == "sleep 400"]
+
+    deadline = time.monotonic() + 300
+    while not mine() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert mine(), "the candidate's child never started"
+    sleepers = mine()
+    t0 = time.monotonic()
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert time.monotonic() - t0 < 15, "the run did not end within seconds of the signal"
+    assert proc.returncode == 130, stderr[-2000:]
+    run = json.loads(out.read_text())
+    assert run["status"] == "partial" and run["interrupted"] is True
+    assert not [p for p in sleepers if process._state(p) not in ("Z", "X", "?")]
+    assert "Traceback" not in stderr
+
+
+def test_a_candidate_module_failing_at_import_exits_2(tmp_path):
+    mod = tmp_path / "broken.py"
+    mod.write_text("raise RuntimeError('broken on purpose')\n")
+    proc = _cli(tmp_path, "--plan", "baseline", "--candidate", str(mod), "--out", str(tmp_path / "b.json"))
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 2, stderr[-2000:]
+    assert "broken on purpose" in stderr and "Traceback" not in stderr
+
+
+def _sweep(specs, out, init="install", **settings):
+    from profiler.commands.sweep import SweepSettings, run_sweep
     from profiler.commands.sweep import select_shapes
 
-    small = {"o": {"N": 64, "K": 256}, "router": {"N": 32, "K": 512}, "qkv_gate": {"N": 64, "K": 256}}
-    return [s | small[s["family"]] for s in select_shapes("official") if s["family"] in families and s["M"] in Ms]
-
-
-def _sweep(specs, shapes, out, init="install", **settings):
-    from profiler.commands.sweep import SweepSettings, run_sweep
-
-    run_sweep(specs, shapes, out, label=out.stem, device="cpu", log=lambda m: None, worker_init=f"{FAKE}:{init}",
-              settings=SweepSettings(**({"probes": False, "max_seconds_per_shape": 5.0, "canary": "off"} | settings)))
+    shapes = [s | {"N": 64, "K": 256} for s in select_shapes("official") if s["family"] == "o"][:1]
+    run_sweep(specs, shapes, out, label=out.stem, device="cpu", log=lambda m: None, worker_init=init,
+              settings=SweepSettings(**({"probes": False, "canary": "off", "max_seconds_per_shape": 0.05}
+                                        | settings)))
     return load_run(out)
 
 
-def test_a_memo_across_timed_replays_is_rejected_as_a_memo(tmp_path):
-    """The memo returns its last answer for a buffer whose content did not change between two calls: with timed
-    replays on an unchanged input it was scored; with a fresh input per replay its output answers another input."""
-    run = _sweep([CONTROL, wrong.spec(wrong.MemoAcrossReplays)], _shapes(("o", "router"), (16,)), tmp_path / "m.json",
-                 init="install_replaying")
-    assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}
-    fails = [f for f in run["failures"] if f["candidate"] == "memo_across_replays"]
-    assert len(fails) == 2 and all((f["kind"], f["phase"]) == ("incorrect", "time") for f in fails)
-    assert all("during timing" in f["reasons"][0] and "an answer kept across replays (a memo)" in f["reasons"][0]
-               for f in fails), [f["reasons"][0] for f in fails]
+DIES = """
+import os
+import time
+
+from profiler.check.wrong import TorchLinear
 
 
-def test_every_timed_replay_reads_another_input_and_the_judge_reads_its_own():
-    """ReplayFeed: consecutive replays of a graph read different pool inputs; fed_input names the one read last."""
-    from profiler.check.timed import ReplayFeed, TimedInput, fed_input
-    from profiler.measure.timing import GraphHandle
+class DiesHoldingPipes(TorchLinear):
+    name = "dies_holding_pipes"
 
-    pool = [TimedInput(torch.full((2, 3), float(k)), ref=None) for k in range(4)]
-    static = pool[1].x.clone()
-    handle = GraphHandle(graph=None, output=None, feed=ReplayFeed(static, pool, start=1))
-    seen = []
-    for _ in range(6):
-        handle.feed()
-        seen.append(float(static[0, 0]))
-        assert fed_input(handle, pool[1]) is pool[int(seen[-1])]
-    assert seen == [2.0, 3.0, 0.0, 1.0, 2.0, 3.0]
-    assert fed_input(GraphHandle(graph=None, output=None), pool[1]) is pool[1]
+    def prepare(self, family, weight):
+        if os.fork() == 0:
+            time.sleep(400)
+            os._exit(0)
+        os._exit(9)
+"""
 
 
-def test_lossy_weights_dispatcher_kernels_and_backend_flags_are_rejected_through_the_sweep(tmp_path):
-    """Outlier-exact int8 weights (also only below M=8), a torch.library kernel for aten::mm, mkldnn turned off after
-    its own calls: each rejected at each shape with the reason that names its mechanism; the control is measured."""
-    specs = [CONTROL] + [wrong.spec(c) for c in (wrong.OutlierExactInt8, wrong.OutlierExactInt8SmallM,
-                                                 wrong.DispatcherSlowMM, wrong.BackendFlagToggle)]
-    run = _sweep(specs, _shapes(("o",), (1, 16)), tmp_path / "reach.json")
-    scored = {(r["candidate"], r["M"]) for r in run["results"]}
-    assert scored == {("torch_linear_control", 1), ("torch_linear_control", 16), ("outlier_exact_int8_small_m", 16)}
-    why = {(f["candidate"], f["M"]): " | ".join(f["reasons"]) for f in run["failures"]}
-    for M in (1, 16):
-        assert "lossy arithmetic" in why["outlier_exact_int8", M]
-        assert why["dispatcher_slow_mm", M].startswith(
-            "registered a dispatcher kernel (torch.library): aten::mm for dispatch key CPU"), why["dispatcher_slow_mm", M]
-        assert "element rule: " in why["outlier_exact_int8", M], why["outlier_exact_int8", M]
-        assert "changed global setting torch.backends.mkldnn.enabled (from True to False)" in why[
-            "backend_flag_toggle", M]
-    assert "element rule: " in why["outlier_exact_int8_small_m", 1]
-    assert ("outlier_exact_int8_small_m", 16) not in why
+def test_a_worker_that_dies_while_its_child_holds_the_pipes_is_recorded_died_within_seconds(tmp_path):
+    mod = tmp_path / "dies.py"
+    mod.write_text(DIES)
+    t0 = time.monotonic()
+    run = _sweep([wrong.spec(wrong.TorchLinear), f"{mod}:DiesHoldingPipes"], tmp_path / "d.json",
+                 init=f"{FAKE}:install", shape_timeout_s=200)
+    assert time.monotonic() - t0 < 150   # far from the 200 s watchdog
+    (f,) = [f for f in run["failures"] if f["candidate"] == "dies_holding_pipes"]
+    assert f["kind"] == "died" and "exit code 9" in f["reasons"][0], f
+    assert _live(lambda c: "dies.py" in c) == []
 
 
-def _res(key: str, us: float, ci: float = 0.001) -> dict:
-    load, family = key.split("/")
-    return {"load": load, "family": family, "M": int(load.split()[-1]), "candidate": "baseline", "median_us": us,
-            "ci_low_us": us * (1 - ci), "ci_high_us": us * (1 + ci)}
+BIG_PRINT = """
+print("x" * 50_000_000)
+from profiler.check.wrong import TorchLinear
 
 
-def test_the_canary_band_follows_the_devices_own_repeat_spread():
-    """On a quiet device (the H200: clean repeats within a few %) the band is the 15 % floor; where the same clean
-    baseline timed twice differs by 12 % (a busy 2-core CPU with a wall-clock timer), a correct control's 30 % is
-    inside the band, while a 3x slowdown is still disturbed."""
-    from profiler.commands import canary
-
-    keys = ["decode 1/o", "decode 16/o", "verify 32/o"]
-    first = [_res(k, 10.0) for k in keys]
-    quiet, _ = canary.device_band(first, [_res(k, 10.2) for k in keys[:2]], "baseline")
-    assert quiet == canary.CANARY_BAND
-    band, evidence = canary.device_band(first, [_res(keys[0], 11.2), _res(keys[1], 10.1)], "baseline")
-    assert evidence["repeat_shapes"] == 2 and abs(evidence["repeat_spread"] - 0.1133) < 1e-3
-    assert abs(band - (2.718281828 ** (3 * 0.11333) - 1)) < 1e-3 and band > 0.4
-    control = [_res(k, 13.0) for k in keys]
-    assert canary.verdict(first, control, "baseline", band=quiet)["verdict"] == canary.DISTURBED
-    assert canary.verdict(first, control, "baseline", band=band)["verdict"] == canary.OK
-    slowed = [_res(k, 30.0 if k == "decode 16/o" else 10.0) for k in keys]
-    v = canary.verdict(first, slowed, "baseline", band=band)
-    assert v["verdict"] == canary.DISTURBED and [d["key"] for d in v["shapes"]] == ["decode 16/o"]
+class Loud(TorchLinear):
+    name = "loud"
+"""
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: a captured graph and the CUDA dispatch key")
-def test_on_the_gpu_a_memo_inside_a_graph_and_a_cuda_dispatcher_kernel_are_rejected(tmp_path):
-    """The GPU forms: a memo kept on the device inside the captured graph (MemoInGraph) and a torch.library kernel
-    for aten::mm on the CUDA key (DispatcherSlowMM), through the real timer."""
-    from profiler.commands.sweep import SweepSettings, run_sweep
+def test_a_50mb_line_from_a_candidate_is_cut_without_a_traceback(tmp_path, capfd):
+    mod = tmp_path / "loud.py"
+    mod.write_text(BIG_PRINT)
+    run = _sweep([wrong.spec(wrong.TorchLinear), f"{mod}:Loud"], tmp_path / "l.json", init=f"{FAKE}:install")
+    assert {r["candidate"] for r in run["results"]} == {"torch_linear_control", "loud"}
+    assert "Traceback" not in capfd.readouterr().err
 
-    shapes = [s | {"N": 512, "K": 1024} for s in _shapes(("o",), (16,))]
-    out = tmp_path / "gpu.json"
-    run_sweep([CONTROL, wrong.spec(wrong.MemoInGraph), wrong.spec(wrong.DispatcherSlowMM)], shapes, out,
-              label="gpu", device="cuda", log=lambda m: None,
-              settings=SweepSettings(probes=False, canary="off", max_seconds_per_shape=1.0))
-    run = load_run(out)
-    assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}
-    why = {f["candidate"]: f["reasons"][0] for f in run["failures"]}
-    assert "an answer kept across replays (a memo)" in why["memo_in_graph"], why
-    assert "aten::mm for dispatch key CUDA" in why["dispatcher_slow_mm"], why
+
+FORGER_INIT = '''
+import sys
+
+sys.path.insert(0, {tests!r})
+import fake_device
+
+
+def install():
+    """The fake timer, and a reply serializer that reports the baseline 1e5 times slower -- installed before the
+    worker's own snapshots, so only the parent's checks can see it."""
+    fake_device.install()
+    import profiler.worker.child as child
+
+    original = child._DUMPS
+
+    def dumps(obj, *args, **kw):
+        for r in (obj.get("result") or {{}}).get("results", []) if isinstance(obj, dict) else []:
+            if r.get("candidate") == "torch_linear_control":
+                r["samples_us"] = [v * 1e5 for v in r["samples_us"]]
+                r["median_us"] *= 1e5
+        return original(obj, *args, **kw)
+
+    child._DUMPS = dumps
+'''
+
+
+def test_a_reply_forged_past_the_workers_own_checks_is_caught_by_the_parent(tmp_path):
+    init = tmp_path / "forger_init.py"
+    init.write_text(FORGER_INIT.format(tests=str(Path(__file__).parent)))
+    control = wrong.spec(wrong.TorchLinear)
+    run = _sweep([control, control], tmp_path / "f.json", init=f"{init}:install")
+    assert run["results"] == [] and run["pairs"] == []
+    reasons = [f["reasons"][0] for f in run["failures"]]
+    assert reasons and all("in-process forging" in r and "parent's clock" in r for r in reasons), reasons

@@ -1,0 +1,97 @@
+"""What the worker checks of its own reply path after every candidate step: the objects that carry a measurement to
+the parent, and what would let candidate code act after the worker answered.
+
+    integrity = Integrity(guard)          at session start, before any candidate is imported
+    integrity.check() -> [reason, ...]    [] while nothing changed
+
+Each reason names its mechanism ("in-process forging: ...", "outliving the worker: ..."); the session turns one into
+a fatal error (profiler.worker.session.Session.guard_check), so the process that was tampered with measures nothing
+more. This is an in-process layer: code in this process can defeat any check made in it (docs/trust.md). What it
+cannot see, the parent still does: it recomputes every summary from the raw samples and bounds them by its own wall
+clock (profiler/backends/verify.py), and it kills every process the worker started (profiler/worker/process.py).
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import json.encoder
+import os
+import site
+import sys
+import sysconfig
+
+FORGING = "in-process forging"
+OUTLIVING = "outliving the worker"
+
+# The serializer the worker answers with (profiler.worker.child binds json.dumps at import, before any candidate);
+# these are what it calls.
+_SERIALIZER = ((json, "dumps"), (json, "loads"), (json.encoder, "c_make_encoder"), (json.encoder, "_make_iterencode"),
+               (json.encoder, "encode_basestring"), (json.encoder, "encode_basestring_ascii"),
+               (json.JSONEncoder, "encode"), (json.JSONEncoder, "iterencode"), (json.JSONEncoder, "default"))
+
+
+# Where the interpreter's and the installed libraries' code lives: exit hooks registered from there are theirs (torch
+# and the standard library register some while a candidate's first call initialises them), not a candidate's.
+_LIBRARY_DIRS = tuple(sorted({str(p) for p in [*(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
+                                                                                   "platlib")),
+                                                 *site.getsitepackages(), site.getusersitepackages()] if p}))
+
+
+def _hooks_from_outside_libraries(register):
+    """atexit.register as it was, recording each hook whose caller is not in the interpreter's or an installed
+    library's code (the candidate's own)."""
+    foreign: list[str] = []
+
+    def hooked(fn, *args, **kw):
+        caller = sys._getframe(1).f_code.co_filename
+        if not caller.startswith(_LIBRARY_DIRS):
+            foreign.append(f"{getattr(fn, '__qualname__', fn)!s} from {caller}")
+        return register(fn, *args, **kw)
+
+    return hooked, foreign
+
+
+def _children(pid: int) -> list[int]:
+    """Live processes whose parent is `pid` (/proc)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
+            found.append(int(entry.name))
+    return found
+
+
+class Integrity:
+    def __init__(self, guard):
+        self.guard, self.guard_type = guard, type(guard)
+        self.guard_methods = {k: v for k, v in vars(guard).items() if k in ("check", "restore")}
+        self.serializer = {(owner, name): getattr(owner, name, None) for owner, name in _SERIALIZER}
+        atexit.register, self.exit_hooks = _hooks_from_outside_libraries(atexit.register)
+        self.pid = os.getpid()
+
+    def check(self) -> list[str]:
+        reasons = []
+        for (owner, name), original in self.serializer.items():
+            if getattr(owner, name, None) is not original:
+                setattr(owner, name, original)
+                reasons.append(f"{FORGING}: replaced {owner.__name__}.{name}, what the worker's reply to the parent is "
+                               "written with")
+        now = {k: v for k, v in vars(self.guard).items() if k in ("check", "restore")}
+        if type(self.guard) is not self.guard_type or now != self.guard_methods:
+            reasons.append(f"{FORGING}: replaced the guard's {', '.join(sorted(set(now) ^ set(self.guard_methods)) or ['check/restore'])} "
+                           "on the live guard object")
+            vars(self.guard).update(self.guard_methods)
+        if self.exit_hooks:
+            reasons.append(f"{OUTLIVING}: registered an exit hook (atexit: {self.exit_hooks[0][:120]}): code that "
+                           "would run after the worker answered")
+        children = _children(self.pid)
+        if children:
+            reasons.append(f"{OUTLIVING}: started {len(children)} process(es) still running after its step "
+                           f"(pid {', '.join(map(str, children[:3]))})")
+        return reasons
