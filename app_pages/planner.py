@@ -5,13 +5,13 @@ Every number here is **derived** (arithmetic on the selected source's times); no
 import numpy as np
 import streamlit as st
 
-from app_pages import common, targets, terms
 from dashboard import figures, planner, workloads
+from ui import targets, terms, view, widgets
 
 st.title("Planner — what would it take?")
-v = common.view()
-bd = common.require_breakdown(v)
-common.caption_source(v, "All planner outputs are **derived** calculations, not predictions of a kernel.")
+v = view.pick()
+bd = view.require_breakdown(v)
+view.caption_source(v, "All planner outputs are **derived** calculations, not predictions of a kernel.")
 terms.link("score", "sigma_w")
 ratios = bd.load_ratios()
 
@@ -93,4 +93,4 @@ with tab_target:
         "feasible": st.column_config.CheckboxColumn("alone enough?", width=100, help="the load reaches the target "
                                                     "with this shape alone sped up, at a time above its floor"),
         "reason": st.column_config.TextColumn("why not", width="medium")})
-    common.download_csv(tgt, "shape_targets.csv")
+    widgets.download_csv(tgt, "shape_targets.csv")

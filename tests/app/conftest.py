@@ -54,7 +54,7 @@ def _cells(line: str) -> list[str]:
 
 
 def _figure_elements(at: AppTest) -> list:
-    """The markdown elements that are figure tables (app_pages.common.figure_table: labels in the head row, values
+    """The markdown elements that are figure tables (ui.widgets.figure_table: labels in the head row, values
     in the row below)."""
     return [m for m in at.markdown if re.match(r"\| .*\n\|( --- \|)+\n\| ", m.value)]
 
