@@ -11,7 +11,7 @@ from datasets.jsonfile import JsonInputError, parse_json, read_json
 import pandas as pd
 import streamlit as st
 
-from dashboard import figures
+from dashboard import figures, sources
 from kernels.plans import ANY_FAMILY, PLANS_DIR, PlanError, list_plans, plan_from_dict
 from ui import loaders, state, uploads, widgets
 

@@ -17,11 +17,11 @@ Torch- and streamlit-free: the app wraps these in its caches and widgets; the CL
     safe_name(text)                   -> str        a file name fit for a label, a URL and a file on disk
     display_name(text)                -> str        an uploaded file's own name, as its label shows it
     upload_name(display, digest)      -> str        an upload's URL and file name ('upload-<digest>-<safe name>')
-    missing_upload(name)              -> str | None the line for a link naming an upload this session does not have
+    missing_upload(name)              -> str | None the line for a link naming an upload this server does not have
 
 Uploads are sources like any other for the browser session that uploaded them (every page, Compare included), shown
-under the user's own file name. They live in that session only, so a link naming one says so instead of showing
-another run in its place.
+under the user's own file name. The app keeps them on its server by content hash, so a link naming one opens it on
+that server; a link naming one the server no longer has says so instead of showing another run in its place.
 """
 from __future__ import annotations
 
@@ -256,12 +256,13 @@ def upload_name(display: str, digest: str) -> str:
 
 
 def missing_upload(name: str) -> str | None:
-    """The line to show for a link naming an upload that this browser session does not have; None for a name that
-    is not an upload's."""
+    """The line to show for a link naming an upload that this server does not have; None for a name that is not an
+    upload's."""
     if not str(name).startswith(UPLOAD_PREFIX):
         return None
-    return (f"The address names an uploaded file ({name!r}). Uploads live in the browser session that uploaded "
-            "them, so a link cannot carry one: upload the file here to see it (meanwhile the default is shown).")
+    return (f"The address names an uploaded file ({name!r}) that is not on this server (uploaded to another "
+            "server, or removed to keep the upload folder within its limits): upload the file here to see it "
+            "(meanwhile the default is shown).")
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -39,19 +39,18 @@ def store_dir() -> Path:
     return Path(os.environ.get(UPLOAD_DIR_ENV) or DEFAULT_UPLOAD_DIR)
 
 
-def _prune(keep: Path, max_files: int = MAX_UPLOADS, max_bytes: int = MAX_STORE_MB * 1024 * 1024) -> None:
+def _prune(keep: Path) -> None:
     """Remove the oldest uploads (by modification time) until the folder is within both limits; never `keep`."""
+    max_files, max_bytes = MAX_UPLOADS, MAX_STORE_MB * 1024 * 1024
     files = sorted((p for p in store_dir().iterdir() if p.is_file() and p.name.startswith(sources.UPLOAD_PREFIX)),
                    key=lambda p: p.stat().st_mtime)
-    total = sum(p.stat().st_size for p in files)
+    count, total = len(files), sum(p.stat().st_size for p in files)
     for old in files:
-        if len(files) <= max_files and total <= max_bytes:
+        if count <= max_files and total <= max_bytes:
             break
-        if old == keep:
-            continue
-        total -= old.stat().st_size
-        files.remove(old)
-        old.unlink(missing_ok=True)
+        if old != keep:
+            count, total = count - 1, total - old.stat().st_size
+            old.unlink(missing_ok=True)
 
 
 def save(name: str, content: bytes) -> Path:

@@ -15,6 +15,14 @@ SOURCE_PAGES = ["overview", "where_time_goes", "shapes", "roofline", "probes", "
 RUN_A = "run: synthetic_a.json"
 
 
+@pytest.fixture(autouse=True)
+def upload_dir(tmp_path, monkeypatch):
+    """Every test's uploads in a folder of its own (ui.uploads keeps them on the server, by content hash)."""
+    folder = tmp_path / "uploads"
+    monkeypatch.setenv("PROJLAB_UPLOAD_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture
 def extra_runs(monkeypatch):
     """Put fixture runs on the source list (as $PROJLAB_EXTRA_RUNS, read at every rerun)."""

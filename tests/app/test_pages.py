@@ -308,11 +308,11 @@ def test_no_page_imports_torch(app):
 def test_app_opens_on_the_most_complete_committed_run(app, monkeypatch, tmp_path):
     import shutil
 
-    from app_pages import common
+    from ui import loaders
 
     for day in ("2026-11-01", "2026-11-02"):
         shutil.copy(app.FIXTURES / "synthetic_a.json", tmp_path / f"{day}_nvidia-h200_test.json")
-    monkeypatch.setattr(common, "RUNS_DIR", tmp_path)
+    monkeypatch.setattr(loaders, "RUNS_DIR", tmp_path)
     at = app.open_page("overview", source=None)
     assert at.sidebar.selectbox(key="source").value == "run: 2026-11-02_nvidia-h200_test.json"
     assert "official 036 table (published) scores 1.3012×" in app.text_of(at)

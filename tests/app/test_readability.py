@@ -103,9 +103,9 @@ def test_compare_derives_the_same_band_from_the_repeatability_runs(app):
 
 
 def test_compare_without_a_repeatability_run_explains_the_one_percent(app, monkeypatch, tmp_path):
-    from app_pages import common
+    from ui import loaders
 
-    monkeypatch.setattr(common, "RUNS_DIR", tmp_path)  # no committed runs: only the fixtures
+    monkeypatch.setattr(loaders, "RUNS_DIR", tmp_path)  # no committed runs: only the fixtures
     at = app.open_page("compare", source=None)
     assert at.slider(key="cmp_eps").value == pytest.approx(0.01)
     assert any("No repeatability run" in c.value and "0.5% RSE" in c.value for c in at.caption)

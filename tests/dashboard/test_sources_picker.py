@@ -52,7 +52,7 @@ def test_an_upload_keeps_the_users_file_name_and_a_link_to_one_explains():
     assert name == "upload-0123456789-r_sum_run_1.json"
     src = sources.run_source(Path("/tmp") / name, uploaded=True, shown="résumé run 1.json")
     assert src.label == "upload: résumé run 1.json" and src.name == name and src.uploaded
-    assert "browser session" in sources.missing_upload(name) and sources.missing_upload("r.json") is None
+    assert "not on this server" in sources.missing_upload(name) and sources.missing_upload("r.json") is None
     twice = sources.list_sources(RUNS, extra_runs=[], uploaded_runs=["/tmp/upload-1-a.json", "/tmp/upload-2-a.json"],
                                  shown={"/tmp/upload-1-a.json": "a.json", "/tmp/upload-2-a.json": "a.json"})
     labels = [s.label for s in twice if s.uploaded]
