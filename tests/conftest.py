@@ -69,6 +69,9 @@ SLOW = {
     "test_runs.py::test_committed_runs_are_valid": "every run file",
     "test_gate.py::test_cli_summarize_table_report_exit_3_for_an_incorrect_pair": "python -m dashboard subprocesses",
     "test_gate_app.py::test_compare_gives_incorrect_no_verdict_and_an_error": "Compare over every series",
+    "test_run_index.py::test_the_committed_index_is_what_the_committed_runs_give": "every run file",
+    "test_same_pages.py": "AppTest: every page on the committed runs, against the text captured before",
+    "test_restart.py": "two app processes, each a fresh import",
 }
 FAST_TIER_TARGET_S = 240   # the fast tier's budget on a 2-core machine
 
