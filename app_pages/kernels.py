@@ -84,10 +84,13 @@ if asked in every and asked not in explain_runs:   # a link naming an explain ru
 if not explain_runs:
     st.warning(missing)
     st.stop()
+# each option as its date, label and plans (what tells explain runs apart); the whole file name under the picker
+shown = {name: sources.run_text(path, run_kinds.meta_of(every[name])) for name, path in explain_runs.items()}
 labels = list(explain_runs)
 label = state.url_selectbox(st.sidebar, "Explain run", labels, "explain", labels[0], key="kernels_source",
-                             what="explain run", help="The explain runs of the sidebar's source (same workload, "
-                             "same plans), newest first.")
+                            what="explain run", format_func=shown.get, help="The explain runs of the sidebar's "
+                            "source (same workload, same plans), newest first.")
+st.sidebar.caption(label)
 try:
     data = kernels.from_run_data(loaders.run_data(explain_runs[label]))
     wl = data.workload

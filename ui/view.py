@@ -172,9 +172,13 @@ def pick(sidebar=True, probes_only_ok: bool = False) -> View:
     name = url_selectbox(pickers, "Source", {s.name: s.label for s in srcs}, "source", default,
                          key="source", what="source", format_func=lambda label: shown.get(label, label),
                          help="Grouped by kind (published, plan sweeps, repeatability, tunes, screens, explains, "
-                              "uploads), newest first; ★ marks the run projlab opens on. Type to filter.")
+                              "uploads), newest first; each run as its date, label and candidates (the whole file "
+                              "name is shown under 'Source'); ★ marks the run projlab opens on, the shipped plan's "
+                              "latest full sweep. Type to filter.")
     src = sources.find_source(srcs, name)
     source_line = f"Source: **{md_text(shown.get(src.label, src.label))}**"
+    if src.kind == "run":   # the option shows what tells runs apart; here the whole file name, wrapped
+        source_line += f"  \n:small[:gray[{md_text(src.path.name)}]]"
     try:
         rd = loaders.source_data(src)
         if rd.results.empty:

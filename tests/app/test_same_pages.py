@@ -37,7 +37,8 @@ def _intended(text: list[str]) -> list[str]:
 
 
 def _without_source_line(sidebar: list[str]) -> list[str]:
-    return [re.sub(r"^markdown: Source: \*\*.*?\*\*", "markdown: Source:", t) for t in sidebar]
+    return [re.sub(r"^markdown: Source: \*\*.*?\*\*(  \n:small\[:gray\[[^\n]*\]\])?", "markdown: Source:", t)
+            for t in sidebar]
 
 
 @pytest.mark.parametrize("case", sorted(BEFORE["pages"]))

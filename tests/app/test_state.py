@@ -226,17 +226,22 @@ def test_dispatch_upload_errors_are_one_line(app):
 
 
 def test_the_source_picker_groups_by_kind_newest_first_and_marks_the_default(app, monkeypatch):
-    from dashboard import run_kinds
+    from dashboard import run_index, run_kinds
 
     monkeypatch.delenv("PROJLAB_EXTRA_RUNS", raising=False)
     at = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=90)
     at.switch_page("app_pages/overview.py")
     at.run()
     box = at.sidebar.selectbox(key="source")
-    default = run_kinds.default_run(runs.list_runs())
+    default = run_kinds.default_run(list(run_index.metas(runs.list_runs(), run_index.read()).values()))
     assert box.value == f"run: {default.name}"
     marked = [o for o in box.options if "★" in o]
-    assert marked == [f"Plan sweep · run: {default.name}  ★ default: the shipped plan's latest full sweep"]
+    meta = run_index.read()[default.name][1]
+    date, label = default.name.split("_")[0], default.name.split("_", 2)[2].split(".json")[0]
+    assert marked == [f"Plan sweep · {date} {label} · {len(meta.candidates)} candidates  ★ default"]
+    # readable: what tells runs apart comes first, so no two options of a sidebar's width look alike
+    assert len(set(box.options)) == len(box.options) and len(marked[0]) < 80
+    assert default.name in at.sidebar.markdown[0].value.replace("\\", "")   # the whole file name beside it
     groups = list(dict.fromkeys(o.split(" · ", 1)[0] for o in box.options))
     assert groups[:2] == ["Published", "Plan sweep"] and {"Repeatability", "Tune", "Screen", "Explain"} <= set(groups)
     at.switch_page("app_pages/compare.py")

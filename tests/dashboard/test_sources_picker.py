@@ -4,7 +4,7 @@ this session does not have says why."""
 from pathlib import Path
 
 from datasets.jsonfile import read_json
-from dashboard import run_kinds, runs, sources
+from dashboard import run_index, run_kinds, runs, sources
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "datasets" / "runs"
@@ -12,7 +12,7 @@ RUNS = ROOT / "datasets" / "runs"
 
 def test_committed_runs_are_grouped_by_kind_and_newest_first():
     srcs = sources.list_sources(RUNS, extra_runs=[])
-    metas = {p: run_kinds.run_meta(p) for p in runs.list_runs(RUNS)}
+    metas = run_index.metas(runs.list_runs(RUNS), run_index.read())   # the index: test_run_index.py checks it
     default = run_kinds.default_run(list(metas.values()))
     ordered, shown = sources.picker(srcs, metas, default.name)
     assert len(ordered) == len(srcs)
