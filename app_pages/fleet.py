@@ -8,7 +8,7 @@ from ui import loaders, state, terms, view, widgets
 st.title("Fleet — one sweep on every GPU model")
 st.caption("A fleet sweep (`python -m profiler run --cluster tcp://HOST:8786 ...`) writes one run file per GPU "
            "model, named `<date>_<gpu>_<label>.json`: results of different models are never scored together. Each "
-           "row below is one run file, scored alone through the correctness gate (**measured**); SOL = Σ w·floor ÷ "
+           "row below is one run file, scored alone through the correctness gate (**derived** from its measured times); SOL = Σ w·floor ÷ "
            "Σ w·time over the scored shapes, with that run's own probes (**derived**).")
 terms.link("score", "sol")
 # plan sweeps only: a tune log, a screen or an explain run times configs, not plans
@@ -51,7 +51,7 @@ st.dataframe(table, hide_index=True, width="stretch", placeholder="—", column_
     # fits a 1,600 px page; every column (workers, git sha, reason) is in the CSV
     "gpu": text("GPU model", width=200, pinned=True), "run": text("run file", width=220),
     "status": text("status", width=80), "score": num("score ×", format="%.4f", width=90,
-                                                     help="measured: the candidate vs the baseline in this run"),
+                                                     help="derived from this run's measured times: the candidate vs the baseline"),
     "sol_candidate": num("SOL cand", format="percent", width=80, help="derived: Σ w·floor ÷ Σ w·time"),
     "sol_baseline": num("SOL base", format="percent", width=80, help="derived: Σ w·floor ÷ Σ w·time"),
     "equiv_candidate_us": num("cand µs", format="%.2f", width=100, help="the candidate's score-equivalent time"),

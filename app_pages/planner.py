@@ -26,12 +26,14 @@ with tab_agg:
     others_at_one = c2.toggle("Others held at 1.00× (write-up's calculator)", value=False, key="agg_one")
     base = {k: (1.0 if others_at_one else r) for k, r in ratios.items()}
     # keyed by load (and mode) so picking another load starts the slider at that load's own ratio
-    new = c3.slider("New ratio for this load", 0.5, 3.0, float(round(base[load], 3)), 0.001, format="%.3f",
+    start = float(round(base[load], 3))
+    new = c3.slider("New ratio for this load", 0.5, 3.0, start, 0.001, format="%.3f",
                     key=f"agg_ratio_{load}_{others_at_one}")
     score_new = planner.what_if_score(base, load, new)
     m1, m2 = st.columns(2)
     before = planner.what_if_score(base, load, base[load])
-    m1.metric("New score (derived)", f"{score_new:.4f}×", f"{score_new - before:+.4f}")
+    # no change shown until the slider moves: its start is the ratio rounded to its 0.001 step, not a change
+    m1.metric("New score (derived)", f"{score_new:.4f}×", f"{score_new - before:+.4f}" if new != start else None)
     m2.metric("Time saved at the new score (derived)", f"{1 - 1 / score_new:.2%}")
     xs = np.linspace(0.5, 3.0, 101)
     ys = [planner.what_if_score(base, load, x) for x in xs]

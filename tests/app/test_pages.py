@@ -123,12 +123,19 @@ def test_partial_run_table_shows_the_paired_median_next_to_its_ci(app):
     assert list(df.columns[3:7]) == ["ratio", "ratio_paired", "ratio_ci_low", "ratio_ci_high"]
 
 
+def test_the_roofline_pages_time_chart_says_times_are_measured_not_roofs(app):
+    at = app.open_page("roofline", app.RUN_A)
+    specs = [c.proto.spec for c in at.get("plotly_chart")]
+    assert "measured roofs" in specs[0] and "roofs" not in specs[1] and "times measured" in specs[1]
+
+
 def test_planner_what_if_moves_the_score(app):
     at = app.open_page("planner")
-    new = lambda: next(m.value for m in at.metric if m.label.startswith("New score"))
-    before = new()
+    metric = lambda: next(m for m in at.metric if m.label.startswith("New score"))
+    before = metric().value
+    assert not metric().delta   # nothing touched: no change to show (the slider starts at the rounded ratio)
     at.slider(key="agg_ratio_decode 1_False").set_value(2.5).run()
-    assert new() != before
+    assert metric().value != before and metric().delta.startswith("+")
     at.number_input(key="tile_M").set_value(16).run()
     assert next(m.value for m in at.metric if m.label.startswith("Blocks")) == "128"  # pooler 16x32 tiles
 
