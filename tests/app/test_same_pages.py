@@ -27,7 +27,9 @@ SCORED_FIXED = {"2026-12-02_nvidia-h200_baseline-vs-known-wrong-own-weights.json
 
 # Text changed on purpose since the capture: (what it said, what it says).
 INTENDED = [("An upload stays in this browser session.", "An upload is kept on this server (the newest 100 uploads, "
-             "256 MB in all), so a reload or a link to it on this server shows it again.")]
+             "256 MB in all), so a reload or a link to it on this server shows it again."),
+            ("scored alone through the correctness gate (**measured**)",   # a score is derived from measured times
+             "scored alone through the correctness gate (**derived** from its measured times)")]
 
 
 def _intended(text: list[str]) -> list[str]:
