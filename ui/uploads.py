@@ -18,7 +18,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import sources
-from datasets.paths import PROJECT_DIR
+from datasets.paths import DATA_DIR, PROJECT_DIR
 from ui import loaders
 
 UPLOAD_DIR_ENV = "PROJLAB_UPLOAD_DIR"
@@ -36,7 +36,14 @@ LISTS = {"run": "uploaded_runs", "table": "uploaded_tables"}
 
 
 def store_dir() -> Path:
-    return Path(os.environ.get(UPLOAD_DIR_ENV) or DEFAULT_UPLOAD_DIR)
+    """$PROJLAB_UPLOAD_DIR, else DEFAULT_UPLOAD_DIR; never a folder inside datasets/ (measured and published data:
+    an upload there would be listed as a committed run), which falls back to the default."""
+    folder = Path(os.environ.get(UPLOAD_DIR_ENV) or DEFAULT_UPLOAD_DIR)
+    try:
+        folder.resolve().relative_to(DATA_DIR.resolve())
+    except ValueError:
+        return folder
+    return DEFAULT_UPLOAD_DIR
 
 
 def _prune(keep: Path) -> None:

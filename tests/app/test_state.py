@@ -182,6 +182,14 @@ def test_the_upload_folder_keeps_the_newest_within_its_limits(app, upload_dir, m
     assert [p.name.split("-", 2)[-1] for p in upload_dir.iterdir()] == ["run3.json"]
 
 
+def test_the_upload_folder_is_never_inside_datasets(monkeypatch):
+    from ui import uploads
+
+    monkeypatch.setenv("PROJLAB_UPLOAD_DIR", str(uploads.DATA_DIR / "runs"))
+    assert uploads.store_dir() == uploads.DEFAULT_UPLOAD_DIR
+    assert ".uploads/" in (uploads.PROJECT_DIR / ".gitignore").read_text()
+
+
 def test_an_oversized_upload_is_refused_before_it_is_read(app, monkeypatch):
     from ui import uploads
 
