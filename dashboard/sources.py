@@ -170,8 +170,8 @@ def picker(sources: list[Source], metas: dict, default: str | None = None) -> tu
     """The sources in picker order — grouped by kind (GROUPS: published, plan sweeps, repeatability, tunes,
     screens, explains, …, uploads), newest first inside a group (created_utc, not the file name's text, so 'r12'
     and 'r2' keep the order they ran in) — and what each option shows: '<group> · <label>', the `default` source
-    marked. A committed or extra run shows run_text (date, label, candidates) rather than its whole file name, which
-    a sidebar cuts before the part that differs. `metas` maps a run file's path to its run_kinds.RunMeta."""
+    marked. A run named '<date>_<gpu>_<label>' shows run_text (date, label, candidates) rather than its whole file
+    name, which a sidebar cuts before the part that differs; any other source shows its label. `metas` maps a run file's path to its run_kinds.RunMeta."""
     order = list(GROUPS)
     groups = {src.name: _group(src, metas) for src in sources}
 
@@ -181,7 +181,7 @@ def picker(sources: list[Source], metas: dict, default: str | None = None) -> tu
 
     newest = sorted(sources, key=lambda s: (when(s), s.name), reverse=True)
     ordered = sorted(newest, key=lambda s: order.index(groups[s.name]))   # stable: newest first inside a group
-    runs_shown = [s for s in ordered if s.kind == "run" and not s.uploaded]
+    runs_shown = [s for s in ordered if s.kind == "run" and not s.uploaded and runs.parse_run_name(s.path)]
     seen = Counter(run_text(s.path, metas.get(s.path)) for s in runs_shown)
 
     def text(src: Source) -> str:
