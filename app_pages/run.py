@@ -8,7 +8,7 @@ import importlib.util
 import shlex
 
 import streamlit as st
-from ui import loaders, view
+from ui import loaders
 
 
 CLI = "python -m profiler run --plan baseline --plan best --shapes official"
@@ -98,7 +98,7 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
         st.warning(f"{len(run['failures'])} candidate x shape failures (not timed, not scored):")
         st.dataframe([{k: f.get(k) for k in ("load", "family", "M", "candidate", "kind", "phase")} |
                       {"reason": "; ".join(f["reasons"])[:300]} for f in run["failures"]], hide_index=True)
-    st.session_state["_sel_source"] = out.name  # view.pick opens on it (the sidebar's source, by file name)
+    st.session_state["_sel_source"] = out.name  # ui.view.pick opens on it (the sidebar's source, by file name)
     from dashboard import runs, scoring
 
     data = runs.load_run_data(out)
