@@ -33,20 +33,21 @@ def _shape_report(path: str, mtime: float, shape: str, _data):
 
 
 def _explain_runs() -> dict[str, object]:
-    """Every readable explain run among the run sources (file name → RunData); a file that looks like one but does
-    not load is named in the sidebar."""
+    """Every readable explain run among the run sources (file name → its run_kinds.RunMeta, from the run index: no
+    file is opened here); a file that looks like one but does not load is named in the sidebar."""
     out = {}
     srcs = [src for src in view.source_list() if src.kind == "run"]
-    metas = loaders.run_metas(srcs)   # the run index: only explain runs (and files that do not load) are opened
-    for path in [src.path for src in srcs if src.path not in metas or metas[src.path].kind == run_kinds.EXPLAIN]:
-        try:
-            data = loaders.run_data(path)
-        except loaders.BAD_INPUT as exc:
-            if '"kernels"' in _head(path):  # looks like an explain run: say why it is not offered
-                st.sidebar.warning(f"Skipped {path.name}: {exc}")
-            continue
-        if kernels.is_explain_run(data.run):
-            out[path.name] = data
+    metas = loaders.run_metas(srcs)
+    for src in srcs:
+        meta = metas.get(src.path)
+        if meta is not None:
+            if meta.kind == run_kinds.EXPLAIN:
+                out[src.name] = meta
+        elif '"kernels"' in _head(src.path):  # looks like an explain run but does not load: say why
+            try:
+                loaders.run_data(src.path)
+            except loaders.BAD_INPUT as exc:
+                st.sidebar.warning(f"Skipped {src.path.name}: {exc}")
     return out
 
 
@@ -63,7 +64,8 @@ def _of_source(every: dict) -> tuple[dict[str, str], str | None]:
     state = st.session_state
     pair = sources.default_pair(data) or ("baseline", "best")
     base, cand = state.get("_sel_baseline", pair[0]), state.get("_sel_candidate", pair[1])
-    found = kernels.explains_of(data, list(every.values()), cand, base)
+    same_name = [loaders.run_data(m.path) for m in every.values() if m.workload == runs.workload_of(data).name]
+    found = kernels.explains_of(data, same_name, cand, base)   # opens only those of the source's workload
     if found:
         return {d.path.name: str(d.path) for d in found}, None
     wl = runs.workload_of(data)
@@ -85,7 +87,7 @@ if not explain_runs:
     st.warning(missing)
     st.stop()
 # each option as its date, label and plans (what tells explain runs apart); the whole file name under the picker
-shown = {name: sources.run_text(path, run_kinds.meta_of(every[name])) for name, path in explain_runs.items()}
+shown = {name: sources.run_text(path, every[name]) for name, path in explain_runs.items()}
 labels = list(explain_runs)
 label = state.url_selectbox(st.sidebar, "Explain run", labels, "explain", labels[0], key="kernels_source",
                             what="explain run", format_func=shown.get, help="The explain runs of the sidebar's "
