@@ -51,6 +51,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="warm renders per page (default 3)")
     ap.add_argument("--run", help="a run file to use as the measured source")
+    ap.add_argument("--pages", nargs="+", choices=PAGES, default=PAGES, help="only these pages (default: all)")
     args = ap.parse_args()
     from dashboard import run_index
     from dashboard.run_kinds import default_run
@@ -71,7 +72,7 @@ def main() -> int:
     print(f"warm-up (a fresh process's first page: imports, the default run): {time.perf_counter() - t0:.2f} s\n")
     print(f"{'page':<18}{'source':<52}{'first s':>9}{'warm s':>9}  ok")
     worst, worst_first = 0.0, 0.0
-    for page in PAGES:
+    for page in args.pages:
         for source, label in sources:
             if page in NO_SOURCE and source.startswith("run:"):
                 continue  # these pages do not use the sidebar source
