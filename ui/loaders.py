@@ -2,9 +2,11 @@
 pages derive from a run (gates, score, shape tables, bootstrap CIs, reports) cached the same way. Committed runs,
 extra runs and uploads go through the same loaders.
 
-Nothing is cached on disk: a restarted server recomputes what its first page needs (tests/benchmarks/bench_pages.py
-prints that first visit), so a changed computation in dashboard/ or datasets/ is always what the app shows
-(tests/app/test_restart.py). What a committed run is comes from the run index (dashboard/run_index.py), so listing
+Nothing is cached on disk, so a changed computation in dashboard/ or datasets/ is always what the app shows after a
+restart (tests/app/test_restart.py). Disk caches did not pay for themselves: a fresh process's first Overview page
+(AppTest, 2 cores shared with other jobs, load average 7-9) took 6.2 and 7.4 s with the former disk caches warm and
+4.9-7.1 s with none; the import of pandas, plotly and dashboard/ dominates. tests/benchmarks/bench_pages.py prints
+each page's first visit on a warm server. What a committed run is comes from the run index (dashboard/run_index.py), so listing
 the ~190 committed runs reads one small file, not each run.
 """
 from __future__ import annotations
