@@ -65,7 +65,7 @@ if upload.open:
     with upload:
         uploads.upload_widget("upload_overview")
 
-if v.breakdown is None:  # view() said why there is no score (gate); show every shape, the kept-out ones in red
+if v.breakdown is None:  # view.pick() said why there is no score (gate); show every shape, the kept-out ones in red
     st.subheader("Per shape (measured; rows in red are kept out of every ratio)")
     done = v.wide()
     st.dataframe(widgets.gated_style(done[["shape", "baseline_us", "candidate_us", "ratio", "ratio_paired",

@@ -51,7 +51,7 @@ st.subheader("Time shares and Amdahl")
 weights = scoring.family_weights(wl)
 shares = views.time_shares(scored, weights)
 st.plotly_chart(figures.share_bars(shares, f"derived from {tag} times ({v.candidate})"), width="stretch")
-if v.breakdown is None:  # a what-if score needs the pair's score: view() said why there is none
+if v.breakdown is None:  # a what-if score needs the pair's score: view.pick() said why there is none
     st.info("No Amdahl what-if without a score for this pair.")
 else:
     s = st.select_slider("If one shape were s× faster", options=[1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, np.inf],

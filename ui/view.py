@@ -45,11 +45,11 @@ class View:
     data: drun.RunData          # a run, or a table presented as one (dashboard.views.official_run_data)
     breakdown: scoring.ScoreBreakdown | None
     score_error: str | None
-    table: pd.DataFrame | None = None  # runs.shape_table, built once inside view()'s error handling
+    table: pd.DataFrame | None = None  # runs.shape_table, built once inside pick()'s error handling
     gate: scoring.Gate | None = None   # the pair over the scored shapes (what the score needs)
     shape_gate: scoring.Gate | None = None  # the pair over every shape it has (tables, charts)
     include_below_floor: bool = False
-    wide_table: pd.DataFrame | None = None  # views.wide_shapes of the pair, built once (view() derives it)
+    wide_table: pd.DataFrame | None = None  # views.wide_shapes of the pair, built once (pick() derives it)
 
     @property
     def note(self) -> str:
@@ -221,7 +221,7 @@ def caption_source(v: View, what: str = "") -> None:
 
 
 def require_breakdown(v: View):
-    """The score breakdown, or stop the page (view() has already said why there is none)."""
+    """The score breakdown, or stop the page (pick() has already said why there is none)."""
     if v.breakdown is None:
         st.info("This page needs a score; see the message above.")
         st.stop()
