@@ -25,10 +25,10 @@ with tab_agg:
     load = c1.selectbox("Load", list(ratios), key="agg_load")
     others_at_one = c2.toggle("Others held at 1.00× (write-up's calculator)", value=False, key="agg_one")
     base = {k: (1.0 if others_at_one else r) for k, r in ratios.items()}
-    # keyed by load (and mode) so picking another load starts the slider at that load's own ratio
+    # keyed by load, mode and the pair shown, so another load or source starts the slider at its own ratio
     start = float(round(base[load], 3))
     new = c3.slider("New ratio for this load", 0.5, 3.0, start, 0.001, format="%.3f",
-                    key=f"agg_ratio_{load}_{others_at_one}")
+                    key=f"agg_ratio_{load}_{others_at_one}|{v.label}|{v.baseline}|{v.candidate}")
     score_new = planner.what_if_score(base, load, new)
     m1, m2 = st.columns(2)
     before = planner.what_if_score(base, load, base[load])

@@ -134,7 +134,7 @@ def test_planner_what_if_moves_the_score(app):
     metric = lambda: next(m for m in at.metric if m.label.startswith("New score"))
     before = metric().value
     assert not metric().delta   # nothing touched: no change to show (the slider starts at the rounded ratio)
-    at.slider(key="agg_ratio_decode 1_False").set_value(2.5).run()
+    next(s for s in at.slider if s.key.startswith("agg_ratio_decode 1_False|")).set_value(2.5).run()
     assert metric().value != before and metric().delta.startswith("+")
     at.number_input(key="tile_M").set_value(16).run()
     assert next(m.value for m in at.metric if m.label.startswith("Blocks")) == "128"  # pooler 16x32 tiles
