@@ -3,11 +3,11 @@ pages derive from a run (gates, score, shape tables, bootstrap CIs, reports) cac
 extra runs and uploads go through the same loaders.
 
 Nothing is cached on disk, so a changed computation in dashboard/ or datasets/ is always what the app shows after a
-restart (tests/app/test_restart.py). Disk caches did not pay for themselves: a fresh process's first Overview page
-(AppTest, 2 cores shared with other jobs, load average 7-9) took 6.2 and 7.4 s with the former disk caches warm and
-4.9-7.1 s with none; the import of pandas, plotly and dashboard/ dominates. tests/benchmarks/bench_pages.py prints
-each page's first visit on a warm server. What a committed run is comes from the run index (dashboard/run_index.py), so listing
-the ~190 committed runs reads one small file, not each run.
+restart (tests/app/test_restart.py). Measured on 2 cores (AppTest, a fresh process's first Overview page on the
+default run, including AppTest's own ~1 s component scan): 2.1-2.3 s with the former disk caches warm, 2.8-2.9 s
+without any; every page's first visit on a warm server stays under 3 s without them (tests/benchmarks/bench_pages.py:
+slowest 2.07 s, the Kernels page), so the 0.6 s they saved once per restart did not pay for the stale numbers they
+could serve.
 """
 from __future__ import annotations
 
