@@ -7,15 +7,15 @@ series says whether it was paired within one run, compared across runs, or relat
 """
 import streamlit as st
 
-from app_pages import common, terms
 from dashboard import compare, figures, glossary, noise, runs, scoring, sources, views, workloads
+from ui import loaders, state, terms, uploads, view, widgets
 
 
 def _own_scores(chosen: list[str]) -> None:
     """Each chosen run's own score (its default pair, in its own workload), when the series cannot be paired."""
     rows = []
     for path in dict.fromkeys(str(options[k][1].path) for k in chosen if options[k][0] == "run"):
-        data = common.run_data(path)
+        data = loaders.run_data(path)
         pair = sources.default_pair(data)
         row = {"run": data.path.name, "workload": data.workload.name}
         try:
@@ -25,8 +25,8 @@ def _own_scores(chosen: list[str]) -> None:
             row |= {"pair": f"{pair[1]} vs {pair[0]}" if pair else "—", "score": None, "note": str(exc)}
         rows.append(row)
     if any(options[k][0] == "table" for k in chosen):
-        ref = common.official_score()
-        rows.append({"run": "official_036.csv (published)", "workload": common.workload().name,
+        ref = loaders.official_score()
+        rows.append({"run": "official_036.csv (published)", "workload": loaders.workload().name,
                      "pair": "036 vs baseline", "score": ref.score, "note": ""})
     st.subheader("Each run's own score")
     st.dataframe(rows, hide_index=True, width="stretch", placeholder="—", column_config={
@@ -36,19 +36,19 @@ def _own_scores(chosen: list[str]) -> None:
 st.title("Compare")
 terms.link("verdicts", "eps", "ci", "baselines")
 with st.expander("Upload a run file or a per-shape CSV to compare"):
-    common.upload_widget("upload_compare")
+    uploads.upload_widget("upload_compare", select=False)
 
 # First the runs (and tables) to compare, then the series they offer: each chosen source's candidates, not every
 # candidate of every file the app knows about. It opens on the sidebar's source (an upload included) beside the run
 # the other pages open on.
-srcs, _ = common.sources_in_order()
+srcs, _ = view.sources_in_order()
 by_name = {s.name: s for s in srcs}
-first = common.default_run_path()
+first = loaders.default_run_path()
 asked = st.query_params.get_all("series")   # a link naming series opens on the sources they come from
 linked = [s.name for s in srcs if any(q.startswith(f"{s.label} · ") for q in asked)]
-opening = linked or list(dict.fromkeys([common.current_source().name, *([first.name] if first else [])]))
-run_names = common.url_multiselect(st, "Runs and tables to compare", [s.name for s in srcs], "runs", opening,
-                                   key="cmp_runs", format_func=common.source_text(),
+opening = linked or list(dict.fromkeys([view.current_source().name, *([first.name] if first else [])]))
+run_names = state.url_multiselect(st, "Runs and tables to compare", [s.name for s in srcs], "runs", opening,
+                                   key="cmp_runs", format_func=view.source_text(),
                                    help="Grouped by kind, newest first; each one offers its own candidates below.")
 options: dict[str, tuple] = {}
 run_files, errors, pairs = [], [], []
@@ -58,15 +58,15 @@ st.session_state["_cmp_runs_seen"] = run_names
 for src in (by_name[n] for n in run_names):
     try:
         if src.kind == "table":
-            common.official(src.path)
-            cols = (("baseline_us", "baseline"), ("candidate_us", common.sources.table_candidate(src)))
+            loaders.official(src.path)
+            cols = (("baseline_us", "baseline"), ("candidate_us", sources.table_candidate(src)))
             offered = {f"{src.label} · {name}": ("table", src, col, name) for col, name in cols}
             pair = [name for _, name in cols]
         else:
-            data = common.run_data(src.path)
+            data = loaders.run_data(src.path)
             offered = {f"{src.label} · {cand}": ("run", src, cand, cand) for cand in data.candidates()}
             pair = list(dict.fromkeys(sources.default_pair(data) or ()))
-    except common.BAD_INPUT as exc:
+    except loaders.BAD_INPUT as exc:
         errors.append(f"{src.label}: {exc}")
         continue
     options |= offered
@@ -84,11 +84,11 @@ for key, (kind, src, _, name) in options.items():
 keys = list(options)
 # the first source's default pair (its baseline against its last candidate), then each other source's candidate
 default = list(dict.fromkeys([*(pairs[0] if pairs else []), *(p[-1] for p in pairs[1:])]))
-chosen = common.url_multiselect(st, "Series to compare (2 or more)", keys, "series", default, key="cmp_series")
+chosen = state.url_multiselect(st, "Series to compare (2 or more)", keys, "series", default, key="cmp_series")
 if len(chosen) < 2:
     st.info("Pick at least two series (choose more runs above for more candidates).")
     st.stop()
-named = [(short.get(k, k), common.series_workload(options[k][0], options[k][1].path)) for k in chosen]
+named = [(short.get(k, k), loaders.series_workload(options[k][0], options[k][1].path)) for k in chosen]
 refusal = workloads.mismatch(named)
 if refusal:  # shapes of different workloads are different projections: no ratio, CI or verdict across them
     st.error(refusal)
@@ -96,7 +96,7 @@ if refusal:  # shapes of different workloads are different projections: no ratio
     st.stop()
 wl = named[0][1]   # every series' workload (mismatch said they agree)
 c1, c2 = st.columns(2)
-ref = common.url_selectbox(c1, "Reference (ratios are reference ÷ series)", chosen, "reference", chosen[0],
+ref = state.url_selectbox(c1, "Reference (ratios are reference ÷ series)", chosen, "reference", chosen[0],
                            key="cmp_ref", what="reference series")
 c2.caption("Bands (dashboard.noise, derived from the committed runs): " + noise.headline() + ". Each row names "
            "the band its verdict used.")
@@ -107,10 +107,10 @@ if {options[k][0] for k in chosen} == {"table", "run"}:
 
 specs = tuple((key, options[key][0], str(options[key][1].path), options[key][2]) for key in chosen)
 try:
-    both = common.series_frame(specs)
+    both = loaders.series_frame(specs)
     include = (both["status"] == "below_floor").any() and st.toggle(
         "Include results below the measured HBM floor (artifacts; left out by default)", key="cmp_below_floor")
-    res = common.compared(specs, ref, None, bool(include))
+    res = loaders.compared(specs, ref, None, bool(include))
 except ValueError as exc:
     st.error(f"Cannot compare: {exc}")
     st.stop()
@@ -131,7 +131,7 @@ st.subheader("Overall")
 st.dataframe(overall, hide_index=True, width="stretch", placeholder="—",
              column_order=["name", "n_loads", "score", "ci_low", "ci_high", "delta_pct", "verdict", "band_source"],
              column_config={"name": series_col,
-                            **common.ratio_ci_columns("score", "score vs reference × (derived)"),
+                            **widgets.ratio_ci_columns("score", "score vs reference × (derived)"),
                             "delta_pct": num("Δ score-equivalent time %", format="%+.2f")})
 if (res.overall["n_loads"] < len(wl.load_order)).any():
     st.caption(f"Fewer than {workloads.count_word(len(wl.load_order))} loads in common: this is a geometric mean "
@@ -142,7 +142,7 @@ st.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
              column_order=["name", "load", "ratio", "ci_low", "ci_high", "verdict", "band_source", "n_same_route",
                            "reference_us", "series_us", "delta_pct"],
              column_config={"name": series_col, "reference_us": num("Σw·reference µs", format="%.1f"),
-                            "series_us": num("Σw·series µs", format="%.1f"), **common.ratio_ci_columns(),
+                            "series_us": num("Σw·series µs", format="%.1f"), **widgets.ratio_ci_columns(),
                             "delta_pct": num("Δ time %", format="%+.2f")})
 st.subheader("Per shape")
 order = views.shape_order(wl.load_order, wl.family_order)
@@ -150,7 +150,7 @@ st.plotly_chart(figures.compare_figure(res.shapes, None, "derived from the serie
                 width="stretch")
 verdicts = st.multiselect("Verdicts", list(compare.VERDICTS), default=list(compare.VERDICTS), key="cmp_verdicts")
 shown = shapes[shapes["verdict"].isin(verdicts)]
-st.dataframe(common.gated_style(shown.assign(usable=~shown["verdict"].isin(compare.GATED.values()))),
+st.dataframe(widgets.gated_style(shown.assign(usable=~shown["verdict"].isin(compare.GATED.values()))),
              hide_index=True, width="stretch", placeholder="—",
              column_order=["name", "load", "family", "M", "reference_us", "series_us", "delta_us", "ratio",
                            "ci_low", "ci_high", "verdict", "same_route", "band_source"],
@@ -160,13 +160,13 @@ st.dataframe(common.gated_style(shown.assign(usable=~shown["verdict"].isin(compa
                                                    "same GPU model): the difference is drift, verdict SAME ROUTE"),
                             "reference_us": num("reference µs", format="%.3f"),
                             "series_us": num("series µs", format="%.3f"), "delta_us": num("Δ µs", format="%+.3f"),
-                            **common.ratio_ci_columns("ratio", "ratio of medians ×")})
+                            **widgets.ratio_ci_columns("ratio", "ratio of medians ×")})
 n_same = int(shown["same_route"].sum()) if "same_route" in shown else 0
 if n_same:
     st.caption(f"{n_same} of {len(shown)} shape rows: both sides ran the identical route (verdict SAME ROUTE); "
                "whatever ratio they show is drift between two timings of one call, not a difference between the "
                "candidates.")
-common.download_csv(shown, "compare_shapes.csv")
+widgets.download_csv(shown, "compare_shapes.csv")
 if len(res.dropped):
     with st.expander(f"{len(res.dropped)} rows outside the intersection"):
         st.dataframe(res.dropped, hide_index=True, width="stretch")

@@ -11,9 +11,9 @@ from datasets.jsonfile import JsonInputError, parse_json, read_json
 import pandas as pd
 import streamlit as st
 
-from app_pages import common
-from dashboard import figures
+from dashboard import figures, sources
 from kernels.plans import ANY_FAMILY, PLANS_DIR, PlanError, list_plans, plan_from_dict
+from ui import loaders, state, uploads, widgets
 
 st.title("Dispatch")
 st.caption("Plans are data files (kernels/plans/*.json). Methods are what the plan **says** runs, not a measurement.")
@@ -28,7 +28,7 @@ def plan_workload(data, name: str, column):
     """(workload, note | None) to read the plan against: the one it records, the one picked for a generic plan,
     or the default with a note saying it was assumed. Errors are PlanError/DatasetError lines."""
     if not isinstance(data, dict) or not isinstance(data.get("families"), dict):
-        return common.workload(), None       # plan_from_dict names what is wrong with the file
+        return loaders.workload(), None       # plan_from_dict names what is wrong with the file
     rec = data.get("workload")
     if isinstance(rec, dict) and isinstance(rec.get("name"), str):
         if rec["name"] not in list_workloads():
@@ -38,32 +38,32 @@ def plan_workload(data, name: str, column):
     if rec is None and set(data["families"]) == {ANY_FAMILY}:
         names = list_workloads()
         picked = column.selectbox("Workload (a generic plan serves any)", names, key="dispatch_workload",
-                                  index=names.index(common.workload().name))
+                                  index=names.index(loaders.workload().name))
         return load_workload(picked), None
     if rec is None:
-        return common.workload(), (f"{name} does not record its workload; assuming the default "
-                                   f"{common.workload().name}.")
-    return common.workload(), None           # a malformed field: plan_from_dict names it
+        return loaders.workload(), (f"{name} does not record its workload; assuming the default "
+                                   f"{loaders.workload().name}.")
+    return loaders.workload(), None           # a malformed field: plan_from_dict names it
 
 
-choice = common.url_selectbox(c1, "Plan", names + [UPLOAD], "plan", "best" if "best" in names else names[0],
+choice = state.url_selectbox(c1, "Plan", names + [UPLOAD], "plan", "best" if "best" in names else names[0],
                               key="dispatch_plan", what="plan")
 try:
     if choice == UPLOAD:
-        up = c2.file_uploader(f"Plan JSON (at most {common.MAX_UPLOAD_MB} MB)", type=["json"], key="dispatch_upload",
-                              max_upload_size=common.MAX_UPLOAD_MB)
+        up = c2.file_uploader(f"Plan JSON (at most {uploads.MAX_UPLOAD_MB} MB)", type=["json"], key="dispatch_upload",
+                              max_upload_size=uploads.MAX_UPLOAD_MB)
         if up is None:
             st.info("Upload a plan file to inspect it.")
             st.stop()
-        name = common.sources.safe_name(up.name, "plan.json")
+        name = sources.safe_name(up.name, "plan.json")
         try:
-            data = parse_json(up.getvalue(), name, max_bytes=common.MAX_UPLOAD_BYTES)
+            data = parse_json(up.getvalue(), name, max_bytes=uploads.MAX_UPLOAD_BYTES)
         except JsonInputError as exc:
             raise PlanError(str(exc)) from None
     else:
         name = f"{choice}.json"
         try:
-            data = read_json(PLANS_DIR / name, max_bytes=common.MAX_UPLOAD_BYTES)
+            data = read_json(PLANS_DIR / name, max_bytes=uploads.MAX_UPLOAD_BYTES)
         except JsonInputError as exc:
             raise PlanError(str(exc)) from None
     wl, wl_note = plan_workload(data, name, c2)
@@ -126,7 +126,7 @@ st.plotly_chart(figures.dispatch_figure(regions_fig, shapes_fig, f"plan {plan.na
 st.subheader("The whole plan")
 st.dataframe(table.drop(columns=["config"]), hide_index=True, width="stretch", column_config={
     "label": st.column_config.TextColumn("config", width=300), "note": st.column_config.TextColumn(width=380)})
-common.download_csv(table.drop(columns=["config"]), f"plan_{plan.name}.csv")
+widgets.download_csv(table.drop(columns=["config"]), f"plan_{plan.name}.csv")
 st.subheader("Where each scored shape of the workload falls")
 regions = pd.DataFrame([{"load": r.load, "family": r.family, "M": r.M, "N": r.N, **lookup(r.family, int(r.M), int(r.N))}
                         for r in shapes.itertuples()])

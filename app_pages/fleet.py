@@ -2,35 +2,36 @@
 (`python -m profiler run --cluster ...`). Each row is one run file scored on its own (dashboard.fleet)."""
 import streamlit as st
 
-from app_pages import common, terms
 from dashboard import figures, fleet, sources
+from ui import loaders, state, terms, view, widgets
 
 st.title("Fleet — one sweep on every GPU model")
 st.caption("A fleet sweep (`python -m profiler run --cluster tcp://HOST:8786 ...`) writes one run file per GPU "
            "model, named `<date>_<gpu>_<label>.json`: results of different models are never scored together. Each "
-           "row below is one run file, scored alone through the correctness gate (**measured**); SOL = Σ w·floor ÷ "
+           "row below is one run file, scored alone through the correctness gate (**derived** from its measured times); SOL = Σ w·floor ÷ "
            "Σ w·time over the scored shapes, with that run's own probes (**derived**).")
 terms.link("score", "sol")
-metas = common.run_metas()   # plan sweeps only: a tune log, a screen or an explain run times configs, not plans
+# plan sweeps only: a tune log, a screen or an explain run times configs, not plans
+metas = loaders.run_metas(view.source_list())
 sets = fleet.sweep_sets(metas)
 if not sets:
     st.info("No plan sweep named `<date>_<gpu>_<label>.json` yet: run a sweep (the Run page) or a fleet sweep.")
     st.stop()
-label = common.url_selectbox(st, "Sweep (run-file label)", list(sets), "fleet", fleet.default_set(sets, metas),
+label = state.url_selectbox(st, "Sweep (run-file label)", list(sets), "fleet", fleet.default_set(sets, metas),
                              key="fleet_label", what="sweep", help="Plan sweeps, by label; opens on the newest "
                              "fleet sweep of the shipped plan measured on the most GPU models.")
 paths = sets[label]
 try:
-    datas = [common.run_data(p) for p in paths]
+    datas = [loaders.run_data(p) for p in paths]
     names = list(dict.fromkeys(n for d in datas for n in sources.candidate_names(d)))
     pair = sources.default_pair(datas[0]) or (names[0], names[0])
     c = st.columns(2)
-    base = common.url_selectbox(c[0], "Baseline", names, "fleet_baseline", pair[0], key="fleet_baseline")
-    cand = common.url_selectbox(c[1], "Candidate", names, "fleet_candidate", pair[1], key="fleet_candidate")
+    base = state.url_selectbox(c[0], "Baseline", names, "fleet_baseline", pair[0], key="fleet_baseline")
+    cand = state.url_selectbox(c[1], "Candidate", names, "fleet_candidate", pair[1], key="fleet_candidate")
     table = fleet.fleet_table(datas, base, cand)   # each run file with its own workload
     for name in dict.fromkeys(d.workload.name for d in datas):
         st.caption(f"Workload: **{name}**")
-except common.BAD_INPUT as exc:
+except loaders.BAD_INPUT as exc:
     st.error(f"Cannot show sweep {label!r}: {exc}")
     st.stop()
 models = table["gpu"].nunique()
@@ -50,10 +51,10 @@ st.dataframe(table, hide_index=True, width="stretch", placeholder="—", column_
     # fits a 1,600 px page; every column (workers, git sha, reason) is in the CSV
     "gpu": text("GPU model", width=200, pinned=True), "run": text("run file", width=220),
     "status": text("status", width=80), "score": num("score ×", format="%.4f", width=90,
-                                                     help="measured: the candidate vs the baseline in this run"),
+                                                     help="derived from this run's measured times: the candidate vs the baseline"),
     "sol_candidate": num("SOL cand", format="percent", width=80, help="derived: Σ w·floor ÷ Σ w·time"),
     "sol_baseline": num("SOL base", format="percent", width=80, help="derived: Σ w·floor ÷ Σ w·time"),
     "equiv_candidate_us": num("cand µs", format="%.2f", width=100, help="the candidate's score-equivalent time"),
     "time_saved": num("saved", format="percent", width=80), "shapes": num("shapes", format="%d", width=60),
     "hosts": text("hosts", width=120), "reason": text("why no score", width=600)})
-common.download_csv(table, f"fleet_{sources.safe_name(label)}.csv")
+widgets.download_csv(table, f"fleet_{sources.safe_name(label)}.csv")

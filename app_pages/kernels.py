@@ -4,8 +4,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from app_pages import common, terms
-from dashboard import kernel_figures, kernel_findings, kernel_report, kernels, runs, scoring, sources
+from dashboard import kernel_figures, kernel_findings, kernel_report, kernels, run_kinds, runs, scoring, sources
+from ui import loaders, state, terms, view, widgets
 
 EXPLAIN_HELP = ("Make one on the H200: `python -m profiler explain --plan baseline --plan best --shapes official` "
                 "(Nsight Compute + one CUDA-graph replay per call).")
@@ -34,35 +34,39 @@ def _shape_report(path: str, mtime: float, shape: str, _data):
 
 
 def _explain_runs() -> dict[str, object]:
-    """Every readable explain run among the run sources (file name → RunData); a file that looks like one but does
-    not load is named in the sidebar."""
+    """Every readable explain run among the run sources (file name → its run_kinds.RunMeta, from the run index: no
+    file is opened here); a file that looks like one but does not load is named in the sidebar."""
     out = {}
-    for path in [src.path for src in common.source_list() if src.kind == "run"]:
-        try:
-            data = common.run_data(path)
-        except common.BAD_INPUT as exc:
-            if '"kernels"' in _head(path):  # looks like an explain run: say why it is not offered
-                st.sidebar.warning(f"Skipped {path.name}: {exc}")
-            continue
-        if kernels.is_explain_run(data.run):
-            out[path.name] = data
+    srcs = [src for src in view.source_list() if src.kind == "run"]
+    metas = loaders.run_metas(srcs)
+    for src in srcs:
+        meta = metas.get(src.path)
+        if meta is not None:
+            if meta.kind == run_kinds.EXPLAIN:
+                out[src.name] = meta
+        elif '"kernels"' in _head(src.path):  # looks like an explain run but does not load: say why
+            try:
+                loaders.run_data(src.path)
+            except loaders.BAD_INPUT as exc:
+                st.sidebar.warning(f"Skipped {src.path.name}: {exc}")
     return out
 
 
 def _of_source(every: dict) -> tuple[dict[str, str], str | None]:
     """The explain runs of the sidebar's source (kernels.explains_of: same workload and plans, best first) as
     file name → path, plus the line to show when there is none. A source that is an explain run opens itself."""
-    src = common.current_source()
+    src = view.current_source()
     if src.name in every:
         return {src.name: str(every[src.name].path)}, None
     try:
-        data = common.source_data(src)
-    except common.BAD_INPUT as exc:
+        data = loaders.source_data(src)
+    except loaders.BAD_INPUT as exc:
         return {}, f"Cannot read the sidebar's source {src.label}: {exc}"
     state = st.session_state
     pair = sources.default_pair(data) or ("baseline", "best")
     base, cand = state.get("_sel_baseline", pair[0]), state.get("_sel_candidate", pair[1])
-    found = kernels.explains_of(data, list(every.values()), cand, base)
+    same_name = [loaders.run_data(m.path) for m in every.values() if m.workload == runs.workload_of(data).name]
+    found = kernels.explains_of(data, same_name, cand, base)   # opens only those of the source's workload
     if found:
         return {d.path.name: str(d.path) for d in found}, None
     wl = runs.workload_of(data)
@@ -83,16 +87,19 @@ if asked in every and asked not in explain_runs:   # a link naming an explain ru
 if not explain_runs:
     st.warning(missing)
     st.stop()
+# each option as its date, label and plans (what tells explain runs apart); the whole file name under the picker
+shown = {name: sources.run_text(path, every[name]) for name, path in explain_runs.items()}
 labels = list(explain_runs)
-label = common.url_selectbox(st.sidebar, "Explain run", labels, "explain", labels[0], key="kernels_source",
-                             what="explain run", help="The explain runs of the sidebar's source (same workload, "
-                             "same plans), newest first.")
+label = state.url_selectbox(st.sidebar, "Explain run", labels, "explain", labels[0], key="kernels_source",
+                            what="explain run", format_func=shown.get, help="The explain runs of the sidebar's "
+                            "source (same workload, same plans), newest first.")
+st.sidebar.caption(label)
 try:
-    data = kernels.from_run_data(common.run_data(explain_runs[label]))
+    data = kernels.from_run_data(loaders.run_data(explain_runs[label]))
     wl = data.workload
     ktab = kernels.kernel_table(data)
     calls = kernels.call_table(data, wl, ktab)
-except common.BAD_INPUT as exc:
+except loaders.BAD_INPUT as exc:
     st.error(f"Cannot use {label}: {exc}")
     st.stop()
 if calls.empty:
@@ -105,7 +112,7 @@ if data.run.get("status") == "partial":
 shapes = data.shapes()
 worst = calls.sort_values("sol").iloc[0]["shape"]
 # ?shape= (a link from Overview / Where time goes) picks the shape; without one the page opens on the worst call
-shape = common.url_selectbox(st, "Shape", shapes, "shape", worst, key="kernels_shape", what="shape",
+shape = state.url_selectbox(st, "Shape", shapes, "shape", worst, key="kernels_shape", what="shape",
                              help="Opens on the call furthest from its floor.")
 cands = [c for c in data.candidates() if c in set(calls["candidate"])]
 chosen = st.multiselect("Candidates", cands, default=cands, key=f"kernels_cands|{label}") or cands
@@ -114,12 +121,12 @@ here = calls[(calls["shape"] == shape) & calls["candidate"].isin(chosen)]
 first = here.iloc[0]
 # One floor per (run, shape): for a sweep in the sidebar, the floor and SOL are the sweep's (as in `dashboard table`,
 # Shapes and Roofline); the explain run's own (its probes, its replay times) are shown beside them, named.
-src = common.current_source()
+src = view.current_source()
 sweep = None
 if src.kind == "run" and src.name != label:
     try:
-        sweep = common.source_data(src)
-    except common.BAD_INPUT:
+        sweep = loaders.source_data(src)
+    except loaders.BAD_INPUT:
         sweep = None
 sweep_rows = kernels.sweep_sol(sweep, shape) if sweep is not None else None
 sweep_rows = sweep_rows[sweep_rows["candidate"].isin(chosen)] if sweep_rows is not None else None
@@ -200,9 +207,9 @@ st.dataframe(rows, hide_index=True, width="stretch", column_order=[c for c in le
              column_config={c: {**kernel_cols.get(c, st.column_config.Column(c)), "width": w} for c, w in lead.items()})
 with st.expander("Every column of these kernels (as the CSV names them)"):
     st.dataframe(rows, hide_index=True, width="stretch", column_config=kernel_cols)
-common.download_csv(rows, f"kernels_{shape.replace('/', '_').replace(' ', '-')}.csv",
+widgets.download_csv(rows, f"kernels_{shape.replace('/', '_').replace(' ', '-')}.csv",
                     "Download this shape's kernels (CSV)")
-common.download_csv(ktab, f"kernels_{data.path.stem}.csv", "Download every kernel of the run (CSV)")
+widgets.download_csv(ktab, f"kernels_{data.path.stem}.csv", "Download every kernel of the run (CSV)")
 
 st.subheader(f"Where each call's gap to the floor goes (derived, µs; floor in {own})")
 gap_cols = ["candidate", "time_us", "floor_us", "gap_us", "side_kernels_us", "between_us", "excess_bytes_us",
@@ -234,7 +241,7 @@ st.caption("Under-filled grid is a model: the main kernel's time × the share of
 with st.expander("Export this shape's breakdown as a report (same as `python -m dashboard report RUN --shape ...`)"):
     try:
         rep = _shape_report(explain_runs[label], Path(explain_runs[label]).stat().st_mtime, shape, data)
-    except common.BAD_INPUT as exc:
+    except loaders.BAD_INPUT as exc:
         st.error(f"Cannot build the report: {exc}")
     else:
         r = st.columns(4)

@@ -1,8 +1,8 @@
 """Ledger: the write-up's candidate history (checks vs scored, intervals) as a chart and a table."""
 import streamlit as st
 
-from app_pages import common, terms
 from dashboard import figures
+from ui import loaders, terms, widgets
 
 st.title("Ledger — candidate history")
 st.caption("Source: datasets/seed_ledger.csv — **published** (the write-up's official checks and scored "
@@ -11,8 +11,8 @@ st.caption("The ledger belongs to the write-up's workload, muse_bf16_proj: its s
            "shapes and say nothing about a run of another workload.")
 terms.link("provenance", "ci")
 try:
-    led = common.ledger()
-except common.BAD_INPUT as exc:
+    led = loaders.ledger()
+except loaders.BAD_INPUT as exc:
     st.error(f"Cannot read the ledger: {exc}")
     st.stop()
 
@@ -29,4 +29,4 @@ st.dataframe(shown, hide_index=True, width="stretch", placeholder="—", column_
     "ci_high": st.column_config.NumberColumn("CI high", format="%.4f"),
     "approx": st.column_config.CheckboxColumn("approx.", help="score read off a chart, not a table"),
 })
-common.download_csv(shown, "seed_ledger.csv")
+widgets.download_csv(shown, "seed_ledger.csv")

@@ -4,8 +4,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app_pages import common, targets, terms
 from dashboard import compare, figures, glossary, kernels, peers, planner, scoring, views, workloads
+from ui import loaders, targets, terms, uploads, view, widgets
 
 
 # Expanders whose content is drawn only while they are open (on_change="rerun": Streamlit reruns the page when one is
@@ -23,10 +23,10 @@ def _environment(v) -> None:
         flags = v.data.results["flags"]
         flagged = int(flags.map(len).gt(0).sum())
         counts = flags.explode().dropna().value_counts()
-        note = ("Results with flags: " + ", ".join(f"{n} {common.md_text(name)}" for name, n in counts.items())
+        note = ("Results with flags: " + ", ".join(f"{n} {widgets.md_text(name)}" for name, n in counts.items())
                 + ". A flag is a note on a timed result (below_floor and incorrect ones are never scored); the "
                 "glossary's *flags* says what each means." if flagged else "No result carries a flag.")
-        common.show_figures({"GPU": env.get("gpu", "?"), "SM clock while measuring": views.mhz_range(clock),
+        widgets.show_figures({"GPU": env.get("gpu", "?"), "SM clock while measuring": views.mhz_range(clock),
                              "Replay overhead": f"{env.get('replay_overhead_us', float('nan')):.2f} µs",
                              "Results with flags": f"{flagged} / {len(v.data.results)}"}, note=note,
                             help=f"**SM clock while measuring**: {glossary.short('clock')}\n\n"
@@ -47,12 +47,12 @@ def _peers(v) -> None:
     """The candidate against the best of the run's peers (dashboard.peers), where the run holds peers."""
     if v.kind != "run":
         return
-    pc = peers.peer_comparison(common.run_data(v.path), v.candidate)
+    pc = peers.peer_comparison(loaders.run_data(v.path), v.candidate)
     if pc is None:
         return
     st.subheader(f"{v.candidate} vs the strongest peer (derived)")
     o = pc.comparison.overall.iloc[0]
-    common.show_figures({f"{v.candidate} vs {peers.BEST_OF_PEERS}": f"{o.score:.4f}×" if pd.notna(o.score) else "—",
+    widgets.show_figures({f"{v.candidate} vs {peers.BEST_OF_PEERS}": f"{o.score:.4f}×" if pd.notna(o.score) else "—",
                          "verdict": o.verdict},
                         note=f"{peers.DERIVED_NOTE.capitalize()}. Peers: {', '.join(pc.peers['peer'])}.")
     st.dataframe(pc.comparison.loads[["load", "ratio", "ci_low", "ci_high", "verdict", "reference_us", "series_us"]]
@@ -78,21 +78,21 @@ def _sol_flags(loads: pd.DataFrame, wide: pd.DataFrame, names: dict) -> None:
 
 
 st.title("Overview")
-v = common.view()
-common.caption_source(v)
+v = view.pick()
+view.caption_source(v)
 terms.link("score", "sigma_w", "sol", "verdicts")
 upload = st.expander("Upload a run file or a per-shape CSV", key="upload_open", **LAZY)
 if upload.open:
     with upload:
-        common.upload_widget("upload_overview")
+        uploads.upload_widget("upload_overview")
 
-if v.breakdown is None:  # view() said why there is no score (gate); show every shape, the kept-out ones in red
+if v.breakdown is None:  # view.pick() said why there is no score (gate); show every shape, the kept-out ones in red
     st.subheader("Per shape (measured; rows in red are kept out of every ratio)")
     done = v.wide()
-    st.dataframe(common.gated_style(done[["shape", "baseline_us", "candidate_us", "ratio", "ratio_paired",
+    st.dataframe(widgets.gated_style(done[["shape", "baseline_us", "candidate_us", "ratio", "ratio_paired",
                                           "ratio_ci_low", "ratio_ci_high", "status_baseline", "status_candidate",
                                           "usable", "flags"]]), hide_index=True, width="stretch",
-                 column_config=common.shape_ratio_columns(v))
+                 column_config=widgets.shape_ratio_columns(v))
     st.caption("The CI (from the run's pairs) belongs to the median of the paired per-round ratios, not to the "
                "ratio of the two medians.")
     _environment(v)
@@ -103,7 +103,7 @@ n_loads = len(v.workload.load_order)
 
 tag = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"
 score_label = f"Score ({tag} times; derived)"
-common.show_figures({score_label: f"{bd.score:.4f}×", "Aggregate time saved (derived)": f"{bd.time_saved:.2%}",
+widgets.show_figures({score_label: f"{bd.score:.4f}×", "Aggregate time saved (derived)": f"{bd.time_saved:.2%}",
                      f"Score-equivalent time, {v.baseline} (derived)": f"{bd.equiv_baseline_us:,.1f} µs",
                      f"Score-equivalent time, {v.candidate} (derived)": f"{bd.equiv_candidate_us:,.1f} µs"},
                     note=f"Score: {glossary.short('score').lower()} Score-equivalent time: geometric mean over the "
@@ -113,12 +113,12 @@ if bd.accuracy:  # a less_accurate candidate is never scored silently
     st.warning(f"{v.candidate}: {bd.accuracy}")
 if bd.screen:    # nor an unscreened one
     st.warning(f"{v.candidate}: {bd.screen}")
-if v.source != "published" and common.official_note(v.workload) is None:
-    ref = common.official_score()
+if v.source != "published" and view.official_note(v.workload) is None:
+    ref = loaders.official_score()
     st.caption(f"For reference, the official 036 table (published) scores {ref.score:.4f}× against its baseline "
                "(a different baseline: not comparable).")
 elif v.source != "published":
-    st.caption(f"No official reference score: {common.official_note(v.workload)}.")
+    st.caption(f"No official reference score: {view.official_note(v.workload)}.")
 else:
     st.caption("Recomputed (derived) from the table's 3-decimal published times. The write-up's own figures — "
                "score 1.301203, score-equivalent 4,830.8 / 3,712.56 µs — come from the evaluator's estimates.")
@@ -148,7 +148,7 @@ st.subheader(f"Gap to {target:.4f}×")
 if bd.score >= target:
     st.success(f"{bd.score:.4f}× already meets the target {target:.4f}×.")
 else:
-    common.show_figures({
+    widgets.show_figures({
         "Aggregate time to remove (derived)": f"{planner.required_time_reduction(bd.score, target):.3%}",
         "Aggregate speed factor needed (derived)": f"{planner.required_speed_factor(bd.score, target):.5f}×",
         "…or one load alone by (derived)": f"{planner.single_load_factor(bd.score, target, len(bd.loads)):.4f}×"},
@@ -161,7 +161,7 @@ _environment(v)
 # The bootstrap CIs come last: thousands of resamples are the slowest step of a first visit, so everything above is
 # already on its way to the browser (which loads the chart library meanwhile); the chart and the table fill the slots
 # left for them, drawn once (a first draw without CIs would make the browser lay out both twice).
-cmp = common.run_comparison(v) if v.kind == "run" else None
+cmp = loaders.run_comparison(v) if v.kind == "run" else None
 ci = cmp.overall.iloc[0] if cmp is not None else None
 if ci is not None:
     if pd.notna(ci["ci_low"]):

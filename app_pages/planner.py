@@ -5,13 +5,13 @@ Every number here is **derived** (arithmetic on the selected source's times); no
 import numpy as np
 import streamlit as st
 
-from app_pages import common, targets, terms
 from dashboard import figures, planner, workloads
+from ui import targets, terms, view, widgets
 
 st.title("Planner — what would it take?")
-v = common.view()
-bd = common.require_breakdown(v)
-common.caption_source(v, "All planner outputs are **derived** calculations, not predictions of a kernel.")
+v = view.pick()
+bd = view.require_breakdown(v)
+view.caption_source(v, "All planner outputs are **derived** calculations, not predictions of a kernel.")
 terms.link("score", "sigma_w")
 ratios = bd.load_ratios()
 
@@ -25,13 +25,15 @@ with tab_agg:
     load = c1.selectbox("Load", list(ratios), key="agg_load")
     others_at_one = c2.toggle("Others held at 1.00× (write-up's calculator)", value=False, key="agg_one")
     base = {k: (1.0 if others_at_one else r) for k, r in ratios.items()}
-    # keyed by load (and mode) so picking another load starts the slider at that load's own ratio
-    new = c3.slider("New ratio for this load", 0.5, 3.0, float(round(base[load], 3)), 0.001, format="%.3f",
-                    key=f"agg_ratio_{load}_{others_at_one}")
+    # keyed by load, mode and the pair shown, so another load or source starts the slider at its own ratio
+    start = float(round(base[load], 3))
+    new = c3.slider("New ratio for this load", 0.5, 3.0, start, 0.001, format="%.3f",
+                    key=f"agg_ratio_{load}_{others_at_one}|{v.label}|{v.baseline}|{v.candidate}")
     score_new = planner.what_if_score(base, load, new)
     m1, m2 = st.columns(2)
     before = planner.what_if_score(base, load, base[load])
-    m1.metric("New score (derived)", f"{score_new:.4f}×", f"{score_new - before:+.4f}")
+    # no change shown until the slider moves: its start is the ratio rounded to its 0.001 step, not a change
+    m1.metric("New score (derived)", f"{score_new:.4f}×", f"{score_new - before:+.4f}" if new != start else None)
     m2.metric("Time saved at the new score (derived)", f"{1 - 1 / score_new:.2%}")
     xs = np.linspace(0.5, 3.0, 101)
     ys = [planner.what_if_score(base, load, x) for x in xs]
@@ -93,4 +95,4 @@ with tab_target:
         "feasible": st.column_config.CheckboxColumn("alone enough?", width=100, help="the load reaches the target "
                                                     "with this shape alone sped up, at a time above its floor"),
         "reason": st.column_config.TextColumn("why not", width="medium")})
-    common.download_csv(tgt, "shape_targets.csv")
+    widgets.download_csv(tgt, "shape_targets.csv")

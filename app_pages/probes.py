@@ -2,16 +2,16 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages import common, terms
 from dashboard import figures
+from ui import loaders, terms, view, widgets
 
 st.title("Probes — HBM read curve")
-v = common.view(probes_only_ok=True)
-common.caption_source(v, "Probe times are measured (run probes) or published (the write-up's four); TB/s = bytes ÷ "
+v = view.pick(probes_only_ok=True)
+view.caption_source(v, "Probe times are measured (run probes) or published (the write-up's four); TB/s = bytes ÷ "
                          "time (derived).")
 terms.link("floor", "provenance")
-seed = common.seed_probes()
-muse_only = common.official_note(v.workload) if v.kind == "run" else None
+seed = loaders.seed_probes()
+muse_only = view.official_note(v.workload) if v.kind == "run" else None
 if muse_only is not None:
     st.caption(f"The write-up's four probes come with muse_bf16_proj's published data ({muse_only}); they are HBM "
                "read times of an H200, so they are overlaid as a hardware reference only.")
@@ -32,6 +32,6 @@ if len(probes):
         "bytes": st.column_config.NumberColumn("bytes", format="%d"),
         "us": st.column_config.NumberColumn("µs", format="%.3f"),
         "tbps": st.column_config.NumberColumn("TB/s", format="%.3f")})
-    common.download_csv(probes[cols], "probes.csv")
+    widgets.download_csv(probes[cols], "probes.csv")
 st.subheader("Write-up probes (published)")
 st.dataframe(seed, hide_index=True, width="stretch")

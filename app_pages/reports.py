@@ -3,12 +3,12 @@
 Same exports headless: `python -m dashboard report RUN.json --out DIR`.
 """
 import streamlit as st
+from ui import loaders, state, terms, view
 
-from app_pages import common, terms
 
 st.title("Reports")
-v = common.view()
-common.caption_source(v)
+v = view.pick()
+view.caption_source(v)
 terms.link()
 st.markdown("Headless: `python -m dashboard report RUN.json --out DIR [--baseline B --candidate C] "
             "[--shape 'decode 1/router']`")
@@ -16,10 +16,10 @@ scope = st.radio("Scope", ["Whole run", "One shape"], horizontal=True, key="rep_
 shape = None
 if scope == "One shape":
     keys = list(dict.fromkeys(v.data.results["shape"]))
-    shape = common.url_selectbox(st, "Shape", keys, "shape", keys[0], key="rep_shape", what="shape")
+    shape = state.url_selectbox(st, "Shape", keys, "shape", keys[0], key="rep_shape", what="shape")
 try:
-    rep = common.report_for(v, shape)
-except common.BAD_INPUT as exc:
+    rep = loaders.report_for(v, shape)
+except loaders.BAD_INPUT as exc:
     st.error(f"Cannot build the report: {exc}")
     st.stop()
 st.markdown(f"**{rep.title}**")

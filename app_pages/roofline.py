@@ -1,11 +1,11 @@
 """Roofline: intensity vs achieved throughput under the measured memory and compute roofs; time vs floor."""
 import streamlit as st
 
-from app_pages import common, terms
 from dashboard import figures, runs, views
+from ui import terms, view
 
 st.title("Roofline")
-v = common.view()
+v = view.pick()
 table = v.shape_table()
 curve = runs.probe_curve(v.data)
 peak = v.data.run.get("compute_peak_tflops")
@@ -14,7 +14,7 @@ if curve is None:
 tbps = curve.tbps_max_point if curve is not None else float("nan")
 src = ("measured roofs (run probes, compute probe)" if v.kind == "run"
        else "published times; roofs from the write-up's probes and its quoted 989 TFLOP/s")
-common.caption_source(v, f"Roofs: {src}. Points: achieved = 2MNK ÷ time (derived). The baseline is drawn as open "
+view.caption_source(v, f"Roofs: {src}. Points: achieved = 2MNK ÷ time (derived). The baseline is drawn as open "
                          "rings under the other candidates.")
 terms.link("floor", "sol", "sol_over")
 # Keyed by the source: another run has other candidates, and a selection kept from the last one would be emptied.
@@ -23,7 +23,9 @@ cands = st.multiselect("Candidates", v.data.candidates(), default=[v.baseline, v
 pts = views.roofline_points(table, cands)
 colors = figures.series_colors(v.data.candidates(), v.baseline)
 st.plotly_chart(figures.roofline(pts, tbps, peak, src, colors=colors, hollow=(v.baseline,)), width="stretch")
-st.plotly_chart(figures.time_vs_floor(pts, src, colors), width="stretch")
+times = ("times measured; floors derived from the run's probes" if v.kind == "run"
+         else f"times {v.source}; floors derived from the write-up's probes and its quoted 989 TFLOP/s")
+st.plotly_chart(figures.time_vs_floor(pts, times, colors), width="stretch")
 cols = ["shape", "candidate", "median_us", "floor_us", "bound", "sol", "tflops"]
 st.dataframe(pts[cols], hide_index=True, width="stretch", placeholder="—", column_config={
     "median_us": st.column_config.NumberColumn("µs", format="%.3f"),

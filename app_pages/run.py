@@ -8,8 +8,8 @@ import importlib.util
 import shlex
 
 import streamlit as st
+from ui import loaders
 
-from app_pages import common
 
 CLI = "python -m profiler run --plan baseline --plan best --shapes official"
 
@@ -47,7 +47,7 @@ st.success(f"CUDA device: {why}")
 plans = list_plans()
 c0, c1, c2, c3 = st.columns(4)
 names = list_workloads()
-wl_name = c0.selectbox("Workload", names, index=names.index(common.workload().name), key="run_workload")
+wl_name = c0.selectbox("Workload", names, index=names.index(loaders.workload().name), key="run_workload")
 chosen = c1.multiselect("Plans", plans, default=[p for p in ("baseline", "seed036") if p in plans], key="run_plans")
 shapes = c2.text_input("Shapes (official, nearby, all, FAMILY:M,..., M=M,...; join with +)", "official",
                        key="run_shapes")
@@ -98,7 +98,7 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
         st.warning(f"{len(run['failures'])} candidate x shape failures (not timed, not scored):")
         st.dataframe([{k: f.get(k) for k in ("load", "family", "M", "candidate", "kind", "phase")} |
                       {"reason": "; ".join(f["reasons"])[:300]} for f in run["failures"]], hide_index=True)
-    st.session_state["_sel_source"] = out.name  # common.view opens on it (the sidebar's source, by file name)
+    st.session_state["_sel_source"] = out.name  # ui.view.pick opens on it (the sidebar's source, by file name)
     from dashboard import runs, scoring
 
     data = runs.load_run_data(out)

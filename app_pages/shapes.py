@@ -4,19 +4,19 @@ and the CSV. Filterable, sortable, downloadable. The official times are joined o
 table is that workload's); a picker at the bottom lists any workload's shapes (datasets/workloads/*.json)."""
 import streamlit as st
 
-from app_pages import common, terms
-from dashboard import eager, glossary, library_ceiling, views
+from dashboard import eager, glossary, library_ceiling, metrics, views
 from dashboard import runs as drun
 from datasets import list_workloads
+from ui import loaders, terms, view, widgets
 
 st.title("Shapes")
-v = common.view()
-common.caption_source(v, "MB, GFLOP, floors and SOL are **derived**; times are as labelled.")
+v = view.pick()
+view.caption_source(v, "MB, GFLOP, floors and SOL are **derived**; times are as labelled.")
 terms.link("ratio", "ci", "floor", "sol", "sol_over")
 wide = views.readable_shapes(v.wide())
-muse_only = common.official_note(v.workload)
+muse_only = view.official_note(v.workload)
 if muse_only is None:
-    off = common.official().rename(columns={"baseline_us": "official_baseline_us", "candidate_us": "official_036_us"})
+    off = loaders.official().rename(columns={"baseline_us": "official_baseline_us", "candidate_us": "official_036_us"})
     wide = wide.merge(off[["load", "family", "official_baseline_us", "official_036_us"]], on=["load", "family"],
                       how="left")
 else:
@@ -80,7 +80,7 @@ if has_eager:   # the eager times take the place of MB, GFLOP and bound (in the 
         "host_bound_candidate": st.column_config.CheckboxColumn("host > kernel", width=60,
                                                                 help="eager − graph time exceeds the graph time")}
     lead = {k: lead[k] for k in lead_order[:at]} | eager_cols | {k: lead[k] for k in lead_order[at:]}
-st.dataframe(common.gated_style(shown), hide_index=True, width="stretch", height="content", placeholder="—",
+st.dataframe(widgets.gated_style(shown), hide_index=True, width="stretch", height="content", placeholder="—",
              column_order=[c for c in lead if c in shown], column_config=lead)
 if has_eager:
     note = eager.host_bound_text(shown, v.baseline, v.candidate)
@@ -95,7 +95,7 @@ st.caption(f"{len(shown)} of {len(wide)} shapes shown; rows in red are kept out 
            "(95%, from the run's pairs) belongs to the median paired ratio next to it."
            + (f" SOL above 100% at {len(over)} point(s): the kernel beat its floor's probe ("
               f"{glossary.short('sol_over')})" if len(over) else ""))
-common.download_csv(shown.drop(columns=["method_label"]), "shapes.csv")
+widgets.download_csv(shown.drop(columns=["method_label"]), "shapes.csv")
 
 with st.expander("All columns (the whole method, M, N, K, intensity, both floors, SOL of the baseline, official "
                  "times, other candidates, flags)"):
@@ -114,7 +114,7 @@ with st.expander("All columns (the whole method, M, N, K, intensity, both floors
         "bound": st.column_config.TextColumn("bound"), "mb": num("MB", format="%.1f"),
         "gflop": num("GFLOP", format="%.3f"),
         "same_route": st.column_config.CheckboxColumn("= baseline", help="the candidate ran the baseline's route"),
-        **{k: c for k, c in common.shape_ratio_columns(v).items() if k.startswith("ratio_")},
+        **{k: c for k, c in widgets.shape_ratio_columns(v).items() if k.startswith("ratio_")},
         "official_baseline_us": num("official baseline µs (published)", format="%.3f"),
         "official_036_us": num("official 036 µs (published)", format="%.3f"), **others})
 
@@ -150,8 +150,8 @@ current = v.workload.name if v.workload.name in names else names[0]
 picked = st.selectbox("Workload (datasets/workloads/)", names, index=names.index(current), key="shapes_workload",
                       help="Every workload file's scored shapes, whatever the run in the sidebar measured.")
 try:
-    wl = common.named_workload(picked)
-except common.BAD_INPUT as exc:
+    wl = loaders.named_workload(picked)
+except loaders.BAD_INPUT as exc:
     st.error(f"Cannot read workload {picked!r}: {exc}")
     st.stop()
 spec = drun.workload_floors(wl, v.data)

@@ -5,12 +5,12 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from app_pages import common, terms
 from dashboard import figures, glossary, kernels, scoring, views, workloads
+from ui import loaders, state, terms, view, widgets
 
 st.title("Where the time goes")
-v = common.view()
-common.caption_source(v, "Lower is better.")
+v = view.pick()
+view.caption_source(v, "Lower is better.")
 terms.link("floor", "above_floor", "sigma_w")
 wl = v.workload
 wide = v.wide()
@@ -44,14 +44,14 @@ st.caption(f"Summed over the {workloads.count_word(len(wl.load_order))} loads, e
 
 st.subheader("One load")
 loads = [l for l in wl.load_order if l in set(scored["load"])]
-load = common.url_selectbox(st, "Load", loads, "load", loads[0], key="wtg_load", what="load")
+load = state.url_selectbox(st, "Load", loads, "load", loads[0], key="wtg_load", what="load")
 st.plotly_chart(figures.family_bars(scored, load, series, tag, colors), width="stretch")
 
 st.subheader("Time shares and Amdahl")
 weights = scoring.family_weights(wl)
 shares = views.time_shares(scored, weights)
 st.plotly_chart(figures.share_bars(shares, f"derived from {tag} times ({v.candidate})"), width="stretch")
-if v.breakdown is None:  # a what-if score needs the pair's score: view() said why there is none
+if v.breakdown is None:  # a what-if score needs the pair's score: view.pick() said why there is none
     st.info("No Amdahl what-if without a score for this pair.")
 else:
     s = st.select_slider("If one shape were s× faster", options=[1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, np.inf],
@@ -70,16 +70,16 @@ if far:
         cell.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
                        query_params={"shape": key, "source": Path(v.path).name})
 
-if v.kind == "run" and common.official_note(wl) is not None:
+if v.kind == "run" and view.official_note(wl) is not None:
     st.subheader("Local (measured) vs official (published), same shapes")
-    st.info(f"Not shown: {common.official_note(wl)}.")
+    st.info(f"Not shown: {view.official_note(wl)}.")
 elif v.kind == "run":
     st.subheader("Local (measured) vs official (published), same shapes")
-    side = views.local_vs_official(v.shape_table(), common.official())
+    side = views.local_vs_official(v.shape_table(), loaders.official())
     if side.empty:
         st.info("This run has no scored shapes in common with the official table.")
     else:
         st.caption(glossary.short("baselines"))
         st.dataframe(side, hide_index=True, width="stretch", column_config={
             c: num(c, format="%.3f") for c in side.columns if c.endswith(")")})
-        common.download_csv(side, "local_vs_official.csv")
+        widgets.download_csv(side, "local_vs_official.csv")

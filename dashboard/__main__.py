@@ -1,5 +1,5 @@
-"""`python -m dashboard summarize|table|compare|explain|report|results|noise`: scores, per-shape tables, verdicts,
-kernel breakdowns, reports, RESULTS.md and the noise bands.
+"""`python -m dashboard summarize|table|compare|explain|report|results|noise|index|validate`: scores, per-shape
+tables, verdicts, kernel breakdowns, reports, RESULTS.md, the noise bands, the run index and workload checks.
 
 Exit status: 0 when every pair shown was scored (or only lacks unfinished shapes: a partial run, whose complete
 loads are shown); 3 when the correctness gate refused a pair — a scored shape incorrect, failed, or below the
@@ -287,6 +287,22 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def cmd_index(args) -> int:
+    """dashboard/run_index.json from the run files (dashboard/run_index.py): printed, or written atomically."""
+    from dashboard import run_index
+
+    runs_dir = Path(args.runs)
+    if not runs_dir.is_dir():
+        raise CliError(f"--runs {runs_dir}: no such folder")
+    text = run_index.render(run_index.build(runs_dir))
+    if args.out is None:
+        print(text, end="")
+    else:
+        write_files(Path(args.out).parent, {Path(args.out).name: text})
+        print(f"wrote {args.out}")
+    return 0
+
+
 def _inside_project(path: Path) -> bool:
     try:
         path.resolve().relative_to(PROJECT_DIR.resolve())
@@ -352,6 +368,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a candidate for it (repeatable): my_kernels.py (prepare(weight), run(state, family, x)), "
                           "file.py:Class, a plan name or .json file")
     val.set_defaults(func=cmd_validate)
+    idx = sub.add_parser("index", help="the run index (dashboard/run_index.json): what each run file is, so the app "
+                                       "lists the committed runs without reading each one")
+    idx.add_argument("--out", help="write here (e.g. dashboard/run_index.json) instead of printing")
+    idx.add_argument("--runs", default=str(RUNS_DIR), help="folder of run files (default: datasets/runs)")
+    idx.set_defaults(func=cmd_index)
     # Listed for --help only: main() hands everything after 'report' to dashboard.report_cli.main untouched.
     sub.add_parser("report", help="write a report (HTML, MD, CSV, JSON); see `python -m dashboard report -h`")
     return parser

@@ -61,8 +61,20 @@ def log_ticks(lo: float, hi: float, unit: str = "") -> tuple[list[float], list[s
     vals = []
     for d in range(int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 1):
         vals += [m * 10.0 ** d for m in _MANTISSAS[kind] if lo <= m * 10.0 ** d <= hi]
+    if len(vals) < 3:   # a span under ~1.25 (ratios near 1): evenly spaced ticks at a round step instead
+        vals = _linear_ticks(lo, hi)
     vals = [float(f"{v:.6g}") for v in vals]
     return vals, [_tick_text(v, unit) for v in vals]
+
+
+def _linear_ticks(lo: float, hi: float) -> list[float]:
+    """3-8 ticks inside [lo, hi] at the smallest step of 1, 2 or 5 times a power of ten that gives at most 8."""
+    top = int(np.floor(np.log10(hi - lo)))
+    for step in sorted(m * 10.0 ** e for e in range(top - 2, top + 1) for m in (1, 2, 5)):
+        vals = np.arange(np.ceil(lo / step) * step, hi + step * 1e-9, step)
+        if len(vals) <= 8:
+            return list(vals) if len(vals) >= 3 else []
+    return []
 
 
 def _axis_values(fig: go.Figure, axis: str) -> list[float]:
@@ -497,7 +509,9 @@ def compare_figure(shapes: pd.DataFrame, eps: float | None, source: str, labels:
     band = f"grey band: SAME ±{eps:.1%}" if eps is not None else "each point's band in its hover text"
     fig.update_layout(title=_title(f"Ratio vs reference per shape (reference ÷ series; > 1 faster; {band})", source),
                       yaxis=dict(type="log", title="ratio × (log)"), xaxis=xaxis, scattermode="group",
-                      legend=dict(groupclick="toggleitem"), **LAYOUT)
+                      # under the chart, in rows: a long series name wraps instead of being cut at the page's edge
+                      legend=dict(groupclick="toggleitem", orientation="h", yanchor="top", y=-0.45, x=0),
+                      **{**LAYOUT, "margin": dict(LAYOUT["margin"], b=60)})
     return html_labels(label_log_axes(fig, {"yaxis": "×"}))
 
 
@@ -578,7 +592,7 @@ def fleet_figure(table: pd.DataFrame) -> go.Figure:
     sol_top = float(np.nanmax(scored["sol_candidate"])) if scored["sol_candidate"].notna().any() else 0.0
     names = [f"{g}<br><sub>{r}</sub>" for g, r in zip(scored["gpu"], scored["run"])]
     fig = go.Figure()
-    fig.add_bar(x=names, y=scored["score"], name="score (measured)", text=[f"{s:.4f}×" for s in scored["score"]],
+    fig.add_bar(x=names, y=scored["score"], name="score (derived)", text=[f"{s:.4f}×" for s in scored["score"]],
                 textposition="outside")
     fig.add_scatter(x=names, y=scored["sol_candidate"], name="SOL candidate (derived)", mode="markers",
                     marker={"size": 12, "symbol": "diamond"}, yaxis="y2")

@@ -1,26 +1,21 @@
-"""What a run file is, read from its JSON alone (no validation, no DataFrames: every committed file is classified on
-an app's first visit): the kind that decides where it is offered (Fleet shows sweeps, Kernels explain runs) and how
+"""What a run file is: the kind that decides where it is offered (Fleet shows sweeps, Kernels explain runs) and how
 the source picker groups it, newest first.
 
     kind_of(run)             -> SWEEP | REPEAT | TUNE | SCREEN | EXPLAIN | PROBE
-    run_meta(path)           -> RunMeta     kind, created_utc, workload name, candidates, cluster, scored count
-                                            (None: unreadable)
+    meta_of(run_data)        -> RunMeta     kind, created_utc, workload name, candidates, cluster, scored count
+    run_meta(path)           -> RunMeta     the same from a file, validated (None: it does not load)
     newest_first(metas)      -> [RunMeta]
     default_run(metas|paths) -> Path        the run to open first (default_rank), validated
     SHIPPED_PLAN             the candidate name of the shipped plan (kernels/plans/best.json)
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
-from datasets import DEFAULT_WORKLOAD
-from datasets.jsonfile import JsonInputError, read_bytes, read_json
-from datasets.workload import RUN_KEY
+from datasets import DEFAULT_WORKLOAD, DatasetError
+from datasets.jsonfile import JsonInputError, read_json
 from dashboard import runs
-from dashboard.workloads import default_workload
 
 SWEEP, TUNE, SCREEN, EXPLAIN = runs.SWEEP, runs.TUNE, runs.SCREEN, runs.EXPLAIN   # dashboard.runs.run_kind's
 REPEAT, PROBE = "repeatability", "probe"
@@ -28,6 +23,7 @@ REPEAT, PROBE = "repeatability", "probe"
 KIND_TITLES = {SWEEP: "plan sweeps", REPEAT: "repeatability", TUNE: "tunes", SCREEN: "screens", EXPLAIN: "explains",
                PROBE: "probes"}
 SHIPPED_PLAN = "best"   # `--plan best` / kernels/plans/best.json: the plan projlab ships
+_UNREADABLE = (runs.RunFileError, JsonInputError, DatasetError, ValueError, KeyError, OSError)
 
 
 def _candidates(run: dict) -> list[str]:
@@ -59,7 +55,7 @@ class RunMeta:
     workload: str             # the embedded workload's name (an older run without one: the default)
     candidates: tuple[str, ...]
     cluster: bool             # measured by a dask fleet (`--cluster`), as its recorded command says
-    scored: int = 0           # candidates with a correct result at every scored shape (runs.scored_count_raw)
+    scored: int = 0           # candidates with a correct result at every scored shape (runs.scored_candidates)
 
     @property
     def shipped_pair(self) -> bool:
@@ -67,73 +63,24 @@ class RunMeta:
         return self.kind == SWEEP and {"baseline", SHIPPED_PLAN} <= set(self.candidates)
 
 
-# The timing samples of results and pairs are most of a run file's bytes (63 MB of committed runs, 22 MB without
-# them) and say nothing about what the run is, so run_meta blanks those flat lists of numbers before parsing; the
-# first page classifies every committed run, so this is on its critical path (1.2 s → 0.5 s for the 108 committed
-# runs on a 2-core machine). A file that does not parse once blanked is parsed whole.
-_SAMPLE_KEYS = (b'"samples_us": [', b'"ratios": [')
-
-
-def _blank(data: bytes, key: bytes) -> bytes:
-    """`data` with every list after `key` emptied (the list is flat: its first ']' closes it)."""
-    out, pos = [], 0
-    while (start := data.find(key, pos)) >= 0:
-        end = data.find(b"]", start + len(key))
-        if end < 0:
-            break
-        out.append(data[pos:start + len(key)])
-        pos = end
-    out.append(data[pos:])
-    return b"".join(out)
-
-
-def _skim(path: Path):
-    """The run's JSON with its sample lists emptied (classification only: the file is validated, whole, when it is
-    opened); None when it cannot be read or parsed."""
-    try:
-        data = read_bytes(path)
-    except JsonInputError:
-        return None
-    blanked = data
-    for key in _SAMPLE_KEYS:
-        blanked = _blank(blanked, key)
-    for text in (blanked, data):
-        try:
-            return json.loads(text)
-        except (ValueError, RecursionError):
-            continue
-    return None
-
-
-@lru_cache(maxsize=64)
-def _scored_shapes(workload_json: str) -> tuple[str, frozenset] | None:
-    """(name, scored (load, family, M) shapes) of an embedded workload, once per distinct workload: most runs embed
-    the same one. None for a broken one (the run is left out here; opening it names the file and the field)."""
-    try:
-        wl = runs.run_workload({RUN_KEY: json.loads(workload_json)}, "<run>")[0]
-    except runs.RunFileError:
-        return None
-    return wl.name, frozenset((r.load, r.family, int(r.M)) for r in wl.shapes.itertuples())
+def meta_of(data: runs.RunData) -> RunMeta:
+    """The RunMeta of a validated run (dashboard.runs.load_run_data); `scored` counts runs.scored_candidates."""
+    run = data.run
+    env = run.get("environment")
+    settings = env.get("settings") if isinstance(env, dict) else None
+    command = str((settings or {}).get("command") or "") if isinstance(settings, dict) else ""
+    return RunMeta(data.path, kind_of(run), str(run.get("created_utc") or ""), runs.workload_of(data).name,
+                   tuple(_candidates(run)), "--cluster" in command.split(), len(runs.scored_candidates(data)))
 
 
 def run_meta(path) -> RunMeta | None:
-    """The RunMeta of a run file; None when it is not readable JSON (or its embedded workload is broken)."""
-    path = Path(path)
-    run = _skim(path)
-    if not isinstance(run, dict):
+    """The RunMeta of a run file, read and validated whole; None when it does not load (opening it in the app or
+    the CLI names the file and the field). The committed runs' metas are also in the run index
+    (dashboard.run_index), so a page does not read every committed file to list them."""
+    try:
+        return meta_of(runs.load_run_data(path))
+    except _UNREADABLE:
         return None
-    if RUN_KEY in run:
-        found = _scored_shapes(json.dumps(run[RUN_KEY], sort_keys=True))
-        if found is None:
-            return None
-        name, want = found
-    else:
-        wl = default_workload()
-        name, want = wl.name, {(r.load, r.family, int(r.M)) for r in wl.shapes.itertuples()}
-    settings = (run.get("environment") or {}).get("settings") if isinstance(run.get("environment"), dict) else None
-    command = str((settings or {}).get("command") or "") if isinstance(settings, dict) else ""
-    return RunMeta(path, kind_of(run), str(run.get("created_utc") or ""), name, tuple(_candidates(run)),
-                   "--cluster" in command.split(), runs.scored_count_raw(run, set(want)))
 
 
 def newest_first(metas) -> list[RunMeta]:
@@ -157,7 +104,7 @@ def default_run(metas, opens=None) -> Path | None:
     for meta in sorted((m for m in metas if m is not None), key=default_rank, reverse=True):
         try:
             (opens or _validate)(meta.path)
-        except (runs.RunFileError, JsonInputError, ValueError, OSError):
+        except _UNREADABLE:
             continue
         return meta.path
     return None

@@ -307,22 +307,6 @@ def scored_candidates(data: RunData, workload: Workload | None = None) -> list[s
     return [c for c in data.candidates() if bool(have.get(c, False))]
 
 
-def scored_count_raw(run, want: set) -> int:
-    """scored_candidates' count from a run's raw JSON (no validation, no DataFrames): candidates with a correct
-    result (status ok or below_floor) at every scored shape in `want` ((load, family, M) tuples) and no failure."""
-    have: dict = {}
-    results = run.get("results") if isinstance(run, dict) else None
-    failed = {str(f.get("candidate")) for f in (run.get("failures") or []) if isinstance(f, dict)} \
-        if isinstance(run, dict) and isinstance(run.get("failures"), list) else set()
-    for r in results or []:
-        if not isinstance(r, dict) or r.get("correct") is not True:
-            continue
-        if "incorrect" in (r.get("flags") if isinstance(r.get("flags"), list) else []):
-            continue
-        have.setdefault(str(r.get("candidate")), set()).add((r.get("load"), r.get("family"), r.get("M")))
-    return sum(want <= shapes for name, shapes in have.items() if name not in failed)
-
-
 EXPLAIN, TUNE, SCREEN, SWEEP = "explain", "tune", "screen", "sweep"
 
 

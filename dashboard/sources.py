@@ -14,14 +14,15 @@ Torch- and streamlit-free: the app wraps these in its caches and widgets; the CL
     resolve_pair(data, baseline=None, candidate=None) -> (baseline, candidate)   SourceError if a name is unknown
     picker(sources, metas, default)   -> ([Source], {label: text})   picker order (grouped by kind, newest first)
                                                     and what each option shows (its group; the default marked)
+    run_text(path, meta)              -> str        a run as a picker shows it: date, label, candidates
     safe_name(text)                   -> str        a file name fit for a label, a URL and a file on disk
     display_name(text)                -> str        an uploaded file's own name, as its label shows it
     upload_name(display, digest)      -> str        an upload's URL and file name ('upload-<digest>-<safe name>')
-    missing_upload(name)              -> str | None the line for a link naming an upload this session does not have
+    missing_upload(name)              -> str | None the line for a link naming an upload this server does not have
 
 Uploads are sources like any other for the browser session that uploaded them (every page, Compare included), shown
-under the user's own file name. They live in that session only, so a link naming one says so instead of showing
-another run in its place.
+under the user's own file name. The app keeps them on its server by content hash, so a link naming one opens it on
+that server; a link naming one the server no longer has says so instead of showing another run in its place.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import hashlib
 import os
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,7 +139,22 @@ def list_sources(runs_dir=RUNS_DIR, extra_runs: list | None = None, uploaded_tab
 GROUPS = {"published": "Published", run_kinds.SWEEP: "Plan sweep", run_kinds.REPEAT: "Repeatability",
           run_kinds.TUNE: "Tune", run_kinds.SCREEN: "Screen", run_kinds.EXPLAIN: "Explain", run_kinds.PROBE: "Probes",
           "table": "Table", "unreadable": "Unreadable", "upload": "Upload"}
-DEFAULT_MARK = "★ default: the shipped plan's latest full sweep"
+DEFAULT_MARK = "★ default"   # the picker's help says what it is: the shipped plan's latest full sweep
+MAX_NAMED_CANDIDATES = 3      # more than this: a count, so an option fits a sidebar's width
+
+
+def run_text(path, meta=None, gpu: bool = False) -> str:
+    """What tells a run file apart, first: '<date> <label> · <candidates>' ('2026-12-04 best-final · baseline, best',
+    '… · 12 candidates'), from the file name '<date>_<gpu>_<label>' and its RunMeta; the GPU only with `gpu` (runs
+    of a fleet sweep share date and label). The full name is shown beside the picker; a name off the convention is
+    shown whole."""
+    path = Path(path)
+    parts = runs.parse_run_name(path)
+    text = (f"{parts['date']} {parts['gpu'] + ' ' if gpu else ''}{parts['label']}" if parts else path.name)
+    names = list(meta.candidates) if meta is not None else []
+    if names:
+        text += " · " + (", ".join(names) if len(names) <= MAX_NAMED_CANDIDATES else f"{len(names)} candidates")
+    return text
 
 
 def _group(src: Source, metas: dict) -> str:
@@ -153,7 +170,8 @@ def picker(sources: list[Source], metas: dict, default: str | None = None) -> tu
     """The sources in picker order — grouped by kind (GROUPS: published, plan sweeps, repeatability, tunes,
     screens, explains, …, uploads), newest first inside a group (created_utc, not the file name's text, so 'r12'
     and 'r2' keep the order they ran in) — and what each option shows: '<group> · <label>', the `default` source
-    marked. `metas` maps a run file's path to its run_kinds.RunMeta."""
+    marked. A run named '<date>_<gpu>_<label>' shows run_text (date, label, candidates) rather than its whole file
+    name, which a sidebar cuts before the part that differs; any other source shows its label. `metas` maps a run file's path to its run_kinds.RunMeta."""
     order = list(GROUPS)
     groups = {src.name: _group(src, metas) for src in sources}
 
@@ -163,7 +181,16 @@ def picker(sources: list[Source], metas: dict, default: str | None = None) -> tu
 
     newest = sorted(sources, key=lambda s: (when(s), s.name), reverse=True)
     ordered = sorted(newest, key=lambda s: order.index(groups[s.name]))   # stable: newest first inside a group
-    shown = {s.label: f"{GROUPS[groups[s.name]]} · {s.label}" + (f"  {DEFAULT_MARK}" if s.name == default else "")
+    runs_shown = [s for s in ordered if s.kind == "run" and not s.uploaded and runs.parse_run_name(s.path)]
+    seen = Counter(run_text(s.path, metas.get(s.path)) for s in runs_shown)
+
+    def text(src: Source) -> str:
+        if src not in runs_shown:
+            return src.label
+        short = run_text(src.path, metas.get(src.path))
+        return short if seen[short] == 1 else run_text(src.path, metas.get(src.path), gpu=True)
+
+    shown = {s.label: f"{GROUPS[groups[s.name]]} · {text(s)}" + (f"  {DEFAULT_MARK}" if s.name == default else "")
              for s in ordered}
     return ordered, shown
 
@@ -256,12 +283,13 @@ def upload_name(display: str, digest: str) -> str:
 
 
 def missing_upload(name: str) -> str | None:
-    """The line to show for a link naming an upload that this browser session does not have; None for a name that
-    is not an upload's."""
+    """The line to show for a link naming an upload that this server does not have; None for a name that is not an
+    upload's."""
     if not str(name).startswith(UPLOAD_PREFIX):
         return None
-    return (f"The address names an uploaded file ({name!r}). Uploads live in the browser session that uploaded "
-            "them, so a link cannot carry one: upload the file here to see it (meanwhile the default is shown).")
+    return (f"The address names an uploaded file ({name!r}) that is not on this server (uploaded to another "
+            "server, or removed to keep the upload folder within its limits): upload the file here to see it "
+            "(meanwhile the default is shown).")
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -84,6 +84,9 @@ SLOW = {
     "test_peers_page.py": "AppTest: the Overview on a five-candidate run",
     "test_validate_cli.py::test_a_workload_and_a_candidate_check_without_torch": "a python -m dashboard subprocess",
     "test_dashboard_cli.py::test_a_closed_pipe_ends_quietly": "a python -m dashboard subprocess",
+    "test_run_index.py::test_the_committed_index_is_what_the_committed_runs_give": "every run file",
+    "test_same_pages.py": "AppTest: every page on the committed runs, against the text captured before",
+    "test_restart.py": "two app processes, each a fresh import",
 }
 FAST_TIER_TARGET_S = 240   # the fast tier's budget on a 2-core machine
 

@@ -1,4 +1,5 @@
-"""The tree's import rules: datasets → kernels → profiler → dashboard → app, nothing backwards;
+"""The tree's import rules: datasets → kernels → profiler → dashboard → ui → app (app.py and the page scripts of
+app_pages/), nothing backwards;
 inside profiler: measure → check → worker → backends → commands → cli, nothing backwards, and no import cycle
 between its modules; dashboard/ never imports torch or streamlit (plotly only in figures.py, kernel_figures.py,
 report.py); torch-free modules import with torch blocked.
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = {"datasets": 0, "kernels": 1, "profiler": 2, "dashboard": 3, "app": 4, "app_pages": 4}
+LAYERS = {"datasets": 0, "kernels": 1, "profiler": 2, "dashboard": 3, "ui": 4, "app": 5, "app_pages": 5}
 PLOTLY_ALLOWED = {"dashboard/figures.py", "dashboard/kernel_figures.py", "dashboard/report.py"}
 TORCH_FREE = ["datasets", "datasets.runfile", "kernels.registry", "kernels.plans", "profiler.measure.stats",
               "profiler.measure.policy", "profiler.commands.tune_rules", "profiler.worker.tasks", "profiler.backends.open",
@@ -38,7 +39,7 @@ def _layer_of(path: Path) -> tuple[str, int]:
 
 def _source_files() -> list[Path]:
     files = [ROOT / "app.py"] if (ROOT / "app.py").exists() else []
-    for folder in ("datasets", "kernels", "profiler", "dashboard", "app_pages"):
+    for folder in ("datasets", "kernels", "profiler", "dashboard", "ui", "app_pages"):
         files += sorted((ROOT / folder).rglob("*.py")) if (ROOT / folder).is_dir() else []
     return files
 
@@ -72,6 +73,52 @@ def test_imports_flow_one_way(path):
             assert first not in ("torch", "streamlit", "triton"), f"{rel}:{line} imports {module}"
             if first == "plotly":
                 assert rel in PLOTLY_ALLOWED, f"{rel}:{line} imports plotly (only figures.py/report.py may)"
+
+
+def _app_files() -> list[Path]:
+    return [ROOT / "app.py", *sorted((ROOT / "ui").glob("*.py")), *sorted((ROOT / "app_pages").glob("*.py"))]
+
+
+def test_app_pages_holds_page_scripts_only():
+    """Every file of app_pages/ is a page app.py's navigation names; the plumbing lives in ui/."""
+    router = (ROOT / "app.py").read_text(encoding="utf-8")
+    pages = {p.stem for p in (ROOT / "app_pages").glob("*.py")}
+    named = {name for name in pages if f'"{name}"' in router or f'app_pages/{name}.py' in router}
+    assert pages and pages == named, f"not a page of app.py: {sorted(pages - named)}"
+
+
+CACHES = ("cache_data", "cache_resource", "lru_cache", "cache")
+
+
+def _decorator_name(node: ast.expr) -> str:
+    node = node.func if isinstance(node, ast.Call) else node
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
+def test_the_app_keeps_few_caches_and_no_cache_dicts():
+    """At most 10 cache decorators in the app (one per input, a few for what pages derive), and no module-level
+    empty dict, list or set in an imported module (ui/, app.py) to be filled as a cache beside them: such a module
+    lives as long as the server, while a page script's names are new on each run."""
+    decorators, holders = [], []
+    for path in _app_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                decorators += [f"{path.name}:{node.name}" for d in node.decorator_list
+                               if _decorator_name(d) in CACHES]
+        for node in tree.body if path.parent.name != "app_pages" else []:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Dict, ast.List, ast.Set)):
+                if not (node.value.keys if isinstance(node.value, ast.Dict) else node.value.elts):
+                    holders.append(f"{path.name}:{node.lineno}")
+    assert len(decorators) <= 10, decorators
+    assert not holders, holders
+
+
+def test_nothing_is_cached_on_disk():
+    """persist="disk" served numbers from older code after a change (a key built from a hand-kept list of modules);
+    the app recomputes after a restart instead (ui/loaders.py says why)."""
+    hits = [p.name for p in _app_files() if "persist=" in p.read_text(encoding="utf-8")]
+    assert not hits, hits
 
 
 BLOCKER = """

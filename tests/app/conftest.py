@@ -15,6 +15,14 @@ SOURCE_PAGES = ["overview", "where_time_goes", "shapes", "roofline", "probes", "
 RUN_A = "run: synthetic_a.json"
 
 
+@pytest.fixture(autouse=True)
+def upload_dir(tmp_path, monkeypatch):
+    """Every test's uploads in a folder of its own (ui.uploads keeps them on the server, by content hash)."""
+    folder = tmp_path / "uploads"
+    monkeypatch.setenv("PROJLAB_UPLOAD_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture
 def extra_runs(monkeypatch):
     """Put fixture runs on the source list (as $PROJLAB_EXTRA_RUNS, read at every rerun)."""
@@ -54,7 +62,7 @@ def _cells(line: str) -> list[str]:
 
 
 def _figure_elements(at: AppTest) -> list:
-    """The markdown elements that are figure tables (app_pages.common.figure_table: labels in the head row, values
+    """The markdown elements that are figure tables (ui.widgets.figure_table: labels in the head row, values
     in the row below)."""
     return [m for m in at.markdown if re.match(r"\| .*\n\|( --- \|)+\n\| ", m.value)]
 

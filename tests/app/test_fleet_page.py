@@ -26,6 +26,8 @@ def test_fleet_page_shows_each_gpu_models_score_from_its_own_run_file(fleet_app)
         assert score == runs.run_score(runs.load_run_data(path), base, cand).score
     assert table["score"].iloc[0] != table["score"].iloc[1]             # the two files really are scored apart
     assert (table["sol_candidate"] > 0).all() and len(at.get("plotly_chart")) == 1
+    spec = at.get("plotly_chart")[0].proto.spec
+    assert "score (derived)" in spec and "score (measured)" not in spec   # a score is derived from measured times
 
 
 def test_a_gpu_model_whose_run_fails_the_gate_shows_why_and_the_others_keep_their_score(fleet_app):

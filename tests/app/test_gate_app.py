@@ -124,13 +124,13 @@ def test_pages_without_a_source_still_open_next_to_a_deep_file(app, deep, page):
 def test_the_app_opens_with_a_deep_file_among_the_committed_runs(app, deep, monkeypatch):
     import shutil
 
-    from app_pages import common
+    from ui import loaders
 
     folder = deep.parent / "runs"
     folder.mkdir()
     shutil.copy(app.FIXTURES / "synthetic_a.json", folder / "2026-11-01_nvidia-h200_good.json")
     shutil.copy(deep, folder / "2026-11-02_nvidia-h200_deep.json")  # newer, but unreadable
-    monkeypatch.setattr(common, "RUNS_DIR", folder)
+    monkeypatch.setattr(loaders, "RUNS_DIR", folder)
     at = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=60)
     at.switch_page("app_pages/overview.py")
     at.run()

@@ -44,6 +44,24 @@ def _methods(path, key):
     return {(r["load"], r["family"], r["M"], r["candidate"]): r["method"] for r in doc[key]}, doc
 
 
+def _option_names(box) -> list[str]:
+    """The file names of the explain-run picker's options, which show dashboard.sources.run_text (date, label,
+    candidates); each option must name one explain run file (the broken fixture: its own name)."""
+    from dashboard import run_index, run_kinds, runs, sources
+
+    files = [*runs.list_runs(), *app_fixtures()]
+    metas = run_index.metas(files, run_index.read())
+    texts = {sources.run_text(p, m): p.name for p, m in metas.items() if m.kind == run_kinds.EXPLAIN}
+    assert set(box.options) <= set(texts), set(box.options) - set(texts)
+    return [texts[o] for o in box.options]
+
+
+def app_fixtures() -> list:
+    from pathlib import Path
+
+    return sorted((Path(__file__).resolve().parents[1] / "fixtures" / "app").glob("*explain*.json"))
+
+
 def test_opens_the_explain_run_of_the_sidebars_source_and_its_worst_call(app):
     """A link from a run's page (?source=...&shape=...) opens that run's own explain data: the same workload, the
     same methods at every (shape, candidate) both have, the newest of those; never another workload's run."""
@@ -53,16 +71,17 @@ def test_opens_the_explain_run_of_the_sidebars_source_and_its_worst_call(app):
     at = _open(app, {"source": SWEEP}, pin=False)
     assert not at.exception and not at.error, [e.value for e in at.error]
     box = at.sidebar.selectbox(key="kernels_source")
+    options = _option_names(box)
     swept, sweep_doc = _methods(runs / SWEEP, "results")
-    for name in box.options:
+    for name in options:
         profiled, doc = _methods(runs / name, "calls")
         assert doc.get("workload", {}).get("name", "muse_bf16_proj") == sweep_doc["workload"]["name"]  # no record: muse
         shared = swept.keys() & profiled.keys()
         assert shared and all(swept[k] == profiled[k] for k in shared), name
-    assert LLAMA_EXPLAIN not in box.options and "2026-12-01_nvidia-h200_explain-baseline-best-r23.json" \
-        not in box.options   # r23's best dispatched other methods at verify 16 than r28's
-    created = {n: _methods(runs / n, "calls")[1]["created_utc"] for n in box.options}
-    with_both = [n for n in box.options if {"baseline", "best"} <= {k[3] for k in _methods(runs / n, "calls")[0]}]
+    assert LLAMA_EXPLAIN not in options and "2026-12-01_nvidia-h200_explain-baseline-best-r23.json" \
+        not in options   # r23's best dispatched other methods at verify 16 than r28's
+    created = {n: _methods(runs / n, "calls")[1]["created_utc"] for n in options}
+    with_both = [n for n in options if {"baseline", "best"} <= {k[3] for k in _methods(runs / n, "calls")[0]}]
     assert box.value == max(with_both, key=created.get)
     data = kernels.load_explain(runs / box.value)
     calls = kernels.call_table(data, load_workload())
@@ -119,7 +138,7 @@ def test_a_broken_explain_run_is_named_not_offered(app, monkeypatch):
     assert not at.exception
     warn = [w.value for w in at.sidebar.warning]
     assert any("synthetic_explain_broken.json" in w and "kernels[1].duration_us" in w for w in warn), warn
-    assert "synthetic_explain_broken.json" not in at.sidebar.selectbox(key="kernels_source").options
+    assert "synthetic_explain_broken.json" not in _option_names(at.sidebar.selectbox(key="kernels_source"))
 
 
 def test_tables_and_metrics_read_as_words_not_snake_case(app):

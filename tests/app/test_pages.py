@@ -123,12 +123,19 @@ def test_partial_run_table_shows_the_paired_median_next_to_its_ci(app):
     assert list(df.columns[3:7]) == ["ratio", "ratio_paired", "ratio_ci_low", "ratio_ci_high"]
 
 
+def test_the_roofline_pages_time_chart_says_times_are_measured_not_roofs(app):
+    at = app.open_page("roofline", app.RUN_A)
+    specs = [c.proto.spec for c in at.get("plotly_chart")]
+    assert "measured roofs" in specs[0] and "roofs" not in specs[1] and "times measured" in specs[1]
+
+
 def test_planner_what_if_moves_the_score(app):
     at = app.open_page("planner")
-    new = lambda: next(m.value for m in at.metric if m.label.startswith("New score"))
-    before = new()
-    at.slider(key="agg_ratio_decode 1_False").set_value(2.5).run()
-    assert new() != before
+    metric = lambda: next(m for m in at.metric if m.label.startswith("New score"))
+    before = metric().value
+    assert not metric().delta   # nothing touched: no change to show (the slider starts at the rounded ratio)
+    next(s for s in at.slider if s.key.startswith("agg_ratio_decode 1_False|")).set_value(2.5).run()
+    assert metric().value != before and metric().delta.startswith("+")
     at.number_input(key="tile_M").set_value(16).run()
     assert next(m.value for m in at.metric if m.label.startswith("Blocks")) == "128"  # pooler 16x32 tiles
 
@@ -311,11 +318,11 @@ def test_no_page_imports_torch(app):
 def test_app_opens_on_the_most_complete_committed_run(app, monkeypatch, tmp_path):
     import shutil
 
-    from app_pages import common
+    from ui import loaders
 
     for day in ("2026-11-01", "2026-11-02"):
         shutil.copy(app.FIXTURES / "synthetic_a.json", tmp_path / f"{day}_nvidia-h200_test.json")
-    monkeypatch.setattr(common, "RUNS_DIR", tmp_path)
+    monkeypatch.setattr(loaders, "RUNS_DIR", tmp_path)
     at = app.open_page("overview", source=None)
     assert at.sidebar.selectbox(key="source").value == "run: 2026-11-02_nvidia-h200_test.json"
     assert "official 036 table (published) scores 1.3012×" in app.text_of(at)

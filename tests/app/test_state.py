@@ -107,7 +107,7 @@ def test_an_upload_is_listed_and_selected_at_once(app):
     ("../../x y.json", b"{}", "schema_version"),
     ("dup.csv", b"load,family,M,M,N,K,baseline_us,candidate_us\n", "column 'M' appears twice"),
 ])
-def test_a_rejected_upload_is_named_deleted_and_never_listed(app, name, data, words):
+def test_a_rejected_upload_is_named_deleted_and_never_listed(app, name, data, words, upload_dir):
     at = app.open_page("overview")
     before = at.sidebar.selectbox(key="source").options
     app.upload(at, "upload_overview", name, data)
@@ -116,13 +116,13 @@ def test_a_rejected_upload_is_named_deleted_and_never_listed(app, name, data, wo
     assert any("rejected" in e and words in e for e in errors), errors
     assert all("../" not in e for e in errors)   # the name shown is the sanitised one
     assert at.sidebar.selectbox(key="source").options == before
-    folder = at.session_state["_upload_tmp"].name if "_upload_tmp" in at.session_state else None
-    assert folder is None or not any(p for p in __import__("os").listdir(folder))
+    assert not upload_dir.is_dir() or not any(upload_dir.iterdir())
 
 
 def test_an_upload_keeps_its_own_name_and_reaches_compare(app):
-    """An upload is a source like any other for its browser session: shown under the user's file name (not a
-    sanitised one), selected on every page, and offered and chosen on Compare without clearing anything by hand."""
+    """An upload on Compare is a source like any other for its browser session: shown under the user's file name (not
+    a sanitised one) and chosen on Compare without clearing anything by hand, while the other pages keep the source
+    they showed (it is listed in the sidebar, not switched to)."""
     at = app.open_page("compare", source=None)
     before = at.multiselect(key="cmp_runs").value
     data = (app.FIXTURES / "synthetic_b.json").read_bytes()
@@ -133,50 +133,70 @@ def test_an_upload_keeps_its_own_name_and_reaches_compare(app):
     assert [n for n in runs_box.value if n != upload] == before
     series = at.multiselect(key="cmp_series").value
     assert any(s.startswith("upload: résumé run 1.json · ") for s in series), series
+    assert any("other pages keep their source" in s.value for s in at.success)
     at.switch_page("app_pages/overview.py")
     at.run()
-    assert _sidebar(at)["source"] == "upload: résumé run 1.json"
-    expected = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_b.json"), "baseline", "seed036").score
-    assert _score(at, app) == f"{expected:.4f}×"
+    assert _sidebar(at)["source"] != "upload: résumé run 1.json"
+    assert any(o.endswith("upload: résumé run 1.json") for o in at.sidebar.selectbox(key="source").options)
 
 
-def test_a_link_to_an_upload_says_uploads_cannot_be_shared(app):
-    at = app.open_page("overview")
-    app.upload(at, "upload_overview", "mine.json", (app.FIXTURES / "synthetic_b.json").read_bytes())
-    link = dict(at.query_params)
-    assert link["source"].startswith("upload-")
-    fresh = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=60)   # another browser: only the URL
+def _fresh(app, link: dict) -> AppTest:
+    """Another browser (or the same tab reloaded) on the same server: only the URL."""
+    fresh = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=60)
     fresh.query_params.update(link)
     fresh.switch_page("app_pages/overview.py")
     fresh.run()
+    return fresh
+
+
+def test_a_reload_or_a_link_to_an_upload_brings_it_back_on_the_same_server(app, upload_dir):
+    at = app.open_page("overview")
+    app.upload(at, "upload_overview", "mine.json", (app.FIXTURES / "synthetic_b.json").read_bytes())
+    link = dict(at.query_params)
+    assert link["source"].startswith("upload-") and (upload_dir / link["source"]).is_file()
+    fresh = _fresh(app, link)
     assert not fresh.exception
-    texts = [w.value for w in fresh.warning]
-    assert any("Uploads live in the browser session that uploaded them" in t and link["source"] in t
-               for t in texts), texts
+    assert not [w.value for w in fresh.warning if link["source"] in w.value]
+    assert _sidebar(fresh)["source"] == "upload: mine.json"
+    expected = runs.run_score(runs.load_run_data(app.FIXTURES / "synthetic_b.json"), "baseline", "seed036").score
+    assert _score(fresh, app) == f"{expected:.4f}×"
+    (upload_dir / link["source"]).unlink()   # gone from the server (pruned): the link says so
+    gone = _fresh(app, link)
+    texts = [w.value for w in gone.warning]
+    assert any("not on this server" in t and link["source"] in t for t in texts), texts
+
+
+def test_the_upload_folder_keeps_the_newest_within_its_limits(app, upload_dir, monkeypatch):
+    from ui import uploads
+
+    monkeypatch.setattr(uploads, "MAX_UPLOADS", 2)
+    at = app.open_page("overview")
+    data = (app.FIXTURES / "synthetic_b.json").read_bytes()
+    for i in range(3):   # three different files (a different name inside each: a different content hash)
+        app.upload(at, "upload_overview", f"run{i}.json", data + b" " * i)
+    names = sorted(p.name.split("-", 2)[-1] for p in upload_dir.iterdir())
+    assert names == ["run1.json", "run2.json"], names
+    monkeypatch.setattr(uploads, "MAX_UPLOADS", 100)
+    monkeypatch.setattr(uploads, "MAX_STORE_MB", len(data) * 1.5 / 2**20)   # room for one
+    app.upload(at, "upload_overview", "run3.json", data + b"   ")
+    assert [p.name.split("-", 2)[-1] for p in upload_dir.iterdir()] == ["run3.json"]
+
+
+def test_the_upload_folder_is_never_inside_datasets(monkeypatch):
+    from ui import uploads
+
+    monkeypatch.setenv("PROJLAB_UPLOAD_DIR", str(uploads.DATA_DIR / "runs"))
+    assert uploads.store_dir() == uploads.DEFAULT_UPLOAD_DIR
+    assert ".uploads/" in (uploads.PROJECT_DIR / ".gitignore").read_text()
 
 
 def test_an_oversized_upload_is_refused_before_it_is_read(app, monkeypatch):
-    from app_pages import common
+    from ui import uploads
 
-    monkeypatch.setattr(common, "MAX_UPLOAD_BYTES", 1000)
+    monkeypatch.setattr(uploads, "MAX_UPLOAD_BYTES", 1000)
     at = app.open_page("overview")
     app.upload(at, "upload_overview", "big.json", (app.FIXTURES / "synthetic_b.json").read_bytes())
     assert any("big.json" in e.value and "over the 1,000-byte" in e.value for e in at.error)
-
-
-def test_uploads_live_in_a_per_session_folder_removed_with_the_session(app):
-    import gc
-    import os
-
-    data = (app.FIXTURES / "synthetic_b.json").read_bytes()
-    one, two = app.open_page("overview"), app.open_page("overview")
-    for at in (one, two):
-        app.upload(at, "upload_overview", "b.json", data)
-    folders = [at.session_state["_upload_tmp"].name for at in (one, two)]
-    assert folders[0] != folders[1] and all(os.listdir(f) for f in folders)
-    del one.session_state["_upload_tmp"]   # what Streamlit does when a session ends: its state is dropped
-    gc.collect()
-    assert not os.path.exists(folders[0]) and os.path.exists(folders[1])
 
 
 def test_compare_series_live_in_the_url(app):
@@ -214,17 +234,22 @@ def test_dispatch_upload_errors_are_one_line(app):
 
 
 def test_the_source_picker_groups_by_kind_newest_first_and_marks_the_default(app, monkeypatch):
-    from dashboard import run_kinds
+    from dashboard import run_index, run_kinds
 
     monkeypatch.delenv("PROJLAB_EXTRA_RUNS", raising=False)
     at = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=90)
     at.switch_page("app_pages/overview.py")
     at.run()
     box = at.sidebar.selectbox(key="source")
-    default = run_kinds.default_run(runs.list_runs())
+    default = run_kinds.default_run(list(run_index.metas(runs.list_runs(), run_index.read()).values()))
     assert box.value == f"run: {default.name}"
     marked = [o for o in box.options if "★" in o]
-    assert marked == [f"Plan sweep · run: {default.name}  ★ default: the shipped plan's latest full sweep"]
+    meta = run_index.read()[default.name][1]
+    date, label = default.name.split("_")[0], default.name.split("_", 2)[2].split(".json")[0]
+    assert marked == [f"Plan sweep · {date} {label} · {len(meta.candidates)} candidates  ★ default"]
+    # readable: what tells runs apart comes first, so no two options of a sidebar's width look alike
+    assert len(set(box.options)) == len(box.options)
+    assert default.name in at.sidebar.markdown[0].value.replace("\\", "")   # the whole file name beside it
     groups = list(dict.fromkeys(o.split(" · ", 1)[0] for o in box.options))
     assert groups[:2] == ["Published", "Plan sweep"] and {"Repeatability", "Tune", "Screen", "Explain"} <= set(groups)
     at.switch_page("app_pages/compare.py")
@@ -247,18 +272,3 @@ def test_the_upload_limit_is_on_the_page_and_a_wrong_typed_upload_is_a_short_lin
     errors = [e.value for e in at.error]
     assert errors and all(len(e) < 400 for e in errors), [len(e) for e in errors]
     assert any("moved.json" in e and "results: expected list" in e for e in errors), errors
-
-
-def test_run_facts_go_to_disk_for_committed_and_extra_runs_never_for_an_upload(app, monkeypatch, tmp_path):
-    from app_pages import common
-
-    calls = []
-    monkeypatch.setattr(common, "_run_meta_on_disk", lambda path, mtime, code: calls.append(("disk", path)))
-    monkeypatch.setattr(common, "_run_meta_in_memory", lambda path, mtime: calls.append(("memory", path)))
-    extra = str(app.FIXTURES / "synthetic_a.json")
-    upload = tmp_path / "upload-0123abcd-mine.json"
-    upload.write_bytes((app.FIXTURES / "synthetic_b.json").read_bytes())
-    monkeypatch.setenv("PROJLAB_EXTRA_RUNS", extra)
-    common._run_meta(extra, 1.0)
-    common._run_meta(str(upload), 1.0)
-    assert calls == [("disk", extra), ("memory", str(upload))]

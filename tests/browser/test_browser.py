@@ -1,7 +1,5 @@
 """Real browser test: `streamlit run app.py` on localhost, headless Chromium at 1,600 px.
 
-- The first full page load of a freshly started server is timed and printed (and written to
-  artifacts/browser_timings.txt): from the request to the page settled with every chart drawn.
 - Every page renders without a Streamlit exception block, its main tables fit the page (no sideways scrolling:
   each data grid's scrollWidth ≤ its clientWidth), and a full-page screenshot goes to artifacts/screenshots/
   (gitignored).
@@ -10,11 +8,12 @@
 - Uploading a CSV with a wrong schema shows an st.error.
 
 Needs Debian's `chromium` and `chromium-driver` (.ci/run installs them) and selenium; skips cleanly without.
+The first full page load of a freshly started server is a benchmark that uses this file's helpers:
+tests/benchmarks/bench_first_page.py (run on demand; it prints its figures).
 """
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,20 +35,6 @@ WIDTH, HEIGHT = 1600, 1000
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
                 f"--window-size={WIDTH},{HEIGHT}"]
-FIRST_LOAD_TARGET_S = 3.0  # printed next to the measurement; a benchmark figure, not an assertion
-# The app's first full page in a fresh browser, against a bare Streamlit page's (one chart, one table) in another fresh
-# browser on the same machine: the app's own work on top of Streamlit's frontend. The target (1.3x) is a benchmark
-# figure, printed met or not; the test fails only past REGRESSION_VS_BARE, a first page gone badly wrong (measured
-# 1.11-1.31x on the shared 2-core development machine, 1.4-1.6x while other test runs loaded it heavily; a page with the
-# Overview's element types and fixed data -- the frontend code those widgets pull in, no data work -- took 1.07-1.25x).
-# Both settle when the chart's plotly code has arrived and run: the browser asks for it when it draws the chart (filled
-# at the end of the app's script; drawn earlier, the code arrived no sooner), and it arrives after the server's
-# after-run work (garbage collection and the file watcher's module scan, 0.2-0.5 s; 15-30 ms from an idle server). The
-# app's first script run on a fresh server is 0.6-0.75 s with its disk caches warm, the bare page's 0.45-0.65 s,
-# pandas's import 0.35-0.6 s of both; each runs its script once per first load.
-FIRST_LOAD_VS_BARE = 1.3
-REGRESSION_VS_BARE = 3.0
-FIRST_LOAD_ROUNDS = 3
 
 
 def _find(*names):
@@ -202,76 +187,17 @@ def _report_line(capsys, text: str) -> None:
 
 
 def _default_run_score():
+    from dashboard import run_index
     from dashboard.run_kinds import default_run
     from dashboard.runs import list_runs, load_run_data, run_score, scored_candidates
 
-    path = default_run(list_runs())
+    path = default_run(list(run_index.metas(list_runs(), run_index.read()).values()))
     if path is None:
         return None
     data = load_run_data(path)
     cands = scored_candidates(data)
     base = "baseline" if "baseline" in cands else cands[0]
     return run_score(data, base, [c for c in cands if c != base][-1]).score
-
-
-def _first_load(drv, port: int, script: str = "app.py") -> tuple[float, float]:
-    """Start a server on `port`, time its first full page load (request → settled, every chart drawn), then a
-    reload (server caches warm); stop it."""
-    proc, url = _start_server(port, script)
-    try:
-        t0 = time.perf_counter()
-        drv.get(url)
-        first = _wait_rendered(drv) - t0
-        t0 = time.perf_counter()
-        drv.get(url)
-        again = _wait_rendered(drv) - t0
-    finally:
-        _stop(proc)
-    return first, again
-
-
-def _fresh_first_load(script: str = "app.py") -> float:
-    """One first full page load: a freshly started server, a browser on a new empty profile."""
-    profile = tempfile.mkdtemp(prefix="projlab-chromium-first-")
-    drv = _fresh_browser(profile)
-    try:
-        return _first_load(drv, _free_port(), script)[0]
-    finally:
-        drv.quit()
-        shutil.rmtree(profile, ignore_errors=True)
-
-
-def test_first_page_load_of_a_fresh_server(browser, capsys):
-    """The first visitor of a just-started server in a browser that has never seen the app (Streamlit's frontend and
-    its chart and table libraries, ~8 MB of JavaScript, are fetched and compiled), beside a bare page with one plotly
-    chart and one table (tests/fixtures/app/reference_page.py) loaded the same way: what Streamlit's own frontend
-    costs on this machine before the app does any work. Both are timed FIRST_LOAD_ROUNDS times, alternating (one
-    timing on a shared 2-core machine swings by ±30%), and the medians compared. Then the same browser twice more:
-    with its cache of the static files (a restarted server, a returning visitor) and a reload. A third page with the
-    Overview's element types and fixed data (tests/fixtures/app/same_elements_page.py) splits the gap: what
-    Streamlit's frontend costs for those widgets, and what the app's own work adds on top."""
-    app_s, bare_s, same_s = [], [], []
-    for _ in range(FIRST_LOAD_ROUNDS):
-        app_s.append(_fresh_first_load())
-        bare_s.append(_fresh_first_load(str(FIXTURES / "reference_page.py")))
-        same_s.append(_fresh_first_load(str(FIXTURES / "same_elements_page.py")))
-    port = _free_port()
-    _first_load(browser, port)
-    cached, reload_s = _first_load(browser, port)
-    app_med, bare_med, same_med = statistics.median(app_s), statistics.median(bare_s), statistics.median(same_s)
-    _report_line(capsys, f"first full page of a fresh server in a fresh browser: {app_med:.2f} s (median of "
-                         f"{', '.join(f'{t:.2f}' for t in app_s)} s) beside {bare_med:.2f} s for a bare Streamlit "
-                         f"page with one chart and one table ({', '.join(f'{t:.2f}' for t in bare_s)} s): "
-                         f"{app_med / bare_med:.2f}× (target ≤ {FIRST_LOAD_VS_BARE}×: "
-                         f"{'met' if app_med <= FIRST_LOAD_VS_BARE * bare_med else 'NOT met'}); a page with the "
-                         f"Overview's element types and fixed data (no data work) {same_med:.2f} s "
-                         f"({', '.join(f'{t:.2f}' for t in same_s)} s), {same_med / bare_med:.2f}× the bare page; "
-                         f"{cached:.2f} s with the "
-                         f"browser's cache of the app's static files, a reload after it {reload_s:.2f} s (target ≤ "
-                         f"{FIRST_LOAD_TARGET_S:.0f} s on {os.cpu_count()} cores; load average "
-                         f"{os.getloadavg()[0]:.1f})")
-    assert app_med <= REGRESSION_VS_BARE * bare_med, \
-        f"the app's first page took {app_med:.2f} s, {app_med / bare_med:.2f}× a bare Streamlit page's {bare_med:.2f} s"
 
 
 @pytest.mark.parametrize("page", list(PAGES))

@@ -147,6 +147,23 @@ def test_compare_figure_colours_series_and_marks_verdicts_by_symbol():
     assert list(fig.layout.xaxis.categoryarray) == order and fig.layout.yaxis.type == "log"
     band = [s for s in fig.layout.shapes if s.type == "rect"][0]
     assert (band.y0, band.y1) == (0.99, 1.01)
+    assert fig.layout.legend.orientation == "h"   # in rows under the chart: a long series name wraps, never cut
+
+
+def test_a_log_axis_of_ratios_near_one_gets_several_ticks_not_only_1x():
+    vals, text = figures.log_ticks(0.99, 1.02, "×")
+    assert len(vals) >= 3 and "1×" in text and "0.99×" in text and "1.02×" in text
+    assert figures.log_ticks(1, 100, "×")[1] == ["1×", "2×", "5×", "10×", "20×", "50×", "100×"]   # as before
+    shapes = pd.DataFrame({"series": ["a"] * 3, "load": ["decode 1"] * 3, "family": ["o", "qkv_gate", "router"],
+                           "ratio": [0.995, 1.0, 1.01], "ci_low": [0.99, 0.99, 1.0], "ci_high": [1.0, 1.01, 1.02],
+                           "verdict": ["SAME"] * 3})
+    assert len(figures.compare_figure(shapes, 0.01, "derived").layout.yaxis.tickvals) >= 3
+
+
+def test_the_fleet_chart_calls_the_score_derived():
+    table = pd.DataFrame({"gpu": ["A"], "run": ["r.json"], "status": ["scored"], "score": [1.2],
+                          "sol_candidate": [0.5]})
+    assert figures.fleet_figure(table).data[0].name == "score (derived)"
 
 
 def test_dispatch_figure_spans_regions():

@@ -42,9 +42,9 @@ def test_the_default_fleet_set_is_the_shipped_plans_newest_cluster_sweep_never_a
     never offered."""
     import json
 
-    from dashboard import run_kinds, runs
+    from dashboard import run_index, run_kinds, runs
 
-    metas = {p: run_kinds.run_meta(p) for p in runs.list_runs()}
+    metas = run_index.metas(runs.list_runs(), run_index.read())   # the index: test_run_index.py checks it
     sweeps = {p: m for p, m in metas.items() if m is not None and m.kind == run_kinds.SWEEP}
     others = {p for p, m in metas.items() if m is not None and m.kind != run_kinds.SWEEP}
     assert others, "the committed runs hold tune, screen and explain runs: what this test keeps out"

@@ -4,7 +4,7 @@ this session does not have says why."""
 from pathlib import Path
 
 from datasets.jsonfile import read_json
-from dashboard import run_kinds, runs, sources
+from dashboard import run_index, run_kinds, runs, sources
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "datasets" / "runs"
@@ -12,7 +12,7 @@ RUNS = ROOT / "datasets" / "runs"
 
 def test_committed_runs_are_grouped_by_kind_and_newest_first():
     srcs = sources.list_sources(RUNS, extra_runs=[])
-    metas = {p: run_kinds.run_meta(p) for p in runs.list_runs(RUNS)}
+    metas = run_index.metas(runs.list_runs(RUNS), run_index.read())   # the index: test_run_index.py checks it
     default = run_kinds.default_run(list(metas.values()))
     ordered, shown = sources.picker(srcs, metas, default.name)
     assert len(ordered) == len(srcs)
@@ -52,7 +52,7 @@ def test_an_upload_keeps_the_users_file_name_and_a_link_to_one_explains():
     assert name == "upload-0123456789-r_sum_run_1.json"
     src = sources.run_source(Path("/tmp") / name, uploaded=True, shown="résumé run 1.json")
     assert src.label == "upload: résumé run 1.json" and src.name == name and src.uploaded
-    assert "browser session" in sources.missing_upload(name) and sources.missing_upload("r.json") is None
+    assert "not on this server" in sources.missing_upload(name) and sources.missing_upload("r.json") is None
     twice = sources.list_sources(RUNS, extra_runs=[], uploaded_runs=["/tmp/upload-1-a.json", "/tmp/upload-2-a.json"],
                                  shown={"/tmp/upload-1-a.json": "a.json", "/tmp/upload-2-a.json": "a.json"})
     labels = [s.label for s in twice if s.uploaded]

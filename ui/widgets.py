@@ -1,0 +1,73 @@
+"""How figures and tables look on a page: markdown-escaped text, figure tables, gated rows in red, column labels
+that say measured / derived / published, CSV downloads."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+RED = "color: #d62728; font-weight: 600"
+
+
+# Markdown that would change a figure table's text: emphasis, links, math, inline HTML, strikethrough, the cell
+# separator, a directive's brackets. A run's candidate and GPU names reach the table, so they are escaped too.
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|$~"})
+
+
+def md_text(text) -> str:
+    """`text` shown as it is inside markdown (one line)."""
+    return str(text).translate(_MD_SPECIAL).replace("\n", " ")
+
+
+def figure_table(figures: dict[str, str], strong: tuple[str, ...] = ()) -> str:
+    """Figures as one markdown table, each label above its value (the values of the labels in `strong` in bold)."""
+    values = [f"**{md_text(v)}**" if k in strong else md_text(v) for k, v in figures.items()]
+    return "\n".join(["| " + " | ".join(map(md_text, figures)) + " |", "|" + " --- |" * len(figures),
+                      "| " + " | ".join(values) + " |"])
+
+
+def show_figures(figures: dict[str, str], note: str | None = None, help: str | None = None,
+                 strong: tuple[str, ...] = (), box=st) -> None:
+    """A group of figures as one element: figure_table, then `note` (markdown) in caption type with the `help`
+    tooltip. What a row of st.metric showed, for a fresh browser's first page: one markdown block instead of a
+    metric element per figure and a column block around each, and no metric code to fetch."""
+    body = figure_table(figures, strong)
+    if note:   # Streamlit draws a markdown element's help icon after its last paragraph, so a table needs one
+        body += f"\n\n:small[:gray[{note}]]"
+    box.markdown(body, help=help if note else None)
+
+
+def gated_style(df: pd.DataFrame, column: str = "usable"):
+    """The table with the rows the gate keeps out (incorrect, failed, below the floor) in red."""
+    if column not in df or df[column].all():
+        return df
+    bad = ~df[column].astype(bool)
+    return df.style.apply(lambda row: [RED if bad[row.name] else ""] * len(row), axis=1)
+
+
+def ratio_ci_columns(point: str = "ratio", label: str = "ratio × (derived)") -> dict:
+    """Column labels for a ratio (or score) and the 95% bootstrap CI dashboard.compare computed around it."""
+    num = st.column_config.NumberColumn
+    return {point: num(label, format="%.4f"), "ci_low": num("95% CI low", format="%.4f"),
+            "ci_high": num("95% CI high", format="%.4f")}
+
+
+def shape_ratio_columns(v) -> dict:
+    """Column labels for a view's (ui.view.View) dashboard.views.wide_shapes times and ratios: the per-shape CI in a
+    run file belongs to the median of the paired per-round ratios (ratio_paired), not to the ratio of the two
+    medians (ratio)."""
+    t = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"
+    num = st.column_config.NumberColumn
+    return {"baseline_us": num(f"{v.baseline} µs ({t})", format="%.3f"),
+            "candidate_us": num(f"{v.candidate} µs ({t})", format="%.3f"),
+            "ratio": num("ratio of medians × (derived)", format="%.4f"),
+            "ratio_paired": num("median paired ratio × (measured pairs)", format="%.4f"),
+            "ratio_ci_low": num("paired ratio CI low", format="%.4f"),
+            "ratio_ci_high": num("paired ratio CI high", format="%.4f"),
+            "status_baseline": st.column_config.TextColumn(f"{v.baseline} status"),
+            "status_candidate": st.column_config.TextColumn(f"{v.candidate} status"),
+            "usable": st.column_config.CheckboxColumn("scored", help="both sides correct and timed (and not below "
+                                                                     "the measured floor unless included)")}
+
+
+def download_csv(df: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
+    st.download_button(label, df.to_csv(index=False).encode(), file_name=name, mime="text/csv", key=f"dl-{name}")
