@@ -402,14 +402,17 @@ class ColdTimer:
 
 
     def _sample_wall(self, graphs: Sequence[GraphHandle], n_rounds: int, clock_out: list | None) -> np.ndarray:
-        """The CPU device's samples: time.perf_counter_ns around each eager replay's calls, the flush and the copy
-        into the handle's output outside it; rounds alternate order as on the GPU."""
+        """The CPU device's samples: time.perf_counter_ns around each eager replay's calls; the feed (the next judged
+        input), the flush and the copy into the handle's output outside it; rounds alternate order as on the GPU."""
         n_graphs = len(graphs)
         out = np.empty((n_rounds, n_graphs), dtype=np.float64)
         flush = self._flush
         clock_ns = _CLOCK_NS
+        feeds = [getattr(g, "feed", None) for g in graphs]
         for r in range(n_rounds):
             for i in (range(n_graphs) if r % 2 == 0 else reversed(range(n_graphs))):
+                if feeds[i] is not None:   # the next judged input, before the flush, as on the GPU (sample_raw)
+                    feeds[i]()
                 if flush is not None:
                     flush.replay()
                 replay = graphs[i].graph
