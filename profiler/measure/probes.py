@@ -64,8 +64,10 @@ def _kernels():
     return read_oneshot, read_persistent
 
 
-def read_fns(buf_f32, nbytes: int, sm_count: int) -> dict[str, Callable[[], None]]:
-    """One launcher per design, each reading the first `nbytes` of `buf_f32` (plus cuBLAS torch.mv)."""
+def read_fns(buf_f32, nbytes: int, sm_count: int, designs: bool | None = None) -> dict[str, Callable[[], None]]:
+    """One launcher per design, each reading the first `nbytes` of `buf_f32` (plus cuBLAS torch.mv). designs: the
+    Triton read designs (True), a CPU device's own probe (False), or by the buffer's device (None; the Triton
+    interpreter runs the designs on a CPU buffer: tests/profiler/test_probe_kernels.py)."""
     import torch
 
     n = max(1, nbytes // 4)
@@ -74,7 +76,7 @@ def read_fns(buf_f32, nbytes: int, sm_count: int) -> dict[str, Callable[[], None
     rows = max(1, nbytes // (2 * MV_COLS))
     mat = buf_f32.view(torch.bfloat16)[: rows * MV_COLS].view(rows, MV_COLS)
     vec = buf_f32.view(torch.bfloat16)[-MV_COLS:]
-    if buf_f32.device.type == "cpu":
+    if designs is False or (designs is None and buf_f32.device.type == "cpu"):
         # A CPU device's read probe: torch's own vectorised reduction over the bytes, and the mv "sanity bar"
         # (Triton's kernels need a GPU).
         return {"torch_sum": lambda: torch.sum(data), "torch_mv": lambda: torch.mv(mat, vec)}

@@ -23,9 +23,9 @@ def test_a_sweep_records_the_settings_the_committed_sweeps_recorded():
     mine = asdict(SweepSettings())
     assert {k: mine[k] for k in TIMING_KEYS} == {k: recorded[k] for k in TIMING_KEYS}
     assert SweepSettings().policy().min_clock_fraction == recorded["min_clock_fraction"]
-    # every field those sweeps recorded; new since: the canary, the eager timing and the input salt (null: each
-    # shape task drew its own; all recorded by new runs)
-    assert set(mine) - set(recorded) == {"canary", "eager", "input_salt"}
+    # every field those sweeps recorded; new since: the canary, the eager timing, the input salt (null: each
+    # shape task drew its own), the source screen and the worker's sandbox (all recorded by new runs)
+    assert set(mine) - set(recorded) == {"canary", "eager", "input_salt", "screened", "unprivileged"}
     assert set(recorded) - {"allow_tf32", "min_clock_fraction", "specs"} <= set(mine)
 
 

@@ -13,7 +13,7 @@ SCRIPT = r"""
 import torch
 from profiler.measure import probes
 buf = torch.rand(40000, dtype=torch.float32)
-fns = probes.read_fns(buf, 4 * 33000, sm_count=4)
+fns = probes.read_fns(buf, 4 * 33000, sm_count=4, designs=True)
 ok_o, ok_p = probes._kernels()
 for name, kind, block, warps in probes.READ_DESIGNS:
     n = 33000
