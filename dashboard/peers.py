@@ -109,10 +109,10 @@ def format_peer_comparison(pc: PeerComparison) -> str:
     for r in c.loads.itertuples():
         ratio = f"{r.ratio:.3f} {_ci(r.ci_low, r.ci_high)}" if np.isfinite(r.ratio) else "—"
         lines.append(f"  {r.load:<12} peers Σw·t {r.reference_us:9.2f} µs  {pc.candidate} {r.series_us:9.2f} µs  "
-                     f"ratio {ratio}  {r.verdict}")
+                     f"ratio {ratio}  {r.verdict}  ({r.band_source})")
     o = c.overall.iloc[0]
     score = f"{o.score:.3f} {_ci(o.ci_low, o.ci_high)}" if np.isfinite(o.score) else "—"
-    lines.append(f"  overall (geomean of load ratios): {score}  {o.verdict}")
+    lines.append(f"  overall (geomean of load ratios): {score}  {o.verdict}  ({o.band_source})")
     if not c.gates[pc.candidate].ok:
         lines.append(f"  {c.gates[pc.candidate].message()}")
     for p in pc.peers.itertuples():

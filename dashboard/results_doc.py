@@ -331,14 +331,14 @@ def _peer_section(sweeps: list[Run], load: Loaded) -> list[str]:
         if pc is None:
             continue
         c, o = pc.comparison, pc.comparison.overall.iloc[0]
-        rows = [[r.load, f"{r.ratio:.3f}" if math.isfinite(r.ratio) else "—", _ci(r.ci_low, r.ci_high), r.verdict]
-                for r in c.loads.itertuples()]
+        rows = [[r.load, f"{r.ratio:.3f}" if math.isfinite(r.ratio) else "—", _ci(r.ci_low, r.ci_high), r.verdict,
+                 r.band_source] for r in c.loads.itertuples()]
         rows.append(["**overall**", f"**{o.score:.3f}**" if math.isfinite(o.score) else "—", _ci(o.ci_low, o.ci_high),
-                     o.verdict])
+                     o.verdict, o.band_source])
         lines = ["### `best` vs the strongest peer", "",
                  f"`best` against `{peers.BEST_OF_PEERS}` in {link(meta.path)} — {peers.DERIVED_NOTE}; "
                  "ratio > 1: `best` is faster; verdicts as on the Compare page.", ""]
-        lines += _table(["load", "ratio", "95% CI", "verdict"], rows)
+        lines += _table(["load", "ratio", "95% CI", "verdict", "band (dashboard.noise)"], rows)
         for p in pc.peers.itertuples():
             failing = f"; **failing** at {len(p.failing)}: {_cut(', '.join(p.failing))}" if p.failing else ""
             lines.append(f"- `{p.peer}`: correct at {p.correct}/{p.scored_shapes} scored shapes, the fastest peer at "
