@@ -221,8 +221,8 @@ def candidate_names(data: runs.RunData) -> list[str]:
 
 def default_pair(data: runs.RunData) -> tuple[str, str] | None:
     """The pair to show first: the run's own baseline ('baseline' if it has one, else the baseline of its pairs,
-    else its first candidate) against the last candidate paired with it — 'best' in a baseline/seed036/best
-    sweep, 'baseline#2' in a repeatability run. None for a run without results."""
+    else its first candidate) against 'best' where it is paired with it, else the last candidate paired with it —
+    'best' in a baseline/seed036/best or a peers sweep, 'baseline#2' in a repeatability run. None for a run without results."""
     names = data.candidates()
     if not names:
         return None
@@ -231,7 +231,8 @@ def default_pair(data: runs.RunData) -> tuple[str, str] | None:
     base = "baseline" if "baseline" in (bases or names) else (bases[0] if bases else names[0])
     partners = {c for b, c in pairs if b == base}
     others = [n for n in names if n in partners] or [n for n in names if n != base]
-    return base, (others[-1] if others else base)
+    # 'best' where the run holds it (a peers sweep lists the peers after it), else the last candidate
+    return base, ("best" if "best" in others else others[-1] if others else base)
 
 
 def _unknown(data: runs.RunData, name: str) -> SourceError:
