@@ -51,19 +51,28 @@ def _hooks_from_outside_libraries(register):
     return hooked, foreign
 
 
-def _children(pid: int) -> list[int]:
-    """Live processes whose parent is `pid` (/proc)."""
-    found = []
+def proc_table() -> dict[int, tuple[bytes, int]]:
+    """{pid: (state, parent pid)} of every process (/proc; zombies included, state b"Z"). The worker's own check
+    (children after a step) and the parent's (what a worker left behind: profiler.worker.process) read it."""
+    table = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/stat", "rb") as fh:
                 fields = fh.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+            table[int(entry.name)] = (fields[0], int(fields[1]))
+        except (OSError, IndexError, ValueError):
             continue
-        if int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
-            found.append(int(entry.name))
+    return table
+
+
+def _children(pid: int) -> list[int]:
+    """Live processes whose parent is `pid` (/proc)."""
+    found = []
+    for child, (state, ppid) in proc_table().items():
+        if ppid == pid and state not in (b"Z", b"X"):
+            found.append(child)
     return found
 
 

@@ -70,6 +70,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from profiler.worker.integrity import proc_table
+
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 300.0       # torch import + CUDA context + timer calibration; generous for a cold file cache
 STDERR_TAIL_LINES = 40
@@ -95,17 +97,7 @@ def become_subreaper() -> bool:
 
 def _parents() -> dict[int, int]:
     """{pid: parent pid} of every process (/proc; zombies included)."""
-    table = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            table[int(entry.name)] = int(fields[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    return table
+    return {pid: ppid for pid, (_, ppid) in proc_table().items()}
 
 
 def _session(pid: int) -> int | None:
