@@ -147,7 +147,7 @@ st.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
 st.subheader("Per shape")
 order = views.shape_order(wl.load_order, wl.family_order)
 st.plotly_chart(figures.compare_figure(res.shapes, None, "derived from the series' samples", short, order),
-                width="stretch")
+                width="stretch", theme=None)
 verdicts = st.multiselect("Verdicts", list(compare.VERDICTS), default=list(compare.VERDICTS), key="cmp_verdicts")
 shown = shapes[shapes["verdict"].isin(verdicts)]
 st.dataframe(widgets.gated_style(shown.assign(usable=~shown["verdict"].isin(compare.GATED.values()))),

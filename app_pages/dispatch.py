@@ -122,7 +122,7 @@ shapes = wl.shapes[["load", "family", "M", "N"]]
 shapes_fig = shapes.assign(family=[lane(r.family, r.N if (r.family, r.N) in specific else None)
                                    for r in shapes.itertuples()])
 st.plotly_chart(figures.dispatch_figure(regions_fig, shapes_fig, f"plan {plan.name} (data file)", selected_M=M),
-                width="stretch")
+                width="stretch", theme=None)
 st.subheader("The whole plan")
 st.dataframe(table.drop(columns=["config"]), hide_index=True, width="stretch", column_config={
     "label": st.column_config.TextColumn("config", width=300), "note": st.column_config.TextColumn(width=380)})

@@ -41,7 +41,7 @@ if models < 2:
 for row in table[table["status"] != "scored"].itertuples():
     st.warning(f"{row.gpu} ({row.run}): no score: {row.reason}")
 if (table["status"] == "scored").any():
-    st.plotly_chart(figures.fleet_figure(table), width="stretch")
+    st.plotly_chart(figures.fleet_figure(table), width="stretch", theme=None)
 num = st.column_config.NumberColumn
 text = st.column_config.TextColumn
 scored = (table["status"] == "scored").any()

@@ -167,7 +167,7 @@ else:
 parts = kernels.kernel_gap_parts(ktab, calls)
 parts = parts[(parts["shape"] == shape) & parts["candidate"].isin(chosen)]
 st.plotly_chart(kernel_figures.kernel_stack(parts, float(first["floor_us"]), f"{shape}: kernels of each call against "
-                                            f"the floor in {own}"), width="stretch")
+                                            f"the floor in {own}"), width="stretch", theme=None)
 
 st.subheader("Findings (derived)")
 found = kernel_findings.findings(here, ktab, shape, data.sm_count, data.run.get("compute_peak_tflops"))
@@ -179,13 +179,13 @@ st.caption("Rules and thresholds: dashboard/kernel_findings.py (one place). Find
            "account for.")
 
 c = st.columns(2)
-c[0].plotly_chart(kernel_figures.bytes_vs_ideal(here, f"{shape}: DRAM bytes vs ideal"), width="stretch")
+c[0].plotly_chart(kernel_figures.bytes_vs_ideal(here, f"{shape}: DRAM bytes vs ideal"), width="stretch", theme=None)
 probe = data.curve.points() if data.curve is not None else None
 if probe is not None:
     probe = probe.assign(tbps=probe["bytes"] / probe["us_monotone"] / 1e6)
 rows = ktab[(ktab["shape"] == shape) & ktab["candidate"].isin(chosen)]
 c[1].plotly_chart(kernel_figures.kernel_roofline(rows, probe, f"{shape}: each kernel under the probe roof"),
-                  width="stretch")
+                  width="stretch", theme=None)
 
 st.subheader("Every kernel (measured and derived)")
 num = st.column_config.NumberColumn
@@ -227,7 +227,7 @@ st.subheader("Per load")
 cand = st.selectbox("Candidate", cands, index=len(cands) - 1, key="kernels_load_cand")
 loads = kernels.gap_by_load(calls, cand, scoring.family_weights(wl), wl.load_order)
 st.plotly_chart(kernel_figures.gap_parts_bars(loads, kernels.GAP_PARTS, f"{cand}: the gap to the floor per load, by "
-                                              "cause"), width="stretch")
+                                              "cause"), width="stretch", theme=None)
 st.dataframe(loads, hide_index=True, width="stretch", column_config={
     **{c: num(words.get(c, c), format="%.2f", width=max(95, 8 * len(words.get(c, c)) + 24))
        for c in loads.columns if c.endswith("_us")},

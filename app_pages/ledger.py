@@ -20,7 +20,7 @@ c1, c2 = st.columns(2)
 kinds = c1.multiselect("Kinds", sorted(led["kind"].unique()), default=sorted(led["kind"].unique()))
 tracks = c2.multiselect("Tracks", sorted(led["track"].unique()), default=sorted(led["track"].unique()))
 shown = led[led["kind"].isin(kinds) & led["track"].isin(tracks)]
-st.plotly_chart(figures.ledger_figure(shown), width="stretch")
+st.plotly_chart(figures.ledger_figure(shown), width="stretch", theme=None)
 st.caption(f"{len(shown)} of {len(led)} records shown; {int(shown['score'].isna().sum())} have no usable score "
            "(failed or queued) and appear only in the table.")
 st.dataframe(shown, hide_index=True, width="stretch", placeholder="—", column_config={

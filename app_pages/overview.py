@@ -37,7 +37,7 @@ def _environment(v) -> None:
             clock_chart = st.expander("SM clock, power and temperature during the run (measured)",
                                       key="telemetry_chart", **LAZY)
             if clock_chart.open:
-                clock_chart.plotly_chart(figures.telemetry_figure(telemetry), width="stretch")
+                clock_chart.plotly_chart(figures.telemetry_figure(telemetry), width="stretch", theme=None)
         fields = st.expander("All environment fields", key="environment_fields", **LAZY)
         if fields.open:
             fields.dataframe(v.data.environment.astype(str), hide_index=True, width="stretch")
@@ -168,7 +168,7 @@ if ci is not None:
         ci_slot.caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} ({ci['verdict']}; "
                         f"{ci['band_source']})")
     fig_df = fig_df.merge(cmp.loads[["load", "ci_low", "ci_high"]], on="load", how="left")
-chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch")
+chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch", theme=None)
 if ci is not None:
     loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict", "band_source"]], on="load", how="left")
     loads["ci"] = [views.ci_text(lo, hi) for lo, hi in zip(loads["ci_low"], loads["ci_high"])]

@@ -38,7 +38,7 @@ with tab_agg:
     xs = np.linspace(0.5, 3.0, 101)
     ys = [planner.what_if_score(base, load, x) for x in xs]
     st.plotly_chart(figures.line_figure(xs, ys, f"Score vs the {load} ratio", f"{load} ratio ×", "score ×",
-                                        "derived", marker=(new, score_new)), width="stretch")
+                                        "derived", marker=(new, score_new)), width="stretch", theme=None)
 
 with tab_amdahl:
     c1, c2 = st.columns(2)
@@ -54,7 +54,7 @@ with tab_amdahl:
                                         f"Amdahl: {frac:.0%} of the time sped up", "part speedup ×",
                                         "total speedup ×", "derived", marker=(s, total) if 1 <= s <= 100 else None,
                                         hlines={"limit": lim} if np.isfinite(lim) else None, log_x=True),
-                    width="stretch")
+                    width="stretch", theme=None)
 
 with tab_tile:
     st.markdown("Reuse versus the work grid (defaults: pooler M=16, N=4,096, K=8,192). Geometry only.")

@@ -24,7 +24,7 @@ elif probes.empty:
 show_seed = st.toggle("Overlay the write-up's four probes (published)", value=True)
 parts = (["measured (run probes)"] if len(probes) else []) + (["published (write-up probes)"] if show_seed else [])
 st.plotly_chart(figures.probe_curve(probes if len(probes) else None, seed if show_seed else None,
-                                    " vs ".join(parts) or "nothing selected"), width="stretch")
+                                    " vs ".join(parts) or "nothing selected"), width="stretch", theme=None)
 if len(probes):
     st.subheader("Run probes (measured)")
     cols = [c for c in ("bytes", "us", "tbps", "design", "kind", "for_shape") if c in probes]

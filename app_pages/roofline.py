@@ -22,10 +22,10 @@ cands = st.multiselect("Candidates", v.data.candidates(), default=[v.baseline, v
                        key=f"roof_cands|{v.label}")
 pts = views.roofline_points(table, cands)
 colors = figures.series_colors(v.data.candidates(), v.baseline)
-st.plotly_chart(figures.roofline(pts, tbps, peak, src, colors=colors, hollow=(v.baseline,)), width="stretch")
+st.plotly_chart(figures.roofline(pts, tbps, peak, src, colors=colors, hollow=(v.baseline,)), width="stretch", theme=None)
 times = ("times measured; floors derived from the run's probes" if v.kind == "run"
          else f"times {v.source}; floors derived from the write-up's probes and its quoted 989 TFLOP/s")
-st.plotly_chart(figures.time_vs_floor(pts, times, colors), width="stretch")
+st.plotly_chart(figures.time_vs_floor(pts, times, colors), width="stretch", theme=None)
 cols = ["shape", "candidate", "median_us", "floor_us", "bound", "sol", "tflops"]
 st.dataframe(pts[cols], hide_index=True, width="stretch", placeholder="—", column_config={
     "median_us": st.column_config.NumberColumn("µs", format="%.3f"),

@@ -26,12 +26,12 @@ series = {f"{v.baseline}": "baseline_us", f"{v.candidate}": "candidate_us"}
 colors = figures.series_colors(v.data.candidates(), v.baseline)  # the same colours as on every page
 tag = "measured" if v.kind == "run" else v.note
 st.plotly_chart(figures.load_time_bars(scored, series, f"{tag} per-shape times; Σ floor derived", wl.load_order,
-                                       floor_col="floor_us"), width="stretch")
+                                       floor_col="floor_us"), width="stretch", theme=None)
 
 st.subheader("Time above the floor (what is recoverable)")
 above = views.time_above_floor(scored, wl.load_order, wl.family_order)
 st.plotly_chart(figures.above_floor_bars(above, {v.baseline: "baseline_above_us", v.candidate: "candidate_above_us"},
-                                         f"derived from {tag} times and the floors", colors), width="stretch")
+                                         f"derived from {tag} times and the floors", colors), width="stretch", theme=None)
 num = st.column_config.NumberColumn
 st.dataframe(above, hide_index=True, width="stretch", column_config={
     "baseline_above_us": num(f"{v.baseline} above floor µs", format="%.2f", help=glossary.short("above_floor")),
@@ -45,12 +45,12 @@ st.caption(f"Summed over the {workloads.count_word(len(wl.load_order))} loads, e
 st.subheader("One load")
 loads = [l for l in wl.load_order if l in set(scored["load"])]
 load = state.url_selectbox(st, "Load", loads, "load", loads[0], key="wtg_load", what="load")
-st.plotly_chart(figures.family_bars(scored, load, series, tag, colors), width="stretch")
+st.plotly_chart(figures.family_bars(scored, load, series, tag, colors), width="stretch", theme=None)
 
 st.subheader("Time shares and Amdahl")
 weights = scoring.family_weights(wl)
 shares = views.time_shares(scored, weights)
-st.plotly_chart(figures.share_bars(shares, f"derived from {tag} times ({v.candidate})"), width="stretch")
+st.plotly_chart(figures.share_bars(shares, f"derived from {tag} times ({v.candidate})"), width="stretch", theme=None)
 if v.breakdown is None:  # a what-if score needs the pair's score: view.pick() said why there is none
     st.info("No Amdahl what-if without a score for this pair.")
 else:

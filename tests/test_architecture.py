@@ -313,3 +313,19 @@ def main() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def test_every_app_chart_draws_with_the_figures_own_style():
+    """One chart style: the app draws each figure with its own template (dashboard.figures, the reports' style),
+    not Streamlit's theme over it, so a chart in the app and the same chart in an HTML report look alike."""
+    import ast
+
+    missing = []
+    for path in sorted((ROOT / "app_pages").glob("*.py")) + sorted((ROOT / "ui").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "plotly_chart"):
+                theme = [k for k in node.keywords if k.arg == "theme"]
+                if not theme or not (isinstance(theme[0].value, ast.Constant) and theme[0].value.value is None):
+                    missing.append(f"{path.name}:{node.lineno}")
+    assert not missing, missing
