@@ -222,7 +222,8 @@ def candidate_names(data: runs.RunData) -> list[str]:
 def default_pair(data: runs.RunData) -> tuple[str, str] | None:
     """The pair to show first: the run's own baseline ('baseline' if it has one, else the baseline of its pairs,
     else its first candidate) against 'best' where it is paired with it, else the last candidate paired with it —
-    'best' in a baseline/seed036/best or a peers sweep, 'baseline#2' in a repeatability run. None for a run without results."""
+    'best' in a baseline/seed036/best or a peers sweep, 'baseline#2' in a repeatability run. None for a run
+    without results."""
     names = data.candidates()
     if not names:
         return None
@@ -231,8 +232,7 @@ def default_pair(data: runs.RunData) -> tuple[str, str] | None:
     base = "baseline" if "baseline" in (bases or names) else (bases[0] if bases else names[0])
     partners = {c for b, c in pairs if b == base}
     others = [n for n in names if n in partners] or [n for n in names if n != base]
-    # 'best' where the run holds it (a peers sweep lists the peers after it), else the last candidate
-    return base, ("best" if "best" in others else others[-1] if others else base)
+    return base, _last_or_best(others, base)
 
 
 def _unknown(data: runs.RunData, name: str) -> SourceError:
@@ -263,8 +263,13 @@ def resolve_pair(data: runs.RunData, baseline: str | None = None, candidate: str
     if baseline is not None:
         paired = [c for b, c in pairs if b == baseline]
         others = [n for n in names if n in paired] or [n for n in names if n != baseline]
-        return baseline, (others[-1] if others else baseline)
+        return baseline, _last_or_best(others, baseline)
     return default
+
+
+def _last_or_best(others: list[str], fallback: str) -> str:
+    """'best' where it is among the candidates (a peers sweep lists the peers after it), else the last one."""
+    return "best" if "best" in others else (others[-1] if others else fallback)
 
 
 UPLOAD_PREFIX = "upload-"
