@@ -126,11 +126,14 @@ for name, mode in res.modes.items():
 overall, loads, shapes = (f.assign(name=f["series"].map(short)) if len(f) else f
                           for f in (res.overall, res.loads, res.shapes))
 num = st.column_config.NumberColumn
-series_col = st.column_config.TextColumn("series", width=300)
+series_col = st.column_config.TextColumn("series", width=220)
+# the band each verdict used (dashboard.noise), as a number; its source is in the caption above and in the CSV
+band_col = num("band ±", format="percent", width=70, help="The band the verdict read its interval against "
+               "(dashboard.noise): within-run, cross-run or relative cross-run, per the caption above.")
 st.subheader("Overall")
 st.dataframe(overall, hide_index=True, width="stretch", placeholder="—",
-             column_order=["name", "n_loads", "score", "ci_low", "ci_high", "delta_pct", "verdict", "band_source"],
-             column_config={"name": series_col,
+             column_order=["name", "n_loads", "score", "ci_low", "ci_high", "delta_pct", "verdict", "band"],
+             column_config={"name": series_col, "band": band_col,
                             **widgets.ratio_ci_columns("score", "score vs reference × (derived)"),
                             "delta_pct": num("Δ score-equivalent time %", format="%+.2f")})
 if (res.overall["n_loads"] < len(wl.load_order)).any():
@@ -139,9 +142,9 @@ if (res.overall["n_loads"] < len(wl.load_order)).any():
                "benchmark score.")
 st.subheader("Per load")
 st.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
-             column_order=["name", "load", "ratio", "ci_low", "ci_high", "verdict", "band_source", "n_same_route",
+             column_order=["name", "load", "ratio", "ci_low", "ci_high", "verdict", "band", "n_same_route",
                            "reference_us", "series_us", "delta_pct"],
-             column_config={"name": series_col, "reference_us": num("Σw·reference µs", format="%.1f"),
+             column_config={"name": series_col, "band": band_col, "reference_us": num("Σw·reference µs", format="%.1f"),
                             "series_us": num("Σw·series µs", format="%.1f"), **widgets.ratio_ci_columns(),
                             "delta_pct": num("Δ time %", format="%+.2f")})
 st.subheader("Per shape")
@@ -153,8 +156,9 @@ shown = shapes[shapes["verdict"].isin(verdicts)]
 st.dataframe(widgets.gated_style(shown.assign(usable=~shown["verdict"].isin(compare.GATED.values()))),
              hide_index=True, width="stretch", placeholder="—",
              column_order=["name", "load", "family", "M", "reference_us", "series_us", "delta_us", "ratio",
-                           "ci_low", "ci_high", "verdict", "same_route", "band_source"],
-             column_config={"name": st.column_config.TextColumn("series", width=260), "M": num("M", width=50),
+                           "ci_low", "ci_high", "verdict", "same_route", "band"],
+             column_config={"name": st.column_config.TextColumn("series", width=180), "M": num("M", width=50),
+                            "band": band_col,
                             "same_route": st.column_config.CheckboxColumn(
                                 "same route", help="both sides ran the identical route here (method and config, "
                                                    "same GPU model): the difference is drift, verdict SAME ROUTE"),

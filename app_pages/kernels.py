@@ -214,25 +214,33 @@ widgets.download_csv(ktab, f"kernels_{data.path.stem}.csv", "Download every kern
 st.subheader(f"Where each call's gap to the floor goes (derived, µs; floor in {own})")
 gap_cols = ["candidate", "time_us", "floor_us", "gap_us", "side_kernels_us", "between_us", "excess_bytes_us",
             "main_slow_us", "main_kernel", "main_grid", "main_waves", "excess_ratio", "time_basis"]
+# Widths: each header whole where the page's 1,600 px allow (widgets.fit_widths scales them to fit, and every
+# header is the column's help too, so a cut one reads whole on hover).
+gap_w = widgets.fit_widths({"candidate": 85, **{c: 8 * len(words[c]) + 24 for c in gap_cols if c.endswith("_us")},
+                            "main_kernel": 170, "main_grid": 85, "main_waves": 90, "excess_ratio": 140,
+                            "time_basis": 80})
 st.dataframe(here[gap_cols], hide_index=True, width="stretch", column_config={
-    # widths fit each header whole ("gap to floor µs", "extra launches µs", "main kernel slow µs")
-    **{c: num(words[c], format="%.3f", width=8 * len(words[c]) + 24) for c in gap_cols if c.endswith("_us")},
-    "candidate": st.column_config.TextColumn(words["candidate"], width=85),
-    "main_kernel": st.column_config.TextColumn(words["main_kernel"], width=170),
-    "main_grid": num(words["main_grid"], width=85), "main_waves": num(words["main_waves"], format="%.2f", width=90),
-    "excess_ratio": num(words["excess_ratio"], format="%.2f", width=140),
-    "time_basis": st.column_config.TextColumn(words["time_basis"], width=80)})
+    **{c: num(words[c], format="%.3f", width=gap_w[c], help=words[c]) for c in gap_cols if c.endswith("_us")},
+    "candidate": st.column_config.TextColumn(words["candidate"], width=gap_w["candidate"]),
+    "main_kernel": st.column_config.TextColumn(words["main_kernel"], width=gap_w["main_kernel"]),
+    "main_grid": num(words["main_grid"], width=gap_w["main_grid"], help=words["main_grid"]),
+    "main_waves": num(words["main_waves"], format="%.2f", width=gap_w["main_waves"], help=words["main_waves"]),
+    "excess_ratio": num(words["excess_ratio"], format="%.2f", width=gap_w["excess_ratio"], help=words["excess_ratio"]),
+    "time_basis": st.column_config.TextColumn(words["time_basis"], width=gap_w["time_basis"])})
 
 st.subheader("Per load")
 cand = st.selectbox("Candidate", cands, index=len(cands) - 1, key="kernels_load_cand")
 loads = kernels.gap_by_load(calls, cand, scoring.family_weights(wl), wl.load_order)
 st.plotly_chart(kernel_figures.gap_parts_bars(loads, kernels.GAP_PARTS, f"{cand}: the gap to the floor per load, by "
                                               "cause"), width="stretch", theme=None)
+load_w = widgets.fit_widths({"load": 80, **{c: max(95, 8 * len(words.get(c, c)) + 24) for c in loads.columns
+                                            if c.endswith("_us")}, "sol": 70, "launches_per_call": 80})
 st.dataframe(loads, hide_index=True, width="stretch", column_config={
-    **{c: num(words.get(c, c), format="%.2f", width=max(95, 8 * len(words.get(c, c)) + 24))
+    **{c: num(words.get(c, c), format="%.2f", width=load_w[c], help=words.get(c, c))
        for c in loads.columns if c.endswith("_us")},
-    "load": st.column_config.TextColumn(words["load"], width=80), "sol": num(words["sol"], format="percent", width=70),
-    "launches_per_call": num(words["launches_per_call"], format="%.2f", width=80)},
+    "load": st.column_config.TextColumn(words["load"], width=load_w["load"]),
+    "sol": num(words["sol"], format="percent", width=load_w["sol"]),
+    "launches_per_call": num(words["launches_per_call"], format="%.2f", width=load_w["launches_per_call"])},
     column_order=[c for c in ("load", "time_sum_us", "floor_sum_us", "gap_sum_us", "side_kernels_us", "between_us",
                               "excess_bytes_us", "underfilled_us", "low_bw_us", "below_compute_us", "sol",
                               "launches_per_call") if c in loads])

@@ -170,19 +170,20 @@ if ci is not None:
     fig_df = fig_df.merge(cmp.loads[["load", "ci_low", "ci_high"]], on="load", how="left")
 chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch", theme=None)
 if ci is not None:
-    loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict", "band_source"]], on="load", how="left")
+    loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict", "band"]], on="load", how="left")
     loads["ci"] = [views.ci_text(lo, hi) for lo, hi in zip(loads["ci_low"], loads["ci_high"])]
 num = st.column_config.NumberColumn
 table.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
-                column_order=[c for c in ("load", "ratio", "ci", "verdict", "band_source", "baseline_sum_us", "candidate_sum_us",
+                column_order=[c for c in ("load", "ratio", "ci", "verdict", "band", "baseline_sum_us", "candidate_sum_us",
                                           "floor_sum_us", "sol_baseline", "sol_candidate",
                                           "ratio_if_alone_reaches_target") if c in loads],
                 column_config={
     "load": st.column_config.TextColumn("load", width=90),
     "ratio": num("ratio ×", format="%.4f", width=80, help=glossary.short("ratio")),
-    "ci": st.column_config.TextColumn("95% CI", width=130, help=glossary.short("ci")),
+    "ci": st.column_config.TextColumn("95% CI", width=120, help=glossary.short("ci")),
     "verdict": st.column_config.TextColumn("verdict", width=90, help=glossary.short("verdicts")),
-    "band_source": st.column_config.TextColumn("band (dashboard.noise)", width=200, help=glossary.short("eps")),
+    "band": num("band ±", format="percent", width=70,
+                help="The within-run band each verdict read its interval against (dashboard.noise; caption above)."),
     "baseline_sum_us": num(f"Σw·{v.baseline} µs", format="%.1f", width=115, help=glossary.short("sigma_w")),
     "candidate_sum_us": num(f"Σw·{v.candidate} µs", format="%.1f", width=115, help=glossary.short("sigma_w")),
     "floor_sum_us": num("Σw·floor µs", format="%.1f", width=100, help=glossary.short("floor")),

@@ -33,11 +33,17 @@ above = views.time_above_floor(scored, wl.load_order, wl.family_order)
 st.plotly_chart(figures.above_floor_bars(above, {v.baseline: "baseline_above_us", v.candidate: "candidate_above_us"},
                                          f"derived from {tag} times and the floors", colors), width="stretch", theme=None)
 num = st.column_config.NumberColumn
+above_w = widgets.fit_widths({c: 150 for c in above.columns})   # 1,600 px with any candidate's name
 st.dataframe(above, hide_index=True, width="stretch", column_config={
-    "baseline_above_us": num(f"{v.baseline} above floor µs", format="%.2f", help=glossary.short("above_floor")),
-    "candidate_above_us": num(f"{v.candidate} above floor µs", format="%.2f", help=glossary.short("above_floor")),
-    "candidate_us": num(f"{v.candidate} µs", format="%.2f"), "floor_us": num("floor µs", format="%.2f"),
-    "candidate_share_above": num(f"share of {v.candidate} time above floor", format="percent")})
+    **{c: st.column_config.Column(width=w) for c, w in above_w.items()},
+    "baseline_above_us": num(f"{v.baseline} above floor µs", format="%.2f", help=glossary.short("above_floor"),
+                             width=above_w.get("baseline_above_us")),
+    "candidate_above_us": num(f"{v.candidate} above floor µs", format="%.2f", help=glossary.short("above_floor"),
+                              width=above_w.get("candidate_above_us")),
+    "candidate_us": num(f"{v.candidate} µs", format="%.2f", width=above_w.get("candidate_us")),
+    "floor_us": num("floor µs", format="%.2f", width=above_w.get("floor_us")),
+    "candidate_share_above": num(f"share of {v.candidate} time above floor", format="percent",
+                                 width=above_w.get("candidate_share_above"))})
 st.caption(f"Summed over the {workloads.count_word(len(wl.load_order))} loads, each shape once (µs per call). "
            "Negative where a kernel beat its floor's "
            "probe (SOL above 100%, see the glossary).")
@@ -58,10 +64,11 @@ else:
                          value=2.0, format_func=lambda x: "∞" if not np.isfinite(x) else f"{x}×", key="wtg_s")
     sub = views.amdahl_table(shares, load, s, v.breakdown.load_ratios())
     st.dataframe(sub, hide_index=True, width="stretch", column_config={
-        "candidate_us": num(f"{v.candidate} µs", format="%.3f"),
-        "share": num("share of load", format="percent"),
-        "load_speedup": num("load speedup × (derived)", format="%.4f"),
-        "new_score": num("score then (derived)", format="%.4f")})
+        **{c: st.column_config.Column(width=w) for c, w in widgets.fit_widths({c: 110 for c in sub.columns}).items()},
+        "candidate_us": num(f"{v.candidate} µs", format="%.3f", width=110),
+        "share": num("share of load", format="percent", width=110),
+        "load_speedup": num("load speedup × (derived)", format="%.4f", width=160),
+        "new_score": num("score then (derived)", format="%.4f", width=140)})
 
 far = kernels.furthest_from_floor(wide)
 if far:
@@ -80,6 +87,8 @@ elif v.kind == "run":
         st.info("This run has no scored shapes in common with the official table.")
     else:
         st.caption(glossary.short("baselines"))
+        side_w = widgets.fit_widths({c: 150 for c in side.columns})
         st.dataframe(side, hide_index=True, width="stretch", column_config={
-            c: num(c, format="%.3f") for c in side.columns if c.endswith(")")})
+            **{c: st.column_config.Column(width=w) for c, w in side_w.items()},
+            **{c: num(c, format="%.3f", width=side_w[c]) for c in side.columns if c.endswith(")")}})
         widgets.download_csv(side, "local_vs_official.csv")

@@ -71,3 +71,14 @@ def shape_ratio_columns(v) -> dict:
 
 def download_csv(df: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
     st.download_button(label, df.to_csv(index=False).encode(), file_name=name, mime="text/csv", key=f"dl-{name}")
+
+
+PAGE_TABLE_PX = 1080   # what a table may take at the browser test's 1,600 px window (tests/browser): sidebar and margins
+
+
+def fit_widths(widths: dict[str, int], total: int = PAGE_TABLE_PX) -> dict[str, int]:
+    """Column widths scaled down together so the table fits `total` px (never up): a wider table scrolls sideways."""
+    have = sum(widths.values())
+    if have <= total:
+        return dict(widths)
+    return {c: max(40, int(w * total / have)) for c, w in widths.items()}
