@@ -36,7 +36,7 @@ for family_entries in PLAN["families"].values():
         w = R.make_weight(family, N, K, 0, "cpu", dtype=w_dtype)
         wref = R.WeightReference(w)
         m = get_method(method)
-        state = m.prepare(w, family, entry["config"])
+        state = m.prepare(w, entry["config"])
         for M, seed in ((1, 4), (1, 5), (16, 1)):
             if method in ("gemv_wide", "router_gemv_fp32") and M != 1:
                 continue
