@@ -308,14 +308,16 @@ def check_interface(path, attr: str | None = None) -> None:
     """CandidateError when a candidate file visibly breaks the protocol, read from its source (ast) without running
     or importing any of it, so it works on a machine without torch or a GPU: a module needs prepare(weight) and
     run(state, family, x); `file.py:Name` needs Name, and a class Name its prepare and run. Names bound by an
-    assignment or an import, and methods a class may inherit, are left to the worker's checks (they are not
-    visible in the source)."""
+    assignment or an import (a star import: every name), and methods a class may inherit, are left to the worker's
+    checks (they are not visible in the source)."""
     path = Path(path)
     try:
         tree = ast.parse(path.read_bytes(), str(path))
     except (SyntaxError, ValueError, OSError) as exc:
         raise CandidateError(f"{path}: cannot be read as Python: {exc}") from None
     bound = _bindings(tree.body)
+    if any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in tree.body):
+        return   # a star import binds names the source does not show: the worker's load checks them
     if attr is None:
         problems = _protocol_problems(bound, MODULE_PROTOCOL, "the module")
     elif attr not in bound:

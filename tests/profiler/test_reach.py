@@ -148,7 +148,9 @@ def test_a_signal_during_the_wait_ends_the_run_with_the_partial_file_marked_inte
 
 def test_a_candidate_module_failing_at_import_exits_2(tmp_path):
     mod = tmp_path / "broken.py"
-    mod.write_text("raise RuntimeError('broken on purpose')\n")
+    # the protocol's names are there (the static interface check passes), the import itself fails
+    mod.write_text("def prepare(weight):\n    return weight\n\n\ndef run(state, family, x):\n    return x\n\n\n"
+                   "raise RuntimeError('broken on purpose')\n")
     proc = _cli(tmp_path, "--plan", "baseline", "--candidate", str(mod), "--out", str(tmp_path / "b.json"))
     stdout, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 2, stderr[-2000:]
