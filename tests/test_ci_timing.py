@@ -8,7 +8,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _summary(reports, markexpr: str) -> list[str]:
-    conftest = sys.modules["conftest"]          # tests/conftest.py, as pytest loaded it
+    # tests/conftest.py as pytest loaded it (sys.modules["conftest"] is whichever conftest was imported last)
+    conftest = next(m for m in list(sys.modules.values())
+                    if Path(getattr(m, "__file__", None) or "/").resolve() == ROOT / "tests" / "conftest.py")
     saved = list(conftest._FAST_TEST_S)
     conftest._FAST_TEST_S.clear()
     lines = []

@@ -83,6 +83,9 @@ class Integrity:
         self.serializer = {(owner, name): getattr(owner, name, None) for owner, name in _SERIALIZER}
         atexit.register, self.exit_hooks = _hooks_from_outside_libraries(atexit.register)
         self.pid = os.getpid()
+        # processes this one already had (none in a worker; a test running tasks in its own process may have some):
+        # only a process started after this point is a candidate's
+        self.children_before = set(_children(self.pid))
 
     def check(self) -> list[str]:
         reasons = []
@@ -99,7 +102,7 @@ class Integrity:
         if self.exit_hooks:
             reasons.append(f"{OUTLIVING}: registered an exit hook (atexit: {self.exit_hooks[0][:120]}): code that "
                            "would run after the worker answered")
-        children = _children(self.pid)
+        children = [c for c in _children(self.pid) if c not in self.children_before]
         if children:
             reasons.append(f"{OUTLIVING}: started {len(children)} process(es) still running after its step "
                            f"(pid {', '.join(map(str, children[:3]))})")
