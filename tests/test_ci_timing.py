@@ -7,10 +7,7 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _summary(reports, markexpr: str) -> list[str]:
-    # tests/conftest.py as pytest loaded it (sys.modules["conftest"] is whichever conftest was imported last)
-    conftest = next(m for m in list(sys.modules.values())
-                    if Path(getattr(m, "__file__", None) or "/").resolve() == ROOT / "tests" / "conftest.py")
+def _summary(conftest, reports, markexpr: str) -> list[str]:
     saved = list(conftest._FAST_TEST_S)
     conftest._FAST_TEST_S.clear()
     lines = []
@@ -25,14 +22,22 @@ def _summary(reports, markexpr: str) -> list[str]:
     return lines
 
 
-def test_a_whole_run_prints_the_fast_tiers_part_and_a_marked_run_does_not():
+def _root_conftest(pytestconfig):
+    """tests/conftest.py as pytest loaded it: a plugin of this run (sys.modules["conftest"] is whichever conftest
+    was imported last)."""
+    return next(p for p in pytestconfig.pluginmanager.get_plugins()
+                if Path(getattr(p, "__file__", None) or "/").resolve() == ROOT / "tests" / "conftest.py")
+
+
+def test_a_whole_run_prints_the_fast_tiers_part_and_a_marked_run_does_not(pytestconfig):
+    conftest = _root_conftest(pytestconfig)
     reports = [SimpleNamespace(keywords={"test_a": 1}, duration=30.0),
                SimpleNamespace(keywords={"test_b": 1, "slow": 1}, duration=500.0),
                SimpleNamespace(keywords={"test_c": 1}, duration=12.0)]
-    whole = _summary(reports, "")
+    whole = _summary(conftest, reports, "")
     assert any("fast tier (tests not marked slow) took 42 s" in line for line in whole), whole
     assert any("all tests (both tiers): wall time" in line for line in whole)
-    marked = _summary(reports, "not slow")
+    marked = _summary(conftest, reports, "not slow")
     assert not any("took" in line for line in marked) and any("fast tier (-m 'not slow')" in ln for ln in marked)
 
 
