@@ -1,5 +1,4 @@
 """A whole-suite run prints the fast tier's part of it (tests/conftest.py), and .ci/run prints its own wall time."""
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
