@@ -12,6 +12,7 @@ import datetime as dt
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from datasets import RUNS_DIR
@@ -129,8 +130,9 @@ def cmd_run(args, argv) -> int:
     if _local(args.cluster) and args.device == "cuda":
         _cuda_or_exit("run")
 
-    settings = SweepSettings(mode=args.mode, shapes=args.shapes, max_seconds_per_shape=args.max_seconds_per_shape,
-                             seed=args.seed, probes=not args.no_probes, shape_timeout_s=args.shape_timeout_s,
+    settings = SweepSettings(mode=args.mode, shapes=args.shapes, seed=args.seed,
+                             timing=replace(SWEEP, max_seconds=args.max_seconds_per_shape),
+                             probes=not args.no_probes, shape_timeout_s=args.shape_timeout_s,
                              max_incidents=args.max_incidents, canary=args.canary, eager=args.eager,
                              command="python -m profiler " + " ".join(shlex.quote(a) for a in argv),
                              screened=not args.trust_candidate, unprivileged=True)

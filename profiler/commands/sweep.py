@@ -198,9 +198,7 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
         settings = replace(settings, candidates=names)   # the caller's settings stay as given
         task_base = {"kind": "shape", "settings": asdict(settings), "workload": wl_spec}
         env["settings"] = asdict(settings) | {"flush_bytes": env.pop("flush_bytes", settings.flush_bytes),
-                                              "allow_tf32": False,
-                                              "min_clock_fraction": settings.policy().min_clock_fraction,
-                                              "specs": given}
+                                              "allow_tf32": False, "specs": given}
         env["workers"] = backend.records()
         ci = env.get("replay_overhead_ci_us", [0, 0])
         log(f"replay overhead {env.get('replay_overhead_us', 0):.2f} us (95% CI {ci[0]:.2f}-{ci[1]:.2f}); "

@@ -9,7 +9,7 @@
                    budget -- 25 ms of warm-up calls, 100 ms of timed calls (at least 10)
 
 A timing rule changes here and nowhere else: the sweep's settings (profiler.worker.settings.SweepSettings) take
-their defaults from SWEEP, the tuner's stages and the screening bench record `stage()` of theirs, and the shape
+their `timing` from SWEEP, the tuner's stages and the screening bench record `stage()` of theirs, and the shape
 task (profiler.worker.shape_task) reads the clock floor, the instances and the seed offsets from the policy.
 
 Why these numbers (measured on the H200, run files in datasets/runs/):

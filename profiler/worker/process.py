@@ -30,8 +30,8 @@ so a remote worker measures exactly the workload the parent chose.
 
 A shape task is what the tuner needs too ("check and time these candidate specs at this shape"): specs
 `method:NAME:{json config}` (kernels.candidate.method_spec), settings {"check": "quick"} for one eager call per
-candidate instead of the full lifecycle, and the timing knobs (min_pairs, rse_target, max_seconds_per_shape,
-batch_rounds, instances).
+candidate instead of the full lifecycle, and `timing` (profiler.measure.policy.TimingPolicy: the stopping rule,
+the instances).
 
 PROTOCOL between the parent (Worker) and the child (`python -m profiler.worker`), one JSON object per line:
   parent -> child, on the child's stdin:

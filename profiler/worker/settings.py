@@ -1,6 +1,6 @@
 """The sweep's settings: what a run was asked to do (recorded as the run file's environment.settings) and what
-every shape task carries to the worker. The timing fields default to the SWEEP timing policy
-(profiler.measure.policy); `policy()` gives the policy a shape is timed with."""
+every shape task carries to the worker. `timing` is the policy a shape is timed with: the SWEEP preset of
+profiler.measure.policy unless a run or a tuner stage says otherwise."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
@@ -12,12 +12,7 @@ from profiler.measure.policy import SWEEP, TimingPolicy
 class SweepSettings:
     mode: str = "cold"                  # "cold" | "stream"
     shapes: str = "official"            # which set the shapes came from (recorded only)
-    max_seconds_per_shape: float = SWEEP.max_seconds
-    rse_target: float = SWEEP.rse_target
-    min_pairs: int = SWEEP.min_pairs
-    warmup_seconds: float = SWEEP.warmup_seconds
-    batch_rounds: int = SWEEP.batch_rounds
-    instances: int = SWEEP.instances    # cold mode: graphs per candidate, separately allocated, rotated
+    timing: TimingPolicy = SWEEP        # how each shape is timed (stopping rule, instances, clock floor, seeds)
     seed: int = 0
     probes: bool = True
     probe_rounds: int = 24
@@ -43,17 +38,15 @@ class SweepSettings:
 
     @classmethod
     def from_dict(cls, data: dict) -> "SweepSettings":
+        """From asdict() of a SweepSettings (what a shape task carries); unknown keys are ignored, a timing field
+        left out is SWEEP's."""
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-    def policy(self) -> TimingPolicy:
-        """The timing policy of these settings: SWEEP's constants with this run's stopping rule and instances."""
-        return replace(SWEEP, min_pairs=self.min_pairs, rse_target=self.rse_target,
-                       max_seconds=self.max_seconds_per_shape, batch_rounds=self.batch_rounds,
-                       warmup_seconds=self.warmup_seconds, instances=self.instances)
+        kw = {k: v for k, v in data.items() if k in known}
+        if isinstance(kw.get("timing"), dict):
+            timing_fields = {f.name for f in fields(TimingPolicy)}
+            kw["timing"] = replace(SWEEP, **{k: v for k, v in kw["timing"].items() if k in timing_fields})
+        return cls(**kw)
 
     def with_policy(self, policy: TimingPolicy, **changes) -> "SweepSettings":
         """These settings timed by `policy` (a tuner stage, the screening bench), plus `changes`."""
-        return replace(self, min_pairs=policy.min_pairs, rse_target=policy.rse_target,
-                       max_seconds_per_shape=policy.max_seconds, batch_rounds=policy.batch_rounds,
-                       warmup_seconds=policy.warmup_seconds, instances=policy.instances, **changes)
+        return replace(self, timing=policy, **changes)

@@ -5,7 +5,7 @@ together, return run-file records.
 
 A candidate that fails its checks is not timed; before the timed part, persisting L2 is reset (no candidate can pin
 its weights across the flush). How a shape is timed (stopping rule, instances, clock floor, seed offsets) is the
-task's timing policy (SweepSettings.policy(), profiler.measure.policy).
+task's timing policy (SweepSettings.timing, profiler.measure.policy).
 
 Every timed graph is a checked graph (profiler.check.timed): the timing inputs carry the checked calls' kinds of
 rows and their FP64 references are computed once per shape; every cold instance and every stream-mode graph is
@@ -160,7 +160,7 @@ def _stream_graphs(sess, timer, entries: list, shape, weight, settings, tins) ->
     """Per entry one graph of R calls rotating through copies of weights+inputs (rotation(tins): the timing
     inputs, partner inputs beside theirs at M=1) totalling >= 3 x L2, kept in entry.graphs (the outputs of its
     calls in entry.outputs). -> {name: reasons} of the entries that did not capture."""
-    policy = settings.policy()
+    policy = settings.timing
     fam = shape["family"]
     xs = rotation_inputs(tins)
     n_copies = len(xs)
@@ -201,7 +201,7 @@ def _recorded_calls(cand, family: str, states: list, xs: list, n_calls: int) -> 
 
 
 def _stream_copies(timer, shape, settings) -> int:
-    policy = settings.policy()
+    policy = settings.timing
     return max(1, math.ceil(policy.stream_l2_multiple * timer.l2_bytes / shape_bytes(shape)))
 
 
@@ -251,7 +251,7 @@ class Entry:
 
 
 def _shape_inputs(sess, shape, settings, timer, weight, wref, contract, salt) -> list[TimedInput]:
-    policy = settings.policy()
+    policy = settings.timing
     if settings.mode == "cold":   # the instances' inputs first, then the rest of the replays' pool
         return _timed_inputs(sess, shape, settings, weight, wref, contract,
                              max(policy.instances, policy.input_pool), policy.timing_seed_offset, salt)
@@ -343,7 +343,7 @@ def measure_one_shape(sess, task: dict) -> dict:
         if j == 0 and entry is not None:
             base_rel = entry.check.rel_l2
         if failure is None and settings.mode == "cold":
-            failure = _cold_entry(sess, timer, judge, shape, tins, settings.policy().instances, entry)
+            failure = _cold_entry(sess, timer, judge, shape, tins, settings.timing.instances, entry)
         if failure is not None:
             failures.append(failure)
             continue
@@ -367,7 +367,7 @@ def _time_entries(sess, timer, judge, shape, settings, contract, tins, entries: 
         sess.guard.harness_set(PERSISTING_L2_SETTING, persisting_l2_limit())
     cold = settings.mode == "cold"
     ms = _measure(sess, timer, [e.graphs if cold else e.graphs[0] for e in entries], settings,
-                  _batch_judge(sess, judge, entries, settings.policy().judge_every_batches, tins) if cold else None)
+                  _batch_judge(sess, judge, entries, settings.timing.judge_every_batches, tins) if cold else None)
     out["info"] = {"stopped_by": ms.stopped_by, "elapsed_s": round(ms.elapsed_s, 3),
                    "dropped_rounds": ms.dropped_rounds, "persisting_l2_reset": l2,
                    "instances": max(len(e.graphs) if settings.mode == "cold" else 1 for e in entries),
@@ -410,7 +410,7 @@ def _eager_times(sess, shape, results: list[dict], by_name: dict, tins) -> None:
 
 
 def _measure(sess, timer, instances, settings, after_batch=None):
-    policy = settings.policy()
+    policy = settings.timing
     tel = sess.telemetry
     max_mhz = tel.max_sm_mhz() if tel.available else None
     return timing.measure_shape(instances, timer, **policy.measure_kwargs(),

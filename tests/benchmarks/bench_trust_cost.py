@@ -33,15 +33,20 @@ LIMIT = 1.5
 
 DRIVER = r"""
 import json, sys, time
+from dataclasses import replace
 from pathlib import Path
 from profiler.commands.sweep import SweepSettings, run_sweep, select_shapes
+from profiler.measure.policy import SWEEP
 from profiler.check import wrong
 
 after, out, fake = sys.argv[1] == "after", Path(sys.argv[2]), sys.argv[3]
 small = {"o": {"N": 64, "K": 256}, "router": {"N": 32, "K": 512}}
 shapes = [s | small[s["family"]] for s in select_shapes("official") if s["family"] in small]
 extra = {"screened": True, "unprivileged": True} if after else {}
-settings = SweepSettings(probes=True, max_seconds_per_shape=0.2, **extra)
+try:
+    settings = SweepSettings(probes=True, timing=replace(SWEEP, max_seconds=0.2), **extra)
+except TypeError:   # a tree from before SweepSettings.timing
+    settings = SweepSettings(probes=True, max_seconds_per_shape=0.2, **extra)
 t0 = time.perf_counter()
 run = run_sweep(["baseline", wrong.spec(wrong.TorchLinear)], shapes, out, label="bench", device="cpu",
                 log=lambda m: None, worker_init=f"{fake}:install", settings=settings)

@@ -2,6 +2,7 @@
 by the tuner only when named, refused in one line where they cannot run (CPU), TunableOp's switches held by the
 guard, and torch_compile through the real worker on CPU (Inductor's C++ backend): contract, capture, run-file setup
 record."""
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from kernels.method import PlanError
 from kernels.methods_peers import PEER_METHODS, PEER_NAMES
 from kernels.plans import load_plan
 from kernels.registry import METHODS
+from profiler.measure.policy import SWEEP
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = str(ROOT / "tests" / "profiler" / "fake_device.py")
@@ -122,7 +124,7 @@ def test_torch_compile_passes_the_contract_in_a_worker_on_cpu_and_records_its_se
     tiny = load_workload(TINY)
     cands = [{"spec": method_spec("torch_linear", {}), "name": "torch_linear"},
              {"spec": method_spec("torch_compile", {}), "name": "torch_compile"}]
-    settings = SweepSettings(min_pairs=8, batch_rounds=8, instances=2, max_seconds_per_shape=0.1)
+    settings = SweepSettings(timing=replace(SWEEP, min_pairs=8, batch_rounds=8, instances=2, max_seconds=0.1))
     pool = WorkerPool({"device": "cpu", "mode": "cold", "flush_bytes": None, "init": f"{FAKE}:install"},
                       lambda m: None)
     results = []

@@ -3,11 +3,13 @@ inputs) at every official shape they serve; a sweep that times TunableOp beside 
 untouched (the guard names no change, the canary finds the paired baseline where a clean worker found it); a candidate
 that leaves TunableOp on is failed by the guard. Cost on an H200: torch_compile compiles and autotunes each of the 30
 official products once (max-autotune), minutes in all; run this file on its own."""
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kernels.plans import load_plan
+from profiler.measure.policy import SWEEP
 from tests.kernels.gpu_contract import assert_contract
 
 pytestmark = pytest.mark.gpu
@@ -51,7 +53,7 @@ def _sweep(tmp_path, specs, selection="qkv_gate:1+router:256", canary="all"):
 
     out = tmp_path / "peers.json"
     run_sweep(specs, select_shapes(selection), out, label="peers-gpu-test", log=lambda m: None,
-              settings=SweepSettings(probes=False, max_seconds_per_shape=1.0, canary=canary))
+              settings=SweepSettings(probes=False, timing=replace(SWEEP, max_seconds=1.0), canary=canary))
     return load_run(out)
 
 

@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 from profiler.check import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
 from profiler.commands.sweep import SweepSettings, run_sweep, select_shapes, shape_key  # noqa: E402
+from profiler.measure.policy import SWEEP  # noqa: E402
 
 SHAPES = ("decode 1/qkv_gate", "decode 16/o", "verify 16/router")
 CLASSES = (wrong.FaultAtOneShape, wrong.TF32Flipper, wrong.Hang, wrong.SideStream, wrong.HostSync,
@@ -31,7 +33,7 @@ def main() -> int:
     specs = ["baseline"] + [wrong.spec(c) for c in CLASSES] + ["baseline"]
     t0 = time.perf_counter()
     run_sweep(specs, shapes, out, label="isolation", log=lambda m: print(m, file=sys.stderr, flush=True),
-              settings=SweepSettings(probes=False, max_seconds_per_shape=0.5, shape_timeout_s=args.shape_timeout_s))
+              settings=SweepSettings(probes=False, timing=replace(SWEEP, max_seconds=0.5), shape_timeout_s=args.shape_timeout_s))
     run = load_run(out)
     print(f"\nsweep {time.perf_counter() - t0:.1f} s, status {run['status']}, "
           f"{len(run['environment']['workers'])} workers: {[w['ended'][:60] for w in run['environment']['workers']]}")

@@ -7,6 +7,7 @@ import json
 import logging
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ distributed = pytest.importorskip("distributed")
 from profiler.commands import tune
 from profiler.check import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
+from profiler.measure.policy import SWEEP  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FAKE = str(HERE / "fake_device.py")
@@ -62,7 +64,7 @@ def _sweep(specs, shapes, out, cluster=None, init=KEYED, progress=None, **settin
 
     return run_sweep(specs, shapes, out, label=out.stem, device="cpu", log=lambda m: None, worker_init=init,
                      cluster=cluster, progress=progress,
-                     settings=SweepSettings(**({"max_seconds_per_shape": 5.0, "input_salt": 0} | settings)))
+                     settings=SweepSettings(**({"timing": replace(SWEEP, max_seconds=5.0), "input_salt": 0} | settings)))
 
 
 def measured(run: dict) -> dict:

@@ -1,5 +1,6 @@
 """GPU checks of timing, probes and the sweep (skipped without CUDA). Kept short: device time is scarce."""
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ torch = pytest.importorskip("torch")
 from profiler.measure import probes
 from profiler.check import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
+from profiler.measure.policy import SWEEP  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -134,7 +136,7 @@ def test_sweep_end_to_end(tmp_path):
 
     out = tmp_path / "run.json"
     run = run_sweep([CONTROL, CONTROL, NAN_ROW], _small_shapes(), out, label="t",
-                    settings=SweepSettings(max_seconds_per_shape=1.0))
+                    settings=SweepSettings(timing=replace(SWEEP, max_seconds=1.0)))
     disk = load_run(out)
     assert disk["status"] == "complete" and len(disk["results"]) == 4 and len(disk["pairs"]) == 2
     assert disk["probes"] and disk["compute_peak_tflops"] > 100
@@ -164,7 +166,7 @@ def test_interrupt_keeps_partial(tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         run_sweep([CONTROL], _small_shapes(), out, label="p",
-                  settings=SweepSettings(probes=False, max_seconds_per_shape=0.5), progress=progress)
+                  settings=SweepSettings(probes=False, timing=replace(SWEEP, max_seconds=0.5)), progress=progress)
     disk = load_run(out)
     assert disk["status"] == "partial" and len(disk["results"]) == 1
 
@@ -174,7 +176,7 @@ def test_stream_mode_sweep(tmp_path):
 
     out = tmp_path / "stream.json"
     run_sweep([CONTROL, CONTROL], _small_shapes()[:1], out, label="s",
-              settings=SweepSettings(mode="stream", probes=False, max_seconds_per_shape=0.5))
+              settings=SweepSettings(mode="stream", probes=False, timing=replace(SWEEP, max_seconds=0.5)))
     disk = load_run(out)
     assert disk["environment"]["settings"]["mode"] == "stream" and len(disk["results"]) == 2
     assert all(r["median_us"] > 0.5 for r in disk["results"])

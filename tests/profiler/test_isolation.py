@@ -2,6 +2,7 @@
 libraries initialised before any candidate, and the canary's verdict (CPU; the GPU proof is marked)."""
 import ctypes
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -9,6 +10,7 @@ torch = pytest.importorskip("torch")
 
 from profiler.check import guards, isolation, wrong
 from profiler.commands import canary  # noqa: E402
+from profiler.measure.policy import SWEEP  # noqa: E402
 
 VAR = "PROJLAB_TEST_GUARDED_VARIABLE"
 
@@ -84,7 +86,7 @@ def test_env_at_import_is_refused_at_load_and_the_control_is_measured_in_a_clean
     out = tmp_path / "env.json"
     run_sweep([wrong.spec(wrong.TorchLinear), wrong.spec(wrong.EnvAtImport)], shapes, out, label="env",
               device="cpu", log=lambda m: None, worker_init=f"{FAKE}:install",
-              settings=SweepSettings(probes=False, max_seconds_per_shape=0.1))
+              settings=SweepSettings(probes=False, timing=replace(SWEEP, max_seconds=0.1)))
     run = load_run(out)
     refused = [f for f in run["failures"] if f["candidate"] == "wrong"]  # refused: named by its file
     assert len(refused) == 2 and {f["kind"] for f in refused} == {"load"}

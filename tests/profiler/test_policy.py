@@ -11,7 +11,10 @@ from profiler.measure import policy
 from profiler.worker.settings import SweepSettings
 
 RUNS = Path(__file__).resolve().parents[2] / "datasets" / "runs"
-TIMING_KEYS = ("min_pairs", "rse_target", "max_seconds_per_shape", "warmup_seconds", "batch_rounds", "instances")
+# the flat keys the committed sweeps recorded -> the TimingPolicy field now recorded under settings["timing"]
+TIMING_KEYS = {"min_pairs": "min_pairs", "rse_target": "rse_target", "max_seconds_per_shape": "max_seconds",
+               "warmup_seconds": "warmup_seconds", "batch_rounds": "batch_rounds", "instances": "instances",
+               "min_clock_fraction": "min_clock_fraction"}
 
 
 def _settings(name: str) -> dict:
@@ -21,12 +24,15 @@ def _settings(name: str) -> dict:
 def test_a_sweep_records_the_settings_the_committed_sweeps_recorded():
     recorded = _settings("2026-12-01_nvidia-h200_baseline-vs-best-b-r28.json")
     mine = asdict(SweepSettings())
-    assert {k: mine[k] for k in TIMING_KEYS} == {k: recorded[k] for k in TIMING_KEYS}
-    assert SweepSettings().policy().min_clock_fraction == recorded["min_clock_fraction"]
+    assert {new: mine["timing"][new] for new in TIMING_KEYS.values()} == {new: recorded[old]
+                                                                          for old, new in TIMING_KEYS.items()}
+    assert SweepSettings.from_dict(mine) == SweepSettings()   # what a shape task carries comes back whole
     # every field those sweeps recorded; new since: the canary, the eager timing, the input salt (null: each
-    # shape task drew its own), the source screen and the worker's sandbox (all recorded by new runs)
-    assert set(mine) - set(recorded) == {"canary", "eager", "input_salt", "screened", "unprivileged"}
-    assert set(recorded) - {"allow_tf32", "min_clock_fraction", "specs"} <= set(mine)
+    # shape task drew its own), the source screen and the worker's sandbox (all recorded by new runs); the timing
+    # fields are one TimingPolicy now
+    assert set(mine) - set(recorded) == {"canary", "eager", "input_salt", "screened", "unprivileged", "timing"}
+    assert set(recorded) - {"allow_tf32", "specs"} - set(TIMING_KEYS) <= set(mine)
+    assert not set(TIMING_KEYS) & set(mine)
 
 
 @pytest.mark.parametrize("name", ["2026-12-01_nvidia-h200_tune-r25.json.gz", "2026-12-01_nvidia-h200_tune-r4.json.gz"])
@@ -46,6 +52,6 @@ def test_a_stage_round_trips_through_sweep_settings():
     from profiler.commands.tune_measure import timing_settings
 
     st = timing_settings(SweepSettings(seed=7), tune_rules.SCREEN)
-    assert st.policy() == policy.SWEEP.with_stage(tune_rules.SCREEN) and st.seed == 7
+    assert st.timing == policy.SWEEP.with_stage(tune_rules.SCREEN) and st.seed == 7
     assert (st.mode, st.check, st.probes) == ("cold", "quick", False)
-    assert st.policy().stage() == tune_rules.SCREEN
+    assert st.timing.stage() == tune_rules.SCREEN

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ torch = pytest.importorskip("torch")
 from datasets.runfile import load_run  # noqa: E402
 from profiler.check import wrong  # noqa: E402
 from profiler.worker import process  # noqa: E402
+from profiler.measure.policy import SWEEP  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = str(Path(__file__).with_name("fake_device.py"))
@@ -163,7 +165,7 @@ def _sweep(specs, out, init="install", **settings):
 
     shapes = [s | {"N": 64, "K": 256} for s in select_shapes("official") if s["family"] == "o"][:1]
     run_sweep(specs, shapes, out, label=out.stem, device="cpu", log=lambda m: None, worker_init=init,
-              settings=SweepSettings(**({"probes": False, "canary": "off", "max_seconds_per_shape": 0.05}
+              settings=SweepSettings(**({"probes": False, "canary": "off", "timing": replace(SWEEP, max_seconds=0.05)}
                                         | settings)))
     return load_run(out)
 

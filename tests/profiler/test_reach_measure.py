@@ -2,6 +2,7 @@
 lossy weights exact only where rows or columns are recognisable, the baseline slowed through the dispatcher or a
 backend flag. Each known-wrong class is rejected with a reason that names its mechanism."""
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ torch = pytest.importorskip("torch")
 
 from datasets.runfile import load_run  # noqa: E402
 from profiler.check import wrong  # noqa: E402
+from profiler.measure.policy import SWEEP  # noqa: E402
 
 FAKE = str(Path(__file__).with_name("fake_device.py"))
 CONTROL = wrong.spec(wrong.TorchLinear)
@@ -26,7 +28,7 @@ def _sweep(specs, shapes, out, init="install", **settings):
     from profiler.commands.sweep import SweepSettings, run_sweep
 
     run_sweep(specs, shapes, out, label=out.stem, device="cpu", log=lambda m: None, worker_init=f"{FAKE}:{init}",
-              settings=SweepSettings(**({"probes": False, "max_seconds_per_shape": 5.0, "canary": "off"} | settings)))
+              settings=SweepSettings(**({"probes": False, "timing": replace(SWEEP, max_seconds=5.0), "canary": "off"} | settings)))
     return load_run(out)
 
 
@@ -117,7 +119,7 @@ def test_on_the_gpu_a_memo_inside_a_graph_and_a_cuda_dispatcher_kernel_are_rejec
     out = tmp_path / "gpu.json"
     run_sweep([CONTROL, wrong.spec(wrong.MemoInGraph), wrong.spec(wrong.DispatcherSlowMM)], shapes, out,
               label="gpu", device="cuda", log=lambda m: None,
-              settings=SweepSettings(probes=False, canary="off", max_seconds_per_shape=1.0))
+              settings=SweepSettings(probes=False, canary="off", timing=replace(SWEEP, max_seconds=1.0)))
     run = load_run(out)
     assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}
     why = {f["candidate"]: f["reasons"][0] for f in run["failures"]}

@@ -2,6 +2,7 @@
 installed in the worker (fake_device.py): run-file validity, failures, not timing incorrect candidates, partial
 flushes, flags. The fake times are made up, so nothing here asserts a timing result. (The real timer and probes
 run in test_gpu.py on the device.)"""
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ torch = pytest.importorskip("torch")
 
 from profiler.check import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
+from profiler.measure.policy import SWEEP  # noqa: E402
 
 FAKE = str(Path(__file__).with_name("fake_device.py"))
 INSTALL, HIGH_FLOORS = f"{FAKE}:install", f"{FAKE}:install_high_floors"
@@ -26,12 +28,12 @@ def _sweep(specs, shapes, out, init=INSTALL, **settings):
     from profiler.commands.sweep import SweepSettings, run_sweep
 
     return run_sweep(specs, shapes, out, label=out.stem, device="cpu", log=lambda m: None, worker_init=init,
-                     settings=SweepSettings(**({"max_seconds_per_shape": 0.1} | settings)))
+                     settings=SweepSettings(**({"timing": replace(SWEEP, max_seconds=0.1)} | settings)))
 
 
 def test_sweep_writes_valid_run_and_does_not_time_incorrect_candidates(tmp_path):
     out = tmp_path / "r.json"
-    _sweep([CONTROL, CONTROL, NAN_ROW], _shapes(), out, max_seconds_per_shape=0.2)
+    _sweep([CONTROL, CONTROL, NAN_ROW], _shapes(), out, timing=replace(SWEEP, max_seconds=0.2))
     run = load_run(out)
     assert run["status"] == "complete"
     assert run["environment"]["settings"]["candidates"] == ["torch_linear_control", "torch_linear_control#2",
@@ -98,7 +100,7 @@ def test_sweep_interrupt_leaves_partial(tmp_path):
     out = tmp_path / "p.json"
     with pytest.raises(KeyboardInterrupt):
         run_sweep([CONTROL], _shapes(2), out, label="p", device="cpu", log=lambda m: None, worker_init=INSTALL,
-                  settings=SweepSettings(probes=False, max_seconds_per_shape=0.1), progress=progress)
+                  settings=SweepSettings(probes=False, timing=replace(SWEEP, max_seconds=0.1)), progress=progress)
     run = load_run(out)
     assert run["status"] == "partial" and len(run["results"]) == 1 and run["interrupted"] is True
 

@@ -4,6 +4,7 @@ import pytest
 from profiler.backends.isolate import unique_names
 from profiler.commands import sweep
 from profiler.measure import probes
+from profiler.measure.policy import SWEEP
 from profiler.worker import shape_task
 from profiler.worker.records import failure_record
 from profiler.worker.settings import SweepSettings
@@ -68,5 +69,5 @@ def test_failure_record():
 
 
 def test_settings_from_dict_ignores_unknown_keys():
-    st = SweepSettings.from_dict({"mode": "stream", "min_pairs": 7, "not_a_setting": 1})
-    assert (st.mode, st.min_pairs, st.check) == ("stream", 7, "full")
+    st = SweepSettings.from_dict({"mode": "stream", "timing": {"min_pairs": 7, "not_a_field": 2}, "not_a_setting": 1})
+    assert (st.mode, st.timing.min_pairs, st.timing.max_seconds, st.check) == ("stream", 7, SWEEP.max_seconds, "full")

@@ -2,6 +2,7 @@
 after timing, the canary in the run file, eager times recorded where asked (GPU cases marked)."""
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ torch = pytest.importorskip("torch")
 from datasets.runfile import DISTURBED_FLAG, load_run  # noqa: E402
 from profiler.check import wrong  # noqa: E402
 from profiler.commands import canary  # noqa: E402
+from profiler.measure.policy import SWEEP  # noqa: E402
 
 FAKE = str(Path(__file__).with_name("fake_device.py"))
 CONTROL = wrong.spec(wrong.TorchLinear)
@@ -30,7 +32,7 @@ def _sweep(specs, shapes, out, init="install", device="cpu", **settings):
 
     run_sweep(specs, shapes, out, label=out.stem, device=device, log=lambda m: None,
               worker_init=f"{FAKE}:{init}" if device == "cpu" else None,
-              settings=SweepSettings(**({"probes": False, "max_seconds_per_shape": 0.1} | settings)))
+              settings=SweepSettings(**({"probes": False, "timing": replace(SWEEP, max_seconds=0.1)} | settings)))
     return load_run(out)
 
 
@@ -109,7 +111,8 @@ def test_a_disturbed_baseline_is_named_by_the_canary_and_the_pair_has_no_score(t
     path = tmp_path / "dist.json"
     run = _sweep([CONTROL, f"{mod}:Disturber"], shapes, path, init="install_disturbable", canary="sample")
     c = run["canary"]
-    assert c["verdict"] == canary.DISTURBED and {d["key"] for d in c["shapes"]} == {"decode 1/o", "verify 32/o"}
+    why = {"canary": c, "failures": run["failures"], "workers": run["environment"]["workers"]}
+    assert c["verdict"] == canary.DISTURBED and {d["key"] for d in c["shapes"]} == {"decode 1/o", "verify 32/o"}, why
     assert all(2.5 < d["ratio"] < 3.5 for d in c["shapes"])
     flagged = [r for r in run["results"] if DISTURBED_FLAG in r.get("flags", [])]
     assert {(r["candidate"], r["load"]) for r in flagged} == {("torch_linear_control", "decode 1"),

@@ -1,6 +1,7 @@
 """Isolation: candidates that kill, exit, hang or refuse to behave cost a failure record with its cause, never the
 sweep (CPU, real worker processes, fake timer installed in the worker; GPU cases marked)."""
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ torch = pytest.importorskip("torch")
 
 from profiler.check import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
+from profiler.measure.policy import SWEEP  # noqa: E402
 
 FAKE = str(Path(__file__).with_name("fake_device.py"))
 CONTROL = wrong.spec(wrong.TorchLinear)
@@ -26,7 +28,7 @@ def _sweep(specs, shapes, out, device="cpu", **settings):
     run_sweep(specs, shapes, out, label=out.stem, device=device, log=lambda m: None,
               worker_init=f"{FAKE}:install" if device == "cpu" else None,
               # no canary: these tests count the workers deaths start (the canary's is in test_trust_sweep.py)
-              settings=SweepSettings(**({"probes": False, "max_seconds_per_shape": 0.1, "canary": "off"} | settings)))
+              settings=SweepSettings(**({"probes": False, "timing": replace(SWEEP, max_seconds=0.1), "canary": "off"} | settings)))
     return load_run(out)
 
 
@@ -131,7 +133,7 @@ def _official(*keys):
 def test_gpu_fault_at_one_shape_is_named_and_the_other_shapes_complete(tmp_path):
     shapes = _official("decode 1/o", "decode 16/o", "verify 1/router")
     run = _sweep(["baseline", wrong.spec(wrong.FaultAtOneShape), "baseline"], shapes, tmp_path / "fault.json",
-                 device="cuda", max_seconds_per_shape=0.5)
+                 device="cuda", timing=replace(SWEEP, max_seconds=0.5))
     (f,) = _failures(run, "fault_at_one_shape")
     print(f)
     assert (f["load"], f["family"], f["kind"]) == ("decode 16", "o", "cuda_fault")
@@ -145,7 +147,7 @@ def test_gpu_fault_at_one_shape_is_named_and_the_other_shapes_complete(tmp_path)
 def test_gpu_tf32_flipper_leaves_the_router_baseline_correct(tmp_path):
     shapes = _official("decode 1/router", "verify 16/router")
     run = _sweep(["baseline", wrong.spec(wrong.TF32Flipper), "baseline"], shapes, tmp_path / "tf32.json",
-                 device="cuda", max_seconds_per_shape=0.5)
+                 device="cuda", timing=replace(SWEEP, max_seconds=0.5))
     assert len(_failures(run, "tf32_flipper")) == 2
     base = [r for r in run["results"] if r["candidate"].startswith("baseline")]
     assert len(base) == 4 and all(r["correct"] and r["error"]["rel_l2"] < 1e-4 for r in base)
@@ -166,7 +168,7 @@ def test_tuner_style_shape_task_with_method_specs_and_quick_checks():
     shape = _shapes(1)[0]
     cands = [{"spec": method_spec("torch_linear", {}), "name": "torch_linear"},
              {"spec": wrong.spec(wrong.NaNRow), "name": "nan_row"}]
-    settings = SweepSettings(check="quick", min_pairs=8, batch_rounds=8, instances=2, max_seconds_per_shape=0.1)
+    settings = SweepSettings(check="quick", timing=replace(SWEEP, min_pairs=8, batch_rounds=8, instances=2, max_seconds=0.1))
     pool = WorkerPool({"device": "cpu", "mode": "cold", "flush_bytes": None, "init": f"{FAKE}:install"}, lambda m: None)
     try:
         res = measure_shape_isolated(pool, shape, cands, {"kind": "shape", "settings": asdict(settings)}, settings,

@@ -3,6 +3,7 @@ synthetic workload and llama31_8b_decode are selected, swept and tuned like muse
 contract from the workload it is sent (a muse plan is refused there for llama), and every run file embeds its
 workload, which runfile.load_run validates. The fake times are made up: nothing here asserts a timing."""
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from datasets.workload import RUN_KEY, workload_of_run  # noqa: E402
 from profiler.check import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
 from datasets.paths import run_paths  # noqa: E402
+from profiler.measure.policy import SWEEP  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = str(Path(__file__).with_name("fake_device.py"))
@@ -26,7 +28,7 @@ def _sweep(specs, shapes, out, workload, **settings):
 
     return run_sweep(specs, shapes, out, label=out.stem, device="cpu", log=lambda m: None,
                      worker_init=f"{FAKE}:install", workload=workload,
-                     settings=SweepSettings(**({"max_seconds_per_shape": 0.1} | settings)))
+                     settings=SweepSettings(**({"timing": replace(SWEEP, max_seconds=0.1)} | settings)))
 
 
 def test_tiny_workload_selection_sweep_and_run_file(tmp_path):
