@@ -81,12 +81,32 @@ def _is_time(v) -> bool:
     return _is_number(v) and MIN_US_PER_CALL <= v <= MAX_US_PER_CALL
 
 
+def _all_in(values, lo: float, hi: float, lo_open: bool = False) -> bool:
+    """Every value a finite number (_is_number) in [lo, hi] ((lo, hi] with lo_open). A run file holds millions of
+    samples: where all of them are floats (what JSON numbers written from floats read back as) one pass sums them --
+    a finite sum means no NaN or infinity among them -- and min/max check the range; anything else (an int, a bool,
+    a string, an overflow) takes the value-by-value path, which decides the same."""
+    if values and all(type(x) is float for x in values):
+        try:
+            finite = math.isfinite(math.fsum(values))
+        except (OverflowError, ValueError):
+            finite = False
+        if finite:
+            low = min(values)
+            return (low > lo if lo_open else low >= lo) and max(values) <= hi
+    return all(_is_number(x) and (x > lo if lo_open else x >= lo) and x <= hi for x in values)
+
+
+def _all_times(values) -> bool:
+    return _all_in(values, MIN_US_PER_CALL, MAX_US_PER_CALL)
+
+
 _KINDS = {
     "number": _is_number,
     "time": _is_time,
     "time or null": lambda v: v is None or _is_time(v),
-    "list of times": lambda v: isinstance(v, list) and all(_is_time(x) for x in v),
-    "non-empty list of times": lambda v: isinstance(v, list) and len(v) > 0 and all(_is_time(x) for x in v),
+    "list of times": lambda v: isinstance(v, list) and _all_times(v),
+    "non-empty list of times": lambda v: isinstance(v, list) and len(v) > 0 and _all_times(v),
     "positive number or null": lambda v: v is None or (_is_number(v) and v > 0),
     "positive number": lambda v: _is_number(v) and v > 0,
     "integer": _is_int,
@@ -95,9 +115,9 @@ _KINDS = {
     "positive integer": lambda v: _is_int(v) and v > 0,
     "M": lambda v: _is_int(v) and 0 < v <= MAX_M,
     "N or K": lambda v: _is_int(v) and 0 < v <= MAX_DIM,
-    "list of positive numbers": lambda v: isinstance(v, list) and all(_is_number(x) and x > 0 for x in v),
+    "list of positive numbers": lambda v: isinstance(v, list) and _all_in(v, 0.0, math.inf, lo_open=True),
     "list of strings or null": lambda v: v is None or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
-    "object of times": lambda v: isinstance(v, dict) and all(_is_time(x) for x in v.values()),
+    "object of times": lambda v: isinstance(v, dict) and _all_times(list(v.values())),
     "string": lambda v: isinstance(v, str),
     "non-empty string": lambda v: isinstance(v, str) and v != "",
     "boolean": lambda v: isinstance(v, bool),

@@ -121,23 +121,23 @@ def test_committed_runs_are_valid():
 def test_default_run_prefers_the_most_fully_scored_sweep_of_the_default_workload():
     """The app opens on a plan sweep of muse_bf16_proj with the most fully scored candidates, not on a tune log or
     a screen (they time dozens of configs per shape) nor on another workload's run."""
-    from dashboard.run_kinds import SWEEP, default_run, kind_of
+    from dashboard.run_kinds import SWEEP, default_run, kind_of, meta_of
     from dashboard.runs import list_runs, load_run_data, scored_candidates
 
-    _is_sweep = lambda run: kind_of(run) == SWEEP
     paths = list_runs()
     if not paths:
         pytest.skip("no committed runs")
-    chosen = default_run(paths)
-    data = load_run_data(chosen)
-    assert _is_sweep(data.run) and data.workload.name == "muse_bf16_proj"
+    loaded = {p: load_run_data(p) for p in paths}   # every file read once
+    chosen = default_run([meta_of(d) for d in loaded.values()], opens=loaded.__getitem__)
+    data = loaded[chosen]
+    assert kind_of(data.run) == SWEEP and data.workload.name == "muse_bf16_proj"
     n_chosen = len(scored_candidates(data))
     assert n_chosen >= 2
-    peers = [load_run_data(p) for p in paths]
-    peers = [d for d in peers if _is_sweep(d.run) and d.workload.name == "muse_bf16_proj"]
-    assert all(len(scored_candidates(d)) <= n_chosen for d in peers)
-    tune_logs = [p for p in paths if "tune" in load_run_data(p).run]
-    assert tune_logs and any(len(scored_candidates(load_run_data(p))) > n_chosen for p in tune_logs)
+    scored = {p: len(scored_candidates(d)) for p, d in loaded.items()}
+    assert all(scored[p] <= n_chosen for p, d in loaded.items()
+               if kind_of(d.run) == SWEEP and d.workload.name == "muse_bf16_proj")
+    tune_logs = [p for p, d in loaded.items() if "tune" in d.run]
+    assert tune_logs and any(scored[p] > n_chosen for p in tune_logs)
 
 
 def test_default_run_skips_a_top_ranked_file_that_fails_validation(tmp_path):
