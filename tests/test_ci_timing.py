@@ -1,4 +1,5 @@
-"""A whole-suite run prints the fast tier's part of it (tests/conftest.py), and .ci/run prints its own wall time."""
+"""A whole-suite run prints when its fast tier ended (tests/conftest.py runs fast files first), and .ci/run prints its
+own wall time."""
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -6,18 +7,18 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _summary(conftest, reports, markexpr: str) -> list[str]:
-    saved = list(conftest._FAST_TEST_S)
-    conftest._FAST_TEST_S.clear()
+def _summary(conftest, reports, markexpr: str, workers=None) -> list[str]:
+    saved = {k: (list(v) if isinstance(v, list) else v) for k, v in conftest._FAST.items()}
+    conftest._FAST.update(test_s=[], last_done_s=None)
     lines = []
     try:
         for report in reports:
             conftest.pytest_runtest_logreport(report)
-        config = SimpleNamespace(_projlab_started_s=time.perf_counter() - 5,
+        config = SimpleNamespace(_projlab_started_s=time.perf_counter() - 5, option=SimpleNamespace(numprocesses=workers),
                                  getoption=lambda name: markexpr if name == "markexpr" else None)
         conftest.pytest_terminal_summary(SimpleNamespace(stats={}, write_line=lines.append), 0, config)
     finally:
-        conftest._FAST_TEST_S[:] = saved
+        conftest._FAST.update(saved)
     return lines
 
 
@@ -28,16 +29,31 @@ def _root_conftest(pytestconfig):
                 if Path(getattr(p, "__file__", None) or "/").resolve() == ROOT / "tests" / "conftest.py")
 
 
-def test_a_whole_run_prints_the_fast_tiers_part_and_a_marked_run_does_not(pytestconfig):
+def test_a_whole_run_prints_when_the_fast_tier_ended_and_a_marked_run_does_not(pytestconfig):
     conftest = _root_conftest(pytestconfig)
-    reports = [SimpleNamespace(keywords={"test_a": 1}, duration=30.0),
-               SimpleNamespace(keywords={"test_b": 1, "slow": 1}, duration=500.0),
-               SimpleNamespace(keywords={"test_c": 1}, duration=12.0)]
-    whole = _summary(conftest, reports, "")
-    assert any("fast tier (tests not marked slow) took 42 s" in line for line in whole), whole
-    assert any("all tests (both tiers): wall time" in line for line in whole)
+    reports = [SimpleNamespace(keywords={"test_a": 1}, duration=30.0, when="teardown"),
+               SimpleNamespace(keywords={"test_b": 1, "slow": 1}, duration=500.0, when="teardown"),
+               SimpleNamespace(keywords={"test_c": 1}, duration=12.0, when="teardown")]
+    whole = _summary(conftest, reports, "", workers=2)
+    fast = [line for line in whole if "fast tier (tests not marked slow): all ended" in line]
+    assert fast and "on 2 worker processes (42 s of test time; budget 180 s" in fast[0], whole
+    assert int(fast[0].split("all ended ")[1].split(" s")[0]) >= 5   # the run started 5 s before the reports came
+    assert any("all tests (both tiers): wall time" in line and "on 2 worker processes" in line for line in whole)
     marked = _summary(conftest, reports, "not slow")
-    assert not any("took" in line for line in marked) and any("fast tier (-m 'not slow')" in ln for ln in marked)
+    assert not any("all ended" in line for line in marked)
+    assert any("fast tier (-m 'not slow')" in ln and "on 1 worker process (budget" in ln for ln in marked), marked
+    assert not any("all ended" in line for line in _summary(conftest, reports[1:2], ""))   # no fast test ran
+
+
+def test_fast_files_run_before_slow_ones(request):
+    """A whole run's collection: files of fast tests only, then mixed files, then files of slow tests only."""
+    items = request.session.items
+    rank = {}
+    for item in items:
+        rank.setdefault(str(item.fspath), []).append("slow" in item.keywords)
+    order = [2 if all(m) else 1 if any(m) else 0 for m in
+             (rank[f] for f in dict.fromkeys(str(item.fspath) for item in items))]
+    assert order == sorted(order), order
 
 
 def test_ci_run_prints_its_wall_time_whatever_the_outcome():
