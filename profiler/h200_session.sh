@@ -80,7 +80,8 @@ trust)
     --label baseline-only$T --out "${P}_baseline-only$T.json" 2>&1 | clean | tail -n 8 ;;
 gputests)
   step "GPU tests"
-  timeout ${TEST_S:-120} python3 -m pytest -q -m gpu -p no:cacheprovider -n 8 ${TEST_PATHS:-tests/profiler tests/kernels} \
+  # --dist load: test by test over the 8 workers (pytest.ini hands whole files to one worker, for the CPU suite)
+  timeout ${TEST_S:-120} python3 -m pytest -q -m gpu -p no:cacheprovider -n 8 --dist load ${TEST_PATHS:-tests/profiler tests/kernels} \
     ${TEST_K:+-k "$TEST_K"} -rf --tb=no 2>&1 \
     | grep -E "^(FAILED|ERROR)|^projlab:| passed| failed" | tail -n 60 | tee -a "$LOG" ;;
 repeat)

@@ -7,7 +7,7 @@ LOG="$OUT/smoke.log"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
   python3 -c "import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__)"; } 2>&1 | tee "$LOG"
 echo "== pytest -m gpu tests/profiler" | tee -a "$LOG"
-timeout 90 python3 -m pytest -q -m gpu -s -p no:cacheprovider tests/profiler 2>&1 | tail -n 80 | tee -a "$LOG"
+timeout 90 python3 -m pytest -q -m gpu -s -n 0 -p no:cacheprovider tests/profiler 2>&1 | tail -n 80 | tee -a "$LOG"
 echo "== run 1: baseline vs baseline, official, cold, with probes" | tee -a "$LOG"
 timeout 110 python3 -m profiler run --plan baseline --plan baseline --shapes official --out "$OUT/smoke.json" 2>&1 \
   | tr '\r' '\n' | grep -v '^shapes:\|it/s\]$' | tee -a "$LOG"
