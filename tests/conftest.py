@@ -184,8 +184,7 @@ def _workers(config) -> int:
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """The run's wall time and tier, last: the fast tier (-m "not slow") should stay within FAST_TIER_TARGET_S."""
-    now = time.perf_counter()
-    wall_s = now - config._projlab_started_s
+    wall_s = time.perf_counter() - config._projlab_started_s
     marks = config.getoption("markexpr") or ""
     tier = "fast tier (-m 'not slow')" if marks.replace('"', "").replace("'", "").strip() == "not slow" else \
         (f"-m {marks!r}" if marks else "all tests (both tiers)")
