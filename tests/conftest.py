@@ -199,10 +199,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         # the whole suite (what .ci/run runs): fast files run first (pytest_collection_modifyitems), so the moment
         # the last fast test ended is when the fast tier's answer was in
         done_s = _FAST["last_done_s"] - config._projlab_started_s
+        # (files holding slow tests too end later than the fast tier alone would; its budget is for -m "not slow")
         terminalreporter.write_line(
             f"projlab: fast tier (tests not marked slow): all ended {done_s:.0f} s into this run, on {workers} "
-            f"worker process{'es' if workers > 1 else ''} ({sum(_FAST['test_s']):.0f} s of test time; budget "
-            f"{FAST_TIER_TARGET_S} s on 2 cores)")
+            f"worker process{'es' if workers > 1 else ''} ({sum(_FAST['test_s']):.0f} s of test time; run alone, "
+            f"-m \"not slow\", its budget is {FAST_TIER_TARGET_S} s on 2 cores)")
     terminalreporter.write_line(f"projlab: {tier}: wall time {wall_s:.0f} s on {workers} worker "
                                 f"process{'es' if workers > 1 else ''}{budget}")
 

@@ -36,7 +36,8 @@ def test_a_whole_run_prints_when_the_fast_tier_ended_and_a_marked_run_does_not(p
                SimpleNamespace(keywords={"test_c": 1}, duration=12.0, when="teardown")]
     whole = _summary(conftest, reports, "", workers=2)
     fast = [line for line in whole if "fast tier (tests not marked slow): all ended" in line]
-    assert fast and "on 2 worker processes (42 s of test time; budget 180 s" in fast[0], whole
+    assert fast and "on 2 worker processes (42 s of test time; run alone, -m \"not slow\", its budget is 180 s" \
+        in fast[0], whole
     assert int(fast[0].split("all ended ")[1].split(" s")[0]) >= 5   # the run started 5 s before the reports came
     assert any("all tests (both tiers): wall time" in line and "on 2 worker processes" in line for line in whole)
     marked = _summary(conftest, reports, "not slow")
