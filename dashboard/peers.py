@@ -1,5 +1,5 @@
 """`best` against the strongest peer: per shape, the fastest correct peer of the same sweep (TunableOp, torch.compile
-max-autotune, FlashInfer: kernels/methods_peers.py) as one virtual series, BEST_OF_PEERS, labelled derived, compared
+max-autotune, FlashInfer: kernels/methods_library.py) as one virtual series, BEST_OF_PEERS, labelled derived, compared
 with the candidate through dashboard.compare.compare (the same gate, bootstrap and verdicts as Compare).
 
     peer_comparison(data, candidate="best") -> PeerComparison | None   (None: the run holds no peer or no candidate)
@@ -21,7 +21,7 @@ import pandas as pd
 
 from dashboard import compare, scoring
 from dashboard.compare import SHAPE_KEY
-from kernels.methods_peers import PEER_NAMES
+from kernels.methods_library import PEER_NAMES
 
 BEST_OF_PEERS = "best of peers (derived)"
 DERIVED_NOTE = ("derived: per shape the fastest peer that was correct there, from this sweep's measured times "

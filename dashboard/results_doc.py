@@ -9,7 +9,7 @@ committed later shows up when the file is regenerated.
 - Pairs never scored: the newest sweep of each, with the gate's reason.
 - The shipped plan over time: per commit, its newest complete sweep against the baseline (score, SOL per load), and
   per scored shape its route and µs in the oldest and newest of those and the sweep that brought the route in.
-- Against the strongest peer: the newest scored sweep holding `best` and a peer (kernels/methods_peers.py), `best`
+- Against the strongest peer: the newest scored sweep holding `best` and a peer (kernels/methods_library.py), `best`
   against the best of peers per shape (dashboard.peers, derived), per load and overall, each peer's failures named.
 - Unscored shapes: the newest sweep of each pair with only nearby shapes.
 - Kernels: the newest explain run of each workload that profiles every scored shape (dashboard.kernel_report.tables):

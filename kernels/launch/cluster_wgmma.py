@@ -18,8 +18,8 @@ from kernels.cuda.build import Extension, load_extension
 from kernels.launch import check_input, impl
 from kernels.launch.cluster_splitk import unavailable_reason
 from kernels.launch.router import interleave_rows, split_hilo
-from kernels.methods_library import (WGMMA_BK as BK, router_wgmma_shape_check, streamk_wgmma_shape_check,
-                                     wgmma_shape_check, wgmma_token_range)
+from kernels.methods_cuda import (WGMMA_BK as BK, router_wgmma_shape_check, streamk_wgmma_shape_check,
+                                  wgmma_shape_check, wgmma_token_range)
 
 EXTENSION = Extension(
     name="projlab_cluster_wgmma",

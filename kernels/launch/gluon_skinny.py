@@ -20,8 +20,8 @@ from kernels.gluon.skinny_ws import skinny_fixup_kernel, skinny_ws_kernel
 from kernels.launch import check_input, check_out, impl, require
 from kernels.launch.packed import pack
 from kernels.launch.router import split_hilo
-from kernels.methods_hopper import SKINNY_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
-from kernels.methods_hopper import fixup_programs, fixup_smem_bytes, skinny_smem_bytes
+from kernels.methods_gluon import SKINNY_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
+from kernels.methods_gluon import fixup_programs, fixup_smem_bytes, skinny_smem_bytes
 
 # Shared memory and registers per SM, and the 1 KB each resident block reserves (datasets.hardware).
 SM_SMEM_BYTES = SMEM_PER_SM_BYTES

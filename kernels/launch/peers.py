@@ -1,4 +1,4 @@
-"""Launchers of the peer methods (kernels/methods_peers.py): TunableOp, torch.compile max-autotune, FlashInfer.
+"""Launchers of the peer methods (kernels/methods_library.py): TunableOp, torch.compile max-autotune, FlashInfer.
 
 Each keeps its set-up per process, keyed by what it depends on -- the (x dtype, w dtype, M, N, K) of the product,
 never a weight or a family name -- and does it at the first call of a shape: prepare() never sees an activation, so
@@ -24,7 +24,7 @@ from torch._dynamo.utils import compilation_time_metrics
 from torch._inductor.utils import run_and_get_code
 
 from kernels.launch import check_input, impl
-from kernels.methods_peers import RUN_FILE_ENV, tunableop_folder
+from kernels.methods_library import RUN_FILE_ENV, tunableop_folder
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 # The run file a worker measures for (set by profiler.worker.session from the sweep's config): TunableOp's results file
@@ -85,7 +85,7 @@ def tunableop_results_path() -> Path:
 @contextmanager
 def tunableop_on(tuning: bool):
     """TunableOp enabled (tuning or replaying) for the calls inside, its switches put back on the way out: it
-    reaches no other candidate's call (kernels/methods_peers.TUNABLEOP_STATE; the guard checks)."""
+    reaches no other candidate's call (kernels.methods_library.TUNABLEOP_STATE; the guard checks)."""
 
     tun = torch.cuda.tunable
     before = (tun.is_enabled(), tun.tuning_is_enabled(), tun.record_untuned_is_enabled())

@@ -165,7 +165,7 @@ def backend_flags() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]
 def tunableop_settings() -> list[tuple[str, Callable[[], Any], Callable[[Any], None]]]:
     """TunableOp's process-wide switches: on, F.linear/torch.mm of every later candidate (the baseline's too) would
     run TunableOp's pick instead of cuBLAS's heuristic. The `tunableop` peer turns them on for its own calls only
-    (kernels/methods_peers.py, `process_state`) and must leave them as it found them."""
+    (kernels/methods_library.py, `process_state`) and must leave them as it found them."""
     import torch
 
     tun = getattr(torch.cuda, "tunable", None)

@@ -35,7 +35,7 @@ from datasets.selection import select_shapes as select
 from datasets.shapes import shape_bytes
 from datasets.shapes import shape_key_of as shape_key
 from kernels.candidate import resolve_spec
-from kernels.methods_peers import tunableop_folder
+from kernels.methods_library import tunableop_folder
 from profiler.backends.base import for_each
 from profiler.backends.isolate import LOAD, PROBES, SHAPE, SweepInputError, loaded_names  # noqa: F401
 from profiler.backends.open import open_backends

@@ -209,7 +209,7 @@ _SANDBOX: dict = {}
 def sandbox_prefix(read_only: list[Path], writable: list[Path] = ()) -> tuple[list[str], str]:
     """(command prefix, description) that starts the worker in a mount namespace of its own where `read_only` (the
     project tree, the run file's folder) are bound read-only and `writable` folders inside them (a method's side
-    folder beside the run file: kernels.methods_peers.tunableop_folder) bound writable again, then drops every capability (bounding set, no new
+    folder beside the run file: kernels.methods_library.tunableop_folder) bound writable again, then drops every capability (bounding set, no new
     privileges): a process without CAP_SYS_ADMIN cannot remount or unmount them, and a root without capabilities
     cannot ptrace the parent. ([], why not) where the parent is not root or the tools or the namespace are missing
     (checked once per process by starting `true` in it)."""

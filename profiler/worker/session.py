@@ -9,7 +9,7 @@ from typing import Any
 
 from datasets.workload import load_workload, workload_from_dict
 from kernels.candidate import load_candidate
-from kernels.methods_peers import RUN_FILE_ENV
+from kernels.methods_library import RUN_FILE_ENV
 from profiler.check import guards
 from profiler.check.isolation import initialise_libraries, workload_dtypes
 from profiler.check.contract import WEIGHT_MODIFIED, cuda_context_error

@@ -10,8 +10,8 @@ from kernels.cuda import build
 from kernels.launch.cluster_splitk import EXTENSION
 from kernels.method import BF16
 from kernels.method import BF16_X_FP32_W
-from kernels.methods_library import (CLUSTER_COMPILED, CLUSTER_HILO_COMPILED, CLUSTER_RING_COMPILED,
-                                     CLUSTER_XS_COMPILED, cluster_nt)
+from kernels.methods_cuda import (CLUSTER_COMPILED, CLUSTER_HILO_COMPILED, CLUSTER_RING_COMPILED,
+                                  CLUSTER_XS_COMPILED, cluster_nt)
 from kernels.registry import get_method
 
 CU = Path(build.CUDA_DIR) / "cluster_splitk.cu"

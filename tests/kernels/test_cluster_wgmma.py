@@ -10,9 +10,9 @@ import pytest
 from kernels.cuda import build
 from kernels.launch.cluster_wgmma import EXTENSION, pack, unpack
 from kernels.method import BF16, BF16_X_FP32_W
-from kernels.methods_library import (ROUTER_WGMMA_CONFIGS, WGMMA_ATOMS, WGMMA_COMPILED, WGMMA_CONFIGS, WGMMA_FILL_CK,
-                                     WGMMA_FILL_INSTANCES, WGMMA_HILO_ATOMS, WGMMA_HILO_COMPILED, WGMMA_SMEM_BYTES,
-                                     wgmma_max_stages, wgmma_smem_bytes)
+from kernels.methods_cuda import (ROUTER_WGMMA_CONFIGS, WGMMA_ATOMS, WGMMA_COMPILED, WGMMA_CONFIGS, WGMMA_FILL_CK,
+                                  WGMMA_FILL_INSTANCES, WGMMA_HILO_ATOMS, WGMMA_HILO_COMPILED, WGMMA_SMEM_BYTES,
+                                  wgmma_max_stages, wgmma_smem_bytes)
 from kernels.registry import get_method
 
 CU = Path(build.CUDA_DIR) / "cluster_wgmma.cu"

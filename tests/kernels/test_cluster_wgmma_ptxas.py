@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from kernels.cuda import build
-from kernels.methods_library import (WGMMA_ATOMS, WGMMA_COMPILED, WGMMA_HILO_ATOMS, WGMMA_HILO_COMPILED,
-                                     WGMMA_SMEM_BYTES, wgmma_smem_bytes)
+from kernels.methods_cuda import (WGMMA_ATOMS, WGMMA_COMPILED, WGMMA_HILO_ATOMS, WGMMA_HILO_COMPILED,
+                                  WGMMA_SMEM_BYTES, wgmma_smem_bytes)
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ triton = pytest.importorskip("triton")
 pytest.importorskip("triton.experimental.gluon")
 
 from kernels.launch.gluon_skinny import maxnreg  # noqa: E402
-from kernels.methods_hopper import (FIXUP_CONFIGS, HILO_FIXUP_CONFIGS, HILO_WS_CONFIGS, SKINNY_CONFIGS,  # noqa: E402
-                                   SKINNY_MAX_M, fixup_smem_bytes, skinny_smem_bytes)
+from kernels.methods_gluon import (FIXUP_CONFIGS, HILO_FIXUP_CONFIGS, HILO_WS_CONFIGS, SKINNY_CONFIGS, SKINNY_MAX_M,
+                                   fixup_smem_bytes, skinny_smem_bytes)
 
 PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 pytestmark = pytest.mark.skipif(not os.path.exists(PTXAS), reason="triton's bundled ptxas not found")

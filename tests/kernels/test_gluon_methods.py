@@ -5,7 +5,7 @@ import pytest
 
 from kernels.launch.gluon_skinny import blocks_per_sm, check_tiling, maxnreg, programs
 from kernels.method import BF16, SMEM_BYTES
-from kernels.methods_hopper import SKINNY_CONFIGS, SKINNY_MAX_M, skinny_smem_bytes
+from kernels.methods_gluon import SKINNY_CONFIGS, SKINNY_MAX_M, skinny_smem_bytes
 from kernels.registry import get_method
 
 QKV = (2304, 8192)
@@ -108,7 +108,7 @@ def test_prepare_without_a_hopper_gpu_says_so():
 def test_fixup_registered_and_its_shape_check_keeps_the_grid_to_one_wave():
     """skinny_ws_fixup's runs of a tile wait for each other, so its shape check refuses a grid larger than the 132 SMs
     (and says so) and admits the shapes it was sized for; its shared-memory figure is the ring and barriers only."""
-    from kernels.methods_hopper import FIXUP_CONFIGS, fixup_programs, fixup_smem_bytes
+    from kernels.methods_gluon import FIXUP_CONFIGS, fixup_programs, fixup_smem_bytes
 
     m = get_method("skinny_ws_fixup")
     assert m.configs == FIXUP_CONFIGS and m.dtypes == (BF16,)

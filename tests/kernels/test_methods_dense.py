@@ -1,13 +1,17 @@
-"""Dense method records: names, config spaces, shape checks (torch-free)."""
+"""Dense method records (kernels/methods_triton.py, and PyTorch's in kernels/methods_library.py): names, config
+spaces, shape checks (torch-free)."""
 import pytest
 
 from datasets import load_workload
 from kernels.method import BF16, BF16_X_FP32_W as FP32_W
-from kernels.methods_dense import DENSE_METHODS, PACKED_MAX_M, SPLITK_ATOMIC_MAX_M, SPLITK_MAX_M, STREAMK_MAX_M
+from kernels.methods_library import LIBRARY_METHODS
+from kernels.methods_triton import DENSE_METHODS, PACKED_MAX_M, SPLITK_ATOMIC_MAX_M, SPLITK_MAX_M, STREAMK_MAX_M
 from kernels.registry import METHODS, get_method
 
 MUSE = load_workload()
-DENSE_NAMES = {m.name for m in DENSE_METHODS}
+# the dense methods with a fixed config table: the Triton ones and PyTorch's (the baseline and the mm orientations);
+# cublaslt's configs are the library's list at each shape (tests/kernels/test_cublaslt.py)
+DENSE_NAMES = {m.name for m in DENSE_METHODS} | {m.name for m in LIBRARY_METHODS if m.name != "cublaslt"}
 # The workload's dense shapes: (family, N, K) at the scored M (the unpooler's M=1 and M=8 are N=1024).
 DENSE_SHAPES = (("qkv_gate", 2304, 8192), ("o", 8192, 1024), ("pooler", 4096, 8192), ("unpooler", 8192, 4096),
                 ("unpooler", 1024, 4096))
@@ -132,7 +136,7 @@ def test_new_methods_have_a_config_for_every_dense_family(method):
 def test_splitk_atomic2_shape_check(method):
     """Small M only (workspace rows); whole BN tiles and BK steps; SPLIT need not divide the K steps but every
     slice needs one."""
-    from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M
+    from kernels.methods_triton import SPLITK_ATOMIC2_MAX_M
 
     m = get_method(method)
     cfg = {"BM": 16, "BN": 64, "BK": 64, "SPLIT": 11, "num_warps": 4, "num_stages": 4, "W_LOAD": "cg"}
@@ -147,7 +151,7 @@ def test_splitk_atomic2_shape_check(method):
 
 
 def test_streamk_small_shape_check():
-    from kernels.methods_dense import SPLITK_ATOMIC2_MAX_M
+    from kernels.methods_triton import SPLITK_ATOMIC2_MAX_M
 
     m = get_method("streamk_small")
     for fam, N, K in DENSE_SHAPES:

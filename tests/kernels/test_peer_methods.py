@@ -1,4 +1,4 @@
-"""The peer methods (kernels/methods_peers.py): registered like any method, in plans that load for the workload, tried
+"""The peer methods (kernels/methods_library.py): registered like any method, in plans that load for the workload, tried
 by the tuner only when named, refused in one line where they cannot run (CPU), TunableOp's switches held by the
 guard, and torch_compile through the real worker on CPU (Inductor's C++ backend): contract, capture, run-file setup
 record."""
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernels.method import PlanError
-from kernels.methods_peers import PEER_METHODS, PEER_NAMES
+from kernels.methods_library import PEER_METHODS, PEER_NAMES
 from kernels.plans import load_plan
 from kernels.registry import METHODS
 from profiler.measure.policy import SWEEP

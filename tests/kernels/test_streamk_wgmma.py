@@ -9,8 +9,8 @@ import pytest
 
 from kernels.cuda import build
 from kernels.method import BF16
-from kernels.methods_library import (SM_SMEM_BYTES, STREAMK_WGMMA_CONFIGS, WGMMA_COMPILED, WGMMA_SMEM_BYTES,
-                                     streamk_wgmma_smem_bytes)
+from kernels.methods_cuda import (SM_SMEM_BYTES, STREAMK_WGMMA_CONFIGS, WGMMA_COMPILED, WGMMA_SMEM_BYTES,
+                                  streamk_wgmma_smem_bytes)
 from kernels.registry import get_method
 
 CU = Path(build.CUDA_DIR) / "cluster_wgmma.cu"

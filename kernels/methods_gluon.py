@@ -1,4 +1,5 @@
-"""The Hopper-specific methods written in Gluon (kernels/gluon/): Method records, shape checks and tuning spaces only.
+"""Methods whose kernels are this repository's Gluon (kernels/gluon/), Hopper-specific: Method records, shape
+checks and tuning spaces only.
 
 Torch-free: implementations are named by "module:attr" strings and imported on first use.
 """
@@ -160,7 +161,7 @@ HILO_FIXUP_CONFIGS = config_table(FIXUP_KEYS, [
     (32, 64, 64, 32, 4, 1, 4),        # M = 17-32
 ])
 
-HOPPER_METHODS: tuple[Method, ...] = (
+GLUON_METHODS: tuple[Method, ...] = (
     Method(
         name="skinny_ws",
         dtypes=(BF16,),
