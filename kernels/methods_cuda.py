@@ -284,7 +284,6 @@ STREAMK_WGMMA_CONFIGS = config_table(
        if bt <= WGMMA_DEEP_MAX_BT])
 
 
-
 CUDA_METHODS: tuple[Method, ...] = (
     Method(
         name="cluster_splitk",

@@ -93,7 +93,6 @@ class PerShapeMethod(Method):
         return super().supports(dtypes, M, N, K, config)
 
 
-
 # ------------------------------------------------------------------------------------------ peers
 
 # TunableOp's process-wide switches, by the names the guard snapshots them under (profiler/check/guards.py).

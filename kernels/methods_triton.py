@@ -499,7 +499,6 @@ FMA_FLAG_MAX_M = 64
 FMA_FLAG_MAX_ACC_PER_THREAD = 128
 
 
-
 # ------------------------------------------------------------------------------------------ router: shape checks
 
 def _gemv_fp32_shape_check(M, N, K, config):

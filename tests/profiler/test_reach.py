@@ -135,7 +135,10 @@ def test_a_signal_during_the_wait_ends_the_run_with_the_partial_file_marked_inte
     deadline = time.monotonic() + 300
     while not mine() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
-    assert mine(), "the candidate's child never started"
+    if not mine():
+        stdout, stderr = proc.communicate(timeout=60) if proc.poll() is not None else ("", "(still running)")
+        raise AssertionError(f"the candidate's child never started; the run exited {proc.returncode}: "
+                             f"{stderr[-2000:]} {stdout[-1000:]}")
     sleepers = mine()
     t0 = time.monotonic()
     proc.send_signal(sig)
