@@ -25,7 +25,9 @@ A fresh input for every timed replay (ReplayFeed, cold mode): a graph whose inpu
 keep its last answer and return it again -- a memo across replays, right on every judged output and as fast as a
 copy (scored 1.52 on CPU before this). So each cold graph's timed replays cycle through the shape's pool of salted
 inputs (their FP64 references computed once, like the rest), the next one copied into the graph's static input
-before the flush, outside the timed interval: no two consecutive replays of a graph read the same input. The judge
+before the flush, outside the timed interval: no two consecutive replays of a graph read the same input, and none
+reads the input the graph was captured and checked on (a memo learned there would otherwise pass every judgement
+that happened to fall on that input again: once in input_pool replays, so a short timing could score it). The judge
 then reads the last replay's output against the input that replay read (ReplayFeed.last), during timing (a sample
 of batches) and after it; an output that is the previous input's answer is named as a memo. What it does not
 close: a memo holding an answer for every input of the pool (the pool repeats after input_pool replays) -- it is
@@ -80,13 +82,19 @@ def timed_inputs(shape: Mapping, weight, seeds: Sequence[int], device, contract:
 
 class ReplayFeed:
     """A graph's feed (GraphHandle.feed): each call copies the pool's next input into the graph's static input, so
-    the next replay reads another input than the last one. `last`: the input the last replay read."""
+    the next replay reads another input than the last one. The input the graph was captured and checked on
+    (pool[start]) is never fed again where the pool has three or more: an answer kept from the capture or from the
+    check before timing is wrong at every timed replay, not right once every len(pool) replays. `last`: the input
+    the last replay read."""
 
     def __init__(self, static, pool: Sequence[TimedInput], start: int):
         self.static, self.pool, self.k = static, list(pool), start % len(pool)
+        self.skip = self.k if len(self.pool) >= 3 else None
 
     def __call__(self) -> None:
         self.k = (self.k + 1) % len(self.pool)
+        if self.k == self.skip:
+            self.k = (self.k + 1) % len(self.pool)
         self.static.copy_(self.pool[self.k].x)
 
     @property

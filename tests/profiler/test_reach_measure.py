@@ -45,7 +45,8 @@ def test_a_memo_across_timed_replays_is_rejected_as_a_memo(tmp_path):
 
 
 def test_every_timed_replay_reads_another_input_and_the_judge_reads_its_own():
-    """ReplayFeed: consecutive replays of a graph read different pool inputs; fed_input names the one read last."""
+    """ReplayFeed: consecutive replays of a graph read different pool inputs, never again the one it was captured on;
+    fed_input names the one read last."""
     from profiler.check.timed import ReplayFeed, TimedInput, fed_input
     from profiler.measure.timing import GraphHandle
 
@@ -57,7 +58,7 @@ def test_every_timed_replay_reads_another_input_and_the_judge_reads_its_own():
         handle.feed()
         seen.append(float(static[0, 0]))
         assert fed_input(handle, pool[1]) is pool[int(seen[-1])]
-    assert seen == [2.0, 3.0, 0.0, 1.0, 2.0, 3.0]
+    assert seen == [2.0, 3.0, 0.0, 2.0, 3.0, 0.0]   # never again the input it was captured on (pool[1])
     assert fed_input(GraphHandle(graph=None, output=None), pool[1]) is pool[1]
 
 
