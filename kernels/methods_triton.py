@@ -16,7 +16,7 @@ from kernels.method import BF16, BF16_X_FP32_W, SMEM_BYTES, TILE_KEYS, Method, c
 BF16_ONLY = (BF16,)   # the Triton dense methods: BF16 x, w and y (FP32 accumulation inside)
 
 
-# ------------------------------------------------------------------------------------------ BF16 tiled GEMMs and the M=1 GEMV
+# ---------------------------------------------------------------------------------- BF16 tiled GEMMs and the M=1 GEMV
 
 SPLITK_MAX_M = 32   # kernels/launch/splitk.py sizes the fused counters for this
 PACKED_MAX_M = 64
@@ -372,7 +372,7 @@ DENSE_METHODS: tuple[Method, ...] = (
 )
 
 
-# ------------------------------------------------------------------------------------------ GEMVs on the CUDA cores (BF16 or FP32 weights)
+# --------------------------------------------------------------------- GEMVs on the CUDA cores (BF16 or FP32 weights)
 
 GEMV_MAX_ELEMS_PER_THREAD = 64  # fp32 accumulator values per thread before the wide GEMVs start to spill
 # gemv_wide serves any BF16 shape at M=1 its shape check admits (it was written and measured for muse's o, K=1024). It
@@ -482,7 +482,7 @@ GEMV_METHODS: tuple[Method, ...] = (
 )
 
 
-# ------------------------------------------------------------------------------------------ router: BF16 x, FP32 weights, FP32 y
+# ------------------------------------------------------------------------------- router: BF16 x, FP32 weights, FP32 y
 
 # The router methods read FP32 weights (directly, or as a hi/lo BF16 pair made at prepare) and write FP32 output
 # from BF16 activations: muse's router family, and any workload family with those dtypes.
