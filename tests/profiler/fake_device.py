@@ -3,7 +3,7 @@
 It runs each "graph" eagerly once at capture (a replay runs its calls again into the captured output) and returns
 made-up times (10 us +- 0.01 after the 3.3 us overhead): the sweep's orchestration, records and failure handling
 can be tested without a GPU, but no number it produces is a measurement, so tests must not assert anything about
-the times themselves. ReplayingFakeTimer also replays every graph once per sampled batch, as timing would.
+the times themselves. ReplayingFakeTimer also replays every graph once per sampled round, as timing would.
 """
 import zlib
 
@@ -55,14 +55,16 @@ class _Rerun:
 
 
 class ReplayingFakeTimer(FakeTimer):
-    """FakeTimer whose sampling replays every graph once per batch, after its feed (a candidate that degrades after N
-    replays degrades here too; one that keeps its last answer gives it for another input)."""
+    """FakeTimer whose sampling replays every graph once per round, each after its feed, as ColdTimer.sample_raw
+    does: the number of replays depends on the rounds asked for, never on how fast this machine is (a candidate that
+    degrades after N replays degrades here too; one that keeps its last answer gives it for another input)."""
 
     def sample_raw(self, graphs, n_rounds, clock=None, clock_out=None):
-        for g in graphs:
-            if getattr(g, "feed", None) is not None:   # the next input first, as ColdTimer.sample_raw does
-                g.feed()
-            g.replay()
+        for _ in range(n_rounds):
+            for g in graphs:
+                if getattr(g, "feed", None) is not None:   # the next input first, as ColdTimer.sample_raw does
+                    g.feed()
+                g.replay()
         return super().sample_raw(graphs, n_rounds, clock, clock_out)
 
     def sample(self, graphs, n_rounds, clock=None, clock_out=None):
