@@ -46,9 +46,17 @@ def child_main() -> int:
         proto_out.write(_DUMPS(msg, allow_nan=True) + "\n")
         proto_out.flush()
 
-    steps.report_to(lambda candidate, phase: send({"msg": "step", "candidate": candidate, "phase": phase}))
+    def step_held(candidate, phase) -> None:
+        """Report the step, then wait for the parent's "go": it checks for stray processes while this process is
+        held between two steps. Anything else (an "exit", the end of the pipe) ends this process."""
+        send({"msg": "step", "candidate": candidate, "phase": phase})
+        line = proto_in.readline()
+        if not line or json.loads(line).get("op") != "go":
+            os._exit(0)
+
+    steps.report_to(step_held)
     sess = None
-    for line in proto_in:
+    while line := proto_in.readline():
         msg = json.loads(line)
         try:
             if msg["op"] == "exit":

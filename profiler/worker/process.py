@@ -37,11 +37,17 @@ PROTOCOL between the parent (Worker) and the child (`python -m profiler.worker`)
   parent -> child, on the child's stdin:
     {"op": "init", "config": {"device", "mode", "flush_bytes", "init": "file.py:function" | null}}   (first)
     {"op": "task", "task": {...}}                  one task; the child answers before reading the next
+    {"op": "go"}                                   the answer to each "step" message, after the parent's check
     {"op": "exit"}
   child -> parent, on the child's ORIGINAL stdout (kept as a private pipe; fd 1 is pointed at stderr and fd 0 at
   /dev/null, so a candidate that prints or reads cannot corrupt the protocol):
     {"msg": "ready", "pid", "environment"}        after torch import, CUDA init and timer calibration
-    {"msg": "step", "candidate": name | null, "phase": "load|prepare|check|capture|time|probes"}   BEFORE each step
+    {"msg": "step", "candidate": name | null, "phase": "load|prepare|check|capture|time|probes"}   BEFORE each step;
+                                                   the child then waits for {"op": "go"}: the parent looks for
+                                                   processes the steps so far left running while the child is held
+                                                   between two steps, so one the next step starts is never blamed
+                                                   on the last one (nor missed: the next boundary or the answer
+                                                   finds it)
     {"msg": "done", "result": {...}}
     {"msg": "fatal", "candidate", "phase", "kind", "error"}   the process cannot go on (sticky CUDA error,
                                                    sys.exit, global state it could not restore); it exits next
@@ -107,13 +113,19 @@ def _session(pid: int) -> int | None:
         return None
 
 
-def orphans_of_workers(table: dict[int, int], protected: set[int]) -> set[int]:
+def orphans_of_workers(table: dict[int, int], protected: set[int], since: int | None = None) -> set[int]:
     """This process's children that a worker started: re-parented here (child subreaper) after their parent died.
     A worker starts in a session of its own and no process can join an existing session, so everything a worker
     started is outside this process's session; this process's own children (a compile pool, a dask worker, a
-    subprocess) share it and are never counted."""
+    subprocess) share it and are never counted. `since` (a worker's start, _start_ticks): only orphans started no
+    earlier than it can be that worker's -- a process tree this process started in a session of its own before
+    (a browser, a server) whose parent ends later is re-parented here too, and is no worker's (the kernel's start
+    time cannot be set by the process)."""
     me, mine = os.getpid(), os.getsid(0)
-    return {pid for pid, ppid in table.items() if ppid == me and _session(pid) != mine} - protected - _LIVE
+    found = {pid for pid, ppid in table.items() if ppid == me and _session(pid) != mine} - protected - _LIVE
+    if since is None:
+        return found
+    return {pid for pid in found if (_start_ticks(pid) or -1) >= since}
 
 
 def _descendants(roots: set[int], table: dict[int, int]) -> set[int]:
@@ -129,14 +141,15 @@ def _descendants(roots: set[int], table: dict[int, int]) -> set[int]:
 _LIVE: set[int] = set()
 
 
-def stop_tree(root: int | None, protected: set[int]) -> list[int]:
+def stop_tree(root: int | None, protected: set[int], since: int | None = None) -> list[int]:
     """Stop and kill `root` and every process it started, with the orphans re-parented to this process (child
-    subreaper) that are not `protected`; reap those that are this process's children. Returns the pids killed
-    other than root. Stopping (SIGSTOP) before killing means no process can fork a new one behind the walk."""
+    subreaper) that are not `protected` (and started no earlier than `since`: orphans_of_workers); reap those that
+    are this process's children. Returns the pids killed other than root. Stopping (SIGSTOP) before killing means no
+    process can fork a new one behind the walk."""
     me, killed, deadline = os.getpid(), set(), time.monotonic() + STOP_TREE_S
     while time.monotonic() < deadline:
         table = _parents()
-        orphans = orphans_of_workers(table, protected)
+        orphans = orphans_of_workers(table, protected, since)
         found = _descendants(({root} if root in table else set()) | orphans, table) - {me}
         states = {pid: _state(pid) for pid in found}
         alive = {pid for pid in found if states[pid] not in ("Z", "X", "?")}
@@ -157,6 +170,15 @@ def stop_tree(root: int | None, protected: set[int]) -> list[int]:
         killed |= alive
         time.sleep(0.005)
     return sorted(killed - {root})
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When `pid` started, in clock ticks after boot (/proc/PID/stat field 22); None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _state(pid: int) -> str:
@@ -297,6 +319,7 @@ class Worker:
         self._tail: collections.deque = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._last = {"candidate": None, "phase": None}
         self._protected: set[int] = set()
+        self._since: int | None = None    # the child's start (_start_ticks): only later orphans can be its
         self.steps: list[tuple[str | None, str | None, float]] = []   # (candidate, phase, parent's monotonic s)
         self.killed: list[int] = []    # processes the last child left behind, killed when it ended (stop_tree)
         self.sandbox = "none: not started"
@@ -328,6 +351,7 @@ class Worker:
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
                                      encoding="utf-8", errors="replace", start_new_session=True)
         _LIVE.add(self.proc.pid)
+        self._since = _start_ticks(self.proc.pid)
         self.started += 1
         self._q, self._tail = queue.Queue(), collections.deque(maxlen=STDERR_TAIL_LINES)
         self._protocol_thread = threading.Thread(target=self._read_protocol, args=(self.proc, self._q), daemon=True)
@@ -415,10 +439,11 @@ class Worker:
                 if self.log is not None:
                     self.log(f"[worker] {msg['text']}")
             elif kind == "step":  # progress: the watchdog restarts, so it stops exactly the step that hangs
-                self._no_strays()   # the step that just ended left no process behind
+                self._no_strays()   # the step that just ended left no process behind (the child waits for "go")
                 self._last = {"candidate": msg.get("candidate"), "phase": msg.get("phase")}
                 self.steps.append((msg.get("candidate"), msg.get("phase"), time.monotonic()))
                 deadline = time.monotonic() + timeout_s
+                self._send({"op": "go"})
             elif kind in wanted:
                 self._no_strays()
                 return msg
@@ -443,7 +468,7 @@ class Worker:
         if self.proc is None or self.child_pid is None:
             return
         table = _parents()
-        orphans = orphans_of_workers(table, self._protected)
+        orphans = orphans_of_workers(table, self._protected, self._since)
         strays = {pid for pid in _descendants({self.child_pid} | orphans, table) - {self.child_pid}
                   if _state(pid) not in ("Z", "X", "?")}
         if strays:
@@ -501,7 +526,7 @@ class Worker:
                 os.killpg(proc.pid, signal.SIGKILL)  # the child and its process group (compiler processes)
             except (ProcessLookupError, PermissionError):
                 pass
-        self.killed = stop_tree(proc.pid, self._protected)
+        self.killed = stop_tree(proc.pid, self._protected, self._since)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

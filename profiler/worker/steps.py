@@ -1,7 +1,8 @@
 """The worker process's step reporting: which candidate and phase run now, and the exception that ends the process.
 
 `step(candidate, phase)` is called BEFORE each step of a task; in a child process it sends a "step" message to the
-parent (profiler.worker.child wires it), so a death from then on is blamed on that candidate and phase.
+parent and waits for its answer (profiler.worker.child wires it), so a death from then on is blamed on that candidate
+and phase, and a process an earlier step left running is found while no step runs.
 """
 from __future__ import annotations
 

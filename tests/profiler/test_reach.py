@@ -255,3 +255,53 @@ def test_a_reply_forged_past_the_workers_own_checks_is_caught_by_the_parent(tmp_
     assert run["results"] == [] and run["pairs"] == []
     reasons = [f["reasons"][0] for f in run["failures"]]
     assert reasons and all("in-process forging" in r and "parent's clock" in r for r in reasons), reasons
+
+
+ENDS_FOREIGN_SHELL = """
+import time
+from pathlib import Path
+
+from profiler.check.wrong import TorchLinear
+
+
+class EndsForeignShell(TorchLinear):
+    name = "ends_foreign_shell"
+
+    def prepare(self, family, weight):
+        # let the foreign shell end, and wait until it has (its child is re-parented by then)
+        Path({flag!r}).touch()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                state = Path("/proc/{shell}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+            except OSError:
+                break
+            if state in (b"Z", b"X"):
+                break
+            time.sleep(0.02)
+        return super().prepare(family, weight)
+"""
+
+
+def test_a_process_tree_started_before_the_worker_and_orphaned_during_it_is_no_workers_stray(tmp_path):
+    """This process is the subreaper of all it starts: a tree started before in a session of its own (a browser, a
+    server, by an earlier test) is re-parented here when its parent ends, mid-sweep. It started before the worker,
+    so it is not the worker's: the sweep measures both candidates and the foreign process is left alone."""
+    process.become_subreaper()
+    tag, flag = f"foreign-{uuid.uuid4().hex[:8]}", tmp_path / "end-the-shell"
+    shell = subprocess.Popen(["sh", "-c", f"python3 -c 'import time; time.sleep(300)' {tag} & "
+                                          f"while [ ! -e {flag} ]; do sleep 0.02; done"], start_new_session=True)
+    mod = tmp_path / "ends.py"
+    mod.write_text(ENDS_FOREIGN_SHELL.format(flag=str(flag), shell=shell.pid))
+    try:
+        run = _sweep([wrong.spec(wrong.TorchLinear), f"{mod}:EndsForeignShell"], tmp_path / "o.json",
+                     init=f"{FAKE}:install")
+        foreign = _live(lambda c: tag in c)
+        assert flag.exists() and shell.poll() is not None
+        assert run["failures"] == [] and len(run["results"]) == 2, run["failures"]
+        assert len(foreign) == 1 and process._parents()[foreign[0]] == os.getpid()
+    finally:
+        for pid in _live(lambda c: tag in c):
+            os.kill(pid, signal.SIGKILL)
+        shell.kill()
+        shell.wait()

@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from datasets.runfile import DISTURBED_FLAG, load_run  # noqa: E402
+from datasets.shapes import shape_key_of  # noqa: E402
 from profiler.check import wrong  # noqa: E402
 from profiler.commands import canary  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
@@ -64,8 +65,9 @@ def test_the_canary_is_in_the_run_file_and_agrees_with_an_undisturbed_baseline(t
     shapes = _shapes(("o", "router"))
     run = _sweep([CONTROL, CONTROL], shapes, tmp_path / "ok.json")
     c = run["canary"]
-    assert c["verdict"] == canary.OK and c["sample"] == "all" and c["shapes"] == []
-    assert c["compared"] == len(shapes)   # every family and M
+    why = {"canary": c, "failures": run["failures"], "results": [shape_key_of(r) for r in run["results"]]}
+    assert c["verdict"] == canary.OK and c["sample"] == "all" and c["shapes"] == [], why
+    assert c["compared"] == len(shapes), why   # every family and M
     # the band from this device's repeat: the smallest and largest M of each family timed twice in the clean worker
     assert c["band_evidence"]["repeat_shapes"] == len(canary.canary_shapes(shapes, "sample")) == 4
     assert c["band"] >= canary.CANARY_BAND
