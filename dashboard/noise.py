@@ -281,8 +281,8 @@ def derive(datas) -> dict:
 def sweeps(runs_dir=None) -> list[runs.RunData]:
     """Every committed plan sweep and repeatability run (dashboard.run_kinds), read whole."""
     paths = runs.list_runs(runs_dir) if runs_dir is not None else runs.list_runs()
-    metas = [run_kinds.run_meta(p) for p in paths]
-    return [runs.load_run_data(m.path) for m in metas if m and m.kind in (run_kinds.SWEEP, run_kinds.REPEAT)]
+    read = [run_kinds.read_with_meta(p) for p in paths]
+    return [data for data, meta in filter(None, read) if meta.kind in (run_kinds.SWEEP, run_kinds.REPEAT)]
 
 
 def render(content: dict) -> str:

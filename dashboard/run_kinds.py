@@ -4,6 +4,7 @@ the source picker groups it, newest first.
     kind_of(run)             -> SWEEP | REPEAT | TUNE | SCREEN | EXPLAIN | PROBE
     meta_of(run_data)        -> RunMeta     kind, created_utc, workload name, candidates, cluster, scored count
     run_meta(path)           -> RunMeta     the same from a file, validated (None: it does not load)
+    read_with_meta(path)     -> (RunData, RunMeta)   the file and its meta from one read (None: it does not load)
     newest_first(metas)      -> [RunMeta]
     default_run(metas|paths) -> Path        the run to open first (default_rank), validated
     SHIPPED_PLAN             the candidate name of the shipped plan (kernels/plans/best.json)
@@ -77,10 +78,17 @@ def run_meta(path) -> RunMeta | None:
     """The RunMeta of a run file, read and validated whole; None when it does not load (opening it in the app or
     the CLI names the file and the field). The committed runs' metas are also in the run index
     (dashboard.run_index), so a page does not read every committed file to list them."""
+    read = read_with_meta(path)
+    return read[1] if read else None
+
+
+def read_with_meta(path) -> tuple[runs.RunData, RunMeta] | None:
+    """The run file read and validated whole, and its RunMeta (one read for both); None when it does not load."""
     try:
-        return meta_of(runs.load_run_data(path))
+        data = runs.load_run_data(path)
     except _UNREADABLE:
         return None
+    return data, meta_of(data)
 
 
 def newest_first(metas) -> list[RunMeta]:

@@ -301,10 +301,10 @@ def scored_candidates(data: RunData, workload: Workload | None = None) -> list[s
     want = {(r.load, r.family, int(r.M)) for r in workload.shapes.itertuples()}
     res = data.results[data.results["status"].isin([scoring.OK, scoring.BELOW_FLOOR])]
     res = res[~res["candidate"].isin(set(data.failures["candidate"]))] if len(data.failures) else res
-    have = res.groupby("candidate").apply(
-        lambda g: want <= {(a, b, int(c)) for a, b, c in zip(g["load"], g["family"], g["M"])},
-        include_groups=False)
-    return [c for c in data.candidates() if bool(have.get(c, False))]
+    have: dict[str, set] = {}
+    for cand, load, family, M in zip(res["candidate"], res["load"], res["family"], res["M"]):
+        have.setdefault(cand, set()).add((load, family, int(M)))
+    return [c for c in data.candidates() if want <= have.get(c, set())]
 
 
 EXPLAIN, TUNE, SCREEN, SWEEP = "explain", "tune", "screen", "sweep"

@@ -86,12 +86,8 @@ def _all_in(values, lo: float, hi: float, lo_open: bool = False) -> bool:
     samples: where all of them are floats (what JSON numbers written from floats read back as) one pass sums them --
     a finite sum means no NaN or infinity among them -- and min/max check the range; anything else (an int, a bool,
     a string, an overflow) takes the value-by-value path, which decides the same."""
-    if values and all(type(x) is float for x in values):
-        try:
-            finite = math.isfinite(math.fsum(values))
-        except (OverflowError, ValueError):
-            finite = False
-        if finite:
+    if values and set(map(type, values)) == {float}:
+        if math.isfinite(sum(values)):   # a NaN or an infinity makes the sum one; so may an overflow (then: below)
             low = min(values)
             return (low > lo if lo_open else low >= lo) and max(values) <= hi
     return all(_is_number(x) and (x > lo if lo_open else x >= lo) and x <= hi for x in values)
