@@ -113,19 +113,34 @@ def _session(pid: int) -> int | None:
         return None
 
 
-def orphans_of_workers(table: dict[int, int], protected: set[int], since: int | None = None) -> set[int]:
+def orphans_of_workers(table: dict[int, int], protected: set[int], since: int | None = None,
+                       old_sessions: frozenset[int] = frozenset()) -> set[int]:
     """This process's children that a worker started: re-parented here (child subreaper) after their parent died.
     A worker starts in a session of its own and no process can join an existing session, so everything a worker
     started is outside this process's session; this process's own children (a compile pool, a dask worker, a
-    subprocess) share it and are never counted. `since` (a worker's start, _start_ticks): only orphans started no
-    earlier than it can be that worker's -- a process tree this process started in a session of its own before
-    (a browser, a server) whose parent ends later is re-parented here too, and is no worker's (the kernel's start
-    time cannot be set by the process)."""
+    subprocess) share it and are never counted. A process tree this process started before, in a session of its own
+    (a browser, a server), is re-parented here too when its parent ends, and is no worker's. Hence, for one worker:
+    `since` (its start, _start_ticks): an orphan that started earlier is not its (the kernel's start time cannot be
+    set by the process); `old_sessions` (the sessions there were when it started): an orphan in one of them is not
+    its either (what the worker starts is in the worker's new session or in a session made later)."""
     me, mine = os.getpid(), os.getsid(0)
     found = {pid for pid, ppid in table.items() if ppid == me and _session(pid) != mine} - protected - _LIVE
-    if since is None:
-        return found
-    return {pid for pid in found if (_start_ticks(pid) or -1) >= since}
+    if since is not None:
+        found = {pid for pid in found if (_start_ticks(pid) or -1) >= since}
+    return {pid for pid in found if _session(pid) not in old_sessions}
+
+
+def sessions_now() -> frozenset[int]:
+    """The session ids of every process now (/proc/PID/stat field 6)."""
+    out = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                    out.add(int(fh.read().rsplit(b")", 1)[1].split()[3]))
+            except (OSError, IndexError, ValueError):
+                continue
+    return frozenset(out)
 
 
 def _descendants(roots: set[int], table: dict[int, int]) -> set[int]:
@@ -141,15 +156,16 @@ def _descendants(roots: set[int], table: dict[int, int]) -> set[int]:
 _LIVE: set[int] = set()
 
 
-def stop_tree(root: int | None, protected: set[int], since: int | None = None) -> list[int]:
+def stop_tree(root: int | None, protected: set[int], since: int | None = None,
+              old_sessions: frozenset[int] = frozenset()) -> list[int]:
     """Stop and kill `root` and every process it started, with the orphans re-parented to this process (child
-    subreaper) that are not `protected` (and started no earlier than `since`: orphans_of_workers); reap those that
-    are this process's children. Returns the pids killed other than root. Stopping (SIGSTOP) before killing means no
-    process can fork a new one behind the walk."""
+    subreaper) that are not `protected` (nor another tree's: `since`, `old_sessions`, orphans_of_workers); reap
+    those that are this process's children. Returns the pids killed other than root. Stopping (SIGSTOP) before
+    killing means no process can fork a new one behind the walk."""
     me, killed, deadline = os.getpid(), set(), time.monotonic() + STOP_TREE_S
     while time.monotonic() < deadline:
         table = _parents()
-        orphans = orphans_of_workers(table, protected, since)
+        orphans = orphans_of_workers(table, protected, since, old_sessions)
         found = _descendants(({root} if root in table else set()) | orphans, table) - {me}
         states = {pid: _state(pid) for pid in found}
         alive = {pid for pid in found if states[pid] not in ("Z", "X", "?")}
@@ -319,7 +335,8 @@ class Worker:
         self._tail: collections.deque = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._last = {"candidate": None, "phase": None}
         self._protected: set[int] = set()
-        self._since: int | None = None    # the child's start (_start_ticks): only later orphans can be its
+        self._since: int | None = None    # the child's start (_start_ticks) and the sessions there were then:
+        self._old_sessions: frozenset[int] = frozenset()   # an orphan older, or in one of them, is not the child's
         self.steps: list[tuple[str | None, str | None, float]] = []   # (candidate, phase, parent's monotonic s)
         self.killed: list[int] = []    # processes the last child left behind, killed when it ended (stop_tree)
         self.sandbox = "none: not started"
@@ -337,6 +354,7 @@ class Worker:
         self.close()
         become_subreaper()
         self._protected = _children_now()
+        self._old_sessions = sessions_now()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                    PYTHONUNBUFFERED="1")
         scratch = scratch_dir()
@@ -468,7 +486,7 @@ class Worker:
         if self.proc is None or self.child_pid is None:
             return
         table = _parents()
-        orphans = orphans_of_workers(table, self._protected, self._since)
+        orphans = orphans_of_workers(table, self._protected, self._since, self._old_sessions)
         strays = {pid for pid in _descendants({self.child_pid} | orphans, table) - {self.child_pid}
                   if _state(pid) not in ("Z", "X", "?")}
         if strays:
@@ -526,7 +544,7 @@ class Worker:
                 os.killpg(proc.pid, signal.SIGKILL)  # the child and its process group (compiler processes)
             except (ProcessLookupError, PermissionError):
                 pass
-        self.killed = stop_tree(proc.pid, self._protected, self._since)
+        self.killed = stop_tree(proc.pid, self._protected, self._since, self._old_sessions)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

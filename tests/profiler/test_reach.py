@@ -285,21 +285,27 @@ class EndsForeignShell(TorchLinear):
 
 def test_a_process_tree_started_before_the_worker_and_orphaned_during_it_is_no_workers_stray(tmp_path):
     """This process is the subreaper of all it starts: a tree started before in a session of its own (a browser, a
-    server, by an earlier test) is re-parented here when its parent ends, mid-sweep. It started before the worker,
-    so it is not the worker's: the sweep measures both candidates and the foreign process is left alone."""
+    server, by an earlier test) is re-parented here when its parent ends, mid-sweep. Neither its process started
+    before the worker nor the one its session starts after (the worker's processes are in sessions made since) is
+    the worker's: the sweep measures both candidates and the foreign processes are left alone."""
     process.become_subreaper()
     tag, flag = f"foreign-{uuid.uuid4().hex[:8]}", tmp_path / "end-the-shell"
-    shell = subprocess.Popen(["sh", "-c", f"python3 -c 'import time; time.sleep(300)' {tag} & "
-                                          f"while [ ! -e {flag} ]; do sleep 0.02; done"], start_new_session=True)
+    sleeper = f"python3 -c 'import time; time.sleep(300)' {tag}"
+    shell = subprocess.Popen(["sh", "-c", f"{sleeper} before & while [ ! -e {flag} ]; do sleep 0.02; done; "
+                                          f"{sleeper} after &"], start_new_session=True)
     mod = tmp_path / "ends.py"
     mod.write_text(ENDS_FOREIGN_SHELL.format(flag=str(flag), shell=shell.pid))
     try:
+        deadline = time.monotonic() + 60
+        while not _live(lambda c: tag in c) and time.monotonic() < deadline:   # started before the worker
+            time.sleep(0.02)
         run = _sweep([wrong.spec(wrong.TorchLinear), f"{mod}:EndsForeignShell"], tmp_path / "o.json",
                      init=f"{FAKE}:install")
-        foreign = _live(lambda c: tag in c)
+        foreign = {process._cmdline(p).split()[-1]: p for p in _live(lambda c: tag in c)}
         assert flag.exists() and shell.poll() is not None
         assert run["failures"] == [] and len(run["results"]) == 2, run["failures"]
-        assert len(foreign) == 1 and process._parents()[foreign[0]] == os.getpid()
+        assert set(foreign) == {"before", "after"}
+        assert all(process._parents()[p] == os.getpid() for p in foreign.values())
     finally:
         for pid in _live(lambda c: tag in c):
             os.kill(pid, signal.SIGKILL)
