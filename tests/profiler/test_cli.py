@@ -1,5 +1,6 @@
 """CLI behaviour that does not need a GPU: the no-CUDA exits (run, probe, tune), bad input as one line, the help
-of every subcommand and option, summarize's pointer to the dashboard."""
+of every subcommand and option, summarize's pointer to the dashboard. What fails before a worker or the GPU runs
+main() in this process (_main); the no-CUDA, no-torch and label cases run `python -m profiler` itself."""
 import argparse
 import os
 import subprocess
@@ -26,6 +27,23 @@ def _cli(*args, cwd=ROOT):
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
 
+def _main(capsys, *args):
+    """`python -m profiler ARGS` in this process (profiler.cli.main.main, what __main__ calls): the exit code and
+    what it printed, as subprocess.run gives them. For what fails before a worker or the GPU; the process itself is
+    what test_no_cuda_exits_2_with_one_line and test_without_torch_every_gpu_command_is_one_line_exit_2 run."""
+    from types import SimpleNamespace
+
+    from profiler.cli.main import main
+
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return SimpleNamespace(returncode=0 if code is None else code, stdout=out, stderr=err)
+
+
 def _one_line(p) -> str:
     assert "Traceback" not in p.stderr, p.stderr
     lines = p.stderr.strip().splitlines()
@@ -42,34 +60,34 @@ def test_no_cuda_exits_2_with_one_line(cmd):
     assert line.startswith(f"profiler {cmd[0]}: needs a CUDA GPU") or "importing torch failed" in line
 
 
-def test_tune_help_reaches_the_real_tuner_without_cuda():
-    p = _cli("tune", "--help")
+def test_tune_help_reaches_the_real_tuner_without_cuda(capsys):
+    p = _main(capsys, "tune", "--help")
     assert p.returncode == 0 and "usage: python -m profiler tune" in p.stdout and "--out-plan" in p.stdout
 
 
-def test_run_without_plan_is_bad_input():
-    p = _cli("run")
+def test_run_without_plan_is_bad_input(capsys):
+    p = _main(capsys, "run")
     assert p.returncode == 2 and "--plan" in _one_line(p)
 
 
 @pytest.mark.parametrize("spec, words", [("no_such_plan", "no such plan file"), ("absent.py", "no such module file"),
                                          ("method:no_such_method", "unknown method"),
                                          ("method:gemv:{not json", "not valid JSON")])
-def test_bad_candidate_spec_is_one_line_before_anything_runs(spec, words):
-    p = _cli("run", "--plan", "baseline", "--candidate", spec)
+def test_bad_candidate_spec_is_one_line_before_anything_runs(capsys, spec, words):
+    p = _main(capsys, "run", "--plan", "baseline", "--candidate", spec)
     assert p.returncode == 2
     line = _one_line(p)
     assert spec in line and words in line, line
 
 
-def test_out_never_overwrites_anything(tmp_path):
+def test_out_never_overwrites_anything(tmp_path, capsys):
     existing = tmp_path / "keep.json"
     existing.write_text("{}")
     dangling = tmp_path / "link.json"
     dangling.symlink_to(tmp_path / "nowhere.json")
     for out, words in ((existing, "exists; runs are never overwritten"), (dangling, "exists"),
                        (ROOT / "README.md", "must end in .json"), (tmp_path, "must end in .json")):
-        p = _cli("run", "--plan", "baseline", "--out", str(out))
+        p = _main(capsys, "run", "--plan", "baseline", "--out", str(out))
         assert p.returncode == 2 and words in _one_line(p), (out, p.stderr)
     assert existing.read_text() == "{}" and dangling.is_symlink()
 
@@ -84,8 +102,8 @@ def test_odd_labels_are_sanitised_not_a_traceback(tmp_path, args, label):
     assert f"-> '{label}'" in p.stderr.splitlines()[0]
 
 
-def test_summarize_points_at_the_dashboard_in_one_line(tmp_path):
-    p = _cli("summarize", str(tmp_path / "run.json"))
+def test_summarize_points_at_the_dashboard_in_one_line(tmp_path, capsys):
+    p = _main(capsys, "summarize", str(tmp_path / "run.json"))
     assert p.returncode == 2 and "python -m dashboard summarize RUN.json" in _one_line(p)
 
 
@@ -117,28 +135,28 @@ def test_every_subcommand_has_a_description_and_every_option_a_help(name):
                                         ("absent/dir/w.json", "w.json: file, field '(json)': cannot read"),
                                         ("datasets/seed_probes.csv", "expected a workload name or a .json file"),
                                         ("MALFORMED", "field 'families.proj.N'")])
-def test_a_bad_workload_is_exit_2_with_one_line_before_anything_else(tmp_path, cmd, ref, words):
+def test_a_bad_workload_is_exit_2_with_one_line_before_anything_else(tmp_path, capsys, cmd, ref, words):
     if ref == "MALFORMED":
         spec = __import__("json").loads((ROOT / "tests/fixtures/workloads/tiny.json").read_text())
         spec["families"]["proj"]["N"] = -1
         ref = str(tmp_path / "bad.json")
         Path(ref).write_text(__import__("json").dumps(spec))
-    p = _cli(*cmd, "--workload", ref)
+    p = _main(capsys, *cmd, "--workload", ref)
     assert p.returncode == 2
     line = _one_line(p)
     assert line.startswith(f"profiler {cmd[0]}: --workload: ") and words in line
 
 
-def test_shapes_are_validated_against_the_workload():
-    p = _cli("run", "--plan", "baseline", "--shapes", "qkv:1")               # the default workload has no qkv
+def test_shapes_are_validated_against_the_workload(capsys):
+    p = _main(capsys, "run", "--plan", "baseline", "--shapes", "qkv:1")               # the default workload has no qkv
     assert p.returncode == 2 and "unknown family 'qkv'; muse_bf16_proj has qkv_gate" in _one_line(p)
-    p = _cli("run", "--workload", "llama31_8b_decode", "--plan", "baseline", "--shapes", "qkv_gate:64")
+    p = _main(capsys, "run", "--workload", "llama31_8b_decode", "--plan", "baseline", "--shapes", "qkv_gate:64")
     assert p.returncode == 2 and "unknown family 'qkv_gate'; llama31_8b_decode has qkv, o, gate_up, down" in \
         _one_line(p)
 
 
-def test_a_plan_for_another_workload_is_refused_by_run_in_one_line():
-    p = _cli("run", "--workload", "llama31_8b_decode", "--plan", "baseline", "--plan", "best", "--shapes", "qkv:1")
+def test_a_plan_for_another_workload_is_refused_by_run_in_one_line(capsys):
+    p = _main(capsys, "run", "--workload", "llama31_8b_decode", "--plan", "baseline", "--plan", "best", "--shapes", "qkv:1")
     assert p.returncode == 2
     assert "cannot load candidate 'best'" in _one_line(p) and "tuned for workload muse_bf16_proj" in p.stderr
 
@@ -152,17 +170,17 @@ def test_a_plan_for_another_workload_is_refused_by_run_in_one_line():
                                   ["probe", "--workload", "llama31_8b_decode", "--shapes", "qkv:64"],
                                   ["tune", "--workload", "llama31_8b_decode",
                                    "--out-plan", "kernels/plans/llama31_8b_decode.json"]])
-def test_good_workload_and_shapes_get_as_far_as_the_gpu(args):
+def test_good_workload_and_shapes_get_as_far_as_the_gpu(capsys, args):
     """Everything the CPU can check passes (workload, plans against it, --shapes in it); the next stop is CUDA."""
-    p = _cli(*args)
+    p = _main(capsys, *args)
     assert p.returncode == 2
     line = _one_line(p)
     assert f"profiler {args[0]}: needs a CUDA GPU" in line or "importing torch failed" in line
 
 
-def test_workload_help_is_on_every_command():
+def test_workload_help_is_on_every_command(capsys):
     for cmd in ("run", "probe", "explain", "tune"):
-        p = _cli(cmd, "--help")
+        p = _main(capsys, cmd, "--help")
         assert p.returncode == 0 and "--workload NAME|FILE" in p.stdout, cmd
 
 
