@@ -1,4 +1,5 @@
 """Run file → DataFrames, floors/SOL per shape, scores per pair, run listing (synthetic fixtures)."""
+import functools
 import json
 import shutil
 from pathlib import Path
@@ -107,13 +108,17 @@ def test_list_runs_sorted_by_date(tmp_path):
     assert runs.parse_run_name("notes.json") is None
 
 
+@functools.lru_cache(maxsize=1)
+def _committed() -> dict:
+    """{path: RunData} of every committed run, each file read and validated once for the tests below."""
+    return {p: runs.load_run_data(p) for p in runs.list_runs()}
+
+
 def test_committed_runs_are_valid():
     # Whatever measured runs are committed must load (synthetic files must never be there).
-    paths = runs.list_runs()
-    if not paths:
+    if not _committed():
         pytest.skip("no measured runs committed in datasets/runs yet")
-    for path in paths:
-        data = runs.load_run_data(path)
+    for path, data in _committed().items():
         assert "synthetic" not in data.label.lower(), path.name
         assert "SYNTHETIC" not in str(data.run["environment"].get("gpu", "")), path.name
 
@@ -122,12 +127,11 @@ def test_default_run_prefers_the_most_fully_scored_sweep_of_the_default_workload
     """The app opens on a plan sweep of muse_bf16_proj with the most fully scored candidates, not on a tune log or
     a screen (they time dozens of configs per shape) nor on another workload's run."""
     from dashboard.run_kinds import SWEEP, default_run, kind_of, meta_of
-    from dashboard.runs import list_runs, load_run_data, scored_candidates
+    from dashboard.runs import scored_candidates
 
-    paths = list_runs()
-    if not paths:
+    loaded = _committed()
+    if not loaded:
         pytest.skip("no committed runs")
-    loaded = {p: load_run_data(p) for p in paths}   # every file read once
     chosen = default_run([meta_of(d) for d in loaded.values()], opens=loaded.__getitem__)
     data = loaded[chosen]
     assert kind_of(data.run) == SWEEP and data.workload.name == "muse_bf16_proj"
