@@ -89,6 +89,10 @@ SLOW = {
     "test_restart.py": "two app processes, each a fresh import",
 }
 FAST_TIER_TARGET_S = 180   # the fast tier's budget on a 2-core machine
+# The files of most test time on the 2-core machine, longest first (a whole run with --durations=0 gives the figures:
+# 55-90 s each), handed to the workers before the others of their rank.
+LONGEST_FIRST = ("test_browser.py", "test_cluster.py", "test_router_interp.py", "test_reach.py", "test_pages.py",
+                 "test_noise.py", "test_worker.py", "test_interp_splitk2.py", "test_results_doc.py")
 
 
 def pytest_configure(config):
@@ -100,7 +104,7 @@ def pytest_collection_modifyitems(config, items):
     files = {p.name for p in (ROOT / "tests").rglob("test_*.py")}
     collected = {Path(str(item.fspath)).name for item in items}
     names = {f"{Path(str(item.fspath)).name}::{item.originalname}" for item in items}
-    missing = [key for key in SLOW if key.split("::")[0] not in files
+    missing = [key for key in (*SLOW, *LONGEST_FIRST) if key.split("::")[0] not in files
                or ("::" in key and key.split("::")[0] in collected and key not in names)]
     if missing:
         raise pytest.UsageError(f"tests/conftest.py: SLOW names {missing}, which no test is called "
@@ -116,7 +120,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         slow_in.setdefault(str(item.fspath), []).append("slow" in item.keywords)
     rank = {f: (2 if all(marks) else 1 if any(marks) else 0) for f, marks in slow_in.items()}
-    items.sort(key=lambda item: rank[str(item.fspath)])
+    # Within a rank, the longest files first (LONGEST_FIRST): the last files handed out are short ones, so neither
+    # worker is left running one long file alone at the end.
+    longest = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: (rank[str(item.fspath)],
+                                 longest.get(Path(str(item.fspath)).name, len(LONGEST_FIRST))))
     if _cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
