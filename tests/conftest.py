@@ -95,8 +95,17 @@ LONGEST_FIRST = ("test_browser.py", "test_cluster.py", "test_router_interp.py", 
                  "test_noise.py", "test_worker.py", "test_interp_splitk2.py", "test_results_doc.py")
 
 
+# One thread per test process: the suite runs one worker process per core (pytest.ini), and the worker, CLI and
+# interpreter processes the tests start run beside it. With torch's and MKL's default (a thread per core) the processes'
+# threads outnumbered the cores: five of the slow files took 87 s and 103 s of wall time on 2 workers by default,
+# 68 s and 63 s with one thread (on the 2-core machine, back to back). An explicit setting is kept.
+ONE_THREAD = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped elsewhere")
+    for name in ONE_THREAD:   # before any test imports torch or numpy; the processes tests start inherit it
+        os.environ.setdefault(name, "1")
     config._projlab_started_s = time.perf_counter() - (_process_age_s() or 0.0)
 
 
