@@ -1,5 +1,5 @@
-"""The shape task's records pinned: a fake-timer sweep (CPU, real worker process, KeyedFakeTimer: samples that
-depend only on the task; fixed input salt) gives the
+"""The shape task's records pinned: a fake-timer sweep (CPU, the worker in this process: inprocess_worker.py;
+KeyedFakeTimer: samples that depend only on the task; fixed input salt) gives the
 records in data/pinned_shape_records.json -- results, pairs, failures and each shape's info -- so a change to how the
 shape task keeps its per-candidate state cannot change what it records. A key a record gains later is allowed; every
 pinned key must keep its value. Regenerate (only for an intended change of the records) with
@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 
 from profiler.check import wrong  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
+from inprocess_worker import in_process_worker  # noqa: E402,F401  (the fixture)
 
 FAKE = str(Path(__file__).with_name("fake_device.py"))
 PINNED = Path(__file__).with_name("data") / "pinned_shape_records.json"
@@ -70,7 +71,7 @@ def _contains(pinned, now, path="") -> list[str]:
     return [] if pinned == now else [f"{path}: {now!r} != pinned {pinned!r}"]
 
 
-def test_a_fake_timer_sweep_gives_the_pinned_records(tmp_path):
+def test_a_fake_timer_sweep_gives_the_pinned_records(tmp_path, in_process_worker):
     now = {mode: _records(tmp_path, mode) for mode in ("cold", "stream")}
     if os.environ.get("PIN_SHAPE_RECORDS"):
         PINNED.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")

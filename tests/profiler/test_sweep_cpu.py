@@ -1,7 +1,8 @@
-"""run_sweep's orchestration on CPU, through the real worker process, with a fake timer and fake probes
-installed in the worker (fake_device.py): run-file validity, failures, not timing incorrect candidates, partial
-flushes, flags. The fake times are made up, so nothing here asserts a timing result. (The real timer and probes
-run in test_gpu.py on the device.)"""
+"""run_sweep's orchestration on CPU, with a fake timer and fake probes installed in the worker (fake_device.py):
+run-file validity, failures, not timing incorrect candidates, partial flushes, flags. The worker runs in this process
+(inprocess_worker.py: what is under test is what the parent records), except for Ctrl-C's partial file, which goes
+through the real worker process. The fake times are made up, so nothing here asserts a timing result. (The real
+timer and probes run in test_gpu.py on the device.)"""
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +13,7 @@ torch = pytest.importorskip("torch")
 from profiler.check import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
+from inprocess_worker import in_process_worker  # noqa: E402,F401  (the fixture)
 
 FAKE = str(Path(__file__).with_name("fake_device.py"))
 INSTALL, HIGH_FLOORS = f"{FAKE}:install", f"{FAKE}:install_high_floors"
@@ -31,7 +33,7 @@ def _sweep(specs, shapes, out, init=INSTALL, **settings):
                      settings=SweepSettings(**({"timing": replace(SWEEP, max_seconds=0.1)} | settings)))
 
 
-def test_sweep_writes_valid_run_and_does_not_time_incorrect_candidates(tmp_path):
+def test_sweep_writes_valid_run_and_does_not_time_incorrect_candidates(tmp_path, in_process_worker):
     out = tmp_path / "r.json"
     _sweep([CONTROL, CONTROL, NAN_ROW], _shapes(), out, timing=replace(SWEEP, max_seconds=0.2))
     run = load_run(out)
@@ -62,7 +64,7 @@ class Boom:
 '''
 
 
-def test_sweep_records_prepare_failures_and_never_overwrites(tmp_path, monkeypatch):
+def test_sweep_records_prepare_failures_and_never_overwrites(tmp_path, monkeypatch, in_process_worker):
     from datasets.runfile import RunFileError
 
     (tmp_path / "boom.py").write_text(BOOM)
@@ -79,7 +81,7 @@ def test_sweep_records_prepare_failures_and_never_overwrites(tmp_path, monkeypat
         _sweep([CONTROL], _shapes(1), out)
 
 
-def test_broken_module_is_an_input_error_before_any_file(tmp_path):
+def test_broken_module_is_an_input_error_before_any_file(tmp_path, in_process_worker):
     from profiler.commands.sweep import SweepInputError
 
     mod = tmp_path / "broken.py"
@@ -105,14 +107,14 @@ def test_sweep_interrupt_leaves_partial(tmp_path):
     assert run["status"] == "partial" and len(run["results"]) == 1 and run["interrupted"] is True
 
 
-def test_below_floor_flag_uses_the_probe_noise(tmp_path):
+def test_below_floor_flag_uses_the_probe_noise(tmp_path, in_process_worker):
     out = tmp_path / "f.json"
     _sweep([CONTROL], _shapes(1), out, init=HIGH_FLOORS)
     r = load_run(out)["results"][0]
     assert "below_floor" in r["flags"] and r["floor_us"] == 50.0
 
 
-def test_cli_summary_of_sweep(tmp_path):
+def test_cli_summary_of_sweep(tmp_path, in_process_worker):
     from profiler.cli.main import format_run
 
     out = tmp_path / "s.json"
@@ -122,7 +124,7 @@ def test_cli_summary_of_sweep(tmp_path):
     assert "FAILED decode 1/qkv_gate M=1 nan_row (incorrect, check): eager call 1" in text
 
 
-def test_sweep_uses_three_instances_in_cold_mode(tmp_path):
+def test_sweep_uses_three_instances_in_cold_mode(tmp_path, in_process_worker):
     run = _sweep([CONTROL, CONTROL], _shapes(1), tmp_path / "i.json", probes=False)
     info = next(iter(run["shape_info"].values()))
     assert info["instances"] == 3 and run["results"][0]["n_samples"] >= 96

@@ -1,4 +1,5 @@
-"""Any workload through the profiler on CPU (a real worker process, the fake timer of fake_device.py): the tiny
+"""Any workload through the profiler on CPU (the fake timer of fake_device.py; the worker in this process,
+inprocess_worker.py, but for the llama sweep, whose muse plan a real worker process refuses): the tiny
 synthetic workload and llama31_8b_decode are selected, swept and tuned like muse; the worker builds plans and the
 contract from the workload it is sent (a muse plan is refused there for llama), and every run file embeds its
 workload, which runfile.load_run validates. The fake times are made up: nothing here asserts a timing."""
@@ -16,6 +17,7 @@ from profiler.check import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
 from datasets.paths import run_paths  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
+from inprocess_worker import in_process_worker  # noqa: E402,F401  (the fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = str(Path(__file__).with_name("fake_device.py"))
@@ -31,7 +33,7 @@ def _sweep(specs, shapes, out, workload, **settings):
                      settings=SweepSettings(**({"timing": replace(SWEEP, max_seconds=0.1)} | settings)))
 
 
-def test_tiny_workload_selection_sweep_and_run_file(tmp_path):
+def test_tiny_workload_selection_sweep_and_run_file(tmp_path, in_process_worker):
     tiny = load_workload(TINY)
     shapes = tiny.select("proj:3+official")
     assert [(s["load"], s["family"], s["M"], s["N"]) for s in shapes] == [
@@ -95,7 +97,7 @@ def test_committed_runs_without_a_workload_still_load():
         assert workload.name == "muse_bf16_proj" and "does not record its workload" in note
 
 
-def test_tune_on_the_tiny_workload_writes_a_plan_that_records_it(tmp_path):
+def test_tune_on_the_tiny_workload_writes_a_plan_that_records_it(tmp_path, in_process_worker):
     from kernels.method import PlanError
     from kernels.plans import load_plan
     from profiler.commands import tune
@@ -118,7 +120,7 @@ def test_tune_on_the_tiny_workload_writes_a_plan_that_records_it(tmp_path):
         load_plan(tmp_path / "tiny_plan.json")                                    # the default workload: refused
 
 
-def test_a_workload_file_of_only_n_k_and_loads_sweeps(tmp_path):
+def test_a_workload_file_of_only_n_k_and_loads_sweeps(tmp_path, in_process_worker):
     """Only each family's N and K and the loads written: the defaults (bfloat16, the dtype's tolerance, weight 1,
     the default contract, the file's stem as name) travel in the run file, which validates."""
     path = tmp_path / "my_model.json"
