@@ -246,14 +246,15 @@ def cmd_results(args) -> int:
         if not readme.is_file():
             raise CliError(f"--readme {readme}: no such file")
         results_doc.splice(readme.read_text(encoding="utf-8"), "", str(readme))
-    text = results_doc.build(Path(args.runs))
+    files = results_doc.RunFiles(runs_dir)   # read once for both documents
+    text = results_doc.build(files)
     if args.out is None and args.readme is None:
         print(text, end="")
     if args.out is not None:
         write_files(Path(args.out).parent, {Path(args.out).name: text})
         print(f"wrote {args.out}")
     if args.readme is not None:
-        block = results_doc.per_load_block(Path(args.runs))
+        block = results_doc.per_load_block(files)
         write_files(readme.parent, {readme.name: results_doc.splice(readme.read_text(encoding="utf-8"), block,
                                                                     str(readme))})
         print(f"wrote the per-load table into {readme}")

@@ -131,9 +131,14 @@ def pytest_collection_modifyitems(config, items):
     rank = {f: (2 if all(marks) else 1 if any(marks) else 0) for f, marks in slow_in.items()}
     # Within a rank, the longest files first (LONGEST_FIRST): the last files handed out are short ones, so neither
     # worker is left running one long file alone at the end.
+    # Within a file of both, its fast tests first: the fast tier's last test ends before that file's slow ones run.
     longest = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    first = {}
+    for i, item in enumerate(items):
+        first.setdefault(str(item.fspath), i)
     items.sort(key=lambda item: (rank[str(item.fspath)],
-                                 longest.get(Path(str(item.fspath)).name, len(LONGEST_FIRST))))
+                                 longest.get(Path(str(item.fspath)).name, len(LONGEST_FIRST)),
+                                 first[str(item.fspath)], "slow" in item.keywords))
     if _cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")

@@ -146,14 +146,31 @@ def _wait_rendered(drv, timeout=60, quiet_s=1.0) -> float:
     raise AssertionError(f"page did not finish rendering in {timeout} s: {drv.current_url}")
 
 
+# Two animation frames after a change (a resize, a tab shown): the layout, the resize observers the data grids and
+# plotly's responsive charts use, and the paint they cause have all run by then.
+_TWO_FRAMES_JS = "const done = arguments[arguments.length - 1]; " \
+                 "requestAnimationFrame(() => requestAnimationFrame(() => done(true)));"
+
+
+def _laid_out(drv, timeout=30) -> None:
+    """Wait until the page has laid itself out again after a change and every visible chart is drawn (_SETTLED_JS)."""
+    deadline = time.time() + timeout
+    while True:
+        drv.execute_async_script(_TWO_FRAMES_JS)
+        if drv.execute_script(_SETTLED_JS) or time.time() > deadline:
+            return
+        time.sleep(0.05)
+
+
 def _full_page_screenshot(drv, path: Path) -> None:
     """Streamlit scrolls inside stMain, so grow the window to its content height for one screenshot."""
     height = drv.execute_script("const m = document.querySelector('[data-testid=\"stMain\"]');"
                                 "return m ? m.scrollHeight : document.body.scrollHeight;")
     drv.set_window_size(WIDTH, min(int(height) + 120, 16000))
-    time.sleep(0.8)  # let plotly re-layout at the new size
+    _laid_out(drv)
     drv.save_screenshot(str(path))
     drv.set_window_size(WIDTH, HEIGHT)
+    _laid_out(drv)
 
 
 # Every rendered data grid (st.dataframe; a collapsed expander renders none) and the main block: how far each
@@ -216,7 +233,7 @@ def test_page_renders_fits_and_is_screenshotted(server, browser, page):
     _full_page_screenshot(browser, SHOTS / f"{page}.png")
     for i, tab in enumerate(browser.find_elements(By.CSS_SELECTOR, '[role="tab"]')[1:], start=1):
         tab.click()  # a hidden tab's tables have no width until shown
-        time.sleep(0.5)
+        _laid_out(browser)
         assert not _overflowing(browser), f"{page} tab {tab.text!r} scrolls sideways: {_overflowing(browser)}"
         _full_page_screenshot(browser, SHOTS / f"{page}_tab{i}.png")
     if page == "overview":
@@ -259,7 +276,7 @@ def test_report_opens_offline_in_chromium(browser, tmp_path, capsys):
     SHOTS.mkdir(parents=True, exist_ok=True)
     height = browser.execute_script("return document.documentElement.scrollHeight")
     browser.set_window_size(WIDTH, min(int(height) + 50, 16000))
-    time.sleep(0.5)
+    browser.execute_async_script(_TWO_FRAMES_JS)
     browser.save_screenshot(str(SHOTS / "report.png"))
     browser.set_window_size(WIDTH, HEIGHT)
     _report_line(capsys, f"report {html.name}: {html.stat().st_size / 1e6:.2f} MB, {figs} figures drawn offline")
