@@ -181,11 +181,13 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert len(commands) == 2, "Quick start has exactly two set-up commands"
     venv = "python3 -m venv .venv && . .venv/bin/activate && pip install "
     # Both create and use a virtual environment (a stock Debian/Ubuntu Python refuses pip into the system one). The
-    # test command byte-compiles the libraries on every core after pip (pip compiles on one: 87 s of install on the
-    # 2-core machine, 57 s this way), leaving out their own test folders and torch's Python-3.12-only test helpers.
+    # test command byte-compiles the libraries and the project on every core after pip (pip compiles on one: 87 s of
+    # install on the 2-core machine, 57 s this way), leaving out the libraries' own test folders (torch's hold
+    # Python-3.12-only code); with PYTHONDONTWRITEBYTECODE set, a module without a compiled file is compiled again in
+    # every process that imports it, and the tests start hundreds.
     assert commands == [venv + "-r requirements.txt && streamlit run app.py",
                         venv + "--no-compile -r requirements-dev.txt && python -m compileall -q -j 0 "
-                        "-x 'site-packages/.*/(tests?|testing/_internal)/' .venv/lib && python -m pytest -q"]
+                        "-x 'site-packages/.*/(tests?|testing/_internal)/' . && python -m pytest -q"]
     assert "Python >= 3.11" in quick
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "set -euo pipefail" in ci

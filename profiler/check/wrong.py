@@ -462,9 +462,10 @@ class DegradesAfterReplays(TorchLinear):
     device (one per M) is incremented by every call (inside the graph too), and torch.where picks the truncated
     result once it passes AFTER -- no host sync, so it captures. The lifecycle contract, the timing captures and the
     check before timing make ~25 calls and replays at a shape; timing makes >= 96 timed replays plus its warm-up
-    (hundreds). Caught by the check of the timed graphs after timing."""
+    (hundreds, so it is wrong from the first timed batch on). Caught by the check of the timed graphs during timing
+    (the first judged batch: tests/profiler/test_trust_sweep.py's GPU test of TIMED_WRONG)."""
 
-    name, expect = "degrades_after_replays", "after timing"
+    name, expect = "degrades_after_replays", "during timing"
     AFTER = 100
 
     def run(self, state, family, x):

@@ -4,6 +4,7 @@ import ctypes
 import os
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -169,14 +170,21 @@ def test_gpu_cublas_config_set_after_initialisation_does_not_reach_the_baseline(
         graphs = [timer.capture(lambda: F.linear(x32.float(), w32)), timer.capture(lambda: F.linear(x1, w1))]
         return timing.measure_shape(graphs, timer, max_seconds=0.5).samples_us.mean(axis=0)
 
-    before = times()
+    # Without and with the variables, alternating three times, the fastest of each kept: the GPU suite runs 8 test
+    # processes on one GPU, and a neighbour's burst slowed one side of a single pair by 26% there (H100, -n 8).
     saved = {k: os.environ.get(k) for k in ("CUBLAS_WORKSPACE_CONFIG", "CUBLASLT_WORKSPACE_SIZE")}
+    before, after = [], []
     try:
-        os.environ.update(CUBLAS_WORKSPACE_CONFIG=":0:0", CUBLASLT_WORKSPACE_SIZE="0")
-        after = times()
+        for _ in range(3):
+            for k, v in saved.items():
+                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+            before.append(times())
+            os.environ.update(CUBLAS_WORKSPACE_CONFIG=":0:0", CUBLASLT_WORKSPACE_SIZE="0")
+            after.append(times())
     finally:
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    before, after = np.min(before, axis=0), np.min(after, axis=0)
     assert (after / before).max() < 1 + canary.CANARY_BAND, (before, after)
 
 
