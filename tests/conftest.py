@@ -73,12 +73,11 @@ SLOW = {
     "test_readability.py": "AppTest: captions and labels of every page",
     "test_kernels_page.py": "AppTest: the Kernels page on the committed explain runs",
     "test_gate_app.py::test_pages_without_a_source_still_open_next_to_a_deep_file": "a deeply nested file, every page",
-    "test_report.py": "python -m dashboard report subprocesses",
+    "test_report.py": "python -m dashboard report subprocesses: the umask, a kill mid-write",
     "test_tune.py::test_warm_runs_jobs_in_worker_processes_and_reports_the_ones_that_raise": "worker processes",
     "test_pages.py::test_no_page_imports_torch": "a subprocess per page",
     "test_runs.py::test_default_run_prefers_the_most_fully_scored_sweep_of_the_default_workload": "every run file",
     "test_runs.py::test_committed_runs_are_valid": "every run file",
-    "test_gate.py::test_cli_summarize_table_report_exit_3_for_an_incorrect_pair": "python -m dashboard subprocesses",
     "test_gate_app.py::test_compare_gives_incorrect_no_verdict_and_an_error": "Compare over every series",
     "test_peer_methods.py::test_torch_compile_passes_the_contract_in_a_worker_on_cpu_and_records_its_setup":
         "a worker process and an Inductor compile (about 25 s, 50 s with a cold Inductor cache)",

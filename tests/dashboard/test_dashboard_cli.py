@@ -1,4 +1,6 @@
-"""`python -m dashboard summarize` output and one-line errors (run as a real subprocess)."""
+"""`python -m dashboard summarize` output and one-line errors. The command's main() runs in the test process (what
+it prints, its exit code); the published table's summary, the usage error and a closed pipe go through a real
+`python -m dashboard` process (the entry point, the interpreter's exit)."""
 import json
 import re
 import subprocess
@@ -7,17 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from dashboard_cli import run_main as cli
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 
 
-def cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "dashboard", *args], cwd=cwd, capture_output=True, text=True,
+def cli_process(*args):
+    return subprocess.run([sys.executable, "-m", "dashboard", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
 
 
 def test_summarize_official():
-    out = cli("summarize", "datasets/official_036.csv")
+    out = cli_process("summarize", "datasets/official_036.csv")
     assert out.returncode == 0, out.stderr
     text = out.stdout
     for load, ratio in [("decode 1", "1.5116"), ("decode 16", "1.2339"), ("decode 32", "1.2345"),
@@ -92,7 +96,7 @@ def test_report_hook_passes_arguments_through(monkeypatch):
 
 
 def test_no_command_is_a_usage_error():
-    out = cli()
+    out = cli_process()
     assert out.returncode == 2 and "usage" in out.stderr
 
 

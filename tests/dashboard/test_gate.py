@@ -1,8 +1,6 @@
 """The correctness gate: no score, load ratio, speedup, Compare verdict or SOL comes from a shape where either side
 is incorrect, failed or (unless included) below the measured floor. Fixtures are edited copies of a committed
 paired sweep (tests/fixtures/runs/edit_runs.py; labelled EDITED-, test data only)."""
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +9,7 @@ import pytest
 
 from dashboard import compare, runs, scoring, views
 from datasets import load_workload
+from dashboard_cli import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 WL = load_workload()
@@ -111,8 +110,7 @@ def test_wide_table_blanks_ratios_and_sol_the_gate_keeps_out(edit, tmp_path):
 
 # --- the CLI: exit 3 and a 'no score' line for the refused pair ----------------------------------------------------
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "dashboard", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    return run_main(*args)   # in this process (dashboard_cli.py)
 
 
 def test_cli_summarize_table_report_exit_3_for_an_incorrect_pair(edit, tmp_path):

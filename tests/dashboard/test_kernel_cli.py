@@ -1,17 +1,19 @@
-"""`python -m dashboard explain` and `python -m dashboard report` on the committed H200 explain run (subprocesses):
-the printed table carries the run's numbers, bad input is one line with exit status 2."""
+"""`python -m dashboard explain` and `python -m dashboard report` on the committed H200 explain run (main() in this
+process, dashboard_cli.py; the host without plotly in a subprocess): the printed table carries the run's numbers, bad
+input is one line with exit status 2."""
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+from dashboard_cli import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "datasets" / "runs" / "2026-12-01_nvidia-h200_explain-baseline-best.json"
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "dashboard", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    return run_main(*args)   # in this process (dashboard_cli.py)
 
 
 def test_explain_prints_every_kernel_of_a_candidate():

@@ -12,6 +12,7 @@ import pytest
 
 from dashboard import report, runs
 from datasets import load_official, load_seed_probes, load_workload
+from dashboard_cli import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "app"
@@ -179,8 +180,7 @@ def test_reports_get_the_umasks_mode_not_the_temp_files(tmp_path, umask, mode):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "dashboard", "report", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return run_main("report", *args)   # in this process (dashboard_cli.py)
 
 
 def test_cli_writes_reports(tmp_path):

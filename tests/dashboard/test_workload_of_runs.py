@@ -3,8 +3,6 @@ embedded in the run) is validated, scored, tabulated and reported with its famil
 "workload" key) is read as muse_bf16_proj with a note; the official table is joined only for muse."""
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from dashboard import figures, report, runs, views, workloads
 from datasets import load_workload
 from datasets.runfile import RunFileError
+from dashboard_cli import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
@@ -21,8 +20,7 @@ MUSE_ONLY = "the official table is for muse_bf16_proj; this run is tiny_bf16_syn
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "dashboard", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    return run_main(*args)   # in this process (dashboard_cli.py)
 
 
 def test_a_run_carries_its_embedded_workload_and_is_scored_with_it():

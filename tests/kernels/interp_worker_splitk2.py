@@ -33,7 +33,8 @@ for name in ("splitk_atomic_v2", "splitk_atomic_kn"):
                 m = get_method(name)
                 state = m.prepare(w, config)
                 worst = 0.0
-                for _ in range(3):   # fresh inputs, one state: the workspace and counters must come back zero
+                for _ in range(2):   # fresh inputs, one state: the second call is right only if the first left the
+                    #                  workspace and counters zero (checked after the second too)
                     x = torch.randn(M, K, generator=g)
                     y = m.run(state, x)
                     assert tuple(y.shape) == (M, N) and y.dtype == torch.float32

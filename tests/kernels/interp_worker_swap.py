@@ -28,7 +28,8 @@ for cfg in ({"BM": 16, "BN": 32, "BK": 32, "SPLIT": 4},     # 256/32 = 8 steps: 
             else:
                 state = launch.prepare(w, config)
             worst = 0.0
-            for _ in range(3):   # fresh inputs, one state: the workspace and counters must come back zero
+            for _ in range(2):   # fresh inputs, one state: the second call is right only if the first left the
+                #                  workspace and counters zero (checked after the second too)
                 x = torch.randn(M, K, generator=g)
                 y = launch.run(state, x)
                 assert tuple(y.shape) == (M, N) and y.dtype == torch.float32
