@@ -109,6 +109,7 @@ def pytest_configure(config):
     config._projlab_started_s = time.perf_counter() - (_process_age_s() or 0.0)
 
 
+@pytest.hookimpl(tryfirst=True)   # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     # Checked against the files' sources, not the items collected: one test picked by its node id collects no other.
     files = {p.name: p for p in (ROOT / "tests").rglob("test_*.py")}
@@ -122,23 +123,20 @@ def pytest_collection_modifyitems(config, items):
         name = Path(str(item.fspath)).name
         if name in SLOW or f"{name}::{item.originalname}" in SLOW:
             item.add_marker(pytest.mark.slow)
-    # Files of fast tests only first, then files with both, then files of slow tests only (stable within each): the
-    # fast tier's answer comes first in a whole run too, and the run measures when it came (pytest-xdist hands
-    # whole files to its workers in this order: --dist loadfile in pytest.ini).
-    slow_in = {}
-    for item in items:
-        slow_in.setdefault(str(item.fspath), []).append("slow" in item.keywords)
-    rank = {f: (2 if all(marks) else 1 if any(marks) else 0) for f, marks in slow_in.items()}
-    # Within a rank, the longest files first (LONGEST_FIRST): the last files handed out are short ones, so neither
-    # worker is left running one long file alone at the end.
-    # Within a file of both, its fast tests first: the fast tier's last test ends before that file's slow ones run.
+    # Every fast test before every slow one: the fast tier's answer comes first in a whole run too, and the run
+    # measures when it came. pytest-xdist hands out groups (--dist loadgroup in pytest.ini): a file's fast tests are
+    # one group and its slow tests another, each run whole on one worker (module fixtures built once per group), in
+    # this order. Within a tier, the longest files first (LONGEST_FIRST): the last groups handed out are short ones,
+    # so neither worker is left running one long file alone at the end.
     longest = {name: i for i, name in enumerate(LONGEST_FIRST)}
     first = {}
     for i, item in enumerate(items):
         first.setdefault(str(item.fspath), i)
-    items.sort(key=lambda item: (rank[str(item.fspath)],
-                                 longest.get(Path(str(item.fspath)).name, len(LONGEST_FIRST)),
-                                 first[str(item.fspath)], "slow" in item.keywords))
+    for item in items:
+        tier = "slow" if "slow" in item.keywords else "fast"
+        item.add_marker(pytest.mark.xdist_group(f"{Path(str(item.fspath)).relative_to(ROOT)}:{tier}"))
+    items.sort(key=lambda item: ("slow" in item.keywords, longest.get(Path(str(item.fspath)).name, len(LONGEST_FIRST)),
+                                 first[str(item.fspath)]))
     if _cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
