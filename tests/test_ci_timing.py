@@ -46,15 +46,17 @@ def test_a_whole_run_prints_when_the_fast_tier_ended_and_a_marked_run_does_not(p
     assert not any("all ended" in line for line in _summary(conftest, reports[1:2], ""))   # no fast test ran
 
 
-def test_fast_files_run_before_slow_ones(request):
-    """A whole run's collection: files of fast tests only, then mixed files, then files of slow tests only."""
+def test_fast_tests_run_before_slow_ones_in_groups_of_one_file_and_tier(request):
+    """A whole run's collection: every fast test before every slow one; each test's xdist group is its file and tier
+    (what pytest-xdist hands out whole: pytest.ini), and the tests of a group are together."""
     items = request.session.items
-    rank = {}
-    for item in items:
-        rank.setdefault(str(item.fspath), []).append("slow" in item.keywords)
-    order = [2 if all(m) else 1 if any(m) else 0 for m in
-             (rank[f] for f in dict.fromkeys(str(item.fspath) for item in items))]
-    assert order == sorted(order), order
+    slow = ["slow" in item.keywords for item in items]
+    assert slow == sorted(slow), "a fast test after a slow one"
+    groups = [next(item.iter_markers("xdist_group")).args[0] for item in items]
+    for item, group, is_slow in zip(items, groups, slow):
+        assert group == f"{Path(str(item.fspath)).relative_to(ROOT)}:{'slow' if is_slow else 'fast'}", group
+    seen = list(dict.fromkeys(groups))
+    assert [g for i, g in enumerate(groups) if i == 0 or g != groups[i - 1]] == seen, "a group's tests are apart"
 
 
 def test_ci_run_prints_its_wall_time_whatever_the_outcome():

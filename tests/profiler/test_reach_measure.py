@@ -71,14 +71,20 @@ def test_lossy_weights_dispatcher_kernels_and_backend_flags_are_rejected_through
     scored = {(r["candidate"], r["M"]) for r in run["results"]}
     assert scored == {("torch_linear_control", 1), ("torch_linear_control", 16), ("outlier_exact_int8_small_m", 16)}
     why = {(f["candidate"], f["M"]): " | ".join(f["reasons"]) for f in run["failures"]}
+
+    def lossy(text: str) -> bool:
+        """Rejected for its weights by the element rule, or by a sparse probe row where one came first (which call
+        of the contract has which kind of probe row depends on the run's random input salt)."""
+        return ("element rule: " in text and "lossy arithmetic" in text) or \
+            "probe rows expose the weight representation" in text
+
     for M in (1, 16):
-        assert "lossy arithmetic" in why["outlier_exact_int8", M]
+        assert lossy(why["outlier_exact_int8", M]), why["outlier_exact_int8", M]
         assert why["dispatcher_slow_mm", M].startswith(
             "registered a dispatcher kernel (torch.library): aten::mm for dispatch key CPU"), why["dispatcher_slow_mm", M]
-        assert "element rule: " in why["outlier_exact_int8", M], why["outlier_exact_int8", M]
         assert "changed global setting torch.backends.mkldnn.enabled (from True to False)" in why[
             "backend_flag_toggle", M]
-    assert "element rule: " in why["outlier_exact_int8_small_m", 1]
+    assert lossy(why["outlier_exact_int8_small_m", 1]), why["outlier_exact_int8_small_m", 1]
     assert ("outlier_exact_int8_small_m", 16) not in why
 
 
