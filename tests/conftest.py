@@ -3,10 +3,10 @@
 GPU tests are marked `@pytest.mark.gpu`; they skip cleanly (with a reason) where torch has no CUDA.
 
 Slow tests are marked `slow`: `python3 -m pytest -q -m "not slow"` is the fast tier, the plain command (what CI
-runs) runs everything. A whole file is slow when its base name is in SLOW_FILES (test file names are unique across
-tests/, see pytest.ini), a single test with `@pytest.mark.slow`. A test is slow when it takes more than a few
-seconds on a 2-core machine; the reasons below are what makes each file so. The end of every run prints its wall
-time and which tier it was.
+runs) runs everything. A whole file is slow when its base name is a key of SLOW (test file names are unique across
+tests/, see pytest.ini), one test when "file::test" is. A test is slow when it takes more than a few seconds on a
+2-core machine; SLOW says what makes each so. A whole run hands out every fast test before any slow one and prints
+when its fast tier ended; every run prints its wall time and which tier it was.
 """
 import importlib.util
 import os
