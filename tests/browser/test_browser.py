@@ -157,8 +157,10 @@ def _laid_out(drv, timeout=30) -> None:
     deadline = time.time() + timeout
     while True:
         drv.execute_async_script(_TWO_FRAMES_JS)
-        if drv.execute_script(_SETTLED_JS) or time.time() > deadline:
+        if drv.execute_script(_SETTLED_JS):
             return
+        if time.time() > deadline:
+            raise AssertionError(f"page did not settle within {timeout} s of a change: {drv.current_url}")
         time.sleep(0.05)
 
 

@@ -9,8 +9,8 @@ that crashes, hangs, exits, forks or forges -- keeps a real worker (test_worker.
 test_trust_sweep.py's canary tests, test_tune_worker.py). What it saves is one process start per worker (~2 s on the
 2-core machine: torch's import), ~35 s of test time over the files that use it.
 
-    pytestmark = pytest.mark.usefixtures("in_process_worker")   # every test of a file
-    from inprocess_worker import in_process_worker  # noqa: F401  (the fixture, where it is used)
+    from inprocess_worker import in_process_worker  # noqa: F401  (the fixture)
+    def test_something(tmp_path, in_process_worker): ...    # the sweeps this test runs use it
 
 Everything a worker's life changes in this process is put back when it closes: the modules the init hook patched
 (the fake timer), atexit.register (the session's integrity check wraps it), the environment, step reporting, the
@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from profiler.worker.process import Worker
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("datasets", "kernels", "profiler", "dashboard")
@@ -96,9 +98,7 @@ class InProcessWorker:
         self.steps.append((None, "done", time.monotonic()))
         return json.loads(json.dumps(result, allow_nan=True))
 
-    def phase_seconds(self, phase: str) -> float | None:
-        starts = [t for _, p, t in self.steps if p == phase]
-        return self.steps[-1][2] - starts[0] if starts and self.steps[-1][1] == "done" else None
+    phase_seconds = Worker.phase_seconds   # from the steps recorded as a real worker's parent records them
 
     def close(self, force: bool = False) -> None:
         from profiler.worker import session as session_mod

@@ -92,6 +92,19 @@ def test_broken_module_is_an_input_error_before_any_file(tmp_path, in_process_wo
     assert not out.exists()
 
 
+def test_the_in_process_worker_runs_here_and_puts_back_what_it_changed(tmp_path, in_process_worker):
+    """The stand-in the other tests use: the sweep ran on it (its sandbox line), and its close put back the fake timer's
+    patch and the integrity check's atexit wrapper (later tests in this process see the real ones)."""
+    import atexit
+
+    from profiler.measure import timing
+
+    cold, register = timing.ColdTimer, atexit.register
+    run = _sweep([CONTROL], _shapes(1), tmp_path / "here.json", probes=False)
+    assert [w["sandbox"] for w in run["environment"]["workers"]] == ["none: in the test's process"]
+    assert timing.ColdTimer is cold and atexit.register is register
+
+
 def test_sweep_interrupt_leaves_partial(tmp_path):
     from profiler.commands.sweep import SweepSettings, run_sweep
 
