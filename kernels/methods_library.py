@@ -108,17 +108,25 @@ TINYGEMM_N_MULTIPLE = 16
 FLASHINFER_ENTRIES = ("mm_bf16", "tinygemm_bf16")
 
 
-# The environment variable through which the worker tells a method which run file it measures for (the tunableop
-# peer writes its results file beside it). Here, torch-free, because the worker session sets it before any import.
-RUN_FILE_ENV = "PROJLAB_RUN_FILE"
-
-
 def tunableop_folder(run_file) -> Path:
     """Where the tunableop peer writes TunableOp's results files for a run: `<run stem>.tunableop/` beside the run
     file. The sweep's parent makes it before any worker starts (the sandboxed worker may write there and nowhere
-    else near the run) and removes it again if no peer wrote into it."""
+    else near the run), passes it to the worker in its config (use_side_folder) and removes it again if no peer
+    wrote into it."""
     run = Path(run_file)
     return run.parent / f"{run.name.split('.json')[0]}.tunableop"
+
+
+_SIDE_FOLDER: list = [None]
+
+
+def use_side_folder(folder) -> None:
+    """The run's side folder for this process (the worker session sets it from its config; None: there is none)."""
+    _SIDE_FOLDER[0] = None if folder is None else Path(folder)
+
+
+def side_folder() -> Path | None:
+    return _SIDE_FOLDER[0]
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,18 @@
 """Build the CUDA C++ sources of kernels/cuda/ once per source hash, cache the library, load it.
 
     load_extension(EXTENSION) -> module        # the torch extension module (a CUDA host with nvcc, or a cached build)
+    python -m kernels.cuda.build               # build every extension into the lab's cache (lab code only)
 
 A build is torch.utils.cpp_extension.load_inline (nvcc, `-gencode=arch=compute_90a,code=sm_90a`: clusters and
 distributed shared memory are sm_90 features); it takes ~40 s on a fresh H200 host, so the built library is kept
 under <cache>/<name>_<hash>/ and loaded from there while the sources, flags, torch and CUDA versions are unchanged
-(the hash covers all of them). <cache> is $PROJLAB_CUDA_CACHE, else the repository's ignored artifacts/cuda_build.
+(the hash covers all of them). Two caches, looked up in this order:
+- the lab's, the repository's ignored artifacts/cuda_build: filled only by `python -m kernels.cuda.build` (which
+  imports nothing but this repository's kernels), read-only to a sandboxed worker;
+- the worker's own, $PROJLAB_CUDA_CACHE (profiler.worker.sandbox points it into the worker's scratch folder, removed
+  when the worker ends): where a worker builds what the lab's cache lacks, so nothing a candidate could write there
+  is ever loaded by another worker or a later run. Without the variable (a plain Python session) the lab's cache is
+  the one written.
 Without a CUDA compiler and without a cached build the load is refused with one line saying so (CI has neither).
 """
 from __future__ import annotations
@@ -40,8 +47,12 @@ class Extension:
         return "\n".join((CUDA_DIR / s).read_text() for s in self.sources)
 
 
+LAB_CACHE = REPO_ROOT / "artifacts" / "cuda_build"
+
+
 def cache_root() -> Path:
-    return Path(os.environ.get("PROJLAB_CUDA_CACHE") or REPO_ROOT / "artifacts" / "cuda_build")
+    """Where this process builds: the worker's own cache, else (lab code outside a worker) the lab's."""
+    return Path(os.environ.get("PROJLAB_CUDA_CACHE") or LAB_CACHE)
 
 
 def source_hash(source: str, declarations: str, flags=CUDA_CFLAGS, toolchain: str = "") -> str:
@@ -103,7 +114,9 @@ def load_extension(ext: Extension, log=None):
     key = source_hash(source, ext.declarations, CUDA_CFLAGS, toolchain_id())
     if key in _LOADED:
         return _LOADED[key]
-    library = library_path(ext, key)
+    library = library_path(ext, key, LAB_CACHE)
+    if not library.is_file():
+        library = library_path(ext, key)
     action, what = plan_build(library, find_nvcc(), key, ext.name)
     if action == "refuse":
         raise BuildError(what)
@@ -125,3 +138,23 @@ def load_extension(ext: Extension, log=None):
             raise BuildError(f"{ext.name}: build of source {key} failed: {lines[-1] if lines else exc}") from exc
     _LOADED[key] = module
     return module
+
+
+def main() -> int:
+    """Build every extension this repository's kernels use into the lab's cache (one line each)."""
+    from kernels.launch import cluster_splitk, cluster_wgmma
+
+    failed = 0
+    for ext in (cluster_wgmma.EXTENSION, cluster_splitk.EXTENSION):
+        try:
+            load_extension(ext, log=print)
+            print(f"{ext.name}: ready in {LAB_CACHE}")
+        except BuildError as exc:
+            failed += 1
+            print(exc)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    os.environ.pop("PROJLAB_CUDA_CACHE", None)   # the lab's cache, whatever the shell says
+    raise SystemExit(main())

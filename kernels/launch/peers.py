@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import time
 import types
 from contextlib import contextmanager
@@ -24,11 +25,8 @@ from torch._dynamo.utils import compilation_time_metrics
 from torch._inductor.utils import run_and_get_code
 
 from kernels.launch import check_input, impl
-from kernels.methods_library import RUN_FILE_ENV, tunableop_folder
+from kernels.methods_library import side_folder
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
-# The run file a worker measures for (set by profiler.worker.session from the sweep's config): TunableOp's results file
-# goes beside it, in `<run stem>.tunableop/`, so it travels with the run; without it, under artifacts/tunableop/.
 TORCH_COMPILE_MODE = "max-autotune-no-cudagraphs"   # the lab captures its own CUDA graphs (profiler/measure/timing)
 
 
@@ -73,13 +71,10 @@ def tunableop_unavailable() -> str | None:
 
 
 def tunableop_results_path() -> Path:
-    """This process's TunableOp results file (TunableOp's own CSV format, written after each tuning): beside the run
-    file the worker measures for (RUN_FILE_ENV), else under artifacts/tunableop/."""
+    """This process's TunableOp results file (TunableOp's own CSV format, written after each tuning): in the run's
+    side folder (kernels.methods_library.side_folder), else in the temporary folder (a run without a run file)."""
     name = f"tunableop_results_{os.uname().nodename}_{os.getpid()}.csv"
-    run_file = os.environ.get(RUN_FILE_ENV)
-    if run_file:
-        return tunableop_folder(run_file) / name
-    return ARTIFACTS / "tunableop" / name
+    return (side_folder() or Path(tempfile.gettempdir()) / "projlab-tunableop") / name
 
 
 @contextmanager

@@ -22,6 +22,7 @@ In the worker, profiler.worker.shape_task.measure_one_shape() is the shape task'
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from copy import deepcopy
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from datasets import load_workload
-from datasets.runfile import RunWriter, new_run
+from datasets.runfile import RunFileError, RunWriter, new_run
 from datasets.selection import select_shapes as select
 from datasets.shapes import shape_bytes
 from datasets.shapes import shape_key_of as shape_key
@@ -45,6 +46,7 @@ from profiler.commands.canary import record_canary, time_canary
 from profiler.commands.fanout import default_run, model_paths, on_each_backend
 from profiler.commands.runlife import RunLife
 from profiler.worker.records import failure_record
+from profiler.worker.sandbox import ImportPathWatch
 from profiler.worker.settings import SweepSettings
 
 
@@ -86,12 +88,13 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
     settings = settings or SweepSettings()
     given = [str(s) for s in specs]
     resolved = [resolve_spec(s) for s in given]  # the worker runs in the repository root: file paths made absolute
+    side = tunableop_folder(Path(out_path).resolve()) if out_path else None
     config = {"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes, "init": worker_init,
-              "run_file": str(Path(out_path).resolve()) if out_path else None,   # a method's per-run files go beside it
+              "side_folder": str(side) if side else None,   # a method's per-run files (TunableOp's results)
               "unprivileged": settings.unprivileged,
-              "read_only": sorted({str(Path(out_path).resolve().parent)}) if out_path else [],
-              "writable": [str(tunableop_folder(Path(out_path).resolve()))] if out_path else []}
-    side = Path(config["writable"][0]) if config["writable"] else None
+              # what a sandboxed worker must read besides the project and the interpreter, and may write
+              "read": sorted({str(Path(out_path).resolve().parent)} if out_path else set()) + module_folders(resolved),
+              "writable": [str(side)] if side else []}
     made_side = side is not None and not side.exists()
     if made_side:
         try:
@@ -113,9 +116,23 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
         if made_side:
             try:
                 side.rmdir()   # only when empty: no method wrote a side file
-            except OSError:
-                pass
+            except OSError:   # it holds a method's files, written by the sandboxed worker's uid: the parent's again
+                for path in [side, *side.rglob("*")]:
+                    try:
+                        os.chown(path, os.geteuid(), os.getegid(), follow_symlinks=False)
+                    except OSError:
+                        pass
     return next(iter(runs.values()))
+
+
+def module_folders(specs: Sequence[str]) -> list[str]:
+    """The folders of the candidate modules among `specs` (`path.py:Name`): a sandboxed worker must read them."""
+    found = set()
+    for spec in specs:
+        path = Path(str(spec).split(":", 1)[0])
+        if path.suffix == ".py" and path.is_file():
+            found.add(str(path.resolve().parent))
+    return sorted(found)
 
 
 SCREEN_SHOWN = 4   # findings named per refused module (the count of the rest follows)
@@ -182,6 +199,7 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
 
     # the source screen before any of a candidate's code is imported, in any process
     screened_out = screen_refusals(specs) if settings.screened else {}
+    watch = ImportPathWatch()   # before any worker: what it could leave for the next interpreter to run
     with RunLife(backend, writer, "run", on_interrupt=wall_time) as life:
         env = backend.environment()
         # the canary first: the worker that just started has loaded no candidate yet (profiler.commands.canary)
@@ -229,6 +247,7 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
         def finished(i: int, outcome: tuple[dict, list]) -> None:
             done[i] = outcome
             _shape_records(run, done, shapes)
+            refuse_if_import_path_changed(watch, backend, writer)
             life.flush()
             if progress:
                 detail = backend.detail()   # per-worker counts on a cluster; the app's progress takes 3 arguments
@@ -246,5 +265,23 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
         wall_time(run)
         if run["telemetry"]:
             env.setdefault("clocks", {})["sm_mhz_end"] = run["telemetry"][-1].get("sm_mhz")
+        backend.close()   # every worker gone before the last look
+        refuse_if_import_path_changed(watch, backend, writer)
         life.finalize()
     return run
+
+
+def refuse_if_import_path_changed(watch: ImportPathWatch, backend, writer) -> None:
+    """Where a worker ran outside the sandbox (it can write what this user can), a file added or rewritten on the
+    interpreter's import path or in the project's modules during the run could run in the next process that starts
+    Python (a `.pth`, `sitecustomize`, a patched module): the run is not recorded (its partial file removed) and
+    the one line names what changed."""
+    if not any(str(r.get("sandbox", "")).startswith("none") for r in backend.records()):
+        return
+    changed = watch.changed()
+    if changed:
+        writer.path.unlink(missing_ok=True)
+        shown = "; ".join(changed[:3]) + (f" (+{len(changed) - 3} more)" if len(changed) > 3 else "")
+        raise RunFileError(f"run not recorded: the interpreter's import path changed while a worker ran without "
+                           f"a sandbox ({shown}); code there runs in the next Python process -- remove it before "
+                           f"the next run")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
+import select
 import sys
 import threading
-import time
 
 from profiler.worker import steps
 from profiler.worker.session import session
@@ -19,12 +19,15 @@ from profiler.worker.tasks import run_task
 _DUMPS = json.dumps
 
 
-def _exit_with_parent(parent_pid: int, every_s: float = 1.0) -> None:
+def _exit_with_parent(parent_pid: int, protocol_fd: int, every_s: float = 1.0) -> None:
     """End this worker within a second of its parent's death (a killed CLI or dask worker): an orphan would go on
-    timing its shape on the GPU while a fresh worker measures there too."""
+    timing its shape on the GPU while a fresh worker measures there too. The parent is gone when the protocol pipe's
+    writing end closes (POLLHUP: also inside the sandbox's PID namespace, where this process is pid 1 and its
+    parent is outside) or, outside a PID namespace, when this process is re-parented."""
+    poller = select.poll()
+    poller.register(protocol_fd, 0)   # POLLHUP and POLLERR are reported whatever the mask
     while True:
-        time.sleep(every_s)
-        if os.getppid() != parent_pid:
+        if poller.poll(every_s * 1000) or (parent_pid and os.getppid() != parent_pid):
             os._exit(0)
 
 
@@ -40,7 +43,7 @@ def child_main() -> int:
     # A segfault prints the candidate's Python frames to stderr, which the parent keeps (the current thread
     # only: the parent-watch thread's frames would come first and name nothing useful).
     faulthandler.enable(all_threads=False)
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(), proto_in.fileno()), daemon=True).start()
 
     def send(msg: dict) -> None:
         proto_out.write(_DUMPS(msg, allow_nan=True) + "\n")

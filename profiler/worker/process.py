@@ -65,18 +65,16 @@ import ctypes
 import json
 import os
 import queue
-import shlex
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Callable
 
 from profiler.worker.integrity import proc_table
+from profiler.worker.sandbox import WorkerFolders, sandbox_plan, worker_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 300.0       # torch import + CUDA context + timer calibration; generous for a cold file cache
@@ -213,65 +211,24 @@ def _cmdline(pid: int) -> str:
         return "?"
 
 
+def host_pid(root: int, ns_pid: int) -> int:
+    """The pid, as this process sees it, of the descendant of `root` that calls itself `ns_pid` in its own PID
+    namespace (the sandboxed worker is pid 1 there: /proc/PID/status NSpid); `root` where none does."""
+    table = _parents()
+    for pid in sorted(_descendants({root}, table) - {root}):
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                ids = next((line.split()[1:] for line in fh if line.startswith("NSpid:")), [])
+        except OSError:
+            continue
+        if len(ids) > 1 and int(ids[-1]) == ns_pid:
+            return pid
+    return root
+
+
 def _children_now() -> set[int]:
     me = os.getpid()
     return {pid for pid, ppid in _parents().items() if ppid == me}
-
-
-_SCRATCH: list[Path] = []
-
-
-def scratch_dir() -> Path:
-    """The worker's working directory and home: a directory of its own outside the project tree (one per parent
-    process)."""
-    if not _SCRATCH:
-        path = Path(tempfile.mkdtemp(prefix="projlab-worker-"))
-        for sub in ("cwd", "home"):
-            (path / sub).mkdir()
-        _SCRATCH.append(path)
-    return _SCRATCH[0]
-
-
-def _compile_cache() -> Path:
-    """Triton's cache for a sandboxed worker (its home is the scratch directory): kept between runs -- a cold compile
-    of a plan's kernels costs tens of seconds -- in the temp directory, outside the project tree."""
-    path = Path(tempfile.gettempdir()) / "projlab-worker-cache"
-    path.mkdir(mode=0o700, exist_ok=True)
-    return path
-
-
-SANDBOX_TOOLS = ("unshare", "mount", "setpriv", "sh")
-_SANDBOX: dict = {}
-
-
-def sandbox_prefix(read_only: list[Path], writable: list[Path] = ()) -> tuple[list[str], str]:
-    """(command prefix, description) that starts the worker in a mount namespace of its own where `read_only` (the
-    project tree, the run file's folder) are bound read-only and `writable` folders inside them (a method's side
-    folder beside the run file: kernels.methods_library.tunableop_folder) bound writable again, then drops every capability (bounding set, no new
-    privileges): a process without CAP_SYS_ADMIN cannot remount or unmount them, and a root without capabilities
-    cannot ptrace the parent. ([], why not) where the parent is not root or the tools or the namespace are missing
-    (checked once per process by starting `true` in it)."""
-    if os.geteuid() != 0:
-        return [], "none: the lab does not run as root (the worker can write what this user can)"
-    missing = [t for t in SANDBOX_TOOLS if shutil.which(t) is None]
-    if missing:
-        return [], f"none: {', '.join(missing)} not found"
-    paths = sorted({str(Path(p).resolve()) for p in read_only if Path(p).is_dir()})
-    rw = sorted({str(Path(p).resolve()) for p in writable if Path(p).is_dir()})
-    script = " && ".join([f"mount --bind -o ro {shlex.quote(p)} {shlex.quote(p)}" for p in paths] +
-                         [f"mount --bind {shlex.quote(p)} {shlex.quote(p)}" for p in rw] +
-                         ['exec setpriv --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@"'])
-    prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
-    key = (tuple(paths), tuple(rw))
-    if key not in _SANDBOX:
-        try:
-            probe = subprocess.run(prefix + ["true"], capture_output=True, text=True, timeout=30)
-            _SANDBOX[key] = None if probe.returncode == 0 else (probe.stderr.strip().splitlines() or ["?"])[-1]
-        except (OSError, subprocess.SubprocessError) as exc:
-            _SANDBOX[key] = str(exc)
-    if _SANDBOX[key] is not None:
-        return [], f"none: the mount namespace could not be set up ({_SANDBOX[key][:200]})"
-    return prefix, "read-only project tree and run folder, no capabilities"
 
 
 class WorkerDied(RuntimeError):
@@ -341,6 +298,7 @@ class Worker:
         self.killed: list[int] = []    # processes the last child left behind, killed when it ended (stop_tree)
         self.sandbox = "none: not started"
         self.child_pid: int | None = None
+        self.folders: WorkerFolders | None = None   # the child's scratch folder (profiler.worker.sandbox)
 
     @property
     def alive(self) -> bool:
@@ -355,19 +313,20 @@ class Worker:
         become_subreaper()
         self._protected = _children_now()
         self._old_sessions = sessions_now()
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-                   PYTHONUNBUFFERED="1")
-        scratch = scratch_dir()
-        env.update(HOME=str(scratch / "home"), PWD=str(scratch / "cwd"))
-        env.setdefault("TRITON_CACHE_DIR", str(_compile_cache()))
+        self._remove_folders()
+        folders = self.folders = WorkerFolders.make()
+        env = worker_environment(os.environ, folders, {
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            "PYTHONUNBUFFERED": "1"})
         sandbox, self.sandbox = [], "none: not asked (config unprivileged is false)"
         if self.config.get("unprivileged"):
-            sandbox, self.sandbox = sandbox_prefix([ROOT] + [Path(p) for p in self.config.get("read_only") or ()],
-                                                   [Path(p) for p in self.config.get("writable") or ()])
+            plan = sandbox_plan(folders, env, [Path(p) for p in self.config.get("read") or ()],
+                                [Path(p) for p in self.config.get("writable") or ()])
+            sandbox, self.sandbox = plan.prefix, plan.description
         # A new session: a Ctrl-C in the terminal reaches only the parent, which then stops the child itself.
-        self.proc = subprocess.Popen(sandbox + self.command(), cwd=scratch / "cwd", env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
-                                     encoding="utf-8", errors="replace", start_new_session=True)
+        self.proc = subprocess.Popen(sandbox + self.command(), cwd=folders.paths["cwd"], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     bufsize=1, encoding="utf-8", errors="replace", start_new_session=True)
         _LIVE.add(self.proc.pid)
         self._since = _start_ticks(self.proc.pid)
         self.started += 1
@@ -380,7 +339,8 @@ class Worker:
         self._send({"op": "init", "config": self.config})
         self.child_pid = None   # known from "ready" (a prefix such as ncu forks the interpreter); no candidate runs before
         msg = self._wait({"ready"}, timeout_s)
-        self.child_pid = int(msg.get("pid") or self.proc.pid)
+        self.child_pid = host_pid(self.proc.pid, int(msg.get("pid") or self.proc.pid)) if sandbox else \
+            int(msg.get("pid") or self.proc.pid)
         self.environment = msg["environment"]
         return self.environment
 
@@ -423,6 +383,7 @@ class Worker:
             proc.stdin.close()
         except Exception:
             pass
+        self._remove_folders()
         # stdout/stderr are closed by their reader threads at end of file; closing a pipe another thread is reading
         # blocks until that read returns (it hung the CLI while a candidate's child held the pipe open)
 
@@ -496,8 +457,15 @@ class Worker:
                                          f"({what}): a candidate may not start processes (they could outlive the "
                                          f"worker and touch what the parent records); all were killed")
 
+    def _remove_folders(self) -> None:
+        """The ended child's scratch folder, with whatever it wrote there (its compile caches too)."""
+        if self.folders is not None:
+            self.folders.remove()
+            self.folders = None
+
     def _died(self, kind: str, message: str) -> WorkerDied:
         self._kill(self.proc)
+        self._remove_folders()
         self._exited_at = None
         self.proc = None
         return WorkerDied(kind, message, self._last["candidate"], self._last["phase"])

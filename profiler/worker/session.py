@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import collections
 import importlib.util
-import os
 from typing import Any
 
 from datasets.workload import load_workload, workload_from_dict
 from kernels.candidate import load_candidate
-from kernels.methods_library import RUN_FILE_ENV
+from kernels.methods_library import use_side_folder
 from profiler.check import guards
 from profiler.check.isolation import initialise_libraries, workload_dtypes
 from profiler.check.contract import WEIGHT_MODIFIED, cuda_context_error
@@ -45,8 +44,7 @@ class Session:
                 self.device = torch.device("cuda", torch.cuda.current_device())
             torch.cuda.set_device(self.device)
             torch.zeros(1, device=self.device)  # create the context now, not inside a candidate's step
-        if config.get("run_file"):   # where a method's per-run files go (the tunableop peer's results file)
-            os.environ[RUN_FILE_ENV] = str(config["run_file"])
+        use_side_folder(config.get("side_folder"))   # where a method's per-run files go (TunableOp's results)
         # The FP32 router baseline must run true FP32; every candidate is held to this (profiler.check.guards).
         torch.backends.cuda.matmul.allow_tf32 = False
         if config.get("init"):
