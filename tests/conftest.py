@@ -61,6 +61,10 @@ SLOW = {
     "test_reach_measure.py": "worker processes",
     "test_element_rule.py": "FP64 references at every official family's N and K",
     "test_reach.py": "python -m profiler subprocesses and worker processes",
+    "test_sandbox.py::test_as_root_a_candidate_cannot_write_signal_or_read_secrets_and_the_next_run_is_unaffected":
+        "two python -m profiler subprocesses",
+    "test_sandbox.py::test_a_run_whose_unsandboxed_worker_planted_a_pth_on_the_import_path_is_not_recorded":
+        "a sweep in a subprocess with a worker process",
     "test_isolation.py::test_env_at_import_is_refused_at_load_and_the_control_is_measured_in_a_clean_environment":
         "worker processes",
     "test_accuracy_flag.py::test_report_and_cli_show_the_flag_beside_the_score": "python -m dashboard subprocesses",
