@@ -65,6 +65,8 @@ SLOW = {
         "two python -m profiler subprocesses",
     "test_sandbox.py::test_a_run_whose_unsandboxed_worker_planted_a_pth_on_the_import_path_is_not_recorded":
         "a sweep in a subprocess with a worker process",
+    "test_sandbox.py::test_as_root_every_plan_and_peer_that_runs_on_cpu_runs_in_the_sandbox":
+        "python -m profiler with torch.compile's C++ build (~40 s)",
     "test_isolation.py::test_env_at_import_is_refused_at_load_and_the_control_is_measured_in_a_clean_environment":
         "worker processes",
     "test_accuracy_flag.py::test_report_and_cli_show_the_flag_beside_the_score": "python -m dashboard subprocesses",

@@ -265,3 +265,20 @@ def test_a_scratch_folder_whose_parent_is_gone_is_removed_by_the_next():
     folders.remove()
     assert not stale.exists()
 
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the root sandbox needs root (every GPU host runs the lab as root)")
+def test_as_root_every_plan_and_peer_that_runs_on_cpu_runs_in_the_sandbox(tmp_path):
+    """The peers that run on a CPU (torch.compile: Inductor writes its cache and compiles C++ in the worker's
+    folders) are correct under the sandbox; a GPU-only one fails for its own reason, never a read-only file system
+    (their write places: test_every_place_a_method_writes_is_a_place_the_worker_may_write)."""
+    out = tmp_path / "peers.json"
+    proc = _cli(tmp_path, out, "--plan", "torch_compile", "--plan", "tunableop")
+    stdout, stderr = proc.communicate(timeout=900)
+    assert proc.returncode == 0, stderr[-3000:]
+    run = load_run(out)
+    assert {r["candidate"] for r in run["results"]} >= {"baseline", "torch_compile"}
+    reasons = " ".join(" ".join(f["reasons"]) for f in run["failures"])
+    assert "Read-only file system" not in reasons and "Permission denied" not in reasons, reasons
+    assert {f["candidate"] for f in run["failures"]} <= {"tunableop"}
+    assert "read-only file system" in run["environment"]["workers"][0]["sandbox"]
