@@ -43,6 +43,7 @@ from datasets.layer_spec import layer_of
 from profiler.check.contract import WEIGHT_MODIFIED, capture_checked
 from profiler.measure import kineto, stats, timing
 from profiler.measure.policy import SWEEP
+from profiler.worker.records import finite
 from profiler.worker.steps import Fatal, current, step
 from profiler.worker.step_model import NON_PROJECTION, SEGMENT_CLASS, StepModel
 
@@ -143,7 +144,8 @@ def _judge(y, ref, tol: float, what: str) -> tuple[float, list[str]]:
     if not math.isfinite(err):
         return err, [f"{what}: the step's output is not finite or has another shape than [batch, hidden]"]
     if err > tol:
-        return err, [f"{what}: step output rel-L2 error {err:.4g} vs the reference step (exact projections) is over the tolerance {tol:g}"]
+        return err, [f"{what}: step output rel-L2 error {err:.4g} vs the reference step (exact projections) is "
+                     f"over the tolerance {tol:g}"]
     return err, []
 
 
@@ -212,12 +214,15 @@ def _timed(sess, entries: list[_Entry], timer, settings: dict, refs, tol: float,
 
 def _summaries(names: list[str], samples: np.ndarray, seed: int) -> tuple[dict, dict]:
     """({name: median_us, ci, n}, {name: paired ratio baseline/name with its CI}) of one timing mode."""
-    per = {n: stats.summarize_samples(samples[:, j], seed=seed) for j, n in enumerate(names)}
+    def clean(d: dict) -> dict:   # a NaN (too few samples for an interval) is written as null
+        return {k: (finite(v) if isinstance(v, float) else v) for k, v in d.items()}
+
+    per = {n: clean(stats.summarize_samples(samples[:, j], seed=seed)) for j, n in enumerate(names)}
     pairs = {}
     for j, n in enumerate(names[1:], start=1):
         p = stats.summarize_pairs(samples[:, 0], samples[:, j], seed=seed)
         p.pop("ratios", None)
-        pairs[n] = p
+        pairs[n] = clean(p)
     return per, pairs
 
 
