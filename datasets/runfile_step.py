@@ -5,7 +5,8 @@
     point: {"point": {"batch", "context", "layers", "tolerance", "projection_bytes"},
             "candidates": [{"candidate", "correct", "error": {"rel_l2", "reasons"}, "flags"?,
                             "cold"?, "warm"?: {"median_us", "ci_low_us", "ci_high_us", "n_samples", ...},
-                            "breakdown"?: {"method", "us": {class: µs}}, "breakdown_error"?}],
+                            "breakdown"?: {"method", "cold": {class: µs}, "warm": {class: µs}},
+                            "breakdown_error"?}],
             "pairs": [{"baseline", "candidate", "cold", "warm": {"ratio_median", "ratio_ci_low", "ratio_ci_high",
                                                                "rse", "n_pairs"}}],
             "failures": [{"batch", "context", "candidate", "kind", "phase", "reasons"}], "worker"?}
@@ -34,7 +35,7 @@ ERROR = [("rel_l2", "non-negative number or null", False), ("reasons", "list of 
 TIMES = [("median_us", "number", True), ("ci_low_us", "number or null", False), ("ci_high_us", "number or null", False),
          ("n_samples", "non-negative integer", True), ("stopped_by", "string", False),
          ("dropped_rounds", "non-negative integer", False)]
-BREAKDOWN = [("method", "non-empty string", True), ("us", "object", True)]
+BREAKDOWN = [("method", "non-empty string", True), ("cold", "object", True), ("warm", "object", True)]
 RATIO = [("ratio_median", "positive number", True), ("ratio_ci_low", "positive number or null", False),
          ("ratio_ci_high", "positive number or null", False), ("rse", "non-negative number or null", False),
          ("n_pairs", "non-negative integer", True)]
@@ -102,9 +103,10 @@ def _check_point(rec: dict, where: str, fail, check_record) -> None:
             timed.add(c["candidate"])
         if c.get("breakdown") is not None:
             check_record(c["breakdown"], BREAKDOWN, f"{at}.breakdown", fail)
-            for cls, v in c["breakdown"]["us"].items():
-                if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
-                    fail(f"{at}.breakdown.us.{cls}", f"expected a time in µs >= 0, got {v!r}")
+            for m in MODES:
+                for cls, v in c["breakdown"][m].items():
+                    if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
+                        fail(f"{at}.breakdown.{m}.{cls}", f"expected a time in µs >= 0, got {v!r}")
     for j, p in enumerate(rec["pairs"]):
         at = f"{where}.pairs[{j}]"
         check_record(p, PAIR, at, fail)

@@ -47,9 +47,11 @@ from profiler.worker.records import finite
 from profiler.worker.steps import Fatal, current, step
 from profiler.worker.step_model import NON_PROJECTION, SEGMENT_CLASS, StepModel
 
+MODES = ("cold", "warm")
 INPUT_POOL = 4            # distinct step inputs every graph's replays cycle through (as the shapes' input pool does)
 JUDGE_EVERY_BATCHES = 4   # every 4th timed batch's graphs are judged on the input their last replay read
-BREAKDOWN_REPLAYS = 3     # marked-graph replays traced (CUDA) or eager runs clocked (CPU); the median per class
+BREAKDOWN_REPLAYS = 3     # marked-graph replays traced (CUDA); the median per class
+CPU_BREAKDOWN_RUNS = 7    # eager steps clocked per segment on a CPU device (a shared CPU's spikes: the median)
 MARKER_CYCLES = 1         # the marker kernel (torch.cuda._sleep) spins ~nothing: only its launch shows in the trace
 MARKER_KERNEL = "spin_kernel"   # torch.cuda._sleep's kernel name
 
@@ -235,59 +237,36 @@ def _class_of(label: str, model: StepModel) -> str:
     return model.families.get(label) or SEGMENT_CLASS[label]
 
 
-def _breakdown_cpu(entry: _Entry, model: StepModel, inputs) -> dict:
-    """Wall clock around each marked segment of BREAKDOWN_REPLAYS eager steps: µs per class (median over runs)."""
+def _median_classes(runs: list[dict]) -> dict:
+    return {c: float(np.median([r[c] for r in runs])) for c in runs[0]}
+
+
+def _breakdown_cpu(sess, entry: _Entry, model: StepModel, inputs) -> dict:
+    """Wall clock around each marked segment of CPU_BREAKDOWN_RUNS eager steps, each behind the cold timer's flush
+    (cold) and back to back (warm): µs per class, the median over the runs."""
     project = _project(entry, model)
-    runs = []
-    for k in range(BREAKDOWN_REPLAYS):
-        marks: list[tuple[str, int]] = []
-        x = inputs[k % len(inputs)].clone()
-        model.forward(x, project, mark=lambda label: marks.append((label, time.perf_counter_ns())))
-        end = time.perf_counter_ns()
-        totals = dict.fromkeys(_classes(model), 0.0)
-        for (label, t0), (_, t1) in zip(marks, [*marks[1:], ("end", end)]):
-            totals[_class_of(label, model)] += (t1 - t0) / 1000.0
-        runs.append(totals)
-    return {"method": "wall clock per segment (CPU, eager)",
-            "us": {c: float(np.median([r[c] for r in runs])) for c in runs[0]}}
-
-
-def _breakdown_cuda(sess, entry: _Entry, model: StepModel, keep: str | None) -> dict:
-    """The step graph captured again with a marker kernel before each segment, replayed behind an L2 flush under
-    torch.profiler: each segment's kernels are those between its marker and the next; µs per class = the sum of
-    their durations (busy time), the median over BREAKDOWN_REPLAYS replays."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    project = _project(entry, model)
-    labels: list[str] = []
-
-    def marked():
-        labels.clear()
-
-        def mark(label):
-            labels.append(label)
-            torch.cuda._sleep(MARKER_CYCLES)
-        return model.forward(x, project, mark=mark)
-
-    x = entry.x
-    handle, why = capture_checked(marked, sess.timer("cold").capture)
-    if why:
-        _healthy_or_fatal(sess, entry.name, "breakdown", why)
-        raise kineto.TraceError(f"the marked step graph could not be captured: {why}")
     timer = sess.timer("cold")
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(BREAKDOWN_REPLAYS):
-            timer.flush()
-            handle.replay()
-            torch.cuda.synchronize(sess.device)
-    path = Path(keep) if keep else Path(tempfile.mkstemp(suffix=".json")[1])
-    try:
-        prof.export_chrome_trace(str(path))
-        trace = json.loads(path.read_text())
-    finally:
-        if not keep:
-            path.unlink(missing_ok=True)
+    out = {}
+    for mode in MODES:
+        runs = []
+        for k in range(CPU_BREAKDOWN_RUNS):
+            marks: list[tuple[str, int]] = []
+            x = inputs[k % len(inputs)].clone()
+            if mode == "cold":
+                timer.flush()
+            model.forward(x, project, mark=lambda label: marks.append((label, time.perf_counter_ns())))
+            end = time.perf_counter_ns()
+            totals = dict.fromkeys(_classes(model), 0.0)
+            for (label, t0), (_, t1) in zip(marks, [*marks[1:], ("end", end)]):
+                totals[_class_of(label, model)] += (t1 - t0) / 1000.0
+            runs.append(totals)
+        out[mode] = _median_classes(runs)
+    return {"method": "wall clock per segment (CPU, eager)", **out}
+
+
+def _segment_times(trace, labels: list[str], model: StepModel) -> list[dict]:
+    """Per replay of the marked graph in the trace (in launch order): µs per class, each segment's kernels being
+    those between its marker and the next (busy time: the sum of their durations)."""
     runs = []
     for seq in kineto.replay_sequences(trace):
         marks = [i for i, k in enumerate(seq["kernels"]) if MARKER_KERNEL in k["kernel_full"]]
@@ -301,10 +280,54 @@ def _breakdown_cuda(sess, entry: _Entry, model: StepModel, keep: str | None) -> 
         for label, lo, hi in zip(labels, marks, [*marks[1:], len(kernels)]):
             totals[_class_of(label, model)] += sum(k["duration_us"] for k in kernels[lo + 1:hi])
         runs.append(totals)
-    if not runs:
-        raise kineto.TraceError("no replay of the marked step graph in the trace")
+    return runs
+
+
+def _breakdown_cuda(sess, entry: _Entry, model: StepModel, keep: str | None) -> dict:
+    """The step graph captured again with a marker kernel before each segment, replayed BREAKDOWN_REPLAYS times
+    behind the cold timer's L2 flush (cold), then as many times back to back (warm), under torch.profiler: µs per
+    class (_segment_times), the median over each mode's replays."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    project = _project(entry, model)
+    labels: list[str] = []
+    x = entry.x
+
+    def marked():
+        labels.clear()
+
+        def mark(label):
+            labels.append(label)
+            torch.cuda._sleep(MARKER_CYCLES)
+        return model.forward(x, project, mark=mark)
+
+    timer = sess.timer("cold")
+    handle, why = capture_checked(marked, timer.capture)
+    if why:
+        _healthy_or_fatal(sess, entry.name, "breakdown", why)
+        raise kineto.TraceError(f"the marked step graph could not be captured: {why}")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(BREAKDOWN_REPLAYS):
+            timer.flush()
+            handle.replay()
+            torch.cuda.synchronize(sess.device)
+        for _ in range(BREAKDOWN_REPLAYS):
+            handle.replay()
+        torch.cuda.synchronize(sess.device)
+    path = Path(keep) if keep else Path(tempfile.mkstemp(suffix=".json")[1])
+    try:
+        prof.export_chrome_trace(str(path))
+        trace = json.loads(path.read_text())
+    finally:
+        if not keep:
+            path.unlink(missing_ok=True)
+    runs = _segment_times(trace, labels, model)
+    if len(runs) != 2 * BREAKDOWN_REPLAYS:
+        raise kineto.TraceError(f"{len(runs)} replays of the marked step graph in the trace, "
+                                f"{2 * BREAKDOWN_REPLAYS} made")
     return {"method": "Kineto trace of the step graph with a marker kernel before each segment (kernel busy time)",
-            "us": {c: float(np.median([r[c] for r in runs])) for c in runs[0]}}
+            "cold": _median_classes(runs[:BREAKDOWN_REPLAYS]), "warm": _median_classes(runs[BREAKDOWN_REPLAYS:])}
 
 
 def _breakdown(sess, entry: _Entry, model: StepModel, inputs, keep: str | None) -> tuple[dict | None, str | None]:
@@ -312,7 +335,7 @@ def _breakdown(sess, entry: _Entry, model: StepModel, inputs, keep: str | None) 
     try:
         if sess.cuda:
             return _breakdown_cuda(sess, entry, model, keep), None
-        return _breakdown_cpu(entry, model, inputs), None
+        return _breakdown_cpu(sess, entry, model, inputs), None
     except Exception as exc:
         _healthy_or_fatal(sess, entry.name, "breakdown", _err(exc))
         return None, f"breakdown: {_err(exc)}"
@@ -379,7 +402,7 @@ def measure_step(sess, task: dict) -> dict:
     names = [e.name for e in passing]
     step(None, "time")
     timed = {}
-    for mode, timer in (("cold", sess.timer("cold")), ("warm", sess.timer("stream"))):
+    for mode, timer in zip(MODES, (sess.timer("cold"), sess.timer("stream"))):
         samples = _timed(sess, passing, timer, settings, refs, tol, mode)
         timed[mode] = (samples, *_summaries(names, samples.samples_us, seed))
     step(None, "check")
