@@ -113,32 +113,43 @@ def check_layer(c, layer, families) -> None:
     the workload's families object (sizes are compared only where it is well-formed)."""
     from datasets.workload_spec import _Bad
 
-    c.record(layer, "layer", TOP_REQUIRED, TOP_OPTIONAL)
+    if not isinstance(layer, dict):
+        c.fail("layer", f"expected an object (the decoder layer), got {layer!r}"[:200])
     before = len(c.problems)
-    for key in ("source", *(k for k in TOP_OPTIONAL if k in layer)):
+    with c.part():   # unknown and missing keys noted; the keys that are there are still checked below
+        c.record(layer, "layer", TOP_REQUIRED, TOP_OPTIONAL)
+    for key in ("source", *TOP_OPTIONAL):
         with c.part():
-            c.text(layer[key], f"layer.{key}")
+            if key in layer:
+                c.text(layer[key], f"layer.{key}")
     with c.part():
-        c.count(layer["hidden"], "layer.hidden", 1 << 20)
+        if "hidden" in layer:
+            c.count(layer["hidden"], "layer.hidden", 1 << 20)
     with c.part():
-        c.count(layer["model_layers"], "layer.model_layers", MAX_MODEL_LAYERS)
+        if "model_layers" in layer:
+            c.count(layer["model_layers"], "layer.model_layers", MAX_MODEL_LAYERS)
     with c.part():
-        _check_attention(c, layer["attention"])
+        if "attention" in layer:
+            _check_attention(c, layer["attention"])
     with c.part():
-        _check_mlp(c, layer["mlp"])
+        if "mlp" in layer:
+            _check_mlp(c, layer["mlp"])
     with c.part():
-        norm = c.record(layer["norm"], "layer.norm", NORM_REQUIRED, ())
-        with c.part():
-            if norm["kind"] not in NORMS:
-                c.fail("layer.norm.kind", f"expected one of {', '.join(NORMS)}, got {norm['kind']!r}")
-        with c.part():
-            c.number(norm["eps"], "layer.norm.eps", below=1)
-    roles = ROLES_ROUTED if isinstance(layer["mlp"], dict) and layer["mlp"].get("kind") == "routed" else ROLES_GATED
+        if "norm" in layer:
+            norm = c.record(layer["norm"], "layer.norm", NORM_REQUIRED, ())
+            with c.part():
+                if norm["kind"] not in NORMS:
+                    c.fail("layer.norm.kind", f"expected one of {', '.join(NORMS)}, got {norm['kind']!r}")
+            with c.part():
+                c.number(norm["eps"], "layer.norm.eps", below=1)
+    routed = isinstance(layer.get("mlp"), dict) and layer["mlp"].get("kind") == "routed"
     with c.part():
-        projections = c.record(layer["projections"], "layer.projections", roles, ())
-        if len(c.problems) != before:
-            raise _Bad   # sizes from broken numbers would only repeat the problems above
-        _check_projections(c, projections, _expected_sizes(layer), families)
+        if "projections" in layer:
+            projections = c.record(layer["projections"], "layer.projections", ROLES_ROUTED if routed else ROLES_GATED,
+                                   ())
+            if len(c.problems) != before:
+                raise _Bad   # sizes from broken numbers would only repeat the problems above
+            _check_projections(c, projections, _expected_sizes(layer), families)
 
 
 def _check_attention(c, att) -> None:
