@@ -84,5 +84,8 @@ def test_the_graph_replays_what_the_eager_step_computes(llama):
     x.copy_(m.input(1))
     handle.replay()
     torch.cuda.synchronize()
-    want = m.forward(m.input(1), project)
-    assert torch.allclose(handle.output.float(), want.float(), rtol=0, atol=0)
+    want, other = m.forward(m.input(1), project), m.forward(m.input(0), project)
+    from profiler.worker.step_task import rel_l2
+
+    # the same kernels on the same data: equal up to cuBLAS choosing another algorithm under capture
+    assert rel_l2(handle.output, want.double()) < 1e-3 < rel_l2(handle.output, other.double())
