@@ -108,3 +108,16 @@ def test_the_cli_refuses_a_run_that_is_not_a_step_run(capsys):
     assert main(["step", str(other)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "not a step run" in err
+
+
+def test_the_report_has_a_step_section(tmp_path):
+    from dashboard.report_cli import main as report_main
+
+    assert report_main([str(FIXTURE), "--out", str(tmp_path), "--format", "md,html"]) == 0
+    (md,) = tmp_path.glob("*.md")
+    text = md.read_text()
+    assert "Decode step, cold: Amdahl predicted (derived) vs measured" in text
+    assert "Decode step, warm: in the step vs alone, per family" in text
+    assert "nan" not in text.lower() and "None" not in text
+    (page,) = tmp_path.glob("*.html")
+    assert page.read_text().count("Where the step") >= 4   # a stacked bar per point
