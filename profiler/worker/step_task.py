@@ -352,6 +352,21 @@ def _failure(point: dict, name: str, kind: str, phase: str, reasons: list[str]) 
 
 
 def measure_step(sess, task: dict) -> dict:
+    """The step task (module docstring); on CUDA the point's weights, caches and graphs are given back at the end,
+    so the next point starts from a clean allocator."""
+    try:
+        return _measure_step(sess, task)
+    finally:
+        if sess.cuda:
+            import gc
+
+            import torch
+
+            gc.collect()
+            torch.cuda.empty_cache()
+
+
+def _measure_step(sess, task: dict) -> dict:
     workload = sess.workload
     layer = layer_of(workload)
     if layer is None:
