@@ -160,7 +160,9 @@ def _check_attention(c, att) -> None:
     with c.part():
         kv = c.count(att["kv_heads"], "layer.attention.kv_heads", MAX_HEADS)
     with c.part():
-        c.count(att["head_dim"], "layer.attention.head_dim", MAX_HEAD_DIM)
+        dim = c.count(att["head_dim"], "layer.attention.head_dim", MAX_HEAD_DIM)
+        if dim % 2:
+            c.fail("layer.attention.head_dim", f"{dim} is odd; rotary embedding turns pairs of dimensions")
     with c.part():
         c.number(att["rope_theta"], "layer.attention.rope_theta")
     with c.part():

@@ -33,3 +33,16 @@ def test_without_a_step_run_it_says_how_to_make_one(app, monkeypatch):
     infos = " ".join(i.value for i in at.info)
     if "No step run" in infos:   # the committed runs hold no step run yet
         assert "python -m profiler step" in infos
+
+
+def test_a_step_run_is_a_source_like_any_run(app, monkeypatch):
+    """Its shapes are an ordinary sweep's: the sidebar lists it (grouped as a decode step) and a page reads it."""
+    from dashboard import run_kinds, sources
+
+    assert run_kinds.STEP in sources.GROUPS
+    monkeypatch.setenv("PROJLAB_EXTRA_RUNS", str(app.FIXTURES / "step_cpu_tiny.json"))
+    at = app.open_page("shapes", source=None)
+    options = at.sidebar.selectbox(key="source").options
+    (label,) = [o for o in options if o.startswith("Decode step")]
+    at.sidebar.selectbox(key="source").set_value(label).run()
+    assert not at.exception and not at.error

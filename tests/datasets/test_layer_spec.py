@@ -72,6 +72,7 @@ def test_the_layer_leaves_the_fingerprint_alone(llama):
     (("projections", "o"), "qkv", "layer.projections.o", "already the qkv projection"),
     (("hidden",), 65, "layer.projections.qkv", "N=128 K=64, but the layer's sizes make the qkv projection N=128 K=65"),
     (("attention", "rope_theta"), "big", "layer.attention.rope_theta", "got 'big'"),
+    (("attention", "head_dim"), 15, "layer.attention.head_dim", "15 is odd"),
 ])
 def test_a_bad_layer_is_one_line_naming_field_and_value(tiny_spec, tmp_path, path, value, field, words):
     node = tiny_spec["layer"]
