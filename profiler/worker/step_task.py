@@ -333,9 +333,8 @@ def _breakdown_cuda(sess, entry: _Entry, model: StepModel, keep: str | None) -> 
 def _breakdown(sess, entry: _Entry, model: StepModel, inputs, keep: str | None) -> tuple[dict | None, str | None]:
     step(entry.name, "breakdown")
     try:
-        if sess.cuda:
-            return _breakdown_cuda(sess, entry, model, keep), None
-        return _breakdown_cpu(sess, entry, model, inputs), None
+        found = (_breakdown_cuda(sess, entry, model, keep) if sess.cuda else
+                 _breakdown_cpu(sess, entry, model, inputs))
     except Exception as exc:
         _healthy_or_fatal(sess, entry.name, "breakdown", _err(exc))
         return None, f"breakdown: {_err(exc)}"
@@ -344,6 +343,8 @@ def _breakdown(sess, entry: _Entry, model: StepModel, inputs, keep: str | None) 
             import torch
 
             torch.cuda.empty_cache()
+    changed = sess.guard_check("the step breakdown")
+    return (None, "breakdown: " + "; ".join(changed)) if changed else (found, None)
 
 
 # --- the task ------------------------------------------------------------------------------------------------
@@ -420,6 +421,10 @@ def _measure_step(sess, task: dict) -> dict:
     for mode, timer in zip(MODES, (sess.timer("cold"), sess.timer("stream"))):
         samples = _timed(sess, passing, timer, settings, refs, tol, mode)
         timed[mode] = (samples, *_summaries(names, samples.samples_us, seed))
+    changed = sess.guard_check("the step timing")   # candidate code ran in every timed replay's graph only, but a
+    for e in passing:                                # capture's host side ran too: a changed setting voids the times
+        if changed and not e.reasons:
+            e.reasons = [f"during the step timing: {'; '.join(changed)}"]
     step(None, "check")
     for e in passing:   # once more after timing, on every input
         for k, ref in enumerate(refs):
