@@ -421,8 +421,10 @@ def _measure_step(sess, task: dict) -> dict:
     for mode, timer in zip(MODES, (sess.timer("cold"), sess.timer("stream"))):
         samples = _timed(sess, passing, timer, settings, refs, tol, mode)
         timed[mode] = (samples, *_summaries(names, samples.samples_us, seed))
-    changed = sess.guard_check("the step timing")   # candidate code ran in every timed replay's graph only, but a
-    for e in passing:                                # capture's host side ran too: a changed setting voids the times
+    # on a CPU device every timed replay runs the candidates' code (a graph replay runs none): a changed global
+    # setting voids the times
+    changed = sess.guard_check("the step timing")
+    for e in passing:
         if changed and not e.reasons:
             e.reasons = [f"during the step timing: {'; '.join(changed)}"]
     step(None, "check")
