@@ -68,7 +68,8 @@ def validate_step(run: dict, fail, check_record) -> None:
         check_record(rec["point"], POINT, f"{where}.point", fail)
         key = (rec["point"]["batch"], rec["point"]["context"])
         if key in seen:
-            fail(f"{where}.point", f"duplicate point batch {key[0]} context {key[1]} (first at step.points[{seen[key]}])")
+            fail(f"{where}.point", f"duplicate point batch {key[0]} context {key[1]} "
+                                   f"(first at step.points[{seen[key]}])")
         seen[key] = i
         _check_point(rec, where, fail, check_record)
 
@@ -85,7 +86,8 @@ def _check_point(rec: dict, where: str, fail, check_record) -> None:
         if c.get("error") is not None:
             check_record(c["error"], ERROR, f"{at}.error", fail, null_ok=True)
             if c["correct"] and c["error"].get("reasons"):
-                fail(f"{at}.correct", f"true, but error.reasons holds {len(c['error']['reasons'])} reason(s) against it")
+                fail(f"{at}.correct", f"true, but error.reasons holds {len(c['error']['reasons'])} reason(s) "
+                                      "against it")
         modes = [m for m in MODES if c.get(m) is not None]
         if modes and not c["correct"]:
             fail(f"{at}.{modes[0]}", "an incorrect step has no times (a step judged wrong is never timed or its "

@@ -39,7 +39,8 @@ HELPS = _all_helps()
 
 def test_every_subcommand_is_covered():
     assert {"profiler run", "profiler tune", "profiler screen", "profiler probe", "profiler explain",
-            "profiler step", "dashboard step", "dashboard summarize", "dashboard table", "dashboard report", "dashboard results"} <= set(HELPS)
+            "profiler step", "dashboard step", "dashboard summarize", "dashboard table", "dashboard report",
+            "dashboard results"} <= set(HELPS)
 
 
 @pytest.mark.parametrize("name", sorted(HELPS))

@@ -79,7 +79,8 @@ def test_attention_is_grouped_query_softmax_over_the_cache_and_the_new_token(tin
 
 
 def test_rotary_rotates_pairs_by_the_position_angle(tiny):
-    """Rotate-half rotary at position `context`: dimension i pairs with i + d/2, both turned by context * theta^(-2i/d)."""
+    """Rotate-half rotary at position `context`: dimension i pairs with i + d/2, both turned by
+    context * theta^(-2i/d)."""
     m = _model(tiny, context=7)
     d = m.layer.head_dim
     t = torch.zeros(1, 1, d, dtype=torch.float64)
@@ -134,7 +135,8 @@ def test_the_step_rule_rejects_wrong_projections(task_result):
     fails = {f["candidate"]: f for f in task_result["failures"]}
     # 2 % too large in every projection: over the step's 1 % tolerance at the eager step, never timed
     assert not by["scaled_2pct"]["correct"] and "cold" not in by["scaled_2pct"]
-    assert fails["scaled_2pct"]["kind"] == "incorrect" and "over the tolerance 0.01" in fails["scaled_2pct"]["reasons"][0]
+    assert fails["scaled_2pct"]["kind"] == "incorrect"
+    assert "over the tolerance 0.01" in fails["scaled_2pct"]["reasons"][0]
     # right on its first call, stale after: the eager step passes, the graph fed another input does not
     assert not by["stale"]["correct"] and "cold" not in by["stale"]
     assert "step graph on input 2 of 4" in fails["stale"]["reasons"][0]
