@@ -83,10 +83,10 @@ def rel_l2(y, ref) -> float:
     """||y - ref|| / ||ref|| in FP64; inf where y is not finite or has another shape."""
     if tuple(y.shape) != tuple(ref.shape):
         return math.inf
-    yd = y.double()
+    yd, refd = y.double(), ref.double()
     if not bool(yd.isfinite().all()):
         return math.inf
-    return float((yd - ref).norm() / ref.norm().clamp_min(1e-300))
+    return float((yd - refd).norm() / refd.norm().clamp_min(1e-300))
 
 
 def step_tolerance(workload, layer) -> float:
