@@ -420,6 +420,13 @@ def _measure_step(sess, task: dict) -> dict:
     timed = {}
     for mode, timer in zip(MODES, (sess.timer("cold"), sess.timer("stream"))):
         samples = _timed(sess, passing, timer, settings, refs, tol, mode)
+        if not len(samples.samples_us):   # every batch dropped (the SM clock below the floor): no times at all
+            for e in passing:
+                failures.append(_failure(point, e.name, "not_timed", "time", [
+                    f"{mode} timing kept no sample: all {samples.dropped_rounds} rounds ran below the SM clock floor "
+                    "(throttled)"]))
+            result["candidates"] = list(records.values())
+            return result
         timed[mode] = (samples, *_summaries(names, samples.samples_us, seed))
     # on a CPU device every timed replay runs the candidates' code (a graph replay runs none): a changed global
     # setting voids the times
