@@ -190,3 +190,40 @@ def test_bad_input_is_one_line_before_any_worker(argv, words, capsys, tmp_path):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and words in err
     assert not (tmp_path / "r.json").exists()
+
+
+def _trace(replays):
+    """A Chrome trace as torch.profiler writes it: per replay a cudaGraphLaunch and its kernels (same correlation)."""
+    events, t = [], 0.0
+    for c, kernels in enumerate(replays, start=1):
+        events.append({"cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": t, "dur": 2, "args": {"correlation": c}})
+        for name, dur in kernels:
+            t += 1.0
+            events.append({"cat": "kernel", "name": name, "ts": t, "dur": dur,
+                           "args": {"correlation": c, "grid": [1, 1, 1], "block": [128, 1, 1]}})
+            t += dur
+    return {"traceEvents": events}
+
+
+def test_the_kineto_breakdown_splits_a_replay_at_its_markers(tiny):
+    """The CUDA breakdown's parser, on a made-up trace: each segment's kernels are those after its marker, summed
+    per class; a replay without markers (the L2 flush) is skipped; a replay whose markers do not match the labels
+    is an error, never a guess."""
+    from profiler.measure.kineto import TraceError
+    from profiler.worker.step_task import MARKER_KERNEL, _segment_times
+
+    m = _model(tiny, layers=1)
+    spin = f"void at::cuda::(anonymous namespace)::{MARKER_KERNEL}(long)"
+    labels = ["attn_norm", "qkv", "rotary", "attention", "o", "residual", "mlp_norm", "gate_up", "silu_mul", "down",
+              "residual"]
+    durations = {"attn_norm": [2, 1], "qkv": [10], "rotary": [1, 1, 1], "attention": [1, 6], "o": [7],
+                 "residual": [1], "mlp_norm": [2, 1], "gate_up": [30], "silu_mul": [3], "down": [15]}
+    replay = []
+    for label in labels:
+        replay.append((spin, 0.5))
+        replay += [(f"kernel_{label}", d) for d in durations[label]]
+    flush = [("reduce_kernel", 40.0)]
+    (got,) = _segment_times(_trace([flush, replay]), labels, m)
+    assert got == {"qkv": 10, "o": 7, "gate_up": 30, "down": 15, "attention": 7, "norms_activations": 12, "rest": 2}
+    with pytest.raises(TraceError, match="10 marker kernels in a replay of the marked step, 11 segments marked"):
+        _segment_times(_trace([replay[1:]]), labels, m)
