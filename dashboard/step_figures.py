@@ -1,6 +1,7 @@
 """The step view's figures (dashboard/step.py's tables drawn): where the step's time goes per candidate, Amdahl's
 curve with every measured candidate on it, and in-step vs isolated time per projection family. Every builder
-returns through dashboard.figures.html_labels (no name can add markup)."""
+returns through dashboard.figures.html_labels (no name can add markup), and a candidate's name reaches hover text
+only as trace data (%{text}, %{fullData.name}), never spliced into a hovertemplate."""
 from __future__ import annotations
 
 import numpy as np
@@ -53,15 +54,15 @@ def amdahl_curve(amd: pd.DataFrame, source: str) -> go.Figure:
             lo_err = r.measured - r.measured_ci_low if r.measured_ci_low is not None else 0.0
             hi_err = r.measured_ci_high - r.measured if r.measured_ci_high is not None else 0.0
             fig.add_scatter(x=[r.s_in_step], y=[r.measured], mode="markers", name=f"{r.candidate}: measured",
-                            marker=dict(color=color, size=11),
+                            marker=dict(color=color, size=11), text=[r.candidate],
                             error_y=dict(type="data", symmetric=False, array=[hi_err], arrayminus=[lo_err]),
-                            hovertemplate=(f"{r.candidate}<br>in-step projection ×%{{x:.4f}}<br>measured step "
-                                           f"×%{{y:.4f}}<extra></extra>"))
+                            hovertemplate=("%{text}<br>in-step projection ×%{x:.4f}<br>measured step "
+                                           "×%{y:.4f}<extra></extra>"))
         if np.isfinite(r.s_isolated) and np.isfinite(r.predicted):
             fig.add_scatter(x=[r.s_isolated], y=[r.predicted], mode="markers", name=f"{r.candidate}: predicted",
-                            marker=dict(color=color, size=10, symbol="circle-open"),
-                            hovertemplate=(f"{r.candidate}<br>isolated projection ×%{{x:.4f}}<br>predicted step "
-                                           f"×%{{y:.4f}}<extra></extra>"))
+                            marker=dict(color=color, size=10, symbol="circle-open"), text=[r.candidate],
+                            hovertemplate=("%{text}<br>isolated projection ×%{x:.4f}<br>predicted step "
+                                           "×%{y:.4f}<extra></extra>"))
     fig.update_layout(title=_title("Step speedup against projection speedup", source),
                       xaxis_title="projection speedup (× vs the baseline)", yaxis_title="step speedup (×)",
                       height=420)
@@ -76,10 +77,10 @@ def family_bars(fam: pd.DataFrame, source: str) -> go.Figure:
         rows = fam[fam["candidate"] == cand]
         fig.add_bar(x=rows["family"], y=rows["isolated_us"], name=f"{cand}: isolated (cold shape)",
                     marker=dict(color=colors[cand], opacity=0.45),
-                    hovertemplate="%{x}: %{y:.2f} µs alone<extra>" + cand + "</extra>")
+                    hovertemplate="%{x}: %{y:.2f} µs alone<extra>%{fullData.name}</extra>")
         fig.add_bar(x=rows["family"], y=rows["in_step_us"], name=f"{cand}: in the step",
                     marker=dict(color=colors[cand]),
-                    hovertemplate="%{x}: %{y:.2f} µs in the step<extra>" + cand + "</extra>")
+                    hovertemplate="%{x}: %{y:.2f} µs in the step<extra>%{fullData.name}</extra>")
     fig.update_layout(barmode="group", title=_title("Per call: in the step vs alone", source),
                       yaxis_title="µs per call", height=380)
     return html_labels(fig)

@@ -121,3 +121,21 @@ def test_the_report_has_a_step_section(tmp_path):
     assert "nan" not in text.lower() and "None" not in text
     (page,) = tmp_path.glob("*.html")
     assert page.read_text().count("Where the step") >= 4   # a stacked bar per point
+
+
+def test_a_candidate_name_cannot_add_markup_to_the_figures(data):
+    import plotly.io as pio
+
+    from dashboard import step_figures
+
+    evil = '<a href="https://example.invalid">x</a>%{y}'
+    amd = step.amdahl_table(data).assign(candidate=evil)
+    fam = step.family_table(data)
+    fam = fam[(fam["candidate"] == "linear_module") & (fam["batch"] == 4) & (fam["context"] == 16)].assign(
+        candidate=evil)
+    bd = step.breakdown_table(data)
+    bd = bd[(bd["candidate"] == "linear_module") & (bd["batch"] == 4) & (bd["context"] == 16)].assign(candidate=evil)
+    for fig in (step_figures.amdahl_curve(amd.iloc[1:2], "s"), step_figures.family_bars(fam, "s"),
+                step_figures.step_bars(bd, step.families(data), "s")):
+        text = pio.to_json(fig, validate=False)
+        assert "<a href" not in text and '\\u003ca href' not in text
