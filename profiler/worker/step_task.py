@@ -22,8 +22,9 @@ THE STEP RULE (the contract's, applied to the step as one operation): the refere
 projection replaced by the contract's reference, the FP64 product rounded to the output dtype (StepModel.reference:
 same weights, cache and input), so a correct candidate differs from it only where its projections differ from their
 contract references; the output's relative L2 error against it must be at most the largest rel_l2_tol of the layer's
-projection families, and a correct candidate whose error is over vs_baseline_flag_factor x the baseline's is flagged
-less_accurate. A non-finite output fails. The baseline must pass for any candidate to be timed beside it.
+projection families, and so must its distance from the baseline's step on the same input (error.vs_baseline_step);
+a correct candidate whose error is over vs_baseline_flag_factor x the baseline's is flagged less_accurate. A
+non-finite output fails. The baseline must pass for any candidate to be timed beside it.
 Measured on CPU at Llama-3.1-8B's sizes (2 layers, batch 2, context 64): F.linear's step is 0.27 % from the
 reference, a step whose projections are 2 % too large 4.9 % (tests/profiler/test_step.py checks a wrong one fails).
 """
@@ -64,6 +65,7 @@ class _Entry:
     x: Any = None                  # the graph's static input
     handle: Any = None
     feed: Any = None
+    eager: Any = None              # the eager step's output on the first input (compared with the baseline's)
     error: dict = field(default_factory=dict)
     reasons: list = field(default_factory=list)
 
@@ -159,6 +161,7 @@ def _check(sess, entry: _Entry, model: StepModel, inputs, refs, tol: float) -> N
         y = model.forward(inputs[0].clone(), project)
         _sync(sess)
         err, entry.reasons = _judge(y, refs[0], tol, "eager step")
+        entry.eager = y
     except SystemExit as exc:
         err, entry.reasons = math.inf, [f"run() called sys.exit({exc.code!r}) in the eager step"]
     except Exception as exc:
@@ -193,6 +196,16 @@ def _check(sess, entry: _Entry, model: StepModel, inputs, refs, tol: float) -> N
     entry.feed = _Feed(x, inputs)
     handle.feed = entry.feed
     x.copy_(inputs[0])
+
+
+def _against_baseline(entry: _Entry, base: _Entry, tol: float) -> None:
+    """The step rule's second half: the candidate's eager step within the tolerance of the baseline's step (the same
+    input, weights and cache)."""
+    step(entry.name, "check")
+    err = rel_l2(entry.eager, base.eager)
+    entry.error["vs_baseline_step"] = err if math.isfinite(err) else None
+    if not err <= tol:
+        entry.reasons = [f"eager step: rel-L2 {err:.4g} from the baseline's step is over the tolerance {tol:g}"]
 
 
 def _timed(sess, entries: list[_Entry], timer, settings: dict, refs, tol: float, when: str):
@@ -393,6 +406,9 @@ def _measure_step(sess, task: dict) -> dict:
         _prepare(sess, entry, model)
         if not entry.reasons:
             _check(sess, entry, model, inputs, refs, tol)
+        base = entries[0] if entries and entries[0].name == task["candidates"][0]["name"] else None
+        if not entry.reasons and base is not None and not base.reasons:
+            _against_baseline(entry, base, tol)
         if entry.reasons:
             failures.append(_failure(point, entry.name, "incorrect", current()[1] or "check", entry.reasons)
                             | {"error": entry.error or None})

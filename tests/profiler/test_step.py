@@ -128,6 +128,7 @@ def test_the_baseline_and_a_module_candidate_run_the_same_step(task_result):
     assert (pair["baseline"], pair["candidate"]) == ("baseline", "linear_module")
     assert pair["cold"]["ratio_median"] > 0 and pair["warm"]["n_pairs"] > 0
     assert task_result["point"]["tolerance"] == 0.01   # the families' rel_l2_tol: the contract's number
+    assert by["linear_module"]["error"]["vs_baseline_step"] <= 0.01 and "vs_baseline_step" not in by["baseline"]["error"]
 
 
 def test_the_step_rule_rejects_wrong_projections(task_result):
