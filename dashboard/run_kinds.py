@@ -18,9 +18,8 @@ from datasets import DEFAULT_WORKLOAD, DatasetError
 from datasets.jsonfile import JsonInputError, read_json
 from dashboard import runs
 
-SWEEP, TUNE, SCREEN, EXPLAIN = runs.SWEEP, runs.TUNE, runs.SCREEN, runs.EXPLAIN   # dashboard.runs.run_kind's
+SWEEP, TUNE, SCREEN, EXPLAIN, STEP = runs.SWEEP, runs.TUNE, runs.SCREEN, runs.EXPLAIN, runs.STEP   # runs.run_kind's
 REPEAT, PROBE = "repeatability", "probe"
-STEP = "step"   # `python -m profiler step`: a decode step per candidate beside its layer's shapes (dashboard.step)
 # The picker's groups, in the order shown; uploads come last (dashboard.sources).
 KIND_TITLES = {SWEEP: "plan sweeps", REPEAT: "repeatability", TUNE: "tunes", SCREEN: "screens", EXPLAIN: "explains",
                PROBE: "probes", STEP: "decode steps"}
@@ -39,8 +38,6 @@ def kind_of(run) -> str:
     'baseline#2') measures repeatability."""
     if not isinstance(run, dict):
         return PROBE
-    if isinstance(run.get("step"), dict):
-        return STEP
     kind = runs.run_kind(run)
     if kind != runs.SWEEP:
         return kind
