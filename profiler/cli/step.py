@@ -52,7 +52,7 @@ per candidate: --layers distinct layers (weights not shared), a KV cache of each
 as one CUDA graph and timed cold (L2 flushed before every replay) and warm (back to back) in paired, alternating
 rounds with the shapes' stopping rule; every other operation (RMSNorm, rotary, attention over the KV cache,
 SiLU-and-mul, residual adds) is the same code for all candidates. Each candidate's step is checked against the
-step with exact projections. Where the step's time goes per projection family, attention, norms and activations and
+step with exact projections and against the baseline's step. Where the step's time goes per projection family, attention, norms and activations and
 the rest comes from a Kineto trace of the step (on --device cpu: the wall clock per segment). The same run times the
 layer's projection shapes at each batch (the ordinary sweep), so `python -m dashboard step RUN.json` sets the
 measured step speedup beside Amdahl's prediction from the per-shape ratios."""
