@@ -57,6 +57,9 @@ def validate_step(run: dict, fail, check_record) -> None:
         return
     step = run["step"]
     check_record(step, STEP, "step", fail)
+    workload = run.get("workload")
+    if isinstance(workload, dict) and not isinstance(workload.get("layer"), dict):
+        fail("workload.layer", "missing: a step run's workload declares the decoder layer its step ran")
     for key, kind in (("batches", "M"), ("contexts", "positive integer")):
         for i, v in enumerate(step[key]):
             check_record({"v": v}, [("v", kind, True)], f"step.{key}[{i}]", fail)

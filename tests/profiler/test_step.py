@@ -166,6 +166,10 @@ def test_the_step_object_is_validated_naming_the_field(task_result, tiny):
     with pytest.raises(RunFileError, match=r"pairs\[0\].candidate: 'stale' has no correct, timed step"):
         validate_run(bad, "step.json")
     bad = json.loads(json.dumps(run))
+    del bad["workload"]["layer"]
+    with pytest.raises(RunFileError, match="workload.layer: missing: a step run's workload declares"):
+        validate_run(bad, "step.json")
+    bad = json.loads(json.dumps(run))
     wrong = next(c for c in bad["step"]["points"][0]["candidates"] if c["candidate"] == "stale")
     wrong["cold"] = {"median_us": 5.0, "n_samples": 3}
     with pytest.raises(RunFileError, match="an incorrect step has no times"):
