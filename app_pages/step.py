@@ -43,7 +43,9 @@ else:
                "(derived from measured medians). predicted = 1/((1−p)+p/s) (derived). measured: the step's paired "
                "ratio with its 95 % interval. measured − predicted = (pred. in-step − predicted: the projections' "
                "ratio inside the step differs from alone) + (measured − pred. in-step: the rest of the step). "
-               "— where a number cannot be formed (e.g. p over 100 % from a noisy CPU breakdown).")
+               "— where a number cannot be formed (e.g. p over 100 % from a noisy CPU breakdown). The last column: "
+               "whether the correctness contract passed the candidate at every projection shape of the step in this "
+               "run (the step's own rule is rel-L2 only).")
 
 pts = step.points(data)
 labels = {f"{b}/{c}": f"batch {b}, context {c}" for b, c in pts}

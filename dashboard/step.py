@@ -79,6 +79,24 @@ def _isolated(data, fams: list[str], batch: int) -> dict[str, dict[str, float]]:
     return out
 
 
+def shapes_verdict(data, fams: list[str], batch: int, candidate: str) -> str:
+    """Whether the candidate passed the contract at every projection shape of the step (the run's shapes at
+    M = batch): "yes", or what failed -- a step that passes its own rule may still hold a projection the contract
+    refuses (a lossy one whose error the step's tolerance does not see)."""
+    res = data.results
+    got = res[(res["M"] == batch) & res["family"].isin(fams) & (res["candidate"] == candidate)] if len(res) else res
+    bad = sorted(set(got.loc[~got["correct"].astype(bool), "family"])) if len(got) else []
+    failed = data.failures
+    if len(failed) and {"M", "family", "candidate"} <= set(failed.columns):
+        rows = failed[(failed["M"] == batch) & failed["family"].isin(fams) & (failed["candidate"] == candidate)]
+        bad = sorted(set(bad) | set(rows["family"]))
+    missing = sorted(set(fams) - set(got["family"]) - set(bad)) if len(got) else sorted(set(fams) - set(bad))
+    if not bad and not missing:
+        return "yes"
+    return "; ".join(p for p in (f"failed the contract at {', '.join(bad)}" if bad else "",
+                                 f"no result at {', '.join(missing)}" if missing else "") if p)
+
+
 def _ratio(base: dict, cand: dict, fams: list[str]) -> float:
     if not all(f in base and f in cand for f in fams) or not fams:
         return math.nan
@@ -128,13 +146,15 @@ def amdahl_table(data, mode: str = "cold") -> pd.DataFrame:
                          "s_in_step": s_in, "predicted_in_step": predicted_in,
                          "from_projection_ratios": predicted_in - predicted,
                          "from_rest_of_step": measured - predicted_in,
-                         "inside_interval": _inside(predicted, ratio.get("ratio_ci_low"), ratio.get("ratio_ci_high"))})
+                         "inside_interval": _inside(predicted, ratio.get("ratio_ci_low"), ratio.get("ratio_ci_high")),
+                         "shapes_correct": shapes_verdict(data, fams, b, cand)})
     return pd.DataFrame(rows, columns=AMDAHL_COLUMNS)
 
 
 AMDAHL_COLUMNS = ["batch", "context", "candidate", "baseline", "mode", "baseline_us", "candidate_us", "p",
                   "s_isolated", "predicted", "measured", "measured_ci_low", "measured_ci_high", "s_in_step",
-                  "predicted_in_step", "from_projection_ratios", "from_rest_of_step", "inside_interval"]
+                  "predicted_in_step", "from_projection_ratios", "from_rest_of_step", "inside_interval",
+                  "shapes_correct"]
 
 
 def _inside(value: float, lo, hi) -> str:
@@ -227,7 +247,8 @@ def display_amdahl(amd: pd.DataFrame) -> pd.DataFrame:
                      "pred. in-step ×": _cell(r.predicted_in_step, ".4f"),
                      "from projection ratios": _cell(r.from_projection_ratios, "+.4f"),
                      "from the rest of the step": _cell(r.from_rest_of_step, "+.4f"),
-                     "predicted in interval": r.inside_interval})
+                     "predicted in interval": r.inside_interval,
+                     "contract at its shapes": r.shapes_correct})
     return pd.DataFrame(rows)
 
 
@@ -277,7 +298,7 @@ def format_step_table(data, mode: str = "cold") -> str:
             lines.append(f"  batch {r.batch} context {r.context} {r.candidate}: "
                          f"{_f(r.measured - r.predicted, '+.4f')} = {_f(r.from_projection_ratios, '+.4f')} "
                          f"+ {_f(r.from_rest_of_step, '+.4f')}; predicted inside the measured interval: "
-                         f"{r.inside_interval}")
+                         f"{r.inside_interval}; the contract at its shapes: {r.shapes_correct}")
     fam = family_table(data, mode)
     if not fam.empty:
         lines += ["", f"{'batch':>5} {'ctx':>6}  {'candidate':<24} {'family':<10} {'isolated µs':>11} "

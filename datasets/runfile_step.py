@@ -3,7 +3,7 @@
 
     "step": {"layers", "batches", "contexts", "seconds_per_mode", "candidates", "seconds"?, "points": [point, ...]}
     point: {"point": {"batch", "context", "layers", "tolerance", "projection_bytes"},
-            "candidates": [{"candidate", "correct", "error": {"rel_l2", "vs_baseline_step"?, "reasons"}, "flags"?,
+            "candidates": [{"candidate", "correct", "error": {"rel_l2", "vs_baseline_step"?, "vs_baseline"?, "reasons"}, "flags"?,
                             "cold"?, "warm"?: {"median_us", "ci_low_us", "ci_high_us", "n_samples", ...},
                             "breakdown"?: {"method", "cold": {class: µs}, "warm": {class: µs}},
                             "breakdown_error"?}],
@@ -32,7 +32,7 @@ CANDIDATE = [("candidate", "non-empty string", True), ("correct", "boolean", Tru
              ("flags", "list of strings", False), ("cold", "object", False), ("warm", "object", False),
              ("breakdown", "object or null", False), ("breakdown_error", "string", False)]
 ERROR = [("rel_l2", "non-negative number or null", False), ("vs_baseline_step", "non-negative number or null", False),
-         ("reasons", "list of strings", False)]
+         ("vs_baseline", "non-negative number or null", False), ("reasons", "list of strings", False)]
 TIMES = [("median_us", "number", True), ("ci_low_us", "number or null", False), ("ci_high_us", "number or null", False),
          ("n_samples", "non-negative integer", True), ("stopped_by", "string", False),
          ("dropped_rounds", "non-negative integer", False)]

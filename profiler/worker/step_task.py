@@ -42,6 +42,7 @@ import numpy as np
 
 from datasets.layer_spec import layer_of
 from profiler.check.contract import WEIGHT_MODIFIED, capture_checked
+from profiler.check.rules import error_vs_baseline
 from profiler.measure import kineto, stats, timing
 from profiler.measure.policy import SWEEP
 from profiler.worker.records import finite
@@ -427,9 +428,10 @@ def _measure_step(sess, task: dict) -> dict:
         result["candidates"] = list(records.values())
         return result
     base_err = passing[0].error.get("rel_l2")
-    for e in passing[1:]:
-        err = e.error.get("rel_l2")
-        if err is not None and base_err and err > factor * base_err:
+    for e in passing[1:]:   # the contract's flag, by its own arithmetic (an exact baseline: any error is inf x)
+        ratio = error_vs_baseline(e.error.get("rel_l2"), base_err)
+        records[e.name]["error"]["vs_baseline"] = finite(ratio)
+        if ratio is not None and ratio > factor:
             records[e.name]["flags"] = ["less_accurate"]
     names = [e.name for e in passing]
     step(None, "time")

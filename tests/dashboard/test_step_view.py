@@ -139,3 +139,14 @@ def test_a_candidate_name_cannot_add_markup_to_the_figures(data):
                 step_figures.step_bars(bd, step.families(data), "s")):
         text = pio.to_json(fig, validate=False)
         assert "<a href" not in text and '\\u003ca href' not in text
+
+
+def test_the_contract_at_the_steps_shapes_is_shown_beside_the_step(data, raw):
+    """A step that passes its own rule may hold a projection the contract refuses: the verdict at the step's shapes
+    (the same run's) is read from the run, per candidate and batch."""
+    failed = {f["family"] for f in raw["failures"] if f["candidate"] == "scaled_2pct" and f["M"] == 4}
+    assert failed == set(FAMILIES)
+    assert step.shapes_verdict(data, FAMILIES, 4, "scaled_2pct") == "failed the contract at down, gate_up, o, qkv"
+    assert step.shapes_verdict(data, FAMILIES, 4, "linear_module") == "yes"
+    assert step.shapes_verdict(data, FAMILIES, 2, "linear_module") == "no result at down, gate_up, o, qkv"
+    assert set(step.amdahl_table(data)["shapes_correct"]) == {"yes"}
