@@ -232,3 +232,28 @@ def test_the_kineto_breakdown_splits_a_replay_at_its_markers(tiny):
     assert got == {"qkv": 10, "o": 7, "gate_up": 30, "down": 15, "attention": 7, "norms_activations": 12, "rest": 2}
     with pytest.raises(TraceError, match="10 marker kernels in a replay of the marked step, 11 segments marked"):
         _segment_times(_trace([replay[1:]]), labels, m)
+
+
+# The harness's known-wrong candidates that a CPU step can expose (the GPU-only ones need a capture; the ones that
+# end the process need a worker of their own; the lossy ones whose step error stays under the rel-L2 tolerance are
+# the contract's to catch at the shapes: dashboard.step.shapes_verdict shows that verdict beside the step).
+STEP_CATCHES = {"SkippedKTail": "over the tolerance", "UninitializedOutput": "eager step",
+                "TransposedOutput": "raised", "NaNRow": "not finite", "ScratchNotReset": "step graph on input 1",
+                "MemoByPointer": "timing", "WrongDtype": "raised", "WrongDevice": "raised",
+                "SysExit": "sys.exit", "WeightMutated": "modified by prepare()", "TF32Flipper": "allow_tf32",
+                "TimerPatcher": "replaced the profiler's timer", "RulePatcher": "replaced a function the harness uses"}
+
+
+def test_the_step_rejects_the_known_wrong_candidates(tiny):
+    from profiler.worker.tasks import run_task
+
+    cands = [{"spec": "baseline", "name": "baseline"}]
+    cands += [{"spec": str(PROJECT_DIR / "profiler" / "check" / "wrong.py") + f":{n}", "name": n} for n in STEP_CATCHES]
+    res = run_task({"kind": "step", "workload": tiny.to_dict(), "batch": 4, "context": 8, "candidates": cands,
+                    "settings": {"layers": 1, "seed": 0, "max_seconds": 0.05}}, {"device": "cpu"})
+    by = {c["candidate"]: c for c in res["candidates"]}
+    assert by["baseline"]["correct"] and res["pairs"] == []
+    for name, words in STEP_CATCHES.items():
+        assert not by[name]["correct"] and "cold" not in by[name], name
+        reasons = " ".join(f["reasons"][0] for f in res["failures"] if f["candidate"] == name)
+        assert words in reasons, (name, reasons)
