@@ -239,7 +239,7 @@ def test_the_kineto_breakdown_splits_a_replay_at_its_markers(tiny):
 # the contract's to catch at the shapes: dashboard.step.shapes_verdict shows that verdict beside the step).
 STEP_CATCHES = {"SkippedKTail": "over the tolerance", "UninitializedOutput": "eager step",
                 "TransposedOutput": "raised", "NaNRow": "not finite", "ScratchNotReset": "step graph on input 1",
-                "MemoByPointer": "timing", "WrongDtype": "raised", "WrongDevice": "raised",
+                "MemoByPointer": "over the tolerance", "WrongDtype": "raised", "WrongDevice": "raised",
                 "SysExit": "sys.exit", "WeightMutated": "modified by prepare()", "TF32Flipper": "allow_tf32",
                 "TimerPatcher": "replaced the profiler's timer", "RulePatcher": "replaced a function the harness uses"}
 
