@@ -257,3 +257,18 @@ def test_the_step_rejects_the_known_wrong_candidates(tiny):
         assert not by[name]["correct"] and "cold" not in by[name], name
         reasons = " ".join(f["reasons"][0] for f in res["failures"] if f["candidate"] == name)
         assert words in reasons, (name, reasons)
+
+
+def test_a_routed_layer_is_declared_but_not_measured(tmp_path, capsys):
+    from profiler.cli.main import main
+
+    spec = json.loads(TINY.read_text())
+    spec["layer"]["mlp"] = {"kind": "routed", "experts": 8, "top_k": 2, "intermediate": 96, "activation": "silu"}
+    spec["families"]["router"] = {"N": 8, "K": 64, "w_dtype": "float32", "y_dtype": "float32"}
+    spec["layer"]["projections"]["router"] = "router"
+    path = tmp_path / "routed.json"
+    path.write_text(json.dumps(spec))
+    assert main(["step", "--workload", str(path), "--plan", "baseline", "--device", "cpu",
+                 "--out", str(tmp_path / "r.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "routed experts are declared, not measured" in err
