@@ -28,7 +28,8 @@ def point(llama):
 
     wrong = str(PROJECT_DIR / "profiler" / "check" / "wrong.py")
     cands = [{"spec": "baseline", "name": "baseline"}, {"spec": PLAN, "name": "llama31_8b_decode"},
-             {"spec": str(SCALED), "name": "scaled_2pct"}, {"spec": f"{wrong}:DegradesAfterReplays", "name": "degrades"}]
+             {"spec": str(SCALED), "name": "scaled_2pct"},
+             {"spec": f"{wrong}:DegradesAfterReplays", "name": "degrades"}]
     res = run_task({"kind": "step", "workload": llama.to_dict(), "batch": 8, "context": 1024, "candidates": cands,
                     "settings": {"layers": 2, "seed": 0, "max_seconds": 0.5}}, {"device": "cuda"})
     print(json.dumps(res, indent=1)[:4000])
