@@ -24,14 +24,18 @@ def llama():
 
 @pytest.fixture(scope="module")
 def point(llama):
-    from profiler.worker.tasks import run_task
+    from inprocess_worker import InProcessWorker   # a fresh session; the process put back afterwards
 
     wrong = str(PROJECT_DIR / "profiler" / "check" / "wrong.py")
     cands = [{"spec": "baseline", "name": "baseline"}, {"spec": PLAN, "name": "llama31_8b_decode"},
              {"spec": str(SCALED), "name": "scaled_2pct"},
              {"spec": f"{wrong}:DegradesAfterReplays", "name": "degrades"}]
-    res = run_task({"kind": "step", "workload": llama.to_dict(), "batch": 8, "context": 1024, "candidates": cands,
-                    "settings": {"layers": 2, "seed": 0, "max_seconds": 0.5}}, {"device": "cuda"})
+    worker = InProcessWorker({"device": "cuda"})
+    try:
+        res = worker.call({"kind": "step", "workload": llama.to_dict(), "batch": 8, "context": 1024,
+                           "candidates": cands, "settings": {"layers": 2, "seed": 0, "max_seconds": 0.5}}, 0.0)
+    finally:
+        worker.close()
     print(json.dumps(res, indent=1)[:4000])
     return json.loads(json.dumps(res))
 
