@@ -1,4 +1,4 @@
-"""`python -m dashboard summarize|table|compare|explain|report|results|noise|index|validate`: scores, per-shape
+"""`python -m dashboard summarize|table|compare|explain|step|report|results|noise|index|validate`: scores, per-shape
 tables, verdicts, kernel breakdowns, reports, RESULTS.md, the noise bands, the run index and workload checks.
 
 Exit status: 0 when every pair shown was scored (or only lacks unfinished shapes: a partial run, whose complete
@@ -230,6 +230,18 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def cmd_step(args) -> int:
+    """A step run (python -m profiler step): Amdahl predicted vs measured, in-step vs isolated per family."""
+    from dashboard import step
+
+    path = _existing(args.path, RUN_SUFFIXES, "a step run .json / .json.gz")
+    data = _load(path)
+    if not step.has_step(data.run):
+        raise CliError(f"{path.name}: not a step run (no \"step\" object); `python -m profiler step` makes one")
+    print(step.format_step_table(data, args.mode))
+    return 0
+
+
 def cmd_results(args) -> int:
     """RESULTS.md from the committed run files (dashboard/results_doc.py): printed, or written atomically."""
     from dashboard import results_doc   # as cmd_explain and cmd_report: the kernel tables load plotly
@@ -351,6 +363,12 @@ def build_parser() -> argparse.ArgumentParser:
     expl.add_argument("--candidate", help="only this candidate")
     expl.add_argument("--shape", help="only this shape key, e.g. 'decode 16/router'")
     expl.set_defaults(func=cmd_explain, baseline=None)
+    stp = sub.add_parser("step", help="a step run: the decode step per candidate, Amdahl predicted vs measured, "
+                                      "in-step vs isolated per projection family")
+    stp.add_argument("path", help="a step run file (python -m profiler step)")
+    stp.add_argument("--mode", choices=("cold", "warm"), default="cold",
+                     help="which timing of the step (cold: L2 flushed before each replay; warm: back to back)")
+    stp.set_defaults(func=cmd_step)
     res = sub.add_parser("results", help="RESULTS.md from the run files: scores, SOL per load, kernel findings, "
                                          "repeatability, each row linking its run file")
     res.add_argument("--out", help="write here (e.g. RESULTS.md) instead of printing")

@@ -18,7 +18,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from dashboard import (compare, eager, figures, files, glossary, kernels, library_ceiling, noise, runs, scoring, sources,
-                       views, workloads)
+                       step, views, workloads)
 from dashboard import report_render as render
 
 SOURCE_WORDS = sources.PROVENANCE  # one definition of the provenance words, shared with the app and the CLI
@@ -261,6 +261,10 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
     if len(data.environment):
         tables["environment"] = data.environment.astype(str)
         display["Environment (measured)"] = tables["environment"]
+    if step.has_step(data.run):   # a step run: the decode step beside the layer's shapes
+        from dashboard.step_report import add_step_section
+
+        add_step_section(data, tables, display, figs, notes)
     official_terms = ["baselines"] if workloads.official_only(workload, "this run") is None else []
     eager_terms = ["eager"] if eager.has_eager(table) else []
     notes.append(_terms_note(["provenance", "ratio", "ci", "sigma_w", "score", "flags", *eager_terms, "floor", "sol",

@@ -1,7 +1,7 @@
 """What a run file is: the kind that decides where it is offered (Fleet shows sweeps, Kernels explain runs) and how
 the source picker groups it, newest first.
 
-    kind_of(run)             -> SWEEP | REPEAT | TUNE | SCREEN | EXPLAIN | PROBE
+    kind_of(run)             -> SWEEP | REPEAT | TUNE | SCREEN | EXPLAIN | PROBE | STEP
     meta_of(run_data)        -> RunMeta     kind, created_utc, workload name, candidates, cluster, scored count
     run_meta(path)           -> RunMeta     the same from a file, validated (None: it does not load)
     read_with_meta(path)     -> (RunData, RunMeta)   the file and its meta from one read (None: it does not load)
@@ -18,11 +18,11 @@ from datasets import DEFAULT_WORKLOAD, DatasetError
 from datasets.jsonfile import JsonInputError, read_json
 from dashboard import runs
 
-SWEEP, TUNE, SCREEN, EXPLAIN = runs.SWEEP, runs.TUNE, runs.SCREEN, runs.EXPLAIN   # dashboard.runs.run_kind's
+SWEEP, TUNE, SCREEN, EXPLAIN, STEP = runs.SWEEP, runs.TUNE, runs.SCREEN, runs.EXPLAIN, runs.STEP   # runs.run_kind's
 REPEAT, PROBE = "repeatability", "probe"
 # The picker's groups, in the order shown; uploads come last (dashboard.sources).
 KIND_TITLES = {SWEEP: "plan sweeps", REPEAT: "repeatability", TUNE: "tunes", SCREEN: "screens", EXPLAIN: "explains",
-               PROBE: "probes"}
+               PROBE: "probes", STEP: "decode steps"}
 SHIPPED_PLAN = "best"   # `--plan best` / kernels/plans/best.json: the plan projlab ships
 _UNREADABLE = (runs.RunFileError, JsonInputError, DatasetError, ValueError, KeyError, OSError)
 

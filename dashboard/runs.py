@@ -307,12 +307,14 @@ def scored_candidates(data: RunData, workload: Workload | None = None) -> list[s
     return [c for c in data.candidates() if want <= have.get(c, set())]
 
 
-EXPLAIN, TUNE, SCREEN, SWEEP = "explain", "tune", "screen", "sweep"
+EXPLAIN, TUNE, SCREEN, SWEEP, STEP = "explain", "tune", "screen", "sweep", "step"
 
 
 def run_kind(run: dict) -> str:
-    """What wrote a run file: an explain run ("kernels"), a tune log ("tune"), a screen (results marked
-    "plan_pick") or a plan/candidate sweep (python -m profiler run)."""
+    """What wrote a run file: a step run ("step": python -m profiler step), an explain run ("kernels"), a tune log
+    ("tune"), a screen (results marked "plan_pick") or a plan/candidate sweep (python -m profiler run)."""
+    if isinstance(run.get("step"), dict):
+        return STEP
     if "kernels" in run:
         return EXPLAIN
     if "tune" in run:

@@ -138,7 +138,7 @@ def list_sources(runs_dir=RUNS_DIR, extra_runs: list | None = None, uploaded_tab
 # The picker's groups, in order: what a source is decides where it is listed (run_kinds.kind_of for run files).
 GROUPS = {"published": "Published", run_kinds.SWEEP: "Plan sweep", run_kinds.REPEAT: "Repeatability",
           run_kinds.TUNE: "Tune", run_kinds.SCREEN: "Screen", run_kinds.EXPLAIN: "Explain", run_kinds.PROBE: "Probes",
-          "table": "Table", "unreadable": "Unreadable", "upload": "Upload"}
+          run_kinds.STEP: "Decode step", "table": "Table", "unreadable": "Unreadable", "upload": "Upload"}
 DEFAULT_MARK = "★ default"   # the picker's help says what it is: the shipped plan's latest full sweep
 MAX_NAMED_CANDIDATES = 3      # more than this: a count, so an option fits a sidebar's width
 

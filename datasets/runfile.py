@@ -269,6 +269,9 @@ def validate_run(run, source: str = "<run>") -> None:
     from datasets.runfile_explain import validate_explain  # explain runs: kernels, calls, failures
 
     validate_explain(run, fail, _check_record)
+    from datasets.runfile_step import validate_step  # step runs: the decode step's points
+
+    validate_step(run, fail, _check_record)
     _check_workload(run, source, fail)
 
 

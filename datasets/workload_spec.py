@@ -50,7 +50,7 @@ SELECTION_WORDS = ("official", "nearby", "all")   # --shapes keywords: no family
 MAX_LISTED = 10   # problems spelled out in one message; the rest are counted (WorkloadSpecError.problems has all)
 
 TOP_REQUIRED = ("name", "source", "families", "loads", "contract")
-TOP_OPTIONAL = ("description", "score", "nearby")
+TOP_OPTIONAL = ("description", "score", "nearby", "layer")   # layer: datasets/layer_spec.py
 FAMILY_REQUIRED = ("N", "K", "x_dtype", "w_dtype", "y_dtype", "rel_l2_tol", "weight")
 FAMILY_OPTIONAL = ("N_by_M", "note")
 LOAD_REQUIRED = ("load", "M")
@@ -274,6 +274,11 @@ def check_spec(spec, file, prefix: str = "") -> None:
     with c.part():
         if "nearby" in spec:
             _check_nearby(c, spec["nearby"], load_m)
+    with c.part():
+        if "layer" in spec:
+            from datasets.layer_spec import check_layer   # it uses this module's checker
+
+            check_layer(c, spec["layer"], spec.get("families"))
     c.done()
 
 

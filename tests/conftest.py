@@ -56,6 +56,8 @@ SLOW = {
     "test_explain_worker.py": "worker processes",
     "test_tune_worker.py": "worker processes",
     "test_sweep_cpu.py": "worker processes",
+    "test_step_cli.py": "a sweep and a step point through the in-process worker",
+    "test_step.py::test_the_step_rejects_the_known_wrong_candidates": "one step point with 14 candidates (~9 s)",
     "test_trust_sweep.py": "worker processes",
     "test_shape_records.py": "worker processes",
     "test_reach_measure.py": "worker processes",

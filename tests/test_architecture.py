@@ -2,7 +2,7 @@
 app_pages/), nothing backwards;
 inside profiler: measure → check → worker → backends → commands → cli, nothing backwards, and no import cycle
 between its modules; dashboard/ never imports torch or streamlit (plotly only in figures.py, kernel_figures.py,
-report.py); torch-free modules import with torch blocked.
+step_figures.py, report.py); torch-free modules import with torch blocked.
 
 Two independent proofs: a static scan of every import statement (ast, including imports inside functions),
 and real imports in a subprocess whose meta-path finder refuses torch/streamlit.
@@ -20,7 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"datasets": 0, "kernels": 1, "profiler": 2, "dashboard": 3, "ui": 4, "app": 5, "app_pages": 5}
-PLOTLY_ALLOWED = {"dashboard/figures.py", "dashboard/kernel_figures.py", "dashboard/report.py"}
+PLOTLY_ALLOWED = {"dashboard/figures.py", "dashboard/kernel_figures.py", "dashboard/report.py",
+                  "dashboard/step_figures.py"}
 TORCH_FREE = ["datasets", "datasets.runfile", "kernels.registry", "kernels.plans", "profiler.measure.stats",
               "profiler.measure.policy", "profiler.commands.tune_rules", "profiler.worker.tasks", "profiler.backends.open",
               "profiler.cli.main"]   # the command line and the worker import without torch: CUDA is checked when used

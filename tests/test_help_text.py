@@ -10,6 +10,7 @@ from dashboard import __main__ as dashboard_main
 from dashboard import report_cli
 from profiler.cli import main as profiler_main
 from profiler.cli import screen as screen_cli
+from profiler.cli import step as step_cli
 from profiler.cli import tune as tune_cli
 
 
@@ -24,7 +25,8 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def _all_helps() -> dict[str, str]:
     helps = {}
     for prog, top, own in (("profiler", profiler_main.build_parser(),
-                            {"tune": tune_cli.build_parser(), "screen": screen_cli.build_parser()}),
+                            {"tune": tune_cli.build_parser(), "screen": screen_cli.build_parser(),
+                             "step": step_cli.build_parser()}),
                            ("dashboard", dashboard_main.build_parser(), {"report": report_cli.parser()})):
         helps[prog] = top.format_help()
         for name, sub in _subparsers(top).items():
@@ -37,7 +39,8 @@ HELPS = _all_helps()
 
 def test_every_subcommand_is_covered():
     assert {"profiler run", "profiler tune", "profiler screen", "profiler probe", "profiler explain",
-            "dashboard summarize", "dashboard table", "dashboard report", "dashboard results"} <= set(HELPS)
+            "profiler step", "dashboard step", "dashboard summarize", "dashboard table", "dashboard report",
+            "dashboard results"} <= set(HELPS)
 
 
 @pytest.mark.parametrize("name", sorted(HELPS))

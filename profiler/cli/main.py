@@ -1,4 +1,4 @@
-"""`python -m profiler run|probe|tune|explain|screen`: check, time, probe and tune projection kernels on the GPU.
+"""`python -m profiler run|probe|tune|explain|screen|step`: check, time, probe and tune projection kernels on the GPU.
 
 Every subcommand writes a run file (datasets/runs/, never overwritten) and says with one line and exit status 2
 what is wrong with bad input (a workload, a shape selection, a plan that does not fit the workload) before anything
@@ -22,6 +22,7 @@ from datasets.shapes import SHAPE_ID_FIELDS
 from kernels.candidate import check_spec
 from profiler.backends.open import ClusterError
 from profiler.cli import screen as screen_cli
+from profiler.cli import step as step_cli
 from profiler.cli import tune as tune_cli
 from profiler.cli.explain import cmd_explain
 from profiler.cli.explain import DESCRIPTION as EXPLAIN_DESCRIPTION
@@ -347,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("screen", help="screening bench: every config of chosen methods per shape "
                                   "(python -m profiler screen -h)", add_help=False)
+    sub.add_parser("step", help="the whole decode step of a workload's declared layer, per candidate "
+                                "(python -m profiler step -h)", add_help=False)
     explain_arguments(sub.add_parser("explain", help="per-kernel breakdown of each call (Nsight Compute + Kineto)",
                                      description=EXPLAIN_DESCRIPTION))
     return p
@@ -358,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(tune_cli.main(argv[1:]) or 0)   # then CUDA where the tune needs it)
     if argv and argv[0] == "screen":  # everything after `screen` belongs to profiler.cli.screen
         return int(screen_cli.main(argv[1:]) or 0)
+    if argv and argv[0] == "step":  # everything after `step` belongs to profiler.cli.step
+        return int(step_cli.main(argv[1:]) or 0)
     args = build_parser().parse_args(argv)
     return {"run": cmd_run, "probe": cmd_probe, "summarize": cmd_summarize, "explain": cmd_explain}[args.cmd](
         args, argv)

@@ -13,6 +13,7 @@ from profiler.measure import probes
 from profiler.worker import explain_task
 from profiler.worker.session import Session, session
 from profiler.worker.shape_task import measure_one_shape
+from profiler.worker.step_task import measure_step
 from profiler.worker.steps import step
 
 PROBE_ROUNDS = 24   # rounds per probe size when a probes task gives none
@@ -56,7 +57,8 @@ def _environment(sess: Session, task: dict) -> dict:
 
 # Read-only: a candidate in this process cannot swap a task body in place (profiler.check.guards).
 BODIES = MappingProxyType({"shape": measure_one_shape, "load": _load, "probes": _probes, "environment": _environment,
-                           "explain_check": explain_task.explain_check, "explain_ncu": explain_task.explain_ncu})
+                           "explain_check": explain_task.explain_check, "explain_ncu": explain_task.explain_ncu,
+                           "step": measure_step})
 
 
 def run_task(task: dict, config: dict | None = None) -> dict:
