@@ -26,7 +26,7 @@ from kernels.candidate import resolve_spec
 from profiler.backends.base import Task
 from profiler.backends.isolate import without_culprits
 from profiler.backends.open import open_backends
-from profiler.commands.sweep import select_shapes, sweep_on
+from profiler.commands.sweep import select_shapes, sweep_on, worker_config
 from profiler.worker.process import WorkerDied, WorkerError
 from profiler.worker.settings import SweepSettings
 
@@ -117,9 +117,7 @@ def run_step(specs: Sequence[str], workload, batches: Sequence[int], contexts: S
     settings = replace(settings, shapes=step_selection(workload, batches))
     given = [str(s) for s in specs]
     resolved = [resolve_spec(s) for s in given]
-    config = {"device": str(device), "mode": "cold", "flush_bytes": settings.flush_bytes, "init": worker_init,
-              "run_file": str(Path(out_path).resolve()), "unprivileged": settings.unprivileged,
-              "read_only": sorted({str(Path(out_path).resolve().parent)}), "writable": []}
+    config = worker_config(device, replace(settings, mode="cold"), out_path, resolved, worker_init)
     writer = RunWriter(out_path)   # refuses an existing file before any work
     with open_backends(None, config, log) as backends:
         backend = next(iter(backends.values()))

@@ -89,12 +89,7 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
     given = [str(s) for s in specs]
     resolved = [resolve_spec(s) for s in given]  # the worker runs in the repository root: file paths made absolute
     side = tunableop_folder(Path(out_path).resolve()) if out_path else None
-    config = {"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes, "init": worker_init,
-              "side_folder": str(side) if side else None,   # a method's per-run files (TunableOp's results)
-              "unprivileged": settings.unprivileged,
-              # what a sandboxed worker must read besides the project and the interpreter, and may write
-              "read": sorted({str(Path(out_path).resolve().parent)} if out_path else set()) + module_folders(resolved),
-              "writable": [str(side)] if side else []}
+    config = worker_config(device, settings, out_path, resolved, worker_init, side)
     made_side = side is not None and not side.exists()
     if made_side:
         try:
@@ -123,6 +118,17 @@ def run_sweep(specs: Sequence[str], shapes: Sequence[dict], out_path, *, label: 
                     except OSError:
                         pass
     return next(iter(runs.values()))
+
+
+def worker_config(device, settings: SweepSettings, out_path, resolved: Sequence[str], worker_init: str | None,
+                  side: Path | None = None) -> dict:
+    """What every worker of a command is started with: the device, timing mode, flush, init hook; the run's side
+    folder (a method's per-run files: TunableOp's results) and the sandbox's folders -- what a sandboxed worker must
+    read besides the project and the interpreter (the run's folder, the candidates' modules) and may write."""
+    return {"device": str(device), "mode": settings.mode, "flush_bytes": settings.flush_bytes, "init": worker_init,
+            "side_folder": str(side) if side else None, "unprivileged": settings.unprivileged,
+            "read": sorted({str(Path(out_path).resolve().parent)} if out_path else set()) + module_folders(resolved),
+            "writable": [str(side)] if side else []}
 
 
 def module_folders(specs: Sequence[str]) -> list[str]:
