@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Callable, Sequence
 
 from datasets.layer_spec import layer_of
