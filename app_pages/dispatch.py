@@ -63,7 +63,7 @@ try:
     else:
         name = f"{choice}.json"
         try:
-            data = read_json(PLANS_DIR / name, max_bytes=uploads.MAX_UPLOAD_BYTES)
+            data = read_json(PLANS_DIR / name, kind="plan")
         except JsonInputError as exc:
             raise PlanError(str(exc)) from None
     wl, wl_note = plan_workload(data, name, c2)

@@ -18,6 +18,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import sources
+from datasets.jsonfile import LIMITS
 from datasets.paths import DATA_DIR, PROJECT_DIR
 from ui import loaders
 
@@ -25,8 +26,8 @@ UPLOAD_DIR_ENV = "PROJLAB_UPLOAD_DIR"
 DEFAULT_UPLOAD_DIR = PROJECT_DIR / ".uploads"
 # The largest committed run file is 1.1 MB (a tune log with every sample); 16 MB is room for ten times that while
 # keeping a stray upload from filling the server's memory.
-MAX_UPLOAD_MB = 16
-MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
+MAX_UPLOAD_BYTES = LIMITS["upload"]
+MAX_UPLOAD_MB = MAX_UPLOAD_BYTES // (1024 * 1024)
 # The folder as a whole: 100 files, 256 MB (sixteen uploads at the per-file limit), so a server shared by a team keeps
 # weeks of uploads without its disk filling.
 MAX_UPLOADS = 100
