@@ -22,6 +22,7 @@ from dashboard.files import write_files
 from dashboard.kernels import ExplainError
 from dashboard.summary import format_breakdown, format_loads, format_shape_table, format_unscored_pairs
 from datasets.runfile import RunFileError
+from datasets.text import escaped_output
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_SCORE = 3
@@ -380,6 +381,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Every line printed goes through datasets.text.escape_controls (escaped_output): nothing read from a file or
+    given on the command line reaches the terminal raw."""
+    with escaped_output():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["report"]:
         args = argparse.Namespace(command="report", report_args=argv[1:], func=cmd_report)

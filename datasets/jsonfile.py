@@ -16,8 +16,8 @@ Callers re-raise it as their own error type (RunFileError, PlanError, DatasetErr
 Every string of a document read here (values and keys) comes back with its control characters (C0 and C1: ESC,
 CR, LF, NUL...) and its bidirectional-text controls (right-to-left overrides and isolates) shown escaped, as
 `\x1b`, `\r`, `\u202e`: a candidate name, a method or a reason in a run file cannot move a terminal's cursor, colour
-its text, fake an output line or reverse what a reader sees in any report or page (escape_controls; HTML escaping
-is the report's and the figures' job, dashboard/figures.py html_labels).
+its text, fake an output line or reverse what a reader sees in any report or page (datasets/text.py escape_controls;
+HTML escaping is the report's and the figures' job, dashboard/figures.py html_labels).
 """
 from __future__ import annotations
 
@@ -31,13 +31,9 @@ from pathlib import Path
 
 from datasets.paths import link_outside_project
 from datasets.shapes import shape_key
+from datasets.text import escape_strings
 
-# Control characters (C0, DEL, C1), the Arabic letter mark, LRM/RLM, the line and paragraph separators and the
-# bidi embeddings, overrides and isolates: nothing a name, a method or a reason needs, all of it able to rewrite
-# what a terminal or a page shows.
-_UNSAFE = "\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-UNSAFE_CHARS = re.compile(f"[{_UNSAFE}]")
-# The same, as they can appear in JSON text: escaped (\u00XX, \n-style) or, for DEL and the non-ASCII ones, raw (a
+# The unsafe characters of datasets.text (UNSAFE_CHARS) as they can appear in JSON text: escaped (\u00XX, \n-style) or, for DEL and the non-ASCII ones, raw (a
 # raw C0 character is JSON whitespace between tokens, or refused by the parser inside a string). A document without
 # any of them is returned as parsed, with no walk over its strings.
 _ESCAPED_UNSAFE = re.compile(r"\\(?:u(?:00[01][0-9a-fA-F]|00[79][0-9a-fA-F]|008[0-9a-fA-F]|061[cC]|200[eEfF]|"
@@ -51,21 +47,6 @@ def _may_hold_unsafe(text: str) -> bool:
     if "\\" in text and _ESCAPED_UNSAFE.search(text):
         return True
     return ("\x7f" in text or not text.isascii()) and _RAW_UNSAFE.search(text) is not None
-
-
-def escape_controls(text: str) -> str:
-    """`text` with every unsafe character (UNSAFE_CHARS) written as its Python escape ('\x1b', '\r', '\u202e')."""
-    return UNSAFE_CHARS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
-
-
-def _escape_strings(value):
-    if isinstance(value, str):
-        return escape_controls(value)
-    if isinstance(value, dict):
-        return {escape_controls(k): _escape_strings(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_escape_strings(v) for v in value]
-    return value
 
 
 # No projlab document nests deeper than ~6 levels (run file -> results -> record -> error -> reasons);
@@ -174,7 +155,7 @@ def parse_json(data: bytes | str, name: str, max_bytes: int | None = None, max_d
         raise JsonInputError(f"{name}: JSON nested {depth} levels deep (at most {max_depth} accepted)")
     try:
         doc = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
-        return _escape_strings(doc) if _may_hold_unsafe(text) else doc
+        return escape_strings(doc) if _may_hold_unsafe(text) else doc
     except json.JSONDecodeError as exc:
         raise JsonInputError(f"{name}: not valid JSON: {exc}") from None
     except (ValueError, RecursionError) as exc:

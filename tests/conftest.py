@@ -56,6 +56,8 @@ SLOW = {
     "test_explain_worker.py": "worker processes",
     "test_tune_worker.py": "worker processes",
     "test_sweep_cpu.py": "worker processes",
+    "test_terminal_escapes.py::test_profiler_run_prints_a_hostile_candidates_name_reason_and_worker_lines_escaped":
+        "a profiler run with worker processes",
     "test_trust_sweep.py": "worker processes",
     "test_shape_records.py": "worker processes",
     "test_reach_measure.py": "worker processes",

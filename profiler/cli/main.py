@@ -19,6 +19,7 @@ from datasets import RUNS_DIR
 from datasets.cli import EXIT_BAD_INPUT, OneLineParser, positive_float
 from datasets.runfile import RunFileError, WriteError, run_filename
 from datasets.shapes import SHAPE_ID_FIELDS
+from datasets.text import escape_strings, escaped_output
 from kernels.candidate import check_spec
 from profiler.backends.open import ClusterError
 from profiler.cli import screen as screen_cli
@@ -213,7 +214,9 @@ def _fmt(v, spec=".2f", none="-"):
 
 def format_run(run: dict) -> str:
     """Per-shape table: median us per candidate, paired ratio [95% CI] vs the first candidate, correct, flags.
-    No overall score here: that is the dashboard's job (`python -m dashboard summarize`)."""
+    No overall score here: that is the dashboard's job (`python -m dashboard summarize`). Every name and reason is
+    escaped whole (escape_strings: a newline in a candidate's error cannot start a line of its own)."""
+    run = escape_strings(run)
     names = list(run["environment"].get("settings", {}).get("candidates") or
                  dict.fromkeys(r["candidate"] for r in run["results"]))
     by_shape: dict[tuple, dict] = {}
@@ -257,6 +260,7 @@ def format_run(run: dict) -> str:
 
 
 def format_probes(run: dict) -> str:
+    run = escape_strings(run)
     lines = [f"{'bytes':>12} {'us':>9} {'TB/s':>6}  {'design':<18} for"]
     for p in sorted(run.get("probes", []), key=lambda p: p["bytes"]):
         lines.append(f"{p['bytes']:>12} {p['us']:>9.2f} {_fmt(p.get('tbps')):>6}  {p.get('design', ''):<18} "
@@ -353,6 +357,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Every line the command prints (its own, a worker's forwarded ones, a traceback) goes through
+    datasets.text.escape_controls (escaped_output): no name or output line from outside reaches the terminal raw."""
+    with escaped_output():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "tune":  # everything after `tune` belongs to profiler.cli.tune (it checks its input,
         return int(tune_cli.main(argv[1:]) or 0)   # then CUDA where the tune needs it)
