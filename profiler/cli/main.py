@@ -30,7 +30,7 @@ from profiler.cli.explain import add_arguments as explain_arguments
 from profiler.cli.options import (add_isolation_arguments, add_seed_argument, add_workload_argument,
                                   cluster_address, cuda_or_exit, label_of, missing_dask, new_run_path,
                                   workload_or_exit)
-from profiler.commands.runlife import interrupt_on_sigterm
+from profiler.commands.runlife import interrupt_on_sigterm, interrupted_line
 from profiler.commands.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep, select_shapes
 from profiler.measure.policy import SWEEP
 from profiler.measure.telemetry import cuda_device_name
@@ -167,9 +167,8 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluste
                              cluster=cluster, workload=workload, device=device)
     except ImportError as exc:
         raise SystemExit(missing_dask(cmd, exc, cluster)) from None
-    except KeyboardInterrupt:
-        print(f"profiler {cmd}: interrupted; partial run in {out or 'the run file(s) of each GPU model'}",
-              file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(interrupted_line(cmd, exc), file=sys.stderr)
         raise SystemExit(130)
     except WriteError as exc:
         print(f"profiler {cmd}: {exc}", file=sys.stderr)
@@ -360,7 +359,12 @@ def main(argv: list[str] | None = None) -> int:
     """Every line the command prints (its own, a worker's forwarded ones, a traceback) goes through
     datasets.text.escape_controls (escaped_output): no name or output line from outside reaches the terminal raw."""
     with escaped_output():
-        return _main(argv)
+        try:
+            return _main(argv)
+        except KeyboardInterrupt as exc:   # Ctrl-C anywhere else (parsing, importing torch): one line too
+            verb = next((a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")), "")
+            print(interrupted_line(verb, exc), file=sys.stderr)
+            return 130
 
 
 def _main(argv: list[str] | None) -> int:

@@ -309,7 +309,7 @@ def explain_on(backend, specs: list[str], shapes: list[dict], writer, *, label: 
     t_start = time.perf_counter()
     if settings.trace_dir:
         Path(settings.trace_dir).mkdir(parents=True, exist_ok=True)
-    with RunLife(backend, writer, "explain run", say=False) as life:
+    with RunLife(backend, writer, "explain run") as life:
         env = backend.environment()
         loaded, refused = backend.call(LOAD, specs, settings.step_timeout_s, settings.workload)
         names = loaded_names(loaded)

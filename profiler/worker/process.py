@@ -219,17 +219,55 @@ def _children_now() -> set[int]:
 
 
 _SCRATCH: list[Path] = []
+SCRATCH_PREFIX, SCRATCH_LOCK = "projlab-worker-", ".owner.lock"
+
+
+def remove_stale_scratch(folder: Path | None = None) -> list[Path]:
+    """Remove the scratch directories of parents that are gone (killed with -9: nothing of theirs ran at exit).
+    A parent holds an flock on its directory's SCRATCH_LOCK for as long as it lives; the kernel drops it when the
+    process dies however it dies, so a lock that can be taken names a directory nobody uses. One without a lock
+    file (an older parent's) goes once a day old. Returns what was removed."""
+    import fcntl
+
+    removed = []
+    for path in Path(folder or tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*"):
+        if not path.is_dir() or path.is_symlink() or path in _SCRATCH or path.name == SCRATCH_PREFIX + "cache":
+            continue
+        try:
+            if not (path / SCRATCH_LOCK).exists():
+                if time.time() - path.stat().st_mtime < 86400:
+                    continue
+            else:
+                with open(path / SCRATCH_LOCK, "rb") as lock:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)   # BlockingIOError: its parent is alive
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
 
 
 def scratch_dir() -> Path:
     """The worker's working directory and home: a directory of its own outside the project tree (one per parent
-    process)."""
+    process), locked while the parent lives and removed when it exits; those of parents killed before they could
+    remove theirs go when the next one starts (remove_stale_scratch)."""
     if not _SCRATCH:
-        path = Path(tempfile.mkdtemp(prefix="projlab-worker-"))
+        import atexit
+        import fcntl
+
+        remove_stale_scratch()
+        path = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
         for sub in ("cwd", "home"):
             (path / sub).mkdir()
+        lock = open(path / SCRATCH_LOCK, "wb")   # held (never closed) until this process ends
+        fcntl.flock(lock, fcntl.LOCK_EX)
         _SCRATCH.append(path)
+        _SCRATCH_LOCKS.append(lock)
+        atexit.register(shutil.rmtree, path, True)
     return _SCRATCH[0]
+
+
+_SCRATCH_LOCKS: list = []
 
 
 def _compile_cache() -> Path:
