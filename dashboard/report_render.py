@@ -41,16 +41,17 @@ class Note:
 # --- Markdown ----------------------------------------------------------------------------------------------------
 # What can make markup of plain text in CommonMark, GFM and Streamlit's markdown, escaped with a backslash (which
 # shows the character itself, so the reader sees the text unchanged): emphasis, code, strikethrough and math
-# ('*', '`', '~', '$'), links, images and footnotes ('[', ']'), HTML and autolinks ('<'), table cells ('|'); an
+# ('*', '`', '~', '$'), links, images and footnotes ('!', '[', ']'), HTML and autolinks ('<', '>'), table cells
+# ('|'), headings ('#'), braces; an
 # underscore at a word's edge (one inside a word, gpu_idle, never starts emphasis: names stay readable in the raw
 # file); a ':' before a letter or '/' (Streamlit's colour, icon and emoji directives ':red[', and every
 # 'scheme://' URL, which GFM links without any markup); the '.' of 'www.' (a link too); an '@' inside an e-mail
-# address; an '&' that starts an entity (which could spell '<' or a bidi control); and at the start of the text a
-# heading, quote or list marker.
-_MD_SPECIAL = re.compile(r"([\\`*\[\]<|~$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|:(?=[A-Za-z/])|@(?=\w)"
+# address; an '&' that starts an entity (which could spell '<' or a bidi control); and a list marker at the start.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|#~!{}$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|:(?=[A-Za-z/])|@(?=\w)"
                          r"|&(?=#?\w+;))")
 _WWW = re.compile(r"\b(www)\.", re.IGNORECASE)
-_LINE_START = re.compile(r"^(\s*\d*)([-+.)#>=])(?=\s|$|#)")     # '- ', '2. ', '# ', '> ' at the start
+_LINE_START = re.compile(r"^(\s*\d*)([-+.)])(?=\s|$)")     # a list item's marker at the start: '- ', '2. '
+
 def md_escape(text) -> str:
     """Text safe to embed in Markdown, on one line: the one way a report or a page (ui.widgets.md_text) puts a name
     or any text from outside (a run file, an upload, the address, a message built from them) into markdown. Line

@@ -29,9 +29,11 @@ INTENDED: list[tuple[str, str, str]] = [
      "An upload is kept on this server, so a reload or a link to it on this server shows it again: 20 uploads "
      "(64 MB) per browser session, your oldest replaced first; 100 uploads (256 MB) on the server, refused when "
      "full."),
-    # One markdown escape for pages and reports (dashboard.report_render.md_escape): an underscore inside a word and
-    # braces are not markup and stay as they are; a ':' before a letter is escaped (a Streamlit directive).
-    ("*", "less\\_accurate", "less_accurate"), ("*", "\\{", "{"), ("*", "\\}", "}"), ("*", "\n- at::", "\n- at:\\:"),
+    # One markdown escape for pages and reports (dashboard.report_render.md_escape): an underscore inside a word is
+    # not markup and stays as it is; a ':' before a letter is escaped (a Streamlit directive).
+    ("*", "less\\_accurate", "less_accurate"), ("*", "\n- at::", "\n- at:\\:"),
+    # ... and a '#' in a name is escaped on pages too, as it always was in reports.
+    ("*", "**baseline#2**", "**baseline\\#2**"), ("*", "baseline#2 (derived) |", "baseline\\#2 (derived) |"),
 ]
 
 
