@@ -110,3 +110,15 @@ def test_an_uploaded_run_with_markup_in_its_names_is_shown_as_text(app, hostile_
     assert not at.exception
     assert at.sidebar.selectbox(key="source").value.startswith("upload: ")
     assert not live_markup(at), live_markup(at)
+
+
+def test_an_uploaded_plan_with_markup_in_its_fields_is_shown_as_text(app, tmp_path):
+    plan = json.loads((app.ROOT / "kernels" / "plans" / "best.json").read_text())
+    plan.update(name=EVIL, description=EVIL, gpu=EVIL + " `x`", tuned_from=EVIL)
+    path = tmp_path / "evil_plan.json"
+    path.write_text(json.dumps(plan))
+    at = app.open_page("dispatch", source=None)
+    app.upload_plan(at, path)
+    assert not at.exception
+    assert any("x\\[link\\]" in m.value for m in at.markdown), [m.value for m in at.markdown][:5]
+    assert not live_markup(at), live_markup(at)
