@@ -75,7 +75,7 @@ for src in (by_name[n] for n in run_names):
         if src.name in added and st.session_state.get("_sel_series") is not None:
             st.session_state["_sel_series"] = [*st.session_state["_sel_series"], pairs[-1][-1]]
 for e in errors:
-    st.error(f"Cannot use a chosen source — {e}")
+    st.error(f"Cannot use a chosen source — {widgets.md_text(e)}")
 short: dict[str, str] = {}
 for key, (kind, src, _, name) in options.items():
     label = views.series_label(src.label, src.path, name)
@@ -112,16 +112,16 @@ try:
         "Include results below the measured HBM floor (artifacts; left out by default)", key="cmp_below_floor")
     res = loaders.compared(specs, ref, None, bool(include))
 except ValueError as exc:
-    st.error(f"Cannot compare: {exc}")
+    st.error(f"Cannot compare: {widgets.md_text(exc)}")
     st.stop()
 if res.note:
-    st.warning(res.note)
+    st.warning(widgets.md_text(res.note))
 for name, message in res.no_score().items():  # the gate: no verdict or score from incorrect / failed shapes
-    (st.error if res.gates[name].refused else st.warning)(f"{name} vs {ref}: {message}")
+    (st.error if res.gates[name].refused else st.warning)(widgets.md_text(f"{name} vs {ref}: {message}"))
 st.caption("Times: measured (runs) or published (tables) as named; ratios, CIs and verdicts are **derived**. "
            "Two candidates of the same run are paired by round; different runs are resampled independently.")
 for name, mode in res.modes.items():
-    st.caption(f"{short.get(name, name)} vs {short.get(ref, ref)}: {noise.MODE_WORDS[mode]}.")
+    st.caption(widgets.md_text(f"{short.get(name, name)} vs {short.get(ref, ref)}: {noise.MODE_WORDS[mode]}."))
 
 overall, loads, shapes = (f.assign(name=f["series"].map(short)) if len(f) else f
                           for f in (res.overall, res.loads, res.shapes))

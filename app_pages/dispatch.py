@@ -63,21 +63,21 @@ try:
     else:
         name = f"{choice}.json"
         try:
-            data = read_json(PLANS_DIR / name, max_bytes=uploads.MAX_UPLOAD_BYTES)
+            data = read_json(PLANS_DIR / name, kind="plan")
         except JsonInputError as exc:
             raise PlanError(str(exc)) from None
     wl, wl_note = plan_workload(data, name, c2)
     plan = plan_from_dict(data, name if choice == UPLOAD else str(PLANS_DIR / name), wl)
 except (PlanError, DatasetError, ValueError, OSError) as exc:
-    st.error(f"Cannot use plan {choice!r}: {exc}")
+    st.error(widgets.md_text(f"Cannot use plan {choice!r}: {exc}"))
     st.stop()
 
-st.markdown(f"**{plan.name}** — {plan.description}  \nGPU: `{plan.gpu or 'not tuned on a GPU'}` · tuned from: "
-            f"`{plan.tuned_from or '—'}`")
-st.caption(f"Workload: **{wl.name}** — families {', '.join(wl.family_order)}; loads "
-           f"{', '.join(f'{load} (M={M})' for load, M in wl.load_m.items())}")
+st.markdown(f"**{widgets.md_text(plan.name)}** — {widgets.md_text(plan.description)}  \nGPU: "
+            f"{widgets.md_code(plan.gpu or 'not tuned on a GPU')} · tuned from: {widgets.md_code(plan.tuned_from or '—')}")
+st.caption(f"Workload: **{widgets.md_text(wl.name)}** — " + widgets.md_text(
+    f"families {', '.join(wl.family_order)}; loads {', '.join(f'{load} (M={M})' for load, M in wl.load_m.items())}"))
 if wl_note:
-    st.info(wl_note)
+    st.info(widgets.md_text(wl_note))
 if plan.notes:
     with st.expander("Plan notes"):
         st.write(plan.notes)

@@ -30,16 +30,16 @@ try:
     cand = state.url_selectbox(c[1], "Candidate", names, "fleet_candidate", pair[1], key="fleet_candidate")
     table = fleet.fleet_table(datas, base, cand)   # each run file with its own workload
     for name in dict.fromkeys(d.workload.name for d in datas):
-        st.caption(f"Workload: **{name}**")
+        st.caption(f"Workload: **{widgets.md_text(name)}**")
 except loaders.BAD_INPUT as exc:
-    st.error(f"Cannot show sweep {label!r}: {exc}")
+    st.error(widgets.md_text(f"Cannot show sweep {label!r}: {exc}"))
     st.stop()
 models = table["gpu"].nunique()
 if models < 2:
-    st.info(f"Sweep {label!r} was measured on {models} GPU model: start dask workers on hosts with other GPUs and "
+    st.info(f"Sweep {widgets.md_text(repr(label))} was measured on {models} GPU model: start dask workers on hosts with other GPUs and "
             "run it with `--cluster` to compare models here.")
 for row in table[table["status"] != "scored"].itertuples():
-    st.warning(f"{row.gpu} ({row.run}): no score: {row.reason}")
+    st.warning(widgets.md_text(f"{row.gpu} ({row.run}): no score: {row.reason}"))
 if (table["status"] == "scored").any():
     st.plotly_chart(figures.fleet_figure(table), width="stretch", theme=None)
 num = st.column_config.NumberColumn

@@ -48,7 +48,7 @@ def _explain_runs() -> dict[str, object]:
             try:
                 loaders.run_data(src.path)
             except loaders.BAD_INPUT as exc:
-                st.sidebar.warning(f"Skipped {src.path.name}: {exc}")
+                st.sidebar.warning(widgets.md_text(f"Skipped {src.path.name}: {exc}"))
     return out
 
 
@@ -61,7 +61,7 @@ def _of_source(every: dict) -> tuple[dict[str, str], str | None]:
     try:
         data = loaders.source_data(src)
     except loaders.BAD_INPUT as exc:
-        return {}, f"Cannot read the sidebar's source {src.label}: {exc}"
+        return {}, widgets.md_text(f"Cannot read the sidebar's source {src.label}: {exc}")
     state = st.session_state
     pair = sources.default_pair(data) or ("baseline", "best")
     base, cand = state.get("_sel_baseline", pair[0]), state.get("_sel_candidate", pair[1])
@@ -70,9 +70,9 @@ def _of_source(every: dict) -> tuple[dict[str, str], str | None]:
     if found:
         return {d.path.name: str(d.path) for d in found}, None
     wl = runs.workload_of(data)
-    return {}, (f"No explain run of {src.label} (workload {wl.name}, the same plans): the Kernels page shows only "
-                f"the kernels of the run you are looking at. Make one on the H200: "
-                f"`{kernels.explain_command(base, cand, wl)}`")
+    return {}, (f"No explain run of {widgets.md_text(src.label)} (workload {widgets.md_text(wl.name)}, the same "
+                f"plans): the Kernels page shows only the kernels of the run you are looking at. Make one on the "
+                f"H200: {widgets.md_code(kernels.explain_command(base, cand, wl))}")
 
 
 every = _explain_runs()
@@ -83,7 +83,8 @@ explain_runs, missing = _of_source(every)
 asked = st.query_params.get("explain")
 if asked in every and asked not in explain_runs:   # a link naming an explain run opens it, whatever the source
     explain_runs[asked] = str(every[asked].path)
-    st.caption(f"{asked} was asked for by the address; it is not an explain run of the sidebar's source.")
+    st.caption(f"{widgets.md_text(asked)} was asked for by the address; it is not an explain run of the sidebar's "
+               "source.")
 if not explain_runs:
     st.warning(missing)
     st.stop()
@@ -93,17 +94,17 @@ labels = list(explain_runs)
 label = state.url_selectbox(st.sidebar, "Explain run", labels, "explain", labels[0], key="kernels_source",
                             what="explain run", format_func=shown.get, help="The explain runs of the sidebar's "
                             "source (same workload, same plans), newest first.")
-st.sidebar.caption(label)
+st.sidebar.caption(widgets.md_text(label))
 try:
     data = kernels.from_run_data(loaders.run_data(explain_runs[label]))
     wl = data.workload
     ktab = kernels.kernel_table(data)
     calls = kernels.call_table(data, wl, ktab)
 except loaders.BAD_INPUT as exc:
-    st.error(f"Cannot use {label}: {exc}")
+    st.error(widgets.md_text(f"Cannot use {label}: {exc}"))
     st.stop()
 if calls.empty:
-    st.warning(f"{label} has no profiled kernels (every call failed; see the failures below).")
+    st.warning(f"{widgets.md_text(label)} has no profiled kernels (every call failed; see the failures below).")
     st.dataframe(data.failures, hide_index=True, width="stretch")
     st.stop()
 if data.run.get("status") == "partial":
@@ -132,16 +133,19 @@ sweep_rows = kernels.sweep_sol(sweep, shape) if sweep is not None else None
 sweep_rows = sweep_rows[sweep_rows["candidate"].isin(chosen)] if sweep_rows is not None else None
 own = f"{label}'s own probes"
 if sweep_rows is not None and len(sweep_rows):
-    source_line.markdown(f"**Source:** kernels, bytes and replay times from the explain run `{label}`; floor and SOL "
-                         f"from the sidebar's sweep `{src.name}` (its own probes and times, as on Shapes and in "
+    source_line.markdown(f"**Source:** kernels, bytes and replay times from the explain run {widgets.md_code(label)}; "
+                         f"floor and SOL from the sidebar's sweep {widgets.md_code(src.name)} (its own probes and "
+                         "times, as on Shapes and in "
                          "`dashboard table`).")
 else:
-    source_line.markdown(f"**Source:** the explain run `{label}`: kernels, bytes, replay times, and floor and SOL from "
+    source_line.markdown(f"**Source:** the explain run {widgets.md_code(label)}: kernels, bytes, replay times, and "
+                         "floor and SOL from "
                          "its own probes.")
 m = st.columns(4)
 if sweep_rows is not None and len(sweep_rows):
     m[0].metric("Floor (sweep)", f"{sweep_rows['floor_us'].iloc[0]:.2f} µs",
-                help=f"derived in {src.name} (as on Shapes and in `dashboard table`); in {own}: "
+                help=f"derived in {widgets.md_text(src.name)} (as on Shapes and in `dashboard table`); in "
+                     f"{widgets.md_text(own)}: "
                      f"{first['floor_us']:.2f} µs")
 else:
     m[0].metric("Floor (explain run)", f"{first['floor_us']:.2f} µs", help=f"{first['bound']}-bound: max of the "
@@ -149,20 +153,20 @@ else:
                 f"({first['compute_floor_us']:.2f} µs)")
 m[1].metric("Ideal bytes", f"{first['ideal_bytes'] / 1e6:.2f} MB", help="weights + x + y: what the call must move")
 m[2].metric("Kernels per call", " / ".join(str(n) for n in here["launches"]),
-            help="measured, per candidate: " + ", ".join(f"{c}: {n}" for c, n in zip(here["candidate"],
-                                                                                     here["launches"])))
+            help="measured, per candidate: " + widgets.md_text(", ".join(f"{c}: {n}" for c, n in zip(
+                here["candidate"], here["launches"]))))
 if sweep_rows is not None and len(sweep_rows):
     m[3].metric("SOL (sweep)", " / ".join(f"{s:.0%}" for s in sweep_rows["sol"]),
-                help=f"derived in {src.name}: its floor ÷ its median time, per candidate: " + ", ".join(
-                    f"{c}: {s:.1%}" for c, s in zip(sweep_rows["candidate"], sweep_rows["sol"])))
-    st.caption("Per candidate, in the order " + " / ".join(sweep_rows["candidate"]) + f". In {own} and replay "
-               f"times, not the sweep's: floor {first['floor_us']:.2f} µs, SOL " +
-               " / ".join(f"{c} {s:.0%}" for c, s in zip(here["candidate"], here["sol"])) + ".")
+                help=widgets.md_text(f"derived in {src.name}: its floor ÷ its median time, per candidate: " + ", ".join(
+                    f"{c}: {s:.1%}" for c, s in zip(sweep_rows["candidate"], sweep_rows["sol"]))))
+    st.caption(widgets.md_text("Per candidate, in the order " + " / ".join(sweep_rows["candidate"]) + f". In {own} "
+                               f"and replay times, not the sweep's: floor {first['floor_us']:.2f} µs, SOL " +
+                               " / ".join(f"{c} {s:.0%}" for c, s in zip(here["candidate"], here["sol"])) + "."))
 else:
     m[3].metric("SOL (explain run)", " / ".join(f"{s:.0%}" for s in here["sol"]),
-                help="floor ÷ time, per candidate: " + ", ".join(f"{c}: {s:.1%}" for c, s in zip(here["candidate"],
-                                                                                                here["sol"])))
-    st.caption("Per candidate, in the order " + " / ".join(here["candidate"]) + ".")
+                help="floor ÷ time, per candidate: " + widgets.md_text(", ".join(
+                    f"{c}: {s:.1%}" for c, s in zip(here["candidate"], here["sol"]))))
+    st.caption("Per candidate, in the order " + widgets.md_text(" / ".join(here["candidate"])) + ".")
 
 parts = kernels.kernel_gap_parts(ktab, calls)
 parts = parts[(parts["shape"] == shape) & parts["candidate"].isin(chosen)]
@@ -174,7 +178,7 @@ found = kernel_findings.findings(here, ktab, shape, data.sm_count, data.run.get(
 if found.empty:
     st.caption("No rule fired for this shape.")
 for cand, grp in found.groupby("candidate", sort=False):
-    st.markdown(f"**{cand}**\n" + "\n".join(f"- {t}" for t in grp["text"]))
+    st.markdown(f"**{widgets.md_text(cand)}**\n" + "\n".join(f"- {widgets.md_text(t)}" for t in grp["text"]))
 st.caption("Rules and thresholds: dashboard/kernel_findings.py (one place). Findings are ordered by the time they "
            "account for.")
 
@@ -211,7 +215,7 @@ widgets.download_csv(rows, f"kernels_{shape.replace('/', '_').replace(' ', '-')}
                     "Download this shape's kernels (CSV)")
 widgets.download_csv(ktab, f"kernels_{data.path.stem}.csv", "Download every kernel of the run (CSV)")
 
-st.subheader(f"Where each call's gap to the floor goes (derived, µs; floor in {own})")
+st.subheader(f"Where each call's gap to the floor goes (derived, µs; floor in {widgets.md_text(own)})")
 gap_cols = ["candidate", "time_us", "floor_us", "gap_us", "side_kernels_us", "between_us", "excess_bytes_us",
             "main_slow_us", "main_kernel", "main_grid", "main_waves", "excess_ratio", "time_basis"]
 # Widths: each header whole where the page's 1,600 px allow (widgets.fit_widths scales them to fit, and every
@@ -250,7 +254,7 @@ with st.expander("Export this shape's breakdown as a report (same as `python -m 
     try:
         rep = _shape_report(explain_runs[label], Path(explain_runs[label]).stat().st_mtime, shape, data)
     except loaders.BAD_INPUT as exc:
-        st.error(f"Cannot build the report: {exc}")
+        st.error(f"Cannot build the report: {widgets.md_text(exc)}")
     else:
         r = st.columns(4)
         for cell, (fmt, mime) in zip(r, (("html", "text/html"), ("md", "text/markdown"), ("csv", "text/csv"),
@@ -261,4 +265,5 @@ if len(data.failures):
     with st.expander(f"Failures ({len(data.failures)})"):
         st.dataframe(data.failures, hide_index=True, width="stretch")
 env = data.run.get("environment", {})
-st.caption(f"ncu {env.get('ncu_version', '?')} on {env.get('gpu', '?')}; command: `{env.get('ncu_command', '?')}`")
+st.caption(widgets.md_text(f"ncu {env.get('ncu_version', '?')} on {env.get('gpu', '?')}; command: ")
+           + widgets.md_code(env.get("ncu_command", "?")))

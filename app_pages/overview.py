@@ -31,7 +31,7 @@ def _environment(v) -> None:
                              "Results with flags": f"{flagged} / {len(v.data.results)}"}, note=note,
                             help=f"**SM clock while measuring**: {glossary.short('clock')}\n\n"
                                  f"**Results with flags**: {glossary.short('flags')}")
-        (st.warning if clock["throttle_reasons"] else st.caption)(views.clock_text(clock))
+        (st.warning if clock["throttle_reasons"] else st.caption)(widgets.md_text(views.clock_text(clock)))
         telemetry = pd.DataFrame(v.run.get("telemetry", []))
         if len(telemetry) > 1:   # the chart is built when asked for (LAZY)
             clock_chart = st.expander("SM clock, power and temperature during the run (measured)",
@@ -50,17 +50,18 @@ def _peers(v) -> None:
     pc = peers.peer_comparison(loaders.run_data(v.path), v.candidate)
     if pc is None:
         return
-    st.subheader(f"{v.candidate} vs the strongest peer (derived)")
+    st.subheader(f"{widgets.md_text(v.candidate)} vs the strongest peer (derived)")
     o = pc.comparison.overall.iloc[0]
     widgets.show_figures({f"{v.candidate} vs {peers.BEST_OF_PEERS}": f"{o.score:.4f}×" if pd.notna(o.score) else "—",
                          "verdict": o.verdict},
-                        note=f"{peers.DERIVED_NOTE.capitalize()}. Peers: {', '.join(pc.peers['peer'])}.")
+                        note=f"{peers.DERIVED_NOTE.capitalize()}. Peers: {widgets.md_text(', '.join(pc.peers['peer']))}.")
     st.dataframe(pc.comparison.loads[["load", "ratio", "ci_low", "ci_high", "verdict", "reference_us", "series_us"]]
                  .rename(columns={"reference_us": "Σw·peers µs", "series_us": f"Σw·{v.candidate} µs"}),
                  hide_index=True, width="stretch")
     for p in pc.peers.itertuples():
         if p.failing:   # a peer that failed the contract is shown failing, never dropped
-            st.warning(f"{p.peer} failed at {len(p.failing)} scored shape(s): {', '.join(p.failing[:6])} — left "
+            st.warning(f"{widgets.md_text(p.peer)} failed at {len(p.failing)} scored shape(s): "
+                       f"{widgets.md_text(', '.join(p.failing[:6]))} — left "
                        f"out of the best of peers there.")
 
 
@@ -73,7 +74,7 @@ def _sol_flags(loads: pd.DataFrame, wide: pd.DataFrame, names: dict) -> None:
         where = ([f"per load: {', '.join(per_load)}"] if per_load else []) + \
                 ([f"per shape: {', '.join(f'{r.shape} ({names[r.side]} {r.sol:.1%})' for r in over.itertuples())}"]
                  if len(over) else [])
-        st.warning(f"SOL above 100% — {'; '.join(where)}. {glossary.short('sol_over')} Read these as ‘at the "
+        st.warning(f"SOL above 100% — {widgets.md_text('; '.join(where))}. {glossary.short('sol_over')} Read these as ‘at the "
                    "floor’ (see the glossary).")
 
 
@@ -110,15 +111,15 @@ widgets.show_figures({score_label: f"{bd.score:.4f}×", "Aggregate time saved (d
                          f"{workloads.count_word(n_loads)} loads of Σ weight × time.", strong=(score_label,))
 ci_slot = st.empty()
 if bd.accuracy:  # a less_accurate candidate is never scored silently
-    st.warning(f"{v.candidate}: {bd.accuracy}")
+    st.warning(widgets.md_text(f"{v.candidate}: {bd.accuracy}"))
 if bd.screen:    # nor an unscreened one
-    st.warning(f"{v.candidate}: {bd.screen}")
+    st.warning(widgets.md_text(f"{v.candidate}: {bd.screen}"))
 if v.source != "published" and view.official_note(v.workload) is None:
     ref = loaders.official_score()
     st.caption(f"For reference, the official 036 table (published) scores {ref.score:.4f}× against its baseline "
                "(a different baseline: not comparable).")
 elif v.source != "published":
-    st.caption(f"No official reference score: {view.official_note(v.workload)}.")
+    st.caption(f"No official reference score: {widgets.md_text(view.official_note(v.workload))}.")
 else:
     st.caption("Recomputed (derived) from the table's 3-decimal published times. The write-up's own figures — "
                "score 1.301203, score-equivalent 4,830.8 / 3,712.56 µs — come from the evaluator's estimates.")
@@ -141,7 +142,7 @@ if far:
     st.caption("Furthest from the floor (lowest SOL): open a shape on the Kernels page to see what its call launches.")
     links = st.container(horizontal=True)   # one row without a column block per link
     for key in far:
-        links.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
+        links.page_link("app_pages/kernels.py", label=f"Kernels: {widgets.md_text(key)}", icon=":material/memory:",
                         query_params={"shape": key, "source": Path(v.path).name})
 
 st.subheader(f"Gap to {target:.4f}×")
@@ -165,8 +166,8 @@ cmp = loaders.run_comparison(v) if v.kind == "run" else None
 ci = cmp.overall.iloc[0] if cmp is not None else None
 if ci is not None:
     if pd.notna(ci["ci_low"]):
-        ci_slot.caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} ({ci['verdict']}; "
-                        f"{ci['band_source']})")
+        ci_slot.caption(f"95% bootstrap CI {ci['ci_low']:.4f}–{ci['ci_high']:.4f} "
+                        + widgets.md_text(f"({ci['verdict']}; {ci['band_source']})"))
     fig_df = fig_df.merge(cmp.loads[["load", "ci_low", "ci_high"]], on="load", how="left")
 chart.plotly_chart(figures.ratio_bars(fig_df, f"{tag} times; ratios derived", target=target), width="stretch", theme=None)
 if ci is not None:

@@ -20,7 +20,7 @@ if v.kind != "run":
     st.info("The published table has no probe curve of its own; showing the write-up's four probes "
             "(**published**). Pick a run in the sidebar to see its **measured** curve.")
 elif probes.empty:
-    st.warning(f"{v.label} holds no probes (run `python -m profiler probe` on the GPU host).")
+    st.warning(f"{widgets.md_text(v.label)} holds no probes (run `python -m profiler probe` on the GPU host).")
 show_seed = st.toggle("Overlay the write-up's four probes (published)", value=True)
 parts = (["measured (run probes)"] if len(probes) else []) + (["published (write-up probes)"] if show_seed else [])
 st.plotly_chart(figures.probe_curve(probes if len(probes) else None, seed if show_seed else None,

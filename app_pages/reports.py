@@ -3,7 +3,7 @@
 Same exports headless: `python -m dashboard report RUN.json --out DIR`.
 """
 import streamlit as st
-from ui import loaders, state, terms, view
+from ui import loaders, state, terms, view, widgets
 
 
 st.title("Reports")
@@ -20,9 +20,9 @@ if scope == "One shape":
 try:
     rep = loaders.report_for(v, shape)
 except loaders.BAD_INPUT as exc:
-    st.error(f"Cannot build the report: {exc}")
+    st.error(f"Cannot build the report: {widgets.md_text(exc)}")
     st.stop()
-st.markdown(f"**{rep.title}**")
+st.markdown(f"**{widgets.md_text(rep.title)}**")
 stem = rep.stem
 st.caption("Files are generated when you click. The HTML carries one compressed copy of plotly.js (about 2 MB in "
            "all) so it opens offline; the CSV has every per-shape column, the HTML and Markdown a compact table.")

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from dashboard import figures, runs, views
-from ui import terms, view
+from ui import terms, view, widgets
 
 st.title("Roofline")
 v = view.pick()
@@ -10,7 +10,7 @@ table = v.shape_table()
 curve = runs.probe_curve(v.data)
 peak = v.data.run.get("compute_peak_tflops")
 if curve is None:
-    st.warning(f"{v.label} has no probe curve: no memory roof can be drawn. Showing the points only.")
+    st.warning(f"{widgets.md_text(v.label)} has no probe curve: no memory roof can be drawn. Showing the points only.")
 tbps = curve.tbps_max_point if curve is not None else float("nan")
 src = ("measured roofs (run probes, compute probe)" if v.kind == "run"
        else "published times; roofs from the write-up's probes and its quoted 989 TFLOP/s")

@@ -8,7 +8,7 @@ import importlib.util
 import shlex
 
 import streamlit as st
-from ui import loaders
+from ui import loaders, widgets
 
 
 CLI = "python -m profiler run --plan baseline --plan best --shapes official"
@@ -106,11 +106,11 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
         try:
             bd = runs.run_score(data, base, cand)
         except scoring.ScoringError as exc:
-            st.warning(f"{cand} vs {base}: not scored: {exc}")
+            st.warning(widgets.md_text(f"{cand} vs {base}: not scored: {exc}"))
             continue
-        st.metric(f"{cand} vs {base} — score (measured times; derived)", f"{bd.score:.4f}×")
+        st.metric(f"{widgets.md_text(cand)} vs {widgets.md_text(base)} — score (measured times; derived)", f"{bd.score:.4f}×")
         if bd.accuracy:
-            st.warning(f"{cand}: {bd.accuracy}")
+            st.warning(widgets.md_text(f"{cand}: {bd.accuracy}"))
         if bd.screen:
-            st.warning(f"{cand}: {bd.screen}")
+            st.warning(widgets.md_text(f"{cand}: {bd.screen}"))
         st.dataframe(bd.loads, hide_index=True, width="stretch")

@@ -20,7 +20,7 @@ if muse_only is None:
     wide = wide.merge(off[["load", "family", "official_baseline_us", "official_036_us"]], on=["load", "family"],
                       how="left")
 else:
-    st.caption(f"No official-time columns: {muse_only}.")
+    st.caption(f"No official-time columns: {widgets.md_text(muse_only)}.")
 others = {}  # other candidates of the run: their measured medians, one column each
 if v.kind == "run":
     table = v.shape_table()
@@ -84,7 +84,7 @@ st.dataframe(widgets.gated_style(shown), hide_index=True, width="stretch", heigh
              column_order=[c for c in lead if c in shown], column_config=lead)
 if has_eager:
     note = eager.host_bound_text(shown, v.baseline, v.candidate)
-    (st.warning if note else st.caption)(note or "Eager times (measured, host-inclusive) are beside the graph "
+    (st.warning if note else st.caption)(widgets.md_text(note) if note else "Eager times (measured, host-inclusive) are beside the graph "
                                          "times; at no shape shown does the host cost exceed the kernel time.")
 elif v.kind == "run":
     st.caption("This run records no eager (host-inclusive) times; the times are CUDA-graph replays "
@@ -137,12 +137,14 @@ with st.expander("Library ceiling: what cuBLASLt does when asked well (its searc
             "over_heuristic": num("found ÷ heuristic", format="%.3f",
                                   help="paired ratio over the heuristic's fastest, as the benchmark recorded it"),
             "run_ratio": num(f"this run: {v.candidate} ×", format="%.3f",
-                             help=f"{v.candidate} vs {v.baseline} in the run shown (derived; another session)"),
+                             help=widgets.md_text(f"{v.candidate} vs {v.baseline} in the run shown (derived; "
+                                                  "another session)")),
             "library_config": st.column_config.TextColumn("identity", width="large"),
             "source": st.column_config.TextColumn("search file")})
-    st.caption(library_ceiling.caption(lib) + (f" Only shapes of this run's GPU ({gpu})." if gpu else ""))
+    st.caption(widgets.md_text(library_ceiling.caption(lib) + (f" Only shapes of this run's GPU ({gpu})." if gpu
+                                                               else "")))
     for line in lib_notes:
-        st.caption(line)
+        st.caption(widgets.md_text(line))
 
 st.subheader("Shapes of a workload")
 names = list_workloads()
@@ -152,7 +154,7 @@ picked = st.selectbox("Workload (datasets/workloads/)", names, index=names.index
 try:
     wl = loaders.named_workload(picked)
 except loaders.BAD_INPUT as exc:
-    st.error(f"Cannot read workload {picked!r}: {exc}")
+    st.error(widgets.md_text(f"Cannot read workload {picked!r}: {exc}"))
     st.stop()
 spec = drun.workload_floors(wl, v.data)
 st.caption(f"{wl.name}: {len(wl.family_order)} families ({', '.join(wl.family_order)}) × {len(wl.load_order)} loads "

@@ -18,7 +18,8 @@ scored = wide[wide["load"].isin(wl.load_order)]
 if scored.empty:
     # e.g. a nearby-only run: its shapes belong to no load, so there is nothing to split per load or per family
     n_loads = workloads.count_word(len(wl.load_order))
-    st.info(f"{v.label} has no shapes of the {n_loads} scored loads (only {', '.join(sorted(set(wide['load'])))} "
+    st.info(f"{widgets.md_text(v.label)} has no shapes of the {n_loads} scored loads (only "
+            f"{widgets.md_text(', '.join(sorted(set(wide['load']))))} "
             "shapes), so there is no time per load or per family to show. The Shapes page lists its shapes.")
     st.stop()
 
@@ -72,14 +73,14 @@ else:
 
 far = kernels.furthest_from_floor(wide)
 if far:
-    st.markdown("**Furthest from the floor** (lowest SOL of " + v.candidate + "): what the call launches, per kernel —")
+    st.markdown("**Furthest from the floor** (lowest SOL of " + widgets.md_text(v.candidate) + "): what the call launches, per kernel —")
     for cell, key in zip(st.columns(len(far)), far):
-        cell.page_link("app_pages/kernels.py", label=f"Kernels: {key}", icon=":material/memory:",
+        cell.page_link("app_pages/kernels.py", label=f"Kernels: {widgets.md_text(key)}", icon=":material/memory:",
                        query_params={"shape": key, "source": Path(v.path).name})
 
 if v.kind == "run" and view.official_note(wl) is not None:
     st.subheader("Local (measured) vs official (published), same shapes")
-    st.info(f"Not shown: {view.official_note(wl)}.")
+    st.info(f"Not shown: {widgets.md_text(view.official_note(wl))}.")
 elif v.kind == "run":
     st.subheader("Local (measured) vs official (published), same shapes")
     side = views.local_vs_official(v.shape_table(), loaders.official())

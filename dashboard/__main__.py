@@ -14,6 +14,18 @@ import signal
 import sys
 from pathlib import Path
 
+
+def _interrupted_while_importing(signum, frame):
+    sys.stderr.write("dashboard: interrupted while starting (nothing was read)\n")
+    raise SystemExit(130)
+
+
+# Ctrl-C while the modules below import (pandas: a second or more) is one line, like Ctrl-C later (main); a SIGINT
+# the shell made this process ignore (a background job) stays ignored.
+_GUARD = __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+if _GUARD:
+    signal.signal(signal.SIGINT, _interrupted_while_importing)
+
 from datasets import RUNS_DIR, WORKLOADS_DIR, DatasetError, load_workload
 from datasets.cli import OneLineParser
 from datasets.paths import PROJECT_DIR, RUN_SUFFIXES, missing_file_hint, run_paths
@@ -22,6 +34,10 @@ from dashboard.files import write_files
 from dashboard.kernels import ExplainError
 from dashboard.summary import format_breakdown, format_loads, format_shape_table, format_unscored_pairs
 from datasets.runfile import RunFileError
+from datasets.text import escaped_output
+
+if _GUARD:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_SCORE = 3
@@ -259,6 +275,8 @@ def cmd_results(args) -> int:
             raise CliError(f"--readme {readme}: no such file")
         results_doc.splice(readme.read_text(encoding="utf-8"), "", str(readme))
     files = results_doc.RunFiles(runs_dir)   # read once for both documents
+    for line in files.skipped:
+        print(f"dashboard results: {line}", file=sys.stderr)
     text = results_doc.build(files)
     if args.out is None and args.readme is None:
         print(text, end="")
@@ -398,6 +416,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Every line printed goes through datasets.text.escape_controls (escaped_output): nothing read from a file or
+    given on the command line reaches the terminal raw."""
+    with escaped_output():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt:
+            print("dashboard: interrupted", file=sys.stderr)
+            return 130
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["report"]:
         args = argparse.Namespace(command="report", report_args=argv[1:], func=cmd_report)

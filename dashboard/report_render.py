@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from datasets.text import escape_controls
+
 STYLE = ("body{font-family:sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}.src{color:#555}"
          "table.facts{border-collapse:collapse;margin:1em 0}table.facts th{text-align:left;padding:3px 14px 3px 0;"
          "font-weight:600;vertical-align:top}table.facts td{padding:3px 0}"
@@ -37,15 +39,28 @@ class Note:
 
 
 # --- Markdown ----------------------------------------------------------------------------------------------------
-# Characters CommonMark could read as markup. An underscore inside a word (gpu_idle, num_warps) never starts
-# emphasis, so only one at a word's edge is escaped: method and GPU names stay readable in the raw file.
-_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|#~!{}]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
-
+# What can make markup of plain text in CommonMark, GFM and Streamlit's markdown, escaped with a backslash (which
+# shows the character itself, so the reader sees the text unchanged): emphasis, code, strikethrough and math
+# ('*', '`', '~', '$'), links, images and footnotes ('!', '[', ']'), HTML and autolinks ('<', '>'), table cells
+# ('|'), headings ('#'), braces; an
+# underscore at a word's edge (one inside a word, gpu_idle, never starts emphasis: names stay readable in the raw
+# file); a ':' before a letter or '/' (Streamlit's colour, icon and emoji directives ':red[', and every
+# 'scheme://' URL, which GFM links without any markup); the '.' of 'www.' (a link too); an '@' inside an e-mail
+# address; an '&' that starts an entity (which could spell '<' or a bidi control); and a list marker at the start.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|#~!{}$]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|:(?=[A-Za-z/])|@(?=\w)"
+                         r"|&(?=#?\w+;))")
+_WWW = re.compile(r"\b(www)\.", re.IGNORECASE)
+_LINE_START = re.compile(r"^(\s*\d*)([-+.)])(?=\s|$)")     # a list item's marker at the start: '- ', '2. '
 
 def md_escape(text) -> str:
-    """Text safe to embed in Markdown: every character CommonMark could read as markup is backslash-escaped and
-    line breaks become spaces (a cell or heading stays one line)."""
-    return _MD_SPECIAL.sub(r"\\\1", re.sub(r"[\r\n]+", " ", str(text)))
+    """Text safe to embed in Markdown, on one line: the one way a report or a page (ui.widgets.md_text) puts a name
+    or any text from outside (a run file, an upload, the address, a message built from them) into markdown. Line
+    breaks become spaces (a cell or heading stays one line), control and bidi characters their escapes
+    (datasets.text.escape_controls), every markup character is backslash-escaped, and a bare URL or 'www.' name is
+    broken (its ':' or the '.' after 'www' escaped): no link, image, HTML, math or directive can come from it."""
+    flat = escape_controls(re.sub(r"[\r\n\u2028\u2029]+", " ", str(text)))
+    out = _WWW.sub(r"\1\\.", _MD_SPECIAL.sub(r"\\\1", flat))
+    return _LINE_START.sub(lambda m: m.group(1) + "\\" + m.group(2), out)
 
 
 def md_table(df: pd.DataFrame) -> str:

@@ -48,9 +48,12 @@ class Run:
     complete: bool = False      # its results (an explain run: its calls) cover every scored shape of its workload
 
 
-def index_runs(runs_dir=RUNS_DIR) -> list[Run]:
+def index_runs(runs_dir=RUNS_DIR, skipped: list[str] | None = None) -> list[Run]:
     """Every run file with its kind, date, commit, workload and candidates, oldest first (created_utc, then name).
-    Read from the raw JSON: only the runs a section shows are validated and tabulated (dashboard.runs)."""
+    Read from the raw JSON: only the runs a section shows are validated and tabulated (dashboard.runs). A sweep
+    without a single pair (interrupted before any pair was timed: candidates with failures only, or several
+    candidates and no pair; one plan's results alone are a run of its own) has nothing to score or compare: it is
+    left out, with one line appended to `skipped`."""
     out = []
     for path in runs.list_runs(runs_dir):
         run = read_json(path)
@@ -60,6 +63,11 @@ def index_runs(runs_dir=RUNS_DIR) -> list[Run]:
         names = tuple(dict.fromkeys(str(r.get("candidate")) for r in records))
         scored = any(r.get("load") != NEARBY_LOAD for r in run.get("results") or [] if isinstance(r, dict))
         kind = runs.run_kind(run)
+        if kind == runs.SWEEP and names and not run.get("pairs") and (len(names) > 1 or not run.get("results")):
+            if skipped is not None:
+                skipped.append(f"skipped {path.name}: no pairs ({run.get('status', '?')} run of {len(names)} "
+                               f"candidate(s), none timed against its baseline)")
+            continue
         timed = run.get("calls" if kind == runs.EXPLAIN else "results") or []
         have = {(r.get("load"), r.get("family")) for r in timed if isinstance(r, dict)}
         wanted = {(r.load, r.family) for r in runs.run_workload(run, path.name)[0].shapes.itertuples()}
@@ -122,7 +130,8 @@ class RunFiles:
     per-load block of kernels/README.md both show it). build() and per_load_block() take one in place of a folder."""
 
     def __init__(self, runs_dir=RUNS_DIR):
-        self.index = index_runs(runs_dir)
+        self.skipped: list[str] = []   # one line per run file left out (index_runs)
+        self.index = index_runs(runs_dir, self.skipped)
         self.load = Loaded()
         self._history: dict[tuple, tuple[list, list[pd.DataFrame]]] = {}
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from datasets import RUNS_DIR, Workload, load_official, load_seed_probes
+from datasets.jsonfile import JsonInputError, read_checked
 from datasets.paths import OFFICIAL_036_CSV, run_paths
 from dashboard import run_kinds, runs, views
 
@@ -66,8 +67,8 @@ class Source:
 
 def _digest(path: Path) -> str | None:
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_checked(path, "table")).hexdigest()
+    except JsonInputError:   # not a regular file, too large, unreadable: not the official table
         return None
 
 

@@ -6,6 +6,7 @@ that the error messages need, and it never guesses a dtype.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Callable
 import pandas as pd
 
 from datasets.errors import DatasetError
+from datasets.jsonfile import JsonInputError, read_checked
 
 
 # Python's int() and float() also take '8_192' and '1_0.5' (literal digit separators) and int() any Unicode digit
@@ -78,10 +80,12 @@ def read_typed_csv(path: str | Path, columns: dict[str, Callable[[str], object]]
         raise DatasetError(path, "(csv)", f"not a readable CSV table: {exc}") from None
     except OSError as exc:
         raise DatasetError(path, "(file)", f"cannot read: {exc.strerror or exc}") from None
+    except JsonInputError as exc:   # not a regular file, or over the size limit (read_checked)
+        raise DatasetError(path, "(file)", str(exc).split(": ", 1)[-1]) from None
 
 
 def _read(path: Path, columns: dict[str, Callable[[str], object]]) -> pd.DataFrame:
-    with path.open(newline="", encoding="utf-8-sig") as handle:
+    with io.StringIO(read_checked(path, "table").decode("utf-8-sig"), newline="") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
         seen: dict[str, int] = {}

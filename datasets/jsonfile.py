@@ -7,7 +7,8 @@ Every problem here becomes one JsonInputError whose message names the source, th
 field's path, never a traceback. A leading UTF-8 byte-order mark (what Windows editors write) is dropped, as the
 CSV reader drops it (datasets/csvread.py):
 
-    read_json(path, max_bytes=None, max_depth=MAX_DEPTH) -> object
+    read_json(path, max_bytes=None, max_depth=MAX_DEPTH, kind="run file") -> object
+    read_checked(path, kind, max_bytes=None) -> bytes    # any file from outside: regular, within LIMITS[kind]
     parse_json(data: bytes | str, name, max_bytes=None, max_depth=MAX_DEPTH) -> object
 
 Callers re-raise it as their own error type (RunFileError, PlanError, DatasetError) with `str(exc)`.
@@ -15,26 +16,24 @@ Callers re-raise it as their own error type (RunFileError, PlanError, DatasetErr
 Every string of a document read here (values and keys) comes back with its control characters (C0 and C1: ESC,
 CR, LF, NUL...) and its bidirectional-text controls (right-to-left overrides and isolates) shown escaped, as
 `\x1b`, `\r`, `\u202e`: a candidate name, a method or a reason in a run file cannot move a terminal's cursor, colour
-its text, fake an output line or reverse what a reader sees in any report or page (escape_controls; HTML escaping
-is the report's and the figures' job, dashboard/figures.py html_labels).
+its text, fake an output line or reverse what a reader sees in any report or page (datasets/text.py escape_controls;
+HTML escaping is the report's and the figures' job, dashboard/figures.py html_labels).
 """
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import sys
 import zlib
 from pathlib import Path
 
 from datasets.paths import link_outside_project
 from datasets.shapes import shape_key
+from datasets.text import escape_strings
 
-# Control characters (C0, DEL, C1), the Arabic letter mark, LRM/RLM, the line and paragraph separators and the
-# bidi embeddings, overrides and isolates: nothing a name, a method or a reason needs, all of it able to rewrite
-# what a terminal or a page shows.
-_UNSAFE = "\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-UNSAFE_CHARS = re.compile(f"[{_UNSAFE}]")
-# The same, as they can appear in JSON text: escaped (\u00XX, \n-style) or, for DEL and the non-ASCII ones, raw (a
+# The unsafe characters of datasets.text (UNSAFE_CHARS) as they can appear in JSON text: escaped (\u00XX, \n-style) or, for DEL and the non-ASCII ones, raw (a
 # raw C0 character is JSON whitespace between tokens, or refused by the parser inside a string). A document without
 # any of them is returned as parsed, with no walk over its strings.
 _ESCAPED_UNSAFE = re.compile(r"\\(?:u(?:00[01][0-9a-fA-F]|00[79][0-9a-fA-F]|008[0-9a-fA-F]|061[cC]|200[eEfF]|"
@@ -48,21 +47,6 @@ def _may_hold_unsafe(text: str) -> bool:
     if "\\" in text and _ESCAPED_UNSAFE.search(text):
         return True
     return ("\x7f" in text or not text.isascii()) and _RAW_UNSAFE.search(text) is not None
-
-
-def escape_controls(text: str) -> str:
-    """`text` with every unsafe character (UNSAFE_CHARS) written as its Python escape ('\x1b', '\r', '\u202e')."""
-    return UNSAFE_CHARS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
-
-
-def _escape_strings(value):
-    if isinstance(value, str):
-        return escape_controls(value)
-    if isinstance(value, dict):
-        return {escape_controls(k): _escape_strings(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_escape_strings(v) for v in value]
-    return value
 
 
 # No projlab document nests deeper than ~6 levels (run file -> results -> record -> error -> reasons);
@@ -171,7 +155,7 @@ def parse_json(data: bytes | str, name: str, max_bytes: int | None = None, max_d
         raise JsonInputError(f"{name}: JSON nested {depth} levels deep (at most {max_depth} accepted)")
     try:
         doc = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
-        return _escape_strings(doc) if _may_hold_unsafe(text) else doc
+        return escape_strings(doc) if _may_hold_unsafe(text) else doc
     except json.JSONDecodeError as exc:
         raise JsonInputError(f"{name}: not valid JSON: {exc}") from None
     except (ValueError, RecursionError) as exc:
@@ -180,11 +164,6 @@ def parse_json(data: bytes | str, name: str, max_bytes: int | None = None, max_d
                                  f"{sys.get_int_max_str_digits():,} digits") from None
         where = _where(text) if isinstance(exc, _DuplicateKey) or "non-standard JSON constant" in str(exc) else ""
         raise JsonInputError(f"{name}: not valid JSON: {exc}{where}") from None
-
-
-# What a '.gz' file may expand to when the caller sets no limit: 16x the largest committed run file (3.3 MB), so a
-# small compressed file cannot make the reader allocate gigabytes (a "zip bomb").
-MAX_GZIP_BYTES = 64 * 1024 * 1024
 
 
 def _gunzip(data: bytes, name: str, max_bytes: int) -> bytes:
@@ -204,24 +183,76 @@ def _gunzip(data: bytes, name: str, max_bytes: int) -> bytes:
     return out
 
 
-def read_bytes(path, max_bytes: int | None = None) -> bytes:
-    """A JSON file's bytes, decompressed where it is gzip ('.gz': the limit applies to the decompressed text); an
-    unreadable file, a directory or a missing file is a JsonInputError."""
+# The largest file of each kind projlab reads from outside (a path on a command line, a file in a data folder, an
+# upload), checked before a byte is read: a sparse 1 GB "run file" is refused from its size, not read into memory.
+# A run file: 16x the largest committed one (3.3 MB decompressed); a workload or a plan is a few KB; an upload is
+# the app's per-file limit (ui/uploads.py shows it); a candidate module is Python source of a few hundred lines; a
+# per-shape table is 90 rows (datasets/official_036.csv: 3 KB). A '.gz' file's decompressed text has the same limit,
+# so a small compressed file cannot make the reader allocate gigabytes (a "zip bomb").
+LIMITS = {"run file": 64 * 1024 * 1024, "workload": 1024 * 1024, "plan": 1024 * 1024,
+          "upload": 16 * 1024 * 1024, "candidate module": 4 * 1024 * 1024, "table": 16 * 1024 * 1024}
+
+_NOT_REGULAR = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISDIR, "a directory"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a file that is not a regular file is ('a FIFO (named pipe)', 'a directory', ...), or None."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _NOT_REGULAR if test(mode)), "not a regular file")
+
+
+def read_checked(path, kind: str, max_bytes: int | None = None, *, links_ok: bool = False) -> bytes:
+    """The bytes of a file from outside, read only once it is known to be a regular file within the size limit of
+    its kind (LIMITS[kind], or `max_bytes`): a FIFO, a device, a socket or a directory is refused before it is
+    opened for reading (a FIFO would block the reader for ever, a device could stream without end), and a file over
+    the limit before any of it is read. At most limit + 1 bytes are ever read (a file that grows meanwhile is
+    refused too). Every problem is one JsonInputError line naming the file, the kind and the limit. A link to a file
+    outside the project is refused unless `links_ok` (a candidate module is the user's own file, anywhere)."""
     path = Path(path)
-    if link_outside_project(path):
+    limit = LIMITS[kind] if max_bytes is None else max_bytes
+    if not links_ok and link_outside_project(path):
         raise JsonInputError(f"{path.name}: a link to a file outside the project ({path.resolve()}); not read")
     try:
-        if max_bytes is not None and path.stat().st_size > max_bytes:
-            raise JsonInputError(f"{path.name}: {path.stat().st_size:,} bytes is over the {max_bytes:,}-byte limit")
-        data = path.read_bytes()
+        what = _not_regular(os.stat(path).st_mode)
+        if what is None:   # opened without blocking (O_NONBLOCK) and checked again on the open file: no race
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+            try:
+                info = os.fstat(fd)
+                what = _not_regular(info.st_mode)
+                if what is None and info.st_size <= limit:
+                    with os.fdopen(fd, "rb", closefd=False) as handle:
+                        data = handle.read(limit + 1)
+                else:
+                    data = b""
+                size = max(info.st_size, len(data))
+            finally:
+                os.close(fd)
     except OSError as exc:
         raise JsonInputError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
-    if path.suffix.lower() == ".gz":
-        data = _gunzip(data, path.name, MAX_GZIP_BYTES if max_bytes is None else max_bytes)
+    if what is not None:
+        raise JsonInputError(f"{path.name}: {what}, not a regular file; a {kind} must be a regular file (not read)")
+    if size > limit:
+        raise JsonInputError(f"{path.name}: {size:,} bytes is over the {limit:,}-byte limit for a {kind} (not read)")
     return data
 
 
-def read_json(path, max_bytes: int | None = None, max_depth: int = MAX_DEPTH):
-    """Read (read_bytes) and parse a JSON file, plain or gzip-compressed."""
+def read_bytes(path, max_bytes: int | None = None, kind: str = "run file") -> bytes:
+    """A JSON file's bytes (read_checked), decompressed where it is gzip ('.gz': the limit applies to the
+    compressed file and to the decompressed text); an unreadable file, a FIFO or a directory, a file over the limit
+    or a missing file is a JsonInputError."""
     path = Path(path)
-    return parse_json(read_bytes(path, max_bytes), path.name, max_bytes=max_bytes, max_depth=max_depth)
+    limit = LIMITS[kind] if max_bytes is None else max_bytes
+    data = read_checked(path, kind, limit)
+    if path.suffix.lower() == ".gz":
+        data = _gunzip(data, path.name, limit)
+    return data
+
+
+def read_json(path, max_bytes: int | None = None, max_depth: int = MAX_DEPTH, kind: str = "run file"):
+    """Read (read_bytes: a regular file within the limit of its `kind`) and parse a JSON file, plain or
+    gzip-compressed."""
+    path = Path(path)
+    limit = LIMITS[kind] if max_bytes is None else max_bytes
+    return parse_json(read_bytes(path, limit, kind), path.name, max_bytes=limit, max_depth=max_depth)

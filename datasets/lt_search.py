@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from datasets.errors import DatasetError
+from datasets.jsonfile import JsonInputError, read_checked
 from datasets.paths import CUBLASLT_SEARCH_DIR
 
 FINAL_KINDS = ("torch_linear", "heuristic", "found")
@@ -91,8 +92,10 @@ def _final(path, where: str, raw) -> Final:
 def read_search(path) -> SearchFile:
     """One search file, every field the readers use checked: DatasetError naming the file and field otherwise."""
     path = Path(path)
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
+    try:   # read_checked: a regular file within a run file's limit, or one JsonInputError line
+        report = json.loads(read_checked(path, "run file").decode("utf-8"))
+    except JsonInputError as exc:
+        raise DatasetError(path, "file", str(exc).split(": ", 1)[-1]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(path, "file", f"cannot be read: {exc}") from exc
     except ValueError as exc:

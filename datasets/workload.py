@@ -38,7 +38,6 @@ __all__ = ["Workload", "load_workload", "resolve_workload", "list_workloads", "w
            "workload_of_run", "RUN_KEY", "DEFAULT_WORKLOAD", "SHAPE_COLUMNS", "NEARBY_LOAD"]
 
 RUN_KEY = "workload"                    # the run file's top-level field holding Workload.to_dict()
-MAX_WORKLOAD_BYTES = 1 << 20            # a workload is a few KB; a bigger file is not one
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,7 +157,7 @@ def _default_contract() -> dict:
     """The default workload's contract numbers, what a workload file that writes none gets (read raw: the default
     file is complete, so no defaults are needed to read it)."""
     try:
-        contract = read_json(WORKLOAD_JSON, max_bytes=MAX_WORKLOAD_BYTES).get("contract")
+        contract = read_json(WORKLOAD_JSON, kind="workload").get("contract")
     except (JsonInputError, AttributeError):
         return {}
     return contract if isinstance(contract, dict) else {}
@@ -209,7 +208,7 @@ def load_workload(ref: str | Path | None = None, *, inside_project: bool = False
     """Read and validate a workload by name or path (see resolve_workload); errors are one DatasetError line."""
     path = resolve_workload(ref, inside_project=inside_project)
     try:
-        spec = read_json(path, max_bytes=MAX_WORKLOAD_BYTES)
+        spec = read_json(path, kind="workload")
     except JsonInputError as exc:
         raise DatasetError(path, "(json)", str(exc).split(": ", 1)[-1]) from None
     workload = workload_from_dict(spec, str(path), origin=str(path), name=path.stem)

@@ -253,11 +253,23 @@ def check_spec(spec, workload=None) -> None:
     load_plan(text, workload)
 
 
+def _source_bytes(path: Path) -> bytes:
+    """The module's source, read only when it is a regular file within the size limit (datasets.jsonfile
+    read_checked: a FIFO would block the parent for ever); CandidateError otherwise."""
+    from datasets.jsonfile import JsonInputError, read_checked
+
+    try:
+        return read_checked(path, "candidate module", links_ok=True)
+    except JsonInputError as exc:
+        raise CandidateError(f"{path}: {str(exc).split(': ', 1)[-1]}") from None
+
+
 def _check_source(path: Path) -> None:
     """CandidateError when the module file does not compile (a syntax error, NUL bytes, not UTF-8): compiling runs
     none of its code, so the parent can say so before a worker (and a GPU) is needed."""
+    source = _source_bytes(path)
     try:
-        compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+        compile(source, str(path), "exec", dont_inherit=True)
     except SyntaxError as exc:
         raise CandidateError(f"{path}: line {exc.lineno}: {exc.msg} (the module does not compile)") from None
     except (ValueError, OSError) as exc:   # NUL bytes; an unreadable file
@@ -311,8 +323,9 @@ def check_interface(path, attr: str | None = None) -> None:
     assignment or an import (a star import: every name), and methods a class may inherit, are left to the worker's
     checks (they are not visible in the source)."""
     path = Path(path)
+    source = _source_bytes(path)
     try:
-        tree = ast.parse(path.read_bytes(), str(path))
+        tree = ast.parse(source, str(path))
     except (SyntaxError, ValueError, OSError) as exc:
         raise CandidateError(f"{path}: cannot be read as Python: {exc}") from None
     bound = _bindings(tree.body)

@@ -251,12 +251,12 @@ def _resolve(name_or_path) -> Path:
 def load_plan(name_or_path, workload=None) -> Plan:
     """Load and validate a plan by name (kernels/plans/<name>.json) or path."""
     path = _resolve(name_or_path)
-    if not path.is_file():
+    if not path.exists():
         raise PlanError(f"{path}: no such plan file (known plans: {list_plans()})")
     from datasets.jsonfile import JsonInputError, read_json
 
     try:
-        data = read_json(path)
+        data = read_json(path, kind="plan")
     except JsonInputError as exc:
         raise PlanError(f"{path}: {str(exc).split(': ', 1)[-1]}") from None
     return plan_from_dict(data, str(path), workload)

@@ -58,6 +58,9 @@ SLOW = {
     "test_sweep_cpu.py": "worker processes",
     "test_step_cli.py": "a sweep and a step point through the in-process worker",
     "test_step.py::test_the_step_rejects_the_known_wrong_candidates": "one step point with 14 candidates (~9 s)",
+    "test_terminal_escapes.py::test_profiler_run_prints_a_hostile_candidates_name_reason_and_worker_lines_escaped":
+        "a profiler run with worker processes",
+    "test_interrupts.py::test_ctrl_c_during_the_canary_names_no_file": "a profiler run with a worker process",
     "test_trust_sweep.py": "worker processes",
     "test_shape_records.py": "worker processes",
     "test_reach_measure.py": "worker processes",

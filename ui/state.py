@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import sources
+from ui.widgets import md_text
 
 
 def url_choice(param: str, names: list[str], default: str, what: str | None = None) -> str:
@@ -21,9 +22,9 @@ def url_choice(param: str, names: list[str], default: str, what: str | None = No
             chosen = q
         else:
             fallback = chosen if chosen in names else default
-            st.warning(sources.missing_upload(q) if param == "source" and sources.missing_upload(q) else
-                       f"The address asks for {what or param} {q!r}, which is not available here; showing "
-                       f"{fallback!r} instead.")
+            st.warning(md_text(sources.missing_upload(q) if param == "source" and sources.missing_upload(q) else
+                               f"The address asks for {what or param} {q!r}, which is not available here; showing "
+                               f"{fallback!r} instead."))
             chosen = fallback
     if chosen not in names:
         chosen = default
@@ -70,7 +71,8 @@ def url_multiselect(box, label: str, options: list[str], param: str, default: li
     if q and q != state.get(f"_url_{param}"):
         unknown = [v for v in q if v not in options]
         if unknown:
-            st.warning(f"The address asks for {', '.join(map(repr, unknown))}, not available here; left out.")
+            st.warning(f"The address asks for {md_text(', '.join(map(repr, unknown)))}, not available here; left "
+                       "out.")
         chosen = [v for v in q if v in options]
     chosen = [v for v in chosen if v in options] if chosen is not None else []
     chosen = chosen or [v for v in default if v in options]   # nothing left of the old choice: the default

@@ -4,35 +4,55 @@ its content hash (dashboard.sources.upload_name). A reload or a link naming an u
 file there again; an upload is listed in the browser session that uploaded it or followed a link to it, not in
 everyone's picker.
 
-Limits: MAX_UPLOAD_MB per file; at most MAX_UPLOADS files and MAX_STORE_MB in the folder: the oldest uploads are
-removed first when a new one would pass either.
+An upload is validated (from a temp file in the folder) before anything is stored or removed: a rejected file
+changes nothing. Limits: MAX_UPLOAD_MB per file; per browser session (a client) MAX_SESSION_UPLOADS files and
+MAX_SESSION_MB, its own oldest uploads removed first to make room (a client removes only what it uploaded: every
+upload has one owner mark per client, .owners/<client>/<name>, and the file goes with its last mark); for the folder
+MAX_UPLOADS files and MAX_STORE_MB, temp files counted: an upload that would pass them once the client's own are
+gone is refused, never made room for with others' files. Uploads nobody uploaded again for MAX_AGE_DAYS and temp
+files older than TEMP_MAX_AGE_S (a server killed mid-write) are removed. A folder that cannot be written (full,
+read-only) is one line on the page, and the temp file is removed.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+import secrets
+import stat
 import tempfile
+import time
 from pathlib import Path
 
 import streamlit as st
 
 from dashboard import sources
+from datasets.jsonfile import LIMITS
 from datasets.paths import DATA_DIR, PROJECT_DIR
 from ui import loaders
 
 UPLOAD_DIR_ENV = "PROJLAB_UPLOAD_DIR"
 DEFAULT_UPLOAD_DIR = PROJECT_DIR / ".uploads"
-# The largest committed run file is 1.1 MB (a tune log with every sample); 16 MB is room for ten times that while
-# keeping a stray upload from filling the server's memory.
-MAX_UPLOAD_MB = 16
-MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
+# LIMITS["upload"] (datasets/jsonfile.py): the limit of every file projlab reads from outside, an upload's included.
+MAX_UPLOAD_BYTES = LIMITS["upload"]
+MAX_UPLOAD_MB = MAX_UPLOAD_BYTES // (1024 * 1024)
 # The folder as a whole: 100 files, 256 MB (sixteen uploads at the per-file limit), so a server shared by a team keeps
-# weeks of uploads without its disk filling.
+# weeks of uploads without its disk filling; one client: a fifth of that, so no client can take the folder.
 MAX_UPLOADS = 100
 MAX_STORE_MB = 256
+MAX_SESSION_UPLOADS = 20
+MAX_SESSION_MB = 64
+MAX_AGE_DAYS = 30
+TEMP_PREFIX = ".tmp-"
+TEMP_MAX_AGE_S = 3600      # a write takes well under a second; an older temp file was left by a killed server
+OWNERS = ".owners"
+CLIENT_KEY = "_upload_client"
 _STORED = re.compile(re.escape(sources.UPLOAD_PREFIX) + r"[0-9a-f]{10}-[A-Za-z0-9][A-Za-z0-9._-]*")   # upload_name's
 LISTS = {"run": "uploaded_runs", "table": "uploaded_tables"}
+
+
+class StoreError(Exception):
+    """An upload that cannot be kept (the folder is full for it, or cannot be written); one line to show."""
 
 
 def store_dir() -> Path:
@@ -46,32 +66,111 @@ def store_dir() -> Path:
     return DEFAULT_UPLOAD_DIR
 
 
-def _prune(keep: Path) -> None:
-    """Remove the oldest uploads (by modification time) until the folder is within both limits; never `keep`."""
-    max_files, max_bytes = MAX_UPLOADS, MAX_STORE_MB * 1024 * 1024
-    files = sorted((p for p in store_dir().iterdir() if p.is_file() and p.name.startswith(sources.UPLOAD_PREFIX)),
-                   key=lambda p: p.stat().st_mtime)
-    count, total = len(files), sum(p.stat().st_size for p in files)
-    for old in files:
-        if count <= max_files and total <= max_bytes:
+def client() -> str:
+    """This browser session's id for the owner marks: random, kept in its session state (a reload is a new
+    client; what the old one uploaded stays until MAX_AGE_DAYS)."""
+    return st.session_state.setdefault(CLIENT_KEY, secrets.token_hex(8))
+
+
+def _files(folder: Path, prefix: str) -> list[tuple[Path, os.stat_result]]:
+    out = []
+    for p in folder.iterdir():
+        if p.name.startswith(prefix):
+            try:
+                info = p.lstat()
+            except OSError:   # removed meanwhile (another client)
+                continue
+            if stat.S_ISREG(info.st_mode):
+                out.append((p, info))
+    return out
+
+
+def _owned_by_anyone(folder: Path, name: str) -> bool:
+    marks = folder / OWNERS
+    return marks.is_dir() and any((d / name).exists() for d in marks.iterdir())
+
+
+def _release(folder: Path, who: str, path: Path) -> bool:
+    """Remove `who`'s mark on an upload, and the upload when no other client's mark is left; whether it went."""
+    (folder / OWNERS / who / path.name).unlink(missing_ok=True)
+    if _owned_by_anyone(folder, path.name):
+        return False
+    path.unlink(missing_ok=True)
+    return True
+
+
+def _clean(folder: Path) -> None:
+    """Remove temp files older than TEMP_MAX_AGE_S, uploads unused for MAX_AGE_DAYS and marks whose upload is gone."""
+    now = time.time()
+    for p, info in _files(folder, TEMP_PREFIX):
+        if now - info.st_mtime > TEMP_MAX_AGE_S:
+            p.unlink(missing_ok=True)
+    for p, info in _files(folder, sources.UPLOAD_PREFIX):
+        if now - info.st_mtime > MAX_AGE_DAYS * 86400:
+            p.unlink(missing_ok=True)
+    marks = folder / OWNERS
+    if marks.is_dir():
+        for mark in marks.glob("*/*"):
+            if not (folder / mark.name).exists():
+                mark.unlink(missing_ok=True)
+
+
+def _make_room(folder: Path, who: str, size: int, staged: Path) -> None:
+    """Remove `who`'s own oldest uploads until one more of `size` bytes fits its quota and the folder's caps;
+    StoreError when it would still not fit the folder's (the rest are other clients')."""
+    uploads = sorted(_files(folder, sources.UPLOAD_PREFIX), key=lambda e: e[1].st_mtime)
+    temps = [e for e in _files(folder, TEMP_PREFIX) if e[0] != staged]
+    own = [e for e in uploads if (folder / OWNERS / who / e[0].name).exists()]
+    count, total = len(uploads) + len(temps), sum(e[1].st_size for e in uploads + temps)
+    n_own, own_bytes = len(own), sum(e[1].st_size for e in own)
+
+    def over() -> bool:
+        return (n_own + 1 > MAX_SESSION_UPLOADS or own_bytes + size > MAX_SESSION_MB * 2**20
+                or count + 1 > MAX_UPLOADS or total + size > MAX_STORE_MB * 2**20)
+
+    for path, info in own:
+        if not over():
             break
-        if old != keep:
-            count, total = count - 1, total - old.stat().st_size
-            old.unlink(missing_ok=True)
+        n_own, own_bytes = n_own - 1, own_bytes - info.st_size
+        if _release(folder, who, path):
+            count, total = count - 1, total - info.st_size
+    if over():
+        raise StoreError(f"the upload folder is full ({count} files, {total / 2**20:.1f} MB; at most {MAX_UPLOADS} "
+                         f"files and {MAX_STORE_MB} MB, uploads unused for {MAX_AGE_DAYS} days are removed); other "
+                         f"clients' uploads are kept, so try again later")
 
 
-def save(name: str, content: bytes) -> Path:
-    """Keep an upload in the folder under its content hash and safe name (written whole: temp file + rename)."""
+def save(name: str, content: bytes, validate=None, who: str | None = None) -> Path:
+    """Keep an upload in the folder under its content hash and safe name: written to a temp file, checked by
+    `validate(temp path)` (its exception propagates; nothing else is touched), room made (_make_room), then renamed
+    into place and marked as `who`'s. The temp file is removed whatever happens; a folder that cannot be written
+    is a StoreError naming it."""
+    who = who or client()
     folder = store_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / sources.upload_name(name, hashlib.sha256(content).hexdigest())
-    if path.exists():
-        path.touch()   # uploaded again: the newest, so the last to be pruned
-    else:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".tmp-", delete=False) as tmp:
-            tmp.write(content)
-        os.replace(tmp.name, path)
-    _prune(keep=path)
+    tmp = None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _clean(folder)
+        if not path.exists():
+            fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX, suffix=Path(path.name).suffix)
+            tmp = Path(tmp_name)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(content)
+            if validate is not None:
+                validate(tmp)
+            _make_room(folder, who, len(content), tmp)
+            os.replace(tmp, path)
+        else:
+            path.touch()   # uploaded again: the newest, so the last to be removed
+        mark = folder / OWNERS / who / path.name
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        mark.touch()
+    except OSError as exc:
+        raise StoreError(f"the upload folder {folder} cannot be written ({exc.strerror or exc})") from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
     return path
 
 
@@ -135,12 +234,18 @@ def take_upload(name: str, content: bytes, select: bool = True) -> tuple[bool, s
     suffix = Path(shown).suffix.lower()
     if suffix not in (".json", ".csv"):
         return False, f"Upload {shown!r} rejected: expected a run file (.json) or a per-shape table (.csv)"
-    path = save(name, content)
+    staged: list[Path] = []
+
+    def check(tmp: Path) -> None:
+        staged.append(tmp)
+        _validate(tmp)
+
     try:
-        _validate(path)
+        path = save(name, content, validate=check)
+    except StoreError as exc:
+        return False, f"Upload {shown!r} not stored: {exc}"
     except loaders.BAD_INPUT as exc:
-        path.unlink(missing_ok=True)
-        return False, f"Upload {shown!r} rejected: {_named(exc, path, shown)}"
+        return False, f"Upload {shown!r} rejected: {_named(exc, staged[-1], shown) if staged else exc}"
     _list(path, shown)
     src = _source(path, shown)
     chosen = st.session_state.get("_sel_runs")   # Compare shows it beside the sources already chosen there
@@ -167,9 +272,10 @@ def upload_widget(key: str = "upload", select: bool = True) -> None:
                      "candidate_us)", type=["json", "csv"], key=key, max_upload_size=MAX_UPLOAD_MB,
                      on_change=_on_upload, args=(key, select))
     st.caption(f"At most {MAX_UPLOAD_MB} MB per file ({MAX_UPLOAD_BYTES:,} bytes; the largest committed run file is "
-               f"1.1 MB); a larger file is refused before it is read. An upload is kept on this server (the newest "
-               f"{MAX_UPLOADS} uploads, {MAX_STORE_MB} MB in all), so a reload or a link to it on this server shows "
-               "it again.")
+               f"1.1 MB); a larger file is refused before it is read. An upload is kept on this server, so a reload or "
+               f"a link to it on this server shows it again: {MAX_SESSION_UPLOADS} uploads ({MAX_SESSION_MB} MB) per "
+               f"browser session, your oldest replaced first; {MAX_UPLOADS} uploads ({MAX_STORE_MB} MB) on the "
+               f"server, refused when full.")
     msg = st.session_state.get(f"_upload_msg_{key}")
     if msg is not None and st.session_state.get(key) is not None:
         (st.success if msg[0] else st.error)(msg[1])

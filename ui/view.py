@@ -147,9 +147,10 @@ def _notice(v: View) -> None:
     if v.gate is None or v.gate.ok:
         if v.breakdown is not None and v.breakdown.below_floor_included:
             st.warning(f"Scored with {len(v.breakdown.below_floor_included)} result(s) below the measured HBM floor "
-                       f"({', '.join(v.breakdown.below_floor_included[:3])}), as asked: an artifact, not a speed.")
+                       f"({md_text(', '.join(v.breakdown.below_floor_included[:3]))}), as asked: an artifact, not a "
+                       "speed.")
         return
-    text = f"{v.label}: {v.candidate} vs {v.baseline}: {v.gate.message()}"
+    text = md_text(f"{v.label}: {v.candidate} vs {v.baseline}: {v.gate.message()}")
     if v.gate.below_floor and not v.include_below_floor:
         text += " — use the sidebar toggle to include them."
     (st.error if v.gate.refused else st.warning)(text)
@@ -200,7 +201,7 @@ def pick(sidebar=True, probes_only_ok: bool = False) -> View:
                  gate=gate, shape_gate=shape_gate, include_below_floor=include, wide_table=wide_table)
     except loaders.BAD_INPUT as exc:
         choice.markdown(source_line)
-        st.error(f"Cannot use {src.label}: {exc}")
+        st.error(md_text(f"Cannot use {src.label}: {exc}"))
         st.stop()
     _workload_notice(box, v)
     _notice(v)
@@ -210,14 +211,14 @@ def pick(sidebar=True, probes_only_ok: bool = False) -> View:
 def _workload_notice(box, v: View) -> None:
     """Which workload the view is scored with; for a run that does not record one, that muse was assumed."""
     wl = v.workload
-    box.caption(f"Workload: **{wl.name}** — {len(wl.family_order)} families ({', '.join(wl.family_order)}), "
-                f"{len(wl.load_order)} loads ({', '.join(wl.load_order)})")
+    box.caption(f"Workload: **{md_text(wl.name)}** — {len(wl.family_order)} families "
+                f"({md_text(', '.join(wl.family_order))}), {len(wl.load_order)} loads ({md_text(', '.join(wl.load_order))})")
     if v.kind == "run" and v.data.workload_note:
-        box.info(v.data.workload_note)
+        box.info(md_text(v.data.workload_note))
 
 
 def caption_source(v: View, what: str = "") -> None:
-    st.caption(f"Source: **{v.label}** — {v.note}. {what}")
+    st.caption(f"Source: **{md_text(v.label)}** — {v.note}. {what}")
 
 
 def require_breakdown(v: View):

@@ -2,20 +2,30 @@
 that say measured / derived / published, CSV downloads."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import streamlit as st
+
+from dashboard.report_render import md_escape
+from datasets.text import escape_controls
 
 RED = "color: #d62728; font-weight: 600"
 
 
-# Markdown that would change a figure table's text: emphasis, links, math, inline HTML, strikethrough, the cell
-# separator, a directive's brackets. A run's candidate and GPU names reach the table, so they are escaped too.
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|$~"})
+# `text` shown as it is inside markdown, on one line: every name or other text from outside that a page puts into
+# markdown, a caption, an alert, a heading, a widget label or a tooltip goes through it (the reports' own escape,
+# dashboard.report_render.md_escape: no link, image, HTML, math or directive can come from it).
+md_text = md_escape
 
 
-def md_text(text) -> str:
-    """`text` shown as it is inside markdown (one line)."""
-    return str(text).translate(_MD_SPECIAL).replace("\n", " ")
+def md_code(text) -> str:
+    """`text` as inline code on one line (a command to copy): its fence is longer than any backtick run inside it,
+    so nothing in it can close the span early; inside a code span nothing is markup."""
+    flat = escape_controls(re.sub(r"[\r\n\u2028\u2029]+", " ", str(text)))
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
 
 
 def figure_table(figures: dict[str, str], strong: tuple[str, ...] = ()) -> str:

@@ -16,6 +16,7 @@ from profiler.backends.open import ClusterError
 from profiler.cli.options import (add_seed_argument, add_workload_argument, cluster_address, label_of, missing_dask,
                                   new_run_path, workload_or_exit)
 from profiler.commands.explain import ExplainSettings, format_explain, run_explain
+from profiler.commands.runlife import interrupted_line
 from profiler.commands.sweep import SweepInputError, WorkerStartError, select_shapes, shape_key
 from profiler.measure.ncu import NcuError, ncu_tool
 from profiler.measure.telemetry import cuda_device_name
@@ -119,9 +120,8 @@ def cmd_explain(args, argv) -> int:
     try:
         run = run_explain(specs, shapes, out, label=label, settings=settings, tool=tool, cluster=args.cluster,
                           log=lambda m: print(m, file=sys.stderr, flush=True), workload=workload)
-    except KeyboardInterrupt:
-        print(f"profiler explain: interrupted; partial run in {out or 'the run file of each GPU model'}",
-              file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(interrupted_line("explain", exc), file=sys.stderr)
         return 130
     except ImportError as exc:
         return missing_dask("explain", exc, args.cluster)

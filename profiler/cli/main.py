@@ -19,6 +19,7 @@ from datasets import RUNS_DIR
 from datasets.cli import EXIT_BAD_INPUT, OneLineParser, positive_float
 from datasets.runfile import RunFileError, WriteError, run_filename
 from datasets.shapes import SHAPE_ID_FIELDS
+from datasets.text import escape_strings, escaped_output
 from kernels.candidate import check_spec
 from profiler.backends.open import ClusterError
 from profiler.cli import screen as screen_cli
@@ -30,7 +31,7 @@ from profiler.cli.explain import add_arguments as explain_arguments
 from profiler.cli.options import (add_isolation_arguments, add_seed_argument, add_workload_argument,
                                   cluster_address, cuda_or_exit, label_of, missing_dask, new_run_path,
                                   workload_or_exit)
-from profiler.commands.runlife import interrupt_on_sigterm
+from profiler.commands.runlife import interrupt_on_sigterm, interrupted_line
 from profiler.commands.sweep import SweepInputError, SweepSettings, WorkerStartError, run_sweep, select_shapes
 from profiler.measure.policy import SWEEP
 from profiler.measure.telemetry import cuda_device_name
@@ -167,9 +168,8 @@ def _sweep(cmd, specs, shapes, out, label, settings, measure_shapes=True, cluste
                              cluster=cluster, workload=workload, device=device)
     except ImportError as exc:
         raise SystemExit(missing_dask(cmd, exc, cluster)) from None
-    except KeyboardInterrupt:
-        print(f"profiler {cmd}: interrupted; partial run in {out or 'the run file(s) of each GPU model'}",
-              file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(interrupted_line(cmd, exc), file=sys.stderr)
         raise SystemExit(130)
     except WriteError as exc:
         print(f"profiler {cmd}: {exc}", file=sys.stderr)
@@ -214,7 +214,9 @@ def _fmt(v, spec=".2f", none="-"):
 
 def format_run(run: dict) -> str:
     """Per-shape table: median us per candidate, paired ratio [95% CI] vs the first candidate, correct, flags.
-    No overall score here: that is the dashboard's job (`python -m dashboard summarize`)."""
+    No overall score here: that is the dashboard's job (`python -m dashboard summarize`). Every name and reason is
+    escaped whole (escape_strings: a newline in a candidate's error cannot start a line of its own)."""
+    run = escape_strings(run)
     names = list(run["environment"].get("settings", {}).get("candidates") or
                  dict.fromkeys(r["candidate"] for r in run["results"]))
     by_shape: dict[tuple, dict] = {}
@@ -258,6 +260,7 @@ def format_run(run: dict) -> str:
 
 
 def format_probes(run: dict) -> str:
+    run = escape_strings(run)
     lines = [f"{'bytes':>12} {'us':>9} {'TB/s':>6}  {'design':<18} for"]
     for p in sorted(run.get("probes", []), key=lambda p: p["bytes"]):
         lines.append(f"{p['bytes']:>12} {p['us']:>9.2f} {_fmt(p.get('tbps')):>6}  {p.get('design', ''):<18} "
@@ -356,6 +359,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Every line the command prints (its own, a worker's forwarded ones, a traceback) goes through
+    datasets.text.escape_controls (escaped_output): no name or output line from outside reaches the terminal raw."""
+    with escaped_output():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt as exc:   # Ctrl-C anywhere else (parsing, importing torch): one line too
+            verb = next((a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")), "")
+            print(interrupted_line(verb, exc), file=sys.stderr)
+            return 130
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "tune":  # everything after `tune` belongs to profiler.cli.tune (it checks its input,
         return int(tune_cli.main(argv[1:]) or 0)   # then CUDA where the tune needs it)

@@ -12,6 +12,7 @@ from kernels.plans import load_plan
 from kernels.registry import METHODS
 from profiler.cli.options import add_seed_argument, cuda_or_exit, add_workload_argument, label_of, new_run_path, workload_or_exit
 from profiler.commands import screen as screen_command
+from profiler.commands.runlife import interrupted_line
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +74,9 @@ def main(argv=None) -> int:
     cuda_or_exit("screen")   # only here: --help and bad input need no torch
     try:
         return screen_command.screen(args, workload, argv)
+    except KeyboardInterrupt as exc:
+        print(interrupted_line("screen", exc), file=sys.stderr)
+        return 130
     except WriteError as exc:   # a full disk or a read-only folder: the message says where the measured run went
         print(f"profiler screen: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -16,6 +16,7 @@ from kernels.registry import METHODS
 from profiler.cli.options import (add_isolation_arguments, add_seed_argument, add_workload_argument, cluster_address,
                                   cuda_or_exit, device_name, missing_dask, new_run_path, workload_or_exit)
 from profiler.commands import tune as tune_command
+from profiler.commands.runlife import interrupted_line
 from profiler.commands.tune import (DEFAULT_BUDGET_S, TuneError, TuneSettings, default_plan_name, extend_plan,
                                     tune_sweep)
 from profiler.commands.tune_rules import FINALISTS, scored_points
@@ -120,8 +121,8 @@ def main(argv=None) -> int:
         outcomes = tune_sweep(points, args.out_run, out_plan,
                               settings=settings, device=args.device, workload=workload, cluster=args.cluster,
                               progress=_progress)
-    except KeyboardInterrupt:
-        print("profiler tune: interrupted; the partial run file is kept (the plan was not written)", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(interrupted_line("tune", exc) + " (the plan was not written)", file=sys.stderr)
         return 130
     except ImportError as exc:
         return missing_dask("tune", exc, args.cluster)

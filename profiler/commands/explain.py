@@ -33,6 +33,7 @@ from datasets import load_workload
 from datasets.runfile import RunWriter, new_run, slug
 from datasets.shapes import SHAPE_ID_FIELDS, shape_identity
 from datasets.shapes import shape_key_of as shape_key
+from datasets.text import escape_strings
 from datasets.workload import workload_from_dict
 from profiler.backends.base import Task, for_each
 from profiler.backends.isolate import LOAD, loaded_names, without_culprits
@@ -308,7 +309,7 @@ def explain_on(backend, specs: list[str], shapes: list[dict], writer, *, label: 
     t_start = time.perf_counter()
     if settings.trace_dir:
         Path(settings.trace_dir).mkdir(parents=True, exist_ok=True)
-    with RunLife(backend, writer, "explain run", say=False) as life:
+    with RunLife(backend, writer, "explain run") as life:
         env = backend.environment()
         loaded, refused = backend.call(LOAD, specs, settings.step_timeout_s, settings.workload)
         names = loaded_names(loaded)
@@ -388,7 +389,9 @@ def _ncu_pass(life: RunLife, by_shape, specs, settings, tool, log) -> None:
 
 
 def format_explain(run: dict) -> str:
-    """Per call: launches, summed ncu kernel time, DRAM bytes, the Kineto replay span; then the failures."""
+    """Per call: launches, summed ncu kernel time, DRAM bytes, the Kineto replay span; then the failures (every
+    name and reason escaped: datasets.text.escape_strings)."""
+    run = escape_strings(run)
     by_call: dict[tuple, list] = {}
     for k in run.get("kernels", []):
         by_call.setdefault(tuple(k[f] for f in SHAPE_ID_FIELDS) + (k["candidate"],), []).append(k)

@@ -6,17 +6,29 @@
         life.finalize()                   # status "complete" (complete=False: "partial", e.g. a tune's budget)
 
 On Ctrl-C (KeyboardInterrupt inside the block; SIGTERM too under interrupt_on_sigterm) the backend's tasks are cancelled, its workers killed, the run marked
-"interrupted" and flushed (status "partial"), one line says where it is, and the KeyboardInterrupt goes on up. The
+"interrupted" and flushed (status "partial"), the KeyboardInterrupt goes on up carrying the file's path where one was
+written (`kept`: interrupted before anything was recorded, during the canary say, there is none), and the command
+line prints one line (interrupted_line): "partial run in FILE" only when FILE exists. The
 backend is closed however the block ends. datasets.runfile.RunWriter refuses an existing file before any work and
 writes atomically; a run file is never overwritten.
 """
 from __future__ import annotations
 
 import signal
-import sys
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Iterator
+
+
+def interrupted_line(cmd: str, exc: BaseException, what: str = "run") -> str:
+    """The one line a command prints after Ctrl-C or SIGTERM: where the partial file is, when one was written (the
+    paths RunLife put on the KeyboardInterrupt, each checked to exist), else that none was."""
+    kept = [p for p in dict.fromkeys(getattr(exc, "kept", ())) if Path(p).exists()]
+    who = f"profiler {cmd}:" if cmd else "profiler:"
+    if kept:
+        return f"{who} interrupted; partial {what} in {', '.join(map(str, kept))}"
+    return f"{who} interrupted before any result was recorded (no {what} file written)"
 
 
 @contextmanager
@@ -38,12 +50,11 @@ def interrupt_on_sigterm() -> Iterator[None]:
 
 
 class RunLife:
-    def __init__(self, backend, writer, what: str = "run", on_interrupt: Callable[[dict], None] | None = None,
-                 say: bool = True):
+    def __init__(self, backend, writer, what: str = "run", on_interrupt: Callable[[dict], None] | None = None):
         """`on_interrupt(run)`: what the command adds to an interrupted run before it is flushed (the sweep's
-        wall time); `say`: print where the partial run is kept."""
+        wall time)."""
         self.backend, self.writer, self.what = backend, writer, what
-        self.on_interrupt, self.say = on_interrupt, say
+        self.on_interrupt = on_interrupt
         self.run: dict | None = None
 
     def __enter__(self) -> "RunLife":
@@ -78,8 +89,9 @@ class RunLife:
                     self.run["environment"]["workers"] = self.backend.records()
                     self.run["interrupted"] = True
                     self.writer.flush(self.run)
-                    if self.say:
-                        print(f"\ninterrupted: partial {self.what} kept in {self.writer.path}", file=sys.stderr)
+                path = getattr(self.writer, "path", None)
+                if path is not None and Path(path).exists():
+                    exc.kept = [*getattr(exc, "kept", ()), str(path)]
         finally:
             self.backend.close()
         return False

@@ -134,7 +134,7 @@ def extend_plan(path, workload=None) -> int:
     validated against `workload` (None: the default)."""
 
     try:
-        plan = with_library_fallback(read_json(path))
+        plan = with_library_fallback(read_json(path, kind="plan"))
         write_plan(plan, path, workload or load_workload())
     except (JsonInputError, PlanError, KeyError, TypeError, AttributeError, OSError, WriteError) as exc:
         print(f"profiler tune --extend-plan: {path}: {exc}", file=sys.stderr)

@@ -23,6 +23,7 @@ profiler.worker.sandbox.ImportPathWatch).
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -88,6 +89,7 @@ class WorkerFolders:
         paths = {name: root / name for name in ("cwd", "stage", *WRITES)}
         for path in paths.values():
             path.mkdir(mode=0o700)
+        atexit.register(shutil.rmtree, root, True)   # a parent that ends without closing its worker
         return cls(root, paths)
 
     def own(self, uid: int) -> None:

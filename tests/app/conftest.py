@@ -55,6 +55,11 @@ def _text_of(at: AppTest) -> str:
     return "\n".join(map(str, parts))
 
 
+def _shown(markdown: str) -> str:
+    """What a reader sees of an element's markdown source: its backslash escapes (ui.widgets.md_text) resolved."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
 def _cells(line: str) -> list[str]:
     """A markdown table row's cells as shown: split on unescaped pipes, escapes and bold markers removed."""
     cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
@@ -130,6 +135,7 @@ class _Helpers:
     upload = staticmethod(_upload)
     open_expander = staticmethod(_open_expander)
     compare = staticmethod(_compare)
+    shown = staticmethod(_shown)
 
 
 @pytest.fixture

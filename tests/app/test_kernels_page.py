@@ -136,7 +136,7 @@ def test_a_broken_explain_run_is_named_not_offered(app, monkeypatch):
     monkeypatch.setenv("PROJLAB_EXTRA_RUNS", str(app.FIXTURES / "synthetic_explain_broken.json"))
     at = _open(app)
     assert not at.exception
-    warn = [w.value for w in at.sidebar.warning]
+    warn = [app.shown(w.value) for w in at.sidebar.warning]
     assert any("synthetic_explain_broken.json" in w and "kernels[1].duration_us" in w for w in warn), warn
     assert "synthetic_explain_broken.json" not in _option_names(at.sidebar.selectbox(key="kernels_source"))
 

@@ -174,12 +174,12 @@ def test_the_upload_folder_keeps_the_newest_within_its_limits(app, upload_dir, m
     data = (app.FIXTURES / "synthetic_b.json").read_bytes()
     for i in range(3):   # three different files (a different name inside each: a different content hash)
         app.upload(at, "upload_overview", f"run{i}.json", data + b" " * i)
-    names = sorted(p.name.split("-", 2)[-1] for p in upload_dir.iterdir())
+    names = sorted(p.name.split("-", 2)[-1] for p in upload_dir.glob("upload-*"))
     assert names == ["run1.json", "run2.json"], names
     monkeypatch.setattr(uploads, "MAX_UPLOADS", 100)
     monkeypatch.setattr(uploads, "MAX_STORE_MB", len(data) * 1.5 / 2**20)   # room for one
     app.upload(at, "upload_overview", "run3.json", data + b"   ")
-    assert [p.name.split("-", 2)[-1] for p in upload_dir.iterdir()] == ["run3.json"]
+    assert [p.name.split("-", 2)[-1] for p in upload_dir.glob("upload-*")] == ["run3.json"]
 
 
 def test_the_upload_folder_is_never_inside_datasets(monkeypatch):

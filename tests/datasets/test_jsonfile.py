@@ -143,7 +143,7 @@ def test_control_characters_come_back_escaped_and_a_clean_file_is_not_walked(mon
     def walked(value):
         raise AssertionError("a document without unsafe characters was walked")
 
-    monkeypatch.setattr(jsonfile, "_escape_strings", walked)
+    monkeypatch.setattr(jsonfile, "escape_strings", walked)
     clean = json.dumps({"results": [{"candidate": "best", "method": "gemv \"q\"", "us": 1.5}] * 3, "µs": "x"},
                        indent=1)
     assert parse_json(clean, "x")["results"][0]["method"] == 'gemv "q"'

@@ -19,6 +19,7 @@ from datasets.runfile import load_run  # noqa: E402
 from profiler.check import wrong  # noqa: E402
 from profiler.worker import process  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
+from default_signals import default_signals  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = str(Path(__file__).with_name("fake_device.py"))
@@ -33,8 +34,11 @@ def _workload(tmp_path) -> str:
 
 
 def _cli(tmp_path, *args, **kw):
+    """The CLI with default signal handling (default_signals: a runner started in the background ignores SIGINT,
+    and so would the CLI)."""
     return subprocess.Popen([sys.executable, "-m", "profiler", "run", *FAST, "--workload", _workload(tmp_path),
-                             *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+                             *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals, **kw)
 
 
 def _live(pred) -> list[int]:
@@ -119,8 +123,20 @@ class HangsOnChild(TorchLinear):
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_a_signal_during_the_wait_ends_the_run_with_the_partial_file_marked_interrupted(tmp_path, sig):
+@pytest.mark.parametrize("sig, runner", [(signal.SIGINT, signal.SIG_DFL), (signal.SIGTERM, signal.SIG_DFL),
+                                         (signal.SIGINT, signal.SIG_IGN)],
+                         ids=["ctrl-c", "sigterm", "ctrl-c-from-a-runner-that-ignores-sigint"])
+def test_a_signal_during_the_wait_ends_the_run_with_the_partial_file_marked_interrupted(tmp_path, sig, runner):
+    """`runner`: SIGINT in the test process, as a shell leaves it in a background job (.ci/run &): the CLI the test
+    starts still hears Ctrl-C (_cli: default_signals)."""
+    previous = signal.signal(signal.SIGINT, runner)
+    try:
+        _signal_during_the_wait(tmp_path, sig)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _signal_during_the_wait(tmp_path, sig):
     mod = tmp_path / "hangs.py"
     mod.write_text(HANGS)
     out = tmp_path / "hang.json"
@@ -156,6 +172,8 @@ def test_a_signal_during_the_wait_ends_the_run_with_the_partial_file_marked_inte
     assert run["status"] == "partial" and run["interrupted"] is True
     assert not [p for p in sleepers if process._state(p) not in ("Z", "X", "?")]
     assert "Traceback" not in stderr
+    said = [line for line in stderr.splitlines() if "interrupted" in line and not line.startswith("[worker]")]
+    assert said == [f"profiler run: interrupted; partial run in {out}"], said   # one line, naming the file
 
 
 def test_a_candidate_module_failing_at_import_exits_2(tmp_path):
