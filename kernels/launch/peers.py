@@ -59,6 +59,7 @@ def _prepare(weight, config: dict) -> dict:
 # ------------------------------------------------------------------------------------------ tunableop
 
 _TUNED: dict[tuple, dict] = {}   # per process: product key -> {"tune_seconds", "results"}
+_RESULTS_TOKEN = os.urandom(4).hex()   # this process's results file among the run's workers
 
 
 def tunableop_unavailable() -> str | None:
@@ -73,7 +74,8 @@ def tunableop_unavailable() -> str | None:
 def tunableop_results_path() -> Path:
     """This process's TunableOp results file (TunableOp's own CSV format, written after each tuning): in the run's
     side folder (kernels.methods_library.side_folder), else in the temporary folder (a run without a run file)."""
-    name = f"tunableop_results_{os.uname().nodename}_{os.getpid()}.csv"
+    # the pid alone is no name: every sandboxed worker is pid 1 in its own PID namespace
+    name = f"tunableop_results_{os.uname().nodename}_{os.getpid()}_{_RESULTS_TOKEN}.csv"
     return (side_folder() or Path(tempfile.gettempdir()) / "projlab-tunableop") / name
 
 

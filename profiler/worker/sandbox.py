@@ -55,6 +55,12 @@ ENV_NAMES = frozenset({
 ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "CUBLAS", "CUDNN_", "NCCL_", "TRITON_", "TORCH_", "TORCHINDUCTOR_",
                 "TORCHDYNAMO_", "PYTORCH_", "OMP_", "KMP_", "MKL_", "OPENBLAS_", "FLASHINFER_", "PROJLAB_")
 
+# Set by the lab for every worker: Inductor (the torch_compile peer) compiles in the worker's own process. Its
+# default is a pool of compile processes that lives on after the step that started it, which the worker's
+# containment rightly ends as an "outlived" death (seen on an H100: torch_compile failed at 30 of 30 shapes, run file
+# 2026-12-06_nvidia-h100-80gb-hbm3_main-six-plans.json.gz).
+LAB_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+
 MAX_FILE_BYTES = 8 << 30       # one file the worker writes (a CUDA library is ~10 MB; a core dump is off anyway)
 MAX_PROCESSES = 4096           # threads count: torch starts one per core, nvcc and ptxas a few per build
 WORKER_UID_BASE = 2_000_000_000   # the worker's uid and gid: this plus the parent's pid (owns nothing else)
@@ -106,6 +112,7 @@ def worker_environment(parent: dict, folders: WorkerFolders | None, extra: dict 
     """The allow-listed part of `parent`, `extra` (the lab's own: PYTHONPATH, ...), and every place of WRITES in
     the worker's scratch folder; USER/LOGNAME name the worker (libraries that key a cache by user ask for them)."""
     env = {k: v for k, v in parent.items() if k in ENV_NAMES or k.startswith(ENV_PREFIXES)}
+    env.update(LAB_ENV)
     env.update(extra or {})
     if folders is not None:
         env.update({var: str(folders.paths[name]) for name, var in WRITES.items()})

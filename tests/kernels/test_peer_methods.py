@@ -145,18 +145,21 @@ def test_torch_compile_passes_the_contract_in_a_worker_on_cpu_and_records_its_se
     assert all("setup" not in r for r in results if r["candidate"] == "torch_linear")
 
 
-def test_a_worker_tells_the_tunableop_peer_where_its_run_file_is(tmp_path, monkeypatch):
-    """The sweep's worker config names the run file; the session exports it before its guard's snapshot, and
-    TunableOp's results file then goes beside the run file (in `<run stem>.tunableop/`)."""
+def test_a_worker_tells_the_tunableop_peer_where_its_run_file_is(tmp_path):
+    """The sweep's worker config names the run's side folder (kernels.methods_library.use_side_folder, no
+    environment variable); TunableOp's results file then goes there, named apart from every other worker's."""
     pytest.importorskip("torch")
-    from kernels.launch.peers import RUN_FILE_ENV, tunableop_results_path
+    from kernels import methods_library
+    from kernels.launch.peers import tunableop_results_path
     from profiler.worker.session import Session
 
-    monkeypatch.setenv(RUN_FILE_ENV, "")   # restored after the test
-    run_file = tmp_path / "2000-01-01_synthetic_peers.json"
-    sess = Session({"device": "cpu", "run_file": str(run_file)})
-    assert tunableop_results_path().parent == tmp_path / "2000-01-01_synthetic_peers.tunableop"
-    assert not sess.guard.check("a test step")   # the variable was set before the snapshot: not a change
+    side = methods_library.tunableop_folder(tmp_path / "2000-01-01_synthetic_peers.json")
+    try:
+        sess = Session({"device": "cpu", "side_folder": str(side)})
+        assert tunableop_results_path().parent == tmp_path / "2000-01-01_synthetic_peers.tunableop"
+        assert not sess.guard.check("a test step")
+    finally:
+        methods_library.use_side_folder(None)
 
 
 def test_tunableop_is_on_for_its_own_calls_only_and_writes_beside_the_run(monkeypatch, tmp_path):
@@ -175,7 +178,10 @@ def test_tunableop_is_on_for_its_own_calls_only_and_writes_beside_the_run(monkey
         record_untuned_is_enabled=lambda: s["untuned"], record_untuned_enable=lambda v=True: s.update(untuned=v),
         get_filename=lambda: s["file"], set_filename=lambda f, ordinal=False: s.update(file=f))
     monkeypatch.setattr(torch.cuda, "tunable", fake, raising=False)
-    monkeypatch.setenv(launch.RUN_FILE_ENV, str(tmp_path / "2000-01-01_x.json"))
+    from kernels import methods_library
+
+    methods_library.use_side_folder(methods_library.tunableop_folder(tmp_path / "2000-01-01_x.json"))
+    monkeypatch.setattr(methods_library, "_SIDE_FOLDER", methods_library._SIDE_FOLDER)
     before = dict(s, file=None)
     with launch.tunableop_on(tuning=True):
         assert (s["on"], s["tuning"], s["untuned"]) == (True, True, False)
@@ -185,3 +191,4 @@ def test_tunableop_is_on_for_its_own_calls_only_and_writes_beside_the_run(monkey
         raise ValueError("a call that raises")
     assert dict(s, file=None) == before
     assert s["file"] == str(tmp_path / "2000-01-01_x.tunableop" / Path(s["file"]).name)
+    methods_library.use_side_folder(None)

@@ -195,6 +195,7 @@ def test_the_worker_environment_is_allow_listed_and_every_write_place_is_in_its_
                                           "TRITON_CACHE_DIR": "/shared/cache"}, folders)
         assert "AWS_SECRET_ACCESS_KEY" not in env and "GITHUB_TOKEN" not in env
         assert env["PATH"] == "/usr/bin" and env["CUDA_VISIBLE_DEVICES"] == "0" and env["PROJLAB_NCU"] == "ncu"
+        assert env["TORCHINDUCTOR_COMPILE_THREADS"] == "1"   # no compile pool outliving a step (sandbox.LAB_ENV)
         for var in sandbox.WRITES.values():   # the parent's own cache folders are never the worker's
             assert Path(env[var]).resolve().is_relative_to(folders.root.resolve()), var
         assert all(stat.S_IMODE(p.stat().st_mode) == 0o700 for p in folders.paths.values())
