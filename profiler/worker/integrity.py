@@ -19,6 +19,7 @@ import os
 import site
 import sys
 import sysconfig
+import threading
 
 FORGING = "in-process forging"
 OUTLIVING = "outliving the worker"
@@ -76,6 +77,27 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _threads_outside_libraries(before: set) -> list[str]:
+    """Python threads alive now that were not at start and run code outside the interpreter's and the installed
+    libraries' (a candidate's own: a thread's frames all in library code is a library's worker, e.g. a compile pool),
+    as 'name (file:line)'. sys._current_frames sees every thread with a Python state, threading's or _thread's."""
+    found = []
+    names = {t.ident: t.name for t in threading.enumerate()}
+    for ident, frame in sys._current_frames().items():
+        if ident in before or ident == threading.get_ident():
+            continue
+        f, where = frame, None
+        while f is not None:
+            name = f.f_code.co_filename
+            if not name.startswith(_LIBRARY_DIRS):
+                where = f"{name}:{f.f_lineno}"
+                break
+            f = f.f_back
+        if where is not None:
+            found.append(f"{names.get(ident, 'thread ' + str(ident))} ({where})")
+    return found
+
+
 class Integrity:
     def __init__(self, guard):
         self.guard, self.guard_type = guard, type(guard)
@@ -86,6 +108,13 @@ class Integrity:
         # processes this one already had (none in a worker; a test running tasks in its own process may have some):
         # only a process started after this point is a candidate's
         self.children_before = set(_children(self.pid))
+        self.threads_before = set(sys._current_frames())   # the harness's own (the parent watch), before candidates
+
+    def threads(self) -> list[str]:
+        """A reason per Python thread a candidate left alive: code that would run beside the harness's own
+        operations (while an input is made, an output kept, a call judged) is refused outright."""
+        return [f"{FORGING}: a thread of its own is running beside the harness ({t}); candidates may not start "
+                "threads" for t in _threads_outside_libraries(self.threads_before)[:1]]
 
     def check(self) -> list[str]:
         reasons = []
@@ -102,6 +131,7 @@ class Integrity:
         if self.exit_hooks:
             reasons.append(f"{OUTLIVING}: registered an exit hook (atexit: {self.exit_hooks[0][:120]}): code that "
                            "would run after the worker answered")
+        reasons += self.threads()
         children = [c for c in _children(self.pid) if c not in self.children_before]
         if children:
             reasons.append(f"{OUTLIVING}: started {len(children)} process(es) still running after its step "

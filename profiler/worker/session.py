@@ -121,6 +121,13 @@ class Session:
         self.assert_integrity(where)
         return reasons
 
+    def assert_no_threads(self, where: str) -> None:
+        """Fatal ("forging") where a candidate's Python thread is alive (profiler.worker.integrity): checked after
+        every step and after every timed batch, before the harness makes the next input or judges an output."""
+        running = self.integrity.threads()
+        if running:
+            raise Fatal("forging", running[0][:600] + f" (found after {where})", *current())
+
     def assert_integrity(self, where: str) -> None:
         """Fatal ("forging" / "outlived") where candidate code changed the worker's reply path or left something
         that would act after the worker answered (profiler.worker.integrity): this process measures nothing more."""
