@@ -35,27 +35,9 @@ from profiler.check.timed import (FreshFeed, GraphJudge, TimedInput, detection_p
                                   rotation, rotation_inputs, timed_inputs)
 from profiler.measure import stats, timing
 from profiler.measure.eager import eager_time
-from profiler.worker.records import failure_record, finite
+from profiler.worker.records import failure_record, finite, result_flags
 from profiler.worker.settings import SweepSettings
 from profiler.worker.steps import Fatal, current, step
-
-
-def _flags(median_us, lo, hi, floor: dict | None, dropped, vs_baseline=None, error_factor=None) -> list[str]:
-    """below_floor: under the probe floor by more than the probe's noise (its CI low, or its median where the
-    probe has no CI); throttled; wide_ci; less_accurate: error > error_factor x the baseline's."""
-    flags = []
-    if floor is not None:
-        bound = floor.get("ci_low_us") if floor.get("ci_low_us") is not None else floor.get("us")
-        if bound is not None and median_us < bound:
-            flags.append("below_floor")
-    if dropped:
-        flags.append("throttled")
-    if stats.ci_too_wide(median_us, lo if lo is not None else float("nan"), hi if hi is not None else float("nan")):
-        flags.append("wide_ci")
-    if error_factor is not None and vs_baseline is not None and vs_baseline > error_factor:
-        flags.append("less_accurate")
-    return flags
-
 
 
 def _check_options(check: str) -> dict:
@@ -471,7 +453,7 @@ def _results(shape, entries: list[Entry], ms, floor, settings, contract) -> tupl
             "candidate": name, "method": str(cand.describe(shape["family"], int(shape["M"]))),
             "median_us": med, "ci_low_us": lo, "ci_high_us": hi, "samples_us": [round(float(v), 4) for v in s],
             "n_samples": int(s.size), "correct": True, "error": error_record(chk),
-            "flags": _flags(med, lo, hi, floor, ms.dropped_rounds, chk.vs_baseline,
+            "flags": result_flags(med, lo, hi, floor, ms.dropped_rounds, chk.vs_baseline,
                             float(contract["vs_baseline_flag_factor"])),
             "throttled_samples": int(ms.dropped_rounds), "floor_us": (floor or {}).get("us"),
             "bytes": shape_bytes(shape), "stopped_by": ms.stopped_by} | setup_record(cand, e.state, shape))

@@ -132,6 +132,25 @@ def test_the_parent_recomputes_summaries_from_the_raw_samples():
     assert reply["pairs"][0]["ratio_ci_low"] > 1.5 and reply["pairs"][0]["n_pairs"] == 4
 
 
+def test_the_parent_derives_every_flag_itself_and_drops_the_workers():
+    """A worker that sends no flags for a result below the parent's floor (141 % of speed of light) still gets
+    below_floor; a flag the worker sent that its samples do not support (wide_ci on a tight result) is dropped; the
+    error ratio the result carries gives less_accurate by the parent's factor."""
+    reply = _reply()
+    for r in reply["results"]:
+        r["flags"] = ["wide_ci"] if r["candidate"] == "b" else []
+    reply["results"][1]["error"] = {"vs_baseline": 9.0}
+    floor = {"us": 7.4, "ci_low_us": 7.2}   # the read floor of the shape's bytes: c's 5.35 us is 1.4 x faster
+    assert verify_shape_reply(reply, timing_wall_s=1.0, floor=floor, error_factor=4.0) == []
+    b, c = reply["results"]
+    assert "below_floor" in c["flags"] and "less_accurate" in c["flags"] and c["floor_us"] == 7.4
+    assert "below_floor" not in b["flags"] and b["flags"] == [f for f in b["flags"] if f != "below_floor"]
+    reply = _reply()
+    reply["results"][0]["flags"] = ["made_up"]
+    verify_shape_reply(reply, timing_wall_s=1.0)
+    assert "made_up" not in reply["results"][0]["flags"]
+
+
 @pytest.mark.parametrize("mutate,words", [
     (lambda r: r["results"][1].update(median_us=1.0), "is not the median of its own samples"),
     (lambda r: r["results"][1].update(n_samples=99), "n_samples 99 but 4 samples"),
