@@ -1021,3 +1021,357 @@ class DetachedRewriter(TorchLinear):
 PROCESS_REACH_WRONG = (ForgesReply, PatchesGuard, InflatesBaseline, ForksSleeper, AtExitRewriter, DetachedRewriter)
 REACH_WRONG = MEASURE_REACH_WRONG + PROCESS_REACH_WRONG
 ALL_WRONG = ALL_WRONG + REACH_WRONG
+
+
+# --- the judge out of the candidate's reach: five classes, several forms each (docs/trust.md, "Classes") ------------
+# ANSWERS: the answer computed outside the timed call. Closed by FreshFeed (profiler/check/timed.py): no timed input
+# exists before its call, none repeats, and no timed call's reference exists before its batch ran; what the harness
+# touches is checked by type identity. Each form here computes nothing where it believes it has the answer, and so
+# returns a wrong one when it has none.
+
+def _half_k(x, w):
+    """Half the work: the product over the first half of K only (what each form returns where it would cheat)."""
+    half = x.shape[1] // 2
+    return _linear(x[:, :half].contiguous(), w[:, :half].contiguous())
+
+
+class FingerprintMemo(TorchLinear):
+    """A memo of any size keyed by a cheap fingerprint of the input's value (the row sums rounded to one significant
+    digit): against a pool of 8 timed inputs it is all hits after one lap. With a new input at every timed call its
+    fingerprint collides with an earlier one's, and the kept answer is another input's."""
+
+    name, expect = "fingerprint_memo", "a memo"
+
+    def run(self, state, family, x):
+        import torch
+
+        s = x.float().sum(dim=1)
+        key = (int(x.shape[0]), tuple(torch.sign(s).tolist()))   # coarse: collides across fresh inputs
+        memo = state.setdefault("memo", {})
+        if key in memo and memo[key][0].shape == x.shape:
+            return memo[key][1].clone()
+        y = _linear(x, state["w"])
+        memo[key] = (x.detach().clone(), y.clone())
+        return y
+
+
+class ScansForTimedInputs(TorchLinear):
+    """Finds every tensor of its input's shape and dtype in the worker's memory (gc) at each call, keeps their
+    answers, and returns the kept answer of one equal to its input -- or, trusting that it has them all (a pool
+    repeats), the answer of the last one it found. With no timed input made before its call there is none to find."""
+
+    name, expect = "scans_for_timed_inputs", ("a memo", "rel-L2", "element rule")
+
+    def run(self, state, family, x):
+        import gc
+
+        import torch
+
+        found = state.setdefault("found", {})
+        if len(found) < 64:
+            for obj in gc.get_objects():
+                if type(obj) is torch.Tensor and obj.shape == x.shape and obj.dtype == x.dtype and \
+                        obj.data_ptr() != x.data_ptr() and id(obj) not in found:
+                    found[id(obj)] = (obj.detach().clone(), _linear(obj, state["w"]))
+        for kept_x, kept_y in found.values():
+            if torch.equal(kept_x, x):
+                return kept_y.clone()
+        if state.setdefault("calls", [0])[0] > 40 and found:   # past the contract's calls: trust the pool
+            return next(reversed(found.values()))[1].clone()
+        state["calls"][0] += 1
+        return _linear(x, state["w"])
+
+
+class ReadsJudgeReferences(TorchLinear):
+    """Finds the judge's FP64 references in the worker's memory (any object carrying an input `x` and an `ref` with
+    an FP64 `.ref` of the output's shape) and returns the one whose input equals its own, with no product at all;
+    past the contract's calls it returns the last one found when none matches. No timed call's reference exists
+    before its batch ran."""
+
+    name, expect = "reads_judge_references", ("a memo", "rel-L2", "element rule")
+
+    def run(self, state, family, x):
+        import gc
+
+        import torch
+
+        calls = state.setdefault("calls", [0])
+        calls[0] += 1
+        refs = []
+        for obj in gc.get_objects():
+            ref = getattr(getattr(obj, "ref", None), "ref", None) if hasattr(obj, "x") else None
+            if type(ref) is torch.Tensor and ref.dtype == torch.float64 and ref.shape[0] == x.shape[0]:
+                refs.append((obj.x, ref))
+        for kept_x, ref in refs:
+            if type(kept_x) is torch.Tensor and kept_x.shape == x.shape and torch.equal(kept_x, x):
+                return ref.to(_linear(x[:1], state["w"]).dtype)
+        if calls[0] > 40 and refs:
+            return refs[-1][1].to(_linear(x[:1], state["w"]).dtype)
+        return _linear(x, state["w"])
+
+
+class LazyOutputInTiming(TorchLinear):
+    """Past the contract's calls, returns an empty tensor subclass whose copy_ into the harness's store would do the
+    product after the clock stopped (on the CPU the harness copies a timed output into its store); the contract sees
+    plain tensors. The harness checks a timed call's output by type identity before any copy."""
+
+    name, expect = "lazy_output_in_timing", "not a plain torch.Tensor"
+
+    def run(self, state, family, x):
+        calls = state.setdefault("calls", [0])
+        calls[0] += 1
+        if calls[0] <= 40:
+            return _linear(x, state["w"])
+        out = _linear(x[:1], state["w"]).new_empty((x.shape[0], state["w"].shape[0])).as_subclass(_lazy_tensor())
+        out.pending = (x, state["w"])
+        return out
+
+
+@lru_cache(maxsize=None)
+def _lazy_tensor():
+    import torch
+
+    class LazyTensor(torch.Tensor):
+        """Does the product when something copies from it."""
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is torch.Tensor.copy_ and len(args) > 1 and hasattr(args[1], "pending"):
+                with torch._C.DisableTorchFunctionSubclass():
+                    return args[0].copy_(_linear(*args[1].pending))
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **kwargs)
+
+    return LazyTensor
+
+
+class HooksStaticInput(TorchLinear):
+    """Swaps the class of the tensor it is handed (the graph's static input) for a subclass whose copy_ -- what the
+    harness's feed calls to put the next input in -- computes the answer for that input ahead of the timed call;
+    the call then returns it. The harness touches its own objects through torch.Tensor's methods after a type check,
+    so the hook never runs and the returned answer is stale."""
+
+    name, expect = "hooks_static_input", ("a memo", "not a plain torch.Tensor", "rel-L2", "element rule")
+
+    def run(self, state, family, x):
+        import torch
+
+        calls = state.setdefault("calls", [0])
+        calls[0] += 1
+        if calls[0] <= 40:
+            return _linear(x, state["w"])
+        cls = _hooked_tensor()
+        if type(x) is torch.Tensor:
+            try:
+                x.__class__ = cls
+            except TypeError:
+                pass
+        x.__dict__["w"] = state["w"]
+        ahead = x.__dict__.get("ahead")
+        return ahead.clone() if ahead is not None else _half_k(x, state["w"])
+
+
+@lru_cache(maxsize=None)
+def _hooked_tensor():
+    import torch
+
+    class HookedTensor(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            with torch._C.DisableTorchFunctionSubclass():
+                out = func(*args, **kwargs)
+                if func is torch.Tensor.copy_ and "w" in args[0].__dict__:
+                    args[0].__dict__["ahead"] = _linear(args[0], args[0].__dict__["w"])
+            return out
+
+    return HookedTensor
+
+
+# UNJUDGED: timed calls never judged. Closed by the judge's random choice after each batch, every call's output kept
+# (judged_share): a candidate wrong at a fraction f of its calls is caught with probability 1 - (1 - p)^(f x calls).
+
+class WrongBetweenCountedCalls(TorchLinear):
+    """Counts its calls per input buffer and returns half the work at calls 5-31 of every 32 (the positions a judge
+    of the last replay of each batch never reads), right at the others."""
+
+    name, expect = "wrong_between_counted_calls", ("rel-L2", "element rule")
+
+    def run(self, state, family, x):
+        counts = state.setdefault("counts", {})
+        key = x.data_ptr()
+        counts[key] = counts.get(key, 0) + 1
+        n = counts[key]
+        if n > 40 and 5 <= n % 32 <= 31:
+            return _half_k(x, state["w"])
+        return _linear(x, state["w"])
+
+
+class WrongOneCallInTen(TorchLinear):
+    """Past the contract's calls, half the work at one call in ten (10 % of the timed calls), by its own count."""
+
+    name, expect = "wrong_one_call_in_ten", ("rel-L2", "element rule")
+
+    def run(self, state, family, x):
+        calls = state.setdefault("calls", [0])
+        calls[0] += 1
+        if calls[0] > 40 and calls[0] % 10 == 0:
+            return _half_k(x, state["w"])
+        return _linear(x, state["w"])
+
+
+# FORGING: what the worker's own checks did not see. Closed by the integrity check (the reply and request pipes held
+# to their files, every timer object held to its attributes, no candidate thread) and by the parent deriving every
+# flag itself (profiler/backends/verify.py).
+
+class RebindsReplyPipe(TorchLinear):
+    """Puts a pipe of its own in place of the worker's reply descriptor (os.dup2) and reads it in a thread that would
+    rewrite each reply before passing it on."""
+
+    name, expect = "rebinds_reply_pipe", "in-process forging"
+
+    def prepare(self, family, weight):
+        import gc
+        import io
+        import os
+        import threading
+
+        reply = next((f for f in gc.get_objects() if isinstance(f, io.TextIOWrapper) and getattr(f, "mode", "") == "w"
+                      and not f.closed and f.fileno() > 2), None)
+        if reply is not None:
+            fd = reply.fileno()
+            saved = os.dup(fd)
+            r, w = os.pipe()
+            os.dup2(w, fd)
+
+            def relay():
+                with os.fdopen(r, "rb") as src:
+                    for line in src:
+                        os.write(saved, line)
+
+            threading.Thread(target=relay, daemon=True).start()
+        return super().prepare(family, weight)
+
+
+class SetsTimerAttribute(TorchLinear):
+    """Finds the live cold timer (gc) and raises its replay overhead, which every sample has subtracted: every
+    time it records is smaller (its own and the baseline's alike, so it also moves every floor comparison)."""
+
+    name, expect = "sets_timer_attribute", "in-process forging"
+
+    def prepare(self, family, weight):
+        import gc
+
+        for obj in gc.get_objects():
+            if type(obj).__name__ in ("ColdTimer", "FakeTimer", "ReplayingFakeTimer") and hasattr(obj, "overhead_us"):
+                obj.overhead_us = obj.overhead_us + 5.0
+        return super().prepare(family, weight)
+
+
+class ThreadComputes(TorchLinear):
+    """A background thread (KernelArena's "background thread"): the timed call returns at once while a thread of its
+    own does the product into the output it returned, finishing after the clock stopped. The worker refuses any
+    candidate thread after every step and every timed batch."""
+
+    name, expect = "thread_computes", ("in-process forging", "thread")
+
+    def run(self, state, family, x):
+        import threading
+
+        y = _linear(x[:1], state["w"]).new_zeros((x.shape[0], state["w"].shape[0]))
+        done = threading.Event()
+
+        def work():
+            y.copy_(_linear(x, state["w"]))
+            done.set()
+            threading.Event().wait(30)   # stays alive: a helper pool would
+
+        threading.Thread(target=work, daemon=True).start()
+        done.wait(5)
+        return y
+
+
+# ROW KINDS: lossy on rows the contract never drew. Closed by plain dense rows (no outlier) in every checked input
+# and, drawn afresh per call, in every timed input, judged by the element rule.
+
+class LossyWithoutOutlier(OutlierExactInt8):
+    """Exact on every row with an activation outlier (any |x| > 4 x the row's RMS: a spike or a probe entry), int8
+    weights with one scale per row on every other row. Exact on every input the contract drew while every dense row
+    carried a spike."""
+
+    name, expect = "lossy_without_outlier", ("element rule", "probe rows expose")
+
+    def run(self, state, family, x):
+        xf = x.float()
+        rms = (xf.pow(2).mean(dim=1, keepdim=True)).sqrt().clamp(min=1e-30)
+        has_outlier = (xf.abs() > self.OUTLIER * rms).any(dim=1, keepdim=True).float()
+        w, lossy_w = state["w"].float(), state["lossy"].float()
+        y = (xf * has_outlier) @ w.T + (xf * (1 - has_outlier)) @ lossy_w.T
+        return y.to(_linear(x[:1], state["w"]).dtype)
+
+
+class Bf16RoundedPlainRows(TorchLinear):
+    """Rounds the inputs of rows without an outlier to 4 mantissa bits before an exact product (a narrower input
+    format on the rows real activations mostly are)."""
+
+    name, expect = "bf16_rounded_plain_rows", ("element rule", "rel-L2")
+
+    def run(self, state, family, x):
+        import torch
+
+        xf = x.float()
+        rms = (xf.pow(2).mean(dim=1, keepdim=True)).sqrt().clamp(min=1e-30)
+        plain = ~(xf.abs() > 4.0 * rms).any(dim=1, keepdim=True)
+        m, e = torch.frexp(xf)
+        coarse = torch.ldexp(torch.round(m * 16) / 16, e)
+        return _linear(torch.where(plain, coarse, xf).to(x.dtype), state["w"])
+
+
+# MODES: a Python mode entered at import slows the baseline. Closed by the guard's mode stacks (every step, the load
+# first). Refused at load: LOAD_WRONG's way.
+
+class FunctionModeAtImport(TorchLinear):
+    """Enters a TorchFunctionMode when its module is imported (never exited) that spins on every F.linear it sees
+    -- the baseline's included."""
+
+    name, expect = "function_mode_at_import", "torch function mode"
+
+    def __init__(self):   # when the worker loads it (EnvAtImport's way): what a module's import does
+        import torch
+        from torch.overrides import TorchFunctionMode
+
+        class Slow(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                if func is torch.nn.functional.linear:
+                    time.sleep(2e-4)
+                return func(*args, **(kwargs or {}))
+
+        Slow().__enter__()
+
+
+class DispatchModeAtImport(TorchLinear):
+    """Enters a TorchDispatchMode at import (never exited) that spins on every aten mm/addmm."""
+
+    name, expect = "dispatch_mode_at_import", "Python dispatch mode"
+
+    def __init__(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Slow(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                if "mm" in str(func):
+                    time.sleep(2e-4)
+                return func(*args, **(kwargs or {}))
+
+        Slow().__enter__()
+
+
+ANSWER_WRONG = (FingerprintMemo, ScansForTimedInputs, ReadsJudgeReferences, LazyOutputInTiming, HooksStaticInput)
+UNJUDGED_WRONG = (WrongBetweenCountedCalls, WrongOneCallInTen)
+FORGING_WRONG = (RebindsReplyPipe, SetsTimerAttribute, ThreadComputes)
+ROW_KIND_WRONG = (LossyWithoutOutlier, Bf16RoundedPlainRows)
+MODE_WRONG = (FunctionModeAtImport, DispatchModeAtImport)
+LOAD_WRONG = LOAD_WRONG + MODE_WRONG
+JUDGE_REACH_WRONG = ANSWER_WRONG + UNJUDGED_WRONG + FORGING_WRONG + ROW_KIND_WRONG + MODE_WRONG
+ALL_WRONG = ALL_WRONG + JUDGE_REACH_WRONG

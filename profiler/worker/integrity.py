@@ -2,6 +2,8 @@
 the parent, and what would let candidate code act after the worker answered.
 
     integrity = Integrity(guard)          at session start, before any candidate is imported
+    integrity.watch_fd(fd, what)          the reply pipe, held to the file it is (child, at start)
+    integrity.watch_object(obj, what)     a harness object (each timer, when made), held to its attributes
     integrity.check() -> [reason, ...]    [] while nothing changed
 
 Each reason names its mechanism ("in-process forging: ...", "outliving the worker: ..."); the session turns one into
@@ -98,6 +100,9 @@ def _threads_outside_libraries(before: set) -> list[str]:
     return found
 
 
+_GONE = object()
+
+
 class Integrity:
     def __init__(self, guard):
         self.guard, self.guard_type = guard, type(guard)
@@ -109,6 +114,38 @@ class Integrity:
         # only a process started after this point is a candidate's
         self.children_before = set(_children(self.pid))
         self.threads_before = set(sys._current_frames())   # the harness's own (the parent watch), before candidates
+        self.fds: dict = {}
+        self.objects: list = []
+
+    def watch_fd(self, fd: int, what: str) -> None:
+        """Hold file descriptor `fd` (the reply pipe) to the file it is now: another file dup2'd onto it (a pipe a
+        thread of the candidate's reads and rewrites) is named by check()."""
+        st = os.fstat(fd)
+        self.fds[fd] = (what, (st.st_dev, st.st_ino, st.st_mode))
+
+    def watch_object(self, obj, what: str) -> None:
+        """Hold a harness object (a timer) to its type, its attributes and its class's attributes as they are now:
+        an attribute set on the live object or its class (a smaller overhead, a replaced sample method) is named."""
+        self.objects.append((obj, what, type(obj), dict(vars(obj)), dict(vars(type(obj)))))
+
+    def _watched(self) -> list[str]:
+        reasons = []
+        for fd, (what, ident) in self.fds.items():
+            try:
+                st = os.fstat(fd)
+                now = (st.st_dev, st.st_ino, st.st_mode)
+            except OSError:
+                now = None
+            if now != ident:
+                reasons.append(f"{FORGING}: {what} (fd {fd}) is no longer the file it was at start (another file "
+                               "put in its place)")
+        for obj, what, cls, attrs, class_attrs in self.objects:
+            changed = sorted(k for k in set(attrs) | set(vars(obj)) if vars(obj).get(k, _GONE) is not attrs.get(k, _GONE))
+            changed += sorted(k for k in set(class_attrs) | set(vars(cls))
+                              if vars(cls).get(k, _GONE) is not class_attrs.get(k, _GONE))
+            if type(obj) is not cls or changed:
+                reasons.append(f"{FORGING}: changed the live {what} ({', '.join(changed[:3]) or 'its type'})")
+        return reasons
 
     def threads(self) -> list[str]:
         """A reason per Python thread a candidate left alive: code that would run beside the harness's own
@@ -131,7 +168,7 @@ class Integrity:
         if self.exit_hooks:
             reasons.append(f"{OUTLIVING}: registered an exit hook (atexit: {self.exit_hooks[0][:120]}): code that "
                            "would run after the worker answered")
-        reasons += self.threads()
+        reasons += self.threads() + self._watched()
         children = [c for c in _children(self.pid) if c not in self.children_before]
         if children:
             reasons.append(f"{OUTLIVING}: started {len(children)} process(es) still running after its step "

@@ -80,8 +80,10 @@ class Session:
 
         if "cold" not in self._timers:
             self._timers["cold"] = timing.ColdTimer(self.device, flush_bytes=self.config.get("flush_bytes"))
+            self.integrity.watch_object(self._timers["cold"], "cold timer")
         if mode == "stream" and "stream" not in self._timers:
             self._timers["stream"] = timing.StreamTimer(self.device)
+            self.integrity.watch_object(self._timers["stream"], "stream timer")
         return self._timers[mode]
 
     @property
