@@ -272,7 +272,11 @@ class FreshFeed:
                 buf[self.ib] = buf[self.ia]
                 buf[self.ib, ca] = -buf[self.ia, ca]
         self.xs[k].copy_(buf)
-        self.static.copy_(self.xs[k])
+        if type(self.static) is not torch.Tensor:   # its class swapped since: its methods are the candidate's
+            self.bad[k] = (f"the graph's static input was made a {type(self.static).__name__} (its class swapped), so "
+                           f"the harness's copy into it would run the candidate's code")
+        with torch._C.DisableTorchFunctionSubclass():   # the harness's copy runs torch's own copy, whatever the type
+            torch.Tensor.copy_(self.static, self.xs[k])
 
     def keep(self, y) -> None:
         """Keep the output of the call just made (a plain tensor of the store's shape, dtype and device, else the
@@ -285,7 +289,7 @@ class FreshFeed:
             self.bad[self.slot] = (f"returned shape {tuple(y.shape)} {y.dtype} on {y.device} at a timed call, not "
                                    f"{tuple(slot.shape)} {slot.dtype} on {slot.device}")
         else:
-            slot.copy_(y)
+            torch.Tensor.copy_(slot, y)
 
     def judge(self, judge: "GraphJudge", wref: WeightReference, share: float, calls: int, what: str,
               when: str) -> tuple[int, list[str]]:
@@ -293,6 +297,8 @@ class FreshFeed:
         a call whose output was not a plain tensor fails whether chosen or not. -> (calls judged, reasons)."""
         calls = min(int(calls), self.n, self.capacity)
         first = self.n - calls
+        if not calls:
+            return 0, []
         slots = [(first + j) % self.capacity for j in range(calls)]
         for j, k in enumerate(slots):
             if k in self.bad:

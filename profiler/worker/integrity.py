@@ -121,7 +121,7 @@ class Integrity:
         """Hold file descriptor `fd` (the reply pipe) to the file it is now: another file dup2'd onto it (a pipe a
         thread of the candidate's reads and rewrites) is named by check()."""
         st = os.fstat(fd)
-        self.fds[fd] = (what, (st.st_dev, st.st_ino, st.st_mode))
+        self.fds[fd] = (what, (st.st_dev, st.st_ino, st.st_mode), os.dup(fd))   # a copy to put back
 
     def watch_object(self, obj, what: str) -> None:
         """Hold a harness object (a timer) to its type, its attributes and its class's attributes as they are now:
@@ -130,7 +130,7 @@ class Integrity:
 
     def _watched(self) -> list[str]:
         reasons = []
-        for fd, (what, ident) in self.fds.items():
+        for fd, (what, ident, backup) in self.fds.items():
             try:
                 st = os.fstat(fd)
                 now = (st.st_dev, st.st_ino, st.st_mode)
@@ -139,6 +139,10 @@ class Integrity:
             if now != ident:
                 reasons.append(f"{FORGING}: {what} (fd {fd}) is no longer the file it was at start (another file "
                                "put in its place)")
+                try:   # the file put back, so the reason reaches the parent through the pipe it reads
+                    os.dup2(backup, fd)
+                except OSError:
+                    pass
         for obj, what, cls, attrs, class_attrs in self.objects:
             changed = sorted(k for k in set(attrs) | set(vars(obj)) if vars(obj).get(k, _GONE) is not attrs.get(k, _GONE))
             changed += sorted(k for k in set(class_attrs) | set(vars(cls))

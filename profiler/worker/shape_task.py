@@ -383,10 +383,11 @@ def _time_entries(sess, timer, judge, shape, settings, contract, tins, entries: 
                    "clocks_mhz": [c for c in ms.clocks_mhz if c is not None]}
     if cold:
         share = judge_share(settings.timing)
-        calls = min(e.judged[0] for e in entries)
+        right = [e for e in entries if not e.drifted] or entries   # a failed candidate is judged no further
+        calls = min(e.judged[0] for e in right)
         out["info"]["judged"] = {
             "share": round(share, 6), "miss_fraction": settings.timing.judge_miss_fraction, "calls": calls,
-            "judged": min(e.judged[1] for e in entries),
+            "judged": min(e.judged[1] for e in right),
             "p_catch": round(detection_probability(share, calls, settings.timing.judge_miss_fraction), 6)}
     else:
         when = "after timing (its last timed replay)"
