@@ -74,6 +74,15 @@ REFUSED = [
     ("__dict__", "import json\njson.__dict__['dumps'] = None", "`.__dict__`"),
     ("vars", "import json\nv = vars(json)", "calls `vars()`"),
     ("subclasses", "x = object.__subclasses__()", "`.__subclasses__`"),
+    ("module bound to a name", "import os\no = os\no.fork()", "uses `os.fork`"),
+    ("module attribute bound", "import os\nd = os.dup2\nd(3, 1)", "uses `os.dup2`"),
+    ("from-import alias", "from os import dup2 as rebind\nrebind(3, 1)", "uses `os.dup2`"),
+    ("getattr bound", "g = getattr\nimport torch\ng(torch, 'set_' + 'x')(True)", "binds the builtin `getattr`"),
+    ("setattr bound", "s = setattr", "binds the builtin `setattr`"),
+    ("__class__ assigned", "def f(x, C):\n    x.__class__ = C", "assigns `.__class__`"),
+    ("os.pipe", "import os\nr, w = os.pipe()", "file descriptors"),
+    ("dispatch mode", "from torch.utils._python_dispatch import TorchDispatchMode", "Python dispatch modes"),
+    ("_thread", "import _thread as t", "starting threads"),
 ]
 
 
