@@ -450,25 +450,43 @@ def _libraries() -> set[int]:
     return {id(obj) for obj in gc.get_objects() if issubclass(type(obj), torch.library.Library)}
 
 
+def _library_mode(mode) -> bool:
+    """torch's own mode for torch.set_default_device (a setting the guard holds by its value, _settings)."""
+    return type(mode).__module__ == "torch.utils._device" and type(mode).__name__ == "DeviceContext"
+
+
+def _stacks() -> dict[str, list]:
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return {"torch function mode": list(_get_current_function_mode_stack()),
+            "Python dispatch mode": list(_get_current_dispatch_mode_stack())}
+
+
 def mode_stacks() -> dict[str, int]:
-    """How many Python modes are active now: torch function modes (TorchFunctionMode: every torch call of Python
-    code, the baseline's F.linear included, goes through them) and dispatch modes (TorchDispatchMode: every aten op
-    does). Both sit outside the dispatcher table dispatch_tables() compares; a mode entered at import and never
-    exited runs the candidate's Python inside every later call of the baseline."""
+    """How many Python modes are active now that are not torch's own (the default device's): torch function modes
+    (TorchFunctionMode: every torch call of Python code, the baseline's F.linear included, goes through them) and
+    dispatch modes (TorchDispatchMode: every aten op does). Both sit outside the dispatcher table dispatch_tables()
+    compares; a mode entered at import and never exited runs the candidate's Python inside every later call of the
+    baseline."""
+    return {kind: sum(1 for m in modes if not _library_mode(m)) for kind, modes in _stacks().items()}
+
+
+def _pop_modes(kind: str) -> None:
+    """Take every mode of `kind` off its stack and put back torch's own, in their order."""
     import torch
 
-    return {"torch function mode": int(torch._C._len_torch_function_stack()),
-            "Python dispatch mode": int(torch._C._len_torch_dispatch_stack())}
-
-
-def _pop_modes(kind: str, count: int) -> None:
-    import torch
-
-    for _ in range(count):
+    modes = _stacks()[kind]
+    for _ in modes:
         if kind == "torch function mode":
             torch._C._pop_torch_function_stack()
         else:
             torch._C._pop_torch_dispatch_stack(None)
+    for m in (m for m in modes if _library_mode(m)):
+        if kind == "torch function mode":
+            torch._C._push_on_torch_function_stack(m)
+        else:
+            torch._C._push_on_torch_dispatch_stack(m)
 
 
 class Guard:
@@ -553,7 +571,7 @@ class Guard:
             if extra > 0:
                 reasons.append(f"left a {kind} entered ({extra} on the stack): candidate Python would run inside "
                                f"every later torch call, the baseline's included, in {where}")
-                _pop_modes(kind, extra)
+                _pop_modes(kind)
         return reasons
 
     def _dispatcher(self, where: str) -> list[str]:

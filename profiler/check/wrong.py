@@ -24,6 +24,11 @@ WrongDevice (an output elsewhere than the input), RulePatcher / CodeSwapper / Ru
 and numbers the rules run on), DefaultDevice / FlushDenormal (process state the guard's first list missed),
 PrecomputedAnswers (the inputs regenerated from the documented seeds), Fp16Inputs (right only at the contract's
 input scales).
+The judge's reach (the last block; docs/trust.md's classes, tests/profiler/test_judge_reach.py), several forms per
+class: ANSWER_WRONG (the answer computed outside the timed call: a value-keyed memo, inputs found in memory, the
+judge's references read from memory, work inside the harness's own copies), UNJUDGED_WRONG (wrong at timed calls a
+judge does not read), FORGING_WRONG (the reply pipe, the live timer, a background thread), ROW_KIND_WRONG (lossy on
+rows without an activation outlier), MODE_WRONG (a Python mode entered at load; also in LOAD_WRONG).
 """
 from __future__ import annotations
 
@@ -697,7 +702,7 @@ def spec(cls) -> str:
 
 
 # --- the candidate's reach: memo across replays, lossy weights exact where they are recognisable, the baseline slowed
-# where nothing looks (profiler/check/timed.py ReplayFeed, profiler/check/rules.py's element rule,
+# where nothing looks (profiler/check/timed.py FreshFeed, profiler/check/rules.py's element rule,
 # profiler/check/guards.py's dispatcher and backend-flag snapshots) ---------------------------------------------------
 
 class MemoAcrossReplays(TorchLinear):
@@ -706,7 +711,7 @@ class MemoAcrossReplays(TorchLinear):
     their input), it returns a copy of that buffer's last answer from then on without reading it. Right on every
     output the judges read while timed inputs never changed (scored 1.52 on CPU so); the lifecycle contract's graph
     gets a new input at each replay, so it never learns that one. A CUDA graph cannot run this Python on replay;
-    MemoInGraph is its GPU form. Caught by the fresh input of every timed replay (profiler.check.timed.ReplayFeed):
+    MemoInGraph is its GPU form. Caught by the fresh input of every timed replay (profiler.check.timed.FreshFeed):
     the judged output is the answer to another timed input."""
 
     name, expect = "memo_across_replays", "a memo"
