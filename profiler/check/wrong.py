@@ -1379,11 +1379,69 @@ class DispatchModeAtImport(TorchLinear):
         Slow().__enter__()
 
 
+# GPU forms (a CUDA graph runs no Python on replay: the memo and the counter live in device memory, the choice is a
+# torch.where inside the graph).
+
+class DeviceMemoOfSeveral(TorchLinear):
+    """A memo of ENTRIES answers kept in device memory inside the captured graph, keyed by a fingerprint of the input
+    (its sum): each call compares its fingerprint with every kept one and, on a match within 1 %, returns that
+    entry's answer; else it computes and writes the answer into the next slot. Against a pool of 8 timed inputs it
+    holds every answer after one lap (a graph cannot skip work without a conditional node, so this form shows the
+    verdict, not the speed); with a new input at every timed call no fingerprint it keeps is the new input's -- the
+    1 % match makes it collide, and the kept answer is another input's. GPU-only."""
+
+    name, expect = "device_memo_of_several", ("a memo", "rel-L2", "element rule")
+    ENTRIES = 8
+
+    def run(self, state, family, x):
+        import torch
+
+        memos = state.setdefault("memos", {})
+        M = int(x.shape[0])
+        if M not in memos:
+            y0 = _linear(x, state["w"])
+            memos[M] = (torch.full((self.ENTRIES,), float("nan"), device=x.device),
+                        y0.unsqueeze(0).repeat(self.ENTRIES, 1, 1), torch.zeros((), dtype=torch.long, device=x.device))
+        keys, answers, nxt = memos[M]
+        fp = x.float().sum()
+        near = (keys - fp).abs() <= 0.01 * fp.abs() + 1.0
+        hit = near.any()
+        which = torch.argmax(near.to(torch.int32))
+        fresh = _linear(x, state["w"])
+        y = torch.where(hit, answers[which], fresh)
+        slot = torch.where(hit, which, nxt)
+        keys.index_put_((slot.view(1),), fp.view(1))
+        answers.index_put_((slot.view(1),), y.unsqueeze(0))
+        nxt.copy_(torch.where(hit, nxt, (nxt + 1) % self.ENTRIES))
+        return y
+
+
+class CounterInDeviceMemory(TorchLinear):
+    """A per-replay counter in device memory (no host sync, so it captures): half the work at replays 5-31 of every
+    32 of a graph, past the contract's first 64 calls at that M -- the positions a judge of each batch's last replay
+    never read. Judged at random after each batch, one of its wrong calls is chosen. GPU-only."""
+
+    name, expect = "counter_in_device_memory", ("rel-L2", "element rule")
+
+    def run(self, state, family, x):
+        import torch
+
+        counters = state.setdefault("counters", {})
+        M = int(x.shape[0])
+        if M not in counters:
+            counters[M] = torch.zeros((), dtype=torch.int64, device=x.device)
+        c = counters[M]
+        c.add_(1)
+        wrong_now = (c > 64) & ((c % 32) >= 5)
+        return torch.where(wrong_now, _half_k(x, state["w"]), _linear(x, state["w"]))
+
+
+GPU_JUDGE_WRONG = (DeviceMemoOfSeveral, CounterInDeviceMemory)
 ANSWER_WRONG = (FingerprintMemo, ScansForTimedInputs, ReadsJudgeReferences, LazyOutputInTiming, HooksStaticInput)
 UNJUDGED_WRONG = (WrongBetweenCountedCalls, WrongOneCallInTen)
 FORGING_WRONG = (RebindsReplyPipe, SetsTimerAttribute, ThreadComputes)
 ROW_KIND_WRONG = (LossyWithoutOutlier, Bf16RoundedPlainRows)
 MODE_WRONG = (FunctionModeAtImport, DispatchModeAtImport)
 LOAD_WRONG = LOAD_WRONG + MODE_WRONG
-JUDGE_REACH_WRONG = ANSWER_WRONG + UNJUDGED_WRONG + FORGING_WRONG + ROW_KIND_WRONG + MODE_WRONG
+JUDGE_REACH_WRONG = ANSWER_WRONG + UNJUDGED_WRONG + FORGING_WRONG + ROW_KIND_WRONG + MODE_WRONG + GPU_JUDGE_WRONG
 ALL_WRONG = ALL_WRONG + JUDGE_REACH_WRONG

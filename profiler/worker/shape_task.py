@@ -136,8 +136,7 @@ def _batch_judge(sess, judge: GraphJudge, entries: list, policy, wref):
             e.judged[0] += min(policy.batch_rounds, g.feed.n)
             if e.drifted:
                 continue
-            step(e.name, "check")
-            try:
+            try:   # harness code only (no candidate code runs while it judges): still the "time" step
                 n, e.drifted = g.feed.judge(judge, wref, share, policy.batch_rounds, _graph_names(len(e.graphs))[k],
                                             f"during timing (batch {b + 1})")
             except Exception as exc:

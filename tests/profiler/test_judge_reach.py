@@ -168,3 +168,25 @@ def test_the_harness_touches_only_its_own_types():
     replay = EagerReplay(lambda: sub, torch.zeros(4, 16, dtype=torch.bfloat16))
     replay.store(sub)
     assert Sub.ran == [], Sub.ran   # no method of the candidate's type ran inside the harness's operations
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: a captured graph replayed by the real timer")
+def test_on_the_gpu_a_device_memo_of_several_entries_and_a_per_replay_counter_are_rejected(tmp_path):
+    """The GPU forms, inside the captured graph: a memo of 8 answers in device memory keyed by a fingerprint of the
+    input, a per-replay counter in device memory wrong between the positions a judge of the last replay read; each
+    rejected at "time" through the real timer; the control is measured and the shape's info states P(caught)."""
+    from profiler.commands.sweep import SweepSettings, run_sweep
+
+    shapes = [s | {"N": 512, "K": 1024} for s in _shapes((1, 16))]
+    out = tmp_path / "gpu.json"
+    run_sweep([CONTROL] + [wrong.spec(c) for c in wrong.GPU_JUDGE_WRONG], shapes, out, label="gpu", device="cuda",
+              log=lambda m: None, settings=SweepSettings(probes=False, canary="off",
+                                                         timing=replace(SWEEP, max_seconds=1.0)))
+    run = load_run(out)
+    assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}, _why(run)
+    why = _why(run)
+    for cls in wrong.GPU_JUDGE_WRONG:
+        for M in (1, 16):
+            assert _matches(why[cls.name, M], cls.expect), (cls.name, M, why[cls.name, M])
+    assert all(info["judged"]["p_catch"] > 0.9 for info in run["shape_info"].values()), run["shape_info"]
