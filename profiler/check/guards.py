@@ -14,7 +14,7 @@ dispatcher kernels of the operators the baseline and the harness's own operation
 Why: a candidate that turns TF32 on in prepare() made the baseline's FP32 router results wrong and faster in the
 same sweep; a module that replaces the profiler's timer (or F.linear) could make any number up -- and so could one
 that replaces anything the rules call: with torch.linalg.vector_norm returning zeros and rules.pair_rule returning
-"no reason", an output 1.5x too large on every other column passed the contract (profiler/check/wrong.py,
+"no reason", an output 1.5x too large on every other column passed the contract (profiler/wrong/,
 RulePatcher). So beyond the named HARNESS functions the guard holds every binding of the harness's own modules
 (profiler.*, datasets.*; a rebound name, a name added that would shadow a builtin, a function whose code object or
 defaults were swapped) and the functions, classes and submodules of the libraries the rules call (builtins, math,

@@ -29,7 +29,7 @@ in by the harness from the task's workload):
   entries only, the rows real activations mostly are. So every kind of row a real input has (plain rows, rows
   with an activation outlier, sparse rows) is in the checked calls and, drawn afresh per call, in every timed call
   (profiler.check.timed.FreshFeed); a kernel exact on rows with an outlier and lossy on the others fails the
-  element rule (profiler/check/wrong.py, LossyWithoutOutlier);
+  element rule (profiler/wrong/, LossyWithoutOutlier);
 - PAIRED dense rows (pair rule; its numbers -- PAIR_EVERY_ROWS, PAIR_LAMBDA, the spike -- are derived below, not
   tunable contract numbers, so they live here): rows a and b of one input are equal except at a's spike column c,
   where b holds -x_a[c]; so y(a) - y(b) must equal (x_a - x_b) W^T = 2 x_a[c] W[:, c] -- one column of the
@@ -44,13 +44,13 @@ in by the harness from the task's workload):
   row is which kind, which rows pair) still follows the seed alone, so the lifecycle's calls at M=1 still cycle
   through the probe kinds. Why: the seeds and their offsets are documented and make_input is importable, so a
   candidate could regenerate every input the contract and the timer would draw and return answers computed ahead
-  -- exact everywhere it is judged and timed at the cost of a table lookup (profiler/check/wrong.py,
+  -- exact everywhere it is judged and timed at the cost of a table lookup (profiler/wrong/,
   PrecomputedAnswers). salt=0 keeps the inputs a function of the seed (tests, and a sweep given input_salt);
 - input magnitude varies across calls: x is scaled by 2^e, e from input_scale_exponents (2^-8 ... 2^8) by
   seed (exact in BF16); relative errors of a correct kernel do not depend on it;
 - one RANGE call (BF16 and FP32 inputs) scales an input by 2^RANGE_EXPONENT, past FP16's largest value: a kernel
   that narrows its input to FP16 anywhere (as fast as BF16 on the tensor cores) is exact at every scale the
-  contract's exponents draw and gives inf there (profiler/check/wrong.py, Fp16Inputs);
+  contract's exponents draw and gives inf there (profiler/wrong/, Fp16Inputs);
 - a second weight draw (outliers=True) has outlier columns (1 in outlier_column_every, x outlier_column_scale),
   which turns a per-row scaled low-precision weight format into a visible rel-L2 error even at M=1;
 - a plain torch.Tensor (no subclass, whose __torch_function__ could report other numbers than the kernel wrote)

@@ -37,7 +37,7 @@ def default_before() -> str:
 
 def sweep(tree: Path, side: str, work: Path, i: int) -> dict:
     out = work / f"{side}-{i}.json"
-    control = tree / "profiler/check/wrong.py"
+    control = next(p for p in (tree / "profiler/wrong/base.py", tree / "profiler/check/wrong.py") if p.exists())
     cmd = [sys.executable, "-m", "profiler", "run", "--device", "cpu", "--workload",
            str(ROOT / "tests/fixtures/workloads/tiny.json"), "--plan", "baseline", "--candidate",
            f"{control}:TorchLinear", "--trust-candidate", "--canary", "off", "--no-probes", "--out", str(out)]

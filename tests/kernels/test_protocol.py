@@ -96,7 +96,7 @@ def test_a_user_module_written_as_documented_runs(tmp_path):
 
 
 def test_every_known_wrong_class_keeps_the_protocol():
-    from profiler.check import wrong
+    from profiler import wrong
 
     want = {name.rsplit(".", 1)[1]: params for name, params in _documented()
             if name.startswith("kernels.candidate.Candidate.")}

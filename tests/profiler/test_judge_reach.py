@@ -1,6 +1,6 @@
 """The judge out of the candidate's reach (docs/trust.md, "Classes"): five classes of cheating that passed every
 check while timed inputs came from a pool and a few timed replays were judged, each rejected through the sweep on
-CPU with the reason that names its mechanism -- several forms per class (profiler/check/wrong.py: ANSWER_WRONG,
+CPU with the reason that names its mechanism -- several forms per class (profiler/wrong/: ANSWER_WRONG,
 UNJUDGED_WRONG, FORGING_WRONG, ROW_KIND_WRONG, MODE_WRONG) -- and the properties that close them tested directly."""
 import json
 import subprocess
@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from datasets.runfile import load_run  # noqa: E402
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from datasets.runfile import load_run  # noqa: E402
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
 
 FAKE = str(Path(__file__).with_name("fake_device.py"))

@@ -10,7 +10,7 @@ import pytest
 
 from profiler.backends.verify import verify_shape_reply
 from profiler.check.source_screen import screen_files, screen_spec
-from profiler.check.wrong import TorchLinear, spec
+from profiler.wrong import TorchLinear, spec
 from profiler.worker import process
 
 KERNEL = """
@@ -103,7 +103,7 @@ def test_a_plain_kernel_passes_and_lab_files_plans_and_methods_are_not_screened(
     mod.write_text(KERNEL)
     assert screen_spec(str(mod)) == []
     assert screen_spec(f"{mod}:run") == []
-    assert screen_spec(spec(TorchLinear)) == []   # the lab's own fixtures (profiler/check/wrong.py)
+    assert screen_spec(spec(TorchLinear)) == []   # the lab's own fixtures (profiler/wrong/)
     assert screen_spec("baseline") == [] and screen_spec("method:torch_linear") == []
 
 

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from datasets.runfile import DISTURBED_FLAG, load_run  # noqa: E402
 from datasets.shapes import shape_key_of  # noqa: E402
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 from profiler.commands import canary  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
 
@@ -38,7 +38,7 @@ def _sweep(specs, shapes, out, init="install", device="cpu", **settings):
 
 
 DEGRADES = '''
-from profiler.check.wrong import DegradesAfterReplays
+from profiler.wrong import DegradesAfterReplays
 
 
 class DegradesSoon(DegradesAfterReplays):
@@ -144,7 +144,7 @@ def test_gpu_eager_time_is_recorded_beside_the_graph_time(tmp_path):
 
 
 LATER_PREPARES = '''
-from profiler.check.wrong import TorchLinear, _linear
+from profiler.wrong import TorchLinear, _linear
 
 
 class LaterPreparesHalfK(TorchLinear):
