@@ -9,7 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from profiler.check import guards, isolation, wrong
+from profiler import wrong
+from profiler.check import guards, isolation
 from profiler.commands import canary  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
 
