@@ -10,7 +10,7 @@ Candidate specs (strings, so a candidate can be named on the command line and se
     baseline | kernels/plans/x.json           a dispatch plan (by name, or a plan file)
     my_kernels.py                             a module with prepare(weight) and run(state, family, x)
     some/file.py:ClassName                    a class (instantiated without arguments) or object in a file that
-                                              follows the Candidate protocol, e.g. profiler/check/wrong.py:StaleOutput
+                                              follows the Candidate protocol, e.g. profiler/wrong/output.py:StaleOutput
     method:gemv  |  method:gemv:{"BN": 1, "num_warps": 16, "cache": ".cg"}   one method with one config
 check_spec(spec) validates a spec without running any of the candidate's code (the profiler's parent process
 calls it before a worker loads the candidate); load_candidate(spec) builds it.

@@ -14,7 +14,7 @@
 #   sweeps   paired baseline/seed036/seed039/best sweep with probes; a second back-to-back baseline-vs-best sweep
 #            (repeatability of the score); best vs baseline on nearby + extra M (generalization, any-M dispatch)
 #   explain  Nsight Compute + Kineto breakdown of baseline and best over the official shapes
-#   trust    baseline + every known-wrong candidate of profiler/check/wrong.py over the official shapes, then a
+#   trust    baseline + every known-wrong candidate of profiler/wrong/ over the official shapes, then a
 #            baseline-only sweep (the baseline must stay correct and at its usual time)
 #   gputests the GPU tests of the known-wrong set, the worker and the kernels (TEST_PATHS, TEST_K: a subset); prints
 #            the failed tests, the memory tripwire's lines and the summary
@@ -32,8 +32,8 @@ D=$(date -u +%F); P="$OUT/${D}_nvidia-h200"; T=${TAG:+-$TAG}
 LOG="$OUT/session.log"
 BEST=kernels/plans/best.json
 EXTRA_M=2,4,12,24,48,64,96,200,384,512,1024   # the extra M of the any-M dispatch check (plus the nearby set)
-# every known-wrong candidate of profiler/check/wrong.py (ALL_WRONG), named there once
-WRONG=$(python3 -c "from profiler.check.wrong import ALL_WRONG; print(' '.join(c.__name__ for c in ALL_WRONG))")
+# every known-wrong candidate of profiler/wrong/ (ALL_WRONG), named there once, as its spec (file:Class)
+WRONG=$(python3 -c "from profiler.wrong import ALL_WRONG, spec; print(' '.join(spec(c) for c in ALL_WRONG))")
 step() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
 clean() { tr '\r' '\n' | grep -v 'it/s\]$' | tee -a "$LOG"; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
@@ -72,7 +72,7 @@ explain)
 trust)
   step "isolation: baseline + every known-wrong candidate, official, cold, probes"
   timeout ${TRUST_S:-300} python3 -m profiler run --plan baseline \
-    $(for c in $WRONG; do printf -- '--candidate profiler/check/wrong.py:%s ' "$c"; done) --shapes official \
+    $(for c in $WRONG; do printf -- '--candidate %s ' "$c"; done) --shapes official \
     --shape-timeout-s 20 --max-seconds-per-shape 1.0 --label baseline-vs-known-wrong$T \
     --out "${P}_baseline-vs-known-wrong$T.json" 2>&1 | clean | tail -n 60
   step "baseline only, same session, official, cold, probes"

@@ -64,6 +64,12 @@ SLOW = {
     "test_trust_sweep.py": "worker processes",
     "test_shape_records.py": "worker processes",
     "test_reach_measure.py": "worker processes",
+    "test_judge_reach.py::test_each_form_of_the_computing_classes_is_rejected_with_its_reason":
+        "a CPU sweep in worker processes per class group",
+    "test_judge_reach.py::test_each_form_of_forging_is_rejected_and_names_the_forging": "worker processes",
+    "test_judge_reach.py::test_a_mode_entered_when_the_candidate_is_loaded_is_refused_at_load": "worker processes",
+    "test_judge_reach.py::test_through_the_cli_on_cpu_the_real_timer_refuses_a_lazy_output_and_judges_every_call":
+        "python -m profiler subprocess with the wall-clock CPU timer",
     "test_element_rule.py": "FP64 references at every official family's N and K",
     "test_reach.py": "python -m profiler subprocesses and worker processes",
     "test_sandbox.py::test_as_root_a_candidate_cannot_write_signal_or_read_secrets_and_the_next_run_is_unaffected":

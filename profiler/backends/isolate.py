@@ -24,6 +24,15 @@ from profiler.worker.records import failure_record
 PROBE_TIMEOUT_S = 900.0        # the probe task (harness code only): ~12 s on the H200, generous
 
 
+def _error_factor(task_base: dict) -> float:
+    """The contract's less_accurate factor for the task's workload (the default workload's where it has none)."""
+    from profiler.check.rules import default_contract
+
+    contract = (task_base.get("workload") or {}).get("contract") if isinstance(task_base.get("workload"), dict) \
+        else None
+    return float((contract or default_contract())["vs_baseline_flag_factor"])
+
+
 class SweepInputError(ValueError):
     """A candidate spec that cannot be used (broken module, unknown plan); the message names it."""
 
@@ -113,7 +122,8 @@ def measure_shape_isolated(pool: WorkerPool, shape: dict, live: list[dict], task
             merged["failures"] += [failure_record(shape, c["name"], "error", "harness", [f"harness error: {exc}"])
                                    for c in cands]
             return None
-        forged = verify_shape_reply(reply, pool.worker.phase_seconds("time"), settings.seed)
+        forged = verify_shape_reply(reply, pool.worker.phase_seconds("time"), settings.seed,
+                                    floor=task_base.get("floor"), error_factor=_error_factor(task_base))
         if forged:   # nothing of this reply is recorded, and the process that sent it measures nothing more
             why = f"{FORGED}: " + "; ".join(forged)[:500]
             log(f"{shape_key(shape)}: {why}")

@@ -2,7 +2,7 @@
 worker, so anything the worker says may have been written by it; the numbers a run file records are the ones the
 parent derives here.
 
-    verify_shape_reply(reply, timing_wall_s, seed) -> [reason, ...]
+    verify_shape_reply(reply, timing_wall_s, seed, floor=None, error_factor=None) -> [reason, ...]
 
 - Summaries are recomputed from the raw samples (median_us and its CI per result; ratio, CI, RSE and n_pairs per
   pair, from the two candidates' columns), and the parent's values replace the worker's; a worker summary that is not
@@ -12,6 +12,12 @@ parent derives here.
 - The samples of the timing phase are disjoint intervals of one stream (GPU) or one thread (CPU): their sum cannot
   exceed the wall-clock seconds the parent itself saw between the worker's "time" step and its answer
   (`timing_wall_s`, profiler.worker.process.Worker.phase_seconds), allowing WALL_SLACK_S for the clocks' reads.
+
+- Every flag is the parent's: a result's flags are derived again here (profiler.worker.records.result_flags) from
+  the parent's own summary of the raw samples, the floor the parent sent with the task (below_floor: faster than
+  the device can read the bytes, a speed-of-light share over 100 %), the result's sample and throttle counts and
+  its error ratio; the flags the worker sent are dropped, never merged (a worker that leaves out below_floor records
+  nothing by it).
 
 A reply that fails one is not recorded: every candidate of the task gets a failure naming the reason, and the worker
 that sent it is replaced. What these checks cannot see -- a forger that makes its own times smaller yet still
@@ -24,6 +30,7 @@ import math
 import numpy as np
 
 from profiler.measure.stats import summarize_pairs, summarize_samples
+from profiler.worker.records import result_flags
 
 FORGED = "the worker's reply failed the parent's checks (in-process forging)"
 WALL_SLACK_S = 0.05          # two monotonic-clock reads and the pipe's latency, generously
@@ -41,9 +48,10 @@ def _close(a, b) -> bool:
     return abs(a - b) <= SUMMARY_REL_TOL * max(abs(a), abs(b), 1e-9)
 
 
-def verify_shape_reply(reply: dict, timing_wall_s: float | None, seed: int = 0) -> list[str]:
-    """Reasons the reply cannot be believed ([] when none); on [] the results' and pairs' summaries are the
-    parent's own, recomputed from the samples."""
+def verify_shape_reply(reply: dict, timing_wall_s: float | None, seed: int = 0, floor: dict | None = None,
+                       error_factor: float | None = None) -> list[str]:
+    """Reasons the reply cannot be believed ([] when none); on [] the results' and pairs' summaries and the
+    results' flags are the parent's own, derived from the samples and the parent's `floor`."""
     results = reply.get("results") or []
     if not results:
         return []
@@ -65,6 +73,12 @@ def verify_shape_reply(reply: dict, timing_wall_s: float | None, seed: int = 0) 
                            f"({summ['median_us']:.4f})")
         r.update(median_us=summ["median_us"], ci_low_us=_finite(summ["ci_low_us"]),
                  ci_high_us=_finite(summ["ci_high_us"]))
+        throttled = r.get("throttled_samples")
+        vs = (r.get("error") or {}).get("vs_baseline") if isinstance(r.get("error"), dict) else None
+        r["flags"] = result_flags(summ["median_us"], r["ci_low_us"], r["ci_high_us"], floor,
+                                  throttled if isinstance(throttled, int) and throttled > 0 else 0,
+                                  vs if isinstance(vs, (int, float)) else None, error_factor)
+        r["floor_us"] = (floor or {}).get("us")
         samples[r["candidate"]] = x
     if len({x.size for x in samples.values()}) > 1:
         reasons.append("the candidates of one paired timing have different sample counts: "

@@ -1,5 +1,6 @@
 """What a candidate must leave alone: process-wide torch settings, the process environment, the harness's own
-functions (and every name of the modules the harness runs), persisting L2.
+functions (and every name of the modules the harness runs), Python function and dispatch modes left entered,
+dispatcher kernels of the operators the baseline and the harness's own operations run, persisting L2.
 
     guard = Guard(harness=None)     # snapshot of the settings now, and of the harness functions (or `harness`)
     guard.check("prepare()") -> ["changed global setting torch.backends.cuda.matmul.allow_tf32 (from False to
@@ -13,7 +14,7 @@ functions (and every name of the modules the harness runs), persisting L2.
 Why: a candidate that turns TF32 on in prepare() made the baseline's FP32 router results wrong and faster in the
 same sweep; a module that replaces the profiler's timer (or F.linear) could make any number up -- and so could one
 that replaces anything the rules call: with torch.linalg.vector_norm returning zeros and rules.pair_rule returning
-"no reason", an output 1.5x too large on every other column passed the contract (profiler/check/wrong.py,
+"no reason", an output 1.5x too large on every other column passed the contract (profiler/wrong/,
 RulePatcher). So beyond the named HARNESS functions the guard holds every binding of the harness's own modules
 (profiler.*, datasets.*; a rebound name, a name added that would shadow a builtin, a function whose code object or
 defaults were swapped) and the functions, classes and submodules of the libraries the rules call (builtins, math,
@@ -381,7 +382,13 @@ DISPATCH_OPS = ("aten::linear", "aten::matmul", "aten::mm", "aten::addmm", "aten
                 "aten::permute", "aten::view", "aten::reshape", "aten::_unsafe_view", "aten::expand",
                 "aten::contiguous", "aten::clone", "aten::copy_", "aten::_to_copy", "aten::to.dtype",
                 "aten::empty.memory_format", "aten::empty_strided", "aten::zeros", "aten::add.Tensor",
-                "aten::mul.Tensor", "aten::sum.dim_IntList", "aten::linalg_vector_norm", "aten::_scaled_mm")
+                "aten::mul.Tensor", "aten::sum.dim_IntList", "aten::linalg_vector_norm", "aten::_scaled_mm",
+                # what the harness's own operations on a timed call run: the fresh input (profiler.check.timed.
+                # FreshFeed), the store's copies and the batched judge (profiler.check.rules.screen_outputs)
+                "aten::normal_", "aten::randint.low_generator", "aten::rand.generator", "aten::index_copy_",
+                "aten::index_put_", "aten::index.Tensor", "aten::where.self", "aten::sub.Tensor", "aten::div.Tensor",
+                "aten::abs", "aten::isfinite", "aten::amax", "aten::all.dim", "aten::le.Scalar", "aten::maximum",
+                "aten::clamp", "aten::cat", "aten::eq.Scalar", "aten::sum")
 
 
 def dispatch_tables() -> dict[str, str]:
@@ -443,6 +450,45 @@ def _libraries() -> set[int]:
     return {id(obj) for obj in gc.get_objects() if issubclass(type(obj), torch.library.Library)}
 
 
+def _library_mode(mode) -> bool:
+    """torch's own mode for torch.set_default_device (a setting the guard holds by its value, _settings)."""
+    return type(mode).__module__ == "torch.utils._device" and type(mode).__name__ == "DeviceContext"
+
+
+def _stacks() -> dict[str, list]:
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return {"torch function mode": list(_get_current_function_mode_stack()),
+            "Python dispatch mode": list(_get_current_dispatch_mode_stack())}
+
+
+def mode_stacks() -> dict[str, int]:
+    """How many Python modes are active now that are not torch's own (the default device's): torch function modes
+    (TorchFunctionMode: every torch call of Python code, the baseline's F.linear included, goes through them) and
+    dispatch modes (TorchDispatchMode: every aten op does). Both sit outside the dispatcher table dispatch_tables()
+    compares; a mode entered at import and never exited runs the candidate's Python inside every later call of the
+    baseline."""
+    return {kind: sum(1 for m in modes if not _library_mode(m)) for kind, modes in _stacks().items()}
+
+
+def _pop_modes(kind: str) -> None:
+    """Take every mode of `kind` off its stack and put back torch's own, in their order."""
+    import torch
+
+    modes = _stacks()[kind]
+    for _ in modes:
+        if kind == "torch function mode":
+            torch._C._pop_torch_function_stack()
+        else:
+            torch._C._pop_torch_dispatch_stack(None)
+    for m in (m for m in modes if _library_mode(m)):
+        if kind == "torch function mode":
+            torch._C._push_on_torch_function_stack(m)
+        else:
+            torch._C._push_on_torch_dispatch_stack(m)
+
+
 class Guard:
     """A snapshot of the global settings and of the harness functions; check() compares, restores and names
     every change. `harness`: the originals to hold the process to (the worker takes them at start, before any
@@ -455,6 +501,7 @@ class Guard:
         self.environment = process_environment()
         self.dispatch = dispatch_tables()
         self.libraries = _libraries()
+        self.modes = mode_stacks()
         # Bound to this guard now: a candidate that replaces Guard.check (or restore) on the class does not reach a
         # guard made before it ran.
         self.check = MethodType(Guard.check, self)
@@ -504,6 +551,7 @@ class Guard:
                            f"{'unset' if new is None else repr(new)}) in {where}")
         if env_changes:
             restore_environment(self.environment)
+        reasons += self._modes(where)
         reasons += self._dispatcher(where)
         now = snapshot()
         # None: unknown right now (a CUDA read failed); not a change the candidate can be blamed for here.
@@ -513,6 +561,17 @@ class Guard:
                            f"in {where}")
         if changed:
             self.restore()
+        return reasons
+
+    def _modes(self, where: str) -> list[str]:
+        """Reasons for every Python mode left entered (each popped: the baseline runs without it again)."""
+        reasons = []
+        for kind, count in mode_stacks().items():
+            extra = count - self.modes.get(kind, 0)
+            if extra > 0:
+                reasons.append(f"left a {kind} entered ({extra} on the stack): candidate Python would run inside "
+                               f"every later torch call, the baseline's included, in {where}")
+                _pop_modes(kind)
         return reasons
 
     def _dispatcher(self, where: str) -> list[str]:

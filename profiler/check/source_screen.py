@@ -18,7 +18,10 @@ internals (`gc`, frames, `inspect`, `ctypes`, `builtins`, trace/profile hooks, `
 attribute of an imported module (monkey-patching `json.dumps`, `F.linear`, ...). A candidate that wants the lab's
 own methods names them as a plan or a `method:NAME` spec rather than importing `kernels`.
 
-The screen is a layer, not the defence: it reads source, so code it cannot see (a C++ extension, a pickled object,
+Aliases are followed: `import x as y`, `from x import a as b`, a module or an attribute of one bound to a plain
+name (`o = os; o.fork()`), a builtin such as `getattr` bound to another name (refused), `__class__` assigned.
+
+The screen is a first filter, not the boundary: it reads source, so code it cannot see (a C++ extension, a pickled object,
 bytes decoded at run time) passes it. What it cannot refuse, the process boundary and the parent's checks still
 hold (profiler/worker/process.py, profiler/backends/verify.py); `--trust-candidate` skips it, and the run records
 that (settings.trusted; every score shows "unscreened").
@@ -58,6 +61,9 @@ CHAINS = {
     "torch.library": "dispatcher registrations (torch.library)", "torch._C": "torch's C internals (the dispatcher)",
     "torch.ops.load_library": "dispatcher registrations", "torch.use_deterministic_algorithms": "a global torch setting",
     "torch.utils.backend_registration": "dispatcher registrations", "torch.overrides": "torch function overrides",
+    "torch.utils._python_dispatch": "Python dispatch modes", "os.dup": "file descriptors (the worker's reply pipe)",
+    "os.dup2": "file descriptors (the worker's reply pipe)", "os.pipe": "file descriptors (the worker's reply pipe)",
+    "os.pipe2": "file descriptors (the worker's reply pipe)", "os.register_at_fork": "fork hooks",
 }
 CHAIN_PREFIXES = {"os.spawn": "starting processes", "os.exec": "starting processes", "torch.set_": "a global torch "
                   "setting", "torch.cuda.set_": "a global CUDA setting"}
@@ -183,6 +189,27 @@ class _Screen(ast.NodeVisitor):
             while isinstance(inner, ast.Attribute):
                 inner._screened = True
                 inner = inner.value
+        self.generic_visit(node)
+
+    # -- names bound to other names ------------------------------------------------------------------------
+    def visit_Assign(self, node: ast.Assign) -> None:
+        """Follow aliases: a module (or an attribute of one) bound to a plain name is screened under that name too;
+        a builtin that builds code or names at run time bound to another name is refused (a call through the new
+        name would not be seen); assigning `__class__` is refused (an object made another type runs other code
+        wherever the harness touches it)."""
+        value = node.value
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and target.attr == "__class__":
+                self.refuse(target, "assigns `.__class__` (makes an object another type: its methods become the "
+                                    "candidate's wherever the harness touches it)")
+        if isinstance(value, ast.Name) and value.id in DYNAMIC and value.id not in self.aliases:
+            self.refuse(node, f"binds the builtin `{value.id}` to another name ({DYNAMIC[value.id]}; a call through "
+                              f"the new name would not be screened)")
+        full = self.resolve(value)
+        if full is not None:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.aliases[target.id] = full
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:

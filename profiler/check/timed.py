@@ -11,36 +11,35 @@ the graphs that are timed: exact on its first capture at each M and half the wor
 1.403x over the baseline at all 30 official shapes before this check), or right for N replays and wrong after.
 So the graphs that produce the samples are the graphs that are judged:
 - before timing, each graph is replayed once on its own static input (a timing input, built by make_input with
-  the checked calls' layout: probe rows, dense spiky rows, pairs) and its output judged;
-- after timing, the output the last timed replay left is judged as it is (no extra replay): a graph whose output
-  drifts after many replays fails here;
+  the checked calls' layout: probe rows, plain and spiky dense rows, pairs) and its output judged;
 - where an input has no pair of dense rows (M=1), the graph is replayed on the partner input too (the spike
   negated) and the pair rule is applied across the two replays; the static input is put back and replayed once,
-  so the graph leaves as it came.
-The FP64 product is the expensive part: it is computed once per timing input and shared by every candidate; each
-judgement is then a few reductions on the device.
-A reason names the graph and the moment ("cold timing graph 2 of 3, after timing (its last timed replay): ...").
+  so the graph leaves as it came;
+- during timing, every timed call's output may be the judged one (below); stream-mode graphs are judged again
+  after timing as the last replay left them.
+A reason names the graph and the moment ("cold timing graph 2 of 3, during timing (batch 4), timed call 97 ...").
 
-A fresh input for every timed replay (ReplayFeed, cold mode): a graph whose input never changes lets a candidate
-keep its last answer and return it again -- a memo across replays, right on every judged output and as fast as a
-copy (scored 1.52 on CPU before this). So each cold graph's timed replays cycle through the shape's pool of salted
-inputs (their FP64 references computed once, like the rest), the next one copied into the graph's static input
-before the flush, outside the timed interval: no two consecutive replays of a graph read the same input, and none
-reads the input the graph was captured and checked on (a memo learned there would otherwise pass every judgement
-that happened to fall on that input again: once in input_pool replays, so a short timing could score it). The judge
-then reads the last replay's output against the input that replay read (ReplayFeed.last), during timing (a sample
-of batches) and after it; an output that is the previous input's answer is named as a memo. What it does not
-close: a memo holding an answer for every input of the pool (the pool repeats after input_pool replays) -- it is
-rejected only where it returns a wrong answer, and otherwise timed at the cost of comparing its input with every
-input it kept.
+Every timed call (cold mode): a new input and a judge chosen after it ran (FreshFeed). A pool of timing inputs
+cycled through is a set of answers to learn: a memo of any size keyed by the input's value is all hits after one
+lap, and the pool's inputs and their FP64 references sit in the worker's memory before timing, where a candidate
+can find them. So no timed input exists before its call: FreshFeed makes each one just before it (outside the timed
+interval, in harness code, no candidate thread alive) from entropy drawn then, and no timed call's reference exists
+until after its batch ran. Every call's output is kept; after the batch, the calls to judge are drawn with entropy
+drawn then -- each with probability p (judged_share) -- so whatever a candidate does at any call, that call may be
+the judged one: P(caught) = 1 - (1 - p)^w for w wrong calls. The judged calls of a batch are judged together
+(profiler.check.rules.screen_outputs: one FP64 product for all of them), the first failure again by check_output
+for its reasons; an output that answers an earlier input is named a memo.
 """
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from profiler.check.rules import (InputReference, WeightReference, check_output, input_reference, make_input,
-                            pair_reference, pair_rule, partner_input)
+from profiler.check.rules import (InputReference, Layout, WeightReference, check_output, input_reference,
+                                  make_input, pair_reference, pair_rule, partner_input, screen_outputs,
+                                  spike_magnitude)
 
 
 def _torch():
@@ -80,36 +79,8 @@ def timed_inputs(shape: Mapping, weight, seeds: Sequence[int], device, contract:
     return out
 
 
-class ReplayFeed:
-    """A graph's feed (GraphHandle.feed): each call copies the pool's next input into the graph's static input, so
-    the next replay reads another input than the last one. The input the graph was captured and checked on
-    (pool[start]) is never fed again where the pool has three or more: an answer kept from the capture or from the
-    check before timing is wrong at every timed replay, not right once every len(pool) replays. `last`: the input
-    the last replay read."""
-
-    def __init__(self, static, pool: Sequence[TimedInput], start: int):
-        self.static, self.pool, self.k = static, list(pool), start % len(pool)
-        self.skip = self.k if len(self.pool) >= 3 else None
-
-    def __call__(self) -> None:
-        self.k = (self.k + 1) % len(self.pool)
-        if self.k == self.skip:
-            self.k = (self.k + 1) % len(self.pool)
-        self.static.copy_(self.pool[self.k].x)
-
-    @property
-    def last(self) -> TimedInput:
-        return self.pool[self.k]
-
-
-def fed_input(handle, default: TimedInput) -> TimedInput:
-    """The input the graph's last replay read: its feed's last, or `default` for a graph without a feed."""
-    feed = getattr(handle, "feed", None)
-    return feed.last if isinstance(feed, ReplayFeed) else default
-
-
-MEMO_CAUSE = ("its output is the right answer to another timed input, not to the one this replay read (each timed "
-              "replay reads a new input): an answer kept across replays (a memo)")
+MEMO_CAUSE = ("its output is the right answer to an input read before, not to the one this call read (each timed "
+              "call reads a new input): an answer kept across replays (a memo)")
 
 
 class GraphJudge:
@@ -117,6 +88,7 @@ class GraphJudge:
 
     def __init__(self, shape: Mapping, contract: Mapping):
         self.tol = float(shape["rel_l2_tol"])
+        self.y_dtype = shape["y_dtype"]
         self.kw = dict(expect_shape=(int(shape["M"]), int(shape["N"])), expect_dtype=shape["y_dtype"],
                        contract=contract)
 
@@ -148,17 +120,6 @@ class GraphJudge:
             x_static.copy_(tin.x)
             handle.replay()   # the graph leaves with its own input's answer, as it came
             _sync(x_static)
-        return reasons
-
-    def stale(self, handle, reasons: list[str]) -> list[str]:
-        """reasons, with MEMO_CAUSE added where the graph's output (as its last replay left it) is the right answer
-        to another input of its feed's pool (only looked for once the output failed)."""
-        feed = getattr(handle, "feed", None)
-        if not reasons or not isinstance(feed, ReplayFeed):
-            return reasons
-        for k, tin in enumerate(feed.pool):
-            if k != feed.k and not self._check(handle.output, tin.ref, "another input"):
-                return [f"{reasons[0]}; {MEMO_CAUSE}"] + reasons[1:]
         return reasons
 
     def outputs(self, outputs: Sequence, tins: Sequence[TimedInput], what: str, when: str) -> list[str]:
@@ -197,3 +158,164 @@ def _sync(x) -> None:
     torch = _torch()
     if getattr(x, "is_cuda", False):
         torch.cuda.synchronize(x.device)
+
+
+# --- every timed call: a fresh input, its output kept, the judged ones chosen after they ran ----------------------
+# The operating system's entropy, bound when the worker imports this module (before any candidate): a candidate
+# that replaces os.urandom later changes neither the inputs nor the choice of judged calls.
+_URANDOM = os.urandom
+
+
+def fresh_seed() -> int:
+    """A 63-bit seed from the operating system's entropy, drawn now."""
+    return int.from_bytes(_URANDOM(8), "little") >> 1
+
+
+def judged_share(min_calls: int, miss_fraction: float, confidence: float) -> float:
+    """The probability p with which each timed call is judged (independently, chosen after it ran) so that a
+    candidate wrong at a fraction `miss_fraction` of `min_calls` or more timed calls is caught with probability
+    `confidence` or more: P(caught) = 1 - (1 - p)^w with w = ceil(miss_fraction x calls) wrong calls, so
+    p = 1 - (1 - confidence)^(1 / ceil(miss_fraction x min_calls)) (1 when that is below one call)."""
+    wrong = math.ceil(miss_fraction * max(1, int(min_calls)) - 1e-9)
+    if wrong < 1:
+        return 1.0
+    return min(1.0, 1.0 - (1.0 - confidence) ** (1.0 / wrong))
+
+
+def detection_probability(share: float, calls: int, miss_fraction: float) -> float:
+    """P(at least one judged call is wrong) for a candidate wrong at ceil(miss_fraction x calls) of `calls` timed
+    calls, each judged with probability `share` independently: 1 - (1 - share)^w."""
+    wrong = math.ceil(miss_fraction * int(calls) - 1e-9)
+    return 0.0 if wrong < 1 else 1.0 - (1.0 - share) ** wrong
+
+
+def _uniforms(n: int) -> list[float]:
+    """n uniforms in [0, 1) from the operating system's entropy (53 bits each)."""
+    raw = _URANDOM(8 * n)
+    return [(int.from_bytes(raw[8 * i:8 * i + 8], "little") >> 11) * 2.0 ** -53 for i in range(n)]
+
+
+class FreshFeed:
+    """A cold graph's feed (GraphHandle.feed) during timing. Before each timed call (outside the timed interval) it
+    writes a NEW input into the graph's static input: Gaussian entries from a generator seeded afresh from the
+    operating system's entropy at that moment, the graph's probe rows, every unpaired dense row with a spike or
+    none (half each, drawn then too) and its pairs of dense rows (profiler.check.rules.make_input's layout). No
+    input exists before its call is fed, none repeats, and the state of the generator afterwards determines only the
+    input already fed: a candidate holds no future input and cannot make one.
+    Each call's input and output are kept in the feed's store (harness tensors of the exact types, one slot per call
+    of a batch); the output is copied there by the timer after the call: on the GPU after its end event, from the
+    graph's output; on the CPU inside the timed interval, after a type check of what the call returned (keep()).
+    After each batch, judge() chooses the calls to judge with fresh entropy -- after they ran -- and judges them
+    all at once (profiler.check.rules.screen_outputs), the first failure by check_output for its reasons."""
+
+    def __init__(self, static, base: TimedInput, layout, capacity: int, out_shape, out_dtype, contract: Mapping):
+        torch = _torch()
+        if type(static) is not torch.Tensor:
+            raise TypeError(f"the static input is a {type(static).__name__}, not a plain torch.Tensor")
+        self.torch, self.static = torch, static
+        M, K = int(static.shape[0]), int(static.shape[1])
+        dev = static.device
+        self.capacity, self.n, self.bad = int(capacity), 0, {}
+        self.xs = torch.empty((self.capacity, M, K), dtype=static.dtype, device=dev)
+        self.ys = torch.empty((self.capacity, *out_shape), dtype=out_dtype, device=dev)
+        self.buf = torch.empty((M, K), dtype=torch.float32, device=dev)
+        self.gen = torch.Generator(device=dev)
+        kinds = dict(layout)
+        self.base_x = base.x.detach().clone()
+        self.probe_idx = torch.as_tensor(sorted(kinds), dtype=torch.long, device=dev)
+        self.probe_vals = base.x.detach()[self.probe_idx].float().clone() if kinds else None
+        dense = [r for r in range(M) if r not in kinds]
+        pairs = list(layout.pairs)
+        paired = {r for p in pairs for r in p}
+        self.dense = torch.as_tensor(dense, dtype=torch.long, device=dev)
+        self.always = torch.as_tensor([r in paired for r in dense], dtype=torch.bool, device=dev)
+        pos = {r: i for i, r in enumerate(dense)}
+        self.ia = torch.as_tensor([a for a, _ in pairs], dtype=torch.long, device=dev)
+        self.ib = torch.as_tensor([b for _, b in pairs], dtype=torch.long, device=dev)
+        self.pa = torch.as_tensor([pos[a] for a, _ in pairs], dtype=torch.long, device=dev)
+        self.spike = spike_magnitude(K)
+        self.layout = Layout(kinds, {}, pairs)   # what the judge needs: probe kinds and pairs (spikes: per call)
+        self.contract = contract
+
+    def _answers_earlier_input(self, k: int, earlier: list, judge: "GraphJudge", wref) -> bool:
+        """Whether the output kept in slot k is the right answer to an input read before it (an earlier call of its
+        batch, or the input the graph was captured and checked on): an answer kept across calls."""
+        torch = self.torch
+        xs = torch.cat([self.base_x.unsqueeze(0), self.xs[torch.as_tensor(earlier, dtype=torch.long,
+                                                                          device=self.xs.device)]]) \
+            if earlier else self.base_x.unsqueeze(0)
+        ys = self.ys[k].unsqueeze(0).expand(xs.shape[0], *self.ys.shape[1:])
+        return any(screen_outputs(ys, xs, wref, judge.y_dtype, self.layout, judge.tol, self.contract))
+
+    @property
+    def slot(self) -> int:
+        return (self.n - 1) % self.capacity
+
+    def __call__(self) -> None:
+        """The next call's input, made now, into the store and the static input (nothing waits on the host)."""
+        torch, buf, g = self.torch, self.buf, self.gen
+        self.n += 1
+        k = self.slot
+        self.bad.pop(k, None)
+        g.manual_seed(fresh_seed())
+        buf.normal_(generator=g)
+        if self.probe_vals is not None:
+            buf.index_copy_(0, self.probe_idx, self.probe_vals)
+        nd = int(self.dense.numel())
+        if nd:
+            cols = torch.randint(buf.shape[1], (nd,), generator=g, device=buf.device)
+            sign = torch.randint(0, 2, (nd,), generator=g, device=buf.device).to(buf.dtype) * 2.0 - 1.0
+            on = self.always | (torch.rand((nd,), generator=g, device=buf.device) < 0.5)
+            buf[self.dense, cols] = torch.where(on, sign * self.spike, buf[self.dense, cols])
+            if self.ia.numel():
+                ca = cols[self.pa]
+                buf[self.ib] = buf[self.ia]
+                buf[self.ib, ca] = -buf[self.ia, ca]
+        self.xs[k].copy_(buf)
+        if type(self.static) is not torch.Tensor:   # its class swapped since: its methods are the candidate's
+            self.bad[k] = (f"the graph's static input was made a {type(self.static).__name__} (its class swapped), so "
+                           f"the harness's copy into it would run the candidate's code")
+        with torch._C.DisableTorchFunctionSubclass():   # the harness's copy runs torch's own copy, whatever the type
+            torch.Tensor.copy_(self.static, self.xs[k])
+
+    def keep(self, y) -> None:
+        """Keep the output of the call just made (a plain tensor of the store's shape, dtype and device, else the
+        call is wrong whether judged or not)."""
+        torch, slot = self.torch, self.ys[self.slot]
+        if type(y) is not torch.Tensor:
+            self.bad[self.slot] = (f"returned a {type(y).__name__}, not a plain torch.Tensor, at a timed call (a lazy or "
+                                   f"subclassed output would do its work after the clock stopped)")
+        elif tuple(y.shape) != tuple(slot.shape) or y.dtype != slot.dtype or y.device != slot.device:
+            self.bad[self.slot] = (f"returned shape {tuple(y.shape)} {y.dtype} on {y.device} at a timed call, not "
+                                   f"{tuple(slot.shape)} {slot.dtype} on {slot.device}")
+        else:
+            torch.Tensor.copy_(slot, y)
+
+    def judge(self, judge: "GraphJudge", wref: WeightReference, share: float, calls: int, what: str,
+              when: str) -> tuple[int, list[str]]:
+        """Judge the last `calls` calls fed (one batch): each chosen with probability `share` from entropy drawn now;
+        a call whose output was not a plain tensor fails whether chosen or not. -> (calls judged, reasons)."""
+        calls = min(int(calls), self.n, self.capacity)
+        first = self.n - calls
+        if not calls:
+            return 0, []
+        slots = [(first + j) % self.capacity for j in range(calls)]
+        for j, k in enumerate(slots):
+            if k in self.bad:
+                return 0, [f"{what}, {when}, call {first + j + 1}: {self.bad[k]}"]
+        chosen = [j for j, u in zip(range(calls), _uniforms(calls)) if u < share]
+        if not chosen:
+            return 0, []
+        idx = self.torch.as_tensor([slots[j] for j in chosen], dtype=self.torch.long, device=self.xs.device)
+        ok = screen_outputs(self.ys[idx], self.xs[idx], wref, judge.y_dtype, self.layout, judge.tol, self.contract)
+        for i, j in enumerate(chosen):
+            if ok[i]:
+                continue
+            k = slots[j]
+            where = f"{what}, {when}, timed call {first + j + 1} (judged at random after it ran)"
+            iref = input_reference(self.xs[k], wref, judge.y_dtype, self.layout)
+            reasons = judge._check(self.ys[k], iref, where) or [f"{where}: outside the contract's bounds"]
+            if self._answers_earlier_input(k, slots[:j], judge, wref):
+                reasons = [f"{reasons[0]}; {MEMO_CAUSE}"] + reasons[1:]
+            return len(chosen), reasons
+        return len(chosen), []

@@ -308,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--plan", action="append", help="plan name or .json path (repeatable; first = baseline)")
     r.add_argument("--candidate", action="append",
                    help="a module .py with prepare(weight), run(state, family, x); or file.py:Class (the Candidate "
-                        "protocol, e.g. profiler/check/wrong.py:StaleOutput); or method:NAME[:{json config}]")
+                        "protocol, e.g. profiler/wrong/output.py:StaleOutput); or method:NAME[:{json config}]")
     _add_shapes(r)
     add_workload_argument(r)
     r.add_argument("--mode", choices=("cold", "stream"), default="cold",

@@ -17,10 +17,10 @@ Why these numbers (measured on the H200, run files in datasets/runs/):
   timed on separately allocated instances rotated per batch (3 in a sweep, 2 in the tuner and the bench).
 - min_clock_fraction: a batch whose SM clock read below 75 % of the maximum is clock-throttled and dropped.
 - timing_seed_offset / stream_seed_offset: timing inputs are never one of the correctness check's inputs.
-- input_pool / judge_every_batches: every timed replay reads another input than the replay before it (the pool's
-  next, copied into the graph's static input outside the timed interval), so an answer kept from the last replay
-  is wrong at the next; the outputs of every 4th batch's last replays are judged against their own inputs
-  (profiler.check.timed.ReplayFeed; the cost is in profiler/README.md).
+- judge_miss_fraction / judge_confidence: every timed call reads a new input and its output is kept; after each
+  batch each call is judged with probability p, drawn then (profiler.check.timed.judged_share):
+  P(caught) = 1 - (1 - p)^ceil(f x calls) for a candidate wrong at a fraction f of its calls, so
+  p = 1 - (1 - 0.999)^(1 / ceil(0.05 x min_rounds)): 0.749 for the sweep's 96 calls (P(caught) >= 0.999 at 5 %).
 - stream_min_calls / stream_l2_multiple: stream mode replays >= 24 calls rotating through copies of the weights
   and input totalling >= 3 x L2 (the cold L2 a served decode step sees).
 """
@@ -45,8 +45,8 @@ class TimingPolicy:
     stream_seed_offset: int = 500     # stream mode inputs: seed + 500 + copy
     stream_min_calls: int = 24        # stream mode: at least this many calls per replay
     stream_l2_multiple: int = 3       # stream mode: rotated copies total >= 3 x L2
-    input_pool: int = 8               # cold mode: distinct judged inputs each graph's timed replays cycle through
-    judge_every_batches: int = 4      # cold mode: every 4th timed batch's graphs are judged (and the last replay)
+    judge_miss_fraction: float = 0.05  # cold mode: a candidate wrong at this fraction of its timed calls ...
+    judge_confidence: float = 0.999    # ... is caught with at least this probability (the judged share follows)
 
     def stage(self) -> dict:
         """The stopping rule and instances as a dict: what a tune or screen run records per stage, and what

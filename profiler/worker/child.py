@@ -67,6 +67,8 @@ def child_main() -> int:
             if msg["op"] == "init":
                 step(None, "start")
                 sess = session(msg["config"])
+                sess.integrity.watch_fd(proto_out.fileno(), "the reply pipe")
+                sess.integrity.watch_fd(proto_in.fileno(), "the request pipe")
                 send({"msg": "ready", "pid": os.getpid(), "environment": sess.environment()})
                 continue
             result = run_task(msg["task"], sess.config)

@@ -18,3 +18,25 @@ def failure_record(shape: dict, candidate: str, kind: str, phase: str, reasons: 
     return shape_identity(shape) | {"candidate": candidate, "kind": kind, "phase": phase,
                    "reasons": [str(r)[:600] for r in reasons]} | extra
 
+
+
+def result_flags(median_us, lo, hi, floor: dict | None, dropped, vs_baseline=None, error_factor=None) -> list[str]:
+    """A result's flags, from its summary and the parent's floor -- computed the same way by the worker and, from
+    the raw samples, again by the parent, whose flags replace the worker's (profiler/backends/verify.py).
+    below_floor: under the probe floor by more than the probe's noise (its CI low, or its median where the probe
+    has no CI): faster than the device can read the bytes; throttled; wide_ci; less_accurate: error >
+    error_factor x the baseline's."""
+    from profiler.measure import stats
+
+    flags = []
+    if floor is not None:
+        bound = floor.get("ci_low_us") if floor.get("ci_low_us") is not None else floor.get("us")
+        if bound is not None and median_us < bound:
+            flags.append("below_floor")
+    if dropped:
+        flags.append("throttled")
+    if stats.ci_too_wide(median_us, lo if lo is not None else float("nan"), hi if hi is not None else float("nan")):
+        flags.append("wide_ci")
+    if error_factor is not None and vs_baseline is not None and vs_baseline > error_factor:
+        flags.append("less_accurate")
+    return flags

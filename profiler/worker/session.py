@@ -78,8 +78,10 @@ class Session:
 
         if "cold" not in self._timers:
             self._timers["cold"] = timing.ColdTimer(self.device, flush_bytes=self.config.get("flush_bytes"))
+            self.integrity.watch_object(self._timers["cold"], "cold timer")
         if mode == "stream" and "stream" not in self._timers:
             self._timers["stream"] = timing.StreamTimer(self.device)
+            self.integrity.watch_object(self._timers["stream"], "stream timer")
         return self._timers[mode]
 
     @property
@@ -118,6 +120,13 @@ class Session:
             raise Fatal("tainted", str(exc), *current()) from None
         self.assert_integrity(where)
         return reasons
+
+    def assert_no_threads(self, where: str) -> None:
+        """Fatal ("forging") where a candidate's Python thread is alive (profiler.worker.integrity): checked after
+        every step and after every timed batch, before the harness makes the next input or judges an output."""
+        running = self.integrity.threads()
+        if running:
+            raise Fatal("forging", running[0][:600] + f" (found after {where})", *current())
 
     def assert_integrity(self, where: str) -> None:
         """Fatal ("forging" / "outlived") where candidate code changed the worker's reply path or left something

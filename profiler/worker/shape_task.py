@@ -7,12 +7,13 @@ A candidate that fails its checks is not timed; before the timed part, persistin
 its weights across the flush). How a shape is timed (stopping rule, instances, clock floor, seed offsets) is the
 task's timing policy (SweepSettings.timing, profiler.measure.policy).
 
-Every timed graph is a checked graph (profiler.check.timed): the timing inputs carry the checked calls' kinds of
-rows and their FP64 references are computed once per shape; every cold instance and every stream-mode graph is
-judged with the contract's rules before timing (a failure: not timed, incorrect at this shape) and again after it
-(a failure: its result and pairs are dropped, incorrect at this shape), the reason naming the graph and the moment.
-In cold mode every timed replay reads the next input of the shape's pool (profiler.check.timed.ReplayFeed), and the
-graphs of every judge_every_batches-th batch are judged during timing too, on the input their last replay read.
+Every timed graph is a checked graph (profiler.check.timed): each cold instance and every stream-mode graph is
+judged with the contract's rules before timing (a failure: not timed, incorrect at this shape). In cold mode every
+timed call reads an input made for it just before it (FreshFeed: fresh entropy, no pool, nothing to precompute),
+its output is kept, and after each batch the calls to judge are drawn at random with entropy drawn then, each with
+probability judge_share(policy): a wrong output at any call that was drawn fails the shape ("incorrect" at "time";
+the shape's info records the share, the calls and P(caught) for a candidate wrong at 5 % of them). Stream-mode
+graphs are judged again after timing as the last replay left them.
 
 Each candidate is one Entry from its check to its records (state, check, graphs, static inputs, stream outputs,
 the judgement after timing): the candidates left to time are a list of entries, filtered, never lists kept in step.
@@ -29,32 +30,14 @@ from datasets.shapes import shape_bytes, shape_identity
 from datasets.shapes import shape_key_of as shape_key
 from profiler.check.contract import CudaFault, capture_checked, check_candidate
 from profiler.check.guards import PERSISTING_L2_SETTING, TaintedProcess, persisting_l2_limit, reset_persisting_l2
-from profiler.check.rules import WeightReference, default_contract, error_vs_baseline, fresh_salt
-from profiler.check.timed import (GraphJudge, ReplayFeed, TimedInput, fed_input, rotation, rotation_inputs,
-                                  timed_inputs)
+from profiler.check.rules import WeightReference, as_dtype, default_contract, error_vs_baseline, fresh_salt
+from profiler.check.timed import (FreshFeed, GraphJudge, TimedInput, detection_probability, judged_share,
+                                  rotation, rotation_inputs, timed_inputs)
 from profiler.measure import stats, timing
 from profiler.measure.eager import eager_time
-from profiler.worker.records import failure_record, finite
+from profiler.worker.records import failure_record, finite, result_flags
 from profiler.worker.settings import SweepSettings
 from profiler.worker.steps import Fatal, current, step
-
-
-def _flags(median_us, lo, hi, floor: dict | None, dropped, vs_baseline=None, error_factor=None) -> list[str]:
-    """below_floor: under the probe floor by more than the probe's noise (its CI low, or its median where the
-    probe has no CI); throttled; wide_ci; less_accurate: error > error_factor x the baseline's."""
-    flags = []
-    if floor is not None:
-        bound = floor.get("ci_low_us") if floor.get("ci_low_us") is not None else floor.get("us")
-        if bound is not None and median_us < bound:
-            flags.append("below_floor")
-    if dropped:
-        flags.append("throttled")
-    if stats.ci_too_wide(median_us, lo if lo is not None else float("nan"), hi if hi is not None else float("nan")):
-        flags.append("wide_ci")
-    if error_factor is not None and vs_baseline is not None and vs_baseline > error_factor:
-        flags.append("less_accurate")
-    return flags
-
 
 
 def _check_options(check: str) -> dict:
@@ -113,45 +96,55 @@ def _graph_names(n: int) -> list[str]:
                                                      " (captured for timing)") for k in range(n)]
 
 
-def _judge_cold(sess, judge: GraphJudge, name: str, insts, statics, tins, when: str, replay: bool) -> list[str]:
-    """Every cold instance of one candidate judged `when` (profiler.check.timed) on the input its last replay read;
-    the first failure's reasons."""
+def _judge_cold(sess, judge: GraphJudge, name: str, insts, statics, tins, when: str) -> list[str]:
+    """Every cold instance of one candidate replayed on its own timing input and judged `when`
+    (profiler.check.timed); the first failure's reasons."""
     step(name, "check")
     names = _graph_names(len(insts))
     for k, (handle, x, tin) in enumerate(zip(insts, statics, tins)):
-        reasons = _judge_instance(sess, judge, name, names[k], handle, x, tin, when, replay)
+        try:
+            reasons = judge.graph(handle, x, tin, names[k], when, replay=True)
+        except Exception as exc:  # a replay that raises: a verdict, unless the context is gone
+            reasons = [f"{names[k]}, {when}: replay raised {type(exc).__name__}: {exc}"[:400]]
+            assert_healthy(sess, name, "check", reasons)
         if reasons:
             return reasons
     return []
 
 
-def _judge_instance(sess, judge: GraphJudge, name: str, what: str, handle, x, tin, when: str,
-                    replay: bool) -> list[str]:
-    """One cold instance judged on the input its last replay read (its feed's, else `tin`); an output that answers
-    the input before it is named a memo."""
-    try:
-        reasons = judge.graph(handle, x, fed_input(handle, tin), what, when, replay=replay)
-        return reasons if replay else judge.stale(handle, reasons)
-    except Exception as exc:  # a replay that raises: a verdict, unless the context is gone
-        reasons = [f"{what}, {when}: replay raised {type(exc).__name__}: {exc}"[:400]]
-        assert_healthy(sess, name, "check", reasons)
-        return reasons
+def judge_share(policy) -> float:
+    """The probability each timed call is judged with (profiler.check.timed.judged_share) under `policy`: a
+    candidate wrong at judge_miss_fraction of the fewest timed calls the stopping rule allows (min_rounds) is caught
+    with probability >= judge_confidence."""
+    min_calls = max(policy.min_pairs, policy.instances * policy.batch_rounds)
+    return judged_share(min_calls, policy.judge_miss_fraction, policy.judge_confidence)
 
 
-def _batch_judge(sess, judge: GraphJudge, entries: list, every: int, tins):
-    """measure_shape's after_batch: every `every`-th batch, each entry's graph of that batch judged as the batch's
-    last replay left it (on the input that replay read); the first failure kept in entry.drifted."""
+def _batch_judge(sess, judge: GraphJudge, entries: list, policy, wref):
+    """measure_shape's after_batch: after every batch (its calls have run and their outputs are kept), each
+    entry's calls of that batch are chosen for judging with fresh entropy and judged (FreshFeed.judge); the first
+    failure kept in entry.drifted, the calls and judged calls counted in entry.judged. A Python thread a candidate
+    left running is refused here too (profiler.worker.integrity)."""
+    share = judge_share(policy)
 
     def after_batch(b: int, graphs: list) -> None:
-        if b % every:
-            return
+        sess.assert_no_threads(f"timed batch {b + 1}")
         for e, g in zip(entries, graphs):
             k = next((k for k, h in enumerate(e.graphs) if h is g), None)
-            if e.drifted or k is None:
+            if k is None or not isinstance(g.feed, FreshFeed):
                 continue
-            e.drifted = _judge_instance(sess, judge, e.name, _graph_names(len(e.graphs))[k], g, e.statics[k],
-                                        tins[k], f"during timing (the last replay of timed batch {b + 1})",
-                                        replay=False)
+            e.judged[0] += min(policy.batch_rounds, g.feed.n)
+            if e.drifted:
+                continue
+            try:   # harness code only (no candidate code runs while it judges): still the "time" step
+                n, e.drifted = g.feed.judge(judge, wref, share, policy.batch_rounds, _graph_names(len(e.graphs))[k],
+                                            f"during timing (batch {b + 1})")
+            except Exception as exc:
+                e.drifted = [f"{_graph_names(len(e.graphs))[k]}, during timing (batch {b + 1}): judging raised "
+                             f"{type(exc).__name__}: {exc}"[:400]]
+                assert_healthy(sess, e.name, "check", e.drifted)
+                n = 0
+            e.judged[1] += n
 
     return after_batch
 
@@ -248,13 +241,14 @@ class Entry:
     statics: list = field(default_factory=list)   # cold: each instance's static input
     outputs: list = field(default_factory=list)   # stream: the output of each call of its graph
     drifted: list = field(default_factory=list)   # reasons of the judge after timing ([]: right)
+    judged: list = field(default_factory=lambda: [0, 0])   # cold: [timed calls, of them judged]
 
 
 def _shape_inputs(sess, shape, settings, timer, weight, wref, contract, salt) -> list[TimedInput]:
     policy = settings.timing
-    if settings.mode == "cold":   # the instances' inputs first, then the rest of the replays' pool
-        return _timed_inputs(sess, shape, settings, weight, wref, contract,
-                             max(policy.instances, policy.input_pool), policy.timing_seed_offset, salt)
+    if settings.mode == "cold":   # the instances' capture inputs; every timed call gets a fresh one (FreshFeed)
+        return _timed_inputs(sess, shape, settings, weight, wref, contract, policy.instances,
+                             policy.timing_seed_offset, salt)
     return _timed_inputs(sess, shape, settings, weight, wref, contract, _stream_copies(timer, shape, settings),
                          policy.stream_seed_offset, salt)
 
@@ -289,20 +283,31 @@ def _checked_entry(sess, shape, settings, contract, weight, salt, index: int, na
     return entry, None
 
 
-def _cold_entry(sess, timer, judge, shape, tins, n_instances: int, entry: Entry) -> dict | None:
-    """Capture the entry's cold instances (instance k on input k of the pool `tins`), judge them before timing and
-    give each its feed (the pool from input k on: profiler.check.timed.ReplayFeed) -> None, or its failure record."""
+def _cold_entry(sess, timer, judge, shape, tins, policy, contract, entry: Entry) -> dict | None:
+    """Capture the entry's cold instances (instance k on timing input k), judge them before timing and give each
+    its feed (a fresh input per timed call, every output kept: profiler.check.timed.FreshFeed) -> None, or its
+    failure record. The objects the timer touches are checked by type identity first: the static inputs and the
+    graphs' outputs plain torch tensors (a subclass's methods would run candidate code inside the harness's own
+    copies)."""
+    import torch
+
+    n_instances = policy.instances
     step(entry.name, "capture")
     insts, xs, reasons = _cold_instances(sess, timer, entry.cand, entry.state, shape, tins[:n_instances],
                                          entry.check.graph)
     if reasons:
         assert_healthy(sess, entry.name, "capture", reasons)
         return failure_record(shape, entry.name, "not_timed", "capture", reasons, error=error_record(entry.check))
-    reasons = _judge_cold(sess, judge, entry.name, insts, xs, tins, "before timing", replay=True)
+    names = _graph_names(len(insts))
+    reasons = [f"{names[k]}: its output is a {type(h.output).__name__}, not a plain torch.Tensor (the harness copies "
+               f"every timed output and runs no method of the candidate's own types)"
+               for k, h in enumerate(insts) if type(h.output) is not torch.Tensor][:1]
+    reasons = reasons or _judge_cold(sess, judge, entry.name, insts, xs, tins, "before timing")
     if reasons:
         return failure_record(shape, entry.name, "incorrect", "check", reasons, error=error_record(entry.check))
+    out_shape, out_dtype = (int(shape["M"]), int(shape["N"])), as_dtype(shape["y_dtype"])
     for k, (handle, x) in enumerate(zip(insts, xs)):
-        handle.feed = ReplayFeed(x, tins, start=k)
+        handle.feed = FreshFeed(x, tins[k], tins[k].ref.layout, policy.batch_rounds, out_shape, out_dtype, contract)
     entry.graphs, entry.statics = insts, xs
     return None
 
@@ -335,7 +340,8 @@ def measure_one_shape(sess, task: dict) -> dict:
     # One salt for every input of this shape, checked and timed, drawn before any candidate runs here: every
     # candidate is judged on the same inputs (vs_baseline compares like with like), none can know them ahead.
     salt = settings.input_salt if settings.input_salt is not None else fresh_salt()
-    tins = _shape_inputs(sess, shape, settings, timer, weight, WeightReference(weight), contract, salt)
+    wref = WeightReference(weight)
+    tins = _shape_inputs(sess, shape, settings, timer, weight, wref, contract, salt)
     failures, entries, base_rel = [], [], None
     for j, c in enumerate(task["candidates"]):
         entry, failure = _checked_entry(sess, shape, settings, contract, weight, salt, j, c["name"], c["spec"],
@@ -343,7 +349,7 @@ def measure_one_shape(sess, task: dict) -> dict:
         if j == 0 and entry is not None:
             base_rel = entry.check.rel_l2
         if failure is None and settings.mode == "cold":
-            failure = _cold_entry(sess, timer, judge, shape, tins, settings.timing.instances, entry)
+            failure = _cold_entry(sess, timer, judge, shape, tins, settings.timing, contract, entry)
         if failure is not None:
             failures.append(failure)
             continue
@@ -353,13 +359,15 @@ def measure_one_shape(sess, task: dict) -> dict:
         entries = _stream_entries(sess, timer, judge, shape, weight, settings, tins, entries, failures)
     out = {"kind": "shape", "key": shape_key(shape), "results": [], "pairs": [], "failures": failures, "info": {}}
     if entries:
-        _time_entries(sess, timer, judge, shape, settings, contract, tins, entries, task.get("floor"), out)
+        _time_entries(sess, timer, judge, shape, settings, contract, tins, entries, task.get("floor"), out, wref)
     out["telemetry"] = sess.telemetry.sample()
     return out
 
 
-def _time_entries(sess, timer, judge, shape, settings, contract, tins, entries: list[Entry], floor, out) -> None:
-    """Time the entries together, judge their graphs again as the last timed replay left them, and fill `out`'s
+def _time_entries(sess, timer, judge, shape, settings, contract, tins, entries: list[Entry], floor, out,
+                  wref) -> None:
+    """Time the entries together (cold: every timed call on a fresh input, its output kept and judged at random
+    after its batch; stream: the graph's calls judged again as the last timed replay left them), and fill `out`'s
     results, pairs, failures and info."""
     step(None, "time")
     l2 = reset_persisting_l2(sess.device) if sess.cuda else "not a CUDA device"
@@ -367,16 +375,23 @@ def _time_entries(sess, timer, judge, shape, settings, contract, tins, entries: 
         sess.guard.harness_set(PERSISTING_L2_SETTING, persisting_l2_limit())
     cold = settings.mode == "cold"
     ms = _measure(sess, timer, [e.graphs if cold else e.graphs[0] for e in entries], settings,
-                  _batch_judge(sess, judge, entries, settings.timing.judge_every_batches, tins) if cold else None)
+                  _batch_judge(sess, judge, entries, settings.timing, wref) if cold else None)
     out["info"] = {"stopped_by": ms.stopped_by, "elapsed_s": round(ms.elapsed_s, 3),
                    "dropped_rounds": ms.dropped_rounds, "persisting_l2_reset": l2,
                    "instances": max(len(e.graphs) if settings.mode == "cold" else 1 for e in entries),
                    "clocks_mhz": [c for c in ms.clocks_mhz if c is not None]}
-    when = "after timing (its last timed replay)"
-    for e in (e for e in entries if not e.drifted):   # the timed graphs again, as the last timed replay left them
-        e.drifted = (_judge_cold(sess, judge, e.name, e.graphs, e.statics, tins, when, replay=False)
-                     if settings.mode == "cold" else
-                     _judge_stream(sess, judge, e.name, e.graphs[0], e.outputs, tins, when, replay=False))
+    if cold:
+        share = judge_share(settings.timing)
+        right = [e for e in entries if not e.drifted] or entries   # a failed candidate is judged no further
+        calls = min(e.judged[0] for e in right)
+        out["info"]["judged"] = {
+            "share": round(share, 6), "miss_fraction": settings.timing.judge_miss_fraction, "calls": calls,
+            "judged": min(e.judged[1] for e in right),
+            "p_catch": round(detection_probability(share, calls, settings.timing.judge_miss_fraction), 6)}
+    else:
+        when = "after timing (its last timed replay)"
+        for e in (e for e in entries if not e.drifted):   # the stream graphs again, as the last timed replay left them
+            e.drifted = _judge_stream(sess, judge, e.name, e.graphs[0], e.outputs, tins, when, replay=False)
     out["results"], bad = _results(shape, entries, ms, floor, settings, contract)
     out["failures"] += bad
     drifted = {e.name: e.drifted for e in entries if e.drifted}
@@ -438,7 +453,7 @@ def _results(shape, entries: list[Entry], ms, floor, settings, contract) -> tupl
             "candidate": name, "method": str(cand.describe(shape["family"], int(shape["M"]))),
             "median_us": med, "ci_low_us": lo, "ci_high_us": hi, "samples_us": [round(float(v), 4) for v in s],
             "n_samples": int(s.size), "correct": True, "error": error_record(chk),
-            "flags": _flags(med, lo, hi, floor, ms.dropped_rounds, chk.vs_baseline,
+            "flags": result_flags(med, lo, hi, floor, ms.dropped_rounds, chk.vs_baseline,
                             float(contract["vs_baseline_flag_factor"])),
             "throttled_samples": int(ms.dropped_rounds), "floor_us": (floor or {}).get("us"),
             "bytes": shape_bytes(shape), "stopped_by": ms.stopped_by} | setup_record(cand, e.state, shape))

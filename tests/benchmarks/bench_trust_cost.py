@@ -37,7 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 from profiler.commands.sweep import SweepSettings, run_sweep, select_shapes
 from profiler.measure.policy import SWEEP
-from profiler.check import wrong
+from profiler import wrong
 
 after, out, fake = sys.argv[1] == "after", Path(sys.argv[2]), sys.argv[3]
 small = {"o": {"N": 64, "K": 256}, "router": {"N": 32, "K": 512}}

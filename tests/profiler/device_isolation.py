@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
 from profiler.commands.sweep import SweepSettings, run_sweep, select_shapes, shape_key  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402

@@ -55,16 +55,19 @@ class _Rerun:
 
 
 class ReplayingFakeTimer(FakeTimer):
-    """FakeTimer whose sampling replays every graph once per round, each after its feed, as ColdTimer.sample_raw
-    does: the number of replays depends on the rounds asked for, never on how fast this machine is (a candidate that
+    """FakeTimer whose sampling replays every graph once per round, each after its feed and followed by its
+    feed's keep, as ColdTimer.sample_raw does: the number of replays depends on the rounds asked for, never on how fast this machine is (a candidate that
     degrades after N replays degrades here too; one that keeps its last answer gives it for another input)."""
 
     def sample_raw(self, graphs, n_rounds, clock=None, clock_out=None):
         for _ in range(n_rounds):
             for g in graphs:
-                if getattr(g, "feed", None) is not None:   # the next input first, as ColdTimer.sample_raw does
-                    g.feed()
+                feed = getattr(g, "feed", None)
+                if feed is not None:   # the next input first, as ColdTimer.sample_raw does
+                    feed()
                 g.replay()
+                if getattr(feed, "keep", None) is not None:   # and the output kept after the call, as there
+                    feed.keep(g.output)
         return super().sample_raw(graphs, n_rounds, clock, clock_out)
 
     def sample(self, graphs, n_rounds, clock=None, clock_out=None):

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 distributed = pytest.importorskip("distributed")
 
 from profiler.commands import tune
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
 

@@ -10,7 +10,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from datasets import load_workload  # noqa: E402
 from profiler.check import rules as R  # noqa: E402
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 
 CONTRACT = R.default_contract()
 FAMILIES = {name: fam for name, fam in load_workload().families.items()}

@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from profiler.measure import probes
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
 

@@ -9,7 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from profiler.check import guards, isolation, wrong
+from profiler import wrong
+from profiler.check import guards, isolation
 from profiler.commands import canary  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
 
@@ -89,7 +90,7 @@ def test_env_at_import_is_refused_at_load_and_the_control_is_measured_in_a_clean
               device="cpu", log=lambda m: None, worker_init=f"{FAKE}:install",
               settings=SweepSettings(probes=False, timing=replace(SWEEP, max_seconds=0.1)))
     run = load_run(out)
-    refused = [f for f in run["failures"] if f["candidate"] == "wrong"]  # refused: named by its file
+    refused = [f for f in run["failures"] if f["kind"] == "load"]  # refused: named by its file (process_state)
     assert len(refused) == 2 and {f["kind"] for f in refused} == {"load"}
     assert "changed environment variable CUBLASLT_WORKSPACE_SIZE (from unset to '0')" in refused[0]["reasons"][0]
     assert "changed environment variable CUBLAS_WORKSPACE_CONFIG (from unset to ':0:0')" in refused[0]["reasons"][0]

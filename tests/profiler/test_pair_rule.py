@@ -8,7 +8,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from datasets import load_workload  # noqa: E402
 from profiler.check import rules as R  # noqa: E402
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 
 CONTRACT = R.default_contract()
 FAMILIES = {name: fam for name, fam in load_workload().families.items()}
@@ -40,10 +40,14 @@ def test_dense_rows_are_one_kind_and_pairs_differ_only_in_the_negated_spike():
     S = R.spike_magnitude(1024)
     assert S == 32.0 and layout.pairs and len(layout.pairs) == 64 // R.PAIR_EVERY_ROWS
     dense = sorted(layout.spikes)
-    assert set(dense).isdisjoint(layout) and len(dense) + len(layout) == 64
-    for r in dense:  # every dense row: Gaussian entries and exactly one entry of magnitude S, at its spike column
+    plain = [r for r in range(64) if r not in layout and r not in layout.spikes]
+    assert set(dense).isdisjoint(layout) and len(dense) + len(plain) + len(layout) == 64 and plain
+    for r in dense:  # every spiky dense row: Gaussian entries and exactly one entry of magnitude S, at its column
         big = torch.nonzero(x[r].float().abs() >= S).flatten().tolist()
         assert big == [layout.spikes[r]], (r, big)
+    for r in plain:  # a plain row: Gaussian entries only (the rows real activations mostly are)
+        assert float(x[r].float().abs().max()) < S / 4, r
+    assert not ({r for p in layout.pairs for r in p} & set(plain))   # pairs are of spiky rows
     for a, b in layout.pairs:
         c = layout.spikes[a]
         diff = torch.nonzero(x[a] != x[b]).flatten().tolist()

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from datasets.runfile import load_run  # noqa: E402
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 from profiler.worker import process  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
 from default_signals import default_signals  # noqa: E402
@@ -48,7 +48,7 @@ def _live(pred) -> list[int]:
 WRITES_TREE = """
 from pathlib import Path
 
-from profiler.check.wrong import TorchLinear
+from profiler.wrong import TorchLinear
 
 
 class WritesTree(TorchLinear):
@@ -74,7 +74,7 @@ def test_reach_classes_are_rejected_and_nothing_they_start_outlives_the_run(tmp_
     out = tmp_path / f"reach-{token}.json"
     targets = [ROOT / "datasets" / "runs" / f"written-{token}.json", tmp_path / f"written-{token}.json"]
     mod = tmp_path / "reach.py"
-    mod.write_text(f"from profiler.check.wrong import *  # noqa\nTARGETS = {[str(t) for t in targets]!r}\n"
+    mod.write_text(f"from profiler.wrong import *  # noqa\nTARGETS = {[str(t) for t in targets]!r}\n"
                    + WRITES_TREE)
     specs = ["--candidate", wrong.spec(wrong.TorchLinear)] + [a for c in REACH + ("WritesTree",)
                                                               for a in ("--candidate", f"{mod}:{c}")]
@@ -112,7 +112,7 @@ def test_reach_classes_are_rejected_and_nothing_they_start_outlives_the_run(tmp_
 HANGS = """
 import subprocess
 
-from profiler.check.wrong import TorchLinear
+from profiler.wrong import TorchLinear
 
 
 class HangsOnChild(TorchLinear):
@@ -202,7 +202,7 @@ DIES = """
 import os
 import time
 
-from profiler.check.wrong import TorchLinear
+from profiler.wrong import TorchLinear
 
 
 class DiesHoldingPipes(TorchLinear):
@@ -230,7 +230,7 @@ def test_a_worker_that_dies_while_its_child_holds_the_pipes_is_recorded_died_wit
 
 BIG_PRINT = """
 print("x" * 50_000_000)
-from profiler.check.wrong import TorchLinear
+from profiler.wrong import TorchLinear
 
 
 class Loud(TorchLinear):
@@ -286,7 +286,7 @@ ENDS_FOREIGN_SHELL = """
 import time
 from pathlib import Path
 
-from profiler.check.wrong import TorchLinear
+from profiler.wrong import TorchLinear
 
 
 class EndsForeignShell(TorchLinear):

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from datasets.runfile import load_run  # noqa: E402
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
 
 FAKE = str(Path(__file__).with_name("fake_device.py"))
@@ -44,22 +44,53 @@ def test_a_memo_across_timed_replays_is_rejected_as_a_memo(tmp_path):
                for f in fails), [f["reasons"][0] for f in fails]
 
 
-def test_every_timed_replay_reads_another_input_and_the_judge_reads_its_own():
-    """ReplayFeed: consecutive replays of a graph read different pool inputs, never again the one it was captured on;
-    fed_input names the one read last."""
-    from profiler.check.timed import ReplayFeed, TimedInput, fed_input
-    from profiler.measure.timing import GraphHandle
+def test_every_timed_call_reads_a_new_input_of_the_same_layout_and_its_output_is_kept():
+    """FreshFeed: each call's input is made at that call (no two alike, none the capture input), keeps the graph's
+    probe rows and pairs, carries plain dense rows and spiky ones; keep() stores a plain tensor's copy and marks
+    anything else wrong whether judged or not."""
+    from profiler.check.rules import default_contract, make_weight
+    from profiler.check.timed import FreshFeed, timed_inputs
 
-    pool = [TimedInput(torch.full((2, 3), float(k)), ref=None) for k in range(4)]
-    static = pool[1].x.clone()
-    handle = GraphHandle(graph=None, output=None, feed=ReplayFeed(static, pool, start=1))
-    seen = []
+    contract = default_contract()
+    shape = {"M": 16, "N": 32, "K": 128, "x_dtype": "bfloat16", "y_dtype": "bfloat16", "rel_l2_tol": 0.01}
+    w = make_weight("o", 32, 128, 0, "cpu")
+    tin = timed_inputs(shape, w, [300], "cpu", contract, salt=5)[0]
+    static = tin.x.clone()
+    feed = FreshFeed(static, tin, tin.ref.layout, 4, (16, 32), torch.bfloat16, contract)
+    seen, plain = [], 0
     for _ in range(6):
-        handle.feed()
-        seen.append(float(static[0, 0]))
-        assert fed_input(handle, pool[1]) is pool[int(seen[-1])]
-    assert seen == [2.0, 3.0, 0.0, 2.0, 3.0, 0.0]   # never again the input it was captured on (pool[1])
-    assert fed_input(GraphHandle(graph=None, output=None), pool[1]) is pool[1]
+        feed()
+        assert torch.equal(static, feed.xs[feed.slot])
+        assert not any(torch.equal(static, s) for s in seen + [tin.x])
+        kinds = dict(tin.ref.layout)
+        for r in kinds:
+            assert torch.equal(static[r], tin.x[r])
+        for a, b in tin.ref.layout.pairs:
+            assert int((static[a] != static[b]).sum()) == 1
+        big = (static.float().abs() > 5.0).sum(dim=1)
+        plain += int(sum(1 for r in range(16) if r not in kinds and big[r] == 0))
+        seen.append(static.clone())
+        feed.keep(static.float()[:, :32].to(torch.bfloat16).clone())
+        assert feed.slot not in feed.bad
+    assert plain > 0
+    feed()
+    feed.keep(torch.zeros(16, 32, dtype=torch.float32))
+    assert "not 16" not in feed.bad[feed.slot] and "torch.float32" in feed.bad[feed.slot]
+
+
+def test_the_judged_share_meets_the_detection_target():
+    """judged_share: a candidate wrong at 5 % of the fewest timed calls is caught with probability >= 0.999; the
+    sweep's policy gives 0.749 over 96 calls; fewer calls need a larger share (0.999 itself where 5 % is one call)."""
+    from profiler.check.timed import detection_probability, judged_share
+    from profiler.worker.shape_task import judge_share
+
+    p = judge_share(SWEEP)
+    assert abs(p - 0.748811) < 1e-5
+    for calls in (96, 200, 5000):
+        assert detection_probability(p, calls, 0.05) >= 0.999
+    assert detection_probability(p, 96, 0.05) < 0.9991
+    assert abs(judged_share(19, 0.05, 0.999) - 0.999) < 1e-12   # one wrong call: judge it with p = 0.999
+    assert judged_share(40, 0.05, 0.999) > p
 
 
 def test_lossy_weights_dispatcher_kernels_and_backend_flags_are_rejected_through_the_sweep(tmp_path):

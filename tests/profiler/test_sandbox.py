@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from datasets.runfile import load_run  # noqa: E402
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 from profiler.worker import sandbox  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from profiler.check.wrong import TorchLinear
+from profiler.wrong.base import TorchLinear
 
 
 def _try(what, act):
@@ -137,7 +137,7 @@ def test_as_root_a_candidate_cannot_write_signal_or_read_secrets_and_the_next_ru
 PLANTS = '''
 from pathlib import Path
 
-from profiler.check.wrong import TorchLinear
+from profiler.wrong.base import TorchLinear
 
 
 class PlantsPth(TorchLinear):

@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
 from inprocess_worker import in_process_worker  # noqa: E402,F401  (the fixture)
 

@@ -10,7 +10,7 @@ import pytest
 
 from profiler.backends.verify import verify_shape_reply
 from profiler.check.source_screen import screen_files, screen_spec
-from profiler.check.wrong import TorchLinear, spec
+from profiler.wrong import TorchLinear, spec
 from profiler.worker import process
 
 KERNEL = """
@@ -74,6 +74,15 @@ REFUSED = [
     ("__dict__", "import json\njson.__dict__['dumps'] = None", "`.__dict__`"),
     ("vars", "import json\nv = vars(json)", "calls `vars()`"),
     ("subclasses", "x = object.__subclasses__()", "`.__subclasses__`"),
+    ("module bound to a name", "import os\no = os\no.fork()", "uses `os.fork`"),
+    ("module attribute bound", "import os\nd = os.dup2\nd(3, 1)", "uses `os.dup2`"),
+    ("from-import alias", "from os import dup2 as rebind\nrebind(3, 1)", "uses `os.dup2`"),
+    ("getattr bound", "g = getattr\nimport torch\ng(torch, 'set_' + 'x')(True)", "binds the builtin `getattr`"),
+    ("setattr bound", "s = setattr", "binds the builtin `setattr`"),
+    ("__class__ assigned", "def f(x, C):\n    x.__class__ = C", "assigns `.__class__`"),
+    ("os.pipe", "import os\nr, w = os.pipe()", "file descriptors"),
+    ("dispatch mode", "from torch.utils._python_dispatch import TorchDispatchMode", "Python dispatch modes"),
+    ("_thread", "import _thread as t", "starting threads"),
 ]
 
 
@@ -94,7 +103,7 @@ def test_a_plain_kernel_passes_and_lab_files_plans_and_methods_are_not_screened(
     mod.write_text(KERNEL)
     assert screen_spec(str(mod)) == []
     assert screen_spec(f"{mod}:run") == []
-    assert screen_spec(spec(TorchLinear)) == []   # the lab's own fixtures (profiler/check/wrong.py)
+    assert screen_spec(spec(TorchLinear)) == []   # the lab's own fixtures (profiler/wrong/)
     assert screen_spec("baseline") == [] and screen_spec("method:torch_linear") == []
 
 
@@ -130,6 +139,25 @@ def test_the_parent_recomputes_summaries_from_the_raw_samples():
     b, c = reply["results"]
     assert BASE[0] <= b["ci_low_us"] <= b["ci_high_us"] <= BASE[2]   # the parent's CI, not the worker's
     assert reply["pairs"][0]["ratio_ci_low"] > 1.5 and reply["pairs"][0]["n_pairs"] == 4
+
+
+def test_the_parent_derives_every_flag_itself_and_drops_the_workers():
+    """A worker that sends no flags for a result below the parent's floor (141 % of speed of light) still gets
+    below_floor; a flag the worker sent that its samples do not support (wide_ci on a tight result) is dropped; the
+    error ratio the result carries gives less_accurate by the parent's factor."""
+    reply = _reply()
+    for r in reply["results"]:
+        r["flags"] = ["wide_ci"] if r["candidate"] == "b" else []
+    reply["results"][1]["error"] = {"vs_baseline": 9.0}
+    floor = {"us": 7.4, "ci_low_us": 7.2}   # the read floor of the shape's bytes: c's 5.35 us is 1.4 x faster
+    assert verify_shape_reply(reply, timing_wall_s=1.0, floor=floor, error_factor=4.0) == []
+    b, c = reply["results"]
+    assert "below_floor" in c["flags"] and "less_accurate" in c["flags"] and c["floor_us"] == 7.4
+    assert "below_floor" not in b["flags"] and b["flags"] == [f for f in b["flags"] if f != "below_floor"]
+    reply = _reply()
+    reply["results"][0]["flags"] = ["made_up"]
+    verify_shape_reply(reply, timing_wall_s=1.0)
+    assert "made_up" not in reply["results"][0]["flags"]
 
 
 @pytest.mark.parametrize("mutate,words", [

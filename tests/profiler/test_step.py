@@ -258,7 +258,9 @@ STEP_CATCHES = {"SkippedKTail": "over the tolerance", "UninitializedOutput": "ea
 
 def test_the_step_rejects_the_known_wrong_candidates(tiny):
     cands = [{"spec": "baseline", "name": "baseline"}]
-    cands += [{"spec": str(PROJECT_DIR / "profiler" / "check" / "wrong.py") + f":{n}", "name": n} for n in STEP_CATCHES]
+    from profiler import wrong
+
+    cands += [{"spec": wrong.spec(getattr(wrong, n)), "name": n} for n in STEP_CATCHES]
     res = _run_task({"kind": "step", "workload": tiny.to_dict(), "batch": 4, "context": 8, "candidates": cands,
                      "settings": {"layers": 1, "seed": 0, "max_seconds": 0.05}})
     by = {c["candidate"]: c for c in res["candidates"]}

@@ -26,10 +26,10 @@ def llama():
 def point(llama):
     from inprocess_worker import InProcessWorker   # a fresh session; the process put back afterwards
 
-    wrong = str(PROJECT_DIR / "profiler" / "check" / "wrong.py")
+    from profiler import wrong
     cands = [{"spec": "baseline", "name": "baseline"}, {"spec": PLAN, "name": "llama31_8b_decode"},
              {"spec": str(SCALED), "name": "scaled_2pct"},
-             {"spec": f"{wrong}:DegradesAfterReplays", "name": "degrades"}]
+             {"spec": wrong.spec(wrong.DegradesAfterReplays), "name": "degrades"}]
     worker = InProcessWorker({"device": "cuda"})
     try:
         res = worker.call({"kind": "step", "workload": llama.to_dict(), "batch": 8, "context": 1024,

@@ -5,7 +5,7 @@ from profiler.backends.isolate import unique_names
 from profiler.commands import sweep
 from profiler.measure import probes
 from profiler.measure.policy import SWEEP
-from profiler.worker import shape_task
+from profiler.worker import records, shape_task
 from profiler.worker.records import failure_record
 from profiler.worker.settings import SweepSettings
 
@@ -51,14 +51,14 @@ def test_log_sweep():
 
 def test_flags():
     floor = {"us": 11.0, "ci_low_us": 10.5}
-    assert shape_task._flags(10.0, 9.9, 10.1, floor, 0) == ["below_floor"]
+    assert records.result_flags(10.0, 9.9, 10.1, floor, 0) == ["below_floor"]
     # under the probe's median but within its noise (CI low 9.5): not below the floor
-    assert shape_task._flags(10.0, 9.9, 10.1, {"us": 10.2, "ci_low_us": 9.5}, 0) == []
-    assert shape_task._flags(10.0, 9.9, 10.1, {"us": 10.2}, 0) == ["below_floor"]  # a probe without a CI: its median
-    assert shape_task._flags(10.0, 9.9, 10.1, {"us": 9.0, "ci_low_us": 8.9}, 3) == ["throttled"]
-    assert shape_task._flags(10.0, 8.0, 12.0, None, 0) == ["wide_ci"]
-    assert shape_task._flags(10.0, 9.9, 10.1, None, 0, vs_baseline=4.5, error_factor=4) == ["less_accurate"]
-    assert shape_task._flags(10.0, 9.9, 10.1, None, 0, vs_baseline=3.9, error_factor=4) == []
+    assert records.result_flags(10.0, 9.9, 10.1, {"us": 10.2, "ci_low_us": 9.5}, 0) == []
+    assert records.result_flags(10.0, 9.9, 10.1, {"us": 10.2}, 0) == ["below_floor"]  # a probe without a CI: its median
+    assert records.result_flags(10.0, 9.9, 10.1, {"us": 9.0, "ci_low_us": 8.9}, 3) == ["throttled"]
+    assert records.result_flags(10.0, 8.0, 12.0, None, 0) == ["wide_ci"]
+    assert records.result_flags(10.0, 9.9, 10.1, None, 0, vs_baseline=4.5, error_factor=4) == ["less_accurate"]
+    assert records.result_flags(10.0, 9.9, 10.1, None, 0, vs_baseline=3.9, error_factor=4) == []
 
 
 def test_failure_record():

@@ -69,7 +69,7 @@ def test_a_command_lines_own_error_about_an_argument_is_escaped(cli, capsys, tmp
 HOSTILE = """
 import sys
 
-from profiler.check.wrong import TorchLinear
+from profiler.wrong.base import TorchLinear
 
 
 class Hostile(TorchLinear):

@@ -6,7 +6,7 @@ torch = pytest.importorskip("torch")
 
 from profiler.check import rules as R  # noqa: E402
 from profiler.check import timed as T  # noqa: E402
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 
 CONTRACT = R.default_contract()
 SHAPE = dict(load="test", family="o", M=16, N=64, K=256, x_dtype="bfloat16", w_dtype="bfloat16",

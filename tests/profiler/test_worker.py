@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
 
@@ -46,7 +46,7 @@ def test_deaths_and_hangs_are_failures_with_their_cause_and_the_others_are_measu
     (ex,), (seg,), (sysexit,), (hang,) = (_failures(run, n) for n in ("exit_process", "segfault", "sys_exit", "hang"))
     assert (ex["kind"], ex["phase"]) == ("died", "check") and "exit code 7" in ex["reasons"][0]
     assert (seg["kind"], seg["phase"]) == ("died", "check") and "killed by SIGSEGV" in seg["reasons"][0]
-    assert "wrong.py" in seg["reasons"][0]  # faulthandler's frame names the candidate's code
+    assert "wrong/worker.py" in seg["reasons"][0]  # faulthandler's frame names the candidate's code
     assert sysexit["kind"] == "incorrect" and "run() called sys.exit(3)" in sysexit["reasons"][0]
     assert (hang["kind"], hang["phase"]) == ("timeout", "check") and "watchdog" in hang["reasons"][0]
     workers = run["environment"]["workers"]

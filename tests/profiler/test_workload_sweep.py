@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from datasets import load_workload  # noqa: E402
 from datasets.workload import RUN_KEY, workload_of_run  # noqa: E402
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 from datasets.runfile import load_run  # noqa: E402
 from datasets.paths import run_paths  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402

@@ -5,7 +5,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from profiler.check import contract as C  # noqa: E402
-from profiler.check import wrong  # noqa: E402
+from profiler import wrong  # noqa: E402
 
 CONTRACT = C.default_contract()
 BF16 = dict(load="test", family="qkv_gate", M=16, N=64, K=256, x_dtype="bfloat16", w_dtype="bfloat16",
