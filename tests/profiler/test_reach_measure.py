@@ -161,5 +161,8 @@ def test_on_the_gpu_a_memo_inside_a_graph_and_a_cuda_dispatcher_kernel_are_rejec
     run = load_run(out)
     assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}
     why = {f["candidate"]: f["reasons"][0] for f in run["failures"]}
-    assert "an answer kept across replays (a memo)" in why["memo_in_graph"], why
+    # rejected at a timed call judged at random (on an H100 the reason was the call's rel-L2 error, not the memo
+    # named: run 2026-12-06 on nvidia-h100-80gb-hbm3): a wrong answer at any timed call is the property
+    assert "during timing" in why["memo_in_graph"] and any(
+        w in why["memo_in_graph"] for w in ("a memo", "rel-L2", "element rule")), why
     assert "aten::mm for dispatch key CUDA" in why["dispatcher_slow_mm"], why
