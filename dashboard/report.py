@@ -206,7 +206,8 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
         if has_samples:
             cmp = compare.compare_candidates(data.results, baseline, [candidate], label,
                                              scoring.family_weights(workload), failures=data.failures,
-                                             include_below_floor=include_below_floor, gpu=noise.gpu_model(data))
+                                             include_below_floor=include_below_floor, gpu=noise.gpu_model(data),
+                                             own=noise.own_for(data))
             o = cmp.overall.iloc[0]
             summary.update({"score_ci_low": o["ci_low"], "score_ci_high": o["ci_high"], "verdict": o["verdict"]})
             facts.append(("Score 95% CI (derived)", f"{views.ci_text(o['ci_low'], o['ci_high'])} — {o['verdict']} "
@@ -298,7 +299,7 @@ def _shape_report(data, baseline, candidate, workload, source, shape, include_be
         sub = res[res["candidate"].isin([baseline, candidate])]
         cmp = compare.compare_candidates(sub, baseline, [candidate], label, scoring.family_weights(workload),
                                          scored_only=False, include_below_floor=include_below_floor,
-                                         gpu=noise.gpu_model(data))
+                                         gpu=noise.gpu_model(data), own=noise.own_for(data))
         s = cmp.shapes.iloc[0]
         summary.update({"baseline": baseline, "candidate": candidate, "ratio": float(s["ratio"]),
                         "ratio_ci_low": float(s["ci_low"]), "ratio_ci_high": float(s["ci_high"]),
