@@ -251,7 +251,9 @@ def format_run(run: dict) -> str:
         moved = ", ".join(f"{d['key']} {d['ratio']:.3f}x" for d in canary["shapes"])
         ratios = list(canary.get("ratios", {}).values())
         spread = f"; paired/clean {min(ratios):.3f}-{max(ratios):.3f}" if ratios else ""
-        lines.append(f"canary ({canary.get('sample')}, {canary['compared']} shapes, band +-{canary['band']:.0%}"
+        band = (f"band +-{canary['band']:.0%}" if isinstance(canary.get("band"), (int, float))
+                else (canary.get("band_evidence") or {}).get("source") or "no band")
+        lines.append(f"canary ({canary.get('sample')}, {canary['compared']} shapes, {band}"
                      f"{spread}): {canary['verdict']}" + (f" at {moved} -- the pair has no score" if moved else ""))
     return "\n".join(lines)
 
