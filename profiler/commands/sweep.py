@@ -151,6 +151,36 @@ def live_candidates(shape: dict, candidates: list[dict], refused: dict, incident
     return live, skipped
 
 
+def record_host_dispatch(run: dict, spec_of: dict, workload, calls: int = 400) -> None:
+    """On a CPU device every timed call is an eager Python call, so a plan pays its routing (entry lookup and shape
+    check, kernels.candidate.PlanCandidate.route) inside each time, where a module calling the same product does
+    not. Each plan candidate's result gets `dispatch_us`: that routing timed apart, here, without a launch -- what
+    the tables show beside its time. Other candidates get none (their whole call is their own)."""
+    from kernels.candidate import PlanCandidate, load_candidate
+
+    plans: dict = {}
+    for name, spec in spec_of.items():
+        try:
+            cand = load_candidate(spec, workload=workload)
+        except Exception:   # a spec that did not load has no results to annotate
+            continue
+        if isinstance(cand, PlanCandidate):
+            plans[name] = cand
+    cache: dict = {}
+    for r in run.get("results", []):
+        cand = plans.get(r.get("candidate"))
+        if cand is None:
+            continue
+        key = (r["candidate"], r["family"], int(r["M"]), int(r["N"]), int(r["K"]))
+        if key not in cache:
+            try:
+                cache[key] = round(cand.routing_us(r["family"], int(r["M"]), int(r["N"]), int(r["K"]), calls), 3)
+            except Exception:   # a route that raises was a failure at that shape already
+                cache[key] = None
+        if cache[key] is not None:
+            r["dispatch_us"] = cache[key]
+
+
 def _shape_records(run: dict, done: dict, shapes: Sequence[dict]) -> None:
     """Rebuild results, pairs, failures, shape_info and per-shape telemetry from the finished shapes, in shape
     order (tasks may finish in any order on several workers; the file reads the same as a one-worker run's)."""
@@ -242,6 +272,8 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
                 log(f"canary ({canary['compared']} shapes timed before any candidate was loaded, {canary['seconds']:.1f} s): "
                     f"{canary['verdict']}" + (f" -- {shown}" if shown else ""))
         env = run["environment"]
+        if env.get("device") == "cpu":
+            record_host_dispatch(run, dict(zip(names, specs)), workload)
         env["sweep_seconds"] = round(time.perf_counter() - t_shapes, 2)
         wall_time(run)
         if run["telemetry"]:
