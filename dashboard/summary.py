@@ -14,13 +14,33 @@ CPU_TIMES = ("every time is a wall-clock eager call, host dispatch included (no 
              "machine and checks them; it says nothing about a GPU's times")
 
 
+def plan_device_notes(run: dict) -> list[str]:
+    """One line per plan candidate of `run` tuned on another kind of device than the run's (the run records each
+    plan's `gpu`: environment.plans_tuned_on), naming the tuner as the way to tune it for this one."""
+    env = run.get("environment") if isinstance(run, dict) else None
+    tuned = (env or {}).get("plans_tuned_on") if isinstance(env, dict) else None
+    here = devices.device_of(run)
+    out = []
+    for name, gpu in (tuned or {}).items() if isinstance(tuned, dict) else ():
+        if gpu and not devices.same_kind(gpu, here):
+            workload = (run.get("workload") or {}).get("name") if isinstance(run.get("workload"), dict) else None
+            flag = " --device cpu" if devices.lookup(here).is_cpu else ""
+            out.append(f"{name}: a plan tuned on {gpu}, run here on {here or 'an unrecorded device'}: its choices "
+                       f"were timed on another device. Tune it for this one: python -m profiler tune{flag} "
+                       f"--shapes official" + (f" --workload {workload}" if workload else "")
+                       + f" --out-plan kernels/plans/<name>.json")
+    return out
+
+
 def device_lines(run: dict, results: pd.DataFrame | None = None) -> list[str]:
     """Header lines for a run whose device needs saying: a CPU's (what its times include, and each plan's routing,
-    timed apart: `dispatch_us` in its results, profiler.commands.sweep.record_host_dispatch)."""
+    timed apart: `dispatch_us` in its results, profiler.commands.sweep.record_host_dispatch); any plan tuned on
+    another device (plan_device_notes)."""
     dev = devices.of_run(run)
+    notes = [f"  note: {n}" for n in plan_device_notes(run)]
     if not dev.is_cpu:
-        return []
-    lines = [f"  device: {dev.key}: {CPU_TIMES}"]
+        return notes
+    lines = [f"  device: {dev.key}: {CPU_TIMES}"] + notes
     if results is not None and len(results) and "dispatch_us" in results:
         for cand, g in results.groupby("candidate", sort=False):
             us = [float(v) for v in g["dispatch_us"] if isinstance(v, (int, float)) and math.isfinite(v)]

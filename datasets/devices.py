@@ -149,6 +149,18 @@ def lookup(name: str | None, table: tuple[Device, ...] | None = None) -> Device:
     return Device(text or UNKNOWN, text or "an unnamed device", GPU, (text,) if text else (), in_table=False)
 
 
+# The contest write-up's published times and probes (datasets/official_036.csv, datasets/seed_probes.csv) are an
+# H200's: the device of the published source.
+WRITEUP_DEVICE = "NVIDIA H200"
+
+
+def device_of(run: dict | None) -> str | None:
+    """The driver-reported name a run file's environment records (None where it records none)."""
+    env = run.get("environment") if isinstance(run, dict) else None
+    name = env.get("gpu") if isinstance(env, dict) else None
+    return str(name) if name else None
+
+
 def of_run(run: dict, table: tuple[Device, ...] | None = None) -> Device:
     """The device a run file's environment names (environment.gpu)."""
     env = run.get("environment") if isinstance(run, dict) else None

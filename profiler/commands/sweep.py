@@ -151,21 +151,37 @@ def live_candidates(shape: dict, candidates: list[dict], refused: dict, incident
     return live, skipped
 
 
-def record_host_dispatch(run: dict, spec_of: dict, workload, calls: int = 400) -> None:
+def plan_candidates(spec_of: dict, workload) -> dict:
+    """{name: PlanCandidate} for the specs that are plans (a plan name or .json path: data, never a candidate's
+    code -- a module, `file.py:Name` or `method:` spec is left alone and never imported here)."""
+    from kernels.candidate import METHOD_PREFIX, PlanCandidate
+    from kernels.plans import load_plan
+
+    out = {}
+    for name, spec in spec_of.items():
+        text = str(spec)
+        if name is None or text.startswith(METHOD_PREFIX) or text.endswith(".py") or ".py:" in text:
+            continue
+        try:
+            out[name] = PlanCandidate(load_plan(text, workload))
+        except Exception:   # a plan that did not load failed at load already, with its reason
+            continue
+    return out
+
+
+def record_plan_devices(run: dict, plans: dict) -> None:
+    """environment.plans_tuned_on: {plan: the GPU it records it was tuned on}, for every plan candidate that records
+    one -- the pages and summaries say so where that is not the run's device (dashboard.summary.plan_device_notes)."""
+    tuned = {name: cand.plan.gpu for name, cand in plans.items() if cand.plan.gpu}
+    if tuned:
+        run["environment"]["plans_tuned_on"] = tuned
+
+
+def record_host_dispatch(run: dict, plans: dict, calls: int = 400) -> None:
     """On a CPU device every timed call is an eager Python call, so a plan pays its routing (entry lookup and shape
     check, kernels.candidate.PlanCandidate.route) inside each time, where a module calling the same product does
     not. Each plan candidate's result gets `dispatch_us`: that routing timed apart, here, without a launch -- what
     the tables show beside its time. Other candidates get none (their whole call is their own)."""
-    from kernels.candidate import PlanCandidate, load_candidate
-
-    plans: dict = {}
-    for name, spec in spec_of.items():
-        try:
-            cand = load_candidate(spec, workload=workload)
-        except Exception:   # a spec that did not load has no results to annotate
-            continue
-        if isinstance(cand, PlanCandidate):
-            plans[name] = cand
     cache: dict = {}
     for r in run.get("results", []):
         cand = plans.get(r.get("candidate"))
@@ -272,8 +288,10 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
                 log(f"canary ({canary['compared']} shapes timed before any candidate was loaded, {canary['seconds']:.1f} s): "
                     f"{canary['verdict']}" + (f" -- {shown}" if shown else ""))
         env = run["environment"]
+        plans = plan_candidates(dict(zip(names, specs)), workload)
+        record_plan_devices(run, plans)
         if env.get("device") == "cpu":
-            record_host_dispatch(run, dict(zip(names, specs)), workload)
+            record_host_dispatch(run, plans)
         env["sweep_seconds"] = round(time.perf_counter() - t_shapes, 2)
         wall_time(run)
         if run["telemetry"]:
