@@ -7,7 +7,6 @@
     limits(device, props=None) -> Limits  the kernels' resource limits: read from the device's properties where a
                                         process has them (torch.cuda.get_device_properties), else the table's
     fact_text(fact, unit, fmt)          a fact as a page shows it: the number with its source, or why it is unknown
-    file_slug(name)                     the device's part of a run-file name ("NVIDIA H100 PCIe" -> "nvidia-h100-pcie")
 
 Adding a device is one entry in DEVICES (tests/datasets/test_devices.py adds a fake one and renders a run of it).
 Measured numbers (read bandwidth, the compute ceiling, clocks) are never here: each run measures its own with its
@@ -15,7 +14,6 @@ probes. What is here is published (a datasheet or the CUDA C Programming Guide) 
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 GPU, CPU = "gpu", "cpu"
@@ -208,8 +206,3 @@ def fact_text(fact: Fact, unit: str = "", fmt: str = "{:g}", why: str = "not pub
     if not fact.known:
         return f"{UNKNOWN}: {why}"
     return f"{fmt.format(fact.value)}{f' {unit}' if unit else ''} ({fact.source})"
-
-
-def file_slug(name: str | None) -> str:
-    """The device's part of a run-file name: the driver name lower-cased, other characters runs of '-'."""
-    return re.sub(r"[^a-z0-9]+", "-", str(name or UNKNOWN).lower()).strip("-") or UNKNOWN
