@@ -11,6 +11,9 @@ only reads it, so every layer from kernels up can ask it.
                                         and how to make some. Never another device's band.
     verdict(ci_low, ci_high, band) -> FAST | SLOW | SAME | AMBIGUOUS | NO SAMPLES | NO VERDICT
     band_from_deviations(devs, level) -> fraction   the derivation's rule on a list of identical-route deviations
+    band_from_repeats(devs, level) -> fraction      a bound from a FEW repeats (the canary's own): the level's
+                                        quantile of the deviations' spread, at the spread's 95 % upper confidence
+                                        bound, so fewer repeats give a wider band, never a narrower one
     within(a, b, band) -> bool          a is no more than the band slower than b
 
 Verdicts, in nvbench's style, for a ratio interval [lo, hi] and a band ±b: FAST when lo > 1 + b, SLOW when
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from functools import lru_cache
 from pathlib import Path
 
@@ -166,6 +170,30 @@ def band_from_deviations(devs, level: str) -> float | None:
     lo, hi = math.floor(q), math.ceil(q)
     value = vals[lo] + (vals[hi] - vals[lo]) * (q - lo)   # pandas' linear quantile, without pandas
     return ceil_band(value)
+
+
+CONFIDENCE = 0.95       # the confidence of every interval in projlab (the bootstrap CIs) and of a repeat's bound
+
+
+def _chi2_lower(dof: int, p: float) -> float:
+    """The p-quantile of a chi-square with `dof` degrees of freedom (Wilson-Hilferty; numpy/scipy-free)."""
+    z = NormalDist().inv_cdf(p)
+    return max(1e-9, dof * (1 - 2 / (9 * dof) + z * math.sqrt(2 / (9 * dof))) ** 3)
+
+
+def band_from_repeats(devs, level: str) -> float | None:
+    """A band from a few identical-route deviations d = max(a, b) / min(a, b) - 1 (two clean timings of one shape):
+    ln(1 + d) taken as |N(0, s^2)|, s bounded above at CONFIDENCE from the n deviations (chi-square), and the
+    level's QUANTILE of |N(0, s_upper^2)| as the band. None for fewer than MIN_PAIRS deviations. The derivation's
+    rule (band_from_deviations: the largest of thousands) would take the largest of a handful here and call that
+    the tail."""
+    logs = [math.log1p(float(d)) for d in devs if _finite(d) and float(d) >= 0]
+    if len(logs) < MIN_PAIRS:
+        return None
+    n = len(logs)
+    s_upper = math.sqrt(sum(x * x for x in logs) / _chi2_lower(n, 1 - CONFIDENCE))
+    z = NormalDist().inv_cdf(0.5 + QUANTILE[level] / 2)
+    return ceil_band(math.expm1(z * s_upper))
 
 
 # ---- the bands in use ----------------------------------------------------------------------------------------

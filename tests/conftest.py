@@ -52,6 +52,7 @@ SLOW = {
     "test_browser.py": "browser",
     # worker processes, dask clusters, subprocesses of python -m profiler (each imports torch)
     "test_cluster.py": "dask LocalCluster",
+    "test_cpu_device.py": "a real CPU sweep through python -m profiler (probes, canary and its repeat, 4 shapes)",
     "test_worker.py": "worker processes",
     "test_explain_worker.py": "worker processes",
     "test_tune_worker.py": "worker processes",

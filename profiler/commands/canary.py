@@ -15,9 +15,13 @@ When: on every sweep with a baseline, FIRST, at every shape of the run (`--canar
 disturbance at any family and M is compared, so it is found wherever it exceeds the band; `--canary sample`: per
 family the smallest and the largest M only; `--canary off`: none), in the sweep's first worker process before it
 loads any other candidate (a fresh process when the current one has loaded one); that process then goes on to the
-sweep. Then the sample shapes REPEATS times more, in the same clean worker: the device's own repeat evidence
-(device_band). Its cost is the baseline's timing alone at every shape plus the repeats, and no worker start (the
-canary record's `seconds` says what it cost); it prints its progress shape by shape.
+sweep. On a device without committed repeat evidence, after the sweep the baseline is timed once more in a fresh worker
+that loads the baseline alone at the canary's shapes (repeat_canary): two clean timings as far apart in time as the
+sweep itself, the
+device's own repeat evidence (device_band; clean timings moments apart in one process agreed within 2 % on a
+2-core CPU where the sweep's baseline later read 2-7 % slower, so they would not bound the band). Its cost is the
+baseline's timing alone at every shape, with no worker start, plus there the repeat and one worker start (the
+record's `seconds` and `repeat_seconds` say what they cost); it prints its progress shape by shape.
 
 Rule: at each shape both sides have a median and a 95% CI; the shape is disturbed when the paired median differs
 from the canary's by more than the band (either way: a faster baseline is as suspect as a slower one) AND the two
@@ -25,9 +29,8 @@ CIs do not overlap. Any disturbed shape makes the verdict "baseline disturbed": 
 
 The band is the noise model's (datasets.noise_model), never a typed number: on a device with committed repeat
 evidence, its cross-run band per shape (the clean and the paired baseline are two processes, as two sweeps are);
-elsewhere the band the derivation's rule (noise_model.band_from_deviations) gives on this run's clean repeats, every
-pair of timings of one shape; too few of them to bound a band (fewer than noise_model.MIN_PAIRS): "not compared",
-said so. The slowdowns the canary exists for were 1.5-13.7x (a candidate's CUBLAS_WORKSPACE_CONFIG=:0:0 at import)
+elsewhere the bound noise_model.band_from_repeats gives on this run's clean repeats (a few pairs: the wider the
+fewer); too few of them to bound a band (fewer than noise_model.MIN_PAIRS): "not compared", said so. The slowdowns the canary exists for were 1.5-13.7x (a candidate's CUBLAS_WORKSPACE_CONFIG=:0:0 at import)
 and 2x (a candidate that scaled the shared weights, before each prepare() got its own copy).
 """
 from __future__ import annotations
@@ -44,7 +47,6 @@ from datasets.shapes import shape_key_of
 from profiler.backends.base import Task
 from profiler.backends.isolate import LOAD, loaded_names, measure_shape_isolated
 
-REPEATS = 2                      # timings of each sample shape after the first: 3 per shape, 3 pairs per shape
 OK, DISTURBED, NOT_COMPARED = "ok", "baseline disturbed", "not compared"
 
 
@@ -83,7 +85,7 @@ def _overlap(a: dict, b: dict) -> bool:
 
 
 def _deviations(first: Iterable[dict], repeat: Iterable[dict], baseline: str) -> list[float]:
-    """max(a, b) / min(a, b) - 1 for every pair of clean timings of one shape (its first and its repeats)."""
+    """max(a, b) / min(a, b) - 1 for every pair of clean timings of one shape: before the sweep and after it."""
     by_key: dict[str, list[float]] = {}
     for r in [*first, *repeat]:
         if r.get("candidate") == baseline and r.get("median_us"):
@@ -94,21 +96,22 @@ def _deviations(first: Iterable[dict], repeat: Iterable[dict], baseline: str) ->
 def device_band(first: Iterable[dict], repeat: Iterable[dict], baseline: str,
                 device: str | None = None) -> tuple[float | None, dict]:
     """The band on `device` (its driver-reported name): its committed cross-run band at shape level where the
-    noise model has evidence for it, else the derivation's rule on this run's clean repeats (every pair of timings
-    of one shape: the first and the REPEATS more); None where neither bounds one.
+    noise model has evidence for it, else the derivation's rule on this run's clean repeats (every pair of clean
+    timings of one shape: before the sweep, and after it in a fresh worker); None where neither bounds one.
     -> (band, {"source", "repeat_pairs", "repeat_largest"})"""
     devs = _deviations(first, repeat, baseline)
     largest = round(max(devs), 4) if devs else None
     if device and noise_model.has_evidence(device):
         b = noise_model.band(noise_model.ACROSS, noise_model.SHAPE, device)
         return b.frac, {"source": b.text(), "repeat_pairs": len(devs), "repeat_largest": largest}
-    frac = noise_model.band_from_deviations(devs, noise_model.SHAPE)
+    frac = noise_model.band_from_repeats(devs, noise_model.SHAPE)
     if frac is None:
         why = (f"no verdict: {len(devs)} clean repeat pairs on {device or 'this device'} (fewer than "
                f"{noise_model.MIN_PAIRS}) cannot bound a band, and it has no committed repeat evidence")
         return None, {"source": why, "repeat_pairs": len(devs), "repeat_largest": largest}
-    return frac, {"source": f"{noise_model.OWN}: {len(devs)} clean repeat pairs on {device or 'this device'}, "
-                            f"quantile {noise_model.QUANTILE[noise_model.SHAPE]:g} of their deviations",
+    return frac, {"source": f"{noise_model.OWN}: {len(devs)} clean repeat pairs on {device or 'this device'} "
+                            f"(noise_model.band_from_repeats: quantile {noise_model.QUANTILE[noise_model.SHAPE]:g} "
+                            f"at the spread's {noise_model.CONFIDENCE:.0%} upper bound)",
                   "repeat_pairs": len(devs), "repeat_largest": largest}
 
 
@@ -159,20 +162,15 @@ def _canary_task(pool, shapes: list[dict], baseline_spec: str, task_base: dict, 
         return {"results": [], "failures": [], "worker": worker, "name": name, "lost": refused[baseline_spec]}
     record = pool.records[worker]
     record["started_for"] = f"{record['started_for']}; canary (the baseline alone, before any candidate)"
-    results, failures, repeat = [], [], []
+    results, failures = [], []
     baseline = {"spec": baseline_spec, "name": name}
-    again = canary_shapes(shapes, "sample") * REPEATS     # the device's repeat evidence (device_band)
     say = getattr(pool, "log", None) or (lambda line: None)
-    for i, shape in enumerate([*shapes, *again], 1):
+    for i, shape in enumerate(shapes, 1):
         merged = measure_shape_isolated(pool, shape, [baseline], task_base | {"floor": None}, settings, {}, pool.log)
-        if i <= len(shapes):
-            results += merged["results"]
-            failures += merged["failures"]
-        else:
-            repeat += merged["results"]
-        say(f"canary: {i}/{len(shapes) + len(again)} (the baseline alone: {len(shapes)} shapes, then "
-            f"{len(again)} clean repeats for the band)")
-    return {"results": results, "failures": failures, "worker": worker, "name": name, "repeat": repeat}
+        results += merged["results"]
+        failures += merged["failures"]
+        say(f"canary: {i}/{len(shapes)} shapes (the baseline alone, in a worker that loaded no candidate)")
+    return {"results": results, "failures": failures, "worker": worker, "name": name}
 
 
 def _canary_lost(args: tuple, why: str) -> dict:
@@ -195,18 +193,33 @@ def time_canary(backend, shapes: Sequence[dict], baseline_spec: str, task_base: 
     return res | {"seconds": round(time.perf_counter() - t0, 2)}
 
 
-def record_canary(life, res: dict | None, baseline: str, settings) -> dict | None:
-    """The canary's verdict on the paired baseline `baseline` (its name in life.run) from time_canary's result:
-    stored in life.run["canary"], the paired baseline's results flagged where disturbed, flushed."""
+def needs_repeat(device: str | None) -> bool:
+    """Whether the canary's band needs this run's own clean repeat: the device has no committed repeat evidence."""
+    return not noise_model.has_evidence(device)
+
+
+def repeat_canary(backend, shapes: Sequence[dict], baseline_spec: str, task_base: dict, settings) -> dict | None:
+    """After the sweep: the baseline alone again at the shapes the canary timed, in a fresh worker (the sweep's has
+    loaded candidates) -> time_canary's result. Every shape: the more pairs, the tighter the bound."""
+    return time_canary(backend, canary_shapes(shapes, settings.canary), baseline_spec, task_base,
+                       replace(settings, canary="all"))
+
+
+def record_canary(life, res: dict | None, baseline: str, settings, repeat: dict | None = None) -> dict | None:
+    """The canary's verdict on the paired baseline `baseline` (its name in life.run) from time_canary's result and
+    (a device without committed evidence) repeat_canary's: stored in life.run["canary"], the paired baseline's
+    results flagged where disturbed, flushed."""
     if res is None:
         return None
     device = (life.run.get("environment") or {}).get("gpu")
-    band, evidence = device_band(res["results"], res.get("repeat", []), baseline, device)
+    band, evidence = device_band(res["results"], (repeat or {}).get("results", []), baseline, device)
     record = verdict(res["results"], life.run["results"], baseline, band=band)
     record |= {"sample": settings.canary, "band_evidence": evidence, "worker": res.get("worker"), "seconds": res.get("seconds"),
                "canary_us": {shape_key_of(r): {k: r.get(k) for k in ("median_us", "ci_low_us", "ci_high_us")}
                              for r in res["results"]},
                "not_timed": [f"{shape_key_of(f)}: {'; '.join(f['reasons'])[:200]}" for f in res["failures"]]}
+    if repeat is not None:
+        record["repeat_seconds"], record["repeat_worker"] = repeat.get("seconds"), repeat.get("worker")
     if res.get("lost"):
         record["lost"] = res["lost"]
     mark_disturbed(life.run["results"], record)
