@@ -200,9 +200,14 @@ def needs_repeat(device: str | None) -> bool:
 
 def repeat_canary(backend, shapes: Sequence[dict], baseline_spec: str, task_base: dict, settings) -> dict | None:
     """After the sweep: the baseline alone again at the shapes the canary timed, in a fresh worker (the sweep's has
-    loaded candidates) -> time_canary's result. Every shape: the more pairs, the tighter the bound."""
-    return time_canary(backend, canary_shapes(shapes, settings.canary), baseline_spec, task_base,
-                       replace(settings, canary="all"))
+    loaded candidates) -> time_canary's result. Every shape (the more pairs, the tighter the bound), and each as
+    many times as it takes to make noise_model.MIN_PAIRS pairs with the first timings (a canary of one or two
+    shapes: two or three passes)."""
+    picked = canary_shapes(shapes, settings.canary)
+    passes = 1
+    while picked and len(picked) * (passes + 1) * passes // 2 < noise_model.MIN_PAIRS:
+        passes += 1
+    return time_canary(backend, picked * passes, baseline_spec, task_base, replace(settings, canary="all"))
 
 
 def record_canary(life, res: dict | None, baseline: str, settings, repeat: dict | None = None) -> dict | None:
