@@ -35,7 +35,7 @@ def _environment(v) -> None:
                             help=f"**SM clock while measuring**: {glossary.short('clock')}\n\n"
                                  f"**Results with flags**: {glossary.short('flags')}")
         (st.warning if clock["throttle_reasons"] else st.caption)(views.clock_text(clock))
-        for line in summary.device_lines(v.run):   # a CPU's times, a plan tuned on another device
+        for line in summary.device_lines(v.run, v.data.results):   # a CPU's times, a plan from elsewhere
             st.caption(line.strip())
         telemetry = pd.DataFrame(v.run.get("telemetry", []))
         if len(telemetry) > 1:   # the chart is built when asked for (LAZY)

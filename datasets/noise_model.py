@@ -111,7 +111,9 @@ def fixed(frac: float) -> Band:
 
 
 def _frac(band) -> float | None:
-    return band.frac if isinstance(band, Band) else (None if band is None else float(band))
+    """The band's fraction; None for no band (a Band without one, None, or NaN: a table's missing band)."""
+    frac = band.frac if isinstance(band, Band) else band
+    return float(frac) if _finite(frac) else None
 
 
 def verdict(ci_low: float, ci_high: float, band) -> str:

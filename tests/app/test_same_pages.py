@@ -22,7 +22,22 @@ BEFORE = json.loads(gzip.decompress(PAGE_TEXT.FIXTURE.read_bytes()))
 
 # Text changed on purpose since the capture, until it is taken again: (case, or "*" for every case; what it said;
 # what it says).
-INTENDED: list[tuple[str, str, str]] = []
+INTENDED: list[tuple[str, str, str]] = [
+    # the glossary says where a measurement comes from on any device, and the verdict a device without evidence gets
+    ("*", "timed on an H200 by `python -m profiler`",
+     "timed on a device (the committed runs: an H200; a CPU or another GPU is named in its run) by "
+     "`python -m profiler`"),
+    ("*", "SAME ROUTE · NO SAMPLES", "SAME ROUTE · NO SAMPLES · NO VERDICT"),
+    ("*", "so no CI and no verdict.", "so no CI and no verdict. **NO VERDICT**: no repeat evidence on the run's "
+     "device (a band comes only from the same kind of device: its committed repeats, or the run's own repeat such "
+     "as `baseline#2`)."),
+    ("*", "(`dashboard/noise.py`) gives every verdict", "(`datasets/noise_model.py`, derived by `dashboard/noise.py`) "
+     "gives every verdict"),
+    # the Run page names --device cpu for a machine without a GPU
+    ("run|", "Other useful forms: `--shapes", "Other useful forms: `--device cpu` (no GPU: checks a candidate and "
+     "times it on this machine's CPU, its own floors and verdicts; a CPU time ranks candidates here, it says nothing "
+     "about a GPU's), `--shapes"),
+]
 
 
 def _intended(case: str, text: list[str]) -> list[str]:
