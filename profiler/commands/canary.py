@@ -48,6 +48,7 @@ from profiler.backends.base import Task
 from profiler.backends.isolate import LOAD, loaded_names, measure_shape_isolated
 
 OK, DISTURBED, NOT_COMPARED = "ok", "baseline disturbed", "not compared"
+REPEAT = "canary_repeat"   # the task's mark: the canary's repeat after the sweep (its worker record says so)
 
 
 def canary_shapes(shapes: Sequence[dict], sample: str = "sample") -> list[dict]:
@@ -161,12 +162,15 @@ def _canary_task(pool, shapes: list[dict], baseline_spec: str, task_base: dict, 
     if baseline_spec in refused:
         return {"results": [], "failures": [], "worker": worker, "name": name, "lost": refused[baseline_spec]}
     record = pool.records[worker]
-    record["started_for"] = f"{record['started_for']}; canary (the baseline alone, before any candidate)"
+    record["started_for"] = (f"{record['started_for']}; "
+                             + ("canary repeat (the baseline alone, after the sweep)" if task_base.get(REPEAT)
+                                else "canary (the baseline alone, before any candidate)"))
     results, failures = [], []
     baseline = {"spec": baseline_spec, "name": name}
     say = getattr(pool, "log", None) or (lambda line: None)
     for i, shape in enumerate(shapes, 1):
-        merged = measure_shape_isolated(pool, shape, [baseline], task_base | {"floor": None}, settings, {}, pool.log)
+        merged = measure_shape_isolated(pool, shape, [baseline], {k: v for k, v in task_base.items() if k != REPEAT}
+                                        | {"floor": None}, settings, {}, pool.log)
         results += merged["results"]
         failures += merged["failures"]
         say(f"canary: {i}/{len(shapes)} shapes (the baseline alone, in a worker that loaded no candidate)")
@@ -207,7 +211,8 @@ def repeat_canary(backend, shapes: Sequence[dict], baseline_spec: str, task_base
     passes = 1
     while picked and len(picked) * (passes + 1) * passes // 2 < noise_model.MIN_PAIRS:
         passes += 1
-    return time_canary(backend, picked * passes, baseline_spec, task_base, replace(settings, canary="all"))
+    return time_canary(backend, picked * passes, baseline_spec, task_base | {REPEAT: True},
+                       replace(settings, canary="all"))
 
 
 def record_canary(life, res: dict | None, baseline: str, settings, repeat: dict | None = None) -> dict | None:

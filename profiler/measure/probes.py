@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from datasets.runfile import MIN_US_PER_CALL
 from profiler.measure.stats import bootstrap_ci
 
 # (name, kind, BLOCK elements of fp32, num_warps)
@@ -127,7 +128,8 @@ def cpu_read_sizes(l2_bytes: int, llc_bytes: int, memory_bytes: int | None = Non
 
 def cpu_floors(read: list[dict], shape_bytes: dict[str, int]) -> list[dict]:
     """One derived read record per shape: its bytes ÷ the fastest read rate of `read` (bytes per us), marked
-    derived (never measured at that size)."""
+    derived (never measured at that size). A floor under the run file's resolution of a time
+    (datasets.runfile.MIN_US_PER_CALL, 10 ns) is not kept: the probe curve's scaled value stands for it there."""
     rates = [(r["bytes"] / r["us"], r) for r in read if r.get("us") and r["us"] > 0]
     if not rates:
         return []
@@ -135,6 +137,8 @@ def cpu_floors(read: list[dict], shape_bytes: dict[str, int]) -> list[dict]:
     out = []
     for label, nbytes in shape_bytes.items():
         us = int(nbytes) / rate
+        if us < MIN_US_PER_CALL:
+            continue
         out.append({"bytes": int(nbytes), "us": us, "tbps": rate / 1e6, "design": DERIVED_DESIGN, "kind": "read",
                     "for_shape": label, "derived": True,
                     "derived_from": {"bytes": int(best["bytes"]), "us": float(best["us"]),
