@@ -105,6 +105,14 @@ class Band:
         return f"{KIND_WORDS[self.kind]} ±{self.frac:.1%}, from {evidence}{where}{gpu}".replace("%", " %")
 
 
+def band_words(frac: float | None) -> str:
+    """A band as a reader takes it in: '±4.7 %' up to ±100 %, else 'a factor of 12' (a timing that can read 12x
+    another of the same call, no slowdown below that is seen); 'no band' without one."""
+    if frac is None or not _finite(frac):
+        return "no band"
+    return f"±{frac:.1%}".replace("%", " %") if frac <= 1 else f"a factor of {1 + frac:.3g}"
+
+
 def fixed(frac: float) -> Band:
     """A band the caller chose (tests, an explicit override): labelled as given."""
     return Band(float(frac), WITHIN, POOLED, given=True)
