@@ -94,6 +94,10 @@ def test_the_tuner_the_canary_and_the_wide_interval_flag_ask_the_noise_model(mon
     assert not stats.ci_too_wide(10.0, 8.0, 12.0, "NVIDIA H200")      # half-width 20 % < 25 %
     assert stats.ci_too_wide(10.0, 7.0, 13.0, "NVIDIA H200")
     assert not stats.ci_too_wide(10.0, 1.0, 19.0, "CPU: Some CPU")     # no band to be wide against
+    # the pages, reports and `compare` read the same lookup (dashboard.noise re-exports it)
+    from dashboard import compare, noise
+    assert noise.band is nm.band and noise.verdict is nm.verdict
+    assert compare._Bands(nm.WITHIN, "NVIDIA H200", None)(nm.LOAD, "M 1").frac == 0.25
 
 
 @pytest.mark.parametrize("gpu", ["CPU: Some CPU", "NVIDIA B200"])
@@ -103,5 +107,9 @@ def test_the_canary_on_a_device_without_evidence_uses_its_own_clean_repeats(gpu)
     first = [{"load": "l", "family": f, "M": 1, "candidate": "b", "median_us": 10.0} for f in "abc"]
     again = [dict(r, median_us=10.5) for r in first] + [dict(r, median_us=9.8) for r in first]
     band, ev = canary.device_band(first, again, "b", gpu)
-    assert band == nm.band_from_deviations([0.05] * 3 + [10 / 9.8 - 1] * 3 + [10.5 / 9.8 - 1] * 3, nm.SHAPE)
+    devs = [0.05] * 3 + [10 / 9.8 - 1] * 3 + [10.5 / 9.8 - 1] * 3
+    assert band == nm.band_from_repeats(devs, nm.SHAPE) and band > max(devs)   # a bound, wider than any seen
+    # more repeats of the same spread give a narrower bound, never a wider one; too few give none
+    assert nm.band_from_repeats(devs * 4, nm.SHAPE) < band and nm.band_from_repeats(devs[:3], nm.SHAPE) is None
+    assert nm.band_words(band).startswith("±") and nm.band_words(30.0) == "a factor of 31"
     assert ev["repeat_pairs"] == 9 and gpu in ev["source"]
