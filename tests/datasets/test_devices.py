@@ -43,13 +43,13 @@ def test_a_device_not_in_the_table_has_unknown_facts_never_another_devices(name,
 
 
 def test_limits_are_read_from_the_device_where_it_reports_them():
-    class Props:   # what torch.cuda.get_device_properties reports (an H100 PCIe with its own numbers)
-        name, multi_processor_count, shared_memory_per_block_optin = "NVIDIA H100 PCIe", 114, 232448
-        shared_memory_per_multiprocessor, regs_per_multiprocessor = 233472, 65536
+    class Props:   # what torch.cuda.get_device_properties reports (an H100 PCIe with made-up limits of its own)
+        name, multi_processor_count, shared_memory_per_block_optin = "NVIDIA H100 PCIe", 113, 101 * 1000
+        shared_memory_per_multiprocessor, regs_per_multiprocessor = 102 * 1000, 65536
 
     lim = devices.limits(devices.lookup(Props.name), Props())
-    assert lim.sm_count.value == 114 and "reported by the device" in lim.sm_count.source
-    assert lim.smem_per_block_bytes.value == 232448 and "reported by the device" in lim.smem_per_block_bytes.source
+    assert lim.sm_count.value == 113 and "reported by the device" in lim.sm_count.source
+    assert lim.smem_per_block_bytes.value == 101000 and "reported by the device" in lim.smem_per_block_bytes.source
     # a property the device does not report: the table's (its compute capability's), said so
     lim = devices.limits(devices.lookup("NVIDIA B200"), type("P", (), {"multi_processor_count": 148})())
     assert lim.sm_count.value == 148 and "Programming Guide" in lim.smem_per_sm_bytes.source
