@@ -73,6 +73,8 @@ class PlanCandidate(Candidate):
 
     def run(self, state, family: str, x):
         method, st = self.route(state, family, int(x.shape[0]))
+        if st is None:   # an entry prepare() did not prepare (another N): as a missing key always did
+            raise KeyError(f"{self.name}: {method.name} was not prepared for this weight (N={state['N']})")
         return method.run(st, x)
 
     def route(self, state, family: str, M: int):
