@@ -44,6 +44,7 @@ difference is drift, never a speedup.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import numpy as np
