@@ -113,3 +113,23 @@ def test_the_canary_on_a_device_without_evidence_uses_its_own_clean_repeats(gpu)
     assert nm.band_from_repeats(devs * 4, nm.SHAPE) < band and nm.band_from_repeats(devs[:3], nm.SHAPE) is None
     assert nm.band_words(band).startswith("±") and nm.band_words(30.0) == "a factor of 31"
     assert ev["repeat_pairs"] == 9 and gpu in ev["source"]
+
+
+def test_a_run_with_its_own_repeat_gets_verdicts_from_it_on_a_device_without_evidence(tmp_path):
+    """A repeatability run (baseline and baseline#2) moved to a device without committed evidence: its comparisons
+    read against its own repeat where that has enough pairs (per load), NO VERDICT where it has not (overall: one
+    pair), and never the H200's band."""
+    from dashboard import compare, runs
+    from datasets.jsonfile import read_json
+
+    src = ROOT / "datasets" / "runs" / "2026-11-30_nvidia-h200_baseline-vs-baseline-a.json"
+    run = read_json(src)
+    run["environment"]["gpu"] = "CPU: Some CPU"
+    path = tmp_path / "2026-11-30_cpu-some-cpu_baseline-vs-baseline-a.json"
+    path.write_text(json.dumps(run))
+    data = runs.load_run_data(path)
+    cmp = compare.compare_runs(data, "baseline", data, "baseline#2", n_boot=50)
+    assert not cmp.loads["band_source"].str.contains("H200").any()
+    assert cmp.loads["band_source"].str.contains("this run's own repeat").all()
+    assert set(cmp.loads["verdict"]) <= {nm.SAME, nm.AMBIGUOUS, nm.SAME_ROUTE}
+    assert cmp.overall.iloc[0]["verdict"] == nm.NO_VERDICT
