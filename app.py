@@ -8,7 +8,7 @@ import streamlit as st
 from dashboard import figures  # noqa: F401  plotly, which nearly every page draws with
 from ui import view  # noqa: F401  pandas, dashboard/ and the loaders, which nearly every page imports
 
-st.set_page_config(page_title="projlab — H200 projection roofline lab", page_icon=":material/speed:", layout="wide")
+st.set_page_config(page_title="projlab — projection roofline lab", page_icon=":material/speed:", layout="wide")
 
 
 def _page(file: str, title: str, icon: str, default: bool = False) -> st.Page:

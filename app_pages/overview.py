@@ -4,7 +4,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard import compare, figures, glossary, kernels, peers, planner, scoring, views, workloads
+from dashboard import compare, figures, glossary, kernels, peers, planner, scoring, summary, views, workloads
 from ui import loaders, targets, terms, uploads, view, widgets
 
 
@@ -26,12 +26,17 @@ def _environment(v) -> None:
         note = ("Results with flags: " + ", ".join(f"{n} {widgets.md_text(name)}" for name, n in counts.items())
                 + ". A flag is a note on a timed result (below_floor and incorrect ones are never scored); the "
                 "glossary's *flags* says what each means." if flagged else "No result carries a flag.")
-        widgets.show_figures({"GPU": env.get("gpu", "?"), "SM clock while measuring": views.mhz_range(clock),
-                             "Replay overhead": f"{env.get('replay_overhead_us', float('nan')):.2f} µs",
+        overhead = env.get("replay_overhead_us")
+        widgets.show_figures({("Device" if clock["cpu"] else "GPU"): env.get("gpu") or "not recorded",
+                              "SM clock while measuring": views.mhz_range(clock),
+                             "Replay overhead": f"{overhead:.2f} µs" if isinstance(overhead, (int, float))
+                             else "not recorded",
                              "Results with flags": f"{flagged} / {len(v.data.results)}"}, note=note,
                             help=f"**SM clock while measuring**: {glossary.short('clock')}\n\n"
                                  f"**Results with flags**: {glossary.short('flags')}")
         (st.warning if clock["throttle_reasons"] else st.caption)(widgets.md_text(views.clock_text(clock)))
+        for line in summary.device_lines(v.run, v.data.results):   # a CPU's times, a plan from elsewhere
+            st.caption(widgets.md_text(line.strip()))
         telemetry = pd.DataFrame(v.run.get("telemetry", []))
         if len(telemetry) > 1:   # the chart is built when asked for (LAZY)
             clock_chart = st.expander("SM clock, power and temperature during the run (measured)",

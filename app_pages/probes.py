@@ -3,10 +3,12 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import figures
+from datasets import devices
 from ui import loaders, terms, view, widgets
 
-st.title("Probes — HBM read curve")
 v = view.pick(probes_only_ok=True)
+memory = "memory" if v.kind == "run" and devices.of_run(v.run).is_cpu else "HBM"
+st.title(f"Probes — {memory} read curve")
 view.caption_source(v, "Probe times are measured (run probes) or published (the write-up's four); TB/s = bytes ÷ "
                          "time (derived).")
 terms.link("floor", "provenance")
@@ -20,13 +22,14 @@ if v.kind != "run":
     st.info("The published table has no probe curve of its own; showing the write-up's four probes "
             "(**published**). Pick a run in the sidebar to see its **measured** curve.")
 elif probes.empty:
-    st.warning(f"{widgets.md_text(v.label)} holds no probes (run `python -m profiler probe` on the GPU host).")
+    st.warning(f"{widgets.md_text(v.label)} holds no probes (run `python -m profiler probe` on the device).")
 show_seed = st.toggle("Overlay the write-up's four probes (published)", value=True)
 parts = (["measured (run probes)"] if len(probes) else []) + (["published (write-up probes)"] if show_seed else [])
 st.plotly_chart(figures.probe_curve(probes if len(probes) else None, seed if show_seed else None,
-                                    " vs ".join(parts) or "nothing selected"), width="stretch", theme=None)
+                                    " vs ".join(parts) or "nothing selected", memory), width="stretch", theme=None)
 if len(probes):
-    st.subheader("Run probes (measured)")
+    st.subheader("Run probes (measured)" if "derived" not in probes else
+                 "Run probes (measured; the per-shape floors derived from the fastest rate)")
     cols = [c for c in ("bytes", "us", "tbps", "design", "kind", "for_shape") if c in probes]
     st.dataframe(probes[cols], hide_index=True, width="stretch", column_config={
         "bytes": st.column_config.NumberColumn("bytes", format="%d"),

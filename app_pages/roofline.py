@@ -2,6 +2,7 @@
 import streamlit as st
 
 from dashboard import figures, runs, views
+from datasets import devices
 from ui import terms, view, widgets
 
 st.title("Roofline")
@@ -22,7 +23,9 @@ cands = st.multiselect("Candidates", v.data.candidates(), default=[v.baseline, v
                        key=f"roof_cands|{v.label}")
 pts = views.roofline_points(table, cands)
 colors = figures.series_colors(v.data.candidates(), v.baseline)
-st.plotly_chart(figures.roofline(pts, tbps, peak, src, colors=colors, hollow=(v.baseline,)), width="stretch", theme=None)
+device = devices.device_of(v.run) if v.kind == "run" else devices.WRITEUP_DEVICE
+st.plotly_chart(figures.roofline(pts, tbps, peak, src, colors=colors, hollow=(v.baseline,), device=device),
+                width="stretch", theme=None)
 times = ("times measured; floors derived from the run's probes" if v.kind == "run"
          else f"times {v.source}; floors derived from the write-up's probes and its quoted 989 TFLOP/s")
 st.plotly_chart(figures.time_vs_floor(pts, times, colors), width="stretch", theme=None)

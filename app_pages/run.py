@@ -34,7 +34,9 @@ if not ok:
                 "(an H200 for numbers comparable with the committed runs), then copy the new file from "
                 "`datasets/runs/` here — it appears in the sidebar automatically:")
     st.code(CLI, language="bash")
-    st.markdown("Other useful forms: `--shapes nearby|all|qkv_gate:1,64|M=3,17`, `--workload NAME|FILE` (another "
+    st.markdown("Other useful forms: `--device cpu` (no GPU: checks a candidate and times it on this machine's "
+                "CPU, its own floors and verdicts; a CPU time ranks candidates here, it says nothing about a GPU's), "
+                "`--shapes nearby|all|qkv_gate:1,64|M=3,17`, `--workload NAME|FILE` (another "
                 "model's projections, datasets/workloads/), `--mode stream`, `--candidate path/to/module.py`, "
                 "`python -m profiler probe`, `python -m dashboard summarize RUN.json`.")
     st.stop()

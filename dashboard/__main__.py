@@ -32,7 +32,7 @@ from datasets.paths import PROJECT_DIR, RUN_SUFFIXES, missing_file_hint, run_pat
 from dashboard import peers, runs, scoring, sources, views, workloads
 from dashboard.files import write_files
 from dashboard.kernels import ExplainError
-from dashboard.summary import format_breakdown, format_loads, format_shape_table, format_unscored_pairs
+from dashboard.summary import device_lines, format_breakdown, format_loads, format_shape_table, format_unscored_pairs
 from datasets.runfile import RunFileError
 from datasets.text import escaped_output
 
@@ -77,6 +77,7 @@ def _load(path: Path) -> runs.RunData:
 def _workload_line(data: runs.RunData) -> str:
     """The header line naming the run's workload; for an older run, a second line with the assumed-workload note."""
     line = f"  workload: {workloads.describe(data.workload)}"
+    line = "\n".join([line, *device_lines(data.run, data.results)])
     return f"{line}\n  note: {data.workload_note}" if data.workload_note else line
 
 

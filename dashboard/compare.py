@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from datasets import devices
 from dashboard import noise, scoring
 
 N_BOOT = 1000
@@ -43,7 +44,7 @@ SHAPE_KEY = ["load", "family", "M", "N", "K"]
 GATED = {scoring.FAILED: "FAILED", scoring.INCORRECT: "INCORRECT", scoring.BELOW_FLOOR: "BELOW FLOOR",
          scoring.DISTURBED: "DISTURBED", scoring.MISSING: "NO SCORE"}
 NO_SCORE = "NO SCORE"
-VERDICTS = (*noise.JUDGED, noise.SAME_ROUTE, noise.NO_SAMPLES, "INCORRECT", "FAILED", "DISTURBED", "BELOW FLOOR",
+VERDICTS = (*noise.JUDGED, noise.SAME_ROUTE, noise.NO_SAMPLES, noise.NO_VERDICT, "INCORRECT", "FAILED", "DISTURBED", "BELOW FLOOR",
             NO_SCORE)
 
 
@@ -175,31 +176,44 @@ def _ci(values: np.ndarray, has: bool) -> tuple[float, float]:
 
 
 class _Bands:
-    """The band of each level for one comparison: the model's (dashboard.noise) or a fixed one given by eps."""
+    """The band of each level for one comparison: the model's (datasets.noise_model: the device's committed
+    evidence, else the run's own repeat `own`, else none: NO VERDICT) or a fixed one given by eps."""
 
-    def __init__(self, mode: str, gpu: str | None, eps: float | None):
-        self.mode, self.gpu, self.eps = mode, gpu, eps
+    def __init__(self, mode: str, gpu: str | None, eps: float | None, own: dict | None = None):
+        self.mode, self.gpu, self.eps, self.own = mode, gpu, eps, own
 
     def __call__(self, level: str, key: str | None = None) -> noise.Band:
         if self.eps is not None:
             return noise.fixed(self.eps)
-        return noise.band(self.mode, level, self.gpu, key)
+        return noise.band(self.mode, level, self.gpu, key, own=self.own if self.mode == noise.WITHIN else None)
+
+
+def _device(sides) -> str | None:
+    """The one device the compared sides ran on (sides that name none, a published table, left aside); two kinds
+    of device: a name that has no evidence, so no verdict ("two devices: A and B")."""
+    named = {s.gpu for s in sides if s.gpu}
+    if not named:
+        return None
+    kinds = {devices.lookup(g).key for g in named}
+    return sorted(named)[0] if len(kinds) == 1 else "two devices: " + " and ".join(sorted(named))
 
 
 def _judged(row: dict, band: noise.Band) -> dict:
-    return {**row, "band": band.frac, "band_source": band.text(),
-            "verdict": noise.verdict(row["ci_low"], row["ci_high"], band.frac)}
+    return {**row, "band": band.frac if band.known else np.nan, "band_source": band.text(),
+            "verdict": noise.verdict(row["ci_low"], row["ci_high"], band)}
 
 
 def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: float | None = None,
-            n_boot: int = N_BOOT, seed: int = 0, include_below_floor: bool = False) -> Comparison:
+            n_boot: int = N_BOOT, seed: int = 0, include_below_floor: bool = False, own: dict | None = None
+            ) -> Comparison:
     """Compare every series in `df` against `reference` on the shapes all of them have.
 
     `weights`: family → scoring weight (the workload's) used for load sums. Ratio = reference time ÷ series time
     (> 1: the series is faster). Per-load ratio = Σ w·ref_us / Σ w·series_us over the load's shapes (in ACROSS_RR
     mode, each side's sum relative to its run's baseline sum); overall = geometric mean of the load ratios (only
     loads covered by the intersection). CIs come from the same bootstrap replicates; bands and verdicts from
-    dashboard.noise (eps: a fixed band instead). Shapes the gate keeps out get their status as verdict and no ratio;
+    dashboard.noise (eps: a fixed band instead; `own`: the run's own repeat evidence, dashboard.noise.own_bands, for a
+    device without committed evidence). Shapes the gate keeps out get their status as verdict and no ratio;
     loads and the overall row that need them get NO SCORE."""
     names = list(dict.fromkeys(df["series"]))
     if reference not in names:
@@ -224,8 +238,7 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
         oth = _series_arrays(common[common["series"] == name])
         usable = [k for k in map(tuple, shapes[SHAPE_KEY].to_numpy()) if k not in status]
         mode = _mode(ref, oth, usable)
-        gpus = {ref[k].gpu for k in usable} | {oth[k].gpu for k in usable}
-        bands = _Bands(mode, gpus.pop() if len(gpus) == 1 else None, eps)
+        bands = _Bands(mode, _device([ref[k] for k in usable] + [oth[k] for k in usable]), eps, own)
         modes[name] = mode
         boot, same = {}, set()
         for key in map(tuple, shapes[SHAPE_KEY].to_numpy()):
@@ -384,7 +397,7 @@ NEARBY_LOAD = "nearby"  # generalization shapes: never part of a score
 def compare_candidates(results: pd.DataFrame, reference: str, others: list[str], run_name: str,
                        weights: dict | None = None, eps: float | None = None, scored_only: bool = True,
                        failures: pd.DataFrame | None = None, include_below_floor: bool = False,
-                       gpu: str | None = None) -> Comparison:
+                       gpu: str | None = None, own: dict | None = None) -> Comparison:
     """Candidates of one run against its `reference` (paired by round), e.g. for the score's CI; `gpu`: the run's
     GPU model (dashboard.noise.gpu_model), whose within-run bands apply.
 
@@ -394,7 +407,7 @@ def compare_candidates(results: pd.DataFrame, reference: str, others: list[str],
         failures = failures[failures["load"] != NEARBY_LOAD] if failures is not None and len(failures) else None
     frames = [series_from_results(results, name, name, run_name, failures, gpu=gpu) for name in [reference, *others]]
     return compare(pd.concat(frames, ignore_index=True), reference, weights, eps,
-                   include_below_floor=include_below_floor)
+                   include_below_floor=include_below_floor, own=own)
 
 
 def side_name(data, candidate: str) -> str:
@@ -419,5 +432,6 @@ def compare_runs(a, a_candidate: str, b, b_candidate: str, include_below_floor: 
     both = both[both["load"] != NEARBY_LOAD].reset_index(drop=True)
     if both.empty:
         raise ValueError(f"{a.path.name} and {b.path.name} have no scored shapes")
+    own = noise.own_for(a) if a.path == b.path else None
     return compare(both, side_name(a, a_candidate), scoring.family_weights(wa) if wa is not None else None, eps,
-                   n_boot=n_boot, include_below_floor=include_below_floor)
+                   n_boot=n_boot, include_below_floor=include_below_floor, own=own)

@@ -15,15 +15,14 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboard.workloads import family_colors
-from datasets.hardware import H200_DATASHEET_HBM_TBPS
+from datasets import devices
 
 FAMILY_COLORS = family_colors(["qkv_gate", "o", "pooler", "unpooler", "router"])  # muse's; others: family_colors
 SERIES_COLORS = ["#7f7f7f", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 VERDICT_SYMBOLS = {"FAST": "triangle-up", "SLOW": "triangle-down", "SAME": "circle", "SAME ROUTE": "circle-open", "AMBIGUOUS": "diamond-open",
-                   "NO SAMPLES": "x", "INCORRECT": "x", "FAILED": "x", "BELOW FLOOR": "x", "NO SCORE": "x"}
+                   "NO VERDICT": "circle-dot", "NO SAMPLES": "x", "INCORRECT": "x", "FAILED": "x", "BELOW FLOOR": "x", "NO SCORE": "x"}
 GATED_VERDICTS = ("INCORRECT", "FAILED", "BELOW FLOOR", "NO SCORE")  # no ratio: red crosses on the 1.0 line
 GATED_COLOR = "#d62728"
-DATASHEET_TBPS = H200_DATASHEET_HBM_TBPS  # published (datasets.hardware), drawn dashed for reference only
 FLOOR_TICK = dict(symbol="line-ew", size=18, line=dict(width=3, color="black"))  # a floor drawn across a bar
 # No template here: setting one copies and validates the whole template, about 30 ms per figure on this 2-core
 # machine. In the app Streamlit's chart theme styles every figure anyway; reports add plotly_white once, in the page
@@ -313,9 +312,15 @@ def _hline(y: float, line: dict) -> dict:
     return dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=y, y1=y, line=line)
 
 
+def bandwidth_text(tbps: float) -> str:
+    """A read rate in the unit that shows it: '4.62 TB/s', '13.9 GB/s' (a CPU's); 'not measured' without one."""
+    if tbps is None or not np.isfinite(tbps) or tbps <= 0:
+        return "not measured"
+    return f"{tbps:.2f} TB/s" if tbps >= 0.1 else f"{tbps * 1e3:.3g} GB/s"
+
+
 def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | None, source: str,
-             datasheet_tbps: float = DATASHEET_TBPS, colors: dict | None = None,
-             hollow: tuple[str, ...] = ()) -> go.Figure:
+             colors: dict | None = None, hollow: tuple[str, ...] = (), device: str | None = None) -> go.Figure:
     """Log–log roofline: arithmetic intensity (FLOP/byte) vs achieved TFLOP/s.
 
     `points` columns: shape (key), candidate, intensity, tflops, median_us, floor_us, bound, and optionally
@@ -324,7 +329,10 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
     ones); `compute_tflops`: the compute peak (a run's compute probe, or the write-up's quoted rate). Each roof is
     labelled with its value, and the ridge point (peak ÷ bandwidth) is marked. The x range is the data's.
     Candidates in `hollow` (the baseline) are drawn as open rings under the others, so no point hides another.
+    `device`: the driver-reported name of the device the times are from; its datasheet bandwidth (datasets.devices)
+    is drawn dashed for reference where the table has one, and nothing where it has none (a CPU, an unknown GPU).
     """
+    sheet = devices.lookup(device).hbm_tbps if device else devices.NOT_PUBLISHED
     ridge = compute_tflops / memory_tbps if compute_tflops and memory_tbps and np.isfinite(memory_tbps) else None
     lo, hi = 0.5, 500.0
     if len(points):
@@ -336,18 +344,22 @@ def roofline(points: pd.DataFrame, memory_tbps: float, compute_tflops: float | N
         roof = xs * memory_tbps
         if compute_tflops:
             roof = np.minimum(roof, compute_tflops)
-        fig.add_scatter(x=xs, y=roof, mode="lines", name=f"probe roof ({memory_tbps:.2f} TB/s, largest probe)",
+        fig.add_scatter(x=xs, y=roof, mode="lines",
+                        name=f"probe roof ({bandwidth_text(memory_tbps)}, largest probe)",
                         line=dict(color="black"), hoverinfo="skip")
         x_label = float(np.sqrt(lo * min(hi, ridge or hi)))  # mid-slope (log scale), left of any ridge
-        fig.add_annotation(x=np.log10(x_label), y=np.log10(x_label * memory_tbps), text=f"{memory_tbps:.2f} TB/s",
+        fig.add_annotation(x=np.log10(x_label), y=np.log10(x_label * memory_tbps), text=bandwidth_text(memory_tbps),
                            showarrow=False, textangle=-28, yshift=12, font=dict(size=12))
-        ds = xs * datasheet_tbps
-        if compute_tflops:
-            ds = np.minimum(ds, compute_tflops)
-        fig.add_scatter(x=xs, y=ds, mode="lines", name=f"datasheet {datasheet_tbps} TB/s (reference)",
-                        line=dict(color="gray", dash="dash"), hoverinfo="skip")
+        if sheet.known:
+            ds = xs * sheet.value
+            if compute_tflops:
+                ds = np.minimum(ds, compute_tflops)
+            fig.add_scatter(x=xs, y=ds, mode="lines",
+                            name=f"{devices.lookup(device).title} datasheet {sheet.value:g} TB/s (reference)",
+                            line=dict(color="gray", dash="dash"), hoverinfo="skip")
     if compute_tflops:
-        fig.add_annotation(x=np.log10(hi), y=np.log10(compute_tflops), text=f"compute {compute_tflops:.0f} TFLOP/s",
+        rate = f"{compute_tflops:.0f} TFLOP/s" if compute_tflops >= 10 else f"{compute_tflops * 1e3:.3g} GFLOP/s"
+        fig.add_annotation(x=np.log10(hi), y=np.log10(compute_tflops), text=f"compute {rate}",
                            showarrow=False, xanchor="right", yshift=10, font=dict(size=12))
     if ridge and lo < ridge < hi:
         fig.add_scatter(x=[ridge], y=[compute_tflops], mode="markers", name=f"ridge {ridge:.0f} FLOP/B",
@@ -402,15 +414,25 @@ def time_vs_floor(df: pd.DataFrame, source: str, colors: dict | None = None) -> 
     return html_labels(fig)
 
 
-def probe_curve(probes: pd.DataFrame | None, seed: pd.DataFrame | None, source: str) -> go.Figure:
-    """HBM read probes: bytes → µs (left) and bytes → TB/s (right), log x.
+def probe_curve(probes: pd.DataFrame | None, seed: pd.DataFrame | None, source: str,
+                memory: str = "HBM") -> go.Figure:
+    """Read probes: bytes → µs (left) and bytes → TB/s (right), log x; `memory` names what they read ("HBM" on a
+    GPU, "memory" on a CPU).
 
-    `probes` columns: bytes, us, tbps, design (a run's); `seed` columns: label, bytes, us (the write-up's).
+    `probes` columns: bytes, us, tbps, design (a run's), and `derived` where a record is a floor derived from the
+    measured rate (a CPU run's per-shape floors, drawn apart); `seed` columns: label, bytes, us (the write-up's).
     """
     fig = make_subplots(rows=1, cols=2, subplot_titles=("time (µs)", "bandwidth (TB/s)"))
     sets = []
     if probes is not None and len(probes):
-        sets.append(("run probes (measured)", probes.sort_values("bytes"), "lines+markers", "#1f77b4", "circle"))
+        derived = (probes["derived"].fillna(False).astype(bool) if "derived" in probes
+                   else pd.Series(False, index=probes.index))
+        if (~derived).any():
+            sets.append(("run probes (measured)", probes[~derived].sort_values("bytes"), "lines+markers", "#1f77b4",
+                         "circle"))
+        if derived.any():
+            sets.append(("shape floors (derived from the fastest rate)", probes[derived].sort_values("bytes"),
+                         "markers", "#2ca02c", "line-ew-open"))
     if seed is not None and len(seed):
         sets.append(("write-up probes (published)", seed.sort_values("bytes"), "markers", "#d62728", "diamond"))
     for name, d, mode, color, sym in sets:
@@ -421,7 +443,7 @@ def probe_curve(probes: pd.DataFrame | None, seed: pd.DataFrame | None, source: 
                             hovertemplate="%{x:.3s} B: %{y:.3f} " + unit + "<extra>" + name + "</extra>")
     fig.update_xaxes(type="log", title="bytes read")
     fig.update_yaxes(type="log", row=1, col=1)
-    fig.update_layout(title=_title("HBM read probe curve", source), **SUBPLOTS_LAYOUT)
+    fig.update_layout(title=_title(f"{memory} read probe curve", source), **SUBPLOTS_LAYOUT)
     return html_labels(label_log_axes(fig, {"xaxis": "B", "xaxis2": "B", "yaxis": " µs"}))
 
 

@@ -24,7 +24,8 @@ class Term:
 TERMS: dict[str, Term] = {t.key: t for t in [
     Term("provenance", "measured · derived · published · uploaded",
          "Where a number comes from.",
-         "**measured**: timed on an H200 by `python -m profiler` and stored in a run file (`datasets/runs/`). "
+         "**measured**: timed on a device (the committed runs: an H200; a CPU or another GPU is named in its run) by "
+         "`python -m profiler` and stored in a run file (`datasets/runs/`). "
          "**derived**: computed by projlab from measured or published times (ratios, scores, floors, SOL, CIs). "
          "**published**: taken from the write-up (the official 036 table, its probes, its ledger). "
          "**uploaded**: a table or run someone gave the app, shown as given."),
@@ -68,16 +69,17 @@ TERMS: dict[str, Term] = {t.key: t for t in [
     Term("above_floor", "time above the floor", "Time − floor: what a perfect kernel could still remove.",
          "Σw·(time − floor) per family and load: the part of the time that is above what the probes say the bytes "
          "need. It is an upper bound on what any kernel could recover there."),
-    Term("verdicts", "FAST · SLOW · SAME · AMBIGUOUS · SAME ROUTE · NO SAMPLES",
+    Term("verdicts", "FAST · SLOW · SAME · AMBIGUOUS · SAME ROUTE · NO SAMPLES · NO VERDICT",
          "Verdict from the 95% CI and the band ±ε that applies (named beside it).",
          "**FAST**: the whole CI is above 1 + ε. **SLOW**: the whole CI is below 1 − ε. **SAME**: the whole CI "
          "is inside [1 − ε, 1 + ε]. **AMBIGUOUS**: the CI crosses a band edge (the data cannot tell). "
          "**SAME ROUTE**: both sides ran the identical route (method and config, same GPU model), so the "
          "difference is drift, never a speedup. **NO SAMPLES**: a published table has no samples, so no CI and no "
-         "verdict."),
+         "verdict. **NO VERDICT**: no repeat evidence on the run's device (a band comes only from the same kind of "
+         "device: its committed repeats, or the run's own repeat such as `baseline#2`)."),
     Term("eps", "ε (the band)", "How far two timings of the identical route read apart: differences inside it are "
          "‘the same’.",
-         "One noise model (`dashboard/noise.py`) gives every verdict its band, derived from the committed runs (never "
+         "One noise model (`datasets/noise_model.py`, derived by `dashboard/noise.py`) gives every verdict its band, derived from the committed runs (never "
          "typed): the within-run band for two candidates of one run, the cross-run band for two runs, and the "
          "relative cross-run band where both runs hold the baseline (each side relative to its own run's "
          "baseline). Pooled bands now: " + noise.headline() + ". Per shape and per load they are kept per family "

@@ -1,6 +1,8 @@
 """The noise model: how far two timings of the identical route read apart, and the verdict that follows from it.
 Every FAST / SLOW / SAME / AMBIGUOUS in projlab (Compare page, Overview, reports, RESULTS.md, `python -m dashboard
-compare`) is `verdict(ci_low, ci_high, band)` with a `Band` from here; nothing else holds a "within noise" number.
+compare`, the tuner, the canary) is `verdict(ci_low, ci_high, band)` with a `Band` looked up by
+datasets.noise_model (below profiler/, so every layer asks the same model); this module derives the bands it reads.
+Nothing else holds a "within noise" number.
 
 Components (a route is a method label with its config, e.g. `gemv_wide BN=1 BK=8192 ...` or `torch_linear`, on one
 GPU model):
@@ -26,16 +28,17 @@ deviation max(a, b) ÷ min(a, b) − 1. A level's band is the QUANTILE of those 
 the largest seen per load and overall (no identical pair in the evidence reads FAST or SLOW there), the 99th
 percentile per shape (thousands of pairs, where a few disturbed sweeps would otherwise set the band for all).
 Per shape the band is kept per family and M range, per load per M range, when at least MIN_RUNS run files stand
-behind it; otherwise the level's pooled band applies. A GPU model without evidence gets the band pooled over the
-GPU models that have it, and its source says so.
+behind it; otherwise the level's pooled band applies. A device without evidence gets no band from another device:
+its comparisons use the run's own repeat (`own_bands`: e.g. `baseline` and `baseline#2` of one run) or read
+NO VERDICT, "no repeat evidence on <device>", with how to make some.
 
 The evidence is costly to gather (every sweep is read), so `python -m dashboard noise --out dashboard/noise_bands.json`
 writes it to BANDS_FILE, with the run files behind every band; `tests/dashboard/test_noise.py` regenerates it and
 compares, like RESULTS.md.
 
 Verdicts, in nvbench's style, for a ratio interval [lo, hi] and a band ±b: FAST when lo > 1 + b, SLOW when
-hi < 1 − b, SAME when the interval lies inside [1 − b, 1 + b], AMBIGUOUS otherwise; NO SAMPLES without an interval.
-A shape whose two sides ran the identical route (same route, same GPU model) is SAME ROUTE whatever it reads: its
+hi < 1 − b, SAME when the interval lies inside [1 − b, 1 + b], AMBIGUOUS otherwise; NO SAMPLES without an interval;
+NO VERDICT without a band. A shape whose two sides ran the identical route (same route, same GPU model) is SAME ROUTE whatever it reads: its
 difference is drift, never a speedup.
 """
 from __future__ import annotations
@@ -43,95 +46,25 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from datasets import NEARBY_LOAD
+from datasets.noise_model import (MIN_PAIRS, ACROSS, ACROSS_RR, AMBIGUOUS, ANY_GPU, BANDS_FILE, COMMAND, FAST, JUDGED, KIND_WORDS,
+                                  KINDS, LEVELS, LOAD, M_RANGES, MIN_RUNS, MODE_WORDS, NO_SAMPLES, NO_VERDICT,
+                                  OVERALL, POOLED, QUANTILE, ROUND_TO, SAME, SAME_ROUTE, SHAPE, SLOW, WITHIN, Band,
+                                  NoiseError, band, ceil_band, files, fixed, has_evidence, headline, m_range,
+                                  shape_key, summary_rows, verdict)
 from dashboard import run_kinds, runs, scoring
 
-WITHIN, ACROSS, ACROSS_RR = "within", "across", "across_rr"
-KINDS = (WITHIN, ACROSS, ACROSS_RR)
-SHAPE, LOAD, OVERALL = "shape", "load", "overall"
-LEVELS = (SHAPE, LOAD, OVERALL)
-QUANTILE = {SHAPE: 0.99, LOAD: 1.0, OVERALL: 1.0}
-MIN_RUNS = 4            # run files behind a keyed band; fewer, and the level's pooled band applies
-ROUND_TO = 0.001        # bands are shown as percentages with one decimal
-M_RANGES = ((1, 1), (2, 32), (33, 256), (257, None))
-POOLED = "pooled"
-ANY_GPU = "*"           # bands pooled over every GPU model with evidence
 RUN_BASELINE = "baseline"   # the `baseline` plan (F.linear for every family): the reference of a ratio of ratios
-BANDS_FILE = Path(__file__).with_name("noise_bands.json")
-COMMAND = "python3 -m dashboard noise --out dashboard/noise_bands.json"
 
-FAST, SLOW, SAME, AMBIGUOUS, NO_SAMPLES, SAME_ROUTE = "FAST", "SLOW", "SAME", "AMBIGUOUS", "NO SAMPLES", "SAME ROUTE"
-JUDGED = (FAST, SLOW, SAME, AMBIGUOUS)
-
-KIND_WORDS = {WITHIN: "within-run band", ACROSS: "cross-run band",
-              ACROSS_RR: "cross-run band (each side relative to its run's baseline)"}
-MODE_WORDS = {WITHIN: "paired within one run (candidates timed in alternating rounds)",
-              ACROSS: "across runs, raw times (not both runs hold the baseline on the same routes)",
-              ACROSS_RR: "across runs, each side relative to its own run's baseline (ratio of ratios)"}
-
-
-class NoiseError(ValueError):
-    """The bands file is missing or malformed (one line naming it)."""
-
-
-@dataclass(frozen=True)
-class Band:
-    """A ±frac band with where it comes from: kind, level, the key it was kept for, and its evidence."""
-
-    frac: float
-    kind: str
-    level: str
-    key: str = POOLED
-    n_runs: int = 0
-    n_pairs: int = 0
-    gpu: str = ""
-    given: bool = False     # a caller's fixed band, not the model's
-
-    def text(self) -> str:
-        """'cross-run band ±3.1 %, from 42 repeated sweeps (router M 2–32)': printed next to every verdict."""
-        if self.given:
-            return f"band ±{self.frac:.1%} (given, not derived from repeat evidence)"
-        where = "" if self.key == POOLED else f" ({self.key})"
-        gpu = f"; measured on {self.gpu}" if self.gpu else ""
-        evidence = (f"{self.n_runs} run files timing one route twice" if self.kind == WITHIN else
-                    f"{self.n_runs} repeated sweeps")
-        return f"{KIND_WORDS[self.kind]} ±{self.frac:.1%}, from {evidence}{where}{gpu}".replace("%", " %")
-
-
-def fixed(frac: float) -> Band:
-    """A band the caller chose (tests, an explicit override): labelled as given."""
-    return Band(float(frac), WITHIN, POOLED, given=True)
-
-
-def verdict(ci_low: float, ci_high: float, band: float) -> str:
-    """FAST / SLOW / SAME / AMBIGUOUS from a ratio interval and a band ±band; NO SAMPLES without an interval."""
-    if not (np.isfinite(ci_low) and np.isfinite(ci_high)):
-        return NO_SAMPLES
-    if ci_low > 1 + band:
-        return FAST
-    if ci_high < 1 - band:
-        return SLOW
-    if ci_low >= 1 - band and ci_high <= 1 + band:
-        return SAME
-    return AMBIGUOUS
-
-
-def m_range(M: int) -> str:
-    for lo, hi in M_RANGES:
-        if M >= lo and (hi is None or M <= hi):
-            return f"M {lo}" if lo == hi else f"M {lo}–{hi}" if hi else f"M ≥ {lo}"
-    return f"M {M}"
-
-
-def shape_key(family: str, M: int) -> str:
-    return f"{family} {m_range(int(M))}"
+__all__ = ["ACROSS", "ACROSS_RR", "AMBIGUOUS", "ANY_GPU", "BANDS_FILE", "COMMAND", "FAST", "JUDGED", "KIND_WORDS",
+           "KINDS", "LEVELS", "LOAD", "M_RANGES", "MIN_RUNS", "MODE_WORDS", "NO_SAMPLES", "NO_VERDICT", "OVERALL",
+           "POOLED", "QUANTILE", "ROUND_TO", "SAME", "SAME_ROUTE", "SHAPE", "SLOW", "WITHIN", "Band", "NoiseError",
+           "band", "files", "fixed", "has_evidence", "headline", "m_range", "shape_key", "summary_rows", "verdict",
+           "RUN_BASELINE", "derive", "evidence", "own_bands", "own_for", "sweeps", "render", "repeat_pairs", "gpu_model"]
 
 
 # ---- the evidence ---------------------------------------------------------------------------------------------
@@ -245,13 +178,9 @@ def evidence(datas) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["kind", "level", "gpu", "key", "dev", "run_a", "run_b"])
 
 
-def _ceil(x: float) -> float:
-    return math.ceil(round(x / ROUND_TO, 6)) * ROUND_TO
-
-
 def _band_entry(points: pd.DataFrame, level: str, index: dict) -> dict:
     files = sorted(set(points["run_a"]) | set(points["run_b"]))
-    return {"band": round(_ceil(float(points["dev"].quantile(QUANTILE[level]))), 4), "runs": len(files),
+    return {"band": ceil_band(float(points["dev"].quantile(QUANTILE[level]))), "runs": len(files),
             "pairs": int(len(points)), "largest": round(float(points["dev"].max()), 4),
             "files": [index[f] for f in files]}
 
@@ -298,78 +227,28 @@ def render(content: dict) -> str:
     return dump(content, 0) + "\n"
 
 
-# ---- the bands in use ----------------------------------------------------------------------------------------
-
-@lru_cache(maxsize=4)
-def _content(path: str) -> dict:
-    try:
-        content = json.loads(Path(path).read_text())
-        if not isinstance(content.get("bands"), dict) or not isinstance(content.get("files"), list):
-            raise ValueError("no 'bands' object or 'files' list")
-        return content
-    except (OSError, ValueError, AttributeError) as exc:
-        raise NoiseError(f"{Path(path).name}: cannot read the noise bands ({exc}); regenerate: {COMMAND}") from exc
-
-
-def _read(path: str) -> dict:
-    return _content(path)["bands"]
-
-
-def band(kind: str, level: str, gpu: str | None = None, key: str | None = None, path=BANDS_FILE) -> Band:
-    """The band for a comparison of `kind` at `level` on `gpu` (a GPU model; None or unknown: pooled over all),
-    kept for `key` (shape: shape_key(family, M); load: m_range(M)) where the evidence supports it."""
-    bands = _read(str(path))
-    own = gpu if gpu in bands else None
-    levels = (bands.get(own or ANY_GPU) or {}).get(kind) or {}
-    entries = levels.get(level)
-    if not entries:
-        # no evidence of this kind at this level (e.g. a GPU without repeat runs): the cross-run band stands in
-        for alt in (ACROSS, WITHIN):
-            entries = ((bands.get(own or ANY_GPU) or {}).get(alt) or {}).get(level)
-            if entries:
-                kind = alt
-                break
-    if not entries:
-        raise NoiseError(f"{Path(path).name}: no {level} band for {kind}; regenerate: {COMMAND}")
-    use = key if key in entries else POOLED
-    e = entries[use]
-    measured_on = own or ", ".join(g for g in bands if g != ANY_GPU)
-    note = measured_on if own else f"{measured_on} (no repeat evidence for {gpu})" if gpu else measured_on
-    return Band(float(e["band"]), kind, level, use, int(e["runs"]), int(e["pairs"]), note)
+def own_bands(data: runs.RunData) -> dict:
+    """The run's own repeat evidence ({kind: {level: {key: entry}}}, as derive keeps it per device): identical
+    routes of two candidates of this run (e.g. `baseline` and `baseline#2`), for datasets.noise_model.band's `own`;
+    empty when the run has none."""
+    ev = evidence([data])
+    ev = ev[ev["kind"] == WITHIN]
+    if ev.empty:
+        return {}
+    index = {f: i for i, f in enumerate(sorted(set(ev["run_a"]) | set(ev["run_b"])))}
+    out: dict = {}
+    for level, sub in ev.groupby("level", sort=True):
+        if len(sub) < MIN_PAIRS:
+            continue
+        entries = {POOLED: _band_entry(sub, level, index)}
+        if level != OVERALL:
+            for key, ks in sub.groupby("key", sort=True):
+                if len(ks) >= MIN_PAIRS:
+                    entries[key] = _band_entry(ks, level, index)
+        out.setdefault(WITHIN, {})[level] = entries
+    return out
 
 
-def files(path=BANDS_FILE) -> list[str]:
-    """Every run file behind the bands."""
-    return list(_content(str(path))["files"])
-
-
-def summary_rows(gpu: str | None = None, path=BANDS_FILE) -> list[Band]:
-    """Every pooled band and every keyed one, per GPU model with evidence: what RESULTS.md lists."""
-    bands = _read(str(path))
-    gpus = [gpu] if gpu else [g for g in sorted(bands) if g != ANY_GPU]
-    rows = []
-    for g in gpus:
-        for kind in KINDS:
-            for level in LEVELS:
-                for key in (bands[g].get(kind) or {}).get(level) or {}:
-                    rows.append(band(kind, level, g, key, path))
-    return rows
-
-
-def headline(path=BANDS_FILE) -> str:
-    """One sentence with the pooled bands per kind and level, for the glossary and the pages."""
-    bands = _read(str(path))
-    gpus = [g for g in sorted(bands) if g != ANY_GPU]
-    parts = []
-    for kind in KINDS:
-        vals = []
-        for level in LEVELS:
-            try:
-                b = band(kind, level, gpus[0] if gpus else None, None, path)
-            except NoiseError:
-                continue
-            vals.append(f"±{b.frac:.1%} per {level}".replace("%", " %").replace("per overall", "overall"))
-        if vals:
-            b0 = band(kind, LOAD, gpus[0] if gpus else None, None, path)
-            parts.append(f"{KIND_WORDS[kind]} {', '.join(vals)} (from {b0.n_runs} run files)")
-    return "; ".join(parts) + (f", measured on {', '.join(gpus)}" if gpus else "")
+def own_for(data: runs.RunData) -> dict | None:
+    """own_bands(data) where the run's device has no committed evidence (else None: the committed bands apply)."""
+    return None if has_evidence(gpu_model(data) or None) else (own_bands(data) or None)

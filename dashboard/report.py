@@ -17,6 +17,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from datasets import devices
+from dashboard import summary as summary_text
 from dashboard import (compare, eager, figures, files, glossary, kernels, library_ceiling, noise, runs, scoring, sources,
                        step, views, workloads)
 from dashboard import report_render as render
@@ -175,7 +177,8 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
     summary["workload"] = workload.name
     if data.workload_note:
         summary["workload_note"] = data.workload_note
-    facts = [("Run", f"{label} ({data.path.name})"), ("Status", summary["status"]), ("GPU", summary["gpu"]),
+    device_word = "Device" if devices.of_run(data.run).is_cpu else "GPU"
+    facts = [("Run", f"{label} ({data.path.name})"), ("Status", summary["status"]), (device_word, summary["gpu"]),
              ("Workload", workloads.describe(workload) + (" — assumed: the run does not record its workload"
                                                           if data.workload_note else "")),
              ("Created (UTC)", summary["created_utc"]), ("Baseline", baseline), ("Candidate", candidate)]
@@ -206,7 +209,8 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
         if has_samples:
             cmp = compare.compare_candidates(data.results, baseline, [candidate], label,
                                              scoring.family_weights(workload), failures=data.failures,
-                                             include_below_floor=include_below_floor, gpu=noise.gpu_model(data))
+                                             include_below_floor=include_below_floor, gpu=noise.gpu_model(data),
+                                             own=noise.own_for(data))
             o = cmp.overall.iloc[0]
             summary.update({"score_ci_low": o["ci_low"], "score_ci_high": o["ci_high"], "verdict": o["verdict"]})
             facts.append(("Score 95% CI (derived)", f"{views.ci_text(o['ci_low'], o['ci_high'])} — {o['verdict']} "
@@ -229,7 +233,8 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
     if curve is not None:
         pts = views.roofline_points(table, [baseline, candidate])
         figs += [figures.roofline(pts, curve.tbps_max_point, data.run.get("compute_peak_tflops"), tag, colors=colors,
-                                  hollow=(baseline,)),
+                                  hollow=(baseline,), device=devices.device_of(data.run)
+                                  or (devices.WRITEUP_DEVICE if source == sources.PUBLISHED else None)),
                  figures.time_vs_floor(pts, tag, colors)]
     if source == "measured" and not data.probes.empty:
         figs.append(figures.probe_curve(data.probes, None, "measured"))
@@ -249,6 +254,8 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
         summary["official_table"] = muse_only
         notes.append(render.Note("Official table", f"Not shown: {muse_only}."))
     if source == "measured":
+        for line in summary_text.device_lines(data.run, data.results):   # a CPU's times, a plan from elsewhere
+            notes.append(render.Note("Device", line.strip()))
         clock = views.clock_summary(data.run)
         if clock["sm_min_mhz"] is not None:
             facts.append(("SM clock while measuring", views.mhz_range(clock)))
@@ -302,7 +309,7 @@ def _shape_report(data, baseline, candidate, workload, source, shape, include_be
         sub = res[res["candidate"].isin([baseline, candidate])]
         cmp = compare.compare_candidates(sub, baseline, [candidate], label, scoring.family_weights(workload),
                                          scored_only=False, include_below_floor=include_below_floor,
-                                         gpu=noise.gpu_model(data))
+                                         gpu=noise.gpu_model(data), own=noise.own_for(data))
         s = cmp.shapes.iloc[0]
         summary.update({"baseline": baseline, "candidate": candidate, "ratio": float(s["ratio"]),
                         "ratio_ci_low": float(s["ci_low"]), "ratio_ci_high": float(s["ci_high"]),

@@ -1,11 +1,54 @@
 """Plain-text summary of a ScoreBreakdown (used by the CLI; kept apart so the app or a report can reuse it)."""
 from __future__ import annotations
 
+import math
 import textwrap
 
 import pandas as pd
 
+from datasets import devices
 from dashboard.scoring import ScoreBreakdown
+
+CPU_TIMES = ("every time is a wall-clock eager call, host dispatch included (no CUDA graph); floors come from this "
+             "CPU's fastest read and product rates, measured in this run. A CPU time ranks candidates on this "
+             "machine and checks them; it says nothing about a GPU's times")
+
+
+def plan_device_notes(run: dict) -> list[str]:
+    """One line per plan candidate of `run` tuned on another kind of device than the run's (the run records each
+    plan's `gpu`: environment.plans_tuned_on), naming the tuner as the way to tune it for this one."""
+    env = run.get("environment") if isinstance(run, dict) else None
+    tuned = (env or {}).get("plans_tuned_on") if isinstance(env, dict) else None
+    here = devices.device_of(run)
+    out = []
+    for name, gpu in (tuned or {}).items() if isinstance(tuned, dict) else ():
+        if gpu and not devices.same_kind(gpu, here):
+            workload = (run.get("workload") or {}).get("name") if isinstance(run.get("workload"), dict) else None
+            flag = " --device cpu" if devices.lookup(here).is_cpu else ""
+            out.append(f"{name}: a plan tuned on {gpu}, run here on {here or 'an unrecorded device'}: its choices "
+                       f"were timed on another device. Tune it for this one: python -m profiler tune{flag} "
+                       f"--shapes official" + (f" --workload {workload}" if workload else "")
+                       + f" --out-plan kernels/plans/<name>.json")
+    return out
+
+
+def device_lines(run: dict, results: pd.DataFrame | None = None) -> list[str]:
+    """Header lines for a run whose device needs saying: a CPU's (what its times include, and each plan's routing,
+    timed apart: `dispatch_us` in its results, profiler.commands.sweep.record_host_dispatch); any plan tuned on
+    another device (plan_device_notes)."""
+    dev = devices.of_run(run)
+    notes = [f"  note: {n}" for n in plan_device_notes(run)]
+    if not dev.is_cpu:
+        return notes
+    lines = [f"  device: {dev.key}: {CPU_TIMES}"] + notes
+    if results is not None and len(results) and "dispatch_us" in results:
+        for cand, g in results.groupby("candidate", sort=False):
+            us = [float(v) for v in g["dispatch_us"] if isinstance(v, (int, float)) and math.isfinite(v)]
+            if us:
+                lines.append(f"  {cand}: a plan; its routing (entry lookup and shape check) inside each timed call, "
+                             f"timed apart: {min(us):.2f}-{max(us):.2f} µs per call over {len(us)} shapes (a module "
+                             f"running the same product pays none)")
+    return lines
 
 
 def format_loads(loads: pd.DataFrame, title: str) -> str:
@@ -102,11 +145,36 @@ def format_shape_table(wide: pd.DataFrame, methods: dict, sol: pd.DataFrame, tit
         label = str(methods.get(r.shape, "") or "")
         first, *more = _method_lines(label + (" (= baseline)" if label and getattr(r, "same_route", False) else ""))
         lines.append(f"  {r.shape:<20}{int(r.M):>4}  {first:<{METHOD_COLUMN}}"
-                     f"{r.baseline_us:>9.2f}{r.candidate_us:>9.2f}{ratio}"
-                     f"{r.floor_us:>9.2f}{r.floor_us / r.candidate_us:>7.1%}  {r.bound}")
+                     f"{_num(r.baseline_us, 9)}{_num(r.candidate_us, 9)}{ratio}"
+                     f"{_num(r.floor_us, 9, unknown='no floor')}"
+                     f"{_pct_cell(_div(r.floor_us, r.candidate_us), 7)}  {r.bound}")
         lines += [f"  {'':<20}{'':>4}  {part}" for part in more]
     lines.append("  SOL per load (Σ floor ÷ Σ time; floors from the run's probes and compute peak; none for a load "
                  "with a shape the gate keeps out):")
     for r in sol.itertuples():
-        lines.append(f"    {r.load:<12} baseline {r.sol_baseline:6.1%}   candidate {r.sol_candidate:6.1%}")
+        lines.append(f"    {r.load:<12} baseline {_pct_cell(r.sol_baseline, 6, 'none')}   "
+                     f"candidate {_pct_cell(r.sol_candidate, 6, 'none')}")
     return "\n".join(lines)
+
+
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def _div(a, b):
+    return float(a) / float(b) if _finite(a) and _finite(b) and float(b) > 0 else math.nan
+
+
+def _num(x, width: int, unknown: str = "no time") -> str:
+    """A right-aligned µs cell that never runs into its neighbour (a space before it, whatever its length) and says
+    why where there is no number."""
+    text = f"{float(x):.2f}" if _finite(x) else unknown
+    return f" {text:>{width - 1}}"
+
+
+def _pct_cell(x, width: int, unknown: str = "none") -> str:
+    text = f"{float(x):.1%}" if _finite(x) else unknown
+    return f" {text:>{width - 1}}"

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard import eager, runs, scoring
+from datasets import devices
 from datasets.paths import run_stem
 from dashboard.workloads import default_workload
 
@@ -225,22 +226,40 @@ def clock_summary(run: dict) -> dict:
     return {"sm_min_mhz": float(sm.min()) if len(sm) else None, "sm_max_mhz": float(sm.max()) if len(sm) else None,
             "n_samples": int(len(sm)), "sm_limit_mhz": clocks.get("sm_max_mhz"),
             "idle_start_mhz": clocks.get("sm_mhz_start"), "idle_end_mhz": clocks.get("sm_mhz_end"),
-            "throttle_reasons": reasons}
+            "throttle_reasons": reasons, "cpu": devices.of_run(run).is_cpu}
+
+
+NOT_ON_CPU = "not measured on this device (a CPU has no SM clock)"
+NOT_READ = "not read (NVML gave none)"
 
 
 def mhz_range(c: dict) -> str:
-    """'1965–1980 MHz', '1980 MHz' when the clock never moved, '?' when not sampled."""
+    """'1965–1980 MHz', '1980 MHz' when the clock never moved; why not where it was not sampled."""
     if c["sm_min_mhz"] is None:
-        return "?"
+        return NOT_ON_CPU if c.get("cpu") else NOT_READ
     lo, hi = round(c["sm_min_mhz"]), round(c["sm_max_mhz"])
     return f"{lo} MHz" if lo == hi else f"{lo}–{hi} MHz"
 
 
+def _mhz(value) -> str:
+    return f"{value} MHz" if value else "not read"
+
+
+def _pair_mhz(a, b) -> str:
+    return f"{a} / {b} MHz" if a and b else f"{_mhz(a)} / {_mhz(b)}"
+
+
 def clock_text(c: dict) -> str:
     """clock_summary as one sentence, the way the Overview page and the reports say it."""
+    if c.get("cpu"):
+        return (f"SM clock: {NOT_ON_CPU}; no throttle reasons either. A CPU run's times are wall-clock times of "
+                "eager calls on this machine.")
+    if c["sm_min_mhz"] is None and not (c["sm_limit_mhz"] or c["idle_start_mhz"] or c["idle_end_mhz"]):
+        return (f"SM clock while measuring: {NOT_READ}, nor its limit or idle readings. Throttle reasons while "
+                f"measuring (gpu_idle excluded): {', '.join(c['throttle_reasons']) or 'none'}.")
     during = f"{mhz_range(c)} over {c['n_samples']} samples" if c["sm_min_mhz"] is not None else "not sampled"
-    return (f"SM clock while measuring: {during} (limit {c['sm_limit_mhz'] or '?'} MHz). The start and end "
-            f"readings ({c['idle_start_mhz'] or '?'} / {c['idle_end_mhz'] or '?'} MHz) are taken on an idle GPU, "
+    return (f"SM clock while measuring: {during} (limit {_mhz(c['sm_limit_mhz'])}). The start and end "
+            f"readings ({_pair_mhz(c['idle_start_mhz'], c['idle_end_mhz'])}) are taken on an idle GPU, "
             "whose clock drops and whose throttle reason reads gpu_idle — not throttling. Throttle reasons while "
             f"measuring (gpu_idle excluded): {', '.join(c['throttle_reasons']) or 'none'}.")
 

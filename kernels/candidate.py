@@ -72,14 +72,35 @@ class PlanCandidate(Candidate):
                 "dtypes": self.plan.workload.dtypes(family)}
 
     def run(self, state, family: str, x):
-        M = int(x.shape[0])
-        entry = self.plan.entry(family, M, state["N"])
-        st = state["states"][(entry.method, json.dumps(entry.config, sort_keys=True))]
-        method = get_method(entry.method)
-        # A range's shape check ran when the plan loaded (up to kernels.plans.SHAPE_CHECK_MAX_M); check the
-        # M actually run too, so a rejected config can never launch (host-side, not in a captured graph).
-        method.check_supports(state["dtypes"], M, state["N"], state["K"], entry.config, family)
+        method, st = self.route(state, family, int(x.shape[0]))
+        if st is None:   # an entry prepare() did not prepare (another N): as a missing key always did
+            raise KeyError(f"{self.name}: {method.name} was not prepared for this weight (N={state['N']})")
         return method.run(st, x)
+
+    def route(self, state, family: str, M: int):
+        """The host-side choice of one call: (method, its prepared state) at M. A range's shape check ran when the
+        plan loaded (up to kernels.plans.SHAPE_CHECK_MAX_M); the M actually run is checked too, so a rejected
+        config can never launch (host-side, not in a captured graph)."""
+        entry = self.plan.entry(family, M, state["N"])
+        st = state["states"].get((entry.method, json.dumps(entry.config, sort_keys=True)))
+        method = get_method(entry.method)
+        method.check_supports(state["dtypes"], M, state["N"], state["K"], entry.config, family)
+        return method, st
+
+    def routing_us(self, family: str, M: int, N: int, K: int, calls: int = 2000) -> float:
+        """The median µs of one call's routing (route: entry lookup and shape check) at (M, N, K), timed here with
+        no weight and no launch: what the plan adds to every call on a device that runs calls eagerly (a CPU; on
+        a GPU the captured graph holds only the kernels)."""
+        import time
+
+        state = {"N": int(N), "K": int(K), "states": {}, "dtypes": self.plan.workload.dtypes(family)}
+        samples = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                self.route(state, family, int(M))
+            samples.append((time.perf_counter() - t0) / calls * 1e6)
+        return sorted(samples)[len(samples) // 2]
 
     def describe(self, family: str, M: int, N: int | None = None) -> str:
         """The entry's method + config at (M, N); N=None: the workload's N at M (kernels.plans SELECT RULE)."""

@@ -5,7 +5,7 @@ Torch-free: implementations are named by "module:attr" strings and imported on f
 """
 from __future__ import annotations
 
-from datasets.hardware import H200_SMS
+from kernels import device_limits
 from kernels.method import BF16, BF16_X_FP32_W, SMEM_BYTES, Method, config_table
 
 # skinny_ws's workspace is [N, 256] FP32 (token-contiguous, allocated at prepare): the scored M reach 256.
@@ -89,8 +89,8 @@ SKINNY_PARAMS = {"BM": (16, 32, 64, 128, 256), "BN": (64, 128, 256), "BK": (64, 
 
 # skinny_ws_fixup: the same pipeline with SPLIT runs per output tile, the partials stored into workspace slots and
 # summed by the tile's own runs (no data atomics). Every run of a tile waits for the others, so the grid must be
-# resident at once: one block per SM by shared memory on the H200's 132 SMs (the launcher re-checks with the
-# device's own SM count).
+# resident at once: one block per SM by shared memory, so at most one program per SM of the device this process runs
+# on (kernels.device_limits, read from the device; without one the launcher checks, asking the device itself).
 FIXUP_KEYS = ("BM", "BN", "BK", "SPLIT", "STAGES", "PACK", "num_warps")
 
 
@@ -116,8 +116,9 @@ def fixup_shape_check(M, N, K, config, weight_tiles: int = 1, what: str = "skinn
     if need > SMEM_BYTES:
         return f"{what}: {need} B of shared memory (ring + barriers) exceed {SMEM_BYTES} B"
     grid = fixup_programs(M, N, config)
-    if grid > H200_SMS:
-        return (f"{what}: {grid} programs at M={M} (ceil(M/BM) * N/BN * SPLIT) exceed one wave of {H200_SMS} SMs; "
+    sms = device_limits.sm_count()
+    if sms is not None and grid > sms:
+        return (f"{what}: {grid} programs at M={M} (ceil(M/BM) * N/BN * SPLIT) exceed one wave of {sms} SMs; "
                 f"the runs of a tile wait for each other, so all must be resident")
     return None
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The device session behind the committed explain runs (datasets/runs/<date>_nvidia-h200_explain-*.json).
+# The device session behind the committed explain runs (datasets/runs/<date>_<card>_explain-*.json; the committed
+# ones are an H200's). Files are named by the card that ran them (datasets.runfile.slug of GPU 0's name).
 # Run from the repo root on the GPU host:
 #   OUT=/some/dir PROJLAB_GIT_SHA=$(git rev-parse HEAD) BUDGET_S=270 bash profiler/explain_session.sh
 # 1. dry run: baseline + best on two shapes, no probes — catches a broken setup cheaply and times one job;
@@ -9,7 +10,9 @@
 # $OUT/keep (tarred at the end with the traces).
 export PYTHONUNBUFFERED=1 PATH="$PATH:/usr/local/cuda/bin"
 OUT=${OUT:?set OUT}; mkdir -p "$OUT"; BUDGET_S=${BUDGET_S:-270}
-D=$(date -u +%F); P="$OUT/${D}_nvidia-h200"; LOG="$OUT/session.log"; START=$(date +%s)
+CARD=$(python3 -c "import torch; from datasets.runfile import slug; print(slug(torch.cuda.get_device_name(0)))") \
+  || { echo "no CUDA device to name the files by" >&2; exit 1; }
+D=$(date -u +%F); P="$OUT/${D}_${CARD}"; LOG="$OUT/session.log"; START=$(date +%s)
 left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
 step() { echo "== $(date -u +%T) (+$(( $(date +%s) - START )) s) $*" | tee -a "$LOG"; }
 pack() { tar czf "$OUT/keep.tgz" --exclude='*.ncu-rep' -C "$OUT" keep 2>/dev/null; [ -d "$OUT/traces" ] && tar czf "$OUT/traces.tgz" -C "$OUT" traces; rm -rf "$OUT/keep" "$OUT/traces"; }

@@ -52,6 +52,7 @@ SLOW = {
     "test_browser.py": "browser",
     # worker processes, dask clusters, subprocesses of python -m profiler (each imports torch)
     "test_cluster.py": "dask LocalCluster",
+    "test_cpu_device.py": "a real CPU sweep through python -m profiler (probes, canary and its repeat, 4 shapes)",
     "test_worker.py": "worker processes",
     "test_explain_worker.py": "worker processes",
     "test_tune_worker.py": "worker processes",
@@ -103,6 +104,7 @@ SLOW = {
     "test_dashboard_cli.py::test_a_closed_pipe_ends_quietly": "a python -m dashboard subprocess",
     "test_run_index.py::test_the_committed_index_is_what_the_committed_runs_give": "every run file",
     "test_same_pages.py": "AppTest: every page on the committed runs, against the text captured before",
+    "test_device_pages.py": "AppTest: every page with a CPU run and with a synthetic H100 run as the source",
     "test_restart.py": "two app processes, each a fresh import",
 }
 FAST_TIER_TARGET_S = 180   # the fast tier's budget on a 2-core machine

@@ -631,6 +631,16 @@ inline bool make_map(CUtensorMap* map, const void* base, int rows, int K, int bo
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// The running device's opt-in shared memory per block (cudaDevAttrMaxSharedMemoryPerBlockOptin), asked at every
+// launch: a launch needing more is refused with cudaErrorInvalidValue before it is configured.
+inline bool fits_device(size_t smem) {
+  int dev = 0, optin = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+    return false;
+  return smem <= static_cast<size_t>(optin);
+}
+
 // The kernel's launch: its shared-memory opt-ins, grid, block and cluster shape (`attr` must outlive `cfg`).
 template <int MI, int NWG, int BT, int KA, bool HILO>
 cudaError_t launch_config(int N, int M, int CN, int CK, int stages, cudaStream_t stream, cudaLaunchAttribute& attr,
@@ -638,6 +648,7 @@ cudaError_t launch_config(int N, int M, int CN, int CK, int stages, cudaStream_t
   using S = Shape<MI, NWG, BT>;
   auto kernel = cluster_wgmma_kernel<MI, NWG, BT, KA, HILO>;
   const size_t smem = smem_bytes<MI, NWG, BT>(stages, KA);
+  if (!fits_device(smem)) return cudaErrorInvalidValue;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err == cudaSuccess && CN * CK > 8)
     err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
@@ -690,8 +701,14 @@ int max_clusters_one(int N, int M, int CN, int CK, int stages) {
 // such stages fit in shared memory (the registry's configs never ask for more). Measured on the H200, the kernel
 // with a runtime atom count (its producer's loop and the consumer's choice among three MMA blocks) ran the same KA = 1
 // configs up to 1.5x slower than the single-atom kernel before it (docs/kernels/cluster_wgmma.md).
+// Which KA = 4 instances are compiled at all: the most shared memory a block may opt into on sm_90 (CUDA C
+// Programming Guide, compute capability 9.0; datasets/devices.py SM90). The device's own limit is asked at every
+// launch (fits_device), so a device with less never gets a ring it cannot hold.
+constexpr size_t SM90_SMEM_PER_BLOCK_OPTIN = 227 * 1024;
+
 template <int MI, int NWG, int BT>
-constexpr bool fits_ka4() { return smem_bytes<MI, NWG, BT>(2, 4) <= 227 * 1024; }
+constexpr bool fits_ka4() { return smem_bytes<MI, NWG, BT>(2, 4) <= SM90_SMEM_PER_BLOCK_OPTIN; }
+
 
 template <int MI, int NWG, int BT>
 cudaError_t launch_ka(const void* x, const void* w, void* y, int M, int N, int K, int CN, int CK, int stages, int ka,
@@ -723,6 +740,7 @@ cudaError_t launch_streamk_one(const void* x, const void* w, void* y, float* ws,
     return cudaErrorInvalidValue;
   auto kernel = streamk_wgmma_kernel<MI, NWG, BT>;
   const size_t smem = streamk_smem_bytes<MI, NWG, BT>(stages);
+  if (!fits_device(smem)) return cudaErrorInvalidValue;
   const cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;

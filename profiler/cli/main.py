@@ -15,7 +15,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from datasets import RUNS_DIR
+from datasets import RUNS_DIR, noise_model
 from datasets.cli import EXIT_BAD_INPUT, OneLineParser, positive_float
 from datasets.runfile import RunFileError, WriteError, run_filename
 from datasets.shapes import SHAPE_ID_FIELDS
@@ -254,7 +254,9 @@ def format_run(run: dict) -> str:
         moved = ", ".join(f"{d['key']} {d['ratio']:.3f}x" for d in canary["shapes"])
         ratios = list(canary.get("ratios", {}).values())
         spread = f"; paired/clean {min(ratios):.3f}-{max(ratios):.3f}" if ratios else ""
-        lines.append(f"canary ({canary.get('sample')}, {canary['compared']} shapes, band +-{canary['band']:.0%}"
+        band = (f"band {noise_model.band_words(canary['band'])}" if isinstance(canary.get("band"), (int, float))
+                else (canary.get("band_evidence") or {}).get("source") or "no band")
+        lines.append(f"canary ({canary.get('sample')}, {canary['compared']} shapes, {band}"
                      f"{spread}): {canary['verdict']}" + (f" at {moved} -- the pair has no score" if moved else ""))
     return "\n".join(lines)
 

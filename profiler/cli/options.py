@@ -47,7 +47,9 @@ def cuda_or_exit(cmd: str) -> None:
         raise SystemExit(EXIT_BAD_INPUT)
     if not torch.cuda.is_available():
         print(f"profiler {cmd}: needs a CUDA GPU, and torch.cuda.is_available() is False on this machine "
-              f"(torch {torch.__version__}); run it on the H200", file=sys.stderr)
+              f"(torch {torch.__version__}); run it on a GPU host"
+              + (", or pass --device cpu to check and time on this machine's CPU" if cmd in ("run", "tune") else ""),
+              file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
 
 

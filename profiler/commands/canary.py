@@ -4,7 +4,8 @@ the worker that timed it beside the candidates. A candidate can reach process-wi
 baseline that runs at another speed in its worker than in a clean one.
 
     canary_shapes(shapes, sample) -> the shapes the canary times ("all", or per family two: "sample")
-    verdict(canary_results, paired_results, baseline, band=CANARY_BAND) -> the run file's `canary` record
+    device_band(first, repeat, baseline, device) -> (band or None, its evidence): the noise model's band
+    verdict(canary_results, paired_results, baseline, band) -> the run file's `canary` record
     time_canary(backend, shapes, baseline_spec, task_base, settings) -> the canary's times (before the sweep)
     record_canary(life, times, baseline, settings) -> that record, in life.run["canary"], with the paired
         baseline's results at the disturbed shapes flagged DISTURBED_FLAG (the score gate refuses them)
@@ -12,49 +13,42 @@ baseline that runs at another speed in its worker than in a clean one.
 
 When: on every sweep with a baseline, FIRST, at every shape of the run (`--canary all`, the default: a
 disturbance at any family and M is compared, so it is found wherever it exceeds the band; `--canary sample`: per
-family the smallest and the largest M only, 10 of the 30 official shapes; `--canary off`: none), in the sweep's
-first worker process before it loads any other candidate (a fresh process when the current one has loaded one);
-that process then goes on to the sweep. Then the sample shapes once more, in the same clean worker: the device's
-own repeat evidence the band is derived from (device_band). Its cost is the baseline's timing alone at every shape
-plus the sample's, and no worker start (the canary record's `seconds` says what it cost): one candidate's quick
-check and timing per shape, against the paired sweep's two or more candidates with the full contract. On the H200:
-the sample canary took 1.5-2.3 s and the all-shape canary 4.0-4.8 s (datasets/runs/2026-12-02_nvidia-h200_baseline-
-alone-canary-all, ..._baseline-vs-two-controls-canary-all, 2026-12-04_nvidia-h200_baseline-vs-best-lt-b/-c), beside
-a baseline-vs-best sweep's 21-26 s of wall time: all shapes plus the repeat of the sample are expected to add ~4.5 s,
-about 1.2x the sweep's time (derived from those files; the H200 run measures it).
+family the smallest and the largest M only; `--canary off`: none), in the sweep's first worker process before it
+loads any other candidate (a fresh process when the current one has loaded one); that process then goes on to the
+sweep. On a device without committed repeat evidence, after the sweep the baseline is timed once more in a fresh worker
+that loads the baseline alone at the canary's shapes (repeat_canary): two clean timings as far apart in time as the
+sweep itself, the
+device's own repeat evidence (device_band; clean timings moments apart in one process agreed within 2 % on a
+2-core CPU where the sweep's baseline later read 2-7 % slower, so they would not bound the band). Its cost is the
+baseline's timing alone at every shape, with no worker start, plus there the repeat and one worker start (the
+record's `seconds` and `repeat_seconds` say what they cost); it prints its progress shape by shape.
 
 Rule: at each shape both sides have a median and a 95% CI; the shape is disturbed when the paired median differs
-from the canary's by more than the run-to-run band (either way: a faster baseline is as suspect as a slower one)
-AND the two CIs do not overlap. Any disturbed shape makes the verdict "baseline disturbed": the pair has no score.
+from the canary's by more than the band (either way: a faster baseline is as suspect as a slower one) AND the two
+CIs do not overlap. Any disturbed shape makes the verdict "baseline disturbed": the pair has no score.
 
-The band is the device's own (device_band): max(CANARY_BAND, e^(3 s) - 1), s the largest clean-vs-clean spread of
-the repeat. CANARY_BAND, the floor, comes from the H200: per-shape baseline medians of the committed official sweeps of 2026-12-01 (datasets/runs/
-2026-12-01_nvidia-h200_baseline-seed036-best-r20 -> r23 -> r25 -> r28, fresh processes each) differed by a factor
-0.938-1.061, and the 85-shape baseline-vs-baseline runs of 2026-11-30 (-a / -b) by 0.956-1.092. Timing the
-baseline beside other candidates adds its own part, even when they are harmless: with two plain F.linear
-controls timed beside it the paired baseline ran a median 0.42 us slower than the canary, up to 1.101x at
-decode 16/o (2026-12-02_nvidia-h200_baseline-vs-two-controls-canary-all), against 0.969-1.059 when it was timed
-alone (..._baseline-alone-canary-all); the known-wrong sweep, 3 candidates timed per shape, showed the same
-offset (0.985-1.103, ..._baseline-vs-known-wrong-own-weights, verdict taken with a 10 % band). 15 % lies above
-all of these. The slowdowns the canary exists for were 1.5-13.7x (a candidate's CUBLAS_WORKSPACE_CONFIG=:0:0 at
-import) and 2x (a candidate that scaled the shared weights, before each prepare() got its own copy).
+The band is the noise model's (datasets.noise_model), never a typed number: on a device with committed repeat
+evidence, its cross-run band per shape (the clean and the paired baseline are two processes, as two sweeps are);
+elsewhere the bound noise_model.band_from_repeats gives on this run's clean repeats (a few pairs: the wider the
+fewer); too few of them to bound a band (fewer than noise_model.MIN_PAIRS): "not compared", said so. The slowdowns the canary exists for were 1.5-13.7x (a candidate's CUBLAS_WORKSPACE_CONFIG=:0:0 at import)
+and 2x (a candidate that scaled the shared weights, before each prepare() got its own copy).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import asdict, replace
 from typing import Iterable, Sequence
 
+from datasets import noise_model
 from datasets.runfile import DISTURBED_FLAG
 from datasets.shapes import shape_key_of
 from profiler.backends.base import Task
 from profiler.backends.isolate import LOAD, loaded_names, measure_shape_isolated
 
-CANARY_BAND = 0.15               # benign spread of a baseline median, paired vs alone in a clean process (docstring):
-                                 # the band's floor on any device
-REPEAT_FACTOR = 3.0              # band >= 3 x the device's own clean-vs-clean spread (device_band's docstring)
 OK, DISTURBED, NOT_COMPARED = "ok", "baseline disturbed", "not compared"
+REPEAT = "canary_repeat"   # the task's mark: the canary's repeat after the sweep (its worker record says so)
 
 
 def canary_shapes(shapes: Sequence[dict], sample: str = "sample") -> list[dict]:
@@ -91,29 +85,45 @@ def _overlap(a: dict, b: dict) -> bool:
     return lo_a <= hi_b and lo_b <= hi_a
 
 
-def device_band(first: Iterable[dict], repeat: Iterable[dict], baseline: str) -> tuple[float, dict]:
-    """The band on this device, from its own repeat evidence: the canary times the baseline at the repeat shapes a
-    second time in the same clean worker; s = the largest |ln(first / second)| of the medians there. Paired-vs-clean
-    carries that noise on both sides and the offset of being timed beside other candidates; on the H200 that offset
-    (up to 10.1 %) was 1.6 x the clean run-to-run spread (6.2 %) -- hence band = max(CANARY_BAND, e^(3 s) - 1), 3 =
-    1 (the noise) + 1.6 (the offset) rounded up. On the H200 (s <= 0.06) the floor decides; on an idle 2-core CPU
-    with a wall-clock timer the spread is wider and the band follows it, so a correct F.linear control is no longer
-    called disturbed there. -> (band, {"repeat_spread", "repeat_shapes", "floor", "factor"})"""
-    a, b = _times(first, baseline), _times(repeat, baseline)
-    logs = [abs(math.log(float(b[k]["median_us"]) / float(a[k]["median_us"]))) for k in a if k in b]
-    spread = max(logs) if logs else 0.0
-    band = max(CANARY_BAND, math.expm1(REPEAT_FACTOR * spread))
-    return round(band, 4), {"repeat_spread": round(spread, 4), "repeat_shapes": len(logs), "floor": CANARY_BAND,
-                            "factor": REPEAT_FACTOR}
+def _deviations(first: Iterable[dict], repeat: Iterable[dict], baseline: str) -> list[float]:
+    """max(a, b) / min(a, b) - 1 for every pair of clean timings of one shape: before the sweep and after it."""
+    by_key: dict[str, list[float]] = {}
+    for r in [*first, *repeat]:
+        if r.get("candidate") == baseline and r.get("median_us"):
+            by_key.setdefault(shape_key_of(r), []).append(float(r["median_us"]))
+    return [max(a, b) / min(a, b) - 1 for v in by_key.values() for a, b in itertools.combinations(v, 2)]
+
+
+def device_band(first: Iterable[dict], repeat: Iterable[dict], baseline: str,
+                device: str | None = None) -> tuple[float | None, dict]:
+    """The band on `device` (its driver-reported name): its committed cross-run band at shape level where the
+    noise model has evidence for it, else the derivation's rule on this run's clean repeats (every pair of clean
+    timings of one shape: before the sweep, and after it in a fresh worker); None where neither bounds one.
+    -> (band, {"source", "repeat_pairs", "repeat_largest"})"""
+    devs = _deviations(first, repeat, baseline)
+    largest = round(max(devs), 4) if devs else None
+    if device and noise_model.has_evidence(device):
+        b = noise_model.band(noise_model.ACROSS, noise_model.SHAPE, device)
+        return b.frac, {"source": b.text(), "repeat_pairs": len(devs), "repeat_largest": largest}
+    frac = noise_model.band_from_repeats(devs, noise_model.SHAPE)
+    if frac is None:
+        why = (f"no verdict: {len(devs)} clean repeat pairs on {device or 'this device'} (fewer than "
+               f"{noise_model.MIN_PAIRS}) cannot bound a band, and it has no committed repeat evidence")
+        return None, {"source": why, "repeat_pairs": len(devs), "repeat_largest": largest}
+    return frac, {"source": f"{noise_model.OWN}: {len(devs)} clean repeat pairs on {device or 'this device'} "
+                            f"(noise_model.band_from_repeats: quantile {noise_model.QUANTILE[noise_model.SHAPE]:g} "
+                            f"at the spread's {noise_model.CONFIDENCE:.0%} upper bound)",
+                  "repeat_pairs": len(devs), "repeat_largest": largest}
 
 
 def verdict(canary_results: Iterable[dict], paired_results: Iterable[dict], baseline: str,
-            band: float = CANARY_BAND) -> dict:
+            band: float | None) -> dict:
     """The `canary` record: {"verdict", "band", "baseline", "compared": n shapes, "shapes": the disturbed ones
-    [{"key", "canary_us", "paired_us", "ratio"}], "ratios": {key: paired / canary}}."""
+    [{"key", "canary_us", "paired_us", "ratio"}], "ratios": {key: paired / canary}}. band None: no band could be
+    bounded, the ratios are kept and the verdict is NOT_COMPARED."""
     clean, paired = _times(canary_results, baseline), _times(paired_results, baseline)
     common = [k for k in clean if k in paired]
-    limit = math.log1p(band)
+    limit = math.log1p(band) if band is not None else math.inf
     ratios, disturbed = {}, []
     for key in common:
         c, p = clean[key], paired[key]
@@ -122,7 +132,7 @@ def verdict(canary_results: Iterable[dict], paired_results: Iterable[dict], base
         if abs(math.log(ratio)) > limit and not _overlap(c, p):
             disturbed.append({"key": key, "canary_us": float(c["median_us"]), "paired_us": float(p["median_us"]),
                               "ratio": round(ratio, 4)})
-    state = NOT_COMPARED if not common else DISTURBED if disturbed else OK
+    state = NOT_COMPARED if not common or band is None else DISTURBED if disturbed else OK
     return {"verdict": state, "band": band, "baseline": baseline, "compared": len(common), "shapes": disturbed,
             "ratios": ratios}
 
@@ -152,17 +162,19 @@ def _canary_task(pool, shapes: list[dict], baseline_spec: str, task_base: dict, 
     if baseline_spec in refused:
         return {"results": [], "failures": [], "worker": worker, "name": name, "lost": refused[baseline_spec]}
     record = pool.records[worker]
-    record["started_for"] = f"{record['started_for']}; canary (the baseline alone, before any candidate)"
-    results, failures, repeat = [], [], []
+    record["started_for"] = (f"{record['started_for']}; "
+                             + ("canary repeat (the baseline alone, after the sweep)" if task_base.get(REPEAT)
+                                else "canary (the baseline alone, before any candidate)"))
+    results, failures = [], []
     baseline = {"spec": baseline_spec, "name": name}
-    for shape in shapes:
-        merged = measure_shape_isolated(pool, shape, [baseline], task_base | {"floor": None}, settings, {}, pool.log)
+    say = getattr(pool, "log", None) or (lambda line: None)
+    for i, shape in enumerate(shapes, 1):
+        merged = measure_shape_isolated(pool, shape, [baseline], {k: v for k, v in task_base.items() if k != REPEAT}
+                                        | {"floor": None}, settings, {}, pool.log)
         results += merged["results"]
         failures += merged["failures"]
-    for shape in canary_shapes(shapes, "sample"):   # the device's repeat evidence (device_band)
-        repeat += measure_shape_isolated(pool, shape, [baseline], task_base | {"floor": None}, settings, {},
-                                         pool.log)["results"]
-    return {"results": results, "failures": failures, "worker": worker, "name": name, "repeat": repeat}
+        say(f"canary: {i}/{len(shapes)} shapes (the baseline alone, in a worker that loaded no candidate)")
+    return {"results": results, "failures": failures, "worker": worker, "name": name}
 
 
 def _canary_lost(args: tuple, why: str) -> dict:
@@ -185,17 +197,39 @@ def time_canary(backend, shapes: Sequence[dict], baseline_spec: str, task_base: 
     return res | {"seconds": round(time.perf_counter() - t0, 2)}
 
 
-def record_canary(life, res: dict | None, baseline: str, settings) -> dict | None:
-    """The canary's verdict on the paired baseline `baseline` (its name in life.run) from time_canary's result:
-    stored in life.run["canary"], the paired baseline's results flagged where disturbed, flushed."""
+def needs_repeat(device: str | None) -> bool:
+    """Whether the canary's band needs this run's own clean repeat: the device has no committed repeat evidence."""
+    return not noise_model.has_evidence(device)
+
+
+def repeat_canary(backend, shapes: Sequence[dict], baseline_spec: str, task_base: dict, settings) -> dict | None:
+    """After the sweep: the baseline alone again at the shapes the canary timed, in a fresh worker (the sweep's has
+    loaded candidates) -> time_canary's result. Every shape (the more pairs, the tighter the bound), and each as
+    many times as it takes to make noise_model.MIN_PAIRS pairs with the first timings (a canary of one or two
+    shapes: two or three passes)."""
+    picked = canary_shapes(shapes, settings.canary)
+    passes = 1
+    while picked and len(picked) * (passes + 1) * passes // 2 < noise_model.MIN_PAIRS:
+        passes += 1
+    return time_canary(backend, picked * passes, baseline_spec, task_base | {REPEAT: True},
+                       replace(settings, canary="all"))
+
+
+def record_canary(life, res: dict | None, baseline: str, settings, repeat: dict | None = None) -> dict | None:
+    """The canary's verdict on the paired baseline `baseline` (its name in life.run) from time_canary's result and
+    (a device without committed evidence) repeat_canary's: stored in life.run["canary"], the paired baseline's
+    results flagged where disturbed, flushed."""
     if res is None:
         return None
-    band, evidence = device_band(res["results"], res.get("repeat", []), baseline)
+    device = (life.run.get("environment") or {}).get("gpu")
+    band, evidence = device_band(res["results"], (repeat or {}).get("results", []), baseline, device)
     record = verdict(res["results"], life.run["results"], baseline, band=band)
     record |= {"sample": settings.canary, "band_evidence": evidence, "worker": res.get("worker"), "seconds": res.get("seconds"),
                "canary_us": {shape_key_of(r): {k: r.get(k) for k in ("median_us", "ci_low_us", "ci_high_us")}
                              for r in res["results"]},
                "not_timed": [f"{shape_key_of(f)}: {'; '.join(f['reasons'])[:200]}" for f in res["failures"]]}
+    if repeat is not None:
+        record["repeat_seconds"], record["repeat_worker"] = repeat.get("seconds"), repeat.get("worker")
     if res.get("lost"):
         record["lost"] = res["lost"]
     mark_disturbed(life.run["results"], record)

@@ -42,7 +42,7 @@ from profiler.backends.isolate import LOAD, PROBES, SHAPE, SweepInputError, load
 from profiler.backends.open import open_backends
 from profiler.backends.pool import WorkerStartError  # noqa: F401  (what run_sweep raises: the CLI and app catch it)
 from profiler.check.source_screen import screen_spec
-from profiler.commands.canary import record_canary, time_canary
+from profiler.commands.canary import needs_repeat, record_canary, repeat_canary, time_canary
 from profiler.commands.fanout import default_run, model_paths, on_each_backend
 from profiler.commands.runlife import RunLife
 from profiler.worker.records import failure_record
@@ -174,6 +174,52 @@ def live_candidates(shape: dict, candidates: list[dict], refused: dict, incident
     return live, skipped
 
 
+def plan_candidates(spec_of: dict, workload) -> dict:
+    """{name: PlanCandidate} for the specs that are plans (a plan name or .json path: data, never a candidate's
+    code -- a module, `file.py:Name` or `method:` spec is left alone and never imported here)."""
+    from kernels.candidate import METHOD_PREFIX, PlanCandidate
+    from kernels.plans import load_plan
+
+    out = {}
+    for name, spec in spec_of.items():
+        text = str(spec)
+        if name is None or text.startswith(METHOD_PREFIX) or text.endswith(".py") or ".py:" in text:
+            continue
+        try:
+            out[name] = PlanCandidate(load_plan(text, workload))
+        except Exception:   # a plan that did not load failed at load already, with its reason
+            continue
+    return out
+
+
+def record_plan_devices(run: dict, plans: dict) -> None:
+    """environment.plans_tuned_on: {plan: the GPU it records it was tuned on}, for every plan candidate that records
+    one -- the pages and summaries say so where that is not the run's device (dashboard.summary.plan_device_notes)."""
+    tuned = {name: cand.plan.gpu for name, cand in plans.items() if cand.plan.gpu}
+    if tuned:
+        run["environment"]["plans_tuned_on"] = tuned
+
+
+def record_host_dispatch(run: dict, plans: dict, calls: int = 400) -> None:
+    """On a CPU device every timed call is an eager Python call, so a plan pays its routing (entry lookup and shape
+    check, kernels.candidate.PlanCandidate.route) inside each time, where a module calling the same product does
+    not. Each plan candidate's result gets `dispatch_us`: that routing timed apart, here, without a launch -- what
+    the tables show beside its time. Other candidates get none (their whole call is their own)."""
+    cache: dict = {}
+    for r in run.get("results", []):
+        cand = plans.get(r.get("candidate"))
+        if cand is None:
+            continue
+        key = (r["candidate"], r["family"], int(r["M"]), int(r["N"]), int(r["K"]))
+        if key not in cache:
+            try:
+                cache[key] = round(cand.routing_us(r["family"], int(r["M"]), int(r["N"]), int(r["K"]), calls), 3)
+            except Exception:   # a route that raises was a failure at that shape already
+                cache[key] = None
+        if cache[key] is not None:
+            r["dispatch_us"] = cache[key]
+
+
 def _shape_records(run: dict, done: dict, shapes: Sequence[dict]) -> None:
     """Rebuild results, pairs, failures, shape_info and per-shape telemetry from the finished shapes, in shape
     order (tasks may finish in any order on several workers; the file reads the same as a one-worker run's)."""
@@ -261,12 +307,19 @@ def sweep_on(backend, specs: list[str], given: list[str], shapes: Sequence[dict]
 
         for_each(range(len(shapes)) if measure_shapes else [], measure, finished, backend.parallel, backend.cancel)
         if canary_times is not None and candidates and candidates[0]["spec"] not in refused:
-            canary = record_canary(life, canary_times, candidates[0]["name"], settings)
+            again = (repeat_canary(backend, shapes, specs[0], {"kind": "shape", "settings": asdict(settings),
+                                                               "workload": wl_spec}, settings)
+                     if needs_repeat(env.get("gpu")) else None)
+            canary = record_canary(life, canary_times, candidates[0]["name"], settings, again)
             if canary is not None:
                 shown = ", ".join(f"{d['key']} {d['ratio']:.2f}x" for d in canary["shapes"][:4])
                 log(f"canary ({canary['compared']} shapes timed before any candidate was loaded, {canary['seconds']:.1f} s): "
                     f"{canary['verdict']}" + (f" -- {shown}" if shown else ""))
         env = run["environment"]
+        plans = plan_candidates(dict(zip(names, specs)), workload)
+        record_plan_devices(run, plans)
+        if env.get("device") == "cpu":
+            record_host_dispatch(run, plans)
         env["sweep_seconds"] = round(time.perf_counter() - t_shapes, 2)
         wall_time(run)
         if run["telemetry"]:

@@ -57,7 +57,7 @@ from profiler.commands.runlife import RunLife
 from profiler.commands.tune_measure import WorkerMeasure
 from profiler.measure.policy import TUNE_FINAL
 from profiler.worker.settings import SweepSettings
-from profiler.commands.tune_rules import FINALISTS, MIN_WIN, NOISE_TOL, SCREEN, FINAL, Records, candidates, make_plan
+from profiler.commands.tune_rules import FINALISTS, SCREEN, FINAL, Records, candidates, make_plan
 from profiler.commands.tune_rules import tune_point
 
 DEFAULT_BUDGET_S = 900.0   # soft: points left when it runs out keep the base plan's entries
@@ -208,8 +208,9 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
                            "workload": workload.name,
                            "families": settings.families, "methods": settings.methods, "only_m": settings.only_m,
                            "flush_bytes": env.pop("flush_bytes", None), "seed": settings.seed, "screen": SCREEN,
-                           "final": FINAL, "finalists": settings.finalists, "noise_tol": NOISE_TOL,
-                           "min_win": MIN_WIN, "budget_s": settings.budget_s,
+                           "final": FINAL, "finalists": settings.finalists,
+                           "noise": "datasets.noise_model: the within-run band per family and M range on this device",
+                           "budget_s": settings.budget_s,
                            "min_clock_fraction": TUNE_FINAL.min_clock_fraction,
                            "shape_timeout_s": settings.shape_timeout_s,
                            "max_incidents": settings.max_incidents, "command": settings.command}
@@ -228,7 +229,7 @@ def tune_on(backend, points: list, writer, out_plan, *, settings: TuneSettings, 
             try:
                 d = tune_point(points[i], METHODS, partial(measure, pin=f"point {i}"),
                                n_finalists=settings.finalists, only=settings.methods, records=records, skip=skip,
-                               log=log)
+                               log=log, device=env.get("gpu"))
             except RuntimeError as exc:   # no candidate passed (or could be timed) there: the family keeps the base
                 log(f"   {exc}")
                 return {"skipped": str(exc)[:600], "records": records}
@@ -289,7 +290,8 @@ def _plan(decisions: list, skipped: list, settings: TuneSettings, workload, gpu:
              f"(screen RSE {SCREEN['rse_target']:.0%}, finals and neighbours RSE {FINAL['rse_target']:.1%}), "
              f"neighbour check M+-1 (same-N neighbours decide; winner vs runner-up and vs baseline; a winner slower "
              f"than the baseline next door keeps its point with its range cut short of that neighbour) with "
-             f"{NOISE_TOL:.0%} tolerance, baseline unless the win's CI low > {1 + MIN_WIN:.2f}, ranges split at "
+             f"the device's within-run noise band (datasets.noise_model) as tolerance, baseline unless the win reads "
+             f"FAST against that band, ranges split at "
              f"midpoints between scored M, per N (entries with \"N\" for points off the family's N), torch_linear "
              f"above the largest tuned M." + (f" Not tuned (budget ran out, or no candidate passed): {skipped}; their "
                                               f"families keep the base plan." if skipped else "")

@@ -24,16 +24,20 @@ Algorithm for one scored (family, M) point (`tune_point`; the write-up's funnel)
     shape checks admit them), each at THAT neighbour's N (n_at: muse's unpooler M=7 and M=9 are N=8192 although
     M=8 is N=1024). Only neighbours at the point's N decide (`robust_choice`):
     a. a winner that fails correctness at one loses to the runner-up (or the baseline, if that failed too);
-    b. a winner more than NOISE_TOL slower than the baseline at one is kept only with its plan range stopping
+    b. a winner more than the band slower than the baseline at one is kept only with its plan range stopping
        short of those neighbours (`Decision.stops`: it is then dispatched at M and on its other side alone,
        the slow side going to the adjacent point's winner or the baseline), if that costs less (summed median
        over M and the deciding neighbours, the baseline's at the cut-off ones) than the baseline and than the
-       runner-up -- the runner-up counting only if it is itself nowhere more than NOISE_TOL slower than the
+       runner-up -- the runner-up counting only if it is itself nowhere more than the band slower than the
        baseline;
-    c. the winner is kept if at every one its median is within NOISE_TOL of the runner-up's or better;
+    c. the winner is kept if at every one its median is within the band of the runner-up's or better;
        otherwise the one with the lower summed median over M and those neighbours wins.
-    Then MIN_WIN: a non-baseline choice whose paired ratio vs the baseline at M has a 95% CI low <= 1 + MIN_WIN
-    gives way to the baseline (`keep_baseline_unless_significant`).
+    Then the verdict: a non-baseline choice stays only where its paired ratio vs the baseline at M reads FAST against
+    the band (`keep_baseline_unless_significant`); otherwise the baseline is kept.
+    The band is the noise model's (datasets.noise_model, the same the Compare page reads): the within-run band at
+    the point's family and M range on the device being tuned (`point_band`). A device without repeat evidence has
+    no band: neighbours must be no slower at all, and no win can be shown, so the baseline is kept and the rule
+    note says how to make evidence.
  5. Ranges per N (`build_ranges`): the general-N points make the generic entries: every M in 1..max point goes
     to the nearest point's winner (midpoint rule; floor((a+b)/2) belongs to the lower point), else the other
     adjacent point's winner, else the baseline -- whichever its shape check admits and, for a winner kept with
@@ -56,15 +60,11 @@ from datasets.shapes import shape_identity
 from datasets.shapes import n_at as n_for   # the one N-by-M rule (Workload.n_at on a family record)
 from kernels.method import format_config
 from kernels.plans import LIBRARY_METHOD, with_library_fallback
+from datasets import noise_model
 from profiler.measure.policy import TUNE_FINAL, TUNE_SCREEN
 from profiler.measure.stats import bootstrap_ci, summarize_pairs
 
 BASELINE = LIBRARY_METHOD
-NOISE_TOL = 0.02          # neighbours: the winner may be up to 2% slower than the runner-up and still be kept
-# A custom method replaces the baseline only when its paired ratio's 95% CI lower bound beats 1 + MIN_WIN. The
-# committed H200 baseline-vs-baseline runs (identical kernels) spread 0.975-1.046 per shape with tight CIs: a
-# few-% per-shape offset is systematic (buffer placement), so a sub-2% win at one point is not evidence.
-MIN_WIN = 0.02
 FINALISTS = 4
 
 # The timing policy of each stage (profiler.measure.policy: TUNE_SCREEN ranks dozens of configs quickly, TUNE_FINAL
@@ -122,13 +122,15 @@ class Decision:
     rule: str = ""
     neighbours: dict = field(default_factory=dict)
     rejected: dict = field(default_factory=dict)
-    stops: list = field(default_factory=list)   # deciding neighbours where the choice was > NOISE_TOL slower than
-    #                                             the baseline: its plan range ends short of them (rule 4b)
+    stops: list = field(default_factory=list)   # deciding neighbours where the choice was more than the band slower
+    #                                             than the baseline: its plan range ends short of them (rule 4b)
+    band: float | None = None                   # the noise band the point was decided with (None: no evidence)
 
     def to_dict(self) -> dict:
         return {"family": self.family, "M": self.M, "method": self.method, "config": self.config,
                 "median_us": self.median_us, "baseline_us": self.baseline_us, "runner_up": self.runner_up,
-                "rule": self.rule, "neighbours": self.neighbours, "rejected": self.rejected, "stops": self.stops}
+                "rule": self.rule, "neighbours": self.neighbours, "rejected": self.rejected, "stops": self.stops,
+                "band": self.band}
 
     def limits(self) -> tuple[int, int | None]:
         """(lowest, highest or None) M the choice may be dispatched at: M itself past a stop."""
@@ -224,11 +226,23 @@ def finalists(screen: list[Timed], n: int) -> list[tuple[str, dict]]:
     return out
 
 
-def robust_choice(winner: Timed, runner: Timed, neighbours: dict, base: Timed | None = None) -> tuple[Timed, str]:
+def point_band(family: str, M: int, device: str | None) -> noise_model.Band:
+    """The band a point is decided with: the within-run band at its family and M range on `device`
+    (datasets.noise_model; None: the bands of every device with evidence, for a caller that names none)."""
+    return noise_model.band(noise_model.WITHIN, noise_model.SHAPE, device, noise_model.shape_key(family, M))
+
+
+def _pct(band: noise_model.Band | None) -> str:
+    return f"{band.frac:.1%}" if band is not None and band.known else "0% (no repeat evidence)"
+
+
+def robust_choice(winner: Timed, runner: Timed, neighbours: dict, base: Timed | None = None,
+                  band: noise_model.Band | None = None) -> tuple[Timed, str]:
     """Apply the robustness rule (4a-c in the module docstring) at the deciding neighbours (same N as the point).
     neighbours: {M': (winner_median, runner_median)} or {M': (winner_median, runner_median, baseline_median)},
     None where that candidate failed correctness (or was not timed) at M'. `base`: the baseline's Timed at M
-    (needed for rule b; without it, or without baseline medians, rule b is skipped). Returns (choice, why)."""
+    (needed for rule b; without it, or without baseline medians, rule b is skipped). `band`: the point's noise band
+    (point_band; None: no evidence, so "within" means no slower). Returns (choice, why)."""
     def at(v, i):
         return v[i] if len(v) > i else None
 
@@ -239,51 +253,56 @@ def robust_choice(winner: Timed, runner: Timed, neighbours: dict, base: Timed | 
             return base, f"winner and runner-up failed correctness at M={m}: baseline taken"
     if base is not None and winner.key != base.key:
         with_b = {m: v for m, v in neighbours.items() if at(v, 0) is not None and at(v, 2) is not None}
-        slow = slow_vs_baseline(neighbours)
+        slow = slow_vs_baseline(neighbours, band)
         if slow:
             b_sum = base.median + sum(v[2] for v in with_b.values())
             # the winner with its range stopping short of the slow neighbours: the baseline's time there
             cut_sum = winner.median + sum(v[2] if m in slow else v[0] for m, v in with_b.items())
             options = [(cut_sum, winner, f"winner kept at M, its range stopping short of M={slow}"),
                        (b_sum, base, "baseline taken")]
-            if runner.key != base.key and all(at(v, 1) is not None and v[1] <= v[2] * (1 + NOISE_TOL)
+            if runner.key != base.key and all(at(v, 1) is not None and noise_model.within(v[1], v[2], band)
                                               for v in with_b.values()):
                 options.append((runner.median + sum(v[1] for v in with_b.values()), runner, "runner-up taken"))
             total, choice, name = min(options, key=lambda o: o[0])
             worst = max(with_b[m][0] / with_b[m][2] for m in slow)
-            return choice, (f"winner >{NOISE_TOL:.0%} slower than the baseline at M={slow} (up to {worst:.3f}x "
+            return choice, (f"winner >{_pct(band)} slower than the baseline at M={slow} (up to {worst:.3f}x "
                             f"its time): {name} (summed median over M and M+-1 {total:.2f} us)")
     both = {m: (v[0], v[1]) for m, v in neighbours.items() if at(v, 0) is not None and at(v, 1) is not None}
     if not both:
         return winner, "no neighbour where both were timed: winner kept"
-    if all(w <= r * (1 + NOISE_TOL) for w, r in both.values()):
-        return winner, f"winner within {NOISE_TOL:.0%} of the runner-up or better at M={sorted(both)}"
+    if all(noise_model.within(w, r, band) for w, r in both.values()):
+        return winner, f"winner within {_pct(band)} of the runner-up or better at M={sorted(both)}"
     w_sum = winner.median + sum(w for w, _ in both.values())
     r_sum = runner.median + sum(r for _, r in both.values())
     if r_sum < w_sum:
-        return runner, (f"winner >{NOISE_TOL:.0%} slower at a neighbour; runner-up has the lower summed median "
+        return runner, (f"winner >{_pct(band)} slower at a neighbour; runner-up has the lower summed median "
                         f"over M and M+-1 ({r_sum:.2f} vs {w_sum:.2f} us)")
-    return winner, (f"winner >{NOISE_TOL:.0%} slower at a neighbour but keeps the lower summed median over M "
+    return winner, (f"winner >{_pct(band)} slower at a neighbour but keeps the lower summed median over M "
                     f"and M+-1 ({w_sum:.2f} vs {r_sum:.2f} us)")
 
 
-def slow_vs_baseline(neighbours: dict) -> list[int]:
+def slow_vs_baseline(neighbours: dict, band: noise_model.Band | None = None) -> list[int]:
     """The neighbours (robust_choice's {M': (winner, runner-up, baseline)} medians) where the winner was timed and
-    is more than NOISE_TOL slower than the baseline."""
+    is more than the band slower than the baseline."""
     return sorted(m for m, v in neighbours.items()
-                  if len(v) > 2 and v[0] is not None and v[2] is not None and v[0] > v[2] * (1 + NOISE_TOL))
+                  if len(v) > 2 and v[0] is not None and v[2] is not None and not noise_model.within(v[0], v[2], band))
 
 
-def keep_baseline_unless_significant(d: Decision, base: Timed, choice: Timed) -> str:
-    """Fall back to the baseline when `choice` is not significantly faster (MIN_WIN); returns a rule note."""
+def keep_baseline_unless_significant(d: Decision, base: Timed, choice: Timed,
+                                     band: noise_model.Band | None = None) -> str:
+    """Fall back to the baseline unless `choice`'s paired ratio vs the baseline reads FAST against the band
+    (datasets.noise_model.verdict, the Compare page's rule); returns a rule note."""
     if choice.method == BASELINE:
         return ""
     st = summarize_pairs(base.samples, choice.samples)
-    if np.isfinite(st["ratio_ci_low"]) and st["ratio_ci_low"] > 1.0 + MIN_WIN:
-        return f"; beats baseline {st['ratio_median']:.3f}x (CI low {st['ratio_ci_low']:.3f})"
+    said = noise_model.verdict(st["ratio_ci_low"], st["ratio_ci_high"], band)
+    if said == noise_model.FAST:
+        return (f"; beats baseline {st['ratio_median']:.3f}x (CI {st['ratio_ci_low']:.3f}-{st['ratio_ci_high']:.3f}: "
+                f"FAST against {band.text()})")
     d.method, d.config, d.median_us = base.method, base.config, base.median
+    against = band.text() if band is not None else "no band"
     return (f"; baseline kept: {choice.key} only {st['ratio_median']:.3f}x "
-            f"(CI low {st['ratio_ci_low']:.3f} <= {1 + MIN_WIN:.2f})")
+            f"(CI {st['ratio_ci_low']:.3f}-{st['ratio_ci_high']:.3f}: {said} against {against})")
 
 
 def neighbour_points(pt: Point, methods: dict, trio: list[Timed]) -> list[Point]:
@@ -312,9 +331,11 @@ def skipped(cands: list, family: str, skip: dict | None) -> tuple[list, dict]:
 
 def tune_point(pt: Point, methods: dict, measure: Measure, *, n_finalists: int = FINALISTS, only=None,
                screen: dict = SCREEN, final: dict = FINAL, records: Records | None = None, skip: dict | None = None,
-               log: Callable[[str], None] = print) -> Decision:
+               log: Callable[[str], None] = print, device: str | None = None) -> Decision:
     """Steps 1-4 of the module docstring at one scored point; appends what was measured to `records`.
-    `skip`: candidates left out with a reason (kernels.warm: they raised when compiled in a worker)."""
+    `skip`: candidates left out with a reason (kernels.warm: they raised when compiled in a worker); `device`: the
+    driver-reported name of the device being tuned, whose noise band decides (point_band)."""
+    band = point_band(pt.family, pt.M, device)
     records = records if records is not None else Records()
     cands, left_out = skipped(candidates(methods, pt.spec, pt.M, pt.N, pt.K, only), pt.family, skip)
     got = measure(pt.shape(), cands, screen)
@@ -337,14 +358,15 @@ def tune_point(pt: Point, methods: dict, measure: Measure, *, n_finalists: int =
         records.pairs.append(pair_record(pt, base, winner))
     runner = finals[1] if len(finals) > 1 else None
     d = Decision(pt.family, pt.M, winner.method, winner.config, winner.median, base.median if base else None,
-                 runner.key if runner else None, "single finalist", rejected=rejected)
+                 runner.key if runner else None, "single finalist", rejected=rejected, band=band.frac)
     if runner is not None:
-        _apply_neighbours(d, pt, methods, measure, final, records, winner, runner, base)
+        _apply_neighbours(d, pt, methods, measure, final, records, winner, runner, base, band)
     log(_summary(pt, rank(screened), finals, d, n_finalists))
     return d
 
 
-def _apply_neighbours(d: Decision, pt: Point, methods, measure, final, records, winner, runner, base) -> None:
+def _apply_neighbours(d: Decision, pt: Point, methods, measure, final, records, winner, runner, base,
+                      band: noise_model.Band) -> None:
     trio = [winner, runner] + ([base] if base is not None else [])
     neigh = {}
     for nb in neighbour_points(pt, methods, trio):
@@ -356,9 +378,9 @@ def _apply_neighbours(d: Decision, pt: Point, methods, measure, final, records, 
         neigh[nb.M] = (nb.N, by_key.get(winner.key), by_key.get(runner.key),
                        by_key.get(base.key) if base is not None else None)
     deciding = {m: v[1:] for m, v in neigh.items() if v[0] == pt.N}
-    choice, d.rule = robust_choice(winner, runner, deciding, base)
+    choice, d.rule = robust_choice(winner, runner, deciding, base, band)
     if choice is winner and base is not None and winner.key != base.key:
-        d.stops = slow_vs_baseline(deciding)
+        d.stops = slow_vs_baseline(deciding, band)
     record_only = sorted(m for m, v in neigh.items() if v[0] != pt.N)
     if record_only:
         d.rule += (f"; M={record_only} timed at their own N {sorted({neigh[m][0] for m in record_only})} for the "
@@ -367,7 +389,7 @@ def _apply_neighbours(d: Decision, pt: Point, methods, measure, final, records, 
                     for m, (n, w, r, b) in neigh.items()}
     d.method, d.config, d.median_us = choice.method, choice.config, choice.median
     if base is not None:
-        d.rule += keep_baseline_unless_significant(d, base, choice)
+        d.rule += keep_baseline_unless_significant(d, base, choice, band)
         if d.method == BASELINE:
             d.stops = []
 
@@ -509,7 +531,8 @@ def make_plan(decisions: list[Decision], methods: dict, workload, base_plan: dic
         winners = {M: (d.method, d.config) for M, d in ds.items()}
         note = {M: f"tuned at M={M}: {d.median_us:.2f} us" + (f" vs baseline {d.baseline_us:.2f} us"
                                                               if d.baseline_us else "")
-                + (f"; not dispatched at M={d.stops} (> {NOISE_TOL:.0%} slower than the baseline there)"
+                + (f"; not dispatched at M={d.stops} (more than the noise band "
+                   f"{'±%.1f%%' % (100 * d.band) if d.band is not None else 'of none'} slower than the baseline there)"
                    if d.stops else "") for M, d in ds.items()}
         if only_m:
             pins = {M: {"method": d.method, "config": d.config,

@@ -5,6 +5,12 @@ Read probe at a byte count = the fastest of several read designs (measured on th
 (torch.mv over a bf16 matrix of the same bytes) as a sanity bar: a probe slower than cuBLAS reading the same
 bytes would be a bug, so cuBLAS is one of the candidates and every design's time is recorded.
 The Triton jit code sits here rather than in kernels/ because it is a measuring instrument, not a method.
+
+A CPU device (`--device cpu`): the read probe measures this machine's read rate over sizes from past the private L2
+(what the CPU timer's flush evicts) to several times the last-level cache (cpu_read_sizes), and each shape's floor
+is derived from the fastest rate seen (cpu_floors: bytes ÷ that rate), so no real kernel can beat it whatever cache
+its weights sit in after the flush; a probe at the shape's own few KB would time the call's dispatch instead, and a
+floor above what F.linear reaches. The compute probe keeps the fastest of a bf16 and an fp32 product at two sizes.
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from datasets.runfile import MIN_US_PER_CALL
 from profiler.measure.stats import bootstrap_ci
 
 # (name, kind, BLOCK elements of fp32, num_warps)
@@ -31,9 +38,14 @@ MV_COLS = 4096                  # cuBLAS design: bf16 [bytes / (2 * 4096), 4096]
 # An 8192^3 bf16 GEMM: large enough to reach the H200's sustained rate (782-809 TFLOP/s in the run files'
 # compute_probe).
 COMPUTE_PROBE_MNK = 8192
-# On a CPU device: 512^3 bf16 (0.27 GFLOP, ~10-50 ms on a CI core): the CPU sweep's compute probe only has to say
-# what this machine does, and 8192^3 would take minutes there.
-CPU_COMPUTE_PROBE_MNK = 512
+# On a CPU device: 512^3 and 1024^3 products (0.27 and 2.1 GFLOP, milliseconds to a second on a CI core) in bf16
+# and fp32, the fastest kept: the CPU sweep's compute probe only has to say what this machine does (8192^3 would take
+# minutes there), and on a CPU without bf16 units the fp32 product is the faster one.
+CPU_COMPUTE_PROBE_SIZES = (512, 1024)
+# CPU read sizes: from 2x the private L2 to 8x the last-level cache, in factors of 2.
+CPU_READ_FROM_L2, CPU_READ_TO_LLC = 2, 8
+CPU_READ_LABEL = "CPU read rate"
+DERIVED_DESIGN = "derived: bytes / fastest CPU read rate"
 ONE_MB, ONE_GB = 1 << 20, 1 << 30
 
 
@@ -77,9 +89,12 @@ def read_fns(buf_f32, nbytes: int, sm_count: int, designs: bool | None = None) -
     mat = buf_f32.view(torch.bfloat16)[: rows * MV_COLS].view(rows, MV_COLS)
     vec = buf_f32.view(torch.bfloat16)[-MV_COLS:]
     if designs is False or (designs is None and buf_f32.device.type == "cpu"):
-        # A CPU device's read probe: torch's own vectorised reduction over the bytes, and the mv "sanity bar"
-        # (Triton's kernels need a GPU).
-        return {"torch_sum": lambda: torch.sum(data), "torch_mv": lambda: torch.mv(mat, vec)}
+        # A CPU device's read probe: torch's own vectorised reduction over the bytes, and an fp32 matrix-vector
+        # product over the same bytes (BLAS; a bf16 one has no fast path on most CPUs). Triton's kernels need a GPU.
+        rows32 = max(1, nbytes // (4 * MV_COLS))
+        mat32 = buf_f32[: rows32 * MV_COLS].view(rows32, MV_COLS)
+        vec32 = buf_f32[-MV_COLS:]
+        return {"torch_sum": lambda: torch.sum(data), "torch_mv_fp32": lambda: torch.mv(mat32, vec32)}
     read_oneshot, read_persistent = _kernels()
     for name, kind, block, warps in READ_DESIGNS:
         n_blocks = math.ceil(n / block)
@@ -95,6 +110,40 @@ def read_fns(buf_f32, nbytes: int, sm_count: int, designs: bool | None = None) -
                          read_persistent[(grid,)](data, out, n, grid, iters, BLOCK=block, num_warps=warps))
     fns["torch_mv"] = lambda: torch.mv(mat, vec)
     return fns
+
+
+def cpu_read_sizes(l2_bytes: int, llc_bytes: int, memory_bytes: int | None = None) -> list[int]:
+    """The CPU read probe's sizes: 2x the private L2 (past the flush) doubling up to 8x the last-level cache, and
+    to no more than an eighth of the machine's memory (`memory_bytes`)."""
+    lo = max(1 << 20, CPU_READ_FROM_L2 * int(l2_bytes))
+    hi = max(lo, CPU_READ_TO_LLC * int(llc_bytes))
+    if memory_bytes:
+        hi = max(lo, min(hi, int(memory_bytes) // 8))
+    out, b = [], lo
+    while b <= hi:
+        out.append(int(b))
+        b *= 2
+    return out
+
+
+def cpu_floors(read: list[dict], shape_bytes: dict[str, int]) -> list[dict]:
+    """One derived read record per shape: its bytes ÷ the fastest read rate of `read` (bytes per us), marked
+    derived (never measured at that size). A floor under the run file's resolution of a time
+    (datasets.runfile.MIN_US_PER_CALL, 10 ns) is not kept: the probe curve's scaled value stands for it there."""
+    rates = [(r["bytes"] / r["us"], r) for r in read if r.get("us") and r["us"] > 0]
+    if not rates:
+        return []
+    rate, best = max(rates, key=lambda t: t[0])
+    out = []
+    for label, nbytes in shape_bytes.items():
+        us = int(nbytes) / rate
+        if us < MIN_US_PER_CALL:
+            continue
+        out.append({"bytes": int(nbytes), "us": us, "tbps": rate / 1e6, "design": DERIVED_DESIGN, "kind": "read",
+                    "for_shape": label, "derived": True,
+                    "derived_from": {"bytes": int(best["bytes"]), "us": float(best["us"]),
+                                     "design": best.get("design")}})
+    return out
 
 
 def log_sweep_bytes(n_points: int = 12, lo: int = ONE_MB, hi: int = ONE_GB) -> list[int]:
@@ -151,17 +200,28 @@ def run_read_probes(timer, plan: list[tuple[int, str]], n_rounds: int = 24,
 
 
 def run_compute_probe(timer, n_rounds: int = 10, size: int | None = None) -> dict:
-    """8192^3 bf16 matmul on random data (never zeros: METHOD.md), cold method; -> record with tflops. A CPU
-    device: CPU_COMPUTE_PROBE_MNK^3."""
+    """8192^3 bf16 matmul on random data (never zeros: METHOD.md), cold method; -> record with tflops. A CPU device:
+    bf16 and fp32 products at CPU_COMPUTE_PROBE_SIZES, the fastest rate kept (the record's `designs` lists all)."""
     import torch
 
-    size = size or (CPU_COMPUTE_PROBE_MNK if timer.device.type == "cpu" else COMPUTE_PROBE_MNK)
+    if timer.device.type == "cpu" and size is None:
+        tried = [_product(timer, n, dtype, n_rounds) for n in CPU_COMPUTE_PROBE_SIZES
+                 for dtype in (torch.bfloat16, torch.float32)]
+        best = max(tried, key=lambda r: r["tflops"])
+        return best | {"designs": [{k: r[k] for k in ("M", "dtype", "us", "tflops")} for r in tried]}
+    return _product(timer, size or COMPUTE_PROBE_MNK, torch.bfloat16, n_rounds)
+
+
+def _product(timer, size: int, dtype, n_rounds: int) -> dict:
+    import torch
+
     g = torch.Generator(device=timer.device).manual_seed(0)
-    a = torch.randn(size, size, device=timer.device, dtype=torch.bfloat16, generator=g)
-    b = torch.randn(size, size, device=timer.device, dtype=torch.bfloat16, generator=g)
+    a = torch.randn(size, size, device=timer.device, dtype=dtype, generator=g)
+    b = torch.randn(size, size, device=timer.device, dtype=dtype, generator=g)
     graph = timer.capture(lambda: torch.mm(a, b))
     us = float(np.median(timer.sample([graph], n_rounds)[:, 0]))
     del graph, a, b
     if timer.device.type == "cuda":
         torch.cuda.empty_cache()
-    return {"M": size, "N": size, "K": size, "us": us, "tflops": 2.0 * size ** 3 / (us * 1e-6) / 1e12}
+    return {"M": size, "N": size, "K": size, "us": us, "tflops": 2.0 * size ** 3 / (us * 1e-6) / 1e12,
+            "dtype": str(dtype).replace("torch.", "")}

@@ -10,6 +10,8 @@ from typing import Callable
 
 import numpy as np
 
+from datasets import noise_model
+
 
 def rse(x) -> float:
     """Relative standard error of the mean: std(x, ddof=1) / sqrt(n) / |mean(x)|; inf when n < 2."""
@@ -72,8 +74,12 @@ def summarize_pairs(base_us, cand_us, seed: int = 0) -> dict:
             "ratios": [float(v) for v in r]}
 
 
-def ci_too_wide(median: float, lo: float, hi: float, max_half_width_fraction: float = 0.05) -> bool:
-    """True when the CI half-width exceeds `max_half_width_fraction` of the median (the harness flags wide_ci above 5%)."""
+def ci_too_wide(median: float, lo: float, hi: float, device: str | None = None, key: str | None = None) -> bool:
+    """True when the CI half-width exceeds the noise band (datasets.noise_model: the within-run band on `device` at
+    shape `key`, noise_model.shape_key(family, M)): an interval that wide cannot read SAME against the band, so the
+    timing did not settle enough for a verdict. device None: the bands of every device with evidence; a device
+    without evidence has no band to be wide against (False), and its verdicts read NO VERDICT anyway."""
     if not np.isfinite(median) or median <= 0 or not (np.isfinite(lo) and np.isfinite(hi)):
         return True
-    return (hi - lo) / 2.0 > max_half_width_fraction * median
+    band = noise_model.band(noise_model.WITHIN, noise_model.SHAPE, device, key)
+    return band.known and (hi - lo) / 2.0 > band.frac * median

@@ -34,6 +34,20 @@ INTENDED: list[tuple[str, str, str]] = [
     ("*", "less\\_accurate", "less_accurate"), ("*", "\n- at::", "\n- at:\\:"),
     # ... and a '#' in a name is escaped on pages too, as it always was in reports.
     ("*", "**baseline#2**", "**baseline\\#2**"), ("*", "baseline#2 (derived) |", "baseline\\#2 (derived) |"),
+    # the glossary says where a measurement comes from on any device, and the verdict a device without evidence gets
+    ("*", "timed on an H200 by `python -m profiler`",
+     "timed on a device (the committed runs: an H200; a CPU or another GPU is named in its run) by "
+     "`python -m profiler`"),
+    ("*", "SAME ROUTE · NO SAMPLES", "SAME ROUTE · NO SAMPLES · NO VERDICT"),
+    ("*", "so no CI and no verdict.", "so no CI and no verdict. **NO VERDICT**: no repeat evidence on the run's "
+     "device (a band comes only from the same kind of device: its committed repeats, or the run's own repeat such "
+     "as `baseline#2`)."),
+    ("*", "(`dashboard/noise.py`) gives every verdict", "(`datasets/noise_model.py`, derived by `dashboard/noise.py`) "
+     "gives every verdict"),
+    # the Run page names --device cpu for a machine without a GPU
+    ("run|", "Other useful forms: `--shapes", "Other useful forms: `--device cpu` (no GPU: checks a candidate and "
+     "times it on this machine's CPU, its own floors and verdicts; a CPU time ranks candidates here, it says nothing "
+     "about a GPU's), `--shapes"),
 ]
 
 

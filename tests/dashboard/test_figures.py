@@ -58,11 +58,18 @@ def _pts():
 
 
 def test_roofline_roofs_are_labelled_with_values_and_the_ridge():
-    fig = figures.roofline(_pts(), memory_tbps=4.0, compute_tflops=700.0, source="measured")
+    fig = figures.roofline(_pts(), memory_tbps=4.0, compute_tflops=700.0, source="measured", device="NVIDIA H200")
     by = {t.name: t for t in fig.data}
     roof = by["probe roof (4.00 TB/s, largest probe)"]
     assert roof.y[0] == pytest.approx(roof.x[0] * 4.0) and max(roof.y) == pytest.approx(700.0)
-    assert by["datasheet 4.8 TB/s (reference)"].line.dash == "dash"
+    assert by["H200 SXM datasheet 4.8 TB/s (reference)"].line.dash == "dash"
+    # the datasheet line is the run's device's (datasets.devices), and none where the table has none
+    h100 = {t.name for t in figures.roofline(_pts(), 3.0, 700.0, "measured", device="NVIDIA H100 80GB HBM3").data}
+    assert "H100 SXM datasheet 3.35 TB/s (reference)" in h100 and not any("4.8" in n for n in h100)
+    cpu = figures.roofline(_pts(), 0.0139, 0.33, "measured", device="CPU: Some CPU")
+    names = {t.name for t in cpu.data}
+    assert "probe roof (13.9 GB/s, largest probe)" in names and not any("datasheet" in n for n in names)
+    assert any(a.text == "compute 330 GFLOP/s" for a in cpu.layout.annotations)
     ridge = by["ridge 175 FLOP/B"]  # 700 TFLOP/s ÷ 4 TB/s
     assert (ridge.x[0], ridge.y[0]) == (pytest.approx(175.0), 700.0)
     notes = {a.text for a in fig.layout.annotations}

@@ -8,12 +8,12 @@ import pytest
 from dashboard import kernel_findings as F
 from dashboard import kernels
 from datasets import load_workload
-from datasets.hardware import H200_SMS
+from datasets import devices
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "datasets" / "runs" / "2026-12-01_nvidia-h200_explain-baseline-best.json"
 T = F.THRESHOLDS
-SMS = H200_SMS
+SMS = devices.lookup("NVIDIA H200").sm_count.value
 
 
 @pytest.fixture(scope="module")

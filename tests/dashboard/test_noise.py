@@ -51,8 +51,8 @@ def test_bands_are_derived_per_kind_and_say_where_they_come_from():
     # drift between runs is larger than the noise inside one, and a run's own baseline cancels most of it
     assert within.frac < relative.frac < across.frac
     assert BAND_TEXT.search(across.text()) and "repeated sweeps" in across.text()
-    unknown = noise.band(noise.ACROSS, noise.LOAD, "NVIDIA B200", "M 1")
-    assert "no repeat evidence for NVIDIA B200" in unknown.text()
+    unknown = noise.band(noise.ACROSS, noise.LOAD, "NVIDIA B200", "M 1")   # never the H200's band
+    assert not unknown.known and "no repeat evidence on NVIDIA B200" in unknown.text() and "H200" not in unknown.text()
     keyed = noise.band(noise.ACROSS, noise.SHAPE, "NVIDIA H200", noise.shape_key("router", 1))
     assert keyed.key == "router M 1" and "(router M 1)" in keyed.text()
     assert noise.band(noise.ACROSS, noise.SHAPE, "NVIDIA H200", "no such family M 1").key == noise.POOLED

@@ -149,7 +149,8 @@ def test_per_shape_report():
     rep = report.build_from_path(RUN, shape="decode 1/router")
     s = rep.summary
     assert (s["M"], s["N"], s["K"]) == (1, 256, 8192)
-    assert s["verdict"] == "FAST" and s["ratio_ci_low"] < s["ratio"] < s["ratio_ci_high"]
+    # the SYNTHETIC fixture's device has no repeat evidence: the interval, and no verdict from another device's band
+    assert s["verdict"] == "NO VERDICT" and s["ratio_ci_low"] < s["ratio"] < s["ratio_ci_high"]
     assert set(rep.tables["candidates"]["candidate"]) == {"baseline", "seed036"}
     assert rep.figures[0].data[0].type == "box"
     with pytest.raises(ValueError, match="no results for shape"):

@@ -124,7 +124,12 @@ def test_clock_summary_ignores_the_idle_reading_and_gpu_idle():
     assert "1965–1980 MHz" in text and "345 / 510 MHz" in text and "gpu_idle" in text
     quiet = views.clock_summary({"environment": {"throttle_reasons": ["gpu_idle"]}})
     assert quiet["throttle_reasons"] == [] and quiet["sm_min_mhz"] is None
-    assert "not sampled" in views.clock_text(quiet) and views.clock_text(quiet).endswith("none.")
+    assert "not read" in views.clock_text(quiet) and views.clock_text(quiet).endswith("none.")
+    assert views.mhz_range(quiet) == views.NOT_READ and "?" not in views.clock_text(quiet)
+    cpu = views.clock_summary({"environment": {"gpu": "CPU: Some CPU"}})
+    assert views.mhz_range(cpu) == views.NOT_ON_CPU and "not measured on this device" in views.clock_text(cpu)
+    half = views.clock_summary({"environment": {"clocks": {"sm_max_mhz": 1980}}})
+    assert "limit 1980 MHz" in views.clock_text(half) and "not read / not read" in views.clock_text(half)
 
 
 def test_series_label_is_short_and_shape_order_follows_loads():

@@ -105,10 +105,17 @@ def test_prepare_without_a_hopper_gpu_says_so():
         prepare(torch.zeros(2304, 8192, dtype=torch.bfloat16), _cfg())
 
 
-def test_fixup_registered_and_its_shape_check_keeps_the_grid_to_one_wave():
-    """skinny_ws_fixup's runs of a tile wait for each other, so its shape check refuses a grid larger than the 132 SMs
-    (and says so) and admits the shapes it was sized for; its shared-memory figure is the ring and barriers only."""
+def test_fixup_registered_and_its_shape_check_keeps_the_grid_to_one_wave(monkeypatch):
+    """skinny_ws_fixup's runs of a tile wait for each other, so its shape check refuses a grid larger than the SMs of
+    the device this process runs on (kernels.device_limits, read from the device: here a stand-in H200's 132) and
+    says so, and admits the shapes it was sized for; with no device to ask it leaves the grid to the launcher. Its
+    shared-memory figure is the ring and barriers only."""
+    from datasets import devices
+    from kernels import device_limits
     from kernels.methods_gluon import FIXUP_CONFIGS, fixup_programs, fixup_smem_bytes
+
+    h200 = devices.limits(devices.lookup("NVIDIA H200"))
+    monkeypatch.setattr(device_limits, "current", lambda: h200)
 
     m = get_method("skinny_ws_fixup")
     assert m.configs == FIXUP_CONFIGS and m.dtypes == (BF16,)
@@ -118,6 +125,8 @@ def test_fixup_registered_and_its_shape_check_keeps_the_grid_to_one_wave():
     assert reason is not None and "252 programs" in reason and "one wave of 132 SMs" in reason, reason
     assert "K / BK >= SPLIT" in m.supports(BF16, 16, 2304, 256, dict(default, SPLIT=7))
     assert "1 <= M <= 256" in m.supports(BF16, 257, *QKV, default)
+    monkeypatch.setattr(device_limits, "current", lambda: devices.Limits())   # no device: the launcher decides
+    assert m.supports(BF16, 129, *QKV, default) is None
     assert fixup_smem_bytes(default) == 6 * (128 + 128) * 64 * 2 + 16 * 6 + 64
 
 

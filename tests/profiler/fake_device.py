@@ -123,12 +123,23 @@ def install():
     probes.run_compute_probe = lambda timer: {"M": 8, "N": 8, "K": 8, "us": 1.0, "tflops": 1.0}
 
 
+HIGH_FLOOR_RATE = 1e3   # bytes per us (1 GB/s): a CPU device's floors derived from it sit above every fake 10 us
+
+
 def install_high_floors():
-    """As install(), with every probe reading 50 us (CI 49.5-50.5): every fake 10 us result is below its floor."""
+    """As install(), with every probe reading 50 us (CI 49.5-50.5) on a GPU, and at HIGH_FLOOR_RATE on a CPU (whose
+    floors are derived from its read rate, profiler.measure.probes.cpu_floors): every fake 10 us result of a shape of
+    more than 10 KB is below its floor."""
     import profiler.measure.probes as probes
 
     install()
-    probes.run_read_probes = lambda timer, plan, n_rounds=0, progress=None: fake_read_probes(timer, plan, us=50.0)
+
+    def slow(timer, plan, n_rounds=0, progress=None):
+        if getattr(timer.device, "type", timer.device) == "cpu":
+            return [r | {"us": r["bytes"] / HIGH_FLOOR_RATE, "ci_low_us": None, "ci_high_us": None}
+                    for r in fake_read_probes(timer, plan)]
+        return fake_read_probes(timer, plan, us=50.0)
+    probes.run_read_probes = slow
 
 
 class KeyedFakeTimer(FakeTimer):

@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 
 from profiler import wrong
 from profiler.check import guards, isolation
+from datasets import noise_model  # noqa: E402
 from profiler.commands import canary  # noqa: E402
 from profiler.measure.policy import SWEEP  # noqa: E402
 
@@ -186,10 +187,15 @@ def test_gpu_cublas_config_set_after_initialisation_does_not_reach_the_baseline(
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
     before, after = np.min(before, axis=0), np.min(after, axis=0)
-    assert (after / before).max() < 1 + canary.CANARY_BAND, (before, after)
+    band = noise_model.band(noise_model.ACROSS, noise_model.SHAPE, torch.cuda.get_device_name(dev))
+    assert band.known, band.text()
+    assert (after / before).max() < 1 + band.frac, (before, after)
 
 
 # --- the canary's verdict (pure) ---------------------------------------------------------------------------------
+# the H200's canary band: its committed cross-run band (datasets.noise_model), what a sweep there compares with
+H200_BAND = canary.device_band([], [], "baseline", "NVIDIA H200")[0]
+
 def _res(key_load, family, us, lo=None, hi=None, cand="baseline"):
     return {"load": key_load, "family": family, "M": 1, "candidate": cand, "median_us": us,
             "ci_low_us": lo if lo is not None else us * 0.99, "ci_high_us": hi if hi is not None else us * 1.01}
@@ -198,15 +204,15 @@ def _res(key_load, family, us, lo=None, hi=None, cand="baseline"):
 def test_canary_ok_within_the_band_and_disturbed_beyond_it_either_way():
     clean = [_res("decode 1", "router", 19.8), _res("decode 1", "o", 6.2), _res("decode 1", "qkv_gate", 10.0)]
     same = [_res("decode 1", "router", 20.6), _res("decode 1", "o", 6.0), _res("decode 1", "qkv_gate", 10.4)]
-    v = canary.verdict(clean, same, "baseline")
+    v = canary.verdict(clean, same, "baseline", band=H200_BAND)
     assert v["verdict"] == canary.OK and v["compared"] == 3 and v["shapes"] == []
     # the benign spread measured on the H200 (the baseline beside two F.linear controls: 1.101x at decode 16/o)
     # stays inside the band even with CIs that do not overlap
     benign = [_res("decode 1", "router", 19.8 * 1.101), _res("decode 1", "o", 6.2 * 0.95),
               _res("decode 1", "qkv_gate", 10.0)]
-    assert canary.verdict(clean, benign, "baseline")["verdict"] == canary.OK
+    assert canary.verdict(clean, benign, "baseline", band=H200_BAND)["verdict"] == canary.OK
     hurt = [_res("decode 1", "router", 271.0), _res("decode 1", "o", 20.2), _res("decode 1", "qkv_gate", 8.0)]
-    v = canary.verdict(clean, hurt, "baseline")
+    v = canary.verdict(clean, hurt, "baseline", band=H200_BAND)
     assert v["verdict"] == canary.DISTURBED
     assert [(d["key"], round(d["ratio"], 2)) for d in v["shapes"]] == [
         ("decode 1/router", 13.69), ("decode 1/o", 3.26), ("decode 1/qkv_gate", 0.8)]  # faster is suspect too
@@ -215,14 +221,14 @@ def test_canary_ok_within_the_band_and_disturbed_beyond_it_either_way():
 def test_canary_lets_a_difference_inside_overlapping_cis_pass_and_ignores_other_candidates():
     clean = [_res("decode 1", "o", 10.0, 8.0, 13.0)]
     noisy = [_res("decode 1", "o", 11.5, 9.0, 14.0), _res("decode 1", "o", 99.0, cand="best")]
-    assert canary.verdict(clean, noisy, "baseline")["verdict"] == canary.OK
-    assert canary.verdict([], noisy, "baseline")["verdict"] == canary.NOT_COMPARED
+    assert canary.verdict(clean, noisy, "baseline", band=H200_BAND)["verdict"] == canary.OK
+    assert canary.verdict([], noisy, "baseline", band=H200_BAND)["verdict"] == canary.NOT_COMPARED
 
 
 def test_mark_disturbed_flags_only_the_paired_baseline_at_the_disturbed_shapes():
     paired = [_res("decode 1", "router", 271.0), _res("decode 1", "o", 6.2), _res("decode 1", "router", 5.0,
                                                                                     cand="best")]
-    v = canary.verdict([_res("decode 1", "router", 19.8), _res("decode 1", "o", 6.2)], paired, "baseline")
+    v = canary.verdict([_res("decode 1", "router", 19.8), _res("decode 1", "o", 6.2)], paired, "baseline", band=H200_BAND)
     assert canary.mark_disturbed(paired, v) == 1
     assert [r.get("flags") for r in paired] == [[canary.DISTURBED_FLAG], None, None]
 

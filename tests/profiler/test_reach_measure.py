@@ -125,24 +125,33 @@ def _res(key: str, us: float, ci: float = 0.001) -> dict:
             "ci_low_us": us * (1 - ci), "ci_high_us": us * (1 + ci)}
 
 
-def test_the_canary_band_follows_the_devices_own_repeat_spread():
-    """On a quiet device (the H200: clean repeats within a few %) the band is the 15 % floor; where the same clean
-    baseline timed twice differs by 12 % (a busy 2-core CPU with a wall-clock timer), a correct control's 30 % is
-    inside the band, while a 3x slowdown is still disturbed."""
+def test_the_canary_band_is_the_noise_models():
+    """On a device with committed repeat evidence (the H200) the band is its cross-run band (datasets.noise_model);
+    on a device without (a CPU) the derivation's rule on the run's own clean repeats, every pair of timings of a
+    shape; too few repeats: no band and "not compared", said so. A correct control inside the band is ok, a 3x
+    slowdown disturbed, and the band is never another device's."""
+    from datasets import noise_model
     from profiler.commands import canary
 
     keys = ["decode 1/o", "decode 16/o", "verify 32/o"]
     first = [_res(k, 10.0) for k in keys]
-    quiet, _ = canary.device_band(first, [_res(k, 10.2) for k in keys[:2]], "baseline")
-    assert quiet == canary.CANARY_BAND
-    band, evidence = canary.device_band(first, [_res(keys[0], 11.2), _res(keys[1], 10.1)], "baseline")
-    assert evidence["repeat_shapes"] == 2 and abs(evidence["repeat_spread"] - 0.1133) < 1e-3
-    assert abs(band - (2.718281828 ** (3 * 0.11333) - 1)) < 1e-3 and band > 0.4
-    control = [_res(k, 13.0) for k in keys]
-    assert canary.verdict(first, control, "baseline", band=quiet)["verdict"] == canary.DISTURBED
-    assert canary.verdict(first, control, "baseline", band=band)["verdict"] == canary.OK
+    again = [_res(k, 10.2) for k in keys[:2]] + [_res(k, 11.2) for k in keys[:2]]
+    h200, ev = canary.device_band(first, again, "baseline", "NVIDIA H200")
+    assert h200 == noise_model.band(noise_model.ACROSS, noise_model.SHAPE, "NVIDIA H200").frac
+    assert "measured on NVIDIA H200" in ev["source"]
+    own, ev = canary.device_band(first, again, "baseline", "CPU: Some CPU")
+    # pairs per shape: (10, 10.2), (10, 11.2), (10.2, 11.2) at two shapes: a bound from six, wider than any of them
+    assert ev["repeat_pairs"] == 6 and ev["repeat_largest"] == 0.12
+    assert own == noise_model.band_from_repeats([0.02, 0.12, 1 / 10.2] * 2, noise_model.SHAPE) and own > 0.12
+    assert "own repeat" in ev["source"] and "H200" not in ev["source"]
+    none, ev = canary.device_band(first, again[:1], "baseline", "CPU: Some CPU")
+    assert none is None and "cannot bound a band" in ev["source"]
+    v = canary.verdict(first, [_res(k, 30.0) for k in keys], "baseline", band=None)
+    assert v["verdict"] == canary.NOT_COMPARED and v["compared"] == 3
+    control = [_res(k, 11.0) for k in keys]
+    assert canary.verdict(first, control, "baseline", band=own)["verdict"] == canary.OK
     slowed = [_res(k, 30.0 if k == "decode 16/o" else 10.0) for k in keys]
-    v = canary.verdict(first, slowed, "baseline", band=band)
+    v = canary.verdict(first, slowed, "baseline", band=own)
     assert v["verdict"] == canary.DISTURBED and [d["key"] for d in v["shapes"]] == ["decode 16/o"]
 
 

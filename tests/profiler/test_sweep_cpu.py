@@ -49,7 +49,9 @@ def test_sweep_writes_valid_run_and_does_not_time_incorrect_candidates(tmp_path,
     assert run["results"][0]["error"]["vs_baseline"] == 1.0
     # the canary first, then every shape, all in one worker process, recorded in the environment
     workers = run["environment"]["workers"]
-    assert [w["index"] for w in workers] == [0] and workers[0]["started_for"].endswith("before any candidate)")
+    # (a device without committed repeat evidence: the canary's repeat after the sweep, in a fresh worker)
+    assert [w["index"] for w in workers] == [0, 1] and workers[0]["started_for"].endswith("before any candidate)")
+    assert workers[1]["started_for"].endswith("canary repeat (the baseline alone, after the sweep)")
     assert all(r["worker"] == 0 for r in run["results"]) and run["canary"]["worker"] == 0
     assert run["probes"] and all("ci_low_us" in p for p in run["probes"])
 
@@ -124,7 +126,10 @@ def test_below_floor_flag_uses_the_probe_noise(tmp_path, in_process_worker):
     out = tmp_path / "f.json"
     _sweep([CONTROL], _shapes(1), out, init=HIGH_FLOORS)
     r = load_run(out)["results"][0]
-    assert "below_floor" in r["flags"] and r["floor_us"] == 50.0
+    # a CPU device's floor: the shape's bytes at the fastest read rate its probes measured (probes.cpu_floors)
+    from fake_device import HIGH_FLOOR_RATE
+    from profiler.commands.sweep import shape_bytes
+    assert "below_floor" in r["flags"] and r["floor_us"] == pytest.approx(shape_bytes(_shapes(1)[0]) / HIGH_FLOOR_RATE)
 
 
 def test_cli_summary_of_sweep(tmp_path, in_process_worker):

@@ -13,7 +13,10 @@ from kernels.method import Method
 from kernels.plans import DISPATCH_MAX_M, LIBRARY_NOTE
 from kernels.registry import METHODS
 from profiler.cli import tune as tune_cli
+from datasets import noise_model
 from profiler.commands import tune, tune_rules as rules
+
+BAND = noise_model.fixed(0.02)   # the rules under a given band (the model's band: test_point_band_is_the_models)
 
 ROUTER_SPEC = {"N": 256, "K": 8192, "x_dtype": "bfloat16", "w_dtype": "float32", "y_dtype": "float32",
                "rel_l2_tol": 1e-4}
@@ -25,27 +28,27 @@ def _t(name, med, cfg=None):
 
 def test_robust_rule_keeps_winner_within_noise():
     w, r = _t("a", 10.0), _t("b", 10.1)
-    choice, why = rules.robust_choice(w, r, {7: (10.1, 10.0), 9: (10.0, 10.3)})   # 1% slower at M=7: noise
+    choice, why = rules.robust_choice(w, r, {7: (10.1, 10.0), 9: (10.0, 10.3)}, band=BAND)   # 1% slower at M=7: noise
     assert choice is w and "within" in why
 
 
 def test_robust_rule_takes_runner_up_when_winner_breaks_next_door():
     w, r = _t("a", 10.0), _t("b", 10.2)
-    choice, why = rules.robust_choice(w, r, {7: (13.0, 10.1), 9: (10.0, 10.3)})
+    choice, why = rules.robust_choice(w, r, {7: (13.0, 10.1), 9: (10.0, 10.3)}, band=BAND)
     assert choice is r and "summed" in why
 
 
 def test_robust_rule_winner_keeps_lower_sum():
     w, r = _t("a", 8.0), _t("b", 11.0)
-    choice, _ = rules.robust_choice(w, r, {7: (10.5, 10.0), 9: (8.0, 11.0)})  # 5% worse at 7, far better total
+    choice, _ = rules.robust_choice(w, r, {7: (10.5, 10.0), 9: (8.0, 11.0)}, band=BAND)  # 5% worse at 7, far better total
     assert choice is w
 
 
 def test_robust_rule_correctness_failure_and_no_neighbours():
     w, r = _t("a", 8.0), _t("b", 11.0)
-    assert rules.robust_choice(w, r, {2: (None, 11.0)})[0] is r
-    assert rules.robust_choice(w, r, {})[0] is w
-    assert rules.robust_choice(w, r, {2: (8.0, None)})[0] is w
+    assert rules.robust_choice(w, r, {2: (None, 11.0)}, band=BAND)[0] is r
+    assert rules.robust_choice(w, r, {}, band=BAND)[0] is w
+    assert rules.robust_choice(w, r, {2: (8.0, None)}, band=BAND)[0] is w
 
 
 def test_robust_rule_winner_slower_than_the_baseline_next_door_is_cut_off_there_or_loses():
@@ -53,34 +56,53 @@ def test_robust_rule_winner_slower_than_the_baseline_next_door_is_cut_off_there_
     # winner 20% slower than the baseline at M=15; runner-up also >2% slower there: the winner is kept with its
     # range stopping short of M=15 (9 + 10 + 10 = 29 us against the baseline's 35)
     nb = {15: (12.0, 11.0, 10.0), 17: (10.0, 10.0, 10.0)}
-    choice, why = rules.robust_choice(w, r, nb, base)
+    choice, why = rules.robust_choice(w, r, nb, base, band=BAND)
     assert choice is w and "slower than the baseline at M=[15]" in why and "stopping short of M=[15]" in why
-    assert rules.slow_vs_baseline(nb) == [15]
+    assert rules.slow_vs_baseline(nb, BAND) == [15]
     # runner-up within 2% of the baseline everywhere and the lower sum (9.1 + 10.0 + 9.0 = 28.1 < 29): taken
-    choice, why = rules.robust_choice(w, _t("b", 9.1), {15: (12.0, 10.0, 10.0), 17: (10.0, 9.0, 10.0)}, base)
+    choice, why = rules.robust_choice(w, _t("b", 9.1), {15: (12.0, 10.0, 10.0), 17: (10.0, 9.0, 10.0)}, base, band=BAND)
     assert choice.key == "b" and "runner-up taken" in why
     # a winner that only ties the baseline at M and is cut off on both sides: the baseline's sum is lower
     choice, why = rules.robust_choice(_t("a", 15.0), r, {15: (12.0, 11.0, 10.0), 17: (12.0, 11.0, 9.0)},
-                                      _t("torch_linear", 14.9))
+                                      _t("torch_linear", 14.9), band=BAND)
     assert choice.key == "torch_linear" and "baseline taken" in why
     # winner within 2% of the baseline everywhere: the winner-vs-runner-up rule decides (winner kept)
-    assert rules.robust_choice(w, r, {15: (10.1, 10.0, 10.0), 17: (10.0, 10.0, 10.0)}, base)[0] is w
+    assert rules.robust_choice(w, r, {15: (10.1, 10.0, 10.0), 17: (10.0, 10.0, 10.0)}, base, band=BAND)[0] is w
     # no baseline medians (2-tuples): rule b is skipped
-    assert rules.robust_choice(w, r, {15: (12.0, 11.0)}, base)[0] is r
+    assert rules.robust_choice(w, r, {15: (12.0, 11.0)}, base, band=BAND)[0] is r
     # winner and runner-up both fail correctness next door: the baseline
-    assert rules.robust_choice(w, r, {15: (None, None, 10.0)}, base)[0] is base
+    assert rules.robust_choice(w, r, {15: (None, None, 10.0)}, base, band=BAND)[0] is base
+
+
+def test_point_band_is_the_models():
+    """The tuner decides with the noise model's within-run band of the device at the point's family and M range, and
+    a device without repeat evidence has none (no win can be shown there)."""
+    b = rules.point_band("router", 16, "NVIDIA H200")
+    assert b == noise_model.band(noise_model.WITHIN, noise_model.SHAPE, "NVIDIA H200", "router M 2–32") and b.known
+    assert not rules.point_band("router", 16, "CPU: Some CPU").known
+
+
+def test_a_device_without_evidence_keeps_the_baseline_and_says_how_to_make_some():
+    rng = np.random.default_rng(0)
+    base = rules.Timed(rules.BASELINE, {}, 10.0 + rng.normal(0, 0.05, 64), "final")
+    big = rules.Timed("gemv", {"BN": 2}, 5.0 + rng.normal(0, 0.05, 64), "final")
+    d = rules.Decision("o", 1, "gemv", {"BN": 2}, big.median, base.median)
+    note = rules.keep_baseline_unless_significant(d, base, big, rules.point_band("o", 1, "CPU: Some CPU"))
+    assert "baseline kept" in note and "no repeat evidence on CPU: Some CPU" in note and "--plan baseline" in note
+    assert d.method == rules.BASELINE
 
 
 def test_baseline_kept_unless_the_win_is_significant():
+    band = rules.point_band("o", 1, "NVIDIA H200")
     rng = np.random.default_rng(0)
     base = rules.Timed(rules.BASELINE, {}, 10.0 + rng.normal(0, 0.05, 64), "final")
     small = rules.Timed("gemv", {"BN": 1}, 9.95 + rng.normal(0, 0.05, 64), "final")   # 0.5% faster: not enough
     big = rules.Timed("gemv", {"BN": 2}, 9.0 + rng.normal(0, 0.05, 64), "final")      # 11% faster: keep it
     d = rules.Decision("o", 1, "gemv", {"BN": 1}, small.median, base.median)
-    assert "baseline kept" in rules.keep_baseline_unless_significant(d, base, small)
+    assert "baseline kept" in rules.keep_baseline_unless_significant(d, base, small, band)
     assert (d.method, d.config) == (rules.BASELINE, {})
     d = rules.Decision("o", 1, "gemv", {"BN": 2}, big.median, base.median)
-    assert "beats baseline" in rules.keep_baseline_unless_significant(d, base, big)
+    assert "beats baseline" in rules.keep_baseline_unless_significant(d, base, big, band)
     assert (d.method, d.config) == ("gemv", {"BN": 2})
 
 

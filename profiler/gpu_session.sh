@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The device sessions behind the committed H200 runs (datasets/runs/<date>_nvidia-h200_*.json).
+# The device sessions behind the committed GPU runs (datasets/runs/<date>_<card>_*.json; the committed ones are an
+# H200's). Every file is named by the card that ran it: <card> is the driver's name for GPU 0 as the profiler's
+# default run-file names spell it (datasets.runfile.slug: "NVIDIA H100 80GB HBM3" -> nvidia-h100-80gb-hbm3).
 # Run from the repo root on the GPU host:
-#     OUT=/some/dir TAG=after-redesign PROJLAB_GIT_SHA=<commit> STAGES="tune sweeps" bash profiler/h200_session.sh
+#     OUT=/some/dir TAG=after-redesign PROJLAB_GIT_SHA=<commit> STAGES="tune sweeps" bash profiler/gpu_session.sh
 # PROJLAB_GIT_SHA: the device copy has no .git, so run files record the commit they were given. TAG suffixes
 # every run name (never reused: runs are never overwritten). Everything lands in $OUT (run files over 256 KB
 # gzipped at the end) and is copied into datasets/runs by hand, never edited. Each step has its own time limit so one failure cannot eat the others'.
@@ -28,7 +30,9 @@
 #   paired   one baseline-vs-best official sweep (the measurement path as it is now, against the last committed one)
 export PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT}; mkdir -p "$OUT"
-D=$(date -u +%F); P="$OUT/${D}_nvidia-h200"; T=${TAG:+-$TAG}
+CARD=$(python3 -c "import torch; from datasets.runfile import slug; print(slug(torch.cuda.get_device_name(0)))") \
+  || { echo "no CUDA device to name the files by" >&2; exit 1; }
+D=$(date -u +%F); P="$OUT/${D}_${CARD}"; T=${TAG:+-$TAG}
 LOG="$OUT/session.log"
 BEST=kernels/plans/best.json
 EXTRA_M=2,4,12,24,48,64,96,200,384,512,1024   # the extra M of the any-M dispatch check (plus the nearby set)
