@@ -3,11 +3,8 @@ pages derive from a run (gates, score, shape tables, bootstrap CIs, reports) cac
 extra runs and uploads go through the same loaders.
 
 Nothing is cached on disk, so a changed computation in dashboard/ or datasets/ is always what the app shows after a
-restart (tests/app/test_restart.py). Measured on 2 cores (AppTest, a fresh process's first Overview page on the
-default run, including AppTest's own ~1 s component scan): 2.1-2.3 s with the former disk caches warm, 2.8-2.9 s
-without any; every page's first visit on a warm server stays under 3 s without them (tests/benchmarks/bench_pages.py:
-slowest 2.07 s, the Kernels page), so the 0.6 s they saved once per restart did not pay for the stale numbers they
-could serve.
+restart (tests/app/test_restart.py); every page's first visit on a warm server stays under 3 s on 2 cores without a
+disk cache (tests/benchmarks/bench_pages.py).
 """
 from __future__ import annotations
 

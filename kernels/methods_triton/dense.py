@@ -17,9 +17,8 @@ PACKED_MAX_M = 64
 # stream-K also serves the nearby M up to 512 (16 MB of workspace at N=8192). Above, plans use the library.
 SPLITK_ATOMIC_MAX_M = 256
 STREAMK_MAX_M = 512
-# splitk_atomic_v2, _kn and streamk_small target the small-M shapes where splitk_atomic won (M = 4-16) and the
-# M = 32 neighbour; above, splitk_atomic lost 2-6x
-# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json.gz), so their workspace holds 32 rows.
+# splitk_atomic_v2, _kn and streamk_small serve the small-M shapes (splitk_atomic lost 2-6x above M = 32,
+# docs/kernels/splitk_atomic.md): their workspace holds 32 rows.
 SPLITK_ATOMIC2_MAX_M = 32
 # splitk_swap puts the tokens in the MMA's N dimension (BM = 16..128 per tile): its workspace is [N, 256].
 SPLITK_SWAP_MAX_M = 256
@@ -110,9 +109,8 @@ SPLITK_CONFIGS = config_table(TILE_KEYS, [
     (32, 64, 128, 8, 8, 3),
     (32, 128, 128, 4, 8, 3),
     (32, 32, 256, 4, 4, 3),
-    # Narrow N tiles x deep splits: at N=1024 (unpooler M<=8) BN=64 x SPLIT=4 gives only 64 programs for 132 SMs;
-    # BN=32 x SPLIT=16 gives 512 (verify 1/unpooler at 46% SOL with the configs above in the paired sweep
-    # datasets/runs/2026-11-30_nvidia-h200_baseline-seed036-best-r2.json).
+    # Narrow N tiles x deep splits: at N=1024 (unpooler M<=8) BN=64 x SPLIT=4 gives only 64 programs for 132 SMs,
+    # BN=32 x SPLIT=16 gives 512.
     (16, 32, 128, 16, 4, 3),
     (16, 32, 256, 8, 4, 3),
     (16, 64, 128, 16, 4, 3),
@@ -132,13 +130,9 @@ PACKED_CONFIGS = config_table(TILE_KEYS, [
     (32, 64, 256, 1, 8, 3),
 ])
 
-# Single-launch split-K (kernels/triton/splitk_atomic.py). Grid = N/BN x SPLIT x ceil(M/BM). Screened on the H200
-# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json.gz, cold, overhead subtracted): BM=16 with
-# BK=64 x SPLIT=16 won at qkv_gate M=4-16 (12.85-13.14 us vs F.linear 13.98-14.42, vs the splitk plan entry
-# 13.09-13.20) and at the unpooler's M=8, N=1024 slice (5.55 vs 6.93); it tied or lost at M=32 and lost 2-6x at
-# M >= 64 (an earlier screen of 64- and 128-row tiles lost 1.3-3.7x there: the atomic traffic of large split
-# tiles), so the rows are small-M shapes. SPLIT=1 rows are the plain small-M tensor-core path (W read once, x
-# rows on chip, M padded to BM; no workspace): o (K=1024) tied F.linear at M=12 (6.30 vs 6.30).
+# Single-launch split-K (kernels/triton/splitk_atomic.py): grid = N/BN x SPLIT x ceil(M/BM). Small-M rows only:
+# large split tiles lose to their atomic traffic (docs/kernels/splitk_atomic.md). SPLIT=1 rows are the plain
+# small-M tensor-core path (W read once, x rows on chip, M padded to BM; no workspace).
 SPLITK_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
     (16, 64, 64, 16, 4, 4),    # default: qkv_gate M <= 16 (576 programs of 8 K steps)
     (16, 64, 128, 8, 4, 4),    # unpooler N=1024 M <= 8 (128 programs of 4 K steps)
@@ -156,11 +150,8 @@ SPLITK_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
 
 STREAMK_KEYS = ("BM", "BN", "BK", "num_warps", "num_stages", "TMA")
 # Stream-K (kernels/triton/streamk.py): one program per SM, for M = 64-512 where the tiles (e.g. 2 x 18 of
-# 128 x 128 at qkv_gate M=256) are fewer than the 132 SMs. Screened on the H200 (same run file): never faster
-# than F.linear -- at best 0.93-0.95x (qkv_gate/pooler M=64), 0.42-0.77x at M=128 and 0.39-0.65x at M=256 --
-# the split tiles' FP32 atomic traffic and per-segment pipeline restarts cost more than the idle SMs they fill.
-# The four best rows of the first screen are kept so the tuner keeps checking; the library route stays the
-# plans' choice there.
+# 128 x 128 at qkv_gate M=256) are fewer than the 132 SMs. No plan takes it (docs/kernels/streamk.md); the rows
+# stay in the table so the tuner keeps checking.
 STREAMK_CONFIGS = config_table(STREAMK_KEYS, [
     (64, 64, 128, 4, 4, 1),    # default
     (64, 128, 64, 4, 4, 1),
@@ -169,28 +160,14 @@ STREAMK_CONFIGS = config_table(STREAMK_KEYS, [
 ])
 
 SPLITK_ATOMIC2_KEYS = (*TILE_KEYS, "W_LOAD")
-# Second round of the single-launch split-K (kernels/triton/splitk_atomic_v2.py), for the gap at qkv_gate M = 8-16:
-# splitk_atomic measured 13.07-13.28 us there (datasets/runs/2026-12-01_nvidia-h200_tune-r4.json.gz) against a
-# floor (weight bytes / measured HBM read bandwidth) of ~9.3-9.7 us. Each row changes one thing against the
-# control row (16, 64, 64, 16, 4, 4, "cg") = splitk_atomic's default through the new kernel:
-# PREFETCH=1 put the tile's workspace lines and counter in L2 at program start (cold mode evicts them, so the
-# tail's atomics and acq_rel counter would otherwise wait on HBM; measured slower, now gone); W_LOAD "tma" (bulk
-# tensor copies) against the pipelined pointer loads (cp.async.cg: a cache modifier or evict_first on tl.load
+# splitk_atomic_v2 (kernels/triton/splitk_atomic_v2.py): the single-launch split-K with knobs, each row changing one
+# thing against the control row (16, 64, 64, 16, 4, 4, "cg") = splitk_atomic's default. W_LOAD "tma" (bulk
+# tensor copies) against pipelined pointer loads (cp.async.cg: a cache modifier or evict_first on tl.load
 # compiles to the same PTX once pipelined, tests/kernels/test_compile_splitk2.py, so it is no knob); BM=32 is the
-# M = 17-32 tile;
-# SPLIT=11 and 33 make N/BN * SPLIT a multiple of the 132 SMs (qkv_gate: 36 tiles x 11 = 3 x 132; pooler 64 and
-# the unpooler's N=1024 slice 16 tiles x 33 = 16 / 4 x 132) where SPLIT=16 leaves 576 = 4.36 x 132 programs;
-# BK=128 x SPLIT=8 is the tile of an earlier quick kernel that measured 11.76 us at qkv_gate M=8 in another harness.
+# M = 17-32 tile; SPLIT=11 and 33 make N/BN * SPLIT a multiple of the 132 SMs (qkv_gate: 36 tiles x 11 =
+# 3 x 132; pooler 64 and the unpooler's N=1024 slice 16 tiles x 33 = 16 / 4 x 132) where SPLIT=16 leaves
+# 576 = 4.36 x 132 programs. What each knob measured: docs/kernels/splitk_atomic_v2.md.
 SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
-    # The first screen of these knobs (datasets/runs/2026-12-01_nvidia-h200_screen-splitk-v2.json.gz) ran every knob
-    # with the L2 prefetch on, which cost 2.6-3.2 us at qkv_gate M=8-16 (15.52/16.43 us against 12.90/13.20
-    # without); there the balanced SPLIT=11 (14.19/14.86) and BK=128 x SPLIT=8 (14.80/15.10) beat the prefetching
-    # control by 1.3-1.6 us. So every knob was tried again without the prefetch, which stayed 1-3 us slower at
-    # every shape of every later screen and tune that kept a PREFETCH=1 row; zero adds that warm the same lines
-    # (`red`, PREFETCH=2, commit 6b47ca0) measured 1.3-1.8 us slower than the same tiles without (qkv_gate
-    # M = 8-16 12.40-12.99 against 14.08-14.82 us, the unpooler's M=8 slice 5.60 against 7.14;
-    # datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json.gz).
-    # Both are gone, and so is their PREFETCH key (kernels/plans.py drops PREFETCH=0 from old plans as they load).
     (16, 64, 64, 16, 4, 4, "cg"),               # default: splitk_atomic's config in the shipped plan
     (16, 64, 64, 11, 4, 4, "cg"),               # qkv_gate: 396 programs = 3 per SM, 11-12 K steps each
     (16, 64, 64, 11, 4, 6, "cg"),               # the same with a deeper pipeline for the longer slices
@@ -201,20 +178,12 @@ SPLITK_ATOMIC_V2_CONFIGS = config_table(SPLITK_ATOMIC2_KEYS, [
     (16, 64, 64, 16, 4, 4, "tma"),
     (16, 64, 64, 11, 4, 4, "tma"),
     # The weight tile-packed at prepare ([N/BN, K/BK, BN, BK], W_LOAD "pack" / "pack_tma"): every K step one
-    # contiguous block. The pooler's `packed` route (that layout, a separate reduce launch at SPLIT=2) streams its
-    # weights at 95% of the probe's bandwidth under Nsight Compute, this kernel on the [N, K] layout at 69-78%
-    # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json). Screened in
-    # ..._screen-pack-r18.json.gz and ..._screen-nosplit-r19.json.gz (21 packed rows); kept are the rows that were
-    # fastest somewhere. The layout alone moved qkv_gate M = 4-16 by at most 0.1-0.2 us (ties with "cg"/"tma");
-    # the pooler gained up to 1.1 us from SPLIT=1 strips of 32 rows x 512 (128 programs: no workspace, no
-    # counter, no reduce launch). Never fastest and dropped: SPLIT=1 tiles of 16 weight rows (144-256 programs;
-    # 1.04-4.2x the fastest route at M = 1-32) and the other packed split-K tiles (BK=128/256 at SPLIT 2-11,
-    # BN=128 at SPLIT=22, BM=32 at SPLIT 2-11: at best 1.5-10% behind the fastest route).
+    # contiguous block; SPLIT=1 strips of 32 rows x 512 need no workspace, counter or reduce launch.
     (16, 64, 64, 11, 4, 4, "pack"),             # qkv_gate M <= 16: the shipped tiles and grid, packed
     (16, 64, 64, 11, 4, 4, "pack_tma"),
     (16, 32, 512, 1, 4, 3, "pack"),             # pooler M = 8-16: 128 programs of one 32-row strip each
     (16, 32, 512, 1, 4, 4, "pack"),
-    (32, 32, 512, 1, 4, 3, "pack"),             # pooler M = 17-32: 18.99 us against mm_wt's 19.58 (nosplit screen)
+    (32, 32, 512, 1, 4, 3, "pack"),             # pooler M = 17-32
     (16, 64, 128, 1, 4, 4, "pack"),             # o (N=8192, K=1024): 128 tiles, direct store (ties F.linear)
 ])
 # The same kernel on the weight stored [K, N] (a [BK, BN] tile is BK runs of BN contiguous elements instead of
@@ -234,11 +203,10 @@ STREAMK_SMALL_CONFIGS = config_table(STREAMK_KEYS, [
 ])
 
 # splitk_swap (kernels/triton/splitk_swap.py): the weight tile is the MMA's 64/128-row first operand and BM tokens
-# its N dimension. The cuBLAS kernels it competes with at qkv_gate M = 16-32 run 108 programs of 64 weight rows x
-# 16/32 tokens plus a separate splitKreduce launch (2.0-2.1 us under Nsight Compute, datasets/runs/
-# 2026-12-01_nvidia-h200_explain-baseline-best-r5.json). Grids here are multiples of the 132 SMs where the tile
-# counts allow: qkv_gate N=2304 = 36 x 64 = 18 x 128 (x 11 / 22 = 396 programs), pooler N=4096 and o N=8192 (x 33),
-# the unpooler's N=1024 slice 16 x 64 (x 33 = 528).
+# its N dimension, as in the cuBLAS kernels it competes with at qkv_gate M = 16-32 (108 programs of 64 weight
+# rows x 16/32 tokens plus a separate splitKreduce launch). Grids here are multiples of the 132 SMs where the
+# tile counts allow: qkv_gate N=2304 = 36 x 64 = 18 x 128 (x 11 / 22 = 396 programs), pooler N=4096 and o
+# N=8192 (x 33), the unpooler's N=1024 slice 16 x 64 (x 33 = 528).
 SPLITK_SWAP_CONFIGS = config_table(TILE_KEYS, [
     (16, 64, 64, 11, 4, 4),     # default: qkv_gate M <= 16, 396 programs = 3 per SM, 11-12 K steps each
     (16, 64, 128, 11, 4, 4),    # the same slices in half as many, twice as large steps

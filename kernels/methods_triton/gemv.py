@@ -75,7 +75,7 @@ GEMV_ROWS_CONFIGS = config_table(GEMV_ROWS_KEYS, [
 ])
 
 GEMV_WIDE_KEYS = ("BN", "BK", "num_warps", "cache")
-# Measured (same run): BN=4 BK=1024 4 warps .cg 5.34 us vs torch_linear 6.14 us at o M=1; BN >= 16 lost.
+# Short rows for muse's o (K=1024, N=8192) first, then long rows for K = 4096-8192 (docs/kernels/gemv_wide.md).
 GEMV_WIDE_CONFIGS = config_table(GEMV_WIDE_KEYS, [
     (4, 1024, 4, ".cg"),    # default: 4 rows x 1024 bf16 = 8 KB per program, 2048 programs at N=8192
     (8, 1024, 4, ".cg"),
@@ -85,10 +85,7 @@ GEMV_WIDE_CONFIGS = config_table(GEMV_WIDE_KEYS, [
     (16, 512, 4, ".cg"),    # 16 rows x 512 per step: 64 accumulator values per thread
     (32, 512, 8, ".cg"),
     (4, 1024, 2, ".cg"),
-    # Long rows in router_gemv_fp32's geometry (16-32 KB per program in one unrolled step, 16 warps, evict_first;
-    # it reads the router's 8.4 MB in 3.1-3.2 us). Screened at M=1 (datasets/runs/
-    # 2026-12-01_nvidia-h200_screen-gemv-long-rows-r15.json.gz): qkv_gate 9.66, pooler 15.95, unpooler 3.31 us against
-    # 10.51, 16.91, 3.79 for the plan's picks then (gemv_wide BN=8 BK=1024, gemv, gemv).
+    # Long rows in router_gemv_fp32's geometry: 16-32 KB per program in one unrolled step, 16 warps, evict_first.
     (4, 4096, 16, ""),      # K=4096 (unpooler M=1): 256 programs
     (2, 4096, 16, ""),      # K=4096: 512 programs of 16 KB
     (2, 8192, 16, ""),      # K=8192 (qkv_gate, pooler M=1)

@@ -92,7 +92,7 @@ def _hilo_swap_shape_check(M, N, K, config):
 # ------------------------------------------------------------------------------------------ router: configs
 
 GEMV_FP32_KEYS = ("BN", "BK", "num_warps", "cache")
-# Measured (same run): (1, 8192, 16, "") 3.58 us, the ".cg" twin 3.78 us, torch_linear 10.03 us at M=1.
+# One-token rows: whole FP32 weight rows per program (docs/kernels/router_gemv_fp32.md).
 GEMV_FP32_CONFIGS = config_table(GEMV_FP32_KEYS, [
     (1, 8192, 16, ""),      # default: one row (32 KB) per program, 16 warps, evict_first weight loads
     (1, 8192, 16, ".cg"),   # L2-only loads (036's one-token style)
@@ -115,16 +115,9 @@ HILO_SPLITK_CONFIGS = config_table(TILE_KEYS, [
     (128, 64, 64, 4, 8, 3),
 ])
 
-# Measured on the H200 (2026-11-30, a tune of router and o, cold; its log was not kept as a run file): SPLIT=32 with
-# BM=16 won at M = 8..32 (~5.4-6.2 us), BM=64 BN=64 BK=128 SPLIT=8 8 warps at M = 128, 256 (~8.1-8.8 us); BM=128
-# and SPLIT=4 were 2x slower. The two rows after them extend around those winners. The last gives M = 129-256 one
-# 128-token tile per weight tile, so each weight tile is read by one program of its K slice instead of M/64 (the
-# BM=128 row above ran 16-32 programs there): 128 programs at M=256 (SPLIT=16). Under Nsight Compute the BM=64
-# picks kept neither DRAM (30% of peak) nor the SMs (15-25%) busy at M = 128-256
-# (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r25.json). Screened with the PDL launch
-# (datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json.gz): fastest at M=200 (8.29 against 8.48 us for
-# the BM=64 SPLIT=8 pick), 8.43 against 8.35 at M=256, 7.97 against 6.72 at M=128; its SPLIT=32 twin (2 K steps
-# per program at M=128) was never fastest (7.55 us there) and is not kept.
+# The small-M rows (BM=16, SPLIT 16-32) and the BM=64 large-M rows bracket the tune's winners; the last gives
+# M = 129-256 one 128-token tile per weight tile, so each weight tile is read by one program of its K slice
+# instead of M/64: 128 programs at M=256 (SPLIT=16). Why each row: docs/kernels/router_hilo_atomic_pdl.md.
 HILO_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
     (16, 64, 64, 16, 4, 3),    # default (hi/lo interleaved: the weight tile is 2*BN rows)
     (16, 32, 128, 16, 4, 3),
@@ -142,11 +135,8 @@ HILO_ATOMIC_CONFIGS = config_table(TILE_KEYS, [
 # The PDL variant runs the same kernel: the same space minus the config that lost by 2x at every M.
 HILO_ATOMIC_PDL_CONFIGS = tuple(c for c in HILO_ATOMIC_CONFIGS if (c["BM"], c["SPLIT"]) != (128, 4))
 
-# router_hilo_fused: grid = 256/BN x SPLIT x ceil(M/BM). Screened on the H200
-# (datasets/runs/2026-12-01_nvidia-h200_screen-single-launch-r2.json.gz) against router_hilo_atomic_pdl (zero-fill +
-# PDL + atomics into y): 5.58 vs 5.20 us at M=16, 9.84 vs 6.72 at M=128, 10.58 vs 8.26 at M=256 -- the last
-# arriver's extra L2 round trips (release/acquire on the tile counter, then the exchange) cost more than the
-# zero-fill launch that PDL overlaps. The six best rows of the first screen are kept for the tuner.
+# router_hilo_fused: grid = 256/BN x SPLIT x ceil(M/BM). In no plan (docs/kernels/router_hilo_fused.md); the
+# rows stay so the tuner keeps checking.
 HILO_FUSED_CONFIGS = config_table(TILE_KEYS, [
     (16, 32, 128, 16, 4, 3),   # default
     (16, 32, 64, 32, 4, 3),
@@ -156,42 +146,28 @@ HILO_FUSED_CONFIGS = config_table(TILE_KEYS, [
     (128, 64, 64, 8, 8, 3),    # M >= 256
 ])
 
-# router_hilo_flag: grid = (SPLIT + 1) x 256/BN x ceil(M/BM). Screened on the H200
-# (datasets/runs/2026-12-01_nvidia-h200_screen-router-flag-r11.json.gz, against router_hilo_atomic_pdl, the same
-# split-K behind a zero-fill launch): 0.3-0.8 us faster at M = 4..64 (4.94 vs 5.34 us at M=16, 5.44 vs 6.08 at
-# M=32), slower at M >= 128 where its grids were 136-144 programs: one more wave than the 132 SMs (7.58 vs 5.76 us
-# for the same tiles at M=128 and M=64). The M >= 128 rows below keep the grid at 128-132 programs; SPLIT need not
-# divide the 64 K steps of BK=128.
+# router_hilo_flag: grid = (SPLIT + 1) x 256/BN x ceil(M/BM). The M >= 128 rows keep the grid at 128-132
+# programs (one wave of the 132 SMs); SPLIT need not divide the 64 K steps of BK=128. Why each row:
+# docs/kernels/router_hilo_flag.md.
 HILO_FLAG_KEYS = (*TILE_KEYS, "W_LOAD", "SWAP")
 HILO_FLAG_CONFIGS = config_table(HILO_FLAG_KEYS, [
     (16, 64, 128, 32, 4, 3, "cp", 0),     # default: router_hilo_atomic_pdl's pick at M = 8..16
-    (16, 64, 128, 32, 4, 3, "tma", 1),    # M = 4, 8: 4.90, 4.99 us
-    (32, 64, 128, 16, 4, 4, "tma", 1),    # M = 24, 32: 5.41, 5.44 us (68 programs)
-    (64, 64, 128, 16, 8, 4, "tma", 0),    # M = 64: 5.76 us (68 programs)
+    (16, 64, 128, 32, 4, 3, "tma", 1),    # M = 4, 8
+    (32, 64, 128, 16, 4, 4, "tma", 1),    # M = 24, 32 (68 programs)
+    (64, 64, 128, 16, 8, 4, "tma", 0),    # M = 64 (68 programs)
     (64, 64, 128, 15, 8, 4, "tma", 0),    # M = 128: 8 tiles x 16 = 128 programs
     (128, 64, 128, 32, 8, 3, "tma", 0),   # M = 128: 4 tiles x 33 = 132 programs
     (64, 64, 128, 7, 8, 3, "cp", 0),      # M = 256: 16 tiles x 8 = 128 programs
     (128, 64, 128, 15, 8, 3, "tma", 0),   # M = 256: 8 tiles x 16 = 128 programs
     # The same tiles from the interleaved weight tile-packed at prepare ([2N/2BN, K/BK, 2BN, BK]): each K step one
-    # contiguous block instead of 2BN runs of BK*2 bytes a weight row apart. This kernel streamed the router's
-    # 8.7 MB at 58% of the probe's bandwidth under Nsight Compute at M = 8-32
-    # (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r17.json). Screen
-    # ..._screen-pack-r18.json.gz: packed rows fastest at M = 4-32, 0.1-0.4 us ahead of the same tiles unpacked
-    # (M=16: 4.53 against 4.77 us for the fastest unpacked row); at M = 128-256 the packed rows gained
-    # 0.1-0.25 us and still lost 1.0-1.3 us to router_hilo_atomic_pdl, so they are not kept, nor the three rows
-    # that were never fastest. The unpacked twins of the kept rows (16/32/128 SWAP 0, 16/32/64 SWAP 1, 32/64/128
-    # SPLIT=32 SWAP 1, each tied or behind its packed row at every M <= 32) and the TMA twin of the M=256 "cp" row
-    # (9.65 against 9.07 us) were dropped to keep the table at 12 rows.
+    # contiguous block instead of 2BN runs of BK*2 bytes a weight row apart.
     (16, 32, 128, 32, 4, 4, "pack_tma", 0),
     (16, 32, 64, 32, 4, 3, "pack_tma", 1),
     (16, 32, 64, 32, 4, 3, "pack", 1),
     (32, 64, 128, 32, 4, 3, "pack_tma", 1),
-    # Deeper weight streams per program at M = 8-32. The rows above run 264 programs of 2 K steps (16 KB of weight
-    # in flight per program, two programs per SM: 32 KB per SM), while router_gemv_fp32, at 92% of the floor for
-    # M = 1, has 64 KB of loads in flight per SM. These run 128 programs (one per SM, SPLIT + 1 = 16 or 8 per
-    # output tile) with 40-64 KB of weight in flight each: 4 stages of 16 KB, 2 x 32 KB steps, 5 stages of 8 KB.
-    # Screened (datasets/runs/2026-12-03_nvidia-h200_screen-router-deep-deep.json.gz): 0.3-0.4 us behind the
-    # 264-program rows at M <= 16; the BM=32 BK=128 row fastest at M = 24-32 (4.93, 5.04 us against 5.04, 5.34).
+    # Deeper weight streams per program at M = 8-32: 128 programs (one per SM, SPLIT + 1 = 16 or 8 per output
+    # tile) with 40-64 KB of weight in flight each (4 stages of 16 KB, 2 x 32 KB steps, 5 stages of 8 KB), where the
+    # rows above run 264 programs with 16 KB in flight each.
     (16, 32, 128, 15, 4, 4, "pack_tma", 1),
     (16, 32, 128, 15, 8, 4, "pack_tma", 1),
     (16, 32, 256, 15, 4, 3, "pack_tma", 1),
@@ -202,8 +178,7 @@ HILO_FLAG_CONFIGS = config_table(HILO_FLAG_KEYS, [
 ])
 
 # router_hilo_swap: the splitk_swap kernel with HILO (both weight halves per K step, one accumulator); grid =
-# 256/BN x SPLIT x ceil(M/BM). router_hilo_atomic_pdl, today's pick at M >= 8, runs 256 programs of 4 K steps
-# at 7-10% SM throughput under Nsight Compute (datasets/runs/2026-12-01_nvidia-h200_explain-baseline-best-r5.json).
+# 256/BN x SPLIT x ceil(M/BM), 132-264 programs at small M (docs/kernels/splitk_swap.md).
 HILO_SWAP_CONFIGS = config_table(TILE_KEYS, [
     (16, 64, 64, 33, 4, 4),    # default: 4 tiles x 33 = 132 programs, 3-4 K steps of H and L each
     (16, 64, 64, 16, 4, 4),    # 64 programs of 8 steps
@@ -218,10 +193,8 @@ HILO_SWAP_CONFIGS = config_table(TILE_KEYS, [
 # router_fma_flag: grid = (SPLIT + 1) x 256/BN x ceil(M/MT); a K-slice program streams BN*K/SPLIT*4 bytes of
 # the FP32 weight (32 KiB * BN/SPLIT at K=8192) and does MT*BN*K/SPLIT FMAs. Every row holds
 # MT*BN*BK/(32*num_warps) = 128 accumulator values per thread; the K loop is pipelined through shared memory
-# (num_stages 3) except in the one num_stages=1 row. Screened on the H200
-# (datasets/runs/2026-12-03_nvidia-h200_screen-router-deep-deep.json.gz): 1.3-1.6x router_hilo_flag's pick at
-# M = 1-16, 2.3-3.6x at M = 24-64 (fastest row 6.05 us at M=1, 7.20 at M=16, 12.30 at M=32); in no plan. Per row: programs at
-# M = 8 / 16 / 32, KiB of weight per K-slice program (the mean: uneven slices differ by one K step).
+# (num_stages 3) except in the one num_stages=1 row. In no plan (docs/kernels/router_fma_flag.md). Per row: programs
+# at M = 8 / 16 / 32, KiB of weight per K-slice program (the mean: uneven slices differ by one K step).
 FMA_FLAG_KEYS = ("MT", "BN", "BK", "SPLIT", "num_warps", "num_stages")
 FMA_FLAG_CONFIGS = config_table(FMA_FLAG_KEYS, [
     (8, 16, 128, 15, 4, 3),    # default: 256 / 512 / 1024 programs, 34 KiB
