@@ -22,8 +22,6 @@ from dashboard import metrics, roofline, scoring
 from dashboard.workloads import default_workload
 
 RUN_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})_(.+?)_(.+)\.json(?:\.gz)?$")
-SCALAR_RESULT_COLUMNS = ["load", "family", "M", "N", "K", "candidate", "method", "median_us", "ci_low_us",
-                         "ci_high_us", "n_samples", "correct", "flags", "throttled_samples"]
 FAILURE_COLUMNS = ["shape", *scoring.SHAPE_ID, "candidate", "status", "reason"]
 
 

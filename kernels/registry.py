@@ -27,12 +27,6 @@ def get_method(name: str) -> Method:
         raise PlanError(f"unknown method {name!r}; known: {sorted(METHODS)}") from None
 
 
-def validate_config(name: str, config: dict) -> None:
-    reason = get_method(name).check_config(config)
-    if reason:
-        raise PlanError(reason)
-
-
 SHIPPING: frozenset[str] = frozenset({
     "torch_linear", "gemv", "gemv_wide", "splitk", "packed", "splitk_atomic", "splitk_atomic_v2", "splitk_atomic_kn",
     "mm_wt", "mm_swapped", "skinny_ws", "cublaslt", "cluster_splitk", "cluster_splitk_async",
