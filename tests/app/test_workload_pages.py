@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from app_page_list import PAGES, SOURCE_PAGES
+
 TINY_FILE = "2000-01-03_synthetic_synthetic-tiny-workload.json"
 TINY = f"run: {TINY_FILE}"
 MUSE_ONLY = "the official table is for muse_bf16_proj; this run is tiny_bf16_synthetic"
@@ -19,8 +21,7 @@ def tiny(app, monkeypatch):
     return app
 
 
-@pytest.mark.parametrize("page", ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline",
-                                  "probes", "planner", "dispatch", "ledger", "run", "reports", "fleet", "glossary"])
+@pytest.mark.parametrize("page", PAGES)
 def test_every_page_opens_with_a_run_of_another_workload(tiny, page):
     at = tiny.open_page(page, TINY)
     assert not at.exception, [e.value for e in at.exception]
@@ -28,7 +29,7 @@ def test_every_page_opens_with_a_run_of_another_workload(tiny, page):
     assert at.title
 
 
-@pytest.mark.parametrize("page", ["overview", "where_time_goes", "shapes", "roofline", "probes", "planner", "reports"])
+@pytest.mark.parametrize("page", SOURCE_PAGES)
 def test_the_sidebar_names_the_runs_workload(tiny, page):
     at = tiny.open_page(page, TINY)
     text = " ".join(c.value for c in at.sidebar.caption)
@@ -208,8 +209,7 @@ LLAMA_RUN = "run: 2026-12-01_nvidia-h200_baseline-vs-llama31_8b_decode-r5.json"
 LLAMA_EXPLAIN = "2026-12-01_nvidia-h200_explain-llama31_8b_decode-r5.json"
 
 
-@pytest.mark.parametrize("page", ["overview", "where_time_goes", "kernels", "shapes", "roofline", "probes",
-                                  "planner", "reports"])
+@pytest.mark.parametrize("page", [*SOURCE_PAGES, "kernels"])   # every page that reads a run
 def test_every_page_opens_the_committed_llama_run(app, page):
     """The committed H200 run of llama31_8b_decode (its workload embedded) opens on every page that reads a run,
     with that workload's families, and no error. Kernels has no source picker: it opens the explain run of the
