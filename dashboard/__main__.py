@@ -16,7 +16,7 @@ from pathlib import Path
 
 from datasets import RUNS_DIR, WORKLOADS_DIR, DatasetError, load_workload
 from datasets.cli import OneLineParser
-from datasets.paths import PROJECT_DIR, RUN_SUFFIXES, missing_file_hint, run_paths
+from datasets.paths import PROJECT_DIR, find_run_file, missing_file_hint, no_run_file, run_paths
 from dashboard import peers, runs, scoring, sources, views, workloads
 from dashboard.files import write_files
 from dashboard.kernels import ExplainError
@@ -130,27 +130,31 @@ def _finish(text: str, refused: list[str]) -> int:
     return EXIT_NO_SCORE if refused else 0
 
 
-def _existing(path: str, suffixes: tuple[str, ...], what: str) -> Path:
-    p = Path(path)
-    if not p.is_file():
-        raise CliError(f"{path}: no such file{missing_file_hint(p)}")
-    if not p.name.lower().endswith(suffixes):
-        raise CliError(f"{p.name}: expected {what}")
-    return p
+def _run_file(text: str) -> Path:
+    """The run file a command's argument names (datasets.paths.find_run_file: every subcommand finds it the same
+    way), or one line saying there is none."""
+    path = find_run_file(text)
+    if path is None and Path(text).is_file():
+        raise CliError(f"{Path(text).name}: expected an official .csv or a run .json / .json.gz")
+    if path is None:
+        raise CliError(no_run_file(text))
+    return path
 
 
 def cmd_summarize(args) -> int:
-    path = _existing(args.path, (".csv", *RUN_SUFFIXES), "an official .csv or a run .json / .json.gz")
-    if path.suffix.lower() == ".csv":
+    if args.path.lower().endswith(".csv"):
+        path = Path(args.path)
+        if not path.is_file():
+            raise CliError(f"{args.path}: no such file{missing_file_hint(path)}")
         if args.baseline or args.candidate:
             raise CliError(f"{path.name}: a per-shape table has one pair (baseline, candidate); "
                            "--baseline/--candidate are for run files")
         return _finish(*summarize_table(path))
-    return _finish(*summarize_run(path, args.baseline, args.candidate, args.include_below_floor))
+    return _finish(*summarize_run(_run_file(args.path), args.baseline, args.candidate, args.include_below_floor))
 
 
 def cmd_table(args) -> int:
-    path = _existing(args.path, RUN_SUFFIXES, "a run .json / .json.gz")
+    path = _run_file(args.path)
     data = _load(path)
     workload = data.workload
     base, cand = sources.resolve_pair(data, args.baseline, args.candidate)
@@ -219,7 +223,7 @@ def cmd_explain(args) -> int:
     """The kernel breakdown of an explain run (python -m profiler explain), as terminal tables."""
     from dashboard import kernel_report, kernels
 
-    path = _existing(args.path, RUN_SUFFIXES, "an explain run .json / .json.gz")
+    path = _run_file(args.path)
     run = _load(path)
     data = kernels.from_run_data(run)
     print(_workload_line(run).strip())
@@ -324,14 +328,14 @@ def build_parser() -> argparse.ArgumentParser:
     floor = dict(action="store_true", help="score results flagged below the measured HBM floor (artifacts, left "
                                            "out by default)")
     summ = sub.add_parser("summarize", help="per-load ratios, score, time saved, score-equivalent times")
-    summ.add_argument("path", help="datasets/official_036.csv or a run file datasets/runs/*.json")
+    summ.add_argument("path", help="datasets/official_036.csv, or a run file: a path, or a name in datasets/runs/ (.json / .json.gz optional)")
     summ.add_argument("--baseline", help="baseline candidate name in a run file (default: the candidate's pair, "
                                          "else every pair present)")
     summ.add_argument("--candidate", help="candidate name in a run file (default: every pair present)")
     summ.add_argument("--include-below-floor", **floor)
     summ.set_defaults(func=cmd_summarize)
     table = sub.add_parser("table", help="per-shape benchmark table of a run: method, µs, ratio [CI], floor, SOL")
-    table.add_argument("path", help="a run file datasets/runs/*.json")
+    table.add_argument("path", help="a run file: a path, or a name in datasets/runs/ (.json / .json.gz optional)")
     table.add_argument("--baseline", help="default: the baseline the candidate was paired with ('baseline')")
     table.add_argument("--candidate", help="default: the last candidate paired with the baseline (e.g. best)")
     table.add_argument("--include-below-floor", **floor)
@@ -347,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--include-below-floor", **floor)
     cmp.set_defaults(func=cmd_compare)
     expl = sub.add_parser("explain", help="per-kernel breakdown of an explain run: time, bytes vs ideal, grid, findings")
-    expl.add_argument("path", help="an explain run datasets/runs/*_explain-*.json (python -m profiler explain)")
+    expl.add_argument("path", help="an explain run (python -m profiler explain): a path, or a name in datasets/runs/ (.json / .json.gz optional)")
     expl.add_argument("--candidate", help="only this candidate")
     expl.add_argument("--shape", help="only this shape key, e.g. 'decode 16/router'")
     expl.set_defaults(func=cmd_explain, baseline=None)

@@ -370,14 +370,6 @@ def test_a_closed_pipe_ends_quietly():
     assert p.wait(timeout=120) == 141 and err == ""
 
 
-def test_a_missing_json_names_its_gzip_sibling(tmp_path, capsys):
-    from dashboard.__main__ import main
-
-    packed = next(p for p in (ROOT / "datasets/runs").iterdir() if p.name.endswith(".json.gz"))
-    for argv in (["summarize", str(packed)[:-3]], ["report", str(packed)[:-3], "--out", str(tmp_path)]):
-        assert main(argv) == 2 and f"did you mean {packed}?" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize("folder", ["no_such_folder", "empty"])
 def test_results_from_a_missing_or_empty_runs_folder_writes_nothing(tmp_path, capsys, folder):
     from dashboard.__main__ import main

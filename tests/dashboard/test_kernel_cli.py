@@ -40,7 +40,7 @@ def test_explain_bad_input_is_one_line():
     for args, needle in [((str(RUN), "--candidate", "nope"), "no profiled candidate 'nope'"),
                          ((str(RUN), "--shape", "decode 9/o"), "no profiled shape 'decode 9/o'"),
                          (("datasets/runs/2026-11-30_nvidia-h200_tune.json.gz",), "not an explain run"),
-                         (("missing.json",), "missing.json: no such file")]:
+                         (("missing.json",), "missing.json: no run file (.json / .json.gz) by that name")]:
         out = cli("explain", *args)
         assert out.returncode == 2, args
         assert needle in out.stderr and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr

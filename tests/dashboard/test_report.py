@@ -195,7 +195,7 @@ def test_cli_writes_reports(tmp_path):
 
 @pytest.mark.parametrize("args, words", [((FIXTURES / "corrupt.json",), "not valid JSON"),
                                          ((FIXTURES / "bad_columns.csv",), "baseline_us"),
-                                         ((FIXTURES / "nope.json",), "no such file"),
+                                         ((FIXTURES / "nope.json",), "nope.json: no run file"),
                                          ((RUN, "--format", "pdf"), "unknown format")])
 def test_cli_bad_input_is_one_line_exit_2(tmp_path, args, words):
     out = _cli(*args, "--out", tmp_path)
