@@ -120,8 +120,8 @@ for name, message in res.no_score().items():  # the gate: no verdict or score fr
     (st.error if res.gates[name].refused else st.warning)(f"{name} vs {ref}: {message}")
 st.caption("Times: measured (runs) or published (tables) as named; ratios, CIs and verdicts are **derived**. "
            "Two candidates of the same run are paired by round; different runs are resampled independently.")
-for name, mode in res.modes.items():
-    st.caption(f"{short.get(name, name)} vs {short.get(ref, ref)}: {noise.MODE_WORDS[mode]}.")
+for name, how in res.how.items():
+    st.caption(f"{short.get(name, name)} vs {short.get(ref, ref)}: {how}.")
 
 overall, loads, shapes = (f.assign(name=f["series"].map(short)) if len(f) else f
                           for f in (res.overall, res.loads, res.shapes))

@@ -56,7 +56,8 @@ class Comparison:
     loads:  series, load, n_shapes, n_same_route, reference_us, series_us, ratio, ci_low, ci_high, delta_pct, band,
             band_source, verdict
     overall: series, n_loads, score, ci_low, ci_high, delta_pct, band, band_source, mode, verdict
-    modes:  series → dashboard.noise.WITHIN | ACROSS | ACROSS_RR (noise.MODE_WORDS says it in words)"""
+    modes:  series → dashboard.noise.WITHIN | ACROSS | ACROSS_RR
+    how:    series → that mode in words with the reason for this pair (noise.MODE_WORDS, _how)"""
 
     reference: str
     eps: float | None
@@ -67,6 +68,7 @@ class Comparison:
     note: str = ""
     gates: dict = field(default_factory=dict)   # series name → dashboard.scoring.Gate against the reference
     modes: dict = field(default_factory=dict)
+    how: dict = field(default_factory=dict)     # series name → what was done, in words, and why (_how)
 
     def no_score(self) -> dict[str, str]:
         """series → 'no score: …' for every series the gate refused (empty when all were scored)."""
@@ -148,6 +150,15 @@ def _mode(ref: dict, oth: dict, keys: list) -> str:
     return noise.ACROSS
 
 
+def _how(mode: str, ref: dict, oth: dict, keys: list) -> str:
+    """The mode in words, with this pair's reason where raw times across runs has two: a side with no baseline of
+    its own run to divide by (it is that baseline, or its run timed none) is not a difference of routes."""
+    if mode == noise.ACROSS and any(ref[k].base is None or oth[k].base is None for k in keys):
+        return ("across runs, raw times (a side has no baseline of its own run to divide by: it is that run's "
+                "baseline, or its run timed none)")
+    return noise.MODE_WORDS[mode]
+
+
 def _medians(arr: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return np.median(arr[idx], axis=1)
 
@@ -212,7 +223,7 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
     rng = np.random.default_rng(seed)
     shapes = common[SHAPE_KEY].drop_duplicates()
     ref = _series_arrays(common[common["series"] == reference])
-    shape_rows, load_rows, overall_rows, gates, modes = [], [], [], {}, {}
+    shape_rows, load_rows, overall_rows, gates, modes, how = [], [], [], {}, {}, {}
     for name in names:
         if name == reference:
             continue
@@ -227,6 +238,7 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
         gpus = {ref[k].gpu for k in usable} | {oth[k].gpu for k in usable}
         bands = _Bands(mode, gpus.pop() if len(gpus) == 1 else None, eps)
         modes[name] = mode
+        how[name] = _how(mode, ref, oth, usable)
         boot, same = {}, set()
         for key in map(tuple, shapes[SHAPE_KEY].to_numpy()):
             if key in status:
@@ -266,7 +278,7 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
                              "ci_low": np.nan, "ci_high": np.nan, "delta_pct": np.nan, "band": np.nan,
                              "band_source": "", "mode": mode, "verdict": NO_SCORE})
     return Comparison(reference, eps, pd.DataFrame(shape_rows), pd.DataFrame(load_rows),
-                      pd.DataFrame(overall_rows), dropped, note, gates, modes)
+                      pd.DataFrame(overall_rows), dropped, note, gates, modes, how)
 
 
 def _load_sums(boot: dict, keys: list, weights: dict):
