@@ -323,7 +323,7 @@ def cmd_report(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="python -m dashboard", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m dashboard", description=" ".join(__doc__.split("\n\n")[0].split()))
     sub = parser.add_subparsers(dest="command", required=True)
     floor = dict(action="store_true", help="score results flagged below the measured HBM floor (artifacts, left "
                                            "out by default)")
