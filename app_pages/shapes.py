@@ -156,7 +156,7 @@ except loaders.BAD_INPUT as exc:
     st.stop()
 spec = drun.workload_floors(wl, v.data)
 st.caption(f"{wl.name}: {len(wl.family_order)} families ({', '.join(wl.family_order)}) × {len(wl.load_order)} loads "
-           f"({', '.join(f'{load} M={M}' for load, M in wl.load_m.items())}); source: {wl.source}. Floors (derived): "
+           f"({', '.join(f'{load} M={M}' for load, M in wl.load_m.items())}); source: {wl.source.rstrip('.')}. Floors (derived): "
            f"the probes and compute peak of {v.data.path.name}" + ("" if spec["floor_us"].notna().any() else
                                                                   ", which has none"))
 st.dataframe(spec, hide_index=True, width="stretch", column_order=[
