@@ -267,11 +267,28 @@ def cmd_results(args) -> int:
 
 def cmd_validate(args) -> int:
     """A workload file (and candidate modules or plans) checked on any machine: no torch, no GPU, nothing imported
-    or run from a candidate (kernels.candidate.check_spec reads its source)."""
+    or run from a candidate (kernels.candidate.check_spec reads its source). Every problem found is reported, one
+    line each on stderr (every field of the workload, every candidate), then exit 2."""
+    from datasets.workload_spec import WorkloadSpecError
     from kernels.candidate import CandidateError, check_spec   # as cmd_explain: only this command needs kernels
     from kernels.method import PlanError
 
-    workload = load_workload(args.workload)
+    try:
+        workload = load_workload(args.workload)
+    except WorkloadSpecError as exc:
+        name = Path(args.workload).name
+        problems = [f"{name}: field {field!r}: {problem}" for field, problem in exc.problems]
+        if args.candidate:
+            problems.append(f"--candidate: not checked ({len(args.candidate)} given): the workload does not load")
+        return _problems(problems)
+    problems = []
+    for spec in args.candidate or []:
+        try:
+            check_spec(spec, workload)
+        except (CandidateError, PlanError) as exc:
+            problems.append(f"--candidate {spec}: {exc}")
+    if problems:
+        return _problems(problems)
     loads = ", ".join(f"{load} M={M}" for load, M in workload.load_m.items())
     lines = [f"{args.workload}: a valid workload {workload.name!r} (fingerprint {workload.fingerprint}): "
              f"{len(workload.family_order)} families ({', '.join(workload.family_order)}), "
@@ -282,14 +299,17 @@ def cmd_validate(args) -> int:
                      f"{WORKLOADS_DIR.relative_to(PROJECT_DIR) / (workload.name + '.json')} (then --workload "
                      f"{workload.name} names it too)")
     for spec in args.candidate or []:
-        try:
-            check_spec(spec, workload)
-        except (CandidateError, PlanError) as exc:
-            raise CliError(f"--candidate {spec}: {exc}") from None
         lines.append(f"{spec}: follows the candidate protocol for {workload.name} (read from its source or plan "
                      f"file; nothing imported or run)")
     print("\n".join(lines))
     return 0
+
+
+def _problems(lines: list[str]) -> int:
+    """Every problem a check found, one 'error:' line each on stderr; exit 2."""
+    for line in lines:
+        print(f"error: {line}", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 def cmd_index(args) -> int:
