@@ -1,6 +1,6 @@
 """`python -m dashboard validate`: a workload file and candidate modules checked on a machine without torch (torch
-and triton imports blocked here), one line per problem found (all of them) and exit 2, and the README's recipe saves the file where
-the app lists workloads."""
+and triton imports blocked here), one line per problem found (all of them) and exit 2, and the README's recipe saves
+the file where the app lists workloads."""
 import os
 import re
 import subprocess
