@@ -163,9 +163,10 @@ def cmd_table(args) -> int:
     gate = runs.pair_gate(data, base, cand, workload, args.include_below_floor, scored_only=False)
     wide = views.wide_shapes(shapes, data.pairs, base, cand, gate)
     wide = wide[wide["load"].isin(workload.load_order)] if scored else wide
-    wide = sort_shapes(wide, args.sort)
+    load_sol = views.load_sol(wide, scoring.family_weights(workload))   # per load, in the workload's order
+    wide = sort_shapes(wide, args.sort)                                  # --sort orders the shape rows only
     methods = shapes[shapes["candidate"] == cand].set_index("shape")["method"].to_dict()
-    text = format_shape_table(wide, methods, views.load_sol(wide, scoring.family_weights(workload)),
+    text = format_shape_table(wide, methods, load_sol,
                               f"{path.name}: {cand} vs {base} (measured times; ratios, floors, SOL derived)\n"
                               f"{_workload_line(data)}" + (f"\n  {runs.screen_note(data)}" if runs.screen_note(data)
                                                            else ""))

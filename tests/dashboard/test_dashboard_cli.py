@@ -395,3 +395,19 @@ def test_a_denormal_time_is_refused_by_every_verb(tmp_path, capsys, verb):
     assert main([verb, str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "results[0].median_us: expected a time in us with 0.01 <= t" in err
+
+
+def test_table_sort_orders_the_shape_rows_only(capsys):
+    """--sort reorders the per-shape rows; the SOL-per-load block keeps the workload's load order."""
+    from dashboard.__main__ import main
+
+    def sol_block(text):
+        return text.split("SOL per load", 1)[1].splitlines()[1:7]
+
+    assert main(["table", str(R3)]) == 0
+    default = sol_block(capsys.readouterr().out)
+    assert [line.split()[0] + " " + line.split()[1] for line in default] == [
+        "decode 1", "decode 16", "decode 32", "verify 1", "verify 16", "verify 32"]
+    for key in ("ratio", "sol", "gap-us"):
+        assert main(["table", str(R3), "--sort", key]) == 0
+        assert sol_block(capsys.readouterr().out) == default, key
