@@ -55,9 +55,14 @@ def _peers(v) -> None:
     widgets.show_figures({f"{v.candidate} vs {peers.BEST_OF_PEERS}": f"{o.score:.4f}×" if pd.notna(o.score) else "—",
                          "verdict": o.verdict},
                         note=f"{peers.DERIVED_NOTE.capitalize()}. Peers: {', '.join(pc.peers['peer'])}.")
+    num = st.column_config.NumberColumn   # the load table's formats below: ratios to 4 decimals, µs to 1
     st.dataframe(pc.comparison.loads[["load", "ratio", "ci_low", "ci_high", "verdict", "reference_us", "series_us"]]
                  .rename(columns={"reference_us": "Σw·peers µs", "series_us": f"Σw·{v.candidate} µs"}),
-                 hide_index=True, width="stretch")
+                 hide_index=True, width="stretch", column_config={
+                     "ratio": num("ratio ×", format="%.4f", help=glossary.short("ratio")),
+                     "ci_low": num("95% CI low", format="%.4f", help=glossary.short("ci")),
+                     "ci_high": num("95% CI high", format="%.4f", help=glossary.short("ci")),
+                     "Σw·peers µs": num(format="%.1f"), f"Σw·{v.candidate} µs": num(format="%.1f")})
     for p in pc.peers.itertuples():
         if p.failing:   # a peer that failed the contract is shown failing, never dropped
             st.warning(f"{p.peer} failed at {len(p.failing)} scored shape(s): {', '.join(p.failing[:6])} — left "
