@@ -25,3 +25,17 @@ def test_a_page_added_to_app_py_joins_the_list_in_its_place(tmp_path: Path):
     pages = app_page_list._navigation_pages(tmp_path / "app.py")
     assert pages[pages.index("roofline") + 1] == "decode_step"
     assert [p for p in pages if p != "decode_step"] == PAGES
+
+
+def test_the_tab_icon_needs_no_external_host():
+    """Streamlit's frontend turns a ':material/NAME:' page icon into a fonts.gstatic.com URL (the favicon), and a URL
+    icon is fetched as given; an emoji is drawn inline. The page icon of app.py's set_page_config is neither."""
+    import ast
+
+    calls = [n for n in ast.walk(ast.parse((ROOT / "app.py").read_text(encoding="utf-8")))
+             if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "set_page_config"]
+    assert len(calls) == 1
+    icon = next(k.value.value for k in calls[0].keywords if k.arg == "page_icon")
+    assert not icon.startswith(":material") and "://" not in icon, icon
+    from streamlit.commands.page_config import _get_favicon_string
+    assert _get_favicon_string(icon).startswith("emoji:")     # drawn by the browser, no request
