@@ -43,15 +43,36 @@ with st.expander("Upload a run file or a per-shape CSV to compare"):
 # the other pages open on.
 srcs, _ = view.sources_in_order()
 by_name = {s.name: s for s in srcs}
+
+
+def _workload_of(src):
+    """The source's workload, or None where it does not load (its error is shown below)."""
+    try:
+        return loaders.series_workload("table" if src.kind == "table" else "run", src.path)
+    except loaders.BAD_INPUT:
+        return None
+
+
+def _same_workload(src, other) -> bool:
+    a, b = _workload_of(src), _workload_of(other)
+    return a is not None and b is not None and workloads.same_workload(a, b)
+
+
+# The page never adds a series of another workload by itself (no ratio pairs shapes of different projections): the
+# run the other pages open on joins the sidebar's source only when it measured the same workload, and a run chosen
+# later brings its series only when they share the workload of the series already chosen.
 first = loaders.default_run_path()
+first_src = next((s for s in srcs if first is not None and s.name == first.name), None)
 asked = st.query_params.get_all("series")   # a link naming series opens on the sources they come from
 linked = [s.name for s in srcs if any(q.startswith(f"{s.label} · ") for q in asked)]
-opening = linked or list(dict.fromkeys([view.current_source().name, *([first.name] if first else [])]))
+current = view.current_source()
+opening = linked or list(dict.fromkeys([current.name, *([first_src.name] if first_src is not None and
+                                                          _same_workload(current, first_src) else [])]))
 run_names = state.url_multiselect(st, "Runs and tables to compare", [s.name for s in srcs], "runs", opening,
                                    key="cmp_runs", format_func=view.source_text(),
                                    help="Grouped by kind, newest first; each one offers its own candidates below.")
 options: dict[str, tuple] = {}
-run_files, errors, pairs = [], [], []
+run_files, errors, pairs, pair_sources = [], [], [], []
 seen = st.session_state.get("_cmp_runs_seen")   # the runs of the last rerun: a run added since brings its series
 added = [n for n in run_names if seen is not None and n not in seen]
 st.session_state["_cmp_runs_seen"] = run_names
@@ -72,8 +93,11 @@ for src in (by_name[n] for n in run_names):
     options |= offered
     if pair:
         pairs.append([f"{src.label} · {name}" for name in pair])
-        if src.name in added and st.session_state.get("_sel_series") is not None:
-            st.session_state["_sel_series"] = [*st.session_state["_sel_series"], pairs[-1][-1]]
+        pair_sources.append(src)
+        picked = st.session_state.get("_sel_series")
+        picked_sources = [options[k][1] for k in picked or () if k in options]
+        if src.name in added and picked is not None and all(_same_workload(src, s) for s in picked_sources):
+            st.session_state["_sel_series"] = [*picked, pairs[-1][-1]]
 for e in errors:
     st.error(f"Cannot use a chosen source — {e}")
 short: dict[str, str] = {}
@@ -83,7 +107,8 @@ for key, (kind, src, _, name) in options.items():
 
 keys = list(options)
 # the first source's default pair (its baseline against its last candidate), then each other source's candidate
-default = list(dict.fromkeys([*(pairs[0] if pairs else []), *(p[-1] for p in pairs[1:])]))
+default = list(dict.fromkeys([*(pairs[0] if pairs else []), *(p[-1] for p, s in zip(pairs[1:], pair_sources[1:])
+                                                               if _same_workload(pair_sources[0], s))]))
 chosen = state.url_multiselect(st, "Series to compare (2 or more)", keys, "series", default, key="cmp_series")
 if len(chosen) < 2:
     st.info("Pick at least two series (choose more runs above for more candidates).")

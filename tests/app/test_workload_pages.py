@@ -264,3 +264,21 @@ def test_compare_pairs_the_committed_llama_series(app):
     assert not at.exception and not at.error, [e.value for e in at.error]
     text = app.text_of(at)
     assert "prefill 128" in text and "gate_up" in text
+
+
+def test_compare_never_adds_a_series_of_another_workload(tiny):
+    """Opened with a run of another workload in the sidebar, Compare offers that run's own pair (not the default
+    muse run's `best` beside it, which could only end in an error), and a muse run chosen later brings no series."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(tiny.ROOT / "app.py"), default_timeout=60)
+    at.query_params["source"] = TINY_FILE
+    at.switch_page("app_pages/compare.py")
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    chosen = at.multiselect(key="cmp_series").value
+    assert len(chosen) == 2 and all(c.startswith(f"{TINY} · ") for c in chosen), chosen
+    runs = at.multiselect(key="cmp_runs").value
+    at.multiselect(key="cmp_runs").set_value([*runs, "synthetic_a.json"]).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.multiselect(key="cmp_series").value == chosen
