@@ -6,7 +6,6 @@ import streamlit as st
 
 from dashboard import eager, glossary, library_ceiling, metrics, views
 from dashboard import runs as drun
-from datasets import list_workloads
 from ui import loaders, terms, view, widgets
 
 st.title("Shapes")
@@ -145,7 +144,7 @@ with st.expander("Library ceiling: what cuBLASLt does when asked well (its searc
         st.caption(line)
 
 st.subheader("Shapes of a workload")
-names = list_workloads()
+names = loaders.workload_names()
 current = v.workload.name if v.workload.name in names else names[0]
 picked = st.selectbox("Workload (datasets/workloads/)", names, index=names.index(current), key="shapes_workload",
                       help="Every workload file's scored shapes, whatever the run in the sidebar measured.")

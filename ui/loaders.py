@@ -14,7 +14,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compare, noise, run_index, run_kinds, runs as drun, scoring, sources, views
-from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload
+from datasets import (NEARBY_LOAD, RUNS_DIR, DatasetError, list_workloads, load_ledger, load_official, load_seed_probes,
+                      load_workload)
 from datasets.paths import OFFICIAL_036_CSV, SEED_LEDGER_CSV, SEED_PROBES_CSV, WORKLOAD_JSON
 from datasets.runfile import RunFileError
 from datasets.workload import resolve_workload
@@ -36,6 +37,11 @@ def workload():
     """The default workload (muse_bf16_proj): what the published tables belong to. A page showing a run uses the
     run's own workload instead (View.workload, run_data(path).workload)."""
     return _workload(str(WORKLOAD_JSON), mtime(WORKLOAD_JSON))
+
+
+def workload_names() -> list[str]:
+    """The workloads of datasets/workloads/, by name (the pickers of the Shapes and Run pages)."""
+    return list_workloads()
 
 
 def named_workload(name: str):
