@@ -135,7 +135,7 @@ try:
     both = loaders.series_frame(specs)
     include = (both["status"] == "below_floor").any() and st.toggle(
         "Include results below the measured HBM floor (artifacts; left out by default)", key="cmp_below_floor")
-    res = loaders.compared(specs, ref, None, bool(include))
+    res = loaders.compared(specs, ref, bool(include))
 except ValueError as exc:
     st.error(f"Cannot compare: {exc}")
     st.stop()
@@ -174,7 +174,7 @@ st.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
                             "delta_pct": num("Δ time %", format="%+.2f")})
 st.subheader("Per shape")
 order = views.shape_order(wl.load_order, wl.family_order)
-st.plotly_chart(figures.compare_figure(res.shapes, None, "derived from the series' samples", short, order),
+st.plotly_chart(figures.compare_figure(res.shapes, "derived from the series' samples", short, order),
                 width="stretch", theme=None)
 verdicts = st.multiselect("Verdicts", list(compare.VERDICTS), default=list(compare.VERDICTS), key="cmp_verdicts")
 shown = shapes[shapes["verdict"].isin(verdicts)]

@@ -22,10 +22,10 @@ taken relative to its own run's baseline (ratio of ratios), which cancels most o
 done is `Comparison.modes[series]`; every load and overall row carries its `band` and `band_source`
 ("cross-run band ±2.0 %, from 58 repeated sweeps"). A shape whose two sides ran the identical route (same method
 label and config, same GPU model) is marked `same_route` with verdict SAME ROUTE: its difference is drift, never a
-speedup. `eps=` replaces the model's bands by a fixed one (labelled as given). Without samples (a published table)
+speedup. Without samples (a published table)
 there is no interval and the verdict is NO SAMPLES.
 
-Public entry point: `compare(df, reference, weights=None, eps=None, ...) -> Comparison` (other modules and the
+Public entry point: `compare(df, reference, weights=None, ...) -> Comparison` (other modules and the
 `python -m dashboard compare` command call it); `compare_runs` builds the series of two run sides and calls it;
 `compare_candidates` compares candidates of one run.
 """
@@ -60,7 +60,6 @@ class Comparison:
     how:    series → that mode in words with the reason for this pair (noise.MODE_WORDS, _how)"""
 
     reference: str
-    eps: float | None
     shapes: pd.DataFrame
     loads: pd.DataFrame
     overall: pd.DataFrame
@@ -186,14 +185,12 @@ def _ci(values: np.ndarray, has: bool) -> tuple[float, float]:
 
 
 class _Bands:
-    """The band of each level for one comparison: the model's (dashboard.noise) or a fixed one given by eps."""
+    """The band of each level for one comparison: the noise model's (dashboard.noise)."""
 
-    def __init__(self, mode: str, gpu: str | None, eps: float | None):
-        self.mode, self.gpu, self.eps = mode, gpu, eps
+    def __init__(self, mode: str, gpu: str | None):
+        self.mode, self.gpu = mode, gpu
 
     def __call__(self, level: str, key: str | None = None) -> noise.Band:
-        if self.eps is not None:
-            return noise.fixed(self.eps)
         return noise.band(self.mode, level, self.gpu, key)
 
 
@@ -202,7 +199,7 @@ def _judged(row: dict, band: noise.Band) -> dict:
             "verdict": noise.verdict(row["ci_low"], row["ci_high"], band.frac)}
 
 
-def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: float | None = None,
+def compare(df: pd.DataFrame, reference: str, weights: dict | None = None,
             n_boot: int = N_BOOT, seed: int = 0, include_below_floor: bool = False) -> Comparison:
     """Compare every series in `df` against `reference` on the shapes all of them have.
 
@@ -210,7 +207,7 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
     (> 1: the series is faster). Per-load ratio = Σ w·ref_us / Σ w·series_us over the load's shapes (in ACROSS_RR
     mode, each side's sum relative to its run's baseline sum); overall = geometric mean of the load ratios (only
     loads covered by the intersection). CIs come from the same bootstrap replicates; bands and verdicts from
-    dashboard.noise (eps: a fixed band instead). Shapes the gate keeps out get their status as verdict and no ratio;
+    dashboard.noise. Shapes the gate keeps out get their status as verdict and no ratio;
     loads and the overall row that need them get NO SCORE."""
     names = list(dict.fromkeys(df["series"]))
     if reference not in names:
@@ -236,7 +233,7 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
         usable = [k for k in map(tuple, shapes[SHAPE_KEY].to_numpy()) if k not in status]
         mode = _mode(ref, oth, usable)
         gpus = {ref[k].gpu for k in usable} | {oth[k].gpu for k in usable}
-        bands = _Bands(mode, gpus.pop() if len(gpus) == 1 else None, eps)
+        bands = _Bands(mode, gpus.pop() if len(gpus) == 1 else None)
         modes[name] = mode
         how[name] = _how(mode, ref, oth, usable)
         boot, same = {}, set()
@@ -277,7 +274,7 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
                             {"series": name, "n_loads": shapes["load"].nunique(), "score": np.nan,
                              "ci_low": np.nan, "ci_high": np.nan, "delta_pct": np.nan, "band": np.nan,
                              "band_source": "", "mode": mode, "verdict": NO_SCORE})
-    return Comparison(reference, eps, pd.DataFrame(shape_rows), pd.DataFrame(load_rows),
+    return Comparison(reference, pd.DataFrame(shape_rows), pd.DataFrame(load_rows),
                       pd.DataFrame(overall_rows), dropped, note, gates, modes, how)
 
 
@@ -394,7 +391,7 @@ NEARBY_LOAD = "nearby"  # generalization shapes: never part of a score
 
 
 def compare_candidates(results: pd.DataFrame, reference: str, others: list[str], run_name: str,
-                       weights: dict | None = None, eps: float | None = None, scored_only: bool = True,
+                       weights: dict | None = None, scored_only: bool = True,
                        failures: pd.DataFrame | None = None, include_below_floor: bool = False,
                        gpu: str | None = None) -> Comparison:
     """Candidates of one run against its `reference` (paired by round), e.g. for the score's CI; `gpu`: the run's
@@ -405,7 +402,7 @@ def compare_candidates(results: pd.DataFrame, reference: str, others: list[str],
         results = results[results["load"] != NEARBY_LOAD]
         failures = failures[failures["load"] != NEARBY_LOAD] if failures is not None and len(failures) else None
     frames = [series_from_results(results, name, name, run_name, failures, gpu=gpu) for name in [reference, *others]]
-    return compare(pd.concat(frames, ignore_index=True), reference, weights, eps,
+    return compare(pd.concat(frames, ignore_index=True), reference, weights,
                    include_below_floor=include_below_floor)
 
 
@@ -415,7 +412,7 @@ def side_name(data, candidate: str) -> str:
 
 
 def compare_runs(a, a_candidate: str, b, b_candidate: str, include_below_floor: bool = False,
-                 eps: float | None = None, n_boot: int = N_BOOT) -> Comparison:
+                 n_boot: int = N_BOOT) -> Comparison:
     """Side B (a dashboard.runs.RunData and a candidate of it) against side A at the scored shapes: one run with two
     candidates (paired, within-run band) or two runs (cross-run band; ratio of ratios where both hold the baseline).
     What `python -m dashboard compare` prints and the Compare page shows for two run series. ValueError (one line)
@@ -431,5 +428,5 @@ def compare_runs(a, a_candidate: str, b, b_candidate: str, include_below_floor: 
     both = both[both["load"] != NEARBY_LOAD].reset_index(drop=True)
     if both.empty:
         raise ValueError(f"{a.path.name} and {b.path.name} have no scored shapes")
-    return compare(both, side_name(a, a_candidate), scoring.family_weights(wa) if wa is not None else None, eps,
+    return compare(both, side_name(a, a_candidate), scoring.family_weights(wa) if wa is not None else None,
                    n_boot=n_boot, include_below_floor=include_below_floor)

@@ -204,13 +204,13 @@ def series_frame(specs: tuple) -> pd.DataFrame:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _compared(specs: tuple, mtimes: tuple, reference: str, eps: float, include: bool) -> compare.Comparison:
+def _compared(specs: tuple, mtimes: tuple, reference: str, include: bool) -> compare.Comparison:
     # the Compare page pairs only series of one workload (workloads.mismatch), so the first one's weights apply
     weights = scoring.family_weights(series_workload(specs[0][1], specs[0][2]))
-    return compare.compare(series_frame(specs), reference, weights, eps, include_below_floor=include)
+    return compare.compare(series_frame(specs), reference, weights, include_below_floor=include)
 
 
-def compared(specs: tuple, reference: str, eps: float, include: bool) -> compare.Comparison:
+def compared(specs: tuple, reference: str, include: bool) -> compare.Comparison:
     """dashboard.compare.compare of the series (gated), cached by the files' mtimes: a thousand bootstrap
     resamples per shape are too slow to redo on every widget change."""
-    return _compared(specs, tuple(mtime(path) for _, _, path, _ in specs), reference, eps, include)
+    return _compared(specs, tuple(mtime(path) for _, _, path, _ in specs), reference, include)
