@@ -19,8 +19,9 @@ def _own_scores(chosen: list[str]) -> None:
         pair = sources.default_pair(data)
         row = {"run": data.path.name, "workload": data.workload.name}
         try:
-            bd = runs.run_score(data, *pair)
-            row |= {"pair": f"{pair[1]} vs {pair[0]}", "score": bd.score, "note": "; ".join(filter(None, (bd.accuracy, bd.screen)))}
+            breakdown = runs.run_score(data, *pair)
+            row |= {"pair": f"{pair[1]} vs {pair[0]}", "score": breakdown.score,
+                    "note": "; ".join(filter(None, (breakdown.accuracy, breakdown.screen)))}
         except (scoring.ScoringError, TypeError) as exc:
             row |= {"pair": f"{pair[1]} vs {pair[0]}" if pair else "—", "score": None, "note": str(exc)}
         rows.append(row)

@@ -70,13 +70,13 @@ if st.button("Run now", type="primary", disabled=not chosen, key="run_go"):
         st.dataframe([{k: f.get(k) for k in ("load", "family", "M", "candidate", "kind", "phase")} |
                       {"reason": "; ".join(f["reasons"])[:300]} for f in run["failures"]], hide_index=True)
     st.session_state["_sel_source"] = out.name  # ui.view.pick opens on it (the sidebar's source, by file name)
-    for cand, base, bd, why_not in measure.scores(out):
-        if bd is None:
+    for cand, base, breakdown, why_not in measure.scores(out):
+        if breakdown is None:
             st.warning(f"{cand} vs {base}: not scored: {why_not}")
             continue
-        st.metric(f"{cand} vs {base} — score (measured times; derived)", f"{bd.score:.4f}×")
-        if bd.accuracy:
-            st.warning(f"{cand}: {bd.accuracy}")
-        if bd.screen:
-            st.warning(f"{cand}: {bd.screen}")
-        st.dataframe(bd.loads, hide_index=True, width="stretch")
+        st.metric(f"{cand} vs {base} — score (measured times; derived)", f"{breakdown.score:.4f}×")
+        if breakdown.accuracy:
+            st.warning(f"{cand}: {breakdown.accuracy}")
+        if breakdown.screen:
+            st.warning(f"{cand}: {breakdown.screen}")
+        st.dataframe(breakdown.loads, hide_index=True, width="stretch")

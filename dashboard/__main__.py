@@ -67,7 +67,7 @@ def _workload_line(data: runs.RunData) -> str:
 def _score_pair(data, base: str, cand: str, workload, include: bool) -> tuple[list[str], bool, str | None]:
     """(text blocks, something shown, refusal message or None) for one pair of a run."""
     try:
-        bd = runs.run_score(data, base, cand, workload, include)
+        breakdown = runs.run_score(data, base, cand, workload, include)
     except scoring.NoScore as exc:
         gate = exc.gate
         blocks = [f"{cand} vs {base}: {exc}{_hint(gate)}"]
@@ -79,10 +79,10 @@ def _score_pair(data, base: str, cand: str, workload, include: bool) -> tuple[li
         return blocks, bool(len(loads)), None
     except scoring.ScoringError as exc:
         return [f"{cand} vs {base}: no score: {exc}"], False, None
-    text = format_breakdown(bd, f"{cand} vs {base}")
-    if bd.below_floor_included:
-        text += (f"\n  note: includes {len(bd.below_floor_included)} result(s) below the measured HBM floor "
-                 f"({', '.join(bd.below_floor_included[:3])}): an artifact, scored because you asked")
+    text = format_breakdown(breakdown, f"{cand} vs {base}")
+    if breakdown.below_floor_included:
+        text += (f"\n  note: includes {len(breakdown.below_floor_included)} result(s) below the measured HBM floor "
+                 f"({', '.join(breakdown.below_floor_included[:3])}): an artifact, scored because you asked")
     return [text], True, None
 
 

@@ -222,19 +222,20 @@ def _load_times_section(c: _RunContext) -> _Section:
 def _score_section(c: _RunContext) -> _Section:
     """The score, its interval and verdict where the run has samples, and the per-load table; or why there is none."""
     try:
-        bd = runs.run_score(c.data, c.baseline, c.candidate, c.workload, c.include_below_floor)
+        breakdown = runs.run_score(c.data, c.baseline, c.candidate, c.workload, c.include_below_floor)
     except scoring.ScoringError as exc:
         text = str(exc) if isinstance(exc, scoring.NoScore) else f"no score: {exc}"
         return _Section(summary={"score": text}, facts=[("Score", text)])
-    out = _Section(summary={"score": bd.score, "time_saved": bd.time_saved,
-                            "score_equivalent_baseline_us": bd.equiv_baseline_us,
-                            "score_equivalent_candidate_us": bd.equiv_candidate_us,
-                            "accuracy": bd.accuracy, "screen": bd.screen})
-    out.facts.append(("Score (derived)", f"{bd.score:.4f}× (geometric mean of the {len(bd.loads)} load ratios)"
-                                         + (f" — {bd.accuracy}" if bd.accuracy else "")
-                                         + (f" — {bd.screen}" if bd.screen else "")))
+    out = _Section(summary={"score": breakdown.score, "time_saved": breakdown.time_saved,
+                            "score_equivalent_baseline_us": breakdown.equiv_baseline_us,
+                            "score_equivalent_candidate_us": breakdown.equiv_candidate_us,
+                            "accuracy": breakdown.accuracy, "screen": breakdown.screen})
+    out.facts.append(("Score (derived)", f"{breakdown.score:.4f}× (geometric mean of the {len(breakdown.loads)} load "
+                                         f"ratios)"
+                                         + (f" — {breakdown.accuracy}" if breakdown.accuracy else "")
+                                         + (f" — {breakdown.screen}" if breakdown.screen else "")))
     weights = scoring.family_weights(c.workload)
-    loads = bd.loads.merge(views.load_sol(c.wide, weights), on="load", how="left")
+    loads = breakdown.loads.merge(views.load_sol(c.wide, weights), on="load", how="left")
     if c.data.results["samples_us"].map(lambda s: isinstance(s, list) and len(s) > 0).all():
         cmp = compare.compare_candidates(c.data.results, c.baseline, [c.candidate], c.label, weights,
                                          failures=c.data.failures, include_below_floor=c.include_below_floor,
@@ -244,9 +245,9 @@ def _score_section(c: _RunContext) -> _Section:
         out.facts.append(("Score 95% CI (derived)", f"{views.ci_text(o['ci_low'], o['ci_high'])} — {o['verdict']} "
                                                     f"({o['band_source'] or 'no band: not scored'})"))
         loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
-    out.facts += [("Time saved (derived)", f"{bd.time_saved:.2%} of the aggregate time"),
-                  (f"Score-equivalent time, {c.baseline} (derived)", f"{bd.equiv_baseline_us:,.1f} µs"),
-                  (f"Score-equivalent time, {c.candidate} (derived)", f"{bd.equiv_candidate_us:,.1f} µs")]
+    out.facts += [("Time saved (derived)", f"{breakdown.time_saved:.2%} of the aggregate time"),
+                  (f"Score-equivalent time, {c.baseline} (derived)", f"{breakdown.equiv_baseline_us:,.1f} µs"),
+                  (f"Score-equivalent time, {c.candidate} (derived)", f"{breakdown.equiv_candidate_us:,.1f} µs")]
     out.tables["loads"] = loads
     out.display["Per load"] = _loads_display(loads, c.baseline, c.candidate)
     out.figures.append(figures.ratio_bars(loads.assign(label=loads["load"]), f"{c.tag}; ratios derived"))

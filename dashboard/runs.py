@@ -266,8 +266,8 @@ def run_score(data: RunData, baseline: str, candidate: str, workload: Workload |
     workload = workload_of(data, workload)
     if data.results.empty:
         raise scoring.ScoringError(f"{data.path.name}: the run has no results")
-    bd = scoring.score_long(status_rows(data), baseline, candidate, workload, include_below_floor)
-    return replace(bd, screen=screen_note(data))
+    breakdown = scoring.score_long(status_rows(data), baseline, candidate, workload, include_below_floor)
+    return replace(breakdown, screen=screen_note(data))
 
 
 def screen_note(data: RunData) -> str | None:

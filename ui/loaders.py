@@ -133,13 +133,13 @@ def _derive(data: drun.RunData, base: str, cand: str, include: bool) -> tuple:
     error handling."""
     shape_gate = drun.pair_gate(data, base, cand, None, include, scored_only=False)
     gate = drun.pair_gate(data, base, cand, None, include)
-    bd, err = None, None
+    breakdown, err = None, None
     try:
-        bd = drun.run_score(data, base, cand, None, include)
+        breakdown = drun.run_score(data, base, cand, None, include)
     except scoring.ScoringError as exc:
         err = str(exc)
     table = drun.shape_table(data)
-    return shape_gate, gate, bd, err, table, views.wide_shapes(table, data.pairs, base, cand, shape_gate)
+    return shape_gate, gate, breakdown, err, table, views.wide_shapes(table, data.pairs, base, cand, shape_gate)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
