@@ -8,7 +8,10 @@ import streamlit as st
 from dashboard import figures  # noqa: F401  plotly, which nearly every page draws with
 from ui import view  # noqa: F401  pandas, dashboard/ and the loaders, which nearly every page imports
 
-st.set_page_config(page_title="projlab — projection roofline lab", page_icon=":material/speed:", layout="wide")
+# The browser tab's icon is an emoji, which Streamlit draws as an inline SVG: a ":material/...:" page icon becomes a
+# request to fonts.gstatic.com on every page (an error per page offline). The navigation's own icons use the Material
+# Symbols font Streamlit serves itself.
+st.set_page_config(page_title="projlab — projection roofline lab", page_icon="⏱️", layout="wide")
 
 
 def _page(file: str, title: str, icon: str, default: bool = False) -> st.Page:

@@ -19,8 +19,9 @@ def _own_scores(chosen: list[str]) -> None:
         pair = sources.default_pair(data)
         row = {"run": data.path.name, "workload": data.workload.name}
         try:
-            bd = runs.run_score(data, *pair)
-            row |= {"pair": f"{pair[1]} vs {pair[0]}", "score": bd.score, "note": "; ".join(filter(None, (bd.accuracy, bd.screen)))}
+            breakdown = runs.run_score(data, *pair)
+            row |= {"pair": f"{pair[1]} vs {pair[0]}", "score": breakdown.score,
+                    "note": "; ".join(filter(None, (breakdown.accuracy, breakdown.screen)))}
         except (scoring.ScoringError, TypeError) as exc:
             row |= {"pair": f"{pair[1]} vs {pair[0]}" if pair else "—", "score": None, "note": str(exc)}
         rows.append(row)
@@ -43,15 +44,36 @@ with st.expander("Upload a run file or a per-shape CSV to compare"):
 # the other pages open on.
 srcs, _ = view.sources_in_order()
 by_name = {s.name: s for s in srcs}
+
+
+def _workload_of(src):
+    """The source's workload, or None where it does not load (its error is shown below)."""
+    try:
+        return loaders.series_workload("table" if src.kind == "table" else "run", src.path)
+    except loaders.BAD_INPUT:
+        return None
+
+
+def _same_workload(src, other) -> bool:
+    a, b = _workload_of(src), _workload_of(other)
+    return a is not None and b is not None and workloads.same_workload(a, b)
+
+
+# The page never adds a series of another workload by itself (no ratio pairs shapes of different projections): the
+# run the other pages open on joins the sidebar's source only when it measured the same workload, and a run chosen
+# later brings its series only when they share the workload of the series already chosen.
 first = loaders.default_run_path()
+first_src = next((s for s in srcs if first is not None and s.name == first.name), None)
 asked = st.query_params.get_all("series")   # a link naming series opens on the sources they come from
 linked = [s.name for s in srcs if any(q.startswith(f"{s.label} · ") for q in asked)]
-opening = linked or list(dict.fromkeys([view.current_source().name, *([first.name] if first else [])]))
+current = view.current_source()
+opening = linked or list(dict.fromkeys([current.name, *([first_src.name] if first_src is not None and
+                                                          _same_workload(current, first_src) else [])]))
 run_names = state.url_multiselect(st, "Runs and tables to compare", [s.name for s in srcs], "runs", opening,
                                    key="cmp_runs", format_func=view.source_text(),
                                    help="Grouped by kind, newest first; each one offers its own candidates below.")
 options: dict[str, tuple] = {}
-run_files, errors, pairs = [], [], []
+run_files, errors, pairs, pair_sources = [], [], [], []
 seen = st.session_state.get("_cmp_runs_seen")   # the runs of the last rerun: a run added since brings its series
 added = [n for n in run_names if seen is not None and n not in seen]
 st.session_state["_cmp_runs_seen"] = run_names
@@ -72,8 +94,11 @@ for src in (by_name[n] for n in run_names):
     options |= offered
     if pair:
         pairs.append([f"{src.label} · {name}" for name in pair])
-        if src.name in added and st.session_state.get("_sel_series") is not None:
-            st.session_state["_sel_series"] = [*st.session_state["_sel_series"], pairs[-1][-1]]
+        pair_sources.append(src)
+        picked = st.session_state.get("_sel_series")
+        picked_sources = [options[k][1] for k in picked or () if k in options]
+        if src.name in added and picked is not None and all(_same_workload(src, s) for s in picked_sources):
+            st.session_state["_sel_series"] = [*picked, pairs[-1][-1]]
 for e in errors:
     st.error(f"Cannot use a chosen source — {widgets.md_text(e)}")
 short: dict[str, str] = {}
@@ -83,7 +108,8 @@ for key, (kind, src, _, name) in options.items():
 
 keys = list(options)
 # the first source's default pair (its baseline against its last candidate), then each other source's candidate
-default = list(dict.fromkeys([*(pairs[0] if pairs else []), *(p[-1] for p in pairs[1:])]))
+default = list(dict.fromkeys([*(pairs[0] if pairs else []), *(p[-1] for p, s in zip(pairs[1:], pair_sources[1:])
+                                                               if _same_workload(pair_sources[0], s))]))
 chosen = state.url_multiselect(st, "Series to compare (2 or more)", keys, "series", default, key="cmp_series")
 if len(chosen) < 2:
     st.info("Pick at least two series (choose more runs above for more candidates).")
@@ -110,7 +136,7 @@ try:
     both = loaders.series_frame(specs)
     include = (both["status"] == "below_floor").any() and st.toggle(
         "Include results below the measured HBM floor (artifacts; left out by default)", key="cmp_below_floor")
-    res = loaders.compared(specs, ref, None, bool(include))
+    res = loaders.compared(specs, ref, bool(include))
 except ValueError as exc:
     st.error(f"Cannot compare: {widgets.md_text(exc)}")
     st.stop()
@@ -120,8 +146,8 @@ for name, message in res.no_score().items():  # the gate: no verdict or score fr
     (st.error if res.gates[name].refused else st.warning)(widgets.md_text(f"{name} vs {ref}: {message}"))
 st.caption("Times: measured (runs) or published (tables) as named; ratios, CIs and verdicts are **derived**. "
            "Two candidates of the same run are paired by round; different runs are resampled independently.")
-for name, mode in res.modes.items():
-    st.caption(widgets.md_text(f"{short.get(name, name)} vs {short.get(ref, ref)}: {noise.MODE_WORDS[mode]}."))
+for name, how in res.how.items():
+    st.caption(widgets.md_text(f"{short.get(name, name)} vs {short.get(ref, ref)}: {how}."))
 
 overall, loads, shapes = (f.assign(name=f["series"].map(short)) if len(f) else f
                           for f in (res.overall, res.loads, res.shapes))
@@ -149,7 +175,7 @@ st.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
                             "delta_pct": num("Δ time %", format="%+.2f")})
 st.subheader("Per shape")
 order = views.shape_order(wl.load_order, wl.family_order)
-st.plotly_chart(figures.compare_figure(res.shapes, None, "derived from the series' samples", short, order),
+st.plotly_chart(figures.compare_figure(res.shapes, "derived from the series' samples", short, order),
                 width="stretch", theme=None)
 verdicts = st.multiselect("Verdicts", list(compare.VERDICTS), default=list(compare.VERDICTS), key="cmp_verdicts")
 shown = shapes[shapes["verdict"].isin(verdicts)]

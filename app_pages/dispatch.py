@@ -1,76 +1,41 @@
 """Dispatch: which method each family runs at a chosen M under a plan; the whole plan; official shapes' regions.
 
 A plan entry may be N-specific ("N": 1024 applies only to a weight with N=1024); every lookup here passes the
-workload's N for (family, M) (Workload.n_at), as the profiler does. The workload is the one the plan records
-("workload": {"name", "fingerprint"}, found in datasets/workloads/ by name and checked by fingerprint); a generic plan
-(only "*" entries, e.g. baseline) serves any workload, picked here; a plan that names families but records no
-workload was tuned before plans recorded one: muse_bf16_proj's."""
-from datasets import DatasetError, list_workloads, load_workload
-from datasets.jsonfile import JsonInputError, parse_json, read_json
-
+workload's N for (family, M) (Workload.n_at), as the profiler does. Which plan, and which workload it is read against,
+is decided in ui/plans.py (a generic plan: the workload picked here)."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import figures, sources
-from kernels.plans import ANY_FAMILY, PLANS_DIR, PlanError, list_plans, plan_from_dict
-from ui import loaders, state, uploads, widgets
+from dashboard import figures
+from ui import plans, state, uploads, widgets
 
 st.title("Dispatch")
 st.caption("Plans are data files (kernels/plans/*.json). Methods are what the plan **says** runs, not a measurement.")
-names = list_plans()
+names = plans.plan_names()
 c1, c2 = st.columns([1, 2])
 UPLOAD = "(upload a plan JSON)"
-# Only the project's plans (kernels/plans/*.json, by name) or an upload: a typed server path could reveal which
-# files exist and print parts of any JSON the server can read.
 
 
-def plan_workload(data, name: str, column):
-    """(workload, note | None) to read the plan against: the one it records, the one picked for a generic plan,
-    or the default with a note saying it was assumed. Errors are PlanError/DatasetError lines."""
-    if not isinstance(data, dict) or not isinstance(data.get("families"), dict):
-        return loaders.workload(), None       # plan_from_dict names what is wrong with the file
-    rec = data.get("workload")
-    if isinstance(rec, dict) and isinstance(rec.get("name"), str):
-        if rec["name"] not in list_workloads():
-            raise PlanError(f"{name}: tuned for workload {rec['name']!r}, which is not in datasets/workloads/ "
-                            f"(known: {', '.join(list_workloads())})")
-        return load_workload(rec["name"]), None   # plan_from_dict checks the recorded fingerprint against it
-    if rec is None and set(data["families"]) == {ANY_FAMILY}:
-        names = list_workloads()
-        picked = column.selectbox("Workload (a generic plan serves any)", names, key="dispatch_workload",
-                                  index=names.index(loaders.workload().name))
-        return load_workload(picked), None
-    if rec is None:
-        return loaders.workload(), (f"{name} does not record its workload; assuming the default "
-                                   f"{loaders.workload().name}.")
-    return loaders.workload(), None           # a malformed field: plan_from_dict names it
+def _pick_workload(workloads: list[str], default: str) -> str:
+    return c2.selectbox("Workload (a generic plan serves any)", workloads, key="dispatch_workload",
+                        index=workloads.index(default))
 
 
 choice = state.url_selectbox(c1, "Plan", names + [UPLOAD], "plan", "best" if "best" in names else names[0],
                               key="dispatch_plan", what="plan")
 try:
+    up = None
     if choice == UPLOAD:
         up = c2.file_uploader(f"Plan JSON (at most {uploads.MAX_UPLOAD_MB} MB)", type=["json"], key="dispatch_upload",
                               max_upload_size=uploads.MAX_UPLOAD_MB)
         if up is None:
             st.info("Upload a plan file to inspect it.")
             st.stop()
-        name = sources.safe_name(up.name, "plan.json")
-        try:
-            data = parse_json(up.getvalue(), name, max_bytes=uploads.MAX_UPLOAD_BYTES)
-        except JsonInputError as exc:
-            raise PlanError(str(exc)) from None
-    else:
-        name = f"{choice}.json"
-        try:
-            data = read_json(PLANS_DIR / name, kind="plan")
-        except JsonInputError as exc:
-            raise PlanError(str(exc)) from None
-    wl, wl_note = plan_workload(data, name, c2)
-    plan = plan_from_dict(data, name if choice == UPLOAD else str(PLANS_DIR / name), wl)
-except (PlanError, DatasetError, ValueError, OSError) as exc:
+    opened = plans.open_plan(None if choice == UPLOAD else choice, up, _pick_workload)
+except plans.PLAN_ERRORS as exc:
     st.error(widgets.md_text(f"Cannot use plan {choice!r}: {exc}"))
     st.stop()
+plan, wl, wl_note = opened.plan, opened.workload, opened.note
 
 st.markdown(f"**{widgets.md_text(plan.name)}** — {widgets.md_text(plan.description)}  \nGPU: "
             f"{widgets.md_code(plan.gpu or 'not tuned on a GPU')} · tuned from: {widgets.md_code(plan.tuned_from or '—')}")
@@ -95,7 +60,7 @@ def n_text(n) -> str:
 def lookup(family: str, M: int, N: int) -> dict:
     try:
         e = plan.entry(family, M, N)
-    except PlanError:
+    except plans.PlanError:
         return {"method": "(not covered)", "config": "", "range": "", "entry N": ""}
     return {"method": e.method, "config": e.label, "range": f"{e.lo}–{e.hi}", "entry N": n_text(e.N)}
 

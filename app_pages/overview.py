@@ -60,9 +60,14 @@ def _peers(v) -> None:
     widgets.show_figures({f"{v.candidate} vs {peers.BEST_OF_PEERS}": f"{o.score:.4f}×" if pd.notna(o.score) else "—",
                          "verdict": o.verdict},
                         note=f"{peers.DERIVED_NOTE.capitalize()}. Peers: {widgets.md_text(', '.join(pc.peers['peer']))}.")
+    num = st.column_config.NumberColumn   # the load table's formats below: ratios to 4 decimals, µs to 1
     st.dataframe(pc.comparison.loads[["load", "ratio", "ci_low", "ci_high", "verdict", "reference_us", "series_us"]]
                  .rename(columns={"reference_us": "Σw·peers µs", "series_us": f"Σw·{v.candidate} µs"}),
-                 hide_index=True, width="stretch")
+                 hide_index=True, width="stretch", column_config={
+                     "ratio": num("ratio ×", format="%.4f", help=glossary.short("ratio")),
+                     "ci_low": num("95% CI low", format="%.4f", help=glossary.short("ci")),
+                     "ci_high": num("95% CI high", format="%.4f", help=glossary.short("ci")),
+                     "Σw·peers µs": num(format="%.1f"), f"Σw·{v.candidate} µs": num(format="%.1f")})
     for p in pc.peers.itertuples():
         if p.failing:   # a peer that failed the contract is shown failing, never dropped
             st.warning(f"{widgets.md_text(p.peer)} failed at {len(p.failing)} scored shape(s): "
@@ -103,22 +108,23 @@ if v.breakdown is None:  # view.pick() said why there is no score (gate); show e
                "ratio of the two medians.")
     _environment(v)
     st.stop()
-bd = v.breakdown
+breakdown = v.breakdown
 weights = scoring.family_weights(v.workload)
 n_loads = len(v.workload.load_order)
 
 tag = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"
 score_label = f"Score ({tag} times; derived)"
-widgets.show_figures({score_label: f"{bd.score:.4f}×", "Aggregate time saved (derived)": f"{bd.time_saved:.2%}",
-                     f"Score-equivalent time, {v.baseline} (derived)": f"{bd.equiv_baseline_us:,.1f} µs",
-                     f"Score-equivalent time, {v.candidate} (derived)": f"{bd.equiv_candidate_us:,.1f} µs"},
+widgets.show_figures({score_label: f"{breakdown.score:.4f}×",
+                      "Aggregate time saved (derived)": f"{breakdown.time_saved:.2%}",
+                     f"Score-equivalent time, {v.baseline} (derived)": f"{breakdown.equiv_baseline_us:,.1f} µs",
+                     f"Score-equivalent time, {v.candidate} (derived)": f"{breakdown.equiv_candidate_us:,.1f} µs"},
                     note=f"Score: {glossary.short('score').lower()} Score-equivalent time: geometric mean over the "
                          f"{workloads.count_word(n_loads)} loads of Σ weight × time.", strong=(score_label,))
 ci_slot = st.empty()
-if bd.accuracy:  # a less_accurate candidate is never scored silently
-    st.warning(widgets.md_text(f"{v.candidate}: {bd.accuracy}"))
-if bd.screen:    # nor an unscreened one
-    st.warning(widgets.md_text(f"{v.candidate}: {bd.screen}"))
+if breakdown.accuracy:  # a less_accurate candidate is never scored silently
+    st.warning(widgets.md_text(f"{v.candidate}: {breakdown.accuracy}"))
+if breakdown.screen:    # nor an unscreened one
+    st.warning(widgets.md_text(f"{v.candidate}: {breakdown.screen}"))
 if v.source != "published" and view.official_note(v.workload) is None:
     ref = loaders.official_score()
     st.caption(f"For reference, the official 036 table (published) scores {ref.score:.4f}× against its baseline "
@@ -130,12 +136,12 @@ else:
                "score 1.301203, score-equivalent 4,830.8 / 3,712.56 µs — come from the evaluator's estimates.")
 
 st.subheader("Per load")
-target = targets.target_input("target", v, bd.score)
-fig_df = bd.loads.assign(label=bd.loads["load"])
+target = targets.target_input("target", v, breakdown.score)
+fig_df = breakdown.loads.assign(label=breakdown.loads["load"])
 chart, table = st.empty(), st.empty()   # drawn once, at the end, with their CIs
 wide = v.wide()
-loads = bd.loads.merge(views.load_sol(wide, weights), on="load", how="left")
-loads["ratio_if_alone_reaches_target"] = loads["load"].map(planner.load_ratios_needed(bd, target))
+loads = breakdown.loads.merge(views.load_sol(wide, weights), on="load", how="left")
+loads["ratio_if_alone_reaches_target"] = loads["load"].map(planner.load_ratios_needed(breakdown, target))
 floors_from = ("the run's measured probe curve and compute peak" if v.kind == "run" else
                "the write-up's four published probes and its quoted 989 TFLOP/s")
 st.caption(f"Ratios, Σw sums, CIs and SOL are derived from {tag} times; floors from {floors_from}. "
@@ -151,13 +157,14 @@ if far:
                         query_params={"shape": key, "source": Path(v.path).name})
 
 st.subheader(f"Gap to {target:.4f}×")
-if bd.score >= target:
-    st.success(f"{bd.score:.4f}× already meets the target {target:.4f}×.")
+if breakdown.score >= target:
+    st.success(f"{breakdown.score:.4f}× already meets the target {target:.4f}×.")
 else:
     widgets.show_figures({
-        "Aggregate time to remove (derived)": f"{planner.required_time_reduction(bd.score, target):.3%}",
-        "Aggregate speed factor needed (derived)": f"{planner.required_speed_factor(bd.score, target):.5f}×",
-        "…or one load alone by (derived)": f"{planner.single_load_factor(bd.score, target, len(bd.loads)):.4f}×"},
+        "Aggregate time to remove (derived)": f"{planner.required_time_reduction(breakdown.score, target):.3%}",
+        "Aggregate speed factor needed (derived)": f"{planner.required_speed_factor(breakdown.score, target):.5f}×",
+        "…or one load alone by (derived)":
+            f"{planner.single_load_factor(breakdown.score, target, len(breakdown.loads)):.4f}×"},
         note="Per load: the last table column is the ratio that load alone would need (others unchanged). The "
              "Planner page shows it per shape.")
 

@@ -10,10 +10,10 @@ from ui import targets, terms, view, widgets
 
 st.title("Planner — what would it take?")
 v = view.pick()
-bd = view.require_breakdown(v)
+breakdown = view.require_breakdown(v)
 view.caption_source(v, "All planner outputs are **derived** calculations, not predictions of a kernel.")
 terms.link("score", "sigma_w")
-ratios = bd.load_ratios()
+ratios = breakdown.load_ratios()
 
 tab_agg, tab_amdahl, tab_tile, tab_target = st.tabs(["Aggregation", "Amdahl", "Tile geometry", "Target"])
 
@@ -75,15 +75,15 @@ with tab_tile:
     st.caption("Ignores scratch, outputs, cache effects, instruction granularity and scheduling.")
 
 with tab_target:
-    target = targets.target_input("plan_target", v, bd.score)
+    target = targets.target_input("plan_target", v, breakdown.score)
     m1, m2, m3 = st.columns(3)
-    m1.metric("Current score", f"{bd.score:.4f}×", help=v.note)
-    m2.metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(bd.score, target):.3%}")
+    m1.metric("Current score", f"{breakdown.score:.4f}×", help=v.note)
+    m2.metric("Aggregate time to remove (derived)", f"{planner.required_time_reduction(breakdown.score, target):.3%}")
     m3.metric("Single-load factor needed (derived)",
-              f"{planner.single_load_factor(bd.score, target, len(ratios)):.4f}×")
+              f"{planner.single_load_factor(breakdown.score, target, len(ratios)):.4f}×")
     wide = v.wide()
     floors = {(r.load, r.family): r.floor_us for r in wide.itertuples()} if "floor_us" in wide else {}
-    tgt = planner.shape_targets(bd, target, floors)
+    tgt = planner.shape_targets(breakdown, target, floors)
     num = st.column_config.NumberColumn
     st.dataframe(tgt, hide_index=True, width="stretch", placeholder="—", column_config={
         "load": st.column_config.TextColumn("load", width=85), "family": st.column_config.TextColumn(width=85),

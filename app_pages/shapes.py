@@ -6,7 +6,6 @@ import streamlit as st
 
 from dashboard import eager, glossary, library_ceiling, metrics, views
 from dashboard import runs as drun
-from datasets import list_workloads
 from ui import loaders, terms, view, widgets
 
 st.title("Shapes")
@@ -147,7 +146,7 @@ with st.expander("Library ceiling: what cuBLASLt does when asked well (its searc
         st.caption(widgets.md_text(line))
 
 st.subheader("Shapes of a workload")
-names = list_workloads()
+names = loaders.workload_names()
 current = v.workload.name if v.workload.name in names else names[0]
 picked = st.selectbox("Workload (datasets/workloads/)", names, index=names.index(current), key="shapes_workload",
                       help="Every workload file's scored shapes, whatever the run in the sidebar measured.")
@@ -158,7 +157,7 @@ except loaders.BAD_INPUT as exc:
     st.stop()
 spec = drun.workload_floors(wl, v.data)
 st.caption(f"{wl.name}: {len(wl.family_order)} families ({', '.join(wl.family_order)}) × {len(wl.load_order)} loads "
-           f"({', '.join(f'{load} M={M}' for load, M in wl.load_m.items())}); source: {wl.source}. Floors (derived): "
+           f"({', '.join(f'{load} M={M}' for load, M in wl.load_m.items())}); source: {wl.source.rstrip('.')}. Floors (derived): "
            f"the probes and compute peak of {v.data.path.name}" + ("" if spec["floor_us"].notna().any() else
                                                                   ", which has none"))
 st.dataframe(spec, hide_index=True, width="stretch", column_order=[

@@ -28,7 +28,7 @@ if _GUARD:
 
 from datasets import RUNS_DIR, WORKLOADS_DIR, DatasetError, load_workload
 from datasets.cli import OneLineParser
-from datasets.paths import PROJECT_DIR, RUN_SUFFIXES, missing_file_hint, run_paths
+from datasets.paths import PROJECT_DIR, find_run_file, missing_file_hint, no_run_file, run_paths
 from dashboard import peers, runs, scoring, sources, views, workloads
 from dashboard.files import write_files
 from dashboard.kernels import ExplainError
@@ -84,7 +84,7 @@ def _workload_line(data: runs.RunData) -> str:
 def _score_pair(data, base: str, cand: str, workload, include: bool) -> tuple[list[str], bool, str | None]:
     """(text blocks, something shown, refusal message or None) for one pair of a run."""
     try:
-        bd = runs.run_score(data, base, cand, workload, include)
+        breakdown = runs.run_score(data, base, cand, workload, include)
     except scoring.NoScore as exc:
         gate = exc.gate
         blocks = [f"{cand} vs {base}: {exc}{_hint(gate)}"]
@@ -96,10 +96,10 @@ def _score_pair(data, base: str, cand: str, workload, include: bool) -> tuple[li
         return blocks, bool(len(loads)), None
     except scoring.ScoringError as exc:
         return [f"{cand} vs {base}: no score: {exc}"], False, None
-    text = format_breakdown(bd, f"{cand} vs {base}")
-    if bd.below_floor_included:
-        text += (f"\n  note: includes {len(bd.below_floor_included)} result(s) below the measured HBM floor "
-                 f"({', '.join(bd.below_floor_included[:3])}): an artifact, scored because you asked")
+    text = format_breakdown(breakdown, f"{cand} vs {base}")
+    if breakdown.below_floor_included:
+        text += (f"\n  note: includes {len(breakdown.below_floor_included)} result(s) below the measured HBM floor "
+                 f"({', '.join(breakdown.below_floor_included[:3])}): an artifact, scored because you asked")
     return [text], True, None
 
 
@@ -147,27 +147,31 @@ def _finish(text: str, refused: list[str]) -> int:
     return EXIT_NO_SCORE if refused else 0
 
 
-def _existing(path: str, suffixes: tuple[str, ...], what: str) -> Path:
-    p = Path(path)
-    if not p.is_file():
-        raise CliError(f"{path}: no such file{missing_file_hint(p)}")
-    if not p.name.lower().endswith(suffixes):
-        raise CliError(f"{p.name}: expected {what}")
-    return p
+def _run_file(text: str) -> Path:
+    """The run file a command's argument names (datasets.paths.find_run_file: every subcommand finds it the same
+    way), or one line saying there is none."""
+    path = find_run_file(text)
+    if path is None and Path(text).is_file():
+        raise CliError(f"{Path(text).name}: expected an official .csv or a run .json / .json.gz")
+    if path is None:
+        raise CliError(no_run_file(text))
+    return path
 
 
 def cmd_summarize(args) -> int:
-    path = _existing(args.path, (".csv", *RUN_SUFFIXES), "an official .csv or a run .json / .json.gz")
-    if path.suffix.lower() == ".csv":
+    if args.path.lower().endswith(".csv"):
+        path = Path(args.path)
+        if not path.is_file():
+            raise CliError(f"{args.path}: no such file{missing_file_hint(path)}")
         if args.baseline or args.candidate:
             raise CliError(f"{path.name}: a per-shape table has one pair (baseline, candidate); "
                            "--baseline/--candidate are for run files")
         return _finish(*summarize_table(path))
-    return _finish(*summarize_run(path, args.baseline, args.candidate, args.include_below_floor))
+    return _finish(*summarize_run(_run_file(args.path), args.baseline, args.candidate, args.include_below_floor))
 
 
 def cmd_table(args) -> int:
-    path = _existing(args.path, RUN_SUFFIXES, "a run .json / .json.gz")
+    path = _run_file(args.path)
     data = _load(path)
     workload = data.workload
     base, cand = sources.resolve_pair(data, args.baseline, args.candidate)
@@ -176,9 +180,10 @@ def cmd_table(args) -> int:
     gate = runs.pair_gate(data, base, cand, workload, args.include_below_floor, scored_only=False)
     wide = views.wide_shapes(shapes, data.pairs, base, cand, gate)
     wide = wide[wide["load"].isin(workload.load_order)] if scored else wide
-    wide = sort_shapes(wide, args.sort)
+    load_sol = views.load_sol(wide, scoring.family_weights(workload))   # per load, in the workload's order
+    wide = sort_shapes(wide, args.sort)                                  # --sort orders the shape rows only
     methods = shapes[shapes["candidate"] == cand].set_index("shape")["method"].to_dict()
-    text = format_shape_table(wide, methods, views.load_sol(wide, scoring.family_weights(workload)),
+    text = format_shape_table(wide, methods, load_sol,
                               f"{path.name}: {cand} vs {base} (measured times; ratios, floors, SOL derived)\n"
                               f"{_workload_line(data)}" + (f"\n  {runs.screen_note(data)}" if runs.screen_note(data)
                                                            else ""))
@@ -236,7 +241,7 @@ def cmd_explain(args) -> int:
     """The kernel breakdown of an explain run (python -m profiler explain), as terminal tables."""
     from dashboard import kernel_report, kernels
 
-    path = _existing(args.path, RUN_SUFFIXES, "an explain run .json / .json.gz")
+    path = _run_file(args.path)
     run = _load(path)
     data = kernels.from_run_data(run)
     print(_workload_line(run).strip())
@@ -251,7 +256,7 @@ def cmd_step(args) -> int:
     """A step run (python -m profiler step): Amdahl predicted vs measured, in-step vs isolated per family."""
     from dashboard import step
 
-    path = _existing(args.path, RUN_SUFFIXES, "a step run .json / .json.gz")
+    path = _run_file(args.path)
     data = _load(path)
     if not step.has_step(data.run):
         raise CliError(f"{path.name}: not a step run (no \"step\" object); `python -m profiler step` makes one")
@@ -294,11 +299,28 @@ def cmd_results(args) -> int:
 
 def cmd_validate(args) -> int:
     """A workload file (and candidate modules or plans) checked on any machine: no torch, no GPU, nothing imported
-    or run from a candidate (kernels.candidate.check_spec reads its source)."""
+    or run from a candidate (kernels.candidate.check_spec reads its source). Every problem found is reported, one
+    line each on stderr (every field of the workload, every candidate), then exit 2."""
+    from datasets.workload_spec import WorkloadSpecError
     from kernels.candidate import CandidateError, check_spec   # as cmd_explain: only this command needs kernels
     from kernels.method import PlanError
 
-    workload = load_workload(args.workload)
+    try:
+        workload = load_workload(args.workload)
+    except WorkloadSpecError as exc:
+        name = Path(args.workload).name
+        problems = [f"{name}: field {field!r}: {problem}" for field, problem in exc.problems]
+        if args.candidate:
+            problems.append(f"--candidate: not checked ({len(args.candidate)} given): the workload does not load")
+        return _problems(problems)
+    problems = []
+    for spec in args.candidate or []:
+        try:
+            check_spec(spec, workload)
+        except (CandidateError, PlanError) as exc:
+            problems.append(f"--candidate {spec}: {exc}")
+    if problems:
+        return _problems(problems)
     loads = ", ".join(f"{load} M={M}" for load, M in workload.load_m.items())
     lines = [f"{args.workload}: a valid workload {workload.name!r} (fingerprint {workload.fingerprint}): "
              f"{len(workload.family_order)} families ({', '.join(workload.family_order)}), "
@@ -309,14 +331,17 @@ def cmd_validate(args) -> int:
                      f"{WORKLOADS_DIR.relative_to(PROJECT_DIR) / (workload.name + '.json')} (then --workload "
                      f"{workload.name} names it too)")
     for spec in args.candidate or []:
-        try:
-            check_spec(spec, workload)
-        except (CandidateError, PlanError) as exc:
-            raise CliError(f"--candidate {spec}: {exc}") from None
         lines.append(f"{spec}: follows the candidate protocol for {workload.name} (read from its source or plan "
                      f"file; nothing imported or run)")
     print("\n".join(lines))
     return 0
+
+
+def _problems(lines: list[str]) -> int:
+    """Every problem a check found, one 'error:' line each on stderr; exit 2."""
+    for line in lines:
+        print(f"error: {line}", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 def cmd_index(args) -> int:
@@ -350,19 +375,19 @@ def cmd_report(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="python -m dashboard", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="python -m dashboard", description=" ".join(__doc__.split("\n\n")[0].split()))
     sub = parser.add_subparsers(dest="command", required=True)
     floor = dict(action="store_true", help="score results flagged below the measured HBM floor (artifacts, left "
                                            "out by default)")
     summ = sub.add_parser("summarize", help="per-load ratios, score, time saved, score-equivalent times")
-    summ.add_argument("path", help="datasets/official_036.csv or a run file datasets/runs/*.json")
+    summ.add_argument("path", help="datasets/official_036.csv, or a run file: a path, or a name in datasets/runs/ (.json / .json.gz optional)")
     summ.add_argument("--baseline", help="baseline candidate name in a run file (default: the candidate's pair, "
                                          "else every pair present)")
     summ.add_argument("--candidate", help="candidate name in a run file (default: every pair present)")
     summ.add_argument("--include-below-floor", **floor)
     summ.set_defaults(func=cmd_summarize)
     table = sub.add_parser("table", help="per-shape benchmark table of a run: method, µs, ratio [CI], floor, SOL")
-    table.add_argument("path", help="a run file datasets/runs/*.json")
+    table.add_argument("path", help="a run file: a path, or a name in datasets/runs/ (.json / .json.gz optional)")
     table.add_argument("--baseline", help="default: the baseline the candidate was paired with ('baseline')")
     table.add_argument("--candidate", help="default: the last candidate paired with the baseline (e.g. best)")
     table.add_argument("--include-below-floor", **floor)
@@ -378,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--include-below-floor", **floor)
     cmp.set_defaults(func=cmd_compare)
     expl = sub.add_parser("explain", help="per-kernel breakdown of an explain run: time, bytes vs ideal, grid, findings")
-    expl.add_argument("path", help="an explain run datasets/runs/*_explain-*.json (python -m profiler explain)")
+    expl.add_argument("path", help="an explain run (python -m profiler explain): a path, or a name in datasets/runs/ (.json / .json.gz optional)")
     expl.add_argument("--candidate", help="only this candidate")
     expl.add_argument("--shape", help="only this shape key, e.g. 'decode 16/router'")
     expl.set_defaults(func=cmd_explain, baseline=None)

@@ -22,10 +22,10 @@ taken relative to its own run's baseline (ratio of ratios), which cancels most o
 done is `Comparison.modes[series]`; every load and overall row carries its `band` and `band_source`
 ("cross-run band ±2.0 %, from 58 repeated sweeps"). A shape whose two sides ran the identical route (same method
 label and config, same GPU model) is marked `same_route` with verdict SAME ROUTE: its difference is drift, never a
-speedup. `eps=` replaces the model's bands by a fixed one (labelled as given). Without samples (a published table)
+speedup. Without samples (a published table)
 there is no interval and the verdict is NO SAMPLES.
 
-Public entry point: `compare(df, reference, weights=None, eps=None, ...) -> Comparison` (other modules and the
+Public entry point: `compare(df, reference, weights=None, ...) -> Comparison` (other modules and the
 `python -m dashboard compare` command call it); `compare_runs` builds the series of two run sides and calls it;
 `compare_candidates` compares candidates of one run.
 """
@@ -57,10 +57,10 @@ class Comparison:
     loads:  series, load, n_shapes, n_same_route, reference_us, series_us, ratio, ci_low, ci_high, delta_pct, band,
             band_source, verdict
     overall: series, n_loads, score, ci_low, ci_high, delta_pct, band, band_source, mode, verdict
-    modes:  series → dashboard.noise.WITHIN | ACROSS | ACROSS_RR (noise.MODE_WORDS says it in words)"""
+    modes:  series → dashboard.noise.WITHIN | ACROSS | ACROSS_RR
+    how:    series → that mode in words with the reason for this pair (noise.MODE_WORDS, _how)"""
 
     reference: str
-    eps: float | None
     shapes: pd.DataFrame
     loads: pd.DataFrame
     overall: pd.DataFrame
@@ -68,6 +68,7 @@ class Comparison:
     note: str = ""
     gates: dict = field(default_factory=dict)   # series name → dashboard.scoring.Gate against the reference
     modes: dict = field(default_factory=dict)
+    how: dict = field(default_factory=dict)     # series name → what was done, in words, and why (_how)
 
     def no_score(self) -> dict[str, str]:
         """series → 'no score: …' for every series the gate refused (empty when all were scored)."""
@@ -149,6 +150,15 @@ def _mode(ref: dict, oth: dict, keys: list) -> str:
     return noise.ACROSS
 
 
+def _how(mode: str, ref: dict, oth: dict, keys: list) -> str:
+    """The mode in words, with this pair's reason where raw times across runs has two: a side with no baseline of
+    its own run to divide by (it is that baseline, or its run timed none) is not a difference of routes."""
+    if mode == noise.ACROSS and any(ref[k].base is None or oth[k].base is None for k in keys):
+        return ("across runs, raw times (a side has no baseline of its own run to divide by: it is that run's "
+                "baseline, or its run timed none)")
+    return noise.MODE_WORDS[mode]
+
+
 def _medians(arr: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return np.median(arr[idx], axis=1)
 
@@ -177,14 +187,12 @@ def _ci(values: np.ndarray, has: bool) -> tuple[float, float]:
 
 class _Bands:
     """The band of each level for one comparison: the model's (datasets.noise_model: the device's committed
-    evidence, else the run's own repeat `own`, else none: NO VERDICT) or a fixed one given by eps."""
+    evidence, else the run's own repeat `own`, else none: NO VERDICT)."""
 
-    def __init__(self, mode: str, gpu: str | None, eps: float | None, own: dict | None = None):
-        self.mode, self.gpu, self.eps, self.own = mode, gpu, eps, own
+    def __init__(self, mode: str, gpu: str | None, own: dict | None = None):
+        self.mode, self.gpu, self.own = mode, gpu, own
 
     def __call__(self, level: str, key: str | None = None) -> noise.Band:
-        if self.eps is not None:
-            return noise.fixed(self.eps)
         return noise.band(self.mode, level, self.gpu, key, own=self.own if self.mode == noise.WITHIN else None)
 
 
@@ -203,7 +211,7 @@ def _judged(row: dict, band: noise.Band) -> dict:
             "verdict": noise.verdict(row["ci_low"], row["ci_high"], band)}
 
 
-def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: float | None = None,
+def compare(df: pd.DataFrame, reference: str, weights: dict | None = None,
             n_boot: int = N_BOOT, seed: int = 0, include_below_floor: bool = False, own: dict | None = None
             ) -> Comparison:
     """Compare every series in `df` against `reference` on the shapes all of them have.
@@ -212,8 +220,8 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
     (> 1: the series is faster). Per-load ratio = Σ w·ref_us / Σ w·series_us over the load's shapes (in ACROSS_RR
     mode, each side's sum relative to its run's baseline sum); overall = geometric mean of the load ratios (only
     loads covered by the intersection). CIs come from the same bootstrap replicates; bands and verdicts from
-    dashboard.noise (eps: a fixed band instead; `own`: the run's own repeat evidence, dashboard.noise.own_bands, for a
-    device without committed evidence). Shapes the gate keeps out get their status as verdict and no ratio;
+    dashboard.noise (`own`: the run's own repeat evidence, dashboard.noise.own_bands, for a device without
+    committed evidence). Shapes the gate keeps out get their status as verdict and no ratio;
     loads and the overall row that need them get NO SCORE."""
     names = list(dict.fromkeys(df["series"]))
     if reference not in names:
@@ -226,7 +234,7 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
     rng = np.random.default_rng(seed)
     shapes = common[SHAPE_KEY].drop_duplicates()
     ref = _series_arrays(common[common["series"] == reference])
-    shape_rows, load_rows, overall_rows, gates, modes = [], [], [], {}, {}
+    shape_rows, load_rows, overall_rows, gates, modes, how = [], [], [], {}, {}, {}
     for name in names:
         if name == reference:
             continue
@@ -238,8 +246,9 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
         oth = _series_arrays(common[common["series"] == name])
         usable = [k for k in map(tuple, shapes[SHAPE_KEY].to_numpy()) if k not in status]
         mode = _mode(ref, oth, usable)
-        bands = _Bands(mode, _device([ref[k] for k in usable] + [oth[k] for k in usable]), eps, own)
+        bands = _Bands(mode, _device([ref[k] for k in usable] + [oth[k] for k in usable]), own)
         modes[name] = mode
+        how[name] = _how(mode, ref, oth, usable)
         boot, same = {}, set()
         for key in map(tuple, shapes[SHAPE_KEY].to_numpy()):
             if key in status:
@@ -278,8 +287,8 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None, eps: 
                             {"series": name, "n_loads": shapes["load"].nunique(), "score": np.nan,
                              "ci_low": np.nan, "ci_high": np.nan, "delta_pct": np.nan, "band": np.nan,
                              "band_source": "", "mode": mode, "verdict": NO_SCORE})
-    return Comparison(reference, eps, pd.DataFrame(shape_rows), pd.DataFrame(load_rows),
-                      pd.DataFrame(overall_rows), dropped, note, gates, modes)
+    return Comparison(reference, pd.DataFrame(shape_rows), pd.DataFrame(load_rows),
+                      pd.DataFrame(overall_rows), dropped, note, gates, modes, how)
 
 
 def _load_sums(boot: dict, keys: list, weights: dict):
@@ -395,7 +404,7 @@ NEARBY_LOAD = "nearby"  # generalization shapes: never part of a score
 
 
 def compare_candidates(results: pd.DataFrame, reference: str, others: list[str], run_name: str,
-                       weights: dict | None = None, eps: float | None = None, scored_only: bool = True,
+                       weights: dict | None = None, scored_only: bool = True,
                        failures: pd.DataFrame | None = None, include_below_floor: bool = False,
                        gpu: str | None = None, own: dict | None = None) -> Comparison:
     """Candidates of one run against its `reference` (paired by round), e.g. for the score's CI; `gpu`: the run's
@@ -406,7 +415,7 @@ def compare_candidates(results: pd.DataFrame, reference: str, others: list[str],
         results = results[results["load"] != NEARBY_LOAD]
         failures = failures[failures["load"] != NEARBY_LOAD] if failures is not None and len(failures) else None
     frames = [series_from_results(results, name, name, run_name, failures, gpu=gpu) for name in [reference, *others]]
-    return compare(pd.concat(frames, ignore_index=True), reference, weights, eps,
+    return compare(pd.concat(frames, ignore_index=True), reference, weights,
                    include_below_floor=include_below_floor, own=own)
 
 
@@ -416,7 +425,7 @@ def side_name(data, candidate: str) -> str:
 
 
 def compare_runs(a, a_candidate: str, b, b_candidate: str, include_below_floor: bool = False,
-                 eps: float | None = None, n_boot: int = N_BOOT) -> Comparison:
+                 n_boot: int = N_BOOT) -> Comparison:
     """Side B (a dashboard.runs.RunData and a candidate of it) against side A at the scored shapes: one run with two
     candidates (paired, within-run band) or two runs (cross-run band; ratio of ratios where both hold the baseline).
     What `python -m dashboard compare` prints and the Compare page shows for two run series. ValueError (one line)
@@ -433,5 +442,5 @@ def compare_runs(a, a_candidate: str, b, b_candidate: str, include_below_floor: 
     if both.empty:
         raise ValueError(f"{a.path.name} and {b.path.name} have no scored shapes")
     own = noise.own_for(a) if a.path == b.path else None
-    return compare(both, side_name(a, a_candidate), scoring.family_weights(wa) if wa is not None else None, eps,
+    return compare(both, side_name(a, a_candidate), scoring.family_weights(wa) if wa is not None else None,
                    n_boot=n_boot, include_below_floor=include_below_floor, own=own)

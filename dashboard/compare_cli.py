@@ -12,9 +12,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from datasets import RUNS_DIR
-from datasets.paths import RUN_SUFFIXES
-from dashboard import compare, noise, run_kinds, runs, workloads
+from datasets.paths import find_run_file, no_run_file
+from dashboard import compare, run_kinds, runs, workloads
 
 DEFAULT_CANDIDATE = run_kinds.SHIPPED_PLAN
 
@@ -23,22 +22,15 @@ class SideError(ValueError):
     """A side that names no run file or no candidate of it (one line)."""
 
 
-def _run_path(text: str) -> Path | None:
-    for p in (Path(text), Path(RUNS_DIR) / text):
-        if p.is_file() and p.name.lower().endswith(RUN_SUFFIXES):
-            return p
-    return None
-
-
 def parse_side(text: str) -> tuple[Path, str]:
     """'RUN' or 'RUN:CANDIDATE' → (run file, candidate)."""
-    path = _run_path(text)
+    path = find_run_file(text)
     if path is not None:
         return path, DEFAULT_CANDIDATE
     head, sep, cand = text.rpartition(":")
-    path = _run_path(head) if sep else None
+    path = find_run_file(head) if sep and head else None
     if path is None or not cand:
-        raise SideError(f"{text}: no run file (.json / .json.gz) by that name, here or in datasets/runs/")
+        raise SideError(no_run_file(text))
     return path, cand
 
 
@@ -68,7 +60,7 @@ def format_comparison(cmp: compare.Comparison, a: str, b: str, shapes: bool = Fa
     loads = cmp.loads[cmp.loads["series"] == b]
     overall = cmp.overall[cmp.overall["series"] == b].iloc[0]
     rows = cmp.shapes[cmp.shapes["series"] == b]
-    out = [f"A: {a}", f"B: {b}", f"  how: {noise.MODE_WORDS[cmp.modes[b]]}",
+    out = [f"A: {a}", f"B: {b}", f"  how: {cmp.how[b]}",
            "  ratio = A time ÷ B time (> 1: B is faster), 95% bootstrap interval; the verdict reads the interval "
            "against the band named beside it (dashboard.noise)",
            f"  {'load':<22} {'ratio':>7}  {'95% interval':<17}  {'verdict':<10}  band"]

@@ -491,7 +491,7 @@ def ledger_figure(ledger: pd.DataFrame, source: str = "published (write-up ledge
     return html_labels(fig)
 
 
-def compare_figure(shapes: pd.DataFrame, eps: float | None, source: str, labels: dict[str, str] | None = None,
+def compare_figure(shapes: pd.DataFrame, source: str, labels: dict[str, str] | None = None,
                    order: list[str] | None = None, colors: dict | None = None) -> go.Figure:
     """Difference chart: per shape, each series' ratio vs the reference with its CI, on a log y axis.
 
@@ -521,15 +521,14 @@ def compare_figure(shapes: pd.DataFrame, eps: float | None, source: str, labels:
                         legendgroup="verdict", legendgrouptitle_text="verdict (symbol)",
                         marker=dict(color=GATED_COLOR if gated else "#555", size=10,
                                     symbol=VERDICT_SYMBOLS[verdict_name]))
-    if eps is not None:   # a fixed band; without one each row's own band (dashboard.noise) is in its hover text
-        fig.add_hrect(y0=1 - eps, y1=1 + eps, fillcolor="gray", opacity=0.15, line_width=0)
     fig.add_hline(y=1.0, line_color="black", line_width=1)
     xaxis = dict(tickangle=-45, title="shape (load order)")
     if order:
         present = set(shapes["load"] + "/" + shapes["family"])
         xaxis.update(categoryorder="array", categoryarray=[k for k in order if k in present])
-    band = f"grey band: SAME ±{eps:.1%}" if eps is not None else "each point's band in its hover text"
-    fig.update_layout(title=_title(f"Ratio vs reference per shape (reference ÷ series; > 1 faster; {band})", source),
+    # each row's own band (dashboard.noise) is in its hover text
+    fig.update_layout(title=_title("Ratio vs reference per shape (reference ÷ series; > 1 faster; each point's band "
+                                   "in its hover text)", source),
                       yaxis=dict(type="log", title="ratio × (log)"), xaxis=xaxis, scattermode="group",
                       # under the chart, in rows: a long series name wraps instead of being cut at the page's edge
                       legend=dict(groupclick="toggleitem", orientation="h", yanchor="top", y=-0.45, x=0),

@@ -92,7 +92,7 @@ def fleet_row(data: runs.RunData, baseline: str, candidate: str, workload=None) 
     row = {"gpu": env.get("gpu") or "?", "run": data.path.name, "hosts": hosts, "workers": n_workers,
            "git_sha": (env.get("git_sha") or "")[:10]}
     try:
-        bd = runs.run_score(data, baseline, candidate, workload)
+        breakdown = runs.run_score(data, baseline, candidate, workload)
     except scoring.ScoringError as exc:
         reason = str(exc)   # the status column already says "no score": the reason alone, never "no score: no score:"
         return row | {"status": "no score", "reason": reason.removeprefix("no score: ")}
@@ -100,9 +100,10 @@ def fleet_row(data: runs.RunData, baseline: str, candidate: str, workload=None) 
     wide = views.wide_shapes(runs.shape_table(data, workload), data.pairs, baseline, candidate, gate)
     scored = wide.merge(workload.shapes[["load", "family", "M"]], on=["load", "family", "M"])
     sol_b, sol_c = overall_sol(scored, scoring.family_weights(workload))
-    return row | {"status": "scored", "reason": "; ".join(filter(None, (bd.accuracy, bd.screen))), "score": bd.score, "time_saved": bd.time_saved,
-                  "equiv_baseline_us": bd.equiv_baseline_us, "equiv_candidate_us": bd.equiv_candidate_us,
-                  "sol_baseline": sol_b, "sol_candidate": sol_c, "shapes": len(bd.shapes)}
+    return row | {"status": "scored", "reason": "; ".join(filter(None, (breakdown.accuracy, breakdown.screen))),
+                  "score": breakdown.score, "time_saved": breakdown.time_saved,
+                  "equiv_baseline_us": breakdown.equiv_baseline_us, "equiv_candidate_us": breakdown.equiv_candidate_us,
+                  "sol_baseline": sol_b, "sol_candidate": sol_c, "shapes": len(breakdown.shapes)}
 
 
 def fleet_table(datas: list[runs.RunData], baseline: str, candidate: str, workload=None) -> pd.DataFrame:

@@ -24,6 +24,12 @@ CALL_COLUMNS = ["shape", "candidate", "launches", "time_us", "floor_us", "bound"
                 "main_kernel", "main_grid", "main_bw_vs_probe", "method"]
 
 
+def _us(x: float) -> str:
+    """µs to two decimals; a part that rounds to zero prints 0.00, never -0.00 (a rounding residue, not a sign)."""
+    text = f"{x:.2f}"
+    return "0.00" if text == "-0.00" else text
+
+
 def tables(data: kernels.ExplainData, workload=None, candidate: str | None = None,
            shape: str | None = None) -> dict[str, pd.DataFrame]:
     """kernels, calls, findings (every row of the run, or one candidate / shape) and per-load gaps per candidate;
@@ -78,10 +84,10 @@ def format_text(data: kernels.ExplainData, t: dict[str, pd.DataFrame]) -> str:
                          f"{_cell(r.bw_vs_probe, '.0%'):>7}{r.grid:>6}{_cell(r.grid_fill, '.0%'):>6}"
                          f"{_cell(r.waves, '.2f'):>6}{_cell(r.sm_throughput_pct, '.0f'):>5}")
         for c in t["calls"][t["calls"]["shape"] == shape].itertuples():
-            lines.append(f"  {c.candidate}: {c.time_us:.2f} µs vs floor {c.floor_us:.2f} µs ({c.bound}-bound, SOL "
-                         f"{c.sol:.0%}); gap {c.gap_us:.2f} = extra launches {c.side_kernels_us:.2f} + between "
-                         f"{c.between_us:.2f} + excess bytes {c.excess_bytes_us:.2f} + main kernel slow "
-                         f"{c.main_slow_us:.2f}; {c.dram_bytes / 1e6:.1f} MB moved vs {c.ideal_bytes / 1e6:.1f} ideal")
+            lines.append(f"  {c.candidate}: {_us(c.time_us)} µs vs floor {_us(c.floor_us)} µs ({c.bound}-bound, SOL "
+                         f"{c.sol:.0%}); gap {_us(c.gap_us)} = extra launches {_us(c.side_kernels_us)} + between "
+                         f"{_us(c.between_us)} + excess bytes {_us(c.excess_bytes_us)} + main kernel slow "
+                         f"{_us(c.main_slow_us)}; {c.dram_bytes / 1e6:.1f} MB moved vs {c.ideal_bytes / 1e6:.1f} ideal")
         f = t["findings"]
         for r in (f[f["shape"] == shape].itertuples() if len(f) else []):
             lines.append(f"  - {r.candidate}: {r.text}")

@@ -86,10 +86,6 @@ def from_run_data(data: runs.RunData) -> ExplainData:
                        runs.workload_of(data))
 
 
-def load_explain(path) -> ExplainData:
-    return from_run_data(runs.load_run_data(path))
-
-
 def _keyed(frame: pd.DataFrame) -> pd.DataFrame:
     if len(frame):
         frame.insert(0, "shape", [shape_key(r.load, r.family, r.M) for r in frame.itertuples()])
@@ -330,14 +326,3 @@ def explain_command(baseline: str, candidate: str, workload) -> str:
     extra = "" if workload.name == DEFAULT_WORKLOAD else f" --workload {workload.cli_ref}"
     return f"python -m profiler explain {plans} --shapes official{extra}"
 
-
-def explain_paths(paths, load) -> list[Path]:
-    """The paths among `paths` whose run is an explain run; `load(path)` returns the run dict (unreadable skipped)."""
-    out = []
-    for p in paths:
-        try:
-            if is_explain_run(load(p)):
-                out.append(Path(p))
-        except (ValueError, OSError):
-            continue
-    return out

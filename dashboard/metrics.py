@@ -32,11 +32,6 @@ def weight_bytes(N, K, w_dtype: str = "bfloat16"):
     return N * K * dtype_bytes(w_dtype)
 
 
-def hilo_weight_bytes(N, K):
-    """Bytes of the hi/lo BF16 pair that replaces an FP32 weight: 2 parts × 2 B = the same 4 B per weight."""
-    return N * K * HILO_PARTS * dtype_bytes("bfloat16")
-
-
 def intensity_flop_per_byte(M, N, K, x_dtype="bfloat16", w_dtype="bfloat16", y_dtype="bfloat16"):
     """Arithmetic intensity over all compulsory bytes (FLOP/byte)."""
     return flops(M, N, K) / bytes_moved(M, N, K, x_dtype, w_dtype, y_dtype)

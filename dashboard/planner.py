@@ -45,21 +45,10 @@ def amdahl_limit(fraction: float) -> float:
     return math.inf if fraction >= 1 else 1.0 / (1.0 - fraction)
 
 
-def speedup_from_saving(total_us: float, saved_us: float) -> float:
-    """Speedup of a whole when `saved_us` of its `total_us` goes (40+10 µs, save 4 → 1.0870×)."""
-    return total_us / (total_us - saved_us)
-
-
 def part_speedup_needed(fraction: float, total_factor: float) -> float:
     """Speedup the part must reach for the whole to gain `total_factor`; inf when Amdahl forbids it."""
     denom = 1.0 / total_factor - (1.0 - fraction)
     return fraction / denom if denom > 0 else math.inf
-
-
-# --- what-if ------------------------------------------------------------------------------------------------
-def dilution(load_factor: float, n_loads: int = N_LOADS) -> float:
-    """Overall factor when one load's ratio gains `load_factor` and the others hold: r^(1/6)."""
-    return load_factor ** (1.0 / n_loads)
 
 
 def what_if_score(load_ratios: dict[str, float], load: str, new_ratio: float) -> float:

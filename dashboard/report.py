@@ -164,6 +164,208 @@ def build(data: runs.RunData, baseline: str, candidate: str, workload=None, offi
     return _run_report(data, baseline, candidate, workload, official, source, include_below_floor)
 
 
+@dataclass
+class _Section:
+    """One section of a run report: what it adds to each part of the Report (the Report is the sections in order)."""
+    summary: dict = field(default_factory=dict)
+    facts: list = field(default_factory=list)
+    tables: dict = field(default_factory=dict)
+    display: dict = field(default_factory=dict)
+    figures: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class _RunContext:
+    """What every section of one run's report reads: the run, the pair, and the tables derived once."""
+    data: runs.RunData
+    baseline: str
+    candidate: str
+    workload: object
+    official: pd.DataFrame | None
+    source: str
+    include_below_floor: bool
+    label: str
+    table: pd.DataFrame        # runs.shape_table
+    wide: pd.DataFrame         # views.wide_shapes of the pair, every shape (the gate over all of them)
+    env: dict
+
+    @property
+    def tag(self) -> str:
+        return SOURCE_WORDS.get(self.source, self.source)
+
+    @property
+    def measured(self) -> bool:
+        return self.source == "measured"
+
+
+def _header_section(c: _RunContext) -> _Section:
+    summary = {"run": c.label, "status": c.data.run.get("status", "complete"), "gpu": c.env.get("gpu", "—"),
+               "created_utc": c.data.run.get("created_utc", "—"), "baseline": c.baseline, "candidate": c.candidate,
+               "workload": c.workload.name}
+    if c.data.workload_note:
+        summary["workload_note"] = c.data.workload_note
+    device_word = "Device" if devices.of_run(c.data.run).is_cpu else "GPU"
+    facts = [("Run", f"{c.label} ({c.data.path.name})"), ("Status", summary["status"]), (device_word, summary["gpu"]),
+             ("Workload", workloads.describe(c.workload) + (" — assumed: the run does not record its workload"
+                                                            if c.data.workload_note else "")),
+             ("Created (UTC)", summary["created_utc"]), ("Baseline", c.baseline), ("Candidate", c.candidate)]
+    return _Section(summary=summary, facts=facts)
+
+
+def _load_times_section(c: _RunContext) -> _Section:
+    scored_wide = c.wide[c.wide["load"].isin(c.workload.load_order)]
+    if not len(scored_wide):
+        return _Section()
+    sides = {c.baseline: "baseline_us", c.candidate: "candidate_us"}
+    return _Section(figures=[figures.load_time_bars(scored_wide, sides, f"{c.tag}; Σ floor derived",
+                                                    c.workload.load_order, floor_col="floor_us")])
+
+
+def _score_section(c: _RunContext) -> _Section:
+    """The score, its interval and verdict where the run has samples, and the per-load table; or why there is none."""
+    try:
+        breakdown = runs.run_score(c.data, c.baseline, c.candidate, c.workload, c.include_below_floor)
+    except scoring.ScoringError as exc:
+        text = str(exc) if isinstance(exc, scoring.NoScore) else f"no score: {exc}"
+        return _Section(summary={"score": text}, facts=[("Score", text)])
+    out = _Section(summary={"score": breakdown.score, "time_saved": breakdown.time_saved,
+                            "score_equivalent_baseline_us": breakdown.equiv_baseline_us,
+                            "score_equivalent_candidate_us": breakdown.equiv_candidate_us,
+                            "accuracy": breakdown.accuracy, "screen": breakdown.screen})
+    out.facts.append(("Score (derived)", f"{breakdown.score:.4f}× (geometric mean of the {len(breakdown.loads)} load "
+                                         f"ratios)"
+                                         + (f" — {breakdown.accuracy}" if breakdown.accuracy else "")
+                                         + (f" — {breakdown.screen}" if breakdown.screen else "")))
+    weights = scoring.family_weights(c.workload)
+    loads = breakdown.loads.merge(views.load_sol(c.wide, weights), on="load", how="left")
+    if c.data.results["samples_us"].map(lambda s: isinstance(s, list) and len(s) > 0).all():
+        cmp = compare.compare_candidates(c.data.results, c.baseline, [c.candidate], c.label, weights,
+                                         failures=c.data.failures, include_below_floor=c.include_below_floor,
+                                         gpu=noise.gpu_model(c.data), own=noise.own_for(c.data))
+        o = cmp.overall.iloc[0]
+        out.summary.update({"score_ci_low": o["ci_low"], "score_ci_high": o["ci_high"], "verdict": o["verdict"]})
+        out.facts.append(("Score 95% CI (derived)", f"{views.ci_text(o['ci_low'], o['ci_high'])} — {o['verdict']} "
+                                                    f"({o['band_source'] or 'no band: not scored'})"))
+        loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
+    out.facts += [("Time saved (derived)", f"{breakdown.time_saved:.2%} of the aggregate time"),
+                  (f"Score-equivalent time, {c.baseline} (derived)", f"{breakdown.equiv_baseline_us:,.1f} µs"),
+                  (f"Score-equivalent time, {c.candidate} (derived)", f"{breakdown.equiv_candidate_us:,.1f} µs")]
+    out.tables["loads"] = loads
+    out.display["Per load"] = _loads_display(loads, c.baseline, c.candidate)
+    out.figures.append(figures.ratio_bars(loads.assign(label=loads["load"]), f"{c.tag}; ratios derived"))
+    return out
+
+
+def _shapes_section(c: _RunContext) -> _Section:
+    return _Section(tables={"shapes": c.wide},
+                    display={"Per shape (compact; every column is in the CSV)": _shapes_display(c.wide)})
+
+
+def _eager_section(c: _RunContext) -> _Section:
+    out = _Section()
+    if eager.has_eager(c.table):
+        out.summary["host_bound_results"] = int(c.wide["host_bound_baseline"].sum()
+                                                + c.wide["host_bound_candidate"].sum())
+    host = eager.host_bound_text(c.wide, c.baseline, c.candidate)
+    if host:
+        out.notes.append(render.Note("Eager vs graph (measured)", host))
+    return out
+
+
+def _roofline_section(c: _RunContext) -> _Section:
+    out = _Section()
+    curve = runs.probe_curve(c.data)
+    if curve is not None:
+        colors = figures.series_colors([c.baseline, c.candidate, *c.data.candidates()], c.baseline)
+        pts = views.roofline_points(c.table, [c.baseline, c.candidate])
+        device = devices.device_of(c.data.run) or (devices.WRITEUP_DEVICE if c.source == sources.PUBLISHED else None)
+        out.figures += [figures.roofline(pts, curve.tbps_max_point, c.data.run.get("compute_peak_tflops"), c.tag,
+                                         colors=colors, hollow=(c.baseline,), device=device),
+                        figures.time_vs_floor(pts, c.tag, colors)]
+    if c.measured and not c.data.probes.empty:
+        out.figures.append(figures.probe_curve(c.data.probes, None, "measured"))
+    return out
+
+
+def _library_section(c: _RunContext) -> _Section:
+    lib, lib_notes = library_ceiling.ceiling(library_ceiling.with_dtypes(c.wide, c.workload),
+                                             gpu=c.env.get("gpu") if c.measured else None)
+    out = _Section(notes=[render.Note("Library ceiling", " ".join([library_ceiling.caption(lib), *lib_notes]))])
+    if len(lib):
+        out.tables["library ceiling"] = lib
+        out.display["Library ceiling: cuBLASLt asked well (its search benchmark, measured; not this run)"] = \
+            _numbers(lib.drop(columns=["load", "family", "N", "K", "cublaslt_version"]))
+    return out
+
+
+def _official_section(c: _RunContext) -> _Section:
+    """The run's times beside the published official table, where the run measured muse_bf16_proj."""
+    muse_only = workloads.official_only(c.workload)
+    if not c.measured:
+        return _Section()
+    if muse_only is not None:
+        return _Section(summary={"official_table": muse_only},
+                        notes=[render.Note("Official table", f"Not shown: {muse_only}.")])
+    side = views.local_vs_official(c.table, c.official) if c.official is not None else pd.DataFrame()
+    if not len(side):
+        return _Section()
+    return _Section(tables={"local vs official": side},
+                    display={"Local (measured) vs official (published); different baselines": _numbers(side)})
+
+
+def _clock_section(c: _RunContext) -> _Section:
+    """What the run's device says about its times (a CPU's include host dispatch; a plan tuned elsewhere), and its
+    clocks."""
+    if not c.measured:
+        return _Section()
+    notes = [render.Note("Device", line.strip()) for line in summary_text.device_lines(c.data.run, c.data.results)]
+    clock = views.clock_summary(c.data.run)
+    facts = [("SM clock while measuring", views.mhz_range(clock))] if clock["sm_min_mhz"] is not None else []
+    return _Section(facts=facts, notes=notes + [render.Note("Clock and throttling (measured)", views.clock_text(clock))])
+
+
+def _sol_over_section(c: _RunContext) -> _Section:
+    over = views.sol_over_100(c.wide)
+    if not len(over):
+        return _Section()
+    return _Section(notes=[render.Note("SOL above 100%", f"{len(over)} point(s): "
+                                       + ", ".join(f"{r.shape} {r.side} {r.sol:.1%}" for r in over.itertuples())
+                                       + ". " + glossary.short("sol_over"))])
+
+
+def _environment_section(c: _RunContext) -> _Section:
+    if not len(c.data.environment):
+        return _Section()
+    env = c.data.environment.astype(str)
+    return _Section(tables={"environment": env}, display={"Environment (measured)": env})
+
+
+def _step_section(c: _RunContext) -> _Section:
+    """A step run: the decode step beside the layer's shapes (dashboard.step_report)."""
+    if not step.has_step(c.data.run):
+        return _Section()
+    from dashboard.step_report import add_step_section
+
+    out = _Section()
+    add_step_section(c.data, out.tables, out.display, out.figures, out.notes)
+    return out
+
+
+def _terms_section(c: _RunContext) -> _Section:
+    official_terms = ["baselines"] if workloads.official_only(c.workload, "this run") is None else []
+    eager_terms = ["eager"] if eager.has_eager(c.table) else []
+    return _Section(notes=[_terms_note(["provenance", "ratio", "ci", "sigma_w", "score", "flags", *eager_terms,
+                                       "floor", "sol", "sol_over", "verdicts", *official_terms, "clock"],
+                                      c.workload)])
+
+
+# A run report, section by section, in the order it reads.
+RUN_SECTIONS = (_header_section, _load_times_section, _score_section, _shapes_section, _eager_section,
+                _roofline_section, _library_section, _official_section, _clock_section, _sol_over_section,
+                _environment_section, _step_section, _terms_section)
+
+
 def _run_report(data, baseline, candidate, workload, official, source, include_below_floor=False) -> Report:
     label = data.run.get("label", data.path.stem)
     table = runs.shape_table(data, workload)
@@ -171,113 +373,20 @@ def _run_report(data, baseline, candidate, workload, official, source, include_b
     gate = runs.pair_gate(data, baseline, candidate, workload, include_below_floor, scored_only=scored)
     wide = views.wide_shapes(table, data.pairs, baseline, candidate,
                              runs.pair_gate(data, baseline, candidate, workload, include_below_floor, False))
-    env = data.run.get("environment", {})
-    summary = {"run": label, "status": data.run.get("status", "complete"), "gpu": env.get("gpu", "—"),
-               "created_utc": data.run.get("created_utc", "—"), "baseline": baseline, "candidate": candidate}
-    summary["workload"] = workload.name
-    if data.workload_note:
-        summary["workload_note"] = data.workload_note
-    device_word = "Device" if devices.of_run(data.run).is_cpu else "GPU"
-    facts = [("Run", f"{label} ({data.path.name})"), ("Status", summary["status"]), (device_word, summary["gpu"]),
-             ("Workload", workloads.describe(workload) + (" — assumed: the run does not record its workload"
-                                                          if data.workload_note else "")),
-             ("Created (UTC)", summary["created_utc"]), ("Baseline", baseline), ("Candidate", candidate)]
-    tables: dict[str, pd.DataFrame] = {}
-    display: dict[str, pd.DataFrame] = {}
-    tag = SOURCE_WORDS.get(source, source)
-    colors = figures.series_colors([baseline, candidate, *data.candidates()], baseline)
-    scored_wide = wide[wide["load"].isin(workload.load_order)]
-    figs = [figures.load_time_bars(scored_wide, {baseline: "baseline_us", candidate: "candidate_us"},
-                                   f"{tag}; Σ floor derived", workload.load_order, floor_col="floor_us")] \
-        if len(scored_wide) else []
-    try:
-        bd = runs.run_score(data, baseline, candidate, workload, include_below_floor)
-    except scoring.ScoringError as exc:
-        summary["score"] = str(exc) if isinstance(exc, scoring.NoScore) else f"no score: {exc}"
-        facts.append(("Score", summary["score"]))
-        bd = None
-    if bd is not None:
-        summary.update({"score": bd.score, "time_saved": bd.time_saved,
-                        "score_equivalent_baseline_us": bd.equiv_baseline_us,
-                        "score_equivalent_candidate_us": bd.equiv_candidate_us})
-        facts.append(("Score (derived)", f"{bd.score:.4f}× (geometric mean of the {len(bd.loads)} load ratios)"
-                                         + (f" — {bd.accuracy}" if bd.accuracy else "")
-                                         + (f" — {bd.screen}" if bd.screen else "")))
-        summary["accuracy"], summary["screen"] = bd.accuracy, bd.screen
-        loads = bd.loads.merge(views.load_sol(wide, scoring.family_weights(workload)), on="load", how="left")
-        has_samples = data.results["samples_us"].map(lambda s: isinstance(s, list) and len(s) > 0).all()
-        if has_samples:
-            cmp = compare.compare_candidates(data.results, baseline, [candidate], label,
-                                             scoring.family_weights(workload), failures=data.failures,
-                                             include_below_floor=include_below_floor, gpu=noise.gpu_model(data),
-                                             own=noise.own_for(data))
-            o = cmp.overall.iloc[0]
-            summary.update({"score_ci_low": o["ci_low"], "score_ci_high": o["ci_high"], "verdict": o["verdict"]})
-            facts.append(("Score 95% CI (derived)", f"{views.ci_text(o['ci_low'], o['ci_high'])} — {o['verdict']} "
-                                                    f"({o['band_source'] or 'no band: not scored'})"))
-            loads = loads.merge(cmp.loads[["load", "ci_low", "ci_high", "verdict"]], on="load", how="left")
-        facts += [("Time saved (derived)", f"{bd.time_saved:.2%} of the aggregate time"),
-                  (f"Score-equivalent time, {baseline} (derived)", f"{bd.equiv_baseline_us:,.1f} µs"),
-                  (f"Score-equivalent time, {candidate} (derived)", f"{bd.equiv_candidate_us:,.1f} µs")]
-        tables["loads"] = loads
-        display["Per load"] = _loads_display(loads, baseline, candidate)
-        figs.append(figures.ratio_bars(loads.assign(label=loads["load"]), f"{tag}; ratios derived"))
-    tables["shapes"] = wide
-    display["Per shape (compact; every column is in the CSV)"] = _shapes_display(wide)
-    lib, lib_notes = library_ceiling.ceiling(library_ceiling.with_dtypes(wide, workload),
-                                             gpu=env.get("gpu") if source == "measured" else None)
-    host = eager.host_bound_text(wide, baseline, candidate)
-    if eager.has_eager(table):
-        summary["host_bound_results"] = int(wide["host_bound_baseline"].sum() + wide["host_bound_candidate"].sum())
-    curve = runs.probe_curve(data)
-    if curve is not None:
-        pts = views.roofline_points(table, [baseline, candidate])
-        figs += [figures.roofline(pts, curve.tbps_max_point, data.run.get("compute_peak_tflops"), tag, colors=colors,
-                                  hollow=(baseline,), device=devices.device_of(data.run)
-                                  or (devices.WRITEUP_DEVICE if source == sources.PUBLISHED else None)),
-                 figures.time_vs_floor(pts, tag, colors)]
-    if source == "measured" and not data.probes.empty:
-        figs.append(figures.probe_curve(data.probes, None, "measured"))
-    notes = [render.Note("Eager vs graph (measured)", host)] if host else []
-    if len(lib):
-        tables["library ceiling"] = lib
-        display["Library ceiling: cuBLASLt asked well (its search benchmark, measured; not this run)"] = \
-            _numbers(lib.drop(columns=["load", "family", "N", "K", "cublaslt_version"]))
-    notes.append(render.Note("Library ceiling", " ".join([library_ceiling.caption(lib), *lib_notes])))
-    muse_only = workloads.official_only(workload)
-    if source == "measured" and official is not None and muse_only is None:
-        side = views.local_vs_official(table, official)
-        if len(side):
-            tables["local vs official"] = side
-            display["Local (measured) vs official (published); different baselines"] = _numbers(side)
-    elif source == "measured" and muse_only is not None:
-        summary["official_table"] = muse_only
-        notes.append(render.Note("Official table", f"Not shown: {muse_only}."))
-    if source == "measured":
-        for line in summary_text.device_lines(data.run, data.results):   # a CPU's times, a plan from elsewhere
-            notes.append(render.Note("Device", line.strip()))
-        clock = views.clock_summary(data.run)
-        if clock["sm_min_mhz"] is not None:
-            facts.append(("SM clock while measuring", views.mhz_range(clock)))
-        notes.append(render.Note("Clock and throttling (measured)", views.clock_text(clock)))
-    over = views.sol_over_100(wide)
-    if len(over):
-        notes.append(render.Note("SOL above 100%", f"{len(over)} point(s): "
-                                 + ", ".join(f"{r.shape} {r.side} {r.sol:.1%}" for r in over.itertuples())
-                                 + ". " + glossary.short("sol_over")))
-    if len(data.environment):
-        tables["environment"] = data.environment.astype(str)
-        display["Environment (measured)"] = tables["environment"]
-    if step.has_step(data.run):   # a step run: the decode step beside the layer's shapes
-        from dashboard.step_report import add_step_section
-
-        add_step_section(data, tables, display, figs, notes)
-    official_terms = ["baselines"] if workloads.official_only(workload, "this run") is None else []
-    eager_terms = ["eager"] if eager.has_eager(table) else []
-    notes.append(_terms_note(["provenance", "ratio", "ci", "sigma_w", "score", "flags", *eager_terms, "floor", "sol",
-                              "sol_over", "verdicts", *official_terms, "clock"], workload))
+    ctx = _RunContext(data, baseline, candidate, workload, official, source, include_below_floor, label, table, wide,
+                      data.run.get("environment", {}))
+    whole = _Section()
+    for section in RUN_SECTIONS:
+        part = section(ctx)
+        whole.summary |= part.summary
+        whole.facts += part.facts
+        whole.tables |= part.tables
+        whole.display |= part.display
+        whole.figures += part.figures
+        whole.notes += part.notes
     return Report(f"projlab report — {label}: {candidate} vs {baseline}", slug(f"{label}_{candidate}_vs_{baseline}"),
-                  source, summary, tables, figs, facts=facts, display=display, notes=notes, gate=gate)
+                  source, whole.summary, whole.tables, whole.figures, facts=whole.facts, display=whole.display,
+                  notes=whole.notes, gate=gate)
 
 
 def _shape_report(data, baseline, candidate, workload, source, shape, include_below_floor=False) -> Report:

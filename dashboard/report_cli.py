@@ -15,7 +15,7 @@ from pathlib import Path
 
 from datasets import DatasetError
 from datasets.cli import OneLineParser
-from datasets.paths import missing_file_hint
+from datasets.paths import find_run_file, is_run_name, missing_file_hint, no_run_file
 from dashboard import kernel_report, kernels, report, runs, scoring
 from dashboard.runs import RunFileError
 
@@ -28,7 +28,7 @@ def build_any(path, baseline: str | None = None, candidate: str | None = None, s
     """The report of `path`: an explain run's kernel breakdown (dashboard.kernel_report), else
     dashboard.report.build_from_path (a run or a per-shape table)."""
     path = Path(path)
-    if path.suffix.lower() == ".json":
+    if is_run_name(path.name):
         data = runs.load_run_data(path)
         if kernels.is_explain_run(data.run):
             return kernel_report.build_report(kernels.from_run_data(data), data.workload, candidate, shape)
@@ -38,7 +38,8 @@ def build_any(path, baseline: str | None = None, candidate: str | None = None, s
 def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m dashboard report", description=__doc__.split("\n\n")[0].replace(
         "\n", " "))
-    p.add_argument("path", help="a run file (datasets/runs/*.json) or an official-format per-shape CSV")
+    p.add_argument("path", help="a run file (a path, or a name in datasets/runs/; .json / .json.gz optional) or an "
+                                "official-format per-shape CSV")
     p.add_argument("--out", required=True, help="output folder (created if missing; never inside datasets/)")
     p.add_argument("--baseline", help="baseline candidate in the run (default: the one the candidate was paired "
                                       "with, 'baseline')")
@@ -58,10 +59,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if bad:
             raise ValueError(f"unknown format(s) {bad}; choose from html, md, csv, json")
-        if not Path(args.path).is_file():
-            raise ValueError(f"{args.path}: no such file{missing_file_hint(args.path)}")
-        rep = build_any(args.path, args.baseline, args.candidate, args.shape, args.include_below_floor)
-        paths = rep.write(args.out, formats, inputs=[args.path])
+        if args.path.lower().endswith(".csv"):
+            path = Path(args.path)
+            if not path.is_file():
+                raise ValueError(f"{args.path}: no such file{missing_file_hint(path)}")
+        else:
+            path = find_run_file(args.path)
+            if path is None:
+                raise ValueError(no_run_file(args.path))
+        rep = build_any(path, args.baseline, args.candidate, args.shape, args.include_below_floor)
+        paths = rep.write(args.out, formats, inputs=[path])
     except (DatasetError, RunFileError, scoring.ScoringError, ValueError, KeyError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -178,13 +178,13 @@ def _score_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
         for pair, meta, data in found:
             rows = statuses.setdefault(meta.path, runs.status_rows(data))
             try:
-                bd = scoring.score_long(rows, *pair, data.workload)
+                breakdown = scoring.score_long(rows, *pair, data.workload)
             except scoring.ScoringError as exc:
                 gate = getattr(exc, "gate", None)
                 refused.setdefault(pair, (meta, gate.message(first=1) if gate is not None else str(exc)))
                 retry.add(pair[1])
                 continue
-            scored.setdefault(pair, []).append((meta, data, bd))
+            scored.setdefault(pair, []).append((meta, data, breakdown))
         # A pair refused in its newest sweep may have been scored in an older one: look further back for those.
         retry -= {c for _, c in scored}
         oldest = min((m.created for p, m, _ in found if p[1] in retry), default=None)
@@ -198,9 +198,9 @@ def _score_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
              "shapes, the score their geometric mean, both sides correct at every scored shape).", ""]
     rows, sol_rows = [], []
     for (base, cand), hits in scored.items():
-        for meta, data, bd in hits:
-            ratios = bd.load_ratios()
-            rows.append([f"`{cand}` vs `{base}`", f"**{bd.score:.4f}**", *[f"{ratios[l]:.3f}" for l in loads],
+        for meta, data, breakdown in hits:
+            ratios = breakdown.load_ratios()
+            rows.append([f"`{cand}` vs `{base}`", f"**{breakdown.score:.4f}**", *[f"{ratios[l]:.3f}" for l in loads],
                          meta.created[:10], f"`{meta.commit}`", link(meta.path)])
             sol = _sol(data, base, cand)
             for side, col in ((cand, "sol_candidate"), (base, "sol_baseline")):
@@ -230,10 +230,10 @@ def _plan_history(sweeps: list[Run], load: Loaded) -> list[tuple[Run, runs.RunDa
     for meta in per_commit.values():
         data = load(meta)
         try:
-            bd = scoring.score_long(runs.status_rows(data), "baseline", plan, data.workload)
+            breakdown = scoring.score_long(runs.status_rows(data), "baseline", plan, data.workload)
         except scoring.ScoringError:
             continue
-        hist.append((meta, data, bd))
+        hist.append((meta, data, breakdown))
     return hist
 
 
@@ -268,10 +268,10 @@ def _history_section(name: str, sweeps: list[Run], files: RunFiles) -> list[str]
         return []
     loads = hist[-1][1].workload.load_order
     rows = []
-    for meta, data, bd in hist:
+    for meta, data, breakdown in hist:
         sol = _sol(data, "baseline", plan)["sol_candidate"]
-        rows.append([meta.created[:10], f"`{meta.commit}`", f"**{bd.score:.4f}**", *[_pct(sol.get(l)) for l in loads],
-                     link(meta.path)])
+        rows.append([meta.created[:10], f"`{meta.commit}`", f"**{breakdown.score:.4f}**",
+                     *[_pct(sol.get(l)) for l in loads], link(meta.path)])
     lines = [f"### The shipped plan over time: `{name}`", "",
              f"`{plan}` vs `baseline`, per commit the newest complete sweep that scores the pair (measured times; "
              "score and SOL per load derived as above):", "",

@@ -87,11 +87,6 @@ def bandwidth_floor_us(nbytes, tbps: float):
     return nbytes / (tbps * 1e12) * US_PER_S
 
 
-def weight_only_bound_us(weight_bytes, tbps: float):
-    """The seed's simplified bound: weight bytes only, at a quoted bandwidth (ignores input/output traffic)."""
-    return bandwidth_floor_us(weight_bytes, tbps)
-
-
 def floor_us(memory_us, compute_us):
     """Overlap model: movement and compute can overlap, so the floor is the larger of the two, not their sum.
 

@@ -23,7 +23,6 @@ from dashboard import runs
 from dashboard.run_kinds import RunMeta, run_meta
 
 RUN_INDEX_JSON = Path(__file__).resolve().with_name("run_index.json")
-FIELDS = ("kind", "created_utc", "workload", "candidates", "cluster", "scored")
 
 
 def _entry(path: Path, meta: RunMeta) -> dict:

@@ -20,9 +20,6 @@ from dashboard import runs
 
 SWEEP, TUNE, SCREEN, EXPLAIN, STEP = runs.SWEEP, runs.TUNE, runs.SCREEN, runs.EXPLAIN, runs.STEP   # runs.run_kind's
 REPEAT, PROBE = "repeatability", "probe"
-# The picker's groups, in the order shown; uploads come last (dashboard.sources).
-KIND_TITLES = {SWEEP: "plan sweeps", REPEAT: "repeatability", TUNE: "tunes", SCREEN: "screens", EXPLAIN: "explains",
-               PROBE: "probes", STEP: "decode steps"}
 SHIPPED_PLAN = "best"   # `--plan best` / kernels/plans/best.json: the plan projlab ships
 _UNREADABLE = (runs.RunFileError, JsonInputError, DatasetError, ValueError, KeyError, OSError)
 

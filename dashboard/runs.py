@@ -22,8 +22,6 @@ from dashboard import metrics, roofline, scoring
 from dashboard.workloads import default_workload
 
 RUN_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})_(.+?)_(.+)\.json(?:\.gz)?$")
-SCALAR_RESULT_COLUMNS = ["load", "family", "M", "N", "K", "candidate", "method", "median_us", "ci_low_us",
-                         "ci_high_us", "n_samples", "correct", "flags", "throttled_samples"]
 FAILURE_COLUMNS = ["shape", *scoring.SHAPE_ID, "candidate", "status", "reason"]
 
 
@@ -268,8 +266,8 @@ def run_score(data: RunData, baseline: str, candidate: str, workload: Workload |
     workload = workload_of(data, workload)
     if data.results.empty:
         raise scoring.ScoringError(f"{data.path.name}: the run has no results")
-    bd = scoring.score_long(status_rows(data), baseline, candidate, workload, include_below_floor)
-    return replace(bd, screen=screen_note(data))
+    breakdown = scoring.score_long(status_rows(data), baseline, candidate, workload, include_below_floor)
+    return replace(breakdown, screen=screen_note(data))
 
 
 def screen_note(data: RunData) -> str | None:

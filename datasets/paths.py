@@ -15,7 +15,8 @@ RUNS_DIR = DATA_DIR / "runs"
 CUBLASLT_SEARCH_DIR = DATA_DIR / "cublaslt_search"
 # A run file is '<date>_<gpu>_<label>.json' as the profiler writes it, or '.json.gz': the same bytes through
 # `gzip -n -9`, how tune and screen logs are committed (they time every config of every method, 0.9-3.3 MB each;
-# compressed about 6x smaller), and since 2026-12-04 every run file over 256 KB (a nearby + extra M sweep: 0.9 MB). Every reader goes through datasets.jsonfile.read_json, which takes both.
+# compressed about 6x smaller), and every run file over 256 KB (a nearby + extra M sweep: 0.9 MB). Every reader
+# goes through datasets.jsonfile.read_json, which takes both; a name is found with either (find_run_file).
 RUN_SUFFIXES = (".json", ".json.gz")
 
 
@@ -48,6 +49,27 @@ def missing_file_hint(path) -> str:
     over 256 KB are committed compressed), else ''."""
     packed = Path(path).with_name(Path(path).name + ".gz")
     return f" (did you mean {packed}? large run files are committed gzip-compressed)" if packed.is_file() else ""
+
+
+def find_run_file(text, runs_dir=RUNS_DIR) -> Path | None:
+    """The run file `text` names, as every command that reads one finds it: a path to the file, or a name in
+    datasets/runs/; with its suffix or without (.json, .json.gz: the same bytes, either one found). The path as
+    given is tried before datasets/runs/, and the suffix given before the other one. None: no such run file."""
+    given = Path(text)
+    stem = run_stem(given.name) if is_run_name(given.name) else given.name
+    suffixes = (".json.gz", ".json") if given.name.lower().endswith(".json.gz") else (".json", ".json.gz")
+    for folder in (given.parent, Path(runs_dir) / given.parent):
+        for suffix in suffixes:
+            path = folder / f"{stem}{suffix}"
+            if stem and path.is_file() and not path.name.startswith(".") and not link_outside_project(path):
+                return path
+    return None
+
+
+def no_run_file(text) -> str:
+    """The one line for a run file `text` does not name (find_run_file found nothing)."""
+    return (f"{text}: no run file (.json / .json.gz) by that name, as a path or in "
+            f"{RUNS_DIR.relative_to(PROJECT_DIR)}/")
 
 
 def run_stem(name: str) -> str:

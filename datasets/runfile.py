@@ -22,9 +22,6 @@ STATUSES = ("complete", "partial")
 # The canary (profiler.commands.canary) put this on the paired baseline's result where it ran at another speed than
 # in a worker that never loaded a candidate; the score gate refuses such a shape (dashboard.scoring).
 DISTURBED_FLAG = "baseline_disturbed"
-KNOWN_FLAGS = ("below_floor", "throttled", "wide_ci", "less_accurate", "incorrect", DISTURBED_FLAG)  # others accepted
-FAILURE_KINDS = ("incorrect", "load", "died", "timeout", "cuda_fault", "exit", "tainted", "skipped", "not_timed",
-                 "error")  # documented (profiler/README.md); other strings are accepted
 MAX_US_PER_CALL = 1e6  # one projection call taking more than 1 s is not a measurement of it: rejected
 # A time under 10 ns is no measurement either: CUDA event timing resolves about 0.5 us, and the smallest time in the
 # committed runs is 0.16 us (a gap between two kernels). 5e-324 (a denormal) passed "> 0" and then overflowed ratios.

@@ -161,25 +161,19 @@ def wgmma_shape_check(M, N, K, config):
     return _wgmma_reason("cluster_wgmma", WGMMA_COMPILED, WGMMA_ATOMS, M, N, "N", K, config)
 
 
-# Deep rings: the token tiles of at most 64 leave room for more than 8 stages (up to 22 at BT=16). Without its MMAs
-# (the ring alone, 132 CTAs) the kernel streamed 1.34, 2.36 and 2.63 TB/s at 2, 4 and 8 stages on the H200, which
-# asked whether more slots help; screened, they did not beyond 1 % (docs/kernels/cluster_wgmma.md). Unicast
-# clusters (CN = 1) only.
+# Deep rings: token tiles of at most 64 leave room for more than 8 stages (up to 22 at BT=16); unicast clusters
+# (CN = 1) only. Within 1 % of the 8-stage configs where screened (docs/kernels/cluster_wgmma.md).
 WGMMA_DEEP_MAX_BT = 64
 WGMMA_DEEP_CK = (1, 2, 3, 4, 6)
 # Wide stages: KA = 2 or 4 atoms per stage (one mbarrier cycle per 2 or 4 weight boxes) at the most stages that fit,
-# at most 8. A plain bulk-copy ring on one CTA per SM streamed 1.2-1.3, 2.1-2.5 and 3.0-3.3 TB/s from HBM with 4, 8
-# and 16 KB per stage at depths of 2 to 24 stages (the read probe 3.6), and 16 KB as two 8 KB copies ran as fast as
-# one 16 KB copy (tests/benchmarks/bench_tma_ring.py): the rate is set by stages per second, so a stage of one 8 KB
-# weight box caps the kernel below the HBM rate. Unicast, K split 1 to 7 (7 x 18 tiles of 128 rows fill 126 SMs).
-# Screened with KA a template argument of the kernel they gained up to 8 % at M = 32-128 and nothing at M = 16
-# (datasets/runs/2026-12-03_nvidia-h200_screen-wgmma-ka-template.json.gz): the stage rate is not what bounds it.
+# at most 8. A bulk-copy ring's rate is set by stages per second per CTA, not by bytes in flight
+# (tests/benchmarks/bench_tma_ring.py), so a stage of one 8 KB weight box caps the kernel below the HBM rate.
+# Unicast, K split 1 to 7 (7 x 18 tiles of 128 rows fill 126 SMs). What they gained: docs/kernels/cluster_wgmma.md.
 WGMMA_WIDE_CK = (1, 2, 3, 4, 6, 7)
 # Two CTAs per SM: at N = 2304 the 36 weight tiles of 64 rows fill 108 or 144 SMs with a uniform K split, never
 # 132, and a CTA with a 32-40 KB stage holds the SM's shared memory alone. Wide stages on rings short enough that two
 # CTAs share an SM (one consumer warpgroup: 256 threads of about 90 registers each), K split 4-8 ways: 144-288 CTAs
-# of the one-warpgroup token tiles up to 64, resident at once. Slower than the one-CTA-per-SM configs at every
-# qkv_gate, pooler and unpooler point screened (datasets/runs/2026-12-03_nvidia-h200_screen-wgmma-fill.json.gz).
+# of the one-warpgroup token tiles up to 64, resident at once (docs/kernels/cluster_wgmma.md).
 WGMMA_FILL_INSTANCES = ((1, 1, 16), (1, 1, 32), (1, 1, 64))
 WGMMA_FILL_CK = (4, 6, 8)
 WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"),
@@ -207,9 +201,8 @@ WGMMA_CONFIGS = config_table(("MI", "NWG", "BT", "CN", "CK", "STAGES", "KA"),
 # (2N / BW) x CK x ceil(M / BT) CTAs in clusters of CN x CK; the router's N = 256 gives 8 weight tiles of 64 rows
 # or 4 of 128, and 112-128 CTAs need clusters of 7-16 along K. Instances (kernels/cuda/cluster_wgmma.cu
 # PROJLAB_WGMMA_HILO_CASES; a test checks the two agree) for token tiles of 32-256, one or two atoms a stage.
-# Measured on the H200 1.5x behind the shipped router picks at M = 32-256, every config correct
-# (datasets/runs/2026-12-04_nvidia-h200_screen-router-wgmma-a.json): the GPU holds 7 clusters of 14-16 at once, so
-# the fastest configs are 64-CTA grids in clusters of 8 (docs/kernels/cluster_wgmma.md).
+# The GPU holds 7 clusters of 14-16 at once, so 64-CTA grids in clusters of 8 are the fastest of these
+# (docs/kernels/cluster_wgmma.md).
 WGMMA_HILO_COMPILED = ((1, 1, 32), (1, 1, 64), (1, 1, 128), (1, 1, 256), (1, 2, 64), (1, 2, 128))
 WGMMA_HILO_ATOMS = (1, 2)
 # (CN, CK): K split 4-16 ways, and the token tile multicast over two weight tiles at K splits of 4-8.

@@ -3,7 +3,7 @@
 the peers -- what a user gets without writing a kernel: PyTorch's TunableOp, torch.compile's max-autotune and
 FlashInfer's BF16 GEMMs -- registered like any other method, so a plan, the tuner (when asked: `--methods`) and
 Compare treat them alike. `docs/kernels/peers.md` says what each peer is, how it is configured and why its number is
-fair. The methods whose kernels are this repository's are in kernels/methods_triton.py, kernels/methods_gluon.py and
+fair. The methods whose kernels are this repository's are in kernels/methods_triton/, kernels/methods_gluon.py and
 kernels/methods_cuda.py (one file per language).
 
 Torch-free: implementations are named by "module:attr" strings and imported on first use. cublaslt needs a GPU host

@@ -49,7 +49,7 @@ REQUIRED_TOP = {"name", "families"}
 ENTRY_KEYS = {"M", "N", "method", "config", "note"}
 # Config keys that no longer exist, with the one value old plans (and the plans inside old run files) carry for
 # them: dropped as a plan loads, so a config names only what its kernel reads. splitk_atomic_v2 / _kn's PREFETCH
-# was always 0 once its L2-prefetching variants measured slower (kernels/methods_triton.py, SPLITK_ATOMIC_V2_CONFIGS).
+# was always 0 once its L2-prefetching variants measured slower (kernels/methods_triton/dense.py, SPLITK_ATOMIC_V2_CONFIGS).
 RETIRED_KEYS = {"splitk_atomic_v2": {"PREFETCH": 0}, "splitk_atomic_kn": {"PREFETCH": 0}}
 
 

@@ -1,5 +1,5 @@
 """The one place where methods are registered, and which of them ship. The method records are split by who writes
-the kernel: this repository's Triton (kernels/methods_triton.py), Gluon (kernels/methods_gluon.py) and CUDA C++
+the kernel: this repository's Triton (kernels/methods_triton/), Gluon (kernels/methods_gluon.py) and CUDA C++
 (kernels/methods_cuda.py), or a library or compiler (kernels/methods_library.py: PyTorch's ops, cuBLASLt and the
 peers).
 
@@ -25,12 +25,6 @@ def get_method(name: str) -> Method:
         return METHODS[name]
     except KeyError:
         raise PlanError(f"unknown method {name!r}; known: {sorted(METHODS)}") from None
-
-
-def validate_config(name: str, config: dict) -> None:
-    reason = get_method(name).check_config(config)
-    if reason:
-        raise PlanError(reason)
 
 
 SHIPPING: frozenset[str] = frozenset({

@@ -89,6 +89,19 @@ def test_app_pages_holds_page_scripts_only():
     assert pages and pages == named, f"not a page of app.py: {sorted(pages - named)}"
 
 
+# What a page may not import: the packages that read data files or run kernels. A page reaches runs, workloads, plans
+# and the profiler through ui/ (ui.loaders, ui.plans, ui.measure), imports inside functions included.
+PAGE_FORBIDDEN = ("datasets", "kernels", "profiler")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "app_pages").glob("*.py")), ids=lambda p: p.name)
+def test_pages_reach_data_only_through_ui(path):
+    rel = path.relative_to(ROOT).as_posix()
+    bad = [f"{rel}:{line} imports {module}" for line, module in _imports(path)
+           if module.split(".")[0] in PAGE_FORBIDDEN]
+    assert not bad, f"{bad}: reach it through ui/"
+
+
 CACHES = ("cache_data", "cache_resource", "lru_cache", "cache")
 
 

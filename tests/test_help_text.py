@@ -54,3 +54,12 @@ def test_run_help_names_the_rse_target_and_canary_order():
     text = " ".join(HELPS["profiler run"].split())
     assert "RSE is <= " in text and "% after >= " in text
     assert "after the sweep" not in text and "before the paired shapes" in text
+
+
+@pytest.mark.parametrize("name", sorted(HELPS))
+def test_a_description_ends_its_sentence(name):
+    """A description cut at a line break ("...: scores, per-shape") reads as a broken sentence."""
+    head = HELPS[name].split("\n\n")
+    description = " ".join(head[1].split()) if len(head) > 2 and not head[1].lstrip().startswith(
+        ("positional arguments", "options")) else ""
+    assert not description or description.endswith((".", ")", ":", "`")), f"{name} -h: ...{description[-60:]!r}"

@@ -3,11 +3,8 @@ pages derive from a run (gates, score, shape tables, bootstrap CIs, reports) cac
 extra runs and uploads go through the same loaders.
 
 Nothing is cached on disk, so a changed computation in dashboard/ or datasets/ is always what the app shows after a
-restart (tests/app/test_restart.py). Measured on 2 cores (AppTest, a fresh process's first Overview page on the
-default run, including AppTest's own ~1 s component scan): 2.1-2.3 s with the former disk caches warm, 2.8-2.9 s
-without any; every page's first visit on a warm server stays under 3 s without them (tests/benchmarks/bench_pages.py:
-slowest 2.07 s, the Kernels page), so the 0.6 s they saved once per restart did not pay for the stale numbers they
-could serve.
+restart (tests/app/test_restart.py); every page's first visit on a warm server stays under 3 s on 2 cores without a
+disk cache (tests/benchmarks/bench_pages.py).
 """
 from __future__ import annotations
 
@@ -17,7 +14,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compare, noise, run_index, run_kinds, runs as drun, scoring, sources, views
-from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, load_ledger, load_official, load_seed_probes, load_workload
+from datasets import (NEARBY_LOAD, RUNS_DIR, DatasetError, list_workloads, load_ledger, load_official, load_seed_probes,
+                      load_workload)
 from datasets.paths import OFFICIAL_036_CSV, SEED_LEDGER_CSV, SEED_PROBES_CSV, WORKLOAD_JSON
 from datasets.runfile import RunFileError
 from datasets.workload import resolve_workload
@@ -39,6 +37,11 @@ def workload():
     """The default workload (muse_bf16_proj): what the published tables belong to. A page showing a run uses the
     run's own workload instead (View.workload, run_data(path).workload)."""
     return _workload(str(WORKLOAD_JSON), mtime(WORKLOAD_JSON))
+
+
+def workload_names() -> list[str]:
+    """The workloads of datasets/workloads/, by name (the pickers of the Shapes and Run pages)."""
+    return list_workloads()
 
 
 def named_workload(name: str):
@@ -130,13 +133,13 @@ def _derive(data: drun.RunData, base: str, cand: str, include: bool) -> tuple:
     error handling."""
     shape_gate = drun.pair_gate(data, base, cand, None, include, scored_only=False)
     gate = drun.pair_gate(data, base, cand, None, include)
-    bd, err = None, None
+    breakdown, err = None, None
     try:
-        bd = drun.run_score(data, base, cand, None, include)
+        breakdown = drun.run_score(data, base, cand, None, include)
     except scoring.ScoringError as exc:
         err = str(exc)
     table = drun.shape_table(data)
-    return shape_gate, gate, bd, err, table, views.wide_shapes(table, data.pairs, base, cand, shape_gate)
+    return shape_gate, gate, breakdown, err, table, views.wide_shapes(table, data.pairs, base, cand, shape_gate)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -201,13 +204,13 @@ def series_frame(specs: tuple) -> pd.DataFrame:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _compared(specs: tuple, mtimes: tuple, reference: str, eps: float, include: bool) -> compare.Comparison:
+def _compared(specs: tuple, mtimes: tuple, reference: str, include: bool) -> compare.Comparison:
     # the Compare page pairs only series of one workload (workloads.mismatch), so the first one's weights apply
     weights = scoring.family_weights(series_workload(specs[0][1], specs[0][2]))
-    return compare.compare(series_frame(specs), reference, weights, eps, include_below_floor=include)
+    return compare.compare(series_frame(specs), reference, weights, include_below_floor=include)
 
 
-def compared(specs: tuple, reference: str, eps: float, include: bool) -> compare.Comparison:
+def compared(specs: tuple, reference: str, include: bool) -> compare.Comparison:
     """dashboard.compare.compare of the series (gated), cached by the files' mtimes: a thousand bootstrap
     resamples per shape are too slow to redo on every widget change."""
-    return _compared(specs, tuple(mtime(path) for _, _, path, _ in specs), reference, eps, include)
+    return _compared(specs, tuple(mtime(path) for _, _, path, _ in specs), reference, include)

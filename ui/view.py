@@ -193,11 +193,11 @@ def pick(sidebar=True, probes_only_ok: bool = False) -> View:
         choice.markdown(f"{source_line}  \nBaseline: **{md_text(base)}** · candidate: **{md_text(cand)}**")
         excluded = loaders.derived(src, rd, base, cand, False)   # each read of the cache unpickles its tables again
         include = _floor_toggle(box, excluded[0])
-        shape_gate, gate, bd, err, table, wide_table = (loaders.derived(src, rd, base, cand, True) if include else
-                                                        excluded)
+        shape_gate, gate, breakdown, err, table, wide_table = (loaders.derived(src, rd, base, cand, True)
+                                                               if include else excluded)
         if rd.status == "partial":
             box.warning("Partial run: interrupted; only what finished is shown.")
-        v = View(src.label, src.provenance, src.kind, str(src.path), base, cand, rd, bd, err, table=table,
+        v = View(src.label, src.provenance, src.kind, str(src.path), base, cand, rd, breakdown, err, table=table,
                  gate=gate, shape_gate=shape_gate, include_below_floor=include, wide_table=wide_table)
     except loaders.BAD_INPUT as exc:
         choice.markdown(source_line)

@@ -93,11 +93,6 @@ def run(state: dict, x):
     return state["module"].cluster_wgmma(x, state["w"], state["N"], *state["args"])
 
 
-def resident_clusters(state: dict, M: int) -> int:
-    """How many of this config's clusters the GPU holds at once (cudaOccupancyMaxActiveClusters)."""
-    return int(state["module"].cluster_wgmma_max_clusters(state["N"], M, *state["args"]))
-
-
 CLUSTER_WGMMA = impl(prepare, run)
 
 
@@ -122,8 +117,6 @@ def router_resident_clusters(state: dict, M: int) -> int:
 
 
 ROUTER_HILO_WGMMA = impl(prepare_router, run_router)
-
-SK_KEYS = ("MI", "NWG", "BT")
 
 
 def streamk_ctas(device, per_sm: int) -> int:

@@ -6,7 +6,7 @@ import torch
 import triton
 
 from kernels.launch import check_input, check_out, impl, require
-from kernels.methods_triton import GEMV_ROWS_MAX_M
+from kernels.methods_triton.gemv import GEMV_ROWS_MAX_M
 from kernels.triton.gemv_rows import gemv_rows_kernel
 
 WHAT = "gemv_rows"

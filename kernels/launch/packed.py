@@ -6,7 +6,7 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.launch import check_input, check_out, impl
-from kernels.methods_triton import PACKED_MAX_M as MAX_M  # the shape check's bound
+from kernels.methods_triton.dense import PACKED_MAX_M as MAX_M  # the shape check's bound
 from kernels.triton.packed import packed_kernel
 from kernels.triton.splitk import splitk_reduce_kernel
 

@@ -13,7 +13,7 @@ import triton
 from kernels.launch import check_input, impl, require
 from kernels.launch import splitk_atomic, splitk_atomic_v2
 from kernels.launch.packed import row_stride, weight_for_load
-from kernels.methods_triton import FMA_FLAG_MAX_M, HILO_FLAG_MAX_M, HILO_FUSED_MAX_M
+from kernels.methods_triton.router import FMA_FLAG_MAX_M, HILO_FLAG_MAX_M, HILO_FUSED_MAX_M
 from kernels.triton.router import (router_fma_flag_kernel, router_gemv_fp32_kernel, router_hilo_atomic_kernel,
                                    router_hilo_flag_kernel, router_hilo_splitk_kernel, splitk_sum_kernel,
                                    zero_fill_pdl_kernel)

@@ -5,7 +5,8 @@ import torch
 import triton
 
 from kernels.launch import check_input, check_out, impl
-from kernels.methods_triton import SPLITK_MAX_M as MAX_M  # the shape check's bound; sizes the fused tile counters
+# MAX_M: the shape check's bound; it sizes the fused tile counters
+from kernels.methods_triton.dense import SPLITK_MAX_M as MAX_M
 from kernels.triton.splitk import splitk_fused_kernel, splitk_partial_kernel, splitk_reduce_kernel
 
 REDUCE_BLOCK = 1024  # elements per program of the reduce kernel

@@ -11,7 +11,8 @@ import torch
 import triton
 
 from kernels.launch import check_input, check_out, impl, require
-from kernels.methods_triton import SPLITK_ATOMIC_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
+# MAX_M: the shape check's bound; it sizes the workspace
+from kernels.methods_triton.dense import SPLITK_ATOMIC_MAX_M as MAX_M
 from kernels.triton.splitk_atomic import splitk_atomic_kernel
 
 WHAT = "splitk_atomic"

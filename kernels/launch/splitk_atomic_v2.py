@@ -16,7 +16,8 @@ import triton
 from kernels.launch import check_input, check_out, impl, require
 from kernels.launch.packed import row_stride, weight_for_load
 from kernels.launch.splitk_atomic import workspace
-from kernels.methods_triton import SPLITK_ATOMIC2_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
+# MAX_M: the shape check's bound; it sizes the workspace
+from kernels.methods_triton.dense import SPLITK_ATOMIC2_MAX_M as MAX_M
 from kernels.triton.splitk_atomic_v2 import splitk_atomic2_kernel
 
 

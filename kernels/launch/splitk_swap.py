@@ -13,7 +13,8 @@ import triton
 
 from kernels.launch import check_input, check_out, impl, require
 from kernels.launch.router import split_hilo
-from kernels.methods_triton import SPLITK_SWAP_MAX_M as MAX_M  # the shape check's bound; sizes the workspace
+# MAX_M: the shape check's bound; it sizes the workspace
+from kernels.methods_triton.dense import SPLITK_SWAP_MAX_M as MAX_M
 from kernels.triton.splitk_swap import splitk_swap_kernel
 
 

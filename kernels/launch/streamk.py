@@ -12,7 +12,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.launch import check_input, check_out, impl, require
 from kernels.launch.splitk_atomic import workspace
-from kernels.methods_triton import STREAMK_MAX_M as MAX_M
+from kernels.methods_triton.dense import STREAMK_MAX_M as MAX_M
 from kernels.triton.streamk import streamk_kernel
 
 WHAT = "streamk"

@@ -12,9 +12,7 @@ is summed over K once at the end. Each output element is computed by exactly one
 The weight may be BF16 or FP32 (muse's router: FP32 weights, FP32 output, products exact in FP32); x is BF16.
 Rows of x past M are masked to zero and never stored.
 
-Measured on the H200 (datasets/runs/2026-12-01_nvidia-h200_screen-gemv-rows-r7.json.gz, docs/kernels/gemv_rows.md): slower
-than the library and the shipped picks everywhere, from 2.4x at router M=1 (7.62 against 3.12 us for the
-one-token GEMV) to 19x at o M=32: the broadcast product costs far more than the weight stream.
+In no plan: the broadcast product costs far more than the weight stream (docs/kernels/gemv_rows.md).
 """
 import triton
 import triton.language as tl

@@ -176,8 +176,7 @@ def router_hilo_flag_kernel(x_ptr, w2_ptr, w_desc, y_ptr, flag_ptr, M, N, stride
     Each tile's flag sits FLAG_STRIDE int32 apart (its own 128-byte line), so the tiles' tokens, all taken at about
     the same moment, do not queue on one line, and the zeroing program runs the same code with an empty K loop
     rather than a branch around the loop. Together these two measured the same as one packed line and the branch
-    (datasets/runs/2026-12-01_nvidia-h200_screen-router-flag-r13.json.gz against -r11.json.gz): the token's cost is the
-    round trip itself.
+    (docs/kernels/router_hilo_flag.md): the token's cost is the round trip itself.
 
     W_LOAD: "cp" (pointer loads, cp.async in the software pipeline) or "tma" (w_desc, a [2BN, BK] tensor
     descriptor); "pack" / "pack_tma" the same from w2 re-laid at prepare as [2N/2BN, K/BK, 2BN, BK], so each K

@@ -15,11 +15,8 @@ and resets the counter: one launch, no memset, graph-replay safe). What differs,
   (128 bytes at BK=64) spaced a weight row apart. The pipelined pointer load is cp.async.cg whatever cache
   modifier or eviction policy tl.load is given (sm_90 PTX of "", ".cg" and evict_first compared identical,
   triton 3.6), so those are not knobs here.
-- No L2 prefetch (old plans' PREFETCH key is dropped as they load, kernels/plans.py). Pulling the tile's
-  workspace lines and counter into L2 at program start, so the tail's first atomics would not wait for HBM in the
-  profiler's cold mode; both ways of doing it measured slower at every shape: `prefetch.global.L2` hints by 1-3 us
-  (the PREFETCH=1 rows of the screens and tunes in datasets/runs/ that had them), zero adds (`red`, PREFETCH=2) by
-  1.3-1.8 us (datasets/runs/2026-12-01_nvidia-h200_screen-bigm-warm-r26.json.gz).
+- No L2 prefetch of the tile's workspace lines and counter at program start: both ways of doing it
+  (`prefetch.global.L2` hints, zero adds by `red`) measured slower at every shape (docs/kernels/splitk_atomic_v2.md).
 - SPLIT need not divide the K steps: slice s covers K steps [s*T/SPLIT, (s+1)*T/SPLIT) of T = K/BK, so the
   program count N/BN * SPLIT can be a multiple of the 132 SMs (e.g. 36 tiles x 11 = 3 x 132 at qkv_gate).
   When it divides, the trip count is a compile-time constant, as in splitk_atomic.

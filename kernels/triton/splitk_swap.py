@@ -18,9 +18,8 @@ of the accumulator, so a thread's adjacent accumulator values are adjacent addre
 HILO=True is the router's hi/lo scheme (FP32 weight W = H + L, H = bf16(W), L = bf16(W - H)): the second
 weight pointer holds L with H's strides; both products go into the one FP32 accumulator.
 
-Measured on the H200 (datasets/runs/2026-12-01_nvidia-h200_screen-swap-v4-r8.json.gz, docs/kernels/splitk_swap.md): within
-0.2-0.7 us of splitk_atomic_v2 at qkv_gate M = 4-16 and of F.linear at M = 32, never ahead; far behind at
-M >= 128, where every weight tile re-reads x from L2.
+In no plan: never ahead of splitk_atomic_v2 or F.linear, far behind at M >= 128, where every weight tile re-reads x
+from L2 (docs/kernels/splitk_swap.md).
 """
 import triton
 import triton.language as tl

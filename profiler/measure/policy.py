@@ -27,7 +27,6 @@ Why these numbers (measured on the H200, run files in datasets/runs/):
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from types import MappingProxyType
 
 STAGE_KEYS = ("min_pairs", "rse_target", "max_seconds", "batch_rounds", "warmup_seconds", "instances")
 
@@ -80,5 +79,3 @@ SCREEN = TimingPolicy(min_pairs=24, rse_target=0.01, max_seconds=1.2, batch_roun
 # batch_rounds are unused by eager_time.
 EAGER = TimingPolicy(min_pairs=10, rse_target=1.0, max_seconds=0.1, batch_rounds=1, warmup_seconds=0.025,
                      instances=1)
-PRESETS = MappingProxyType({"sweep": SWEEP, "tune_screen": TUNE_SCREEN, "tune_final": TUNE_FINAL, "screen": SCREEN,
-                            "eager": EAGER})

@@ -19,8 +19,6 @@ THROTTLE_BITS = MappingProxyType({
     0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
     0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
 })
-# Reasons that do not mean the GPU is being slowed: idle between bursts, clocks as configured.
-BENIGN_THROTTLE = frozenset({"gpu_idle", "applications_clocks_setting", "sync_boost", "display_clock_setting"})
 
 
 def decode_throttle(mask: int | None) -> list[str]:

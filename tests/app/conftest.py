@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_page_list import PAGES, SOURCE_PAGES
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "app"
-PAGES = ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline", "probes", "planner", "dispatch",
-         "ledger", "run", "reports", "fleet"]
-SOURCE_PAGES = ["overview", "where_time_goes", "shapes", "roofline", "probes", "planner", "reports"]
 RUN_A = "run: synthetic_a.json"
 
 

@@ -7,9 +7,9 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_page_list import SOURCE_PAGES
 from dashboard import runs
 
-PAGES_WITH_SOURCE = ["overview", "where_time_goes", "shapes", "roofline", "probes", "planner", "reports"]
 MESSAGE = "best vs baseline: no score: best is incorrect at 1 scored shape (decode 1/o"
 
 
@@ -28,7 +28,7 @@ def incorrect(edited):
     return edited(lambda r: edited.EDIT.incorrect(r, "best", "decode 1", "o"), "inc")
 
 
-@pytest.mark.parametrize("page", PAGES_WITH_SOURCE)
+@pytest.mark.parametrize("page", SOURCE_PAGES)
 def test_every_source_page_says_no_score_for_an_incorrect_candidate(app, incorrect, page):
     at = _open(app, page, incorrect)
     assert not at.exception, [e.value for e in at.exception]
@@ -100,7 +100,7 @@ def deep(tmp_path, extra_runs, app):
     return path
 
 
-@pytest.mark.parametrize("page", PAGES_WITH_SOURCE)
+@pytest.mark.parametrize("page", SOURCE_PAGES)
 def test_a_deeply_nested_run_file_is_one_error_on_every_page(app, deep, page):
     at = _open(app, page, deep)
     assert not at.exception, [e.value for e in at.exception]

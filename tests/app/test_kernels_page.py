@@ -4,6 +4,7 @@
 import pytest
 
 from dashboard import kernels
+from dashboard import runs as runs_mod
 from datasets import load_workload
 
 RUN_NAME = "2026-12-01_nvidia-h200_explain-baseline-best.json"
@@ -29,7 +30,7 @@ def calls():
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "datasets" / "runs" / RUN_NAME
-    return kernels.call_table(kernels.load_explain(path), load_workload())
+    return kernels.call_table(kernels.from_run_data(runs_mod.load_run_data(path)), load_workload())
 
 
 SWEEP = "2026-12-01_nvidia-h200_baseline-seed036-best-r28.json"
@@ -83,7 +84,7 @@ def test_opens_the_explain_run_of_the_sidebars_source_and_its_worst_call(app):
     created = {n: _methods(runs / n, "calls")[1]["created_utc"] for n in options}
     with_both = [n for n in options if {"baseline", "best"} <= {k[3] for k in _methods(runs / n, "calls")[0]}]
     assert box.value == max(with_both, key=created.get)
-    data = kernels.load_explain(runs / box.value)
+    data = kernels.from_run_data(runs_mod.load_run_data(runs / box.value))
     calls = kernels.call_table(data, load_workload())
     assert at.selectbox(key="kernels_shape").value == calls.sort_values("sol").iloc[0]["shape"]
 

@@ -7,11 +7,9 @@ import textwrap
 
 import pytest
 
+from app_page_list import PAGES, SOURCE_PAGES
 from dashboard import runs
 
-PAGES = ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline", "probes", "planner", "dispatch",
-         "ledger", "run", "reports", "fleet"]
-SOURCE_PAGES = ["overview", "where_time_goes", "shapes", "roofline", "probes", "planner", "reports"]
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -141,3 +141,17 @@ def test_results_with_flags_say_which_flags_and_what_they_mean(app, monkeypatch)
         caption = note[note.index("Results with flags: "):].replace("\\", "")
         counts = [int(part.split()[0]) for part in caption.split(": ", 1)[1].split(". ")[0].split(", ")]
         assert sum(counts) >= n and "glossary" in caption
+
+
+def test_overview_tables_give_every_number_column_one_format(app):
+    """Each shown float column of the Overview's tables has a format (ratios to 4 decimals, µs to 1, shares as %):
+    without one a column prints 1.16 beside 1.1536. Opened on the app's default run, which has peers."""
+    import json
+
+    at = app.open_page("overview", None)
+    assert any("strongest peer" in s.value for s in at.subheader)
+    for df in at.dataframe:
+        config = json.loads(df.proto.columns or "{}")
+        shown = list(df.proto.column_order) or list(df.value.columns)
+        for name in df.value.select_dtypes("float").columns.intersection(shown):
+            assert config.get(name, {}).get("type_config", {}).get("format"), (list(df.value.columns), name)

@@ -48,6 +48,7 @@ INTENDED: list[tuple[str, str, str]] = [
     ("run|", "Other useful forms: `--shapes", "Other useful forms: `--device cpu` (no GPU: checks a candidate and "
      "times it on this machine's CPU, its own floors and verdicts; a CPU time ranks candidates here, it says nothing "
      "about a GPU's), `--shapes"),
+    ("*", "(tolerances).. Floors (derived)", "(tolerances). Floors (derived)"),   # one full stop after the source
 ]
 
 

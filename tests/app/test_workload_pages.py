@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from app_page_list import PAGES, SOURCE_PAGES
+
 TINY_FILE = "2000-01-03_synthetic_synthetic-tiny-workload.json"
 TINY = f"run: {TINY_FILE}"
 MUSE_ONLY = "the official table is for muse_bf16_proj; this run is tiny_bf16_synthetic"
@@ -19,8 +21,7 @@ def tiny(app, monkeypatch):
     return app
 
 
-@pytest.mark.parametrize("page", ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline",
-                                  "probes", "planner", "dispatch", "ledger", "run", "reports", "fleet", "glossary"])
+@pytest.mark.parametrize("page", PAGES)
 def test_every_page_opens_with_a_run_of_another_workload(tiny, page):
     at = tiny.open_page(page, TINY)
     assert not at.exception, [e.value for e in at.exception]
@@ -28,7 +29,7 @@ def test_every_page_opens_with_a_run_of_another_workload(tiny, page):
     assert at.title
 
 
-@pytest.mark.parametrize("page", ["overview", "where_time_goes", "shapes", "roofline", "probes", "planner", "reports"])
+@pytest.mark.parametrize("page", SOURCE_PAGES)
 def test_the_sidebar_names_the_runs_workload(tiny, page):
     at = tiny.open_page(page, TINY)
     text = " ".join(c.value for c in at.sidebar.caption)
@@ -208,8 +209,7 @@ LLAMA_RUN = "run: 2026-12-01_nvidia-h200_baseline-vs-llama31_8b_decode-r5.json"
 LLAMA_EXPLAIN = "2026-12-01_nvidia-h200_explain-llama31_8b_decode-r5.json"
 
 
-@pytest.mark.parametrize("page", ["overview", "where_time_goes", "kernels", "shapes", "roofline", "probes",
-                                  "planner", "reports"])
+@pytest.mark.parametrize("page", [*SOURCE_PAGES, "kernels"])   # every page that reads a run
 def test_every_page_opens_the_committed_llama_run(app, page):
     """The committed H200 run of llama31_8b_decode (its workload embedded) opens on every page that reads a run,
     with that workload's families, and no error. Kernels has no source picker: it opens the explain run of the
@@ -264,3 +264,21 @@ def test_compare_pairs_the_committed_llama_series(app):
     assert not at.exception and not at.error, [e.value for e in at.error]
     text = app.text_of(at)
     assert "prefill 128" in text and "gate_up" in text
+
+
+def test_compare_never_adds_a_series_of_another_workload(tiny):
+    """Opened with a run of another workload in the sidebar, Compare offers that run's own pair (not the default
+    muse run's `best` beside it, which could only end in an error), and a muse run chosen later brings no series."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(tiny.ROOT / "app.py"), default_timeout=60)
+    at.query_params["source"] = TINY_FILE
+    at.switch_page("app_pages/compare.py")
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    chosen = at.multiselect(key="cmp_series").value
+    assert len(chosen) == 2 and all(c.startswith(f"{TINY} · ") for c in chosen), chosen
+    runs = at.multiselect(key="cmp_runs").value
+    at.multiselect(key="cmp_runs").set_value([*runs, "synthetic_a.json"]).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.multiselect(key="cmp_series").value == chosen

@@ -18,9 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-PAGES = ["overview", "where_time_goes", "kernels", "shapes", "compare", "roofline", "probes", "fleet", "planner",
-         "dispatch", "ledger", "run", "reports", "glossary"]
-NO_SOURCE = ("kernels", "compare", "fleet", "dispatch", "ledger", "run", "glossary")  # no sidebar source picker
+sys.path.insert(0, str(ROOT / "tests"))
+from app_page_list import PAGES, SOURCE_PAGES  # noqa: E402
+
+NO_SOURCE = tuple(p for p in PAGES if p not in SOURCE_PAGES)  # no sidebar source picker
 TARGET_S = 1.0          # a warm render
 FIRST_TARGET_S = 3.0    # a page's first visit on a warm server
 _SERVER: dict = {}      # what a server does once at its start and its sessions share (see _render)

@@ -23,15 +23,14 @@ from pathlib import Path
 
 import pytest
 
+import app_page_list
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
 SHOTS = ARTIFACTS / "screenshots"
 FIXTURES = ROOT / "tests" / "fixtures" / "app"
 # url_path of each page in app.py's st.navigation ("/" runs the Overview too: app_pages/home.py).
-PAGES = {"overview": "overview", "where_time_goes": "where_time_goes", "kernels": "kernels", "shapes": "shapes",
-         "compare": "compare", "roofline": "roofline", "probes": "probes", "planner": "planner", "dispatch": "dispatch",
-         "ledger": "ledger", "run": "run", "reports": "reports", "glossary": "glossary", "fleet": "fleet",
-         "step": "step"}
+PAGES = {page: page for page in app_page_list.PAGES}
 WIDTH, HEIGHT = 1600, 1000
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -370,14 +370,6 @@ def test_a_closed_pipe_ends_quietly():
     assert p.wait(timeout=120) == 141 and err == ""
 
 
-def test_a_missing_json_names_its_gzip_sibling(tmp_path, capsys):
-    from dashboard.__main__ import main
-
-    packed = next(p for p in (ROOT / "datasets/runs").iterdir() if p.name.endswith(".json.gz"))
-    for argv in (["summarize", str(packed)[:-3]], ["report", str(packed)[:-3], "--out", str(tmp_path)]):
-        assert main(argv) == 2 and f"did you mean {packed}?" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize("folder", ["no_such_folder", "empty"])
 def test_results_from_a_missing_or_empty_runs_folder_writes_nothing(tmp_path, capsys, folder):
     from dashboard.__main__ import main
@@ -403,3 +395,19 @@ def test_a_denormal_time_is_refused_by_every_verb(tmp_path, capsys, verb):
     assert main([verb, str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "results[0].median_us: expected a time in us with 0.01 <= t" in err
+
+
+def test_table_sort_orders_the_shape_rows_only(capsys):
+    """--sort reorders the per-shape rows; the SOL-per-load block keeps the workload's load order."""
+    from dashboard.__main__ import main
+
+    def sol_block(text):
+        return text.split("SOL per load", 1)[1].splitlines()[1:7]
+
+    assert main(["table", str(R3)]) == 0
+    default = sol_block(capsys.readouterr().out)
+    assert [line.split()[0] + " " + line.split()[1] for line in default] == [
+        "decode 1", "decode 16", "decode 32", "verify 1", "verify 16", "verify 32"]
+    for key in ("ratio", "sol", "gap-us"):
+        assert main(["table", str(R3), "--sort", key]) == 0
+        assert sol_block(capsys.readouterr().out) == default, key

@@ -40,7 +40,7 @@ def test_explain_bad_input_is_one_line():
     for args, needle in [((str(RUN), "--candidate", "nope"), "no profiled candidate 'nope'"),
                          ((str(RUN), "--shape", "decode 9/o"), "no profiled shape 'decode 9/o'"),
                          (("datasets/runs/2026-11-30_nvidia-h200_tune.json.gz",), "not an explain run"),
-                         (("missing.json",), "missing.json: no such file")]:
+                         (("missing.json",), "missing.json: no run file (.json / .json.gz) by that name")]:
         out = cli("explain", *args)
         assert out.returncode == 2, args
         assert needle in out.stderr and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
@@ -83,3 +83,10 @@ def test_without_plotly_the_tables_print_and_the_figure_commands_say_what_is_mis
         assert out.returncode == 2 and "Traceback" not in out.stderr, (args, out.stderr[-500:])
         assert out.stderr.strip() == (f"error: python -m dashboard {args[0]} needs the Python package 'plotly', "
                                       "which is not installed here (pip install -r requirements.txt)")
+
+
+def test_explain_prints_no_negative_zero():
+    """A gap part that rounds to zero (a residue like -0.001 µs between kernels) prints 0.00, not -0.00."""
+    out = run_main("explain", "2026-12-01_nvidia-h200_explain-baseline-best-r12")
+    assert out.returncode == 0, out.stderr
+    assert "between 0.00" in out.stdout and "-0.00" not in out.stdout

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from dashboard import kernel_findings as F
-from dashboard import kernels
+from dashboard import kernels, runs
 from datasets import load_workload
 from datasets import devices
 
@@ -18,7 +18,7 @@ SMS = devices.lookup("NVIDIA H200").sm_count.value
 
 @pytest.fixture(scope="module")
 def tabs():
-    data = kernels.load_explain(RUN)
+    data = kernels.from_run_data(runs.load_run_data(RUN))
     ktab = kernels.kernel_table(data)
     return data, ktab, kernels.call_table(data, load_workload(), ktab)
 

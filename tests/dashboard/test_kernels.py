@@ -1,7 +1,6 @@
 """The kernel analysis on the committed H200 explain run: shares, the main kernel, the gap decomposition (its
 parts sum to the gap), the floors, the per-load table, and the fall-back to ncu times when the replay differs."""
 import copy
-import json
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ PARTS = ["side_kernels_us", "between_us", "excess_bytes_us", "main_slow_us"]
 
 @pytest.fixture(scope="module")
 def data():
-    return kernels.load_explain(RUN)
+    return kernels.from_run_data(runs.load_run_data(RUN))
 
 
 @pytest.fixture(scope="module")
@@ -111,8 +110,7 @@ def test_furthest_from_floor_picks_the_lowest_sol():
 def test_a_sweep_run_is_not_an_explain_run():
     path = ROOT / "datasets" / "runs" / "2026-11-30_nvidia-h200_baseline-seed036-best-r3.json"
     with pytest.raises(kernels.ExplainError, match="r3.json: not an explain run"):
-        kernels.load_explain(path)
-    assert kernels.explain_paths([path, RUN], lambda p: json.loads(Path(p).read_text())) == [RUN]
+        kernels.from_run_data(runs.load_run_data(path))
 
 
 def test_the_explain_runs_of_a_sweep_share_its_workload_and_plans():

@@ -196,7 +196,7 @@ def test_cli_writes_reports(tmp_path):
 
 @pytest.mark.parametrize("args, words", [((FIXTURES / "corrupt.json",), "not valid JSON"),
                                          ((FIXTURES / "bad_columns.csv",), "baseline_us"),
-                                         ((FIXTURES / "nope.json",), "no such file"),
+                                         ((FIXTURES / "nope.json",), "nope.json: no run file"),
                                          ((RUN, "--format", "pdf"), "unknown format")])
 def test_cli_bad_input_is_one_line_exit_2(tmp_path, args, words):
     out = _cli(*args, "--out", tmp_path)
@@ -315,3 +315,24 @@ def test_html_tables_never_break_a_number_across_lines():
     cells = re.findall(r"<td( class='n')?>([^<]*)</td>", page)
     assert [text for cls, text in cells if cls] == ["128", "1,234.567", "1.021 [0.990,1.050]", "-3.5 µs"]
     assert ".tbl td.n{white-space:nowrap" in report_render.STYLE
+
+
+def test_a_run_report_is_its_sections_in_order():
+    """_run_report only joins the records RUN_SECTIONS return: every fact, table, figure and note of the report
+    comes from exactly one section, in the sections' order."""
+    from dashboard import sources
+
+    data = runs.load_run_data(RUN)
+    base, cand = sources.default_pair(data)
+    rep = report.build(data, base, cand)
+    ctx = report._RunContext(data, base, cand, data.workload, None, "measured", False,
+                             data.run.get("label", data.path.stem), runs.shape_table(data, data.workload),
+                             rep.tables["shapes"], data.run.get("environment", {}))
+    parts = [section(ctx) for section in report.RUN_SECTIONS]
+    assert all(isinstance(p, report._Section) for p in parts)
+    assert rep.facts == [f for p in parts for f in p.facts]
+    assert list(rep.tables) == [name for p in parts for name in p.tables]
+    assert list(rep.display) == [name for p in parts for name in p.display]
+    assert [n.heading for n in rep.notes] == [n.heading for p in parts for n in p.notes]
+    assert len(rep.figures) == sum(len(p.figures) for p in parts)
+    assert list(rep.summary) == list(dict.fromkeys(k for p in parts for k in p.summary))

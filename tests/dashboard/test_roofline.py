@@ -11,7 +11,7 @@ from dashboard import metrics, roofline
 def test_seed_pooler_bounds():
     w_bytes = metrics.weight_bytes(4096, 8192)
     # Seed: 64 MiB at 4.8 TB/s → 13.98 µs; 2·16·4096·8192 FLOPs at 989 TFLOP/s → 1.09 µs; M=256 → 17.37 µs.
-    assert round(roofline.weight_only_bound_us(w_bytes, 4.8), 2) == 13.98
+    assert round(roofline.bandwidth_floor_us(w_bytes, 4.8), 2) == 13.98
     assert round(roofline.compute_floor_us(metrics.flops(16, 4096, 8192), 989.0), 2) == 1.09
     assert round(roofline.compute_floor_us(metrics.flops(256, 4096, 8192), 989.0), 2) == 17.37
 

@@ -1,6 +1,6 @@
 """`python -m dashboard validate`: a workload file and candidate modules checked on a machine without torch (torch
-and triton imports blocked here), one line and exit 2 for what is wrong, and the README's recipe saves the file where
-the app lists workloads."""
+and triton imports blocked here), one line per problem found (all of them) and exit 2, and the README's recipe saves
+the file where the app lists workloads."""
 import os
 import re
 import subprocess
@@ -52,3 +52,25 @@ def test_the_readme_recipe_saves_where_the_app_looks():
     copy = re.search(r"^cp \S+ (\S+)", own, re.MULTILINE)
     assert copy and Path(copy.group(1)).parent == Path("datasets/workloads")
     assert "python3 -m dashboard validate " + copy.group(1) in own
+
+
+def test_every_problem_is_reported_at_once(tmp_path, capsys):
+    """Every field the workload breaks and every bad candidate, one line each, in one run (not the first only);
+    the lines are not cut at the one-line message's limit."""
+    from dashboard.__main__ import main
+
+    families = ", ".join(f'"f{i}": {{"N": 0, "K": 64}}' for i in range(12))   # 12 bad fields: above MAX_LISTED
+    bad = tmp_path / "bad.json"
+    bad.write_text(f'{{"families": {{{families}}}, "loads": [{{"load": "decode 1", "M": 1}}], "colour": 1}}')
+    assert main(["validate", str(bad), "--candidate", "baseline"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 14 and all(line.startswith("error: ") for line in err)
+    assert sum("bad.json: field 'families.f" in line and ".N'" in line for line in err) == 12
+    assert any("field 'colour': unknown field" in line for line in err)
+    assert err[-1] == "error: --candidate: not checked (1 given): the workload does not load"
+    good = tmp_path / "ok.json"
+    good.write_text('{"families": {"up": {"N": 64, "K": 64}}, "loads": [{"load": "decode 1", "M": 1}]}')
+    assert main(["validate", str(good), "--candidate", "nope_one.py", "--candidate", "baseline",
+                 "--candidate", "nope_two.py"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [line.split(":")[1].strip() for line in err] == ["--candidate nope_one.py", "--candidate nope_two.py"]

@@ -9,7 +9,7 @@ import json
 import interp_patch  # noqa: F401  (first: the repo on sys.path, the triton 3.6 interpreter fix)
 import torch
 
-from kernels.methods_triton import GEMV_CONFIGS, PACKED_CONFIGS, SPLITK_CONFIGS  # noqa: E402
+from kernels.methods_triton.dense import GEMV_CONFIGS, PACKED_CONFIGS, SPLITK_CONFIGS  # noqa: E402
 from kernels.registry import get_method  # noqa: E402
 
 

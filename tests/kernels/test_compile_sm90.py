@@ -14,9 +14,11 @@ import pytest
 triton = pytest.importorskip("triton")
 
 from datasets.hardware import SMEM_PER_BLOCK_BYTES  # noqa: E402
-from kernels.methods_triton import (FMA_FLAG_CONFIGS, GEMV_CONFIGS, GEMV_WIDE_CONFIGS,  # noqa: E402
-                                    HILO_ATOMIC_CONFIGS, HILO_FLAG_CONFIGS, HILO_FUSED_CONFIGS, PACKED_CONFIGS,
-                                    SPLITK_ATOMIC_CONFIGS, SPLITK_CONFIGS, STREAMK_CONFIGS)
+from kernels.methods_triton.dense import (GEMV_CONFIGS, PACKED_CONFIGS, SPLITK_ATOMIC_CONFIGS,  # noqa: E402
+                                          SPLITK_CONFIGS, STREAMK_CONFIGS)
+from kernels.methods_triton.gemv import GEMV_WIDE_CONFIGS  # noqa: E402
+from kernels.methods_triton.router import (FMA_FLAG_CONFIGS, HILO_ATOMIC_CONFIGS, HILO_FLAG_CONFIGS,  # noqa: E402
+                                           HILO_FUSED_CONFIGS)
 
 PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 pytestmark = pytest.mark.skipif(not os.path.exists(PTXAS), reason="triton's bundled ptxas not found")

@@ -6,7 +6,7 @@ import pytest
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 
-from kernels.methods_triton import SPLITK_ATOMIC_KN_CONFIGS, SPLITK_ATOMIC_V2_CONFIGS, STREAMK_SMALL_CONFIGS
+from kernels.methods_triton.dense import SPLITK_ATOMIC_KN_CONFIGS, SPLITK_ATOMIC_V2_CONFIGS, STREAMK_SMALL_CONFIGS
 from tests.kernels.test_compile_sm90 import PTXAS, _check_single_launch, _compile, compile_streamk  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not __import__("os").path.exists(PTXAS), reason="triton's bundled ptxas not found")

@@ -8,9 +8,9 @@ import pytest
 
 triton = pytest.importorskip("triton")
 
-from kernels.methods_triton import SPLITK_SWAP_CONFIGS  # noqa: E402
-from kernels.methods_triton import GEMV_ROWS_CONFIGS  # noqa: E402
-from kernels.methods_triton import HILO_SWAP_CONFIGS  # noqa: E402
+from kernels.methods_triton.dense import SPLITK_SWAP_CONFIGS  # noqa: E402
+from kernels.methods_triton.gemv import GEMV_ROWS_CONFIGS  # noqa: E402
+from kernels.methods_triton.router import HILO_SWAP_CONFIGS  # noqa: E402
 from tests.kernels.test_compile_sm90 import PTXAS, _check_single_launch, _compile  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not __import__("os").path.exists(PTXAS), reason="triton's bundled ptxas not found")

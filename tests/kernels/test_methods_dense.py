@@ -1,11 +1,12 @@
-"""Dense method records (kernels/methods_triton.py, and PyTorch's in kernels/methods_library.py): names, config
+"""Dense method records (kernels/methods_triton/dense.py, and PyTorch's in kernels/methods_library.py): names, config
 spaces, shape checks (torch-free)."""
 import pytest
 
 from datasets import load_workload
 from kernels.method import BF16, BF16_X_FP32_W as FP32_W
 from kernels.methods_library import LIBRARY_METHODS
-from kernels.methods_triton import DENSE_METHODS, PACKED_MAX_M, SPLITK_ATOMIC_MAX_M, SPLITK_MAX_M, STREAMK_MAX_M
+from kernels.methods_triton.dense import (DENSE_METHODS, PACKED_MAX_M, SPLITK_ATOMIC_MAX_M, SPLITK_MAX_M,
+                                          STREAMK_MAX_M)
 from kernels.registry import METHODS, get_method
 
 MUSE = load_workload()
@@ -136,7 +137,7 @@ def test_new_methods_have_a_config_for_every_dense_family(method):
 def test_splitk_atomic2_shape_check(method):
     """Small M only (workspace rows); whole BN tiles and BK steps; SPLIT need not divide the K steps but every
     slice needs one."""
-    from kernels.methods_triton import SPLITK_ATOMIC2_MAX_M
+    from kernels.methods_triton.dense import SPLITK_ATOMIC2_MAX_M
 
     m = get_method(method)
     cfg = {"BM": 16, "BN": 64, "BK": 64, "SPLIT": 11, "num_warps": 4, "num_stages": 4, "W_LOAD": "cg"}
@@ -151,7 +152,7 @@ def test_splitk_atomic2_shape_check(method):
 
 
 def test_streamk_small_shape_check():
-    from kernels.methods_triton import SPLITK_ATOMIC2_MAX_M
+    from kernels.methods_triton.dense import SPLITK_ATOMIC2_MAX_M
 
     m = get_method("streamk_small")
     for fam, N, K in DENSE_SHAPES:

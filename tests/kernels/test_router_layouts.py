@@ -137,7 +137,7 @@ def test_gemv_shape_checks_name_the_offending_values():
 def test_hilo_flag_state_and_shape_check():
     torch = pytest.importorskip("torch")
     from kernels.launch import router as R
-    from kernels.methods_triton import HILO_FLAG_MAX_M
+    from kernels.methods_triton.router import HILO_FLAG_MAX_M
 
     m = METHODS["router_hilo_flag"]
     cfg = next(c for c in m.configs if c["W_LOAD"] == "cp")
@@ -155,7 +155,7 @@ def test_hilo_flag_state_and_shape_check():
 
 
 def test_hilo_fused_shape_check_bounds_and_reasons():
-    from kernels.methods_triton import HILO_FUSED_MAX_M
+    from kernels.methods_triton.router import HILO_FUSED_MAX_M
 
     m = METHODS["router_hilo_fused"]
     cfg = m.configs[0]
@@ -166,7 +166,7 @@ def test_hilo_fused_shape_check_bounds_and_reasons():
 
 
 def test_hilo_swap_shape_check_bounds_and_reasons():
-    from kernels.methods_triton import SPLITK_SWAP_MAX_M
+    from kernels.methods_triton.dense import SPLITK_SWAP_MAX_M
 
     m = METHODS["router_hilo_swap"]
     cfg = m.configs[0]

@@ -156,9 +156,8 @@ def _signal_during_the_wait(tmp_path, sig):
         raise AssertionError(f"the candidate's child never started; the run exited {proc.returncode}: "
                              f"{stderr[-2000:]} {stdout[-1000:]}")
     sleepers = mine()
-    t0 = time.monotonic()
     proc.send_signal(sig)
-    try:
+    try:   # 60 s: generous on a loaded machine, far below the 400 s its child would keep the run waiting
         stdout, stderr = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGUSR1)   # where it waits: every thread's stack on its stderr (profiler/__main__.py)
@@ -166,7 +165,6 @@ def _signal_during_the_wait(tmp_path, sig):
         proc.kill()
         stdout, stderr = proc.communicate(timeout=30)
         raise AssertionError(f"the run did not end within 60 s of {sig.name}; its threads then:\n{stderr[-6000:]}")
-    assert time.monotonic() - t0 < 15, "the run did not end within seconds of the signal"
     assert proc.returncode == 130, stderr[-2000:]
     run = json.loads(out.read_text())
     assert run["status"] == "partial" and run["interrupted"] is True

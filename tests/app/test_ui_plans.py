@@ -1,0 +1,48 @@
+"""ui.plans decides which workload a plan is read against (the Dispatch page only asks the reader to pick one for a
+generic plan): the recorded one, the picked one, or the default with a note."""
+import json
+
+import pytest
+
+from kernels.plans import PLANS_DIR, PlanError
+from ui import plans
+
+
+def _data(name):
+    return json.loads((PLANS_DIR / f"{name}.json").read_text())
+
+
+def _no_pick(names, default):
+    raise AssertionError("a plan that records its workload asks the reader nothing")
+
+
+def test_a_plan_that_records_its_workload_is_read_against_it():
+    data = _data("llama31_8b_decode")
+    workload, note = plans.plan_workload(data, "llama31_8b_decode.json", _no_pick)
+    assert workload.name == data["workload"]["name"] == "llama31_8b_decode" and note is None
+
+
+def test_a_generic_plan_reads_against_the_workload_picked():
+    asked = []
+
+    def pick(names, default):
+        asked.append((names, default))
+        return "llama31_8b_decode"
+
+    opened = plans.open_plan("baseline", None, pick)
+    assert opened.workload.name == "llama31_8b_decode" and opened.note is None
+    (names, default), = asked
+    assert "llama31_8b_decode" in names and default == "muse_bf16_proj"
+
+
+def test_a_plan_without_a_record_assumes_the_default_and_says_so():
+    data = _data("best")
+    data.pop("workload", None)
+    workload, note = plans.plan_workload(data, "old.json", _no_pick)
+    assert workload.name == "muse_bf16_proj" and note.startswith("old.json does not record its workload")
+
+
+def test_a_plan_of_an_unknown_workload_is_one_line():
+    data = _data("best") | {"workload": {"name": "no_such_model", "fingerprint": "0"}}
+    with pytest.raises(PlanError, match="tuned for workload 'no_such_model', which is not in datasets/workloads/"):
+        plans.plan_workload(data, "x.json", _no_pick)
