@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from datasets import NEARBY_LOAD, RUNS_DIR
+from datasets import devices
 from datasets.jsonfile import read_json
 from dashboard import kernel_report, kernels, noise, peers, run_kinds, runs, scoring, views
 from dashboard.workloads import default_workload
@@ -46,6 +47,7 @@ class Run:
     candidates: tuple = ()      # every candidate with a result or a failure
     scored: bool = False        # some result is at a scored load (not only nearby shapes)
     complete: bool = False      # its results (an explain run: its calls) cover every scored shape of its workload
+    device: str = devices.WRITEUP_DEVICE   # the device kind that measured it (datasets.devices: its table key)
 
 
 def index_runs(runs_dir=RUNS_DIR, skipped: list[str] | None = None) -> list[Run]:
@@ -72,7 +74,7 @@ def index_runs(runs_dir=RUNS_DIR, skipped: list[str] | None = None) -> list[Run]
         have = {(r.get("load"), r.get("family")) for r in timed if isinstance(r, dict)}
         wanted = {(r.load, r.family) for r in runs.run_workload(run, path.name)[0].shapes.itertuples()}
         out.append(Run(path, kind, str(run.get("created_utc") or ""), str(env.get("git_sha") or "?")[:7],
-                       workload, names, scored, wanted <= have))
+                       workload, names, scored, wanted <= have, devices.lookup(env.get("gpu")).key))
     return sorted(out, key=lambda r: (r.created, r.path.name))
 
 
@@ -171,9 +173,10 @@ def _newest_sweeps_per_pair(sweeps: list[Run], load: Loaded, same_commit: bool):
 def _score_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
     """Scores per pair (the sweeps at the newest scored sweep's commit) with SOL per load, and pairs never scored."""
     scored, refused, statuses = {}, {}, {}
-    pending = sweeps
+    pending, wanted = sweeps, None   # wanted: after the first pass, the candidates still looked for further back
     while pending:
-        found = _newest_sweeps_per_pair(pending, load, same_commit=True)
+        found = [f for f in _newest_sweeps_per_pair(pending, load, same_commit=True)
+                 if wanted is None or f[0][1] in wanted]
         retry = set()
         for pair, meta, data in found:
             rows = statuses.setdefault(meta.path, runs.status_rows(data))
@@ -189,6 +192,7 @@ def _score_section(name: str, sweeps: list[Run], load: Loaded) -> list[str]:
         retry -= {c for _, c in scored}
         oldest = min((m.created for p, m, _ in found if p[1] in retry), default=None)
         pending = [m for m in pending if oldest is not None and m.created < oldest and set(m.candidates) & retry]
+        wanted = retry
     if not scored and not refused:
         return []
     loads = load(sweeps[-1]).workload.load_order
@@ -330,6 +334,10 @@ def per_load_block(source=RUNS_DIR, prefix: str = "../") -> str:
     files = _files(source)
     name = default_workload().name
     sweeps = [r for r in files.index if r.kind == runs.SWEEP and r.workload == name and r.candidates and r.scored]
+    # one device's history: the write-up's device where it has sweeps, else the newest sweep's
+    home = devices.lookup(devices.WRITEUP_DEVICE).key
+    device = home if any(r.device == home for r in sweeps) else (sweeps[-1].device if sweeps else home)
+    sweeps = [r for r in sweeps if r.device == device]
     hist, routes = files.history(sweeps)
     if len(hist) < 2:
         return ""
@@ -464,15 +472,21 @@ def build(source=RUNS_DIR) -> str:
              "do not edit (a test regenerates it from the committed runs and compares). Times are **measured** on "
              "the GPU each run file names; ratios, scores, floors and SOL are *derived* from them. Which runs "
              "appear follows from rules on the run files (`dashboard/results_doc.py`).", ""]
+    # One section per workload and device kind: runs of different devices are never scored, compared or put in one
+    # history together (the write-up's device first, then the others as they first appear).
+    home = devices.lookup(devices.WRITEUP_DEVICE).key
     for name in dict.fromkeys(r.workload for r in index):
-        sweeps = [r for r in index if r.kind == runs.SWEEP and r.workload == name and r.candidates]
-        body = _score_section(name, [r for r in sweeps if r.scored], load) + \
-            _history_section(name, [r for r in sweeps if r.scored], files) + \
-            _peer_section([r for r in sweeps if r.scored], load) + \
-            _nearby_section(name, [r for r in sweeps if not r.scored], load) + \
-            _explain_section(name, [r for r in index if r.kind == runs.EXPLAIN and r.workload == name and r.complete])
-        if body:
-            lines += [f"## Workload `{name}`", "", *body]
+        kinds = sorted(dict.fromkeys(r.device for r in index if r.workload == name), key=lambda d: d != home)
+        for device in kinds:
+            mine = [r for r in index if r.workload == name and r.device == device]
+            sweeps = [r for r in mine if r.kind == runs.SWEEP and r.candidates]
+            body = _score_section(name, [r for r in sweeps if r.scored], load) + \
+                _history_section(name, [r for r in sweeps if r.scored], files) + \
+                _peer_section([r for r in sweeps if r.scored], load) + \
+                _nearby_section(name, [r for r in sweeps if not r.scored], load) + \
+                _explain_section(name, [r for r in mine if r.kind == runs.EXPLAIN and r.complete])
+            if body:
+                lines += [f"## Workload `{name}` on {device}", "", *body]
     lines += _noise_section()
     lines += _index_section(index)
     return "\n".join(lines).rstrip() + "\n"

@@ -196,3 +196,23 @@ def test_readme_flag_rewrites_only_the_block_and_refuses_a_file_without_markers(
     outside.write_text(f"{results_doc.BLOCK_BEGIN}\n{results_doc.BLOCK_END}\n")
     assert main(["results", "--runs", str(tmp_path), "--readme", str(outside)]) == 2
     assert "not a file inside the project" in capsys.readouterr().err
+
+
+def test_runs_of_another_device_get_a_section_of_their_own_and_never_join_the_h200s(tmp_path):
+    """A sweep measured on an H100 beside the H200's: RESULTS.md scores each on its own device; the H200 section's
+    tables and the per-load history (kernels/README.md's block) never take the H100's newer numbers."""
+    import json as _json
+
+    src = ROOT / "datasets" / "runs" / "2026-12-02_nvidia-h200_baseline-vs-best-b.json"
+    (tmp_path / src.name).write_bytes(src.read_bytes())
+    run = _json.loads(src.read_text())
+    run["environment"]["gpu"] = "NVIDIA H100 80GB HBM3"
+    run["created_utc"] = "2026-12-31T00:00:00Z"
+    other = tmp_path / "2026-12-31_nvidia-h100-80gb-hbm3_baseline-vs-best-b.json"
+    other.write_text(_json.dumps(run))
+    text = results_doc.build(tmp_path)
+    h200 = text.split("## Workload `muse_bf16_proj` on NVIDIA H200", 1)[1].split("\n## ", 1)[0]
+    assert "## Workload `muse_bf16_proj` on NVIDIA H100 SXM" in text
+    assert other.name not in h200 and src.name in h200
+    h100 = text.split("## Workload `muse_bf16_proj` on NVIDIA H100 SXM", 1)[1].split("\n## ", 1)[0]
+    assert other.name in h100 and src.name not in h100
