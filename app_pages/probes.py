@@ -3,11 +3,10 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import figures
-from datasets import devices
 from ui import loaders, terms, view, widgets
 
 v = view.pick(probes_only_ok=True)
-memory = "memory" if v.kind == "run" and devices.of_run(v.run).is_cpu else "HBM"
+memory = view.memory_word(v)
 st.title(f"Probes — {memory} read curve")
 view.caption_source(v, "Probe times are measured (run probes) or published (the write-up's four); TB/s = bytes ÷ "
                          "time (derived).")

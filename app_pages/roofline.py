@@ -2,7 +2,6 @@
 import streamlit as st
 
 from dashboard import figures, runs, views
-from datasets import devices
 from ui import terms, view, widgets
 
 st.title("Roofline")
@@ -23,7 +22,7 @@ cands = st.multiselect("Candidates", v.data.candidates(), default=[v.baseline, v
                        key=f"roof_cands|{v.label}")
 pts = views.roofline_points(table, cands)
 colors = figures.series_colors(v.data.candidates(), v.baseline)
-device = devices.device_of(v.run) if v.kind == "run" else devices.WRITEUP_DEVICE
+device = view.device_name(v)
 st.plotly_chart(figures.roofline(pts, tbps, peak, src, colors=colors, hollow=(v.baseline,), device=device),
                 width="stretch", theme=None)
 times = ("times measured; floors derived from the run's probes" if v.kind == "run"

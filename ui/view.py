@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import runs as drun, scoring, sources, views, workloads
+from datasets import devices
 from ui import loaders, uploads
 from ui.state import url_choice, url_selectbox, url_write
 from ui.widgets import md_text
@@ -229,3 +230,14 @@ def require_breakdown(v: View):
     return v.breakdown
 
 
+
+
+def device_name(v) -> str | None:
+    """The device a view's numbers come from (datasets.devices): the run's, or the write-up's for a published
+    source."""
+    return devices.device_of(v.run) if v.kind == "run" else devices.WRITEUP_DEVICE
+
+
+def memory_word(v) -> str:
+    """What a read probe reads on the view's device: "memory" on a CPU, "HBM" on a GPU."""
+    return "memory" if v.kind == "run" and devices.of_run(v.run).is_cpu else "HBM"

@@ -17,8 +17,10 @@ def _open(app, monkeypatch, runs):
 def test_the_page_renders_a_step_run(app, monkeypatch):
     at = _open(app, monkeypatch, ["step_cpu_tiny.json"])
     assert not at.exception and not at.error
+    at.selectbox(key="step_run").set_value("step_cpu_tiny.json").run()   # the committed step runs are listed too
+    assert not at.exception and not at.error
     text = app.text_of(at)
-    assert "linear_module" in text and "predicted" in text and "scaled\\_2pct" in text   # markdown-escaped
+    assert "linear_module" in text and "predicted" in text and "scaled_2pct" in text   # an inner _ is not markup
     assert "nan" not in text.lower() and "None" not in text
     assert len(at.get("plotly_chart")) == 3
     # another point and the warm timing
@@ -43,6 +45,6 @@ def test_a_step_run_is_a_source_like_any_run(app, monkeypatch):
     monkeypatch.setenv("PROJLAB_EXTRA_RUNS", str(app.FIXTURES / "step_cpu_tiny.json"))
     at = app.open_page("shapes", source=None)
     options = at.sidebar.selectbox(key="source").options
-    (label,) = [o for o in options if o.startswith("Decode step")]
+    label = next(o for o in options if o.startswith("Decode step") and "step_cpu_tiny" in o)
     at.sidebar.selectbox(key="source").set_value(label).run()
     assert not at.exception and not at.error

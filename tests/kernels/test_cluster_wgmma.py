@@ -99,7 +99,8 @@ def test_smem_formula_is_the_kernels():
     assert sorted(int(v) for v in re.findall(pattern, dispatch)) == \
         sorted(WGMMA_ATOMS)
     assert dispatch.rstrip().endswith("return cudaErrorInvalidValue;")
-    assert f"smem_bytes<MI, NWG, BT>(2, 4) <= {WGMMA_SMEM_BYTES // 1024} * 1024" in text
+    assert f"constexpr size_t SM90_SMEM_PER_BLOCK_OPTIN = {WGMMA_SMEM_BYTES // 1024} * 1024;" in text
+    assert "smem_bytes<MI, NWG, BT>(2, 4) <= SM90_SMEM_PER_BLOCK_OPTIN" in text
     assert wgmma_smem_bytes(1, 2, 128, 7) == 2048 + 7 * (128 + 128) * 128          # the ring is larger
     assert wgmma_smem_bytes(1, 2, 128, 3, 2) == 2048 + 3 * 2 * (128 + 128) * 128   # three stages of two atoms
     assert wgmma_smem_bytes(2, 2, 128, 2) == 2048 + 256 * 132 * 4                  # the partial tile is larger

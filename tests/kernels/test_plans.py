@@ -464,6 +464,7 @@ def test_baseline_refuses_a_family_whose_output_dtype_is_not_its_weight_dtype():
     spec = copy.deepcopy(load_workload("llama31_8b_decode").spec)
     spec["name"] = "llama_fp32_out"
     spec["families"]["o"]["y_dtype"] = "float32"
+    spec.pop("layer", None)   # a declared layer passes one activation dtype between its matmuls: not this one
     wl = workload_from_dict(spec, "llama_fp32_out.json")
     with pytest.raises(PlanError, match=r"torch_linear.*not x bfloat16, w bfloat16, y float32.*family 'o'"):
         load_plan("baseline", wl)
