@@ -1,13 +1,14 @@
 """Compare: 2..N candidates / runs side by side — per-shape ratios with CI and verdicts, per-load and overall rows.
 
 Series are told apart by colour (verdicts by marker symbol), named short (run date · run label · candidate) with
-the full name on hover. Ratios, intervals, bands and verdicts are dashboard.compare.compare's (the function behind
-`python -m dashboard compare`): each verdict names its band and where it comes from (dashboard.noise), and each
+the full name on hover. Ratios, intervals, bands and verdicts are dashboard.model.compare.compare's (the function behind
+`python -m dashboard compare`): each verdict names its band and where it comes from (dashboard.model.noise), and each
 series says whether it was paired within one run, compared across runs, or relative to each run's own baseline.
 """
 import streamlit as st
 
-from dashboard import compare, figures, glossary, noise, runs, scoring, sources, views, workloads
+from dashboard.model import compare, glossary, noise, runs, scoring, sources, views, workloads
+from dashboard.plots import figures
 from ui import loaders, state, terms, uploads, view, widgets
 
 
@@ -124,7 +125,7 @@ wl = named[0][1]   # every series' workload (mismatch said they agree)
 c1, c2 = st.columns(2)
 ref = state.url_selectbox(c1, "Reference (ratios are reference ÷ series)", chosen, "reference", chosen[0],
                            key="cmp_ref", what="reference series")
-c2.caption("Bands (dashboard.noise, derived from the committed runs): " + noise.headline() + ". Each row names "
+c2.caption("Bands (dashboard.model.noise, derived from the committed runs): " + noise.headline() + ". Each row names "
            "the band its verdict used.")
 if {options[k][0] for k in chosen} == {"table", "run"}:
     st.warning("A published table is compared with local runs: their baselines differ (the write-up's SGLang path "
@@ -153,9 +154,9 @@ overall, loads, shapes = (f.assign(name=f["series"].map(short)) if len(f) else f
                           for f in (res.overall, res.loads, res.shapes))
 num = st.column_config.NumberColumn
 series_col = st.column_config.TextColumn("series", width=220)
-# the band each verdict used (dashboard.noise), as a number; its source is in the caption above and in the CSV
+# the band each verdict used (dashboard.model.noise), as a number; its source is in the caption above and in the CSV
 band_col = num("band ±", format="percent", width=70, help="The band the verdict read its interval against "
-               "(dashboard.noise): within-run, cross-run or relative cross-run, per the caption above.")
+               "(dashboard.model.noise): within-run, cross-run or relative cross-run, per the caption above.")
 st.subheader("Overall")
 st.dataframe(overall, hide_index=True, width="stretch", placeholder="—",
              column_order=["name", "n_loads", "score", "ci_low", "ci_high", "delta_pct", "verdict", "band"],

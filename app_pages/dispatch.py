@@ -6,7 +6,7 @@ is decided in ui/plans.py (a generic plan: the workload picked here)."""
 import pandas as pd
 import streamlit as st
 
-from dashboard import figures
+from dashboard.plots import figures
 from ui import plans, state, uploads, widgets
 
 st.title("Dispatch")

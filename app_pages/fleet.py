@@ -1,8 +1,9 @@
 """Fleet: the same pair's score and SOL per GPU model, side by side, from the one-run-file-per-model of a fleet sweep
-(`python -m profiler run --cluster ...`). Each row is one run file scored on its own (dashboard.fleet)."""
+(`python -m profiler run --cluster ...`). Each row is one run file scored on its own (dashboard.model.fleet)."""
 import streamlit as st
 
-from dashboard import figures, fleet, sources
+from dashboard.plots import figures
+from dashboard.model import fleet, sources
 from ui import loaders, state, terms, view, widgets
 
 st.title("Fleet — one sweep on every GPU model")

@@ -1,8 +1,8 @@
 """Glossary: every term the pages and reports use (Σw, SOL, floors, verdicts, ε, provenance), from
-dashboard.glossary — the one place they are defined."""
+dashboard.model.glossary — the one place they are defined."""
 import streamlit as st
 
-from dashboard import glossary
+from dashboard.model import glossary
 
 st.title("Glossary")
 st.caption("The words the pages and the reports use. Column tooltips quote the first line of each.")

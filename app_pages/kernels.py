@@ -4,7 +4,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import kernel_figures, kernel_findings, kernel_report, kernels, run_kinds, runs, scoring, sources
+from dashboard.plots import kernel_figures
+from dashboard.model import kernel_findings, kernels, run_kinds, runs, scoring, sources
+from dashboard.documents import kernel_report
 from ui import loaders, state, terms, view, widgets
 
 EXPLAIN_HELP = ("Make one on the H200: `python -m profiler explain --plan baseline --plan best --shapes official` "
@@ -179,7 +181,7 @@ if found.empty:
     st.caption("No rule fired for this shape.")
 for cand, grp in found.groupby("candidate", sort=False):
     st.markdown(f"**{widgets.md_text(cand)}**\n" + "\n".join(f"- {widgets.md_text(t)}" for t in grp["text"]))
-st.caption("Rules and thresholds: dashboard/kernel_findings.py (one place). Findings are ordered by the time they "
+st.caption("Rules and thresholds: dashboard/model/kernel_findings.py (one place). Findings are ordered by the time they "
            "account for.")
 
 c = st.columns(2)
@@ -249,7 +251,7 @@ st.dataframe(loads, hide_index=True, width="stretch", column_config={
                               "excess_bytes_us", "underfilled_us", "low_bw_us", "below_compute_us", "sol",
                               "launches_per_call") if c in loads])
 st.caption("Under-filled grid is a model: the main kernel's time × the share of SMs its grid leaves idle, capped at "
-           "its time over its floor (dashboard/kernels.py says why).")
+           "its time over its floor (dashboard/model/kernels.py says why).")
 with st.expander("Export this shape's breakdown as a report (same as `python -m dashboard report RUN --shape ...`)"):
     try:
         rep = _shape_report(explain_runs[label], Path(explain_runs[label]).stat().st_mtime, shape, data)

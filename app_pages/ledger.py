@@ -1,7 +1,7 @@
 """Ledger: the write-up's candidate history (checks vs scored, intervals) as a chart and a table."""
 import streamlit as st
 
-from dashboard import figures
+from dashboard.plots import figures
 from ui import loaders, terms, widgets
 
 st.title("Ledger — candidate history")

@@ -4,7 +4,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard import compare, figures, glossary, kernels, peers, planner, scoring, summary, views, workloads
+from dashboard.model import compare, glossary, kernels, peers, planner, scoring, views, workloads
+from dashboard.plots import figures
+from dashboard.cli import summary
 from ui import loaders, targets, terms, uploads, view, widgets
 
 
@@ -49,7 +51,7 @@ def _environment(v) -> None:
 
 
 def _peers(v) -> None:
-    """The candidate against the best of the run's peers (dashboard.peers), where the run holds peers."""
+    """The candidate against the best of the run's peers (dashboard.model.peers), where the run holds peers."""
     if v.kind != "run":
         return
     pc = peers.peer_comparison(loaders.run_data(v.path), v.candidate)
@@ -145,7 +147,7 @@ loads["ratio_if_alone_reaches_target"] = loads["load"].map(planner.load_ratios_n
 floors_from = ("the run's measured probe curve and compute peak" if v.kind == "run" else
                "the write-up's four published probes and its quoted 989 TFLOP/s")
 st.caption(f"Ratios, Σw sums, CIs and SOL are derived from {tag} times; floors from {floors_from}. "
-           "Each verdict reads the CI against the within-run band named in the table (dashboard.noise, derived "
+           "Each verdict reads the CI against the within-run band named in the table (dashboard.model.noise, derived "
            "from the committed runs; see the glossary).")
 _sol_flags(loads, wide, {"baseline": v.baseline, "candidate": v.candidate})
 far = kernels.furthest_from_floor(wide)
@@ -196,7 +198,7 @@ table.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
     "ci": st.column_config.TextColumn("95% CI", width=120, help=glossary.short("ci")),
     "verdict": st.column_config.TextColumn("verdict", width=90, help=glossary.short("verdicts")),
     "band": num("band ±", format="percent", width=70,
-                help="The within-run band each verdict read its interval against (dashboard.noise; caption above)."),
+                help="The within-run band each verdict read its interval against (dashboard.model.noise; caption above)."),
     "baseline_sum_us": num(f"Σw·{v.baseline} µs", format="%.1f", width=115, help=glossary.short("sigma_w")),
     "candidate_sum_us": num(f"Σw·{v.candidate} µs", format="%.1f", width=115, help=glossary.short("sigma_w")),
     "floor_sum_us": num("Σw·floor µs", format="%.1f", width=100, help=glossary.short("floor")),

@@ -5,7 +5,8 @@ Every number here is **derived** (arithmetic on the selected source's times); no
 import numpy as np
 import streamlit as st
 
-from dashboard import figures, planner, workloads
+from dashboard.plots import figures
+from dashboard.model import planner, workloads
 from ui import targets, terms, view, widgets
 
 st.title("Planner — what would it take?")

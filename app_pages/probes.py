@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import figures
+from dashboard.plots import figures
 from ui import loaders, terms, view, widgets
 
 v = view.pick(probes_only_ok=True)

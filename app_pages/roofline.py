@@ -1,7 +1,8 @@
 """Roofline: intensity vs achieved throughput under the measured memory and compute roofs; time vs floor."""
 import streamlit as st
 
-from dashboard import figures, runs, views
+from dashboard.plots import figures
+from dashboard.model import runs, views
 from ui import terms, view, widgets
 
 st.title("Roofline")

@@ -4,8 +4,8 @@ and the CSV. Filterable, sortable, downloadable. The official times are joined o
 table is that workload's); a picker at the bottom lists any workload's shapes (datasets/workloads/*.json)."""
 import streamlit as st
 
-from dashboard import eager, glossary, library_ceiling, metrics, views
-from dashboard import runs as drun
+from dashboard.model import eager, glossary, library_ceiling, metrics, views
+from dashboard.model import runs as drun
 from ui import loaders, terms, view, widgets
 
 st.title("Shapes")

@@ -2,7 +2,8 @@
 predicted from the same run's per-shape ratios beside the measured step speedup, in-step vs isolated per family."""
 import streamlit as st
 
-from dashboard import step, step_figures
+from dashboard.model import step
+from dashboard.plots import step_figures
 from ui import state, steps, widgets
 
 MAKE_ONE = ("Make one on the GPU: `python -m profiler step --workload llama31_8b_decode --plan baseline "

@@ -5,7 +5,8 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from dashboard import figures, glossary, kernels, scoring, views, workloads
+from dashboard.plots import figures
+from dashboard.model import glossary, kernels, scoring, views, workloads
 from ui import loaders, state, terms, view, widgets
 
 st.title("Where the time goes")

@@ -17,7 +17,7 @@ Every string of a document read here (values and keys) comes back with its contr
 CR, LF, NUL...) and its bidirectional-text controls (right-to-left overrides and isolates) shown escaped, as
 `\x1b`, `\r`, `\u202e`: a candidate name, a method or a reason in a run file cannot move a terminal's cursor, colour
 its text, fake an output line or reverse what a reader sees in any report or page (datasets/text.py escape_controls;
-HTML escaping is the report's and the figures' job, dashboard/figures.py html_labels).
+HTML escaping is the report's and the figures' job, dashboard/plots/figures.py html_labels).
 """
 from __future__ import annotations
 

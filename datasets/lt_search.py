@@ -1,7 +1,7 @@
 """cuBLASLt search files (datasets/cublaslt_search/*.json): what tests/benchmarks/bench_cublaslt_search.py measured
 per shape -- torch_linear, the fastest configuration of each orientation the library's heuristic lists, and the
 fastest ones it found beyond that list -- timed cold and paired in one process (measured). Read here once, for the
-tuner's space (kernels/launch/cublaslt.py `searched`) and the library-ceiling views (dashboard/library_ceiling.py).
+tuner's space (kernels/launch/cublaslt.py `searched`) and the library-ceiling views (dashboard/model/library_ceiling.py).
 
     search_files(folder=CUBLASLT_SEARCH_DIR) -> [Path]     the files, sorted by name (their date first)
     read_search(path) -> SearchFile                         DatasetError naming the file and field on a bad one

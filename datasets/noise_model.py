@@ -1,7 +1,7 @@
 """The noise model in use: the band lookup and the verdict rule every decision calls -- the Compare page, reports,
 `python -m dashboard compare`, the tuner's "is it a win" (profiler.commands.tune_rules), the canary's band
 (profiler.commands.canary) and the wide-interval flag (profiler.measure.stats). The bands are derived from the
-committed runs by dashboard.noise (`derive`, its docstring says how) into BANDS_FILE, which is data; this module
+committed runs by dashboard.model.noise (`derive`, its docstring says how) into BANDS_FILE, which is data; this module
 only reads it, so every layer from kernels up can ask it.
 
     band(kind, level, device, key=None, own=None) -> Band   the band for a comparison on `device` (a driver-reported
@@ -42,8 +42,8 @@ ROUND_TO = 0.001        # bands are shown as percentages with one decimal
 M_RANGES = ((1, 1), (2, 32), (33, 256), (257, None))
 POOLED = "pooled"
 ANY_GPU = "*"           # bands pooled over every device with evidence (kept in the file; never used for a verdict)
-BANDS_FILE = Path(__file__).resolve().parents[1] / "dashboard" / "noise_bands.json"
-COMMAND = "python3 -m dashboard noise --out dashboard/noise_bands.json"
+BANDS_FILE = Path(__file__).resolve().parents[1] / "dashboard" / "model" / "noise_bands.json"
+COMMAND = "python3 -m dashboard noise --out dashboard/model/noise_bands.json"
 OWN = "this run's own repeat"
 
 FAST, SLOW, SAME, AMBIGUOUS, NO_SAMPLES, SAME_ROUTE = "FAST", "SLOW", "SAME", "AMBIGUOUS", "NO SAMPLES", "SAME ROUTE"
@@ -171,7 +171,7 @@ def ceil_band(x: float) -> float:
 
 
 def band_from_deviations(devs, level: str) -> float | None:
-    """The derivation's rule (dashboard.noise.derive) on identical-route deviations max(a, b) ÷ min(a, b) − 1: the
+    """The derivation's rule (dashboard.model.noise.derive) on identical-route deviations max(a, b) ÷ min(a, b) − 1: the
     level's QUANTILE, rounded up; None for fewer than MIN_PAIRS deviations (too few to bound a band)."""
     vals = sorted(float(d) for d in devs if _finite(d))
     if len(vals) < MIN_PAIRS:
@@ -252,7 +252,7 @@ def band(kind: str, level: str, gpu: str | None = None, key: str | None = None, 
          own: dict | None = None) -> Band:
     """The band for a comparison of `kind` at `level` on `gpu` (a driver-reported device name), kept for `key`
     (shape: shape_key(family, M); load: m_range(M)) where the evidence supports it. The device's committed evidence
-    first, then `own` (dashboard.noise.derive's {kind: {level: {key: entry}}} of the run itself); neither: a Band
+    first, then `own` (dashboard.model.noise.derive's {kind: {level: {key: entry}}} of the run itself); neither: a Band
     without a fraction (no verdict). gpu None (the compared series name no device, e.g. a published table): the
     bands pooled over every device with evidence, said so in its text."""
     bands = _read(path)

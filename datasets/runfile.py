@@ -20,7 +20,7 @@ from datasets.workload_spec import MAX_DIM, MAX_M
 SCHEMA_VERSION = 1
 STATUSES = ("complete", "partial")
 # The canary (profiler.commands.canary) put this on the paired baseline's result where it ran at another speed than
-# in a worker that never loaded a candidate; the score gate refuses such a shape (dashboard.scoring).
+# in a worker that never loaded a candidate; the score gate refuses such a shape (dashboard.model.scoring).
 DISTURBED_FLAG = "baseline_disturbed"
 MAX_US_PER_CALL = 1e6  # one projection call taking more than 1 s is not a measurement of it: rejected
 # A time under 10 ns is no measurement either: CUDA event timing resolves about 0.5 us, and the smallest time in the

@@ -20,8 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"datasets": 0, "kernels": 1, "profiler": 2, "dashboard": 3, "ui": 4, "app": 5, "app_pages": 5}
-PLOTLY_ALLOWED = {"dashboard/figures.py", "dashboard/kernel_figures.py", "dashboard/report.py",
-                  "dashboard/step_figures.py"}
+PLOTLY_ALLOWED = {"dashboard/plots/figures.py", "dashboard/plots/kernel_figures.py", "dashboard/documents/report.py",
+                  "dashboard/plots/step_figures.py"}
 TORCH_FREE = ["datasets", "datasets.runfile", "kernels.registry", "kernels.plans", "profiler.measure.stats",
               "profiler.measure.policy", "profiler.commands.tune_rules", "profiler.worker.tasks", "profiler.backends.open",
               "profiler.cli.main"]   # the command line and the worker import without torch: CUDA is checked when used
@@ -60,7 +60,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 def test_there_is_something_to_check():
     names = {p.relative_to(ROOT).as_posix() for p in _source_files()}
-    assert {"datasets/__init__.py", "dashboard/scoring.py", "datasets/runfile.py"} <= names
+    assert {"datasets/__init__.py", "dashboard/model/scoring.py", "datasets/runfile.py"} <= names
 
 
 @pytest.mark.parametrize("path", _source_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -164,8 +164,8 @@ def _import_blocked(modules: list[str]) -> dict:
 
 
 def _dashboard_modules() -> list[str]:
-    return [f"dashboard.{p.stem}" for p in sorted((ROOT / "dashboard").glob("*.py"))
-            if p.stem not in ("__init__", "__main__")] + ["dashboard", "dashboard.__main__"]
+    return [".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            for p in sorted((ROOT / "dashboard").rglob("*.py")) if p.stem != "__main__"] + ["dashboard.__main__"]
 
 
 def test_dashboard_imports_with_torch_and_streamlit_blocked():
@@ -337,7 +337,7 @@ if __name__ == "__main__":
 
 
 def test_every_app_chart_draws_with_the_figures_own_style():
-    """One chart style: the app draws each figure with its own template (dashboard.figures, the reports' style),
+    """One chart style: the app draws each figure with its own template (dashboard.plots.figures, the reports' style),
     not Streamlit's theme over it, so a chart in the app and the same chart in an HTML report look alike."""
     import ast
 

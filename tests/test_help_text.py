@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from dashboard import __main__ as dashboard_main
-from dashboard import report_cli
+from dashboard.cli import main as dashboard_main
+from dashboard.cli import report_cli
 from profiler.cli import main as profiler_main
 from profiler.cli import screen as screen_cli
 from profiler.cli import step as step_cli

@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard import compare, noise, run_index, run_kinds, runs as drun, scoring, sources, views
+from dashboard.model import compare, noise, run_kinds, runs as drun, scoring, sources, views
+from dashboard.documents import run_index
 from datasets import (NEARBY_LOAD, RUNS_DIR, DatasetError, list_workloads, load_ledger, load_official, load_seed_probes,
                       load_workload)
 from datasets.paths import OFFICIAL_036_CSV, SEED_LEDGER_CSV, SEED_PROBES_CSV, WORKLOAD_JSON
@@ -89,7 +90,7 @@ def _run_data(path: str, mtime: float) -> drun.RunData:
 
 
 def run_data(path) -> drun.RunData:
-    """A validated run file as DataFrames (dashboard.runs.load_run_data), cached by path + mtime."""
+    """A validated run file as DataFrames (dashboard.model.runs.load_run_data), cached by path + mtime."""
     try:
         when = mtime(path)
     except OSError as exc:
@@ -98,7 +99,7 @@ def run_data(path) -> drun.RunData:
 
 
 def source_data(src: sources.Source) -> drun.RunData:
-    """dashboard.sources.load through the caches above: a run file, or a per-shape table presented as a run."""
+    """dashboard.model.sources.load through the caches above: a run file, or a per-shape table presented as a run."""
     if src.kind == "run":
         return run_data(src.path)
     return views.official_run_data(official(src.path), seed_probes(), src.path,
@@ -114,14 +115,14 @@ def _read_meta(path: Path) -> run_kinds.RunMeta | None:
 
 
 def run_metas(srcs: list[sources.Source]) -> dict[Path, run_kinds.RunMeta]:
-    """dashboard.run_kinds.RunMeta of every run source: a committed run's from the run index, any other (a new run,
+    """dashboard.model.run_kinds.RunMeta of every run source: a committed run's from the run index, any other (a new run,
     an extra run, an upload) from the file itself; files that do not load are left out."""
     index = run_index.read(run_index.RUN_INDEX_JSON, RUNS_DIR)   # ~190 entries: 6 ms, not worth a cache
     return run_index.metas([s.path for s in srcs if s.kind == "run"], index, _read_meta)
 
 
 def default_run_path() -> Path | None:
-    """dashboard.run_kinds.default_run over the committed runs (the winner loaded through run_data to check it)."""
+    """dashboard.model.run_kinds.default_run over the committed runs (the winner loaded through run_data to check it)."""
     committed = [sources.run_source(p) for p in drun.list_runs(RUNS_DIR)]
     return run_kinds.default_run(list(run_metas(committed).values()), opens=run_data)
 
@@ -164,7 +165,7 @@ def _run_comparison(path: str, mtime: float, baseline: str, candidate: str, incl
 
 
 def run_comparison(v) -> compare.Comparison:
-    """Bootstrap CIs and verdicts of a view's (ui.view.View) score and load ratios (dashboard.compare, gated like
+    """Bootstrap CIs and verdicts of a view's (ui.view.View) score and load ratios (dashboard.model.compare, gated like
     the score), cached like the run file: thousands of resamples are too slow to redo on every widget change."""
     return _run_comparison(v.path, mtime(v.path), v.baseline, v.candidate, v.include_below_floor)
 
@@ -172,7 +173,7 @@ def run_comparison(v) -> compare.Comparison:
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _report(kind: str, path: str, mtime: float, provenance: str, baseline: str, candidate: str, shape: str | None,
             include: bool):
-    from dashboard import report   # plotly figures and the HTML template: only the Reports page needs them
+    from dashboard.documents import report   # plotly figures and the HTML template: only the Reports page needs them
 
     src = sources.run_source(path) if kind == "run" else sources.table_source(path)
     return report.build(source_data(src), baseline, candidate, None, official(), source=provenance,
@@ -180,7 +181,7 @@ def _report(kind: str, path: str, mtime: float, provenance: str, baseline: str, 
 
 
 def report_for(v, shape: str | None = None):
-    """dashboard.report.build for a view's pair (ui.view.View; whole run, or one shape), cached like the file it
+    """dashboard.documents.report.build for a view's pair (ui.view.View; whole run, or one shape), cached like the file it
     comes from: the bootstrap CIs and figures take most of a second to rebuild on every widget change."""
     return _report(v.kind, v.path, mtime(v.path), v.source, v.baseline, v.candidate, shape, v.include_below_floor)
 
@@ -192,7 +193,7 @@ def series_workload(kind: str, path):
 
 def series_frame(specs: tuple) -> pd.DataFrame:
     """Compare series for (label, kind, path, column or candidate) specs, scored shapes only, through the caches:
-    a table column (dashboard.compare.series_from_table) or a run's candidate with its failures (series_from_run)."""
+    a table column (dashboard.model.compare.series_from_table) or a run's candidate with its failures (series_from_run)."""
     frames = []
     for label, kind, path, col in specs:
         if kind == "table":
@@ -211,6 +212,6 @@ def _compared(specs: tuple, mtimes: tuple, reference: str, include: bool) -> com
 
 
 def compared(specs: tuple, reference: str, include: bool) -> compare.Comparison:
-    """dashboard.compare.compare of the series (gated), cached by the files' mtimes: a thousand bootstrap
+    """dashboard.model.compare.compare of the series (gated), cached by the files' mtimes: a thousand bootstrap
     resamples per shape are too slow to redo on every widget change."""
     return _compared(specs, tuple(mtime(path) for _, _, path, _ in specs), reference, include)

@@ -85,7 +85,7 @@ def sweep(plans: list[str], shape_rows, out: Path, *, label: str, mode: str, sha
 
 def scores(out: Path) -> list[tuple[str, str, object, str | None]]:
     """(candidate, baseline, ScoreBreakdown or None, why not scored or None) for every pair of the run file."""
-    from dashboard import runs, scoring
+    from dashboard.model import runs, scoring
 
     data = runs.load_run_data(out)
     found = []

@@ -14,7 +14,7 @@ from typing import Callable
 from datasets import DatasetError, list_workloads, load_workload
 from datasets.jsonfile import JsonInputError, parse_json, read_json
 from kernels.plans import ANY_FAMILY, PLANS_DIR, PlanError, list_plans, plan_from_dict
-from dashboard import sources
+from dashboard.model import sources
 from ui import loaders, uploads
 
 # What a plan file can get wrong: one line each, shown by the page.

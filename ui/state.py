@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import sources
+from dashboard.model import sources
 from ui.widgets import md_text
 
 

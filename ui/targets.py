@@ -1,11 +1,11 @@
 """The target-score input the Overview and the Planner share (not a page itself)."""
 import streamlit as st
 
-from dashboard import views
+from dashboard.model import views
 
 
 def target_input(key: str, v, score: float, box=st) -> float:
-    """A target-score number input that opens above the current score (dashboard.views.default_target).
+    """A target-score number input that opens above the current score (dashboard.model.views.default_target).
 
     It resets when the source, baseline or candidate changes (a new score needs a new default) and when the page is
     revisited (Streamlit drops a widget's state when its page is left)."""

@@ -1,7 +1,7 @@
 """A link from a page to the Glossary page (not a page itself)."""
 import streamlit as st
 
-from dashboard import glossary
+from dashboard.model import glossary
 
 GLOSSARY_PAGE = "app_pages/glossary.py"
 

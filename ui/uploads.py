@@ -1,6 +1,6 @@
 """Uploads: a run file (.json) or a per-shape table (.csv), validated when it arrives and kept on this server in the
 upload folder ($PROJLAB_UPLOAD_DIR, else .uploads/ at the repository root: gitignored, never datasets/runs/), named by
-its content hash (dashboard.sources.upload_name). A reload or a link naming an upload on the same server finds the
+its content hash (dashboard.model.sources.upload_name). A reload or a link naming an upload on the same server finds the
 file there again; an upload is listed in the browser session that uploaded it or followed a link to it, not in
 everyone's picker.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import sources
+from dashboard.model import sources
 from datasets.jsonfile import LIMITS
 from datasets.paths import DATA_DIR, PROJECT_DIR
 from ui import loaders

@@ -1,6 +1,6 @@
 """The view a page works on: the sidebar's source picker (grouped, newest first, its state in the session and the
 URL), the baseline / candidate pair, the gate's notices, and the View a page draws from. What a source is, how it
-loads and which pair it shows come from dashboard.sources; every score from dashboard.runs.run_score (through the
+loads and which pair it shows come from dashboard.model.sources; every score from dashboard.model.runs.run_score (through the
 correctness gate), through the caches of ui.loaders.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from dashboard import runs as drun, scoring, sources, views, workloads
+from dashboard.model import runs as drun, scoring, sources, views, workloads
 from datasets import devices
 from ui import loaders, uploads
 from ui.state import url_choice, url_selectbox, url_write
@@ -22,12 +22,12 @@ FLOOR_PARAM, INCLUDE = "below_floor", "include"
 
 def official_note(wl, what: str = "this run") -> str | None:
     """None when the published muse tables (official 036, ledger, seed probes) apply to `wl`, else the line that
-    says they do not (dashboard.workloads.official_only)."""
+    says they do not (dashboard.model.workloads.official_only)."""
     return workloads.official_only(wl, what)
 
 
 def source_list() -> list[sources.Source]:
-    """dashboard.sources.list_sources: the published table, committed runs, $PROJLAB_EXTRA_RUNS, this session's
+    """dashboard.model.sources.list_sources: the published table, committed runs, $PROJLAB_EXTRA_RUNS, this session's
     uploads (and those the address names, ui.uploads.from_links)."""
     uploads.from_links()
     return sources.list_sources(loaders.RUNS_DIR, uploaded_tables=st.session_state.get("uploaded_tables", []),
@@ -38,12 +38,12 @@ def source_list() -> list[sources.Source]:
 @dataclass
 class View:
     label: str
-    source: str                 # dashboard.sources: "published" | "measured" | "uploaded"
+    source: str                 # dashboard.model.sources: "published" | "measured" | "uploaded"
     kind: str                   # "table" | "run"
     path: str
     baseline: str
     candidate: str
-    data: drun.RunData          # a run, or a table presented as one (dashboard.views.official_run_data)
+    data: drun.RunData          # a run, or a table presented as one (dashboard.model.views.official_run_data)
     breakdown: scoring.ScoreBreakdown | None
     score_error: str | None
     table: pd.DataFrame | None = None  # runs.shape_table, built once inside pick()'s error handling
@@ -66,7 +66,7 @@ class View:
         return self.data.run if self.kind == "run" else None
 
     def shape_table(self) -> pd.DataFrame:
-        """Long per-shape × candidate table with metrics, floors and SOL (dashboard.runs.shape_table)."""
+        """Long per-shape × candidate table with metrics, floors and SOL (dashboard.model.runs.shape_table)."""
         if self.table is None:
             self.table = drun.shape_table(self.data)
         return self.table
@@ -96,7 +96,7 @@ def current_source() -> sources.Source:
 
 
 def sources_in_order() -> tuple[list[sources.Source], dict[str, str]]:
-    """Every source in picker order and what each option shows (dashboard.sources.picker: grouped by kind, newest
+    """Every source in picker order and what each option shows (dashboard.model.sources.picker: grouped by kind, newest
     first, the default marked)."""
     return _sources_in_order()[:2]
 

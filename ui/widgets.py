@@ -7,7 +7,7 @@ import re
 import pandas as pd
 import streamlit as st
 
-from dashboard.report_render import md_escape
+from dashboard.documents.report_render import md_escape
 from datasets.text import escape_controls
 
 RED = "color: #d62728; font-weight: 600"
@@ -15,7 +15,7 @@ RED = "color: #d62728; font-weight: 600"
 
 # `text` shown as it is inside markdown, on one line: every name or other text from outside that a page puts into
 # markdown, a caption, an alert, a heading, a widget label or a tooltip goes through it (the reports' own escape,
-# dashboard.report_render.md_escape: no link, image, HTML, math or directive can come from it).
+# dashboard.documents.report_render.md_escape: no link, image, HTML, math or directive can come from it).
 md_text = md_escape
 
 
@@ -55,14 +55,14 @@ def gated_style(df: pd.DataFrame, column: str = "usable"):
 
 
 def ratio_ci_columns(point: str = "ratio", label: str = "ratio × (derived)") -> dict:
-    """Column labels for a ratio (or score) and the 95% bootstrap CI dashboard.compare computed around it."""
+    """Column labels for a ratio (or score) and the 95% bootstrap CI dashboard.model.compare computed around it."""
     num = st.column_config.NumberColumn
     return {point: num(label, format="%.4f"), "ci_low": num("95% CI low", format="%.4f"),
             "ci_high": num("95% CI high", format="%.4f")}
 
 
 def shape_ratio_columns(v) -> dict:
-    """Column labels for a view's (ui.view.View) dashboard.views.wide_shapes times and ratios: the per-shape CI in a
+    """Column labels for a view's (ui.view.View) dashboard.model.views.wide_shapes times and ratios: the per-shape CI in a
     run file belongs to the median of the paired per-round ratios (ratio_paired), not to the ratio of the two
     medians (ratio)."""
     t = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"

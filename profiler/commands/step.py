@@ -5,7 +5,7 @@ per-shape ratios.
              step_seconds=2.0, step_timeout_s=300.0, device="cuda", log=print, worker_init=None,
              progress=None) -> dict (the run)
 
-One run file holds both halves, so the Amdahl comparison (dashboard/step.py) uses numbers of one run:
+One run file holds both halves, so the Amdahl comparison (dashboard/model/step.py) uses numbers of one run:
   1. the shapes: every projection family of the layer at every batch (M = batch), the ordinary sweep
      (profiler.commands.sweep.sweep_on: the contract, paired cold timing; results, pairs, failures as any run's);
   2. the step: one task per (batch, context) point in the worker (profiler/worker/step_task.py), every candidate in

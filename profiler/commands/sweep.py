@@ -194,7 +194,7 @@ def plan_candidates(spec_of: dict, workload) -> dict:
 
 def record_plan_devices(run: dict, plans: dict) -> None:
     """environment.plans_tuned_on: {plan: the GPU it records it was tuned on}, for every plan candidate that records
-    one -- the pages and summaries say so where that is not the run's device (dashboard.summary.plan_device_notes)."""
+    one -- the pages and summaries say so where that is not the run's device (dashboard.cli.summary.plan_device_notes)."""
     tuned = {name: cand.plan.gpu for name, cand in plans.items() if cand.plan.gpu}
     if tuned:
         run["environment"]["plans_tuned_on"] = tuned

@@ -1,9 +1,9 @@
 """The Fleet page: one sweep's run files (one per GPU model) side by side, each scored alone through the gate; the
-page shows dashboard.fleet's numbers, never its own. Fixture runs: the SYNTHETIC app fixtures under two made-up GPU
+page shows dashboard.model.fleet's numbers, never its own. Fixture runs: the SYNTHETIC app fixtures under two made-up GPU
 names (not measurements)."""
 import pytest
 
-from dashboard import runs
+from dashboard.model import runs
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_page_list import SOURCE_PAGES
-from dashboard import runs
+from dashboard.model import runs
 
 MESSAGE = "best vs baseline: no score: best is incorrect at 1 scored shape (decode 1/o"
 

@@ -3,8 +3,8 @@
 
 import pytest
 
-from dashboard import kernels
-from dashboard import runs as runs_mod
+from dashboard.model import kernels
+from dashboard.model import runs as runs_mod
 from datasets import load_workload
 
 RUN_NAME = "2026-12-01_nvidia-h200_explain-baseline-best.json"
@@ -46,9 +46,10 @@ def _methods(path, key):
 
 
 def _option_names(box) -> list[str]:
-    """The file names of the explain-run picker's options, which show dashboard.sources.run_text (date, label,
+    """The file names of the explain-run picker's options, which show dashboard.model.sources.run_text (date, label,
     candidates); each option must name one explain run file (the broken fixture: its own name)."""
-    from dashboard import run_index, run_kinds, runs, sources
+    from dashboard.documents import run_index
+    from dashboard.model import run_kinds, runs, sources
 
     files = [*runs.list_runs(), *app_fixtures()]
     metas = run_index.metas(files, run_index.read())
@@ -108,7 +109,7 @@ def test_a_shape_link_picks_the_shape_and_the_page_shows_its_numbers(app, calls)
     here = calls[calls["shape"] == "verify 1/unpooler"]
     # one floor per (run, shape): the sidebar's sweep's floor and SOL, as `dashboard table` and Shapes show them;
     # the explain run's own floor is named beside them
-    from dashboard import run_kinds, runs as drun
+    from dashboard.model import run_kinds, runs as drun
     sweep = drun.load_run_data(run_kinds.default_run(drun.list_runs()))
     own = kernels.sweep_sol(sweep, "verify 1/unpooler").set_index("candidate")
     floor = next(m for m in at.metric if m.label.startswith("Floor"))

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from app_page_list import PAGES, SOURCE_PAGES
-from dashboard import runs
+from dashboard.model import runs
 
 
 
@@ -157,7 +157,7 @@ def test_compare_two_runs_with_intersection_note(app):
     raw = shapes[shapes["mode"] != "across_rr"]   # a ratio of ratios is relative to each run's baseline
     assert 0 < len(raw) < len(shapes)
     assert raw["ratio"].to_numpy() == pytest.approx((raw["reference_us"] / raw["series_us"]).to_numpy())
-    from dashboard.noise import SAME_ROUTE, verdict
+    from dashboard.model.noise import SAME_ROUTE, verdict
     assert list(shapes["verdict"]) == [SAME_ROUTE if same else verdict(lo, hi, band) for lo, hi, band, same in
                                        zip(shapes["ci_low"], shapes["ci_high"], shapes["band"], shapes["same_route"])]
     assert (shapes["ci_low"] <= shapes["ratio"]).all() and (shapes["ratio"] <= shapes["ci_high"]).all()
@@ -360,7 +360,7 @@ def test_shapes_shows_eager_beside_graph_and_flags_host_bound_shapes(app, monkey
 def test_shapes_shows_the_library_ceiling_from_the_search_files(app):
     """The committed cuBLASLt search file (measured on the H200) beside the published table's shapes: one row per
     BF16 shape it covers, the ceiling derived from its own two times; a run of another GPU leaves it out, saying so."""
-    from dashboard import library_ceiling
+    from dashboard.model import library_ceiling
     from datasets import load_workload
 
     at = app.open_page("shapes")
@@ -379,7 +379,7 @@ def test_shapes_shows_the_library_ceiling_from_the_search_files(app):
 
 def test_compare_page_gives_the_numbers_of_python_m_dashboard_compare(app):
     """One function behind both: the page's overall and per-load rows for two runs' `best` are compare_runs' own."""
-    from dashboard import compare, runs as drun
+    from dashboard.model import compare, runs as drun
 
     a, b = ("2026-12-04_nvidia-h200_baseline-seed036-seed039-best-final.json.gz",
             "2026-12-04_nvidia-h200_baseline-vs-best-b-final.json.gz")

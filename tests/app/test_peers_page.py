@@ -1,4 +1,4 @@
-"""The Overview shows `best` against the best of the run's peers (dashboard/peers.py) on the SYNTHETIC peers run,
+"""The Overview shows `best` against the best of the run's peers (dashboard/model/peers.py) on the SYNTHETIC peers run,
 with the failing peer shown failing."""
 from pathlib import Path
 

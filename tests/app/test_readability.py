@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from dashboard import glossary, noise, runs, views
+from dashboard.model import glossary, noise, runs, views
 from datasets import load_workload
 
 NEARBY_ONLY = "run: 2026-11-30_nvidia-h200_baseline-vs-best-nearby-r3.json"
@@ -94,7 +94,7 @@ def test_where_time_goes_shows_time_above_the_floor(app):
 
 def test_compare_names_the_band_of_every_verdict(app):
     at = app.open_page("compare", source=None)
-    assert any(noise.headline() in c.value for c in at.caption)   # the bands dashboard.noise derives, not typed
+    assert any(noise.headline() in c.value for c in at.caption)   # the bands dashboard.model.noise derives, not typed
     loads = next(d.value for d in at.dataframe if "load" in d.value and "band_source" in d.value)
     assert loads["band_source"].str.contains(r"band ±\d+\.\d %, from \d+").all()
 

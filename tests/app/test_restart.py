@@ -1,6 +1,6 @@
 """A code change shows after a restart with no cache folder deleted: the app keeps nothing on disk that an edit to
 dashboard/ or datasets/ could leave stale. Two app processes share one home folder (where Streamlit's disk cache
-would live); between them dashboard/metrics.py's FLOP convention is edited in a copy of the code, and the second
+would live); between them dashboard/model/metrics.py's FLOP convention is edited in a copy of the code, and the second
 process must show the new FLOPs on the committed run the app opens on."""
 import json
 import os
@@ -50,7 +50,7 @@ def test_editing_the_flop_convention_shows_after_a_restart(tmp_path):
     app, home = _copy(tmp_path), tmp_path / "home"
     home.mkdir()
     before = _gflop(app, home)
-    metrics = app / "dashboard" / "metrics.py"
+    metrics = app / "dashboard" / "model" / "metrics.py"
     text = metrics.read_text()
     assert "return 2 * M * N * K" in text
     metrics.write_text(text.replace("return 2 * M * N * K", "return 4 * M * N * K"))

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from dashboard import run_index
+from dashboard.documents import run_index
 
 _SPEC = importlib.util.spec_from_file_location("page_text", __file__.rsplit("/tests/", 1)[0]
                                                + "/tests/fixtures/app/page_text.py")
@@ -23,13 +23,17 @@ BEFORE = json.loads(gzip.decompress(PAGE_TEXT.FIXTURE.read_bytes()))
 # Text changed on purpose since the capture, until it is taken again: (case, or "*" for every case; what it said;
 # what it says).
 INTENDED: list[tuple[str, str, str]] = [
+    ("*", 'dashboard/kernel_findings.py', 'dashboard/model/kernel_findings.py'),   # dashboard/ split into sub-packages by job
+    ("*", 'dashboard/kernels.py', 'dashboard/model/kernels.py'),   # dashboard/ split into sub-packages by job
+    ("*", 'dashboard/noise.py', 'dashboard/model/noise.py'),   # dashboard/ split into sub-packages by job
+    ("*", 'dashboard.noise', 'dashboard.model.noise'),   # dashboard/ split into sub-packages by job
     # The upload folder's quotas (ui/uploads.py): per browser session, and a server cap that refuses.
     ("*", "An upload is kept on this server (the newest 100 uploads, 256 MB in all), so a reload or a link to it on "
           "this server shows it again.",
      "An upload is kept on this server, so a reload or a link to it on this server shows it again: 20 uploads "
      "(64 MB) per browser session, your oldest replaced first; 100 uploads (256 MB) on the server, refused when "
      "full."),
-    # One markdown escape for pages and reports (dashboard.report_render.md_escape): an underscore inside a word is
+    # One markdown escape for pages and reports (dashboard.documents.report_render.md_escape): an underscore inside a word is
     # not markup and stays as it is; a ':' before a letter is escaped (a Streamlit directive).
     ("*", "less\\_accurate", "less_accurate"), ("*", "\n- at::", "\n- at:\\:"),
     # ... and a '#' in a name is escaped on pages too, as it always was in reports.
@@ -42,7 +46,7 @@ INTENDED: list[tuple[str, str, str]] = [
     ("*", "so no CI and no verdict.", "so no CI and no verdict. **NO VERDICT**: no repeat evidence on the run's "
      "device (a band comes only from the same kind of device: its committed repeats, or the run's own repeat such "
      "as `baseline#2`)."),
-    ("*", "(`dashboard/noise.py`) gives every verdict", "(`datasets/noise_model.py`, derived by `dashboard/noise.py`) "
+    ("*", "(`dashboard/model/noise.py`) gives every verdict", "(`datasets/noise_model.py`, derived by `dashboard/model/noise.py`) "
      "gives every verdict"),
     # the Run page names --device cpu for a machine without a GPU
     ("run|", "Other useful forms: `--shapes", "Other useful forms: `--device cpu` (no GPU: checks a candidate and "

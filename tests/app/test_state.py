@@ -3,7 +3,7 @@ follows a shared link, warns on a bad one, never shows a stale candidate, and li
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import runs
+from dashboard.model import runs
 
 R2 = "2026-11-30_nvidia-h200_baseline-seed036-best-r2.json"
 BVB = "2026-11-30_nvidia-h200_baseline-vs-baseline-a-r2.json"
@@ -234,7 +234,8 @@ def test_dispatch_upload_errors_are_one_line(app):
 
 
 def test_the_source_picker_groups_by_kind_newest_first_and_marks_the_default(app, monkeypatch):
-    from dashboard import run_index, run_kinds
+    from dashboard.documents import run_index
+    from dashboard.model import run_kinds
 
     monkeypatch.delenv("PROJLAB_EXTRA_RUNS", raising=False)
     at = AppTest.from_file(str(app.ROOT / "app.py"), default_timeout=90)

@@ -39,7 +39,7 @@ def test_without_a_step_run_it_says_how_to_make_one(app, monkeypatch):
 
 def test_a_step_run_is_a_source_like_any_run(app, monkeypatch):
     """Its shapes are an ordinary sweep's: the sidebar lists it (grouped as a decode step) and a page reads it."""
-    from dashboard import run_kinds, sources
+    from dashboard.model import run_kinds, sources
 
     assert run_kinds.STEP in sources.GROUPS
     monkeypatch.setenv("PROJLAB_EXTRA_RUNS", str(app.FIXTURES / "step_cpu_tiny.json"))

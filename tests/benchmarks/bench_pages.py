@@ -3,7 +3,7 @@ the size of a whole-run report.
 
     python3 tests/benchmarks/bench_pages.py [--repeat 3] [--run PATH]
 
-Sources: the published official table, and the committed run the app opens on (dashboard.run_kinds.default_run; else the
+Sources: the published official table, and the committed run the app opens on (dashboard.model.run_kinds.default_run; else the
 app's synthetic fixture, said so in the output). The process first renders the Overview once (a warm server: its
 imports done, nothing else computed), then prints, per page and source, the page's first visit (a new session, as a
 new browser tab: the page's own loading and deriving, including picking the source) and the median of the next
@@ -54,9 +54,9 @@ def main() -> int:
     ap.add_argument("--run", help="a run file to use as the measured source")
     ap.add_argument("--pages", nargs="+", choices=PAGES, default=PAGES, help="only these pages (default: all)")
     args = ap.parse_args()
-    from dashboard import run_index
-    from dashboard.run_kinds import default_run
-    from dashboard.runs import list_runs
+    from dashboard.documents import run_index
+    from dashboard.model.run_kinds import default_run
+    from dashboard.model.runs import list_runs
 
     run = Path(args.run) if args.run else default_run(list(run_index.metas(list_runs(), run_index.read()).values()))
     note = "committed run"
@@ -92,7 +92,7 @@ def main() -> int:
 def _report_size(run: Path) -> None:
     """The whole-run report of `run` (its first pair, as `python -m dashboard report RUN` writes it): HTML size and
     build time."""
-    from dashboard import report
+    from dashboard.documents import report
 
     t0 = time.perf_counter()
     rep = report.build_from_path(run)

@@ -206,14 +206,14 @@ def _report_line(capsys, text: str) -> None:
 
 
 def _default_run_score():
-    from dashboard import run_index
-    from dashboard.run_kinds import default_run
-    from dashboard.runs import list_runs, load_run_data, run_score
+    from dashboard.documents import run_index
+    from dashboard.model.run_kinds import default_run
+    from dashboard.model.runs import list_runs, load_run_data, run_score
 
     path = default_run(list(run_index.metas(list_runs(), run_index.read()).values()))
     if path is None:
         return None
-    from dashboard.sources import default_pair
+    from dashboard.model.sources import default_pair
 
     data = load_run_data(path)
     base, cand = default_pair(data)   # the pair the app opens on
@@ -359,9 +359,9 @@ def _nav(drv, page: str) -> None:
 def _seed036_sweep() -> str | None:
     """The oldest committed plan sweep of baseline and seed036 that scores both at every shape: a run other than
     the one the app opens on, so a ?source= link to it has something to prove."""
-    from dashboard import run_index
-    from dashboard.run_kinds import SWEEP, newest_first
-    from dashboard.runs import list_runs
+    from dashboard.documents import run_index
+    from dashboard.model.run_kinds import SWEEP, newest_first
+    from dashboard.model.runs import list_runs
 
     # the committed run index (tests/dashboard/test_run_index.py holds it to the files) instead of every file read
     metas = [m for m in run_index.metas(list_runs(), run_index.read()).values() if m is not None and m.kind == SWEEP
@@ -377,7 +377,7 @@ def test_a_shared_url_reproduces_the_view(server, browser):
 
     from selenium.webdriver.common.by import By
 
-    from dashboard.runs import load_run_data, run_score
+    from dashboard.model.runs import load_run_data, run_score
 
     run = _seed036_sweep()
     if run is None:
@@ -387,13 +387,13 @@ def test_a_shared_url_reproduces_the_view(server, browser):
     browser.get(f"{server}/shapes?source={run}&baseline=baseline&candidate=seed036")
     _wait_rendered(browser)
     line, pickers = _wait_sidebar(browser, run, "seed036")
-    # the Source line names the file; the pickers show its date, label and candidates (dashboard.sources.run_text)
+    # the Source line names the file; the pickers show its date, label and candidates (dashboard.model.sources.run_text)
     assert run in line and "seed036" in line and "seed036" in pickers, (line, pickers)
     _nav(browser, "roofline")
     _wait_rendered(browser)
     assert browser.current_url.split("?")[0].endswith("/roofline")
     line, pickers = _wait_sidebar(browser, run, "seed036")
-    # the Source line names the file; the pickers show its date, label and candidates (dashboard.sources.run_text)
+    # the Source line names the file; the pickers show its date, label and candidates (dashboard.model.sources.run_text)
     assert run in line and "seed036" in line and "seed036" in pickers, (line, pickers)
     query = parse_qs(urlparse(browser.current_url).query)
     assert query.get("source") == [run] and query.get("candidate") == ["seed036"], browser.current_url
@@ -421,6 +421,6 @@ def test_overview_has_its_own_address_too(server, browser):
     assert "Page not found" not in body, body[:300]
     assert browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"] h1').text.startswith("Overview")
     line, pickers = _wait_sidebar(browser, run, "seed036")
-    # the Source line names the file; the pickers show its date, label and candidates (dashboard.sources.run_text)
+    # the Source line names the file; the pickers show its date, label and candidates (dashboard.model.sources.run_text)
     assert run in line and "seed036" in line and "seed036" in pickers, (line, pickers)
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')

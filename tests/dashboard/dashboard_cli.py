@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from dashboard import __main__ as dashboard_main
+from dashboard.cli import main as dashboard_main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,8 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dashboard import fleet, report, runs, scoring
-from dashboard.summary import format_breakdown
+from dashboard.model import fleet, runs, scoring
+from dashboard.documents import report
+from dashboard.cli.summary import format_breakdown
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "app" / "synthetic_a.json"

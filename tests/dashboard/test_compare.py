@@ -1,11 +1,11 @@
-"""dashboard.compare: verdict rule, bootstrap CIs, pairing, intersections, per-load and overall rows."""
+"""dashboard.model.compare: verdict rule, bootstrap CIs, pairing, intersections, per-load and overall rows."""
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import compare, noise
+from dashboard.model import compare, noise
 from datasets import load_official, load_workload
 
 SHAPE = {"load": "decode 1", "family": "o", "M": 1, "N": 8192, "K": 1024}

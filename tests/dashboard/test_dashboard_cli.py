@@ -80,9 +80,9 @@ def test_bad_input_is_one_line_exit_2(tmp_path, name, content, expected):
 
 
 def test_report_hook_passes_arguments_through(monkeypatch):
-    # `python -m dashboard report ...` hands everything after 'report' to dashboard.report_cli.main untouched.
-    from dashboard import __main__ as cli_main
-    import dashboard.report_cli as report_cli
+    # `python -m dashboard report ...` hands everything after 'report' to dashboard.cli.report_cli.main untouched.
+    from dashboard.cli import main as cli_main
+    import dashboard.cli.report_cli as report_cli
 
     seen = {}
 
@@ -103,7 +103,7 @@ def test_no_command_is_a_usage_error():
 def test_summarize_nearby_only_run_reports_spread_without_a_score(tmp_path, capsys):
     import json
 
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     run = json.loads((ROOT / "datasets/runs/2026-11-30_nvidia-h200_baseline-vs-best-nearby.json").read_text())
     assert main(["summarize", str(ROOT / "datasets/runs/2026-11-30_nvidia-h200_baseline-vs-best-nearby.json")]) == 0
@@ -116,7 +116,7 @@ def test_summarize_nearby_only_run_reports_spread_without_a_score(tmp_path, caps
 def test_table_prints_method_ratio_ci_floor_and_sol_per_shape(capsys):
     import json
 
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     path = ROOT / "datasets/runs/2026-11-30_nvidia-h200_baseline-seed036-best-r2.json"  # a committed H200 run
     run = json.loads(path.read_text())
@@ -269,7 +269,7 @@ def test_report_and_kernel_report_import_one_way():
     import ast
 
     def imported(module):
-        tree = ast.parse((ROOT / "dashboard" / f"{module}.py").read_text())
+        tree = ast.parse((ROOT / "dashboard" / "documents" / f"{module}.py").read_text())
         names = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
@@ -277,7 +277,7 @@ def test_report_and_kernel_report_import_one_way():
         return names
 
     assert not any("kernel_report" in n for n in imported("report"))
-    assert "dashboard.report.Report" in imported("kernel_report")
+    assert "dashboard.documents.report.Report" in imported("kernel_report")
 
 
 # --- run files that used to give a traceback, a line without the file, or an answer --------------------------------
@@ -306,7 +306,7 @@ def _tiny_with(tmp_path, change, name="edited.json"):
 ])
 @pytest.mark.parametrize("verb", ["summarize", "table", "report"])
 def test_a_malformed_run_is_one_line_naming_the_file_and_field(tmp_path, capsys, change, words, verb):
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     path = _tiny_with(tmp_path, change)
     assert main([verb, str(path), *(["--out", str(tmp_path / "out")] if verb == "report" else [])]) == 2
@@ -315,7 +315,7 @@ def test_a_malformed_run_is_one_line_naming_the_file_and_field(tmp_path, capsys,
 
 
 def test_a_run_with_a_repeated_key_is_refused_naming_the_key(tmp_path, capsys):
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     text = TINY.read_text().replace('"median_us": 10.0,', '"median_us": 10.0, "median_us": 1.0,', 1)
     (tmp_path / "twice.json").write_text(text)
@@ -331,7 +331,7 @@ def test_a_run_with_a_repeated_key_is_refused_naming_the_key(tmp_path, capsys):
     (["report", "x.json"], "the following arguments are required: --out"),
 ])
 def test_argument_errors_are_one_line_with_the_usage_hint(capsys, argv, words):
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     with pytest.raises(SystemExit) as info:
         main(argv)
@@ -341,8 +341,8 @@ def test_argument_errors_are_one_line_with_the_usage_hint(capsys, argv, words):
 
 # --- table --sort, a closed pipe, the .json.gz hint, results --runs -------------------------------------------------
 def _table_column(out: str, key: str) -> list[float]:
-    """One numeric column of `dashboard table`'s fixed-width rows (dashboard.summary.format_shape_table)."""
-    from dashboard.summary import METHOD_COLUMN
+    """One numeric column of `dashboard table`'s fixed-width rows (dashboard.cli.summary.format_shape_table)."""
+    from dashboard.cli.summary import METHOD_COLUMN
 
     start = 2 + 20 + 4 + 2 + METHOD_COLUMN + {"base-us": 0, "cand-us": 9, "ratio": 18}[key]
     width = 7 if key == "ratio" else 9
@@ -352,7 +352,7 @@ def _table_column(out: str, key: str) -> list[float]:
 
 @pytest.mark.parametrize("key", ["ratio", "cand-us", "base-us"])
 def test_table_sort_orders_the_rows(capsys, key):
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     assert main(["table", str(R3), "--sort", key]) == 0
     values = _table_column(capsys.readouterr().out, key)
@@ -372,7 +372,7 @@ def test_a_closed_pipe_ends_quietly():
 
 @pytest.mark.parametrize("folder", ["no_such_folder", "empty"])
 def test_results_from_a_missing_or_empty_runs_folder_writes_nothing(tmp_path, capsys, folder):
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     (tmp_path / "empty").mkdir()
     target = tmp_path / "RESULTS.md"
@@ -386,7 +386,7 @@ def test_results_from_a_missing_or_empty_runs_folder_writes_nothing(tmp_path, ca
 @pytest.mark.parametrize("verb", ["summarize", "table"])
 def test_a_denormal_time_is_refused_by_every_verb(tmp_path, capsys, verb):
     """One validation for every reader: 5e-324 µs is no measurement (table used to print it, summarize to fail)."""
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     run = json.loads((FIXTURES / "2000-01-01_synthetic_synthetic-complete.json").read_text())
     run["results"][0]["median_us"] = 5e-324
@@ -399,7 +399,7 @@ def test_a_denormal_time_is_refused_by_every_verb(tmp_path, capsys, verb):
 
 def test_table_sort_orders_the_shape_rows_only(capsys):
     """--sort reorders the per-shape rows; the SOL-per-load block keeps the workload's load order."""
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     def sol_block(text):
         return text.split("SOL per load", 1)[1].splitlines()[1:7]

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard import eager, report, runs, views
+from dashboard.model import eager, runs, views
+from dashboard.documents import report
 
 ROOT = Path(__file__).resolve().parents[2]
 EAGER = ROOT / "tests" / "fixtures" / "runs" / "2000-01-04_synthetic_synthetic-eager.json"

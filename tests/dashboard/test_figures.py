@@ -1,11 +1,12 @@
-"""dashboard.figures: each builder draws the right traces, axes and values, and says where numbers come from."""
+"""dashboard.plots.figures: each builder draws the right traces, axes and values, and says where numbers come from."""
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from dashboard import figures, views
-from dashboard import runs
+from dashboard.plots import figures
+from dashboard.model import views
+from dashboard.model import runs
 from datasets import load_ledger, load_official, load_seed_probes, load_workload
 
 OFF = load_official()
@@ -238,7 +239,7 @@ def _log_axes(fig):
 
 
 def test_every_log_axis_is_labelled_at_chosen_values_never_bare_minor_digits():
-    from dashboard import kernel_figures
+    from dashboard.plots import kernel_figures
 
     run = pd.DataFrame({"bytes": [1e6, 1e8, 4e9], "us": [3.0, 25.0, 900.0], "tbps": [0.33, 4.0, 4.4],
                         "design": ["a", "b", "c"]})

@@ -1,9 +1,9 @@
-"""dashboard.fleet: which run files form one fleet sweep, the overall SOL, and one row per GPU model."""
+"""dashboard.model.fleet: which run files form one fleet sweep, the overall SOL, and one row per GPU model."""
 import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import fleet
+from dashboard.model import fleet
 
 
 def test_fleet_sets_group_run_files_by_label_and_prefer_the_most_gpu_models():
@@ -25,7 +25,7 @@ def test_overall_sol_weights_floors_and_times_and_refuses_a_gated_shape():
 
 
 def test_fleet_table_scores_each_run_alone_and_says_why_one_has_no_score(fleet_run_files):
-    from dashboard import runs
+    from dashboard.model import runs
     from datasets import load_workload
 
     wl = load_workload()
@@ -42,7 +42,8 @@ def test_the_default_fleet_set_is_the_shipped_plans_newest_cluster_sweep_never_a
     never offered."""
     import json
 
-    from dashboard import run_index, run_kinds, runs
+    from dashboard.documents import run_index
+    from dashboard.model import run_kinds, runs
 
     metas = run_index.metas(runs.list_runs(), run_index.read())   # the index: test_run_index.py checks it
     sweeps = {p: m for p, m in metas.items() if m is not None and m.kind == run_kinds.SWEEP}
@@ -62,7 +63,7 @@ def test_the_default_fleet_set_is_the_shipped_plans_newest_cluster_sweep_never_a
 
 
 def test_a_no_score_reason_is_not_prefixed_twice(fleet_run_files):
-    from dashboard import runs
+    from dashboard.model import runs
 
     paths = fleet_run_files(break_b=True)
     table = fleet.fleet_table([runs.load_run_data(p) for p in paths], "baseline", "seed036")

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import compare, runs, scoring, views
+from dashboard.model import compare, runs, scoring, views
 from datasets import load_workload
 from dashboard_cli import run_main
 
@@ -164,7 +164,7 @@ def test_a_blocked_load_still_counts_its_shapes(edit, tmp_path):
 def test_a_candidate_rejected_everywhere_is_still_summarized():
     """The committed H200 known-wrong run: most wrong candidates have no timed result at all (only failures);
     the summary must still name each one and why it has no score."""
-    from dashboard import runs as drun
+    from dashboard.model import runs as drun
     from datasets import RUNS_DIR
 
     data = drun.load_run_data(RUNS_DIR / "2026-12-01_nvidia-h200_baseline-vs-known-wrong-r4.json")

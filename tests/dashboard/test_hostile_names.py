@@ -1,14 +1,14 @@
 """Names reach terminals and reports escaped: control characters, ANSI codes, CR, NUL and bidi overrides show as
 escapes wherever a run is read (datasets.jsonfile), and no name adds markup to an HTML report or a chart label
-(dashboard.figures.html_labels)."""
+(dashboard.plots.figures.html_labels)."""
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from dashboard import figures
-from dashboard.__main__ import main
+from dashboard.plots import figures
+from dashboard.cli.main import main
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "runs" / "2000-01-01_synthetic_synthetic-complete.json"
 HOSTILE = "fa\x1b[31mst\r\nFAKE: score 9.9\x00\u202eevil<a href=http://x.test>link</a>"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import kernel_findings as F
-from dashboard import kernels, runs
+from dashboard.model import kernel_findings as F
+from dashboard.model import kernels, runs
 from datasets import load_workload
 from datasets import devices
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import kernels, runs, scoring
+from dashboard.model import kernels, runs, scoring
 from datasets import load_workload
 from profiler.commands.sweep import select_shapes, shape_bytes
 
@@ -72,7 +72,7 @@ def test_the_gap_parts_sum_to_the_gap(calls, ktab):
 
 def test_ideal_bytes_and_floors(data, calls):
     """Ideal bytes agree with the profiler's byte count (weights + x + y); the floor is the larger of the probe at
-    those bytes and 2MNK at the run's measured peak, as in every other view (dashboard.runs.shape_table)."""
+    those bytes and 2MNK at the run's measured peak, as in every other view (dashboard.model.runs.shape_table)."""
     profiler_bytes = {(s["load"], s["family"]): shape_bytes(s) for s in select_shapes("official")}
     assert calls.apply(lambda r: profiler_bytes[(r["load"], r["family"])] == r["ideal_bytes"], axis=1).all()
     curve = runs.probe_curve(runs.load_run_data(RUN))

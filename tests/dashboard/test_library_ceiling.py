@@ -1,11 +1,11 @@
-"""dashboard.library_ceiling: per shape, the cuBLASLt search's torch_linear, heuristic and library-best times, from
+"""dashboard.model.library_ceiling: per shape, the cuBLASLt search's torch_linear, heuristic and library-best times, from
 the newest file covering the shape on the run's GPU; BF16 shapes only; bad files named, never fatal."""
 import json
 
 import pandas as pd
 import pytest
 
-from dashboard import library_ceiling as L
+from dashboard.model import library_ceiling as L
 from datasets import load_workload
 
 

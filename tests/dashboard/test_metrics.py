@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from datasets import load_workload
-from dashboard import metrics
+from dashboard.model import metrics
 
 MIB = 1 << 20
 

@@ -1,4 +1,4 @@
-"""dashboard.noise: the one noise model — its verdict rule, its bands file against a regeneration from the committed
+"""dashboard.model.noise: the one noise model — its verdict rule, its bands file against a regeneration from the committed
 runs, identical routes never called FAST or SLOW across committed sweeps, real differences still found, no verdict
 or "within noise" threshold anywhere else, and the `python -m dashboard compare` command."""
 import itertools
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import __main__ as cli
-from dashboard import compare, noise, run_kinds, runs
+from dashboard.cli import main as cli
+from dashboard.model import compare, noise, run_kinds, runs
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "datasets" / "runs"
@@ -41,7 +41,7 @@ def _run(name: str) -> runs.RunData:
 
 def test_bands_file_is_what_the_committed_runs_give():
     assert noise.BANDS_FILE.read_text() == noise.render(noise.derive(_sweeps())), \
-        f"dashboard/noise_bands.json is stale: {noise.COMMAND}"
+        f"dashboard/model/noise_bands.json is stale: {noise.COMMAND}"
 
 
 def test_bands_are_derived_per_kind_and_say_where_they_come_from():
@@ -132,7 +132,7 @@ def test_the_baseline_itself_across_runs_is_compared_raw():
     assert cmp.overall.iloc[0]["verdict"] in ("SAME", "AMBIGUOUS")
 
 
-# Every verdict goes through dashboard.noise: no other file computes one or holds a "within noise" number.
+# Every verdict goes through dashboard.model.noise: no other file computes one or holds a "within noise" number.
 VERDICT_RULE = re.compile(r"ci_(low|high)\s*[<>]=?\s*1\s*[+-]|(?<!y0=)(?<!y1=)1\s*[+-]\s*eps|EPS_DEFAULT|SAME band ±|±\d+(\.\d+)? ?% "
                           r"(SAME|band)|within ±\d")
 

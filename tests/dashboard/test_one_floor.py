@@ -1,13 +1,13 @@
 """One floor per (run, shape): SOL of a sweep's shape is the same number in `python -m dashboard table`, the Shapes
-page's table (dashboard.views.wide_shapes) and the Kernels page (dashboard.kernels.sweep_sol), over the committed
+page's table (dashboard.model.views.wide_shapes) and the Kernels page (dashboard.model.kernels.sweep_sol), over the committed
 sweeps; `python -m dashboard explain` names its own run as the source of its floors."""
 import re
 from pathlib import Path
 
 import pytest
 
-from dashboard import __main__ as cli
-from dashboard import kernels, run_kinds, runs, views
+from dashboard.cli import main as cli
+from dashboard.model import kernels, run_kinds, runs, views
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "datasets" / "runs"

@@ -1,5 +1,5 @@
-"""`best` against the best of peers (dashboard/peers.py) on the SYNTHETIC peers run (tests/fixtures/runs/make_peers.py,
-hand-checkable numbers): per shape the fastest correct peer, per load and overall through dashboard.compare, a
+"""`best` against the best of peers (dashboard/model/peers.py) on the SYNTHETIC peers run (tests/fixtures/runs/make_peers.py,
+hand-checkable numbers): per shape the fastest correct peer, per load and overall through dashboard.model.compare, a
 failing peer shown with its shapes, and `python -m dashboard summarize` printing it. The fixture's device is a
 SYNTHETIC one without repeat evidence, so its verdicts read NO VERDICT (datasets.noise_model: never another device's
 band); the committed H200 peers runs read theirs (RESULTS.md)."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import peers, runs
+from dashboard.model import peers, runs
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "fixtures" / "runs" / "2000-01-05_synthetic_synthetic-peers.json"
@@ -34,7 +34,7 @@ def test_best_of_peers_takes_the_fastest_correct_peer_per_shape():
 
 
 def test_a_shape_no_peer_got_right_leaves_its_load_without_a_score():
-    from dashboard import scoring
+    from dashboard.model import scoring
 
     data = runs.load_run_data(RUN)
     bad = (data.results["load"] == "verify 16") & (data.results["family"] == "pooler") & \
@@ -56,7 +56,7 @@ def test_a_run_without_peers_has_no_peer_block():
 
 
 def test_summarize_prints_best_against_the_best_of_peers(capsys):
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     assert main(["summarize", str(RUN)]) == 3   # flashinfer has no score against the baseline: it failed twice
     text = capsys.readouterr().out
@@ -69,7 +69,7 @@ def test_summarize_prints_best_against_the_best_of_peers(capsys):
 def test_results_md_shows_best_against_the_strongest_peer(tmp_path):
     import shutil
 
-    from dashboard import results_doc
+    from dashboard.documents import results_doc
 
     shutil.copy(RUN, tmp_path)
     text = results_doc.build(tmp_path)
@@ -84,7 +84,7 @@ def test_explain_prints_the_kernels_torch_compile_generated(tmp_path, capsys):
     made-up record added) prints its compile and autotune seconds and kernel names."""
     import json
 
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
     from datasets.jsonfile import read_json
 
     src = sorted((ROOT / "datasets" / "runs").glob("*_explain-baseline-best-r1*.json"))[0]

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from datasets import load_official, load_workload
-from dashboard import planner, scoring
+from dashboard.model import planner, scoring
 
 
 @pytest.fixture(scope="module")

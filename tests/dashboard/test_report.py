@@ -1,4 +1,4 @@
-"""dashboard.report: whole-run and per-shape reports in four formats; HTML works offline; the CLI."""
+"""dashboard.documents.report: whole-run and per-shape reports in four formats; HTML works offline; the CLI."""
 import base64
 import gzip
 import json
@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard import report, runs
+from dashboard.documents import report
+from dashboard.model import runs
 from datasets import load_official, load_seed_probes, load_workload
 from dashboard_cli import run_main
 
@@ -251,7 +252,7 @@ def test_a_kill_mid_write_leaves_the_previous_report_intact(tmp_path):
     old = path.read_text()
     script = (
         "import os, signal, sys; sys.path.insert(0, sys.argv[1])\n"
-        "from dashboard import files, report\n"
+        "from dashboard.documents import files, report\n"
         "rep = report.build_from_path(sys.argv[2], 'seed036', 'baseline')\n"   # another pair: other content
         "rep.stem = sys.argv[4]\n"
         "import datasets.runfile as rf; rf.os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -307,7 +308,7 @@ def test_html_tables_never_break_a_number_across_lines():
     """Long method names may wrap anywhere; a number ("128", "1,234.5 µs", "1.02 [0.99,1.05]") never does."""
     import pandas as pd
 
-    from dashboard import report_render
+    from dashboard.documents import report_render
 
     page = report_render._html_table(pd.DataFrame({"shape": ["decode 1/o"], "method": ["gemv{BN:1,num_warps:16}"],
                                                    "M": ["128"], "µs": ["1,234.567"], "ci": ["1.021 [0.990,1.050]"],
@@ -320,7 +321,7 @@ def test_html_tables_never_break_a_number_across_lines():
 def test_a_run_report_is_its_sections_in_order():
     """_run_report only joins the records RUN_SECTIONS return: every fact, table, figure and note of the report
     comes from exactly one section, in the sections' order."""
-    from dashboard import sources
+    from dashboard.model import sources
 
     data = runs.load_run_data(RUN)
     base, cand = sources.default_pair(data)

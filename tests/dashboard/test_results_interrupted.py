@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.__main__ import main
+from dashboard.cli.main import main
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "app" / "synthetic_a.json"
 

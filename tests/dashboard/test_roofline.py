@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from datasets import load_seed_probes
-from dashboard import metrics, roofline
+from dashboard.model import metrics, roofline
 
 
 def test_seed_pooler_bounds():

@@ -1,11 +1,12 @@
-"""The run index (dashboard/run_index.json) is what the committed run files give, like RESULTS.md; a run that is not
+"""The run index (dashboard/documents/run_index.json) is what the committed run files give, like RESULTS.md; a run that is not
 in it (a new run, an extra run, an upload) or differs from its entry is read directly."""
 import json
 import shutil
 from pathlib import Path
 
-from dashboard import run_index, run_kinds
-from dashboard.__main__ import main
+from dashboard.documents import run_index
+from dashboard.model import run_kinds
+from dashboard.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SYNTHETIC = ROOT / "tests" / "fixtures" / "app" / "synthetic_a.json"   # SYNTHETIC run (test fixture)
@@ -13,7 +14,7 @@ SYNTHETIC = ROOT / "tests" / "fixtures" / "app" / "synthetic_a.json"   # SYNTHET
 
 def test_the_committed_index_is_what_the_committed_runs_give():
     assert run_index.RUN_INDEX_JSON.read_text(encoding="utf-8") == run_index.render(run_index.build()), \
-        "dashboard/run_index.json is stale: regenerate it with `python -m dashboard index --out dashboard/run_index.json`"
+        "dashboard/documents/run_index.json is stale: regenerate it with `python -m dashboard index --out dashboard/documents/run_index.json`"
 
 
 def test_a_run_not_in_the_index_or_changed_since_is_read_directly(tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import run_kinds, runs, scoring
+from dashboard.model import run_kinds, runs, scoring
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 COMPLETE = FIXTURES / "2000-01-01_synthetic_synthetic-complete.json"
@@ -126,8 +126,8 @@ def test_committed_runs_are_valid():
 def test_default_run_prefers_the_most_fully_scored_sweep_of_the_default_workload():
     """The app opens on a plan sweep of muse_bf16_proj with the most fully scored candidates, not on a tune log or
     a screen (they time dozens of configs per shape) nor on another workload's run."""
-    from dashboard.run_kinds import SWEEP, default_run, kind_of, meta_of
-    from dashboard.runs import scored_candidates
+    from dashboard.model.run_kinds import SWEEP, default_run, kind_of, meta_of
+    from dashboard.model.runs import scored_candidates
 
     loaded = _committed()
     if not loaded:
@@ -166,7 +166,7 @@ def test_default_run_skips_a_top_ranked_file_that_fails_validation(tmp_path):
 def test_scored_candidates_needs_every_scored_shape(tmp_path):
     import json
 
-    from dashboard.runs import load_run_data, scored_candidates
+    from dashboard.model.runs import load_run_data, scored_candidates
 
     src = FIXTURES / "2000-01-01_synthetic_synthetic-complete.json"
     run = json.loads(src.read_text())
@@ -202,7 +202,7 @@ def test_any_workload_gets_floors_from_the_run_in_view():
     """A workload no run has measured (llama31_8b_decode) shows floors: the run's probe curve at each shape's
     bytes and its compute peak, the rules shape_table uses for curve_floor_us."""
     from datasets import load_workload
-    from dashboard import runs
+    from dashboard.model import runs
 
     run = Path(__file__).parents[2] / "datasets/runs/2026-11-30_nvidia-h200_baseline-seed036-best-r2.json"
     data = runs.load_run_data(run)

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from datasets import load_official, load_workload
-from dashboard import scoring
+from dashboard.model import scoring
 
 PUBLISHED_LOAD_RATIOS = {"decode 1": 1.5116, "decode 16": 1.2339, "decode 32": 1.2345, "verify 1": 1.5855,
                          "verify 16": 1.1923, "verify 32": 1.1150}

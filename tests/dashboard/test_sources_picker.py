@@ -1,10 +1,11 @@
-"""The source picker: run files grouped by what they are (dashboard.run_kinds), newest first by the time they ran
+"""The source picker: run files grouped by what they are (dashboard.model.run_kinds), newest first by the time they ran
 (not the file name's text), the default marked; uploads under the user's own file name; a link to an upload that
 this session does not have says why."""
 from pathlib import Path
 
 from datasets.jsonfile import read_json
-from dashboard import run_index, run_kinds, runs, sources
+from dashboard.documents import run_index
+from dashboard.model import run_kinds, runs, sources
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "datasets" / "runs"

@@ -1,4 +1,4 @@
-"""dashboard/step.py on a step run made by `python -m profiler step --device cpu` (tests/fixtures/app/
+"""dashboard/model/step.py on a step run made by `python -m profiler step --device cpu` (tests/fixtures/app/
 step_cpu_tiny.json): Amdahl's prediction is formed from the run's own per-shape medians and breakdown (checked here
 against the run file's numbers, recomputed independently), the breakdown's parts add up to the step, and the CLI
 prints the table with no None or nan. CPU times are wall-clock times on a shared machine: only their arithmetic is
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import runs, step
-from dashboard.__main__ import main
+from dashboard.model import runs, step
+from dashboard.cli.main import main
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "app" / "step_cpu_tiny.json"
 FAMILIES = ["qkv", "o", "gate_up", "down"]
@@ -27,7 +27,7 @@ def raw():
 
 
 def test_the_run_is_a_step_run(data):
-    from dashboard import run_kinds
+    from dashboard.model import run_kinds
 
     assert step.has_step(data.run) and run_kinds.kind_of(data.run) == run_kinds.STEP
     assert step.families(data) == FAMILIES and step.baseline(data) == "baseline"
@@ -111,7 +111,7 @@ def test_the_cli_refuses_a_run_that_is_not_a_step_run(capsys):
 
 
 def test_the_report_has_a_step_section(tmp_path):
-    from dashboard.report_cli import main as report_main
+    from dashboard.cli.report_cli import main as report_main
 
     assert report_main([str(FIXTURE), "--out", str(tmp_path), "--format", "md,html"]) == 0
     (md,) = tmp_path.glob("*.md")
@@ -126,7 +126,7 @@ def test_the_report_has_a_step_section(tmp_path):
 def test_a_candidate_name_cannot_add_markup_to_the_figures(data):
     import plotly.io as pio
 
-    from dashboard import step_figures
+    from dashboard.plots import step_figures
 
     evil = '<a href="https://example.invalid">x</a>%{y}'
     amd = step.amdahl_table(data).assign(candidate=evil)

@@ -1,7 +1,7 @@
-"""dashboard.summary.format_shape_table: long method labels wrap between words inside their column, never cut."""
+"""dashboard.cli.summary.format_shape_table: long method labels wrap between words inside their column, never cut."""
 import pandas as pd
 
-from dashboard import summary
+from dashboard.cli import summary
 
 LONG = "splitk_fused BM=16 BN=64 BK=128 SPLIT=4 num_warps=4 num_stages=3 cache=.cg"
 

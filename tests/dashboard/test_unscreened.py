@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import fleet, report, runs, scoring
-from dashboard.__main__ import main
-from dashboard.summary import format_breakdown
+from dashboard.model import fleet, runs, scoring
+from dashboard.documents import report
+from dashboard.cli.main import main
+from dashboard.cli.summary import format_breakdown
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "app" / "synthetic_a.json"

@@ -28,7 +28,7 @@ def test_a_workload_and_a_candidate_check_without_torch(tmp_path):
 
 
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     bad = tmp_path / "my_model.json"
     bad.write_text('{"families": {"up": {"N": 0, "K": 4096}}, "loads": [{"load": "decode 1", "M": 1}]}')
@@ -57,7 +57,7 @@ def test_the_readme_recipe_saves_where_the_app_looks():
 def test_every_problem_is_reported_at_once(tmp_path, capsys):
     """Every field the workload breaks and every bad candidate, one line each, in one run (not the first only);
     the lines are not cut at the one-line message's limit."""
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     families = ", ".join(f'"f{i}": {{"N": 0, "K": 64}}' for i in range(12))   # 12 bad fields: above MAX_LISTED
     bad = tmp_path / "bad.json"

@@ -1,10 +1,10 @@
-"""dashboard.views: the per-shape wide table (CI next to the point it belongs to), SOL per load, time shares,
+"""dashboard.model.views: the per-shape wide table (CI next to the point it belongs to), SOL per load, time shares,
 Amdahl rows and local-vs-official — on small hand-made tables whose right answers are known."""
 import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import planner, views
+from dashboard.model import planner, views
 
 
 def _long(rows):

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import figures, report, runs, views, workloads
+from dashboard.plots import figures
+from dashboard.documents import report
+from dashboard.model import runs, views, workloads
 from datasets import load_workload
 from datasets.runfile import RunFileError
 from dashboard_cli import run_main
@@ -60,7 +62,7 @@ def test_a_broken_embedded_workload_is_one_run_file_error(tmp_path):
 
 def test_default_run_ranks_each_run_with_its_own_workload():
     # The tiny run has 2 fully scored candidates; checked against muse it would have none and fail validation.
-    from dashboard import run_kinds
+    from dashboard.model import run_kinds
 
     assert run_kinds.default_run([TINY]) == TINY
     assert run_kinds.run_meta(TINY).scored == 2 and run_kinds.run_meta(TINY).workload != "muse_bf16_proj"

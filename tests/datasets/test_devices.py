@@ -74,8 +74,10 @@ def _run_of(tmp_path, gpu: str) -> Path:
 def test_adding_a_device_is_one_entry_and_a_run_of_it_renders_its_own_facts(tmp_path, monkeypatch, capsys):
     """One entry in DEVICES, nothing else: a run whose driver name is the fake's renders the fake's datasheet line,
     and no other device's figure; its comparisons have no band (no repeat evidence on it), said so."""
-    from dashboard import __main__ as cli
-    from dashboard import compare, figures, report, runs, views
+    from dashboard.cli import main as cli
+    from dashboard.model import compare, runs, views
+    from dashboard.plots import figures
+    from dashboard.documents import report
 
     monkeypatch.setattr(devices, "DEVICES", (*devices.DEVICES, FAKE))
     path = _run_of(tmp_path, "Fakelab Z9 96GB")

@@ -78,7 +78,7 @@ def test_a_gzip_file_is_refused_when_it_expands_past_the_limit_or_is_cut_short(t
 def test_committed_compressed_runs_are_listed_and_load():
     from datasets import RUNS_DIR
     from datasets.paths import run_paths, run_stem
-    from dashboard.runs import list_runs, parse_run_name
+    from dashboard.model.runs import list_runs, parse_run_name
     packed = [p for p in run_paths(RUNS_DIR) if p.name.endswith(".json.gz")]
     assert packed and set(packed) <= set(list_runs())
     for p in packed[:3]:

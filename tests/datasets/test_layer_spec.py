@@ -119,7 +119,7 @@ def test_every_problem_at_once(tiny_spec, tmp_path):
 
 def test_checkable_without_a_gpu_through_the_dashboard_cli(tiny_spec, tmp_path, capsys):
     """`python -m dashboard validate FILE` (no torch): a good layer passes, a bad one is one line, exit 2."""
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     good = tmp_path / "good.json"
     good.write_text(json.dumps(tiny_spec))

@@ -94,8 +94,8 @@ def test_the_tuner_the_canary_and_the_wide_interval_flag_ask_the_noise_model(mon
     assert not stats.ci_too_wide(10.0, 8.0, 12.0, "NVIDIA H200")      # half-width 20 % < 25 %
     assert stats.ci_too_wide(10.0, 7.0, 13.0, "NVIDIA H200")
     assert not stats.ci_too_wide(10.0, 1.0, 19.0, "CPU: Some CPU")     # no band to be wide against
-    # the pages, reports and `compare` read the same lookup (dashboard.noise re-exports it)
-    from dashboard import compare, noise
+    # the pages, reports and `compare` read the same lookup (dashboard.model.noise re-exports it)
+    from dashboard.model import compare, noise
     assert noise.band is nm.band and noise.verdict is nm.verdict
     assert compare._Bands(nm.WITHIN, "NVIDIA H200", None)(nm.LOAD, "M 1").frac == 0.25
 
@@ -119,7 +119,7 @@ def test_a_run_with_its_own_repeat_gets_verdicts_from_it_on_a_device_without_evi
     """A repeatability run (baseline and baseline#2) moved to a device without committed evidence: its comparisons
     read against its own repeat where that has enough pairs (per load), NO VERDICT where it has not (overall: one
     pair), and never the H200's band."""
-    from dashboard import compare, runs
+    from dashboard.model import compare, runs
     from datasets.jsonfile import read_json
 
     src = ROOT / "datasets" / "runs" / "2026-11-30_nvidia-h200_baseline-vs-baseline-a.json"

@@ -108,7 +108,7 @@ def test_a_candidate_module_that_is_a_fifo_is_refused(fifo):
 
 
 def test_the_dashboard_cli_refuses_a_fifo_workload(fifo, capsys):
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
     path = fifo("w.json")
     with deadline():
         assert main(["validate", str(path)]) != 0
@@ -134,7 +134,7 @@ def test_a_sparse_run_file_is_refused_without_reading_it(tmp_path):
     path = tmp_path / "2026-01-01_x_sparse.json"
     with open(path, "wb") as handle:
         handle.truncate(1 << 30)
-    code = ("import resource, sys; from dashboard.__main__ import main; rc = main(['summarize', sys.argv[1]]); "
+    code = ("import resource, sys; from dashboard.cli.main import main; rc = main(['summarize', sys.argv[1]]); "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)")
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60,
                          cwd=ROOT)

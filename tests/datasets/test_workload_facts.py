@@ -101,7 +101,7 @@ def test_one_byte_count_for_the_profiler_and_the_dashboard(muse):
     function, so a probe floor and a table floor are looked up at the same byte count."""
     import numpy as np
 
-    from dashboard import metrics
+    from dashboard.model import metrics
     from datasets.shapes import bytes_moved
 
     assert metrics.bytes_moved is bytes_moved

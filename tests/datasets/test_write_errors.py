@@ -95,7 +95,7 @@ def test_a_sweep_write_error_is_one_line_exit_2(monkeypatch, capsys):
 @pytest.mark.parametrize("argv", [["results", "--runs", str(FIXTURE.parent), "--out", "{out}/RESULTS.md"],
                                   ["report", str(FIXTURE), "--out", "{out}", "--format", "md"]])
 def test_dashboard_write_errors_are_one_line_exit_2(tmp_path, full_folder, capsys, argv):
-    from dashboard.__main__ import main
+    from dashboard.cli.main import main
 
     full_folder.add(tmp_path.resolve())
     assert main([a.replace("{out}", str(tmp_path)) for a in argv]) == 2

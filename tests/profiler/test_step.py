@@ -248,7 +248,7 @@ def test_the_kineto_breakdown_splits_a_replay_at_its_markers(tiny):
 # capture: test_step_gpu.py); MemoByPointer, stale only when the allocator hands a projection's input the address it
 # had before, which it may or may not (a step's projection inputs are intermediates, never its static input); the ones
 # that end the process (a worker of their own); the lossy ones whose step error stays under the rel-L2 tolerance (the
-# contract's to catch at the shapes: dashboard.step.shapes_verdict shows that verdict beside the step).
+# contract's to catch at the shapes: dashboard.model.step.shapes_verdict shows that verdict beside the step).
 STEP_CATCHES = {"SkippedKTail": "over the tolerance", "UninitializedOutput": "eager step",
                 "TransposedOutput": "raised", "NaNRow": "not finite", "ScratchNotReset": "step graph on input 1",
                 "WrongDtype": "raised", "WrongDevice": "raised",

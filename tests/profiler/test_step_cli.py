@@ -15,7 +15,7 @@ MODULE = ROOT / "tests" / "fixtures" / "app" / "step_linear_module.py"
 
 
 def test_the_step_command_writes_one_run_of_shapes_and_steps(tmp_path, in_process_worker, capsys):
-    from dashboard import run_kinds, runs, step
+    from dashboard.model import run_kinds, runs, step
     from datasets.runfile import load_run
     from profiler.cli.main import main
 

@@ -59,7 +59,7 @@ def test_a_command_lines_own_error_about_an_argument_is_escaped(cli, capsys, tmp
         with pytest.raises(SystemExit):
             main(["run", "--plan", "baseline", "--workload", str(tmp_path / f"{EVIL}.json")])
     else:
-        from dashboard.__main__ import main
+        from dashboard.cli.main import main
         assert main(["summarize", str(tmp_path / f"{EVIL}.json")]) != 0
     out = capsys.readouterr()
     text = out.out + out.err

@@ -107,7 +107,7 @@ class Disturber:
 def test_a_disturbed_baseline_is_named_by_the_canary_and_the_pair_has_no_score(tmp_path):
     import pandas as pd
 
-    from dashboard import scoring
+    from dashboard.model import scoring
 
     mod = tmp_path / "disturber.py"
     mod.write_text(DISTURBER)

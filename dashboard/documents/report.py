@@ -1,6 +1,6 @@
 """Whole-run and per-shape reports: standalone HTML (interactive figures, plotly.js inline so it opens offline),
 Markdown, CSV and JSON. Headless: `python -m dashboard report RUN.json|official.csv --out DIR`
-(dashboard.report_cli, which sends an explain run to dashboard.kernel_report).
+(dashboard.cli.report_cli, which sends an explain run to dashboard.documents.kernel_report).
 
 A report only arranges what dashboard/ computed (runs, scoring, views, compare) and figures drew. Imports go one
 way: kernel_report builds its Report with this module; this module knows nothing of kernel breakdowns.
@@ -18,10 +18,11 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from datasets import devices
-from dashboard import summary as summary_text
-from dashboard import (compare, eager, figures, files, glossary, kernels, library_ceiling, noise, runs, scoring, sources,
-                       step, views, workloads)
-from dashboard import report_render as render
+from dashboard.cli import summary as summary_text
+from dashboard.model import compare, eager, glossary, kernels, library_ceiling, noise, runs, scoring, sources, step, views, workloads
+from dashboard.plots import figures
+from dashboard.documents import files
+from dashboard.documents import report_render as render
 
 SOURCE_WORDS = sources.PROVENANCE  # one definition of the provenance words, shared with the app and the CLI
 
@@ -49,7 +50,7 @@ class Report:
                 "SOL, CIs) are computed by projlab's dashboard from those times.")
 
     def _facts(self) -> list[tuple[str, str]]:
-        """The formatted facts, or (a report built without them, e.g. dashboard.kernel_report) the summary's."""
+        """The formatted facts, or (a report built without them, e.g. dashboard.documents.kernel_report) the summary's."""
         return self.facts or [(k.replace("_", " "), _cell(v)) for k, v in self.summary.items()]
 
     def _display(self) -> dict[str, pd.DataFrame]:
@@ -74,7 +75,7 @@ class Report:
                            get_plotlyjs(), template)
 
     def write(self, out_dir, formats=("html", "md", "csv", "json"), inputs=()) -> list[Path]:
-        """Each format atomically (dashboard.files: never over an input or a run file, never into datasets/)."""
+        """Each format atomically (dashboard.documents.files: never over an input or a run file, never into datasets/)."""
         writers = {"html": self.html, "md": self.markdown, "csv": self.csv, "json": self.json}
         return files.write_files(out_dir, {f"{self.stem}.{fmt}": writers[fmt] for fmt in formats}, inputs)
 
@@ -115,7 +116,7 @@ def _shapes_display(wide: pd.DataFrame) -> pd.DataFrame:
 
 
 def _eager_display(wide: pd.DataFrame) -> dict:
-    """Eager (host-inclusive) times beside the graph times, when the run records them (dashboard.eager)."""
+    """Eager (host-inclusive) times beside the graph times, when the run records them (dashboard.model.eager)."""
     if "eager_candidate_us" not in wide or wide[["eager_baseline_us", "eager_candidate_us"]].isna().all().all():
         return {}
     host = [", ".join(side for side, flag in (("baseline", b), ("candidate", c)) if flag)
@@ -342,10 +343,10 @@ def _environment_section(c: _RunContext) -> _Section:
 
 
 def _step_section(c: _RunContext) -> _Section:
-    """A step run: the decode step beside the layer's shapes (dashboard.step_report)."""
+    """A step run: the decode step beside the layer's shapes (dashboard.documents.step_report)."""
     if not step.has_step(c.data.run):
         return _Section()
-    from dashboard.step_report import add_step_section
+    from dashboard.documents.step_report import add_step_section
 
     out = _Section()
     add_step_section(c.data, out.tables, out.display, out.figures, out.notes)
@@ -459,7 +460,7 @@ def _shape_report(data, baseline, candidate, workload, source, shape, include_be
 def build_from_path(path, baseline: str | None = None, candidate: str | None = None, shape: str | None = None,
                     workload=None, include_below_floor: bool = False) -> Report:
     """Report for a run file (.json) or an official-format per-shape table (.csv); the pair from
-    dashboard.sources.resolve_pair (only --candidate: the baseline it was paired with)."""
+    dashboard.model.sources.resolve_pair (only --candidate: the baseline it was paired with)."""
     from datasets import load_official, load_workload
 
     path = Path(path)
@@ -472,6 +473,6 @@ def build_from_path(path, baseline: str | None = None, candidate: str | None = N
     workload = data.workload
     if kernels.is_explain_run(data.run):
         raise ValueError(f"{path.name} is an explain run: its report is the kernel breakdown "
-                         "(dashboard.kernel_report; `python -m dashboard report` writes it)")
+                         "(dashboard.documents.kernel_report; `python -m dashboard report` writes it)")
     baseline, candidate = sources.resolve_pair(data, baseline, candidate)
     return build(data, baseline, candidate, workload, official, "measured", shape, include_below_floor)

@@ -1,4 +1,4 @@
-"""Figures of the Kernels page and of kernel reports: pure layout of what dashboard.kernels computed.
+"""Figures of the Kernels page and of kernel reports: pure layout of what dashboard.model.kernels computed.
 
 Provenance in every title: kernel times from one CUDA-graph replay (Kineto) where it matched ncu's kernels, else
 ncu; bytes, grid and throughputs from Nsight Compute (one cold call); floors from the run's own probes (derived).
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.figures import LAYOUT, SERIES_COLORS, label_log_axes
+from dashboard.plots.figures import LAYOUT, SERIES_COLORS, label_log_axes
 
 KERNEL_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#72b7b2", "#9d755d", "#bab0ac"]
 BETWEEN_COLOR = "#d3d3d3"

@@ -7,7 +7,7 @@ import textwrap
 import pandas as pd
 
 from datasets import devices
-from dashboard.scoring import ScoreBreakdown
+from dashboard.model.scoring import ScoreBreakdown
 
 CPU_TIMES = ("every time is a wall-clock eager call, host dispatch included (no CUDA graph); floors come from this "
              "CPU's fastest read and product rates, measured in this run. A CPU time ranks candidates on this "
@@ -73,8 +73,8 @@ def format_breakdown(b: ScoreBreakdown, title: str) -> str:
 def format_unscored_pairs(pairs: pd.DataFrame, gates: dict, title: str, same_route: dict | None = None) -> str:
     """Shapes outside the scored set (nearby): per pair, how many shapes, how many pass the gate (both sides
     correct and timed), and the spread of per-shape paired ratios over those. Deliberately no geometric mean:
-    nearby shapes are never scored. `gates` maps (baseline, candidate) → dashboard.scoring.Gate; `same_route` maps
-    it to the shapes where the candidate ran the baseline's own route (dashboard.views.same_route): their
+    nearby shapes are never scored. `gates` maps (baseline, candidate) → dashboard.model.scoring.Gate; `same_route` maps
+    it to the shapes where the candidate ran the baseline's own route (dashboard.model.views.same_route): their
     ratios are the spread of two timings of one call, so they are reported apart from the others."""
     lines = [title]
     for (base, cand), grp in pairs.groupby(["baseline", "candidate"], sort=False):
@@ -130,8 +130,8 @@ def _status_cell(r) -> str:
 def format_shape_table(wide: pd.DataFrame, methods: dict, sol: pd.DataFrame, title: str) -> str:
     """The per-shape benchmark table: method, µs, ratio with CI, floor, SOL, bound; then SOL per load.
 
-    `wide` is dashboard.views.wide_shapes output, `methods` maps shape → the candidate's method string,
-    `sol` is dashboard.views.load_sol output. Long method labels wrap within their column; '(= baseline)' marks a
+    `wide` is dashboard.model.views.wide_shapes output, `methods` maps shape → the candidate's method string,
+    `sol` is dashboard.model.views.load_sol output. Long method labels wrap within their column; '(= baseline)' marks a
     shape where the candidate ran the baseline's own route; a shape the gate keeps out shows its status instead
     of ratios."""
     lines = [title, f"  {'shape':<20}{'M':>4}  {'method':<{METHOD_COLUMN}}{'base µs':>9}{'cand µs':>9}{'ratio':>7}  "

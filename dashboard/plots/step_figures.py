@@ -1,6 +1,6 @@
-"""The step view's figures (dashboard/step.py's tables drawn): where the step's time goes per candidate, Amdahl's
+"""The step view's figures (dashboard/model/step.py's tables drawn): where the step's time goes per candidate, Amdahl's
 curve with every measured candidate on it, and in-step vs isolated time per projection family. Every builder
-returns through dashboard.figures.html_labels (no name can add markup), and a candidate's name reaches hover text
+returns through dashboard.plots.figures.html_labels (no name can add markup), and a candidate's name reaches hover text
 only as trace data (%{text}, %{fullData.name}), never spliced into a hovertemplate."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.figures import _title, html_labels, series_colors
-from dashboard.step import PART_TITLES, curve
-from dashboard.workloads import family_colors
+from dashboard.plots.figures import _title, html_labels, series_colors
+from dashboard.model.step import PART_TITLES, curve
+from dashboard.model.workloads import family_colors
 
 OTHER_COLORS = {"attention": "#7f7f7f", "norms_activations": "#bcbd22", "rest": "#c7c7c7",
                 "unattributed": "#e5e5e5"}

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dashboard import noise
-from dashboard.workloads import count_word, default_workload
+from dashboard.model import noise
+from dashboard.model.workloads import count_word, default_workload
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ TERMS: dict[str, Term] = {t.key: t for t in [
          "device: its committed repeats, or the run's own repeat such as `baseline#2`)."),
     Term("eps", "ε (the band)", "How far two timings of the identical route read apart: differences inside it are "
          "‘the same’.",
-         "One noise model (`datasets/noise_model.py`, derived by `dashboard/noise.py`) gives every verdict its band, derived from the committed runs (never "
+         "One noise model (`datasets/noise_model.py`, derived by `dashboard/model/noise.py`) gives every verdict its band, derived from the committed runs (never "
          "typed): the within-run band for two candidates of one run, the cross-run band for two runs, and the "
          "relative cross-run band where both runs hold the baseline (each side relative to its own run's "
          "baseline). Pooled bands now: " + noise.headline() + ". Per shape and per load they are kept per family "

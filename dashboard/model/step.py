@@ -6,7 +6,7 @@
     family_table(data, mode="cold") -> DataFrame    one row per (batch, context, candidate, family): isolated vs in-step
     breakdown_table(data, mode="cold") -> DataFrame one row per (batch, context, candidate, part): µs of the step
     format_step_table(data, mode="cold") -> str     what `python -m dashboard step RUN.json` prints
-    curve(p, speedups) -> [step speedup]            Amdahl's curve at projection share p (dashboard.planner)
+    curve(p, speedups) -> [step speedup]            Amdahl's curve at projection share p (dashboard.model.planner)
 
 Every number is measured in the run or derived from its measurements, and labelled so:
   step_us, measured (the step's paired ratio baseline/candidate with its bootstrap interval): measured;
@@ -14,7 +14,7 @@ Every number is measured in the run or derived from its measurements, and labell
       segment on CPU) / the baseline's step time in the same mode: derived;
   s_isolated = sum over the layer's projection families of the baseline's isolated per-shape median ÷ the
       candidate's (the same run's shapes at M = batch, cold, one call of each family per layer): derived;
-  predicted = 1 / ((1 - p) + p / s_isolated) (dashboard.planner.amdahl_speedup): derived;
+  predicted = 1 / ((1 - p) + p / s_isolated) (dashboard.model.planner.amdahl_speedup): derived;
   s_in_step = the baseline's projection time inside the step ÷ the candidate's: derived, and
   predicted_in_step = Amdahl with s_in_step: the part of (measured - predicted) that comes from the projections
       running at another ratio inside the step than alone is predicted_in_step - predicted; the rest,
@@ -30,7 +30,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from dashboard import planner
+from dashboard.model import planner
 
 MODES = ("cold", "warm")
 ROLES = ("qkv", "o", "gate_up", "down")
@@ -206,7 +206,7 @@ def breakdown_table(data, mode: str = "cold") -> pd.DataFrame:
 
 
 def curve(p: float, speedups) -> list[float]:
-    """Amdahl's step speedup at projection share p for each projection speedup (dashboard.planner)."""
+    """Amdahl's step speedup at projection share p for each projection speedup (dashboard.model.planner)."""
     return [_amdahl(p, float(s)) for s in speedups]
 
 

@@ -1,5 +1,5 @@
 """The run index: what each committed run file is (run_kinds.RunMeta: kind, date, workload, candidates, fleet or not,
-scored candidates), read once from every committed file and kept in dashboard/run_index.json (generated, like
+scored candidates), read once from every committed file and kept in dashboard/documents/run_index.json (generated, like
 RESULTS.md; datasets/ holds measured and published data only), so the app lists and
 groups ~190 committed runs without opening each one (the files are never edited, so their classification never
 changes; tests/dashboard/test_run_index.py checks the committed index against the files, like RESULTS.md).
@@ -11,7 +11,7 @@ changes; tests/dashboard/test_run_index.py checks the committed index against th
                                                    directly (a new run, an extra run, an upload); unreadable files
                                                    left out
 
-Regenerate with `python -m dashboard index --out dashboard/run_index.json` after adding a run file.
+Regenerate with `python -m dashboard index --out dashboard/documents/run_index.json` after adding a run file.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import json
 from pathlib import Path
 
 from datasets import RUNS_DIR
-from dashboard import runs
-from dashboard.run_kinds import RunMeta, run_meta
+from dashboard.model import runs
+from dashboard.model.run_kinds import RunMeta, run_meta
 
 RUN_INDEX_JSON = Path(__file__).resolve().with_name("run_index.json")
 

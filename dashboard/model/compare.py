@@ -3,18 +3,18 @@
 A *series* is one candidate's per-shape timings: a tidy DataFrame with columns
 `series, load, family, M, N, K, median_us, samples_us, pair_group, status, reason` and optionally `route`
 (samples_us may be None for published tables; `pair_group` names the run — samples of two series from the same run
-are paired by index, because the profiler times them in alternating rounds; `status` is dashboard.scoring's ok /
+are paired by index, because the profiler times them in alternating rounds; `status` is dashboard.model.scoring's ok /
 incorrect / failed / below_floor, and a failed shape is a row without a time; `route` is the method label the
 candidate dispatched). A shape row says `same_route` where both sides of one run dispatched the same route: its
 ratio and verdict are then the spread of one call timed twice, whatever they read.
 
-Every comparison goes through dashboard.scoring.gate_pair: a shape where either side is incorrect, failed or (by
+Every comparison goes through dashboard.model.scoring.gate_pair: a shape where either side is incorrect, failed or (by
 default) below the floor gets that verdict (INCORRECT / FAILED / BELOW FLOOR) and no ratio, and a load or overall
 row that would need it gets NO SCORE; `Comparison.gates` holds each series' gate and its message.
 
 Ratios are speedups of a series over the reference: reference_us / series_us (> 1: the series is faster).
 
-The verdict and its band come from dashboard.noise, the one noise model (its docstring gives the components and
+The verdict and its band come from dashboard.model.noise, the one noise model (its docstring gives the components and
 their evidence): the interval is the 95% percentile bootstrap of the ratio (seeded); the band is the within-run band
 when both series come from one run (paired by round), the cross-run band when they come from different runs — and
 where both runs hold the `baseline` plan on the same routes (and neither series is that baseline), each side is
@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from datasets import devices
-from dashboard import noise, scoring
+from dashboard.model import noise, scoring
 
 N_BOOT = 1000
 SHAPE_KEY = ["load", "family", "M", "N", "K"]
@@ -57,7 +57,7 @@ class Comparison:
     loads:  series, load, n_shapes, n_same_route, reference_us, series_us, ratio, ci_low, ci_high, delta_pct, band,
             band_source, verdict
     overall: series, n_loads, score, ci_low, ci_high, delta_pct, band, band_source, mode, verdict
-    modes:  series → dashboard.noise.WITHIN | ACROSS | ACROSS_RR
+    modes:  series → dashboard.model.noise.WITHIN | ACROSS | ACROSS_RR
     how:    series → that mode in words with the reason for this pair (noise.MODE_WORDS, _how)"""
 
     reference: str
@@ -66,7 +66,7 @@ class Comparison:
     overall: pd.DataFrame
     dropped: pd.DataFrame = field(default_factory=pd.DataFrame)
     note: str = ""
-    gates: dict = field(default_factory=dict)   # series name → dashboard.scoring.Gate against the reference
+    gates: dict = field(default_factory=dict)   # series name → dashboard.model.scoring.Gate against the reference
     modes: dict = field(default_factory=dict)
     how: dict = field(default_factory=dict)     # series name → what was done, in words, and why (_how)
 
@@ -220,7 +220,7 @@ def compare(df: pd.DataFrame, reference: str, weights: dict | None = None,
     (> 1: the series is faster). Per-load ratio = Σ w·ref_us / Σ w·series_us over the load's shapes (in ACROSS_RR
     mode, each side's sum relative to its run's baseline sum); overall = geometric mean of the load ratios (only
     loads covered by the intersection). CIs come from the same bootstrap replicates; bands and verdicts from
-    dashboard.noise (`own`: the run's own repeat evidence, dashboard.noise.own_bands, for a device without
+    dashboard.model.noise (`own`: the run's own repeat evidence, dashboard.model.noise.own_bands, for a device without
     committed evidence). Shapes the gate keeps out get their status as verdict and no ratio;
     loads and the overall row that need them get NO SCORE."""
     names = list(dict.fromkeys(df["series"]))
@@ -381,8 +381,8 @@ def series_from_results(results: pd.DataFrame, candidate: str, name: str, pair_g
 
 
 def series_from_run(data, candidate: str, name: str) -> pd.DataFrame:
-    """series_from_results for a dashboard.runs.RunData: its results and failures, paired within the run, with the
-    run's GPU model and its `baseline` plan (dashboard.noise.RUN_BASELINE) for a ratio of ratios across runs."""
+    """series_from_results for a dashboard.model.runs.RunData: its results and failures, paired within the run, with the
+    run's GPU model and its `baseline` plan (dashboard.model.noise.RUN_BASELINE) for a ratio of ratios across runs."""
     base = noise.RUN_BASELINE if noise.RUN_BASELINE in data.candidates() else None
     return series_from_results(data.results, candidate, name, data.path.name, data.failures, base,
                                noise.gpu_model(data) or None)
@@ -408,7 +408,7 @@ def compare_candidates(results: pd.DataFrame, reference: str, others: list[str],
                        failures: pd.DataFrame | None = None, include_below_floor: bool = False,
                        gpu: str | None = None, own: dict | None = None) -> Comparison:
     """Candidates of one run against its `reference` (paired by round), e.g. for the score's CI; `gpu`: the run's
-    GPU model (dashboard.noise.gpu_model), whose within-run bands apply.
+    GPU model (dashboard.model.noise.gpu_model), whose within-run bands apply.
 
     scored_only drops the nearby shapes so the overall row is the score's bootstrap distribution."""
     if scored_only:
@@ -426,7 +426,7 @@ def side_name(data, candidate: str) -> str:
 
 def compare_runs(a, a_candidate: str, b, b_candidate: str, include_below_floor: bool = False,
                  n_boot: int = N_BOOT) -> Comparison:
-    """Side B (a dashboard.runs.RunData and a candidate of it) against side A at the scored shapes: one run with two
+    """Side B (a dashboard.model.runs.RunData and a candidate of it) against side A at the scored shapes: one run with two
     candidates (paired, within-run band) or two runs (cross-run band; ratio of ratios where both hold the baseline).
     What `python -m dashboard compare` prints and the Compare page shows for two run series. ValueError (one line)
     when the two runs hold different workloads or a side is compared with itself."""

@@ -1,7 +1,7 @@
 """The kernel breakdown of an explain run as tables, as terminal text (`python -m dashboard explain RUN`) and as a
-report (`python -m dashboard report RUN`, dashboard.report hands explain runs here).
+report (`python -m dashboard report RUN`, dashboard.documents.report hands explain runs here).
 
-Only arranges what dashboard.kernels and dashboard.kernel_findings computed.
+Only arranges what dashboard.model.kernels and dashboard.model.kernel_findings computed.
 """
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import math
 
 import pandas as pd
 
-from dashboard import kernel_figures, kernel_findings, kernels, scoring
-from dashboard.report import Report, slug
-from dashboard.workloads import default_workload
+from dashboard.plots import kernel_figures
+from dashboard.model import kernel_findings, kernels, scoring
+from dashboard.documents.report import Report, slug
+from dashboard.model.workloads import default_workload
 
 KERNEL_COLUMNS = ["shape", "candidate", "index", "launches", "kernel", "time_us", "time_basis", "duration_us", "share",
                   "dram_read_bytes", "dram_write_bytes", "l2_bytes", "achieved_tbps", "bw_vs_probe",
@@ -100,7 +101,7 @@ def format_text(data: kernels.ExplainData, t: dict[str, pd.DataFrame]) -> str:
                      + "".join(f"{_cell(round(getattr(r, c), 2) + 0.0, '.2f'):>10}" for c in SHORT)
                      + f"{r.launches_per_call:>10.1f}{r.excess_ratio:>8.3f}{r.sol:>6.0%}")
     lines.append("  (" + "; ".join(f"{s}: {kernels.GAP_PARTS.get(c, 'time over the floor')}" for c, s in SHORT.items())
-                 + "; under-filled grid is a model, see dashboard/kernels.py)")
+                 + "; under-filled grid is a model, see dashboard/model/kernels.py)")
     if len(data.failures):
         lines += ["", f"{len(data.failures)} failures:"]
         lines += [f"  {r.shape} {r.candidate} ({r.stage}): {'; '.join(r.reasons)[:160]}"
@@ -109,7 +110,7 @@ def format_text(data: kernels.ExplainData, t: dict[str, pd.DataFrame]) -> str:
 
 
 def build_report(data: kernels.ExplainData, workload=None, candidate: str | None = None, shape: str | None = None):
-    """A dashboard.report.Report of the kernel breakdown (tables + figures)."""
+    """A dashboard.documents.report.Report of the kernel breakdown (tables + figures)."""
     workload = workload or data.workload or default_workload()
     t = tables(data, workload, candidate, shape)
     env = data.run.get("environment", {})

@@ -1,4 +1,4 @@
-"""Tables the app and the reports show, built from dashboard.runs / scoring / roofline (no new analysis).
+"""Tables the app and the reports show, built from dashboard.model.runs / scoring / roofline (no new analysis).
 
 The published official table is turned into the same long form as a run's results (candidates "baseline" and
 "036"), with floors from the write-up's four published probes and its quoted 989 TFLOP/s peak, so every page
@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dashboard import eager, runs, scoring
+from dashboard.model import eager, runs, scoring
 from datasets import devices
 from datasets.paths import run_stem
-from dashboard.workloads import default_workload
+from dashboard.model.workloads import default_workload
 
 # The write-up's "applicable" dense BF16 peak used in its roofline arithmetic (seed section 'A rough way to ask
 # how much room was left'): a published model input, not a measurement of this lab.
@@ -62,7 +62,7 @@ def wide_shapes(table: pd.DataFrame, pairs: pd.DataFrame, baseline: str, candida
     """One row per shape: baseline and candidate times, ratio (+ CI from the run's pairs), SOL, status.
 
     `table` is runs.shape_table output (long, one row per shape × candidate). Ratios are only filled where the
-    gate lets the shape in (both sides correct and timed; `gate` from dashboard.runs.pair_gate, else computed from
+    gate lets the shape in (both sides correct and timed; `gate` from dashboard.model.runs.pair_gate, else computed from
     `table` with below-floor results left out): elsewhere they are NaN and status_* / usable say why."""
     if gate is None:
         gate = scoring.gate_pair(table, baseline, candidate, scope="")
@@ -149,7 +149,7 @@ def time_shares(wide: pd.DataFrame, weights: dict[str, float], column: str = "ca
 def amdahl_table(shares: pd.DataFrame, load: str, speedup: float, load_ratios: dict[str, float]) -> pd.DataFrame:
     """For each shape of `load`: the load's speedup if that shape alone ran `speedup`× faster (∞ = free), and
     the resulting score with the other loads unchanged."""
-    from dashboard import planner
+    from dashboard.model import planner
     sub = shares[shares["load"] == load].copy()
     sub["load_speedup"] = [planner.amdahl_limit(f) if not np.isfinite(speedup) else
                            planner.amdahl_speedup(f, speedup) for f in sub["share"]]

@@ -4,8 +4,8 @@ plotly.js inline, so it opens offline, plus Markdown, CSV and JSON; an explain r
 `python -m dashboard report RUN.json|official.csv --out DIR [--candidate NAME] [--shape KEY]`. Bad input is one
 line and exit 2; a pair the correctness gate refuses still gets its report (which says why), and exit 3.
 
-The only module that knows both report kinds: dashboard.report (runs and tables) and dashboard.kernel_report
-(explain runs, built on dashboard.report's Report), so imports between them go one way.
+The only module that knows both report kinds: dashboard.documents.report (runs and tables) and dashboard.documents.kernel_report
+(explain runs, built on dashboard.documents.report's Report), so imports between them go one way.
 """
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from pathlib import Path
 from datasets import DatasetError
 from datasets.cli import OneLineParser
 from datasets.paths import find_run_file, is_run_name, missing_file_hint, no_run_file
-from dashboard import kernel_report, kernels, report, runs, scoring
-from dashboard.runs import RunFileError
+from dashboard.documents import kernel_report, report
+from dashboard.model import kernels, runs, scoring
+from dashboard.model.runs import RunFileError
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_SCORE = 3  # the correctness gate refused the pair (as `python -m dashboard summarize|table`)
@@ -25,8 +26,8 @@ EXIT_NO_SCORE = 3  # the correctness gate refused the pair (as `python -m dashbo
 
 def build_any(path, baseline: str | None = None, candidate: str | None = None, shape: str | None = None,
               include_below_floor: bool = False) -> report.Report:
-    """The report of `path`: an explain run's kernel breakdown (dashboard.kernel_report), else
-    dashboard.report.build_from_path (a run or a per-shape table)."""
+    """The report of `path`: an explain run's kernel breakdown (dashboard.documents.kernel_report), else
+    dashboard.documents.report.build_from_path (a run or a per-shape table)."""
     path = Path(path)
     if is_run_name(path.name):
         data = runs.load_run_data(path)

@@ -14,7 +14,7 @@ import plotly.colors as pcolors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from dashboard.workloads import family_colors
+from dashboard.model.workloads import family_colors
 from datasets import devices
 
 FAMILY_COLORS = family_colors(["qkv_gate", "o", "pooler", "unpooler", "router"])  # muse's; others: family_colors
@@ -26,7 +26,7 @@ GATED_COLOR = "#d62728"
 FLOOR_TICK = dict(symbol="line-ew", size=18, line=dict(width=3, color="black"))  # a floor drawn across a bar
 # No template here: setting one copies and validates the whole template, about 30 ms per figure on this 2-core
 # machine. In the app Streamlit's chart theme styles every figure anyway; reports add plotly_white once, in the page
-# (dashboard.report_render).
+# (dashboard.documents.report_render).
 LAYOUT = dict(margin=dict(l=60, r=20, t=60, b=50), hovermode="closest")
 REPORT_TEMPLATE = "plotly_white"
 SUBPLOTS_LAYOUT = {**LAYOUT, "margin": dict(l=60, r=20, t=100, b=50)}  # room for subplot titles under the title
@@ -255,7 +255,7 @@ def family_bars(df: pd.DataFrame, load: str, series: dict[str, str], source: str
 
 def above_floor_bars(df: pd.DataFrame, series: dict[str, str], source: str, colors: dict | None = None) -> go.Figure:
     """Per family: time above the floor (µs, summed over the loads) per series — what is recoverable.
-    `df`: dashboard.views.time_above_floor output; `series` maps legend name → column."""
+    `df`: dashboard.model.views.time_above_floor output; `series` maps legend name → column."""
     cmap = _colors_for(series, colors)
     fig = go.Figure()
     for name, col in series.items():
@@ -496,7 +496,7 @@ def compare_figure(shapes: pd.DataFrame, source: str, labels: dict[str, str] | N
     """Difference chart: per shape, each series' ratio vs the reference with its CI, on a log y axis.
 
     Colour = series (short name from `labels`, full name on hover), marker symbol = verdict, shapes in `order`
-    (load order), series side by side at each shape. Columns (dashboard.compare shapes frame): series, load,
+    (load order), series side by side at each shape. Columns (dashboard.model.compare shapes frame): series, load,
     family, ratio, ci_low, ci_high, verdict."""
     labels = labels or {}
     fig = go.Figure()
@@ -526,7 +526,7 @@ def compare_figure(shapes: pd.DataFrame, source: str, labels: dict[str, str] | N
     if order:
         present = set(shapes["load"] + "/" + shapes["family"])
         xaxis.update(categoryorder="array", categoryarray=[k for k in order if k in present])
-    # each row's own band (dashboard.noise) is in its hover text
+    # each row's own band (dashboard.model.noise) is in its hover text
     fig.update_layout(title=_title("Ratio vs reference per shape (reference ÷ series; > 1 faster; each point's band "
                                    "in its hover text)", source),
                       yaxis=dict(type="log", title="ratio × (log)"), xaxis=xaxis, scattermode="group",
@@ -607,7 +607,7 @@ def samples_figure(samples: dict[str, list[float]], floor_us: float | None, titl
 
 
 def fleet_figure(table: pd.DataFrame) -> go.Figure:
-    """The Fleet page's chart of dashboard.fleet.fleet_table: score (bars, left axis) and the candidate's SOL
+    """The Fleet page's chart of dashboard.model.fleet.fleet_table: score (bars, left axis) and the candidate's SOL
     (markers, right axis) per run file, labelled by GPU model."""
     scored = table[table["status"] == "scored"]
     sol_top = float(np.nanmax(scored["sol_candidate"])) if scored["sol_candidate"].notna().any() else 0.0

@@ -37,7 +37,7 @@ from pathlib import Path
 from datasets import RUNS_DIR, Workload, load_official, load_seed_probes
 from datasets.jsonfile import JsonInputError, read_checked
 from datasets.paths import OFFICIAL_036_CSV, run_paths
-from dashboard import run_kinds, runs, views
+from dashboard.model import run_kinds, runs, views
 
 PUBLISHED, MEASURED, UPLOADED = "published", "measured", "uploaded"
 PROVENANCE = {PUBLISHED: "published (write-up, official run)", MEASURED: "measured (run file)",

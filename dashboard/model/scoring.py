@@ -170,7 +170,7 @@ def gate_pair(times: pd.DataFrame, baseline: str, candidate: str, shapes: pd.Dat
     either side has) and whether the shape may enter a ratio (both ok, or below the floor when included).
 
     `times`: long rows with SHAPE_ID, candidate and `status` (or `correct` [+ `flags`]); a failure record is a row
-    with status 'failed' (dashboard.runs.status_rows builds these from a run file) and an optional `reason`."""
+    with status 'failed' (dashboard.model.runs.status_rows builds these from a run file) and an optional `reason`."""
     times = with_status(times)
     if shapes is None:
         mine = times[times["candidate"].isin([baseline, candidate])]

@@ -9,7 +9,7 @@ order as ncu saw (`time_basis` "replay"), else ncu's duration ("ncu"). ncu's dur
 replays (kernels are serialized and replayed per metric pass), so a replay is the closer reading of the timed
 call; ncu's figures are used for what only it measures (bytes, grid, throughputs).
 
-Floor of a call = max(memory floor, compute floor), as everywhere in projlab (dashboard.roofline): the run's
+Floor of a call = max(memory floor, compute floor), as everywhere in projlab (dashboard.model.roofline): the run's
 read probe at the ideal bytes (weights + x + y), and 2MNK at the run's measured bf16 compute peak.
 Gap to the floor of a call (all in µs, summing exactly to time − floor):
 - side_kernels_us: time of every kernel other than the main one (the one moving the most DRAM bytes, i.e. the
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dashboard import metrics, roofline, runs
+from dashboard.model import metrics, roofline, runs
 from datasets import DEFAULT_WORKLOAD
 from datasets.shapes import shape_key
 
@@ -52,7 +52,7 @@ class ExplainData:
     failures: pd.DataFrame
     curve: roofline.ProbeCurve | None
     sm_count: int
-    workload: object = None     # the run's workload (dashboard.runs.RunData.workload)
+    workload: object = None     # the run's workload (dashboard.model.runs.RunData.workload)
 
     @property
     def label(self) -> str:
@@ -70,7 +70,7 @@ def is_explain_run(run: dict) -> bool:
 
 
 def from_run_data(data: runs.RunData) -> ExplainData:
-    """The explain view of a loaded run (dashboard.runs.load_run_data validated it)."""
+    """The explain view of a loaded run (dashboard.model.runs.load_run_data validated it)."""
     run = data.run
     if not is_explain_run(run):
         raise ExplainError(f"{data.path.name}: not an explain run (no 'kernels' list; make one with "
@@ -271,7 +271,7 @@ def gap_by_load(calls: pd.DataFrame, candidate: str, weights: dict[str, float], 
 
 
 def sweep_sol(source: runs.RunData, shape: str) -> pd.DataFrame:
-    """Per candidate of the sweep `source` at `shape`: floor_us, median_us and sol from dashboard.runs.shape_table,
+    """Per candidate of the sweep `source` at `shape`: floor_us, median_us and sol from dashboard.model.runs.shape_table,
     the numbers `python -m dashboard table`, the Shapes and Roofline pages show for that run (one floor per run and
     shape). Empty when the sweep has no result there. The Kernels page shows these for a sweep; an explain run's
     own floor and SOL (call_table, from its probes and replay times) are shown labelled with that run's name."""

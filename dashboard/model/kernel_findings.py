@@ -1,7 +1,7 @@
 """Findings: short sentences, computed from an explain run's numbers, that say where a call's time goes.
 
 Every threshold lives in `Thresholds` below (one place); every rule is a small function of one call's row
-(dashboard.kernels.call_table) and its kernels (kernel_table), returning a Finding or None. `findings()` runs
+(dashboard.model.kernels.call_table) and its kernels (kernel_table), returning a Finding or None. `findings()` runs
 them all and orders the findings by the time they account for, largest first. The thresholds are projlab's
 choices, each with its reason; tests/dashboard/test_kernel_findings.py checks every rule on both sides of it.
 """
@@ -16,7 +16,7 @@ import pandas as pd
 @dataclass(frozen=True)
 class Thresholds:
     # A kernel besides the weight stream worth naming: a tenth of the call is more than the within-run band of a
-    # shape (dashboard.noise; RESULTS.md, "Noise bands").
+    # shape (dashboard.model.noise; RESULTS.md, "Noise bands").
     side_share: float = 0.10
     # DRAM bytes ÷ ideal (weights + x + y) from which a call "moves more than it must": below 1.10 the excess is
     # x re-reads and partial sectors (cuBLAS at qkv M=16 reads 1.04× on the H200).
@@ -25,7 +25,7 @@ class Thresholds:
     # calls only: a compute-bound one is judged against the compute roof).
     low_bandwidth: float = 0.75
     # Share of the SMs a grid must leave idle to be named: 4 idle of 132 (a 128-program grid, 3 %) is less than
-    # the within-run band of a shape (dashboard.noise).
+    # the within-run band of a shape (dashboard.model.noise).
     idle_sm_share: float = 0.05
     # Main kernel's TFLOP/s ÷ the measured peak below which a compute-bound call is "far from the compute roof".
     low_compute: float = 0.75

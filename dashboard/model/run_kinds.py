@@ -16,7 +16,7 @@ from pathlib import Path
 
 from datasets import DEFAULT_WORKLOAD, DatasetError
 from datasets.jsonfile import JsonInputError, read_json
-from dashboard import runs
+from dashboard.model import runs
 
 SWEEP, TUNE, SCREEN, EXPLAIN, STEP = runs.SWEEP, runs.TUNE, runs.SCREEN, runs.EXPLAIN, runs.STEP   # runs.run_kind's
 REPEAT, PROBE = "repeatability", "probe"
@@ -30,7 +30,7 @@ def _candidates(run: dict) -> list[str]:
 
 
 def kind_of(run) -> str:
-    """dashboard.runs.run_kind (explain, tune, screen, sweep: what wrote the file), refined for the picker: a run
+    """dashboard.model.runs.run_kind (explain, tune, screen, sweep: what wrote the file), refined for the picker: a run
     without results is probes only, and a sweep whose every candidate is one plan timed twice ('baseline' and
     'baseline#2') measures repeatability."""
     if not isinstance(run, dict):
@@ -62,7 +62,7 @@ class RunMeta:
 
 
 def meta_of(data: runs.RunData) -> RunMeta:
-    """The RunMeta of a validated run (dashboard.runs.load_run_data); `scored` counts runs.scored_candidates."""
+    """The RunMeta of a validated run (dashboard.model.runs.load_run_data); `scored` counts runs.scored_candidates."""
     run = data.run
     env = run.get("environment")
     settings = env.get("settings") if isinstance(env, dict) else None
@@ -74,7 +74,7 @@ def meta_of(data: runs.RunData) -> RunMeta:
 def run_meta(path) -> RunMeta | None:
     """The RunMeta of a run file, read and validated whole; None when it does not load (opening it in the app or
     the CLI names the file and the field). The committed runs' metas are also in the run index
-    (dashboard.run_index), so a page does not read every committed file to list them."""
+    (dashboard.documents.run_index), so a page does not read every committed file to list them."""
     read = read_with_meta(path)
     return read[1] if read else None
 

@@ -10,7 +10,7 @@ so each row here is one run file scored on its own, through the same gate as eve
     fleet_table(datas, baseline, candidate, workload) -> DataFrame one row per run file (GPU model)
     overall_sol(wide, weights)               -> (baseline, candidate)   Σ w·floor ÷ Σ w·time over the scored shapes
 
-Its chart is dashboard.figures.fleet_figure.
+Its chart is dashboard.plots.figures.fleet_figure.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dashboard import runs, scoring, views
+from dashboard.model import runs, scoring, views
 
 COLUMNS = ["gpu", "run", "status", "score", "time_saved", "equiv_baseline_us", "equiv_candidate_us",
            "sol_baseline", "sol_candidate", "shapes", "hosts", "workers", "git_sha", "reason"]
@@ -38,9 +38,9 @@ def fleet_sets(paths) -> dict[str, list[Path]]:
 
 
 def sweep_sets(metas: dict) -> dict[str, list[Path]]:
-    """fleet_sets of the plan sweeps among {path: RunMeta} (dashboard.run_kinds): a tune log, a screen or an
+    """fleet_sets of the plan sweeps among {path: RunMeta} (dashboard.model.run_kinds): a tune log, a screen or an
     explain run times configs or kernels, not plans, so none is ever a fleet set."""
-    from dashboard import run_kinds
+    from dashboard.model import run_kinds
 
     return fleet_sets(p for p, m in metas.items() if m is not None and m.kind == run_kinds.SWEEP)
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from dashboard.scoring import ScoreBreakdown, geomean
+from dashboard.model.scoring import ScoreBreakdown, geomean
 
 N_LOADS = 6  # muse_bf16_proj's six loads: the default only; a breakdown passes its own count
 FP32_PARTIAL_BYTES = 4  # split-K partial sums are kept in FP32

@@ -1,6 +1,6 @@
 """`best` against the strongest peer: per shape, the fastest correct peer of the same sweep (TunableOp, torch.compile
 max-autotune, FlashInfer: kernels/methods_library.py) as one virtual series, BEST_OF_PEERS, labelled derived, compared
-with the candidate through dashboard.compare.compare (the same gate, bootstrap and verdicts as Compare).
+with the candidate through dashboard.model.compare.compare (the same gate, bootstrap and verdicts as Compare).
 
     peer_comparison(data, candidate="best") -> PeerComparison | None   (None: the run holds no peer or no candidate)
     format_peer_comparison(pc) -> str                                   (dashboard summarize, RESULTS.md)
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dashboard import compare, scoring
-from dashboard.compare import SHAPE_KEY
+from dashboard.model import compare, scoring
+from dashboard.model.compare import SHAPE_KEY
 from kernels.methods_library import PEER_NAMES
 
 BEST_OF_PEERS = "best of peers (derived)"

@@ -1,4 +1,4 @@
-"""How a report is written out: a standalone HTML page and a Markdown document (dashboard.report builds what goes
+"""How a report is written out: a standalone HTML page and a Markdown document (dashboard.documents.report builds what goes
 in them).
 
 HTML: one copy of plotly.js inline so the page opens offline; it is stored gzip-compressed and base64-encoded
@@ -31,7 +31,7 @@ STYLE = ("body{font-family:sans-serif;margin:2em auto;max-width:1400px;padding:0
 
 @dataclass(frozen=True)
 class Note:
-    """A paragraph under a heading. `markdown=True` only for projlab's own prose (dashboard.glossary), which may use
+    """A paragraph under a heading. `markdown=True` only for projlab's own prose (dashboard.model.glossary), which may use
     **bold**, *italic* and `code`; anything carrying run data is plain text and gets escaped."""
     heading: str
     text: str

@@ -7,7 +7,7 @@ Nothing else holds a "within noise" number.
 Components (a route is a method label with its config, e.g. `gemv_wide BN=1 BK=8192 ...` or `torch_linear`, on one
 GPU model):
 
-- **Interval** (sampling noise): the 95% percentile bootstrap of the ratio (dashboard.compare). Two candidates of one
+- **Interval** (sampling noise): the 95% percentile bootstrap of the ratio (dashboard.model.compare). Two candidates of one
   run are paired by round (the profiler times them in alternating rounds); series of different runs are resampled
   independently.
 - **Within-run band** (`WITHIN`): how far the identical route reads from itself inside one sweep — two candidates of
@@ -32,7 +32,7 @@ behind it; otherwise the level's pooled band applies. A device without evidence 
 its comparisons use the run's own repeat (`own_bands`: e.g. `baseline` and `baseline#2` of one run) or read
 NO VERDICT, "no repeat evidence on <device>", with how to make some.
 
-The evidence is costly to gather (every sweep is read), so `python -m dashboard noise --out dashboard/noise_bands.json`
+The evidence is costly to gather (every sweep is read), so `python -m dashboard noise --out dashboard/model/noise_bands.json`
 writes it to BANDS_FILE, with the run files behind every band; `tests/dashboard/test_noise.py` regenerates it and
 compares, like RESULTS.md.
 
@@ -56,7 +56,7 @@ from datasets.noise_model import (MIN_PAIRS, ACROSS, ACROSS_RR, AMBIGUOUS, ANY_G
                                   OVERALL, POOLED, QUANTILE, ROUND_TO, SAME, SAME_ROUTE, SHAPE, SLOW, WITHIN, Band,
                                   NoiseError, band, ceil_band, files, fixed, has_evidence, headline, m_range,
                                   shape_key, summary_rows, verdict)
-from dashboard import run_kinds, runs, scoring
+from dashboard.model import run_kinds, runs, scoring
 
 RUN_BASELINE = "baseline"   # the `baseline` plan (F.linear for every family): the reference of a ratio of ratios
 
@@ -208,7 +208,7 @@ def derive(datas) -> dict:
 
 
 def sweeps(runs_dir=None) -> list[runs.RunData]:
-    """Every committed plan sweep and repeatability run (dashboard.run_kinds), read whole."""
+    """Every committed plan sweep and repeatability run (dashboard.model.run_kinds), read whole."""
     paths = runs.list_runs(runs_dir) if runs_dir is not None else runs.list_runs()
     read = [run_kinds.read_with_meta(p) for p in paths]
     return [data for data, meta in filter(None, read) if meta.kind in (run_kinds.SWEEP, run_kinds.REPEAT)]

@@ -3,7 +3,7 @@
 Each run is read with its own workload (RunData.workload: the one embedded in the run, or for an older run the
 default muse_bf16_proj, with RunData.workload_note saying it was assumed); `workload=None` means that one.
 
-Every score goes through dashboard.scoring's gate: `status_rows` turns a run's results and its `failures` into the
+Every score goes through dashboard.model.scoring's gate: `status_rows` turns a run's results and its `failures` into the
 per-(shape, candidate) statuses the gate reads, and `run_score` / `pair_gate` never look at a median without them.
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pandas as pd
 from datasets import NEARBY_LOAD, RUNS_DIR, DatasetError, Workload, workload_of_run
 from datasets.paths import run_paths
 from datasets.runfile import RunFileError, load_run, validate_run
-from dashboard import metrics, roofline, scoring
-from dashboard.workloads import default_workload
+from dashboard.model import metrics, roofline, scoring
+from dashboard.model.workloads import default_workload
 
 RUN_NAME_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})_(.+?)_(.+)\.json(?:\.gz)?$")
 FAILURE_COLUMNS = ["shape", *scoring.SHAPE_ID, "candidate", "status", "reason"]
@@ -137,7 +137,7 @@ def load_run_data(path, workload: Workload | None = None) -> RunData:
 
     The workload is the run's own (embedded, or the default with a note for an older run); passing `workload`
     checks the run against that one instead. Results get a `status` (ok / incorrect / below_floor, see
-    dashboard.scoring) and a `reason` column."""
+    dashboard.model.scoring) and a `reason` column."""
     path = Path(path)
     run = load_run(path)
     note = None
@@ -146,7 +146,7 @@ def load_run_data(path, workload: Workload | None = None) -> RunData:
     check_against_workload(run, path.name, workload)
     results = _with_key(pd.DataFrame(run["results"]))
     for column in ("method", "ci_low_us", "ci_high_us", "n_samples", "flags", "throttled_samples", "samples_us",
-                   "error", "eager_us"):   # eager_us: optional, host-inclusive time per eager call (dashboard.eager)
+                   "error", "eager_us"):   # eager_us: optional, host-inclusive time per eager call (dashboard.model.eager)
         if len(results) and column not in results:
             results[column] = None
     if len(results):
@@ -182,7 +182,7 @@ def status_rows(data: RunData) -> pd.DataFrame:
 
 def pair_gate(data: RunData, baseline: str, candidate: str, workload: Workload | None = None,
               include_below_floor: bool = False, scored_only: bool = True) -> scoring.Gate:
-    """dashboard.scoring.gate_pair over the run's scored shapes (scored_only) or every shape either side has."""
+    """dashboard.model.scoring.gate_pair over the run's scored shapes (scored_only) or every shape either side has."""
     shapes = workload_of(data, workload).shapes if scored_only else None
     return scoring.gate_pair(status_rows(data), baseline, candidate, shapes, include_below_floor,
                              scope="scored" if scored_only else "")

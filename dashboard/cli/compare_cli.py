@@ -1,8 +1,8 @@
 """`python -m dashboard compare RUN_A[:CANDIDATE] RUN_B[:CANDIDATE] [--shapes]`: is B faster than A?
 
-Both sides go through dashboard.compare.compare_runs, the function behind the Compare page, so the two print the
+Both sides go through dashboard.model.compare.compare_runs, the function behind the Compare page, so the two print the
 same numbers. Per load and overall: ratio (A time ÷ B time, > 1: B is faster), 95% bootstrap interval, verdict, and
-the band it was judged against with its source (dashboard.noise); which shapes ran the identical route on both
+the band it was judged against with its source (dashboard.model.noise); which shapes ran the identical route on both
 sides (their difference is drift); `--shapes` adds one line per shape. A side is a run file (a path, or a name in
 datasets/runs/) and optionally ':CANDIDATE' (default: the shipped plan, `best`); one run file with two candidates
 compares them paired, within the run.
@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 from datasets.paths import find_run_file, no_run_file
-from dashboard import compare, run_kinds, runs, workloads
+from dashboard.model import compare, run_kinds, runs, workloads
 
 DEFAULT_CANDIDATE = run_kinds.SHIPPED_PLAN
 
@@ -62,7 +62,7 @@ def format_comparison(cmp: compare.Comparison, a: str, b: str, shapes: bool = Fa
     rows = cmp.shapes[cmp.shapes["series"] == b]
     out = [f"A: {a}", f"B: {b}", f"  how: {cmp.how[b]}",
            "  ratio = A time ÷ B time (> 1: B is faster), 95% bootstrap interval; the verdict reads the interval "
-           "against the band named beside it (dashboard.noise)",
+           "against the band named beside it (dashboard.model.noise)",
            f"  {'load':<22} {'ratio':>7}  {'95% interval':<17}  {'verdict':<10}  band"]
     for r in loads.itertuples(index=False):
         same = f" ({r.n_same_route} of {r.n_shapes} shapes on the identical route)" if r.n_same_route else ""

@@ -2,8 +2,9 @@
 vs isolated per family, and the step's parts per candidate, as tables and figures beside the run's shape report."""
 from __future__ import annotations
 
-from dashboard import report_render as render
-from dashboard import step, step_figures
+from dashboard.documents import report_render as render
+from dashboard.model import step
+from dashboard.plots import step_figures
 
 
 def add_step_section(data, tables: dict, display: dict, figs: list, notes: list) -> None:
@@ -29,5 +30,5 @@ def add_step_section(data, tables: dict, display: dict, figs: list, notes: list)
     lines = step.failures(data)
     notes.append(render.Note("Decode step", "p is the baseline's projection time inside its step (the breakdown) ÷ "
                              "its step time; predicted = 1/((1−p)+p/s) from the run's isolated per-shape medians; "
-                             "measured is the step's paired ratio with its 95 % interval (dashboard/step.py)."
+                             "measured is the step's paired ratio with its 95 % interval (dashboard/model/step.py)."
                              + (" Failures: " + "; ".join(lines) if lines else "")))

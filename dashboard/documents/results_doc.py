@@ -2,19 +2,19 @@
 
 Nothing here is typed by hand and no run is named: which runs appear follows from rules on the run files, so a run
 committed later shows up when the file is regenerated.
-- A run's kind: dashboard.runs.run_kind (explain, tune, screen or sweep).
-- Scores: per workload and (baseline, candidate) pair of a sweep (dashboard.runs.candidate_pairs, one plan timed
+- A run's kind: dashboard.model.runs.run_kind (explain, tune, screen or sweep).
+- Scores: per workload and (baseline, candidate) pair of a sweep (dashboard.model.runs.candidate_pairs, one plan timed
   against itself left out), every sweep that scores the pair at the commit of the newest such sweep (the
   back-to-back sweeps of one session), with load ratios and SOL per load.
 - Pairs never scored: the newest sweep of each, with the gate's reason.
 - The shipped plan over time: per commit, its newest complete sweep against the baseline (score, SOL per load), and
   per scored shape its route and µs in the oldest and newest of those and the sweep that brought the route in.
 - Against the strongest peer: the newest scored sweep holding `best` and a peer (kernels/methods_library.py), `best`
-  against the best of peers per shape (dashboard.peers, derived), per load and overall, each peer's failures named.
+  against the best of peers per shape (dashboard.model.peers, derived), per load and overall, each peer's failures named.
 - Unscored shapes: the newest sweep of each pair with only nearby shapes.
-- Kernels: the newest explain run of each workload that profiles every scored shape (dashboard.kernel_report.tables):
+- Kernels: the newest explain run of each workload that profiles every scored shape (dashboard.documents.kernel_report.tables):
   the gap to the floor per load and each call's largest finding.
-- Noise bands: dashboard.noise's bands (dashboard/noise_bands.json, derived from the committed sweeps), the run
+- Noise bands: dashboard.model.noise's bands (dashboard/model/noise_bands.json, derived from the committed sweeps), the run
   files behind them.
 Everything is computed by the dashboard's own functions (runs, scoring, views, kernel_report, noise);
 output depends only on the run files (sorted by created_utc, then name), so it is byte-for-byte reproducible.
@@ -30,8 +30,9 @@ import pandas as pd
 from datasets import NEARBY_LOAD, RUNS_DIR
 from datasets import devices
 from datasets.jsonfile import read_json
-from dashboard import kernel_report, kernels, noise, peers, run_kinds, runs, scoring, views
-from dashboard.workloads import default_workload
+from dashboard.documents import kernel_report
+from dashboard.model import kernels, noise, peers, run_kinds, runs, scoring, views
+from dashboard.model.workloads import default_workload
 
 WHY_CHARS = 160     # a gate's reason or a finding is cut to this many characters in a table cell
 LINK_DIR = "datasets/runs"  # run files are linked relative to the repository root, where RESULTS.md lives
@@ -52,7 +53,7 @@ class Run:
 
 def index_runs(runs_dir=RUNS_DIR, skipped: list[str] | None = None) -> list[Run]:
     """Every run file with its kind, date, commit, workload and candidates, oldest first (created_utc, then name).
-    Read from the raw JSON: only the runs a section shows are validated and tabulated (dashboard.runs). A sweep
+    Read from the raw JSON: only the runs a section shows are validated and tabulated (dashboard.model.runs). A sweep
     without a single pair (interrupted before any pair was timed: candidates with failures only, or several
     candidates and no pair; one plan's results alone are a run of its own) has nothing to score or compare: it is
     left out, with one line appended to `skipped`."""
@@ -104,7 +105,7 @@ def _pairs(data: runs.RunData) -> list[tuple[str, str]]:
 
 
 def _wide(data: runs.RunData, base: str, cand: str) -> pd.DataFrame:
-    """The pair's per-shape table (dashboard.views.wide_shapes) at the workload's scored loads."""
+    """The pair's per-shape table (dashboard.model.views.wide_shapes) at the workload's scored loads."""
     wide = views.wide_shapes(runs.shape_table(data), data.pairs, base, cand,
                              runs.pair_gate(data, base, cand, scored_only=False))
     return wide[wide["load"].isin(data.workload.load_order)]
@@ -115,7 +116,7 @@ def _sol(data: runs.RunData, base: str, cand: str) -> pd.DataFrame:
 
 
 class Loaded:
-    """Run files validated and tabulated (dashboard.runs.load_run_data) once, when a section first needs them."""
+    """Run files validated and tabulated (dashboard.model.runs.load_run_data) once, when a section first needs them."""
 
     def __init__(self):
         self._data: dict[Path, runs.RunData] = {}
@@ -362,7 +363,7 @@ def _ci(lo: float, hi: float) -> str:
 
 
 def _peer_section(sweeps: list[Run], load: Loaded) -> list[str]:
-    """`best` against the best of peers in the newest scored sweep that holds both (dashboard.peers)."""
+    """`best` against the best of peers in the newest scored sweep that holds both (dashboard.model.peers)."""
     for meta in reversed(sweeps):
         if "best" not in meta.candidates or not set(meta.candidates) & set(peers.PEER_NAMES):
             continue
@@ -377,7 +378,7 @@ def _peer_section(sweeps: list[Run], load: Loaded) -> list[str]:
         lines = ["### `best` vs the strongest peer", "",
                  f"`best` against `{peers.BEST_OF_PEERS}` in {link(meta.path)} — {peers.DERIVED_NOTE}; "
                  "ratio > 1: `best` is faster; verdicts as on the Compare page.", ""]
-        lines += _table(["load", "ratio", "95% CI", "verdict", "band (dashboard.noise)"], rows)
+        lines += _table(["load", "ratio", "95% CI", "verdict", "band (dashboard.model.noise)"], rows)
         for p in pc.peers.itertuples():
             failing = f"; **failing** at {len(p.failing)}: {_cut(', '.join(p.failing))}" if p.failing else ""
             lines.append(f"- `{p.peer}`: correct at {p.correct}/{p.scored_shapes} scored shapes, the fastest peer at "
@@ -437,19 +438,19 @@ def _explain_section(name: str, explains: list[Run]) -> list[str]:
         rows.append([c["shape"], f"`{c['candidate']}`", f"`{c['method']}`" if isinstance(c["method"], str) else "–",
                      int(c["launches"]), f"{c['time_us']:.2f}", f"{c['floor_us']:.2f}", _pct(c["sol"]),
                      _cut(str(top))])
-    lines += ["Per call: the largest finding (`dashboard/kernel_findings.py` rules, by the µs it explains):", ""]
+    lines += ["Per call: the largest finding (`dashboard/model/kernel_findings.py` rules, by the µs it explains):", ""]
     lines += _table(["shape", "candidate", "method", "kernels", "µs", "floor µs", "SOL", "finding"], rows)
     return lines
 
 
 def _noise_section() -> list[str]:
-    """dashboard.noise's bands, as every verdict quotes them, with the run files behind them."""
+    """dashboard.model.noise's bands, as every verdict quotes them, with the run files behind them."""
     rows = [[noise.KIND_WORDS[b.kind], b.level, b.key, f"±{b.frac:.1%}".replace("%", " %"), b.gpu, b.n_runs,
              b.n_pairs] for b in noise.summary_rows()]
     names = noise.files()
     return ["## Noise bands", "",
             "Every FAST / SLOW / SAME / AMBIGUOUS reads a 95% interval against one of these bands "
-            "(`dashboard/noise.py` says what each is and how it is derived; `" + noise.COMMAND + "` writes them "
+            "(`dashboard/model/noise.py` says what each is and how it is derived; `" + noise.COMMAND + "` writes them "
             "from the committed sweeps). Within one run: the within-run band; across runs: the cross-run band, or "
             "the relative one where both runs hold the baseline.", "",
             *_table(["band", "level", "kept for", "±", "GPU", "run files", "pairs of identical routes"], rows),
@@ -471,7 +472,7 @@ def build(source=RUNS_DIR) -> str:
              "Generated by `python -m dashboard results --out RESULTS.md` from the run files in `datasets/runs/`; "
              "do not edit (a test regenerates it from the committed runs and compares). Times are **measured** on "
              "the GPU each run file names; ratios, scores, floors and SOL are *derived* from them. Which runs "
-             "appear follows from rules on the run files (`dashboard/results_doc.py`).", ""]
+             "appear follows from rules on the run files (`dashboard/documents/results_doc.py`).", ""]
     # One section per workload and device kind: runs of different devices are never scored, compared or put in one
     # history together (the write-up's device first, then the others as they first appear).
     home = devices.lookup(devices.WRITEUP_DEVICE).key

@@ -1,0 +1,1 @@
+"""Figures: plotly layout of what dashboard.model computed (they compute nothing that matters)."""
