@@ -15,17 +15,6 @@ import sys
 from pathlib import Path
 
 
-def _interrupted_while_importing(signum, frame):
-    sys.stderr.write("dashboard: interrupted while starting (nothing was read)\n")
-    raise SystemExit(130)
-
-
-# Ctrl-C while the modules below import (pandas: a second or more) is one line, like Ctrl-C later (main); a SIGINT
-# the shell made this process ignore (a background job) stays ignored.
-_GUARD = __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-if _GUARD:
-    signal.signal(signal.SIGINT, _interrupted_while_importing)
-
 from datasets import RUNS_DIR, WORKLOADS_DIR, DatasetError, load_workload
 from datasets.cli import OneLineParser
 from datasets.paths import PROJECT_DIR, find_run_file, missing_file_hint, no_run_file, run_paths
@@ -36,8 +25,6 @@ from dashboard.cli.summary import device_lines, format_breakdown, format_loads, 
 from datasets.runfile import RunFileError
 from datasets.text import escaped_output
 
-if _GUARD:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_SCORE = 3

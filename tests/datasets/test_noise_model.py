@@ -19,7 +19,7 @@ def test_a_device_without_evidence_gets_no_band_and_is_told_how_to_make_some():
     assert "--device cpu --plan baseline --plan baseline" in b.text()
     assert nm.verdict(1.5, 1.6, b) == nm.NO_VERDICT and nm.verdict(float("nan"), 1.0, b) == nm.NO_SAMPLES
     # another GPU model without committed repeats: never the H200's band
-    b = nm.band(nm.ACROSS, nm.SHAPE, "NVIDIA H100 80GB HBM3", "o M 1")
+    b = nm.band(nm.ACROSS, nm.SHAPE, "NVIDIA B200", "o M 1")
     assert not b.known and "H200" not in b.text()
 
 
