@@ -304,19 +304,23 @@ def summary_rows(gpu: str | None = None, path=BANDS_FILE) -> list[Band]:
 
 
 def headline(path=BANDS_FILE) -> str:
-    """One sentence with the pooled bands per kind and level, for the glossary and the pages."""
+    """One sentence with the pooled bands per kind and level of one device, for the glossary and the pages: the
+    write-up's device (the committed runs' and the official table's) where it has evidence, else the first that
+    has."""
     gpus = devices_with_evidence(path)
+    home = devices.lookup(devices.WRITEUP_DEVICE).key
+    gpu = next((g for g in gpus if devices.lookup(g).key == home), gpus[0] if gpus else None)
     parts = []
     for kind in KINDS:
         vals = []
         for level in LEVELS:
             try:
-                b = band(kind, level, gpus[0] if gpus else None, None, path)
+                b = band(kind, level, gpu, None, path)
             except NoiseError:
                 continue
             if b.known:
                 vals.append(f"±{b.frac:.1%} per {level}".replace("%", " %").replace("per overall", "overall"))
         if vals:
-            b0 = band(kind, LOAD, gpus[0] if gpus else None, None, path)
+            b0 = band(kind, LOAD, gpu, None, path)
             parts.append(f"{KIND_WORDS[kind]} {', '.join(vals)} (from {b0.n_runs} run files)")
-    return "; ".join(parts) + (f", measured on {', '.join(gpus)}" if gpus else "")
+    return "; ".join(parts) + (f", measured on {gpu}" if gpu else "")

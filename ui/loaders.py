@@ -161,7 +161,8 @@ def _run_comparison(path: str, mtime: float, baseline: str, candidate: str, incl
     data = run_data(path)
     return compare.compare_candidates(data.results, baseline, [candidate], Path(path).name,
                                       scoring.family_weights(data.workload), failures=data.failures,
-                                      include_below_floor=include, gpu=noise.gpu_model(data))
+                                      include_below_floor=include, gpu=noise.gpu_model(data),
+                                      own=noise.own_for(data))   # a device without committed evidence: its own repeat
 
 
 def run_comparison(v) -> compare.Comparison:

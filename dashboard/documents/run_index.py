@@ -20,7 +20,7 @@ from pathlib import Path
 
 from datasets import RUNS_DIR
 from dashboard.model import runs
-from dashboard.model.run_kinds import RunMeta, run_meta
+from dashboard.model.run_kinds import HOME_DEVICE, RunMeta, run_meta
 
 RUN_INDEX_JSON = Path(__file__).resolve().with_name("run_index.json")
 
@@ -28,7 +28,7 @@ RUN_INDEX_JSON = Path(__file__).resolve().with_name("run_index.json")
 def _entry(path: Path, meta: RunMeta) -> dict:
     return {"file": path.name, "bytes": path.stat().st_size, "kind": meta.kind, "created_utc": meta.created_utc,
             "workload": meta.workload, "candidates": list(meta.candidates), "cluster": meta.cluster,
-            "scored": meta.scored}
+            "scored": meta.scored, "device": meta.device}
 
 
 def build(runs_dir=RUNS_DIR) -> dict:
@@ -56,7 +56,8 @@ def read(path=RUN_INDEX_JSON, runs_dir=RUNS_DIR) -> dict[str, tuple[int, RunMeta
     out = {}
     for e in index.get("runs", []):
         meta = RunMeta(Path(runs_dir) / e["file"], e["kind"], e["created_utc"], e["workload"],
-                       tuple(e["candidates"]), bool(e["cluster"]), int(e["scored"]))
+                       tuple(e["candidates"]), bool(e["cluster"]), int(e["scored"]),
+                       str(e.get("device") or HOME_DEVICE))
         out[e["file"]] = (int(e["bytes"]), meta)
     return out
 

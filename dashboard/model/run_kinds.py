@@ -14,12 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets import DEFAULT_WORKLOAD, DatasetError
+from datasets import DEFAULT_WORKLOAD, DatasetError, devices
 from datasets.jsonfile import JsonInputError, read_json
 from dashboard.model import runs
 
 SWEEP, TUNE, SCREEN, EXPLAIN, STEP = runs.SWEEP, runs.TUNE, runs.SCREEN, runs.EXPLAIN, runs.STEP   # runs.run_kind's
 REPEAT, PROBE = "repeatability", "probe"
+HOME_DEVICE = devices.lookup(devices.WRITEUP_DEVICE).key   # the official table's device: the default run's
 SHIPPED_PLAN = "best"   # `--plan best` / kernels/plans/best.json: the plan projlab ships
 _UNREADABLE = (runs.RunFileError, JsonInputError, DatasetError, ValueError, KeyError, OSError)
 
@@ -54,6 +55,7 @@ class RunMeta:
     candidates: tuple[str, ...]
     cluster: bool             # measured by a dask fleet (`--cluster`), as its recorded command says
     scored: int = 0           # candidates with a correct result at every scored shape (runs.scored_candidates)
+    device: str = HOME_DEVICE   # the device kind that measured it (datasets.devices: its table key)
 
     @property
     def shipped_pair(self) -> bool:
@@ -68,7 +70,8 @@ def meta_of(data: runs.RunData) -> RunMeta:
     settings = env.get("settings") if isinstance(env, dict) else None
     command = str((settings or {}).get("command") or "") if isinstance(settings, dict) else ""
     return RunMeta(data.path, kind_of(run), str(run.get("created_utc") or ""), runs.workload_of(data).name,
-                   tuple(_candidates(run)), "--cluster" in command.split(), len(runs.scored_candidates(data)))
+                   tuple(_candidates(run)), "--cluster" in command.split(), len(runs.scored_candidates(data)),
+                   devices.lookup((env or {}).get("gpu") if isinstance(env, dict) else None).key)
 
 
 def run_meta(path) -> RunMeta | None:
@@ -95,10 +98,11 @@ def newest_first(metas) -> list[RunMeta]:
 
 def default_rank(meta: RunMeta) -> tuple:
     """A plan sweep (not a tune log, a screen or an explain run, which time many configs per shape rather than
-    compare plans) of the default workload, pairing the baseline with the shipped plan, then the most fully scored
-    candidates (the baseline / seed036 / best sweeps), then the newest by created_utc, then by file name."""
-    return (meta.kind == SWEEP, meta.workload == DEFAULT_WORKLOAD, meta.shipped_pair, meta.scored, meta.created_utc,
-            meta.path.name)
+    compare plans) of the default workload, measured on the write-up's device (the official table's), pairing the
+    baseline with the shipped plan, then the most fully scored candidates (the baseline / seed036 / best sweeps),
+    then the newest by created_utc, then by file name."""
+    return (meta.kind == SWEEP, meta.workload == DEFAULT_WORKLOAD, meta.device == HOME_DEVICE, meta.shipped_pair,
+            meta.scored, meta.created_utc, meta.path.name)
 
 
 def default_run(metas, opens=None) -> Path | None:

@@ -123,7 +123,8 @@ def measure_shape_isolated(pool: WorkerPool, shape: dict, live: list[dict], task
                                    for c in cands]
             return None
         forged = verify_shape_reply(reply, pool.worker.phase_seconds("time"), settings.seed,
-                                    floor=task_base.get("floor"), error_factor=_error_factor(task_base))
+                                    floor=task_base.get("floor"), error_factor=_error_factor(task_base),
+                                    device=(pool.worker.environment or {}).get("gpu"))
         if forged:   # nothing of this reply is recorded, and the process that sent it measures nothing more
             why = f"{FORGED}: " + "; ".join(forged)[:500]
             log(f"{shape_key(shape)}: {why}")

@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from profiler.measure.stats import summarize_pairs, summarize_samples
+from datasets.noise_model import shape_key
 from profiler.worker.records import result_flags
 
 FORGED = "the worker's reply failed the parent's checks (in-process forging)"
@@ -49,7 +50,7 @@ def _close(a, b) -> bool:
 
 
 def verify_shape_reply(reply: dict, timing_wall_s: float | None, seed: int = 0, floor: dict | None = None,
-                       error_factor: float | None = None) -> list[str]:
+                       error_factor: float | None = None, device: str | None = None) -> list[str]:
     """Reasons the reply cannot be believed ([] when none); on [] the results' and pairs' summaries and the
     results' flags are the parent's own, derived from the samples and the parent's `floor`."""
     results = reply.get("results") or []
@@ -77,7 +78,8 @@ def verify_shape_reply(reply: dict, timing_wall_s: float | None, seed: int = 0, 
         vs = (r.get("error") or {}).get("vs_baseline") if isinstance(r.get("error"), dict) else None
         r["flags"] = result_flags(summ["median_us"], r["ci_low_us"], r["ci_high_us"], floor,
                                   throttled if isinstance(throttled, int) and throttled > 0 else 0,
-                                  vs if isinstance(vs, (int, float)) else None, error_factor)
+                                  vs if isinstance(vs, (int, float)) else None, error_factor, device=device,
+                                  key=shape_key(str(r.get("family")), int(r.get("M") or 0)) if device else None)
         r["floor_us"] = (floor or {}).get("us")
         samples[r["candidate"]] = x
     if len({x.size for x in samples.values()}) > 1:

@@ -20,12 +20,14 @@ def failure_record(shape: dict, candidate: str, kind: str, phase: str, reasons: 
 
 
 
-def result_flags(median_us, lo, hi, floor: dict | None, dropped, vs_baseline=None, error_factor=None) -> list[str]:
+def result_flags(median_us, lo, hi, floor: dict | None, dropped, vs_baseline=None, error_factor=None,
+                 device: str | None = None, key: str | None = None) -> list[str]:
     """A result's flags, from its summary and the parent's floor -- computed the same way by the worker and, from
     the raw samples, again by the parent, whose flags replace the worker's (profiler/backends/verify.py).
     below_floor: under the probe floor by more than the probe's noise (its CI low, or its median where the probe
     has no CI): faster than the device can read the bytes; throttled; wide_ci; less_accurate: error >
-    error_factor x the baseline's."""
+    error_factor x the baseline's. `device`, `key`: the device that timed it and its noise_model.shape_key, whose
+    within-run band says what is wide (the parent knows the device; the worker's flags are replaced anyway)."""
     from profiler.measure import stats
 
     flags = []
@@ -35,7 +37,8 @@ def result_flags(median_us, lo, hi, floor: dict | None, dropped, vs_baseline=Non
             flags.append("below_floor")
     if dropped:
         flags.append("throttled")
-    if stats.ci_too_wide(median_us, lo if lo is not None else float("nan"), hi if hi is not None else float("nan")):
+    if stats.ci_too_wide(median_us, lo if lo is not None else float("nan"), hi if hi is not None else float("nan"),
+                         device=device, key=key):
         flags.append("wide_ci")
     if error_factor is not None and vs_baseline is not None and vs_baseline > error_factor:
         flags.append("less_accurate")

@@ -83,7 +83,7 @@ def test_every_page_shows_the_same_text_as_before_the_move(case, monkeypatch):
 
 def test_the_run_index_classifies_every_committed_run_as_before():
     index = {name: meta for name, (_, meta) in run_index.read().items()}
-    assert set(index) == set(BEFORE["metas"])
+    assert set(BEFORE["metas"]) <= set(index)   # runs committed since are new entries, never changed ones
     for name, old in BEFORE["metas"].items():
         meta = index[name]
         now = {"kind": meta.kind, "created_utc": meta.created_utc, "workload": meta.workload,
