@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard.plots import figures
+from dashboard.plots import roofline_figures
 from ui import loaders, terms, view, widgets
 
 v = view.pick(probes_only_ok=True)
@@ -24,7 +24,7 @@ elif probes.empty:
     st.warning(f"{widgets.md_text(v.label)} holds no probes (run `python -m profiler probe` on the device).")
 show_seed = st.toggle("Overlay the write-up's four probes (published)", value=True)
 parts = (["measured (run probes)"] if len(probes) else []) + (["published (write-up probes)"] if show_seed else [])
-st.plotly_chart(figures.probe_curve(probes if len(probes) else None, seed if show_seed else None,
+st.plotly_chart(roofline_figures.probe_curve(probes if len(probes) else None, seed if show_seed else None,
                                     " vs ".join(parts) or "nothing selected", memory), width="stretch", theme=None)
 if len(probes):
     st.subheader("Run probes (measured)" if "derived" not in probes else

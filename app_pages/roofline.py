@@ -1,7 +1,7 @@
 """Roofline: intensity vs achieved throughput under the measured memory and compute roofs; time vs floor."""
 import streamlit as st
 
-from dashboard.plots import figures
+from dashboard.plots import figures, roofline_figures
 from dashboard.model import runs, views
 from ui import terms, view, widgets
 
@@ -24,11 +24,11 @@ cands = st.multiselect("Candidates", v.data.candidates(), default=[v.baseline, v
 pts = views.roofline_points(table, cands)
 colors = figures.series_colors(v.data.candidates(), v.baseline)
 device = view.device_name(v)
-st.plotly_chart(figures.roofline(pts, tbps, peak, src, colors=colors, hollow=(v.baseline,), device=device),
+st.plotly_chart(roofline_figures.roofline(pts, tbps, peak, src, colors=colors, hollow=(v.baseline,), device=device),
                 width="stretch", theme=None)
 times = ("times measured; floors derived from the run's probes" if v.kind == "run"
          else f"times {v.source}; floors derived from the write-up's probes and its quoted 989 TFLOP/s")
-st.plotly_chart(figures.time_vs_floor(pts, times, colors), width="stretch", theme=None)
+st.plotly_chart(roofline_figures.time_vs_floor(pts, times, colors), width="stretch", theme=None)
 cols = ["shape", "candidate", "median_us", "floor_us", "bound", "sol", "tflops"]
 st.dataframe(pts[cols], hide_index=True, width="stretch", placeholder="—", column_config={
     "median_us": st.column_config.NumberColumn("µs", format="%.3f"),

@@ -16,7 +16,7 @@ import sys
 
 EXIT_BAD_INPUT = 2
 # Seeds feed torch.Generator.manual_seed (at most 2^64 - 1) and numpy's default_rng (non-negative) after offsets of
-# up to ~1.6e7 are added (profiler/check/rules.py): 2^32 leaves them all far inside both.
+# up to ~1.6e7 are added (profiler/check/inputs.py): 2^32 leaves them all far inside both.
 MAX_SEED = (1 << 32) - 1
 
 

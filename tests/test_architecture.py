@@ -1,8 +1,8 @@
 """The tree's import rules: datasets → kernels → profiler → dashboard → ui → app (app.py and the page scripts of
 app_pages/), nothing backwards;
 inside profiler: measure → check → worker → backends → commands → cli, nothing backwards, and no import cycle
-between its modules; dashboard/ never imports torch or streamlit (plotly only in figures.py, kernel_figures.py,
-step_figures.py, report.py); torch-free modules import with torch blocked.
+between its modules; dashboard/ never imports torch or streamlit (plotly only in figures.py, roofline_figures.py,
+kernel_figures.py, step_figures.py, report.py); torch-free modules import with torch blocked.
 
 Two independent proofs: a static scan of every import statement (ast, including imports inside functions),
 and real imports in a subprocess whose meta-path finder refuses torch/streamlit.
@@ -20,8 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"datasets": 0, "kernels": 1, "profiler": 2, "dashboard": 3, "ui": 4, "app": 5, "app_pages": 5}
-PLOTLY_ALLOWED = {"dashboard/plots/figures.py", "dashboard/plots/kernel_figures.py", "dashboard/documents/report.py",
-                  "dashboard/plots/step_figures.py"}
+PLOTLY_ALLOWED = {"dashboard/plots/figures.py", "dashboard/plots/roofline_figures.py", "dashboard/plots/kernel_figures.py",
+                  "dashboard/documents/report.py", "dashboard/plots/step_figures.py"}
 TORCH_FREE = ["datasets", "datasets.runfile", "kernels.registry", "kernels.plans", "profiler.measure.stats",
               "profiler.measure.policy", "profiler.commands.tune_rules", "profiler.worker.tasks", "profiler.backends.open",
               "profiler.cli.main"]   # the command line and the worker import without torch: CUDA is checked when used

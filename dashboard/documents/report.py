@@ -20,7 +20,7 @@ from plotly.offline import get_plotlyjs
 from datasets import devices
 from dashboard.cli import summary as summary_text
 from dashboard.model import compare, eager, glossary, kernels, library_ceiling, noise, runs, scoring, sources, step, views, workloads
-from dashboard.plots import figures
+from dashboard.plots import figures, roofline_figures
 from dashboard.documents import files
 from dashboard.documents import report_render as render
 
@@ -281,11 +281,11 @@ def _roofline_section(c: _RunContext) -> _Section:
         colors = figures.series_colors([c.baseline, c.candidate, *c.data.candidates()], c.baseline)
         pts = views.roofline_points(c.table, [c.baseline, c.candidate])
         device = devices.device_of(c.data.run) or (devices.WRITEUP_DEVICE if c.source == sources.PUBLISHED else None)
-        out.figures += [figures.roofline(pts, curve.tbps_max_point, c.data.run.get("compute_peak_tflops"), c.tag,
+        out.figures += [roofline_figures.roofline(pts, curve.tbps_max_point, c.data.run.get("compute_peak_tflops"), c.tag,
                                          colors=colors, hollow=(c.baseline,), device=device),
-                        figures.time_vs_floor(pts, c.tag, colors)]
+                        roofline_figures.time_vs_floor(pts, c.tag, colors)]
     if c.measured and not c.data.probes.empty:
-        out.figures.append(figures.probe_curve(c.data.probes, None, "measured"))
+        out.figures.append(roofline_figures.probe_curve(c.data.probes, None, "measured"))
     return out
 
 
@@ -433,7 +433,7 @@ def _shape_report(data, baseline, candidate, workload, source, shape, include_be
     figs = []
     if samples:
         figs.append(figures.samples_figure(samples, summary["floor_us"], f"{shape}: timing samples", tag, colors))
-    figs.append(figures.time_vs_floor(rows, tag, colors))
+    figs.append(roofline_figures.time_vs_floor(rows, tag, colors))
     shown = pd.DataFrame({"candidate": cands["candidate"], "method": cands.get("method", "—"),
                           "median µs": cands["median_us"].map(_us),
                           "95% CI µs": [views.ci_text(lo, hi, 3) for lo, hi in

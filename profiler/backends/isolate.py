@@ -26,7 +26,7 @@ PROBE_TIMEOUT_S = 900.0        # the probe task (harness code only): ~12 s on th
 
 def _error_factor(task_base: dict) -> float:
     """The contract's less_accurate factor for the task's workload (the default workload's where it has none)."""
-    from profiler.check.rules import default_contract
+    from profiler.check.inputs import default_contract
 
     contract = (task_base.get("workload") or {}).get("contract") if isinstance(task_base.get("workload"), dict) \
         else None

@@ -23,16 +23,16 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from profiler.check.rules import (RANGE_DTYPES, RANGE_EXPONENT, Check, WeightReference, as_dtype,  # noqa: F401
-                                  check_output, default_contract, error_vs_baseline, fresh_salt, input_reference,
-                                  make_input, make_weight, pair_reference, pair_rule, partner_input, probe_rows,
-                                  reference, sparse_probe_rows)
+from profiler.check.inputs import (RANGE_DTYPES, RANGE_EXPONENT, as_dtype, default_contract,  # noqa: F401
+                                   fresh_salt, make_input, make_weight, partner_input, probe_rows, sparse_probe_rows)
+from profiler.check.rules import (Check, WeightReference, check_output, error_vs_baseline,  # noqa: F401
+                                  input_reference, pair_reference, pair_rule, reference)
 
 # One byte pattern that is NaN in every float dtype we check (bf16 0xFFFF, fp16 0xFFFF, fp32 0xFFFFFFFF).
 POISON_BYTE = 0xFF
 OUTLIER_SEED_OFFSET = 1          # the second weight draw: seed + 1, outlier columns
 OUTLIER_CALLS = 2                # eager calls on the outlier weights
-RANGE_SEED_OFFSET = 300          # the range call's input: seed + 300 (rules.RANGE_EXPONENT)
+RANGE_SEED_OFFSET = 300          # the range call's input: seed + 300 (inputs.RANGE_EXPONENT)
 PAIR_SEED_TRIES = 8              # seeds tried for a partner-call input with a dense row (M=1: 1 seed in 4 has one)
 
 # Capture errors, by what run() did (CUDA runtime messages; torch re-raises the end-of-capture error, so the
@@ -251,7 +251,7 @@ class _Lifecycle:
     y_dtype: str
     kw: dict             # check_output's expect_shape, expect_dtype, contract
     guard: Any           # profiler.check.guards.Guard: global settings and harness functions, checked after each step
-    salt: int = 0        # mixed into every input's values (rules.make_input): drawn when the check starts
+    salt: int = 0        # mixed into every input's values (inputs.make_input): drawn when the check starts
     checks: list = field(default_factory=list)
     reasons: list = field(default_factory=list)
     pair_ratios: list = field(default_factory=list)  # cross-call pair rule results
@@ -336,11 +336,11 @@ def check_candidate(candidate, shape: Mapping, device, *, seed: int = 0, contrac
     vs_baseline = this rel_l2 / baseline's. keep_graph=True returns the captured GraphHandle in Check.graph
     (the sweep times that very graph). `guard`: a profiler.check.guards.Guard (default: a snapshot taken now).
     `state` given: prepare() already ran (under the caller's guard); only the outlier draw is prepared here.
-    range_call: after the eager calls, one on an input scaled past FP16's range (rules.RANGE_EXPONENT).
+    range_call: after the eager calls, one on an input scaled past FP16's range (inputs.RANGE_EXPONENT).
     `pristine`: the weights as the harness holds them, when `weight` is the candidate's own copy that prepare()
     already ran on (the sweep's case): the references and the "unchanged" rule are taken from it, so a change
-    made inside that earlier prepare() is caught too. `salt`: mixed into every input's values (rules.make_input);
-    None draws a fresh one (rules.fresh_salt), so no candidate can compute this check's inputs ahead; 0: the inputs
+    made inside that earlier prepare() is caught too. `salt`: mixed into every input's values (inputs.make_input);
+    None draws a fresh one (inputs.fresh_salt), so no candidate can compute this check's inputs ahead; 0: the inputs
     follow the seed alone.
     """
     from profiler.check.guards import Guard
@@ -405,7 +405,7 @@ def _eager_checks(life: _Lifecycle, n_calls: int, y_bytes: int, state=None, w_re
 
 def _range_call(life: _Lifecycle, y_bytes: int) -> None:
     """One eager call on an input scaled by 2^RANGE_EXPONENT (exact), past FP16's largest value: BF16 and FP32
-    inputs only (rules.RANGE_DTYPES)."""
+    inputs only (inputs.RANGE_DTYPES)."""
     if str(life.x_dtype) not in RANGE_DTYPES:
         return
     x, layout = make_input(life.M, life.K, life.seed + RANGE_SEED_OFFSET, life.device, dtype=life.x_dtype,

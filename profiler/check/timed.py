@@ -37,9 +37,9 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from profiler.check.rules import (InputReference, Layout, WeightReference, check_output, input_reference,
-                                  make_input, pair_reference, pair_rule, partner_input, screen_outputs,
-                                  spike_magnitude)
+from profiler.check.inputs import Layout, make_input, partner_input, spike_magnitude
+from profiler.check.rules import (InputReference, WeightReference, check_output, input_reference, pair_reference,
+                                  pair_rule, screen_outputs)
 
 
 def _torch():
@@ -199,7 +199,7 @@ class FreshFeed:
     """A cold graph's feed (GraphHandle.feed) during timing. Before each timed call (outside the timed interval) it
     writes a NEW input into the graph's static input: Gaussian entries from a generator seeded afresh from the
     operating system's entropy at that moment, the graph's probe rows, every unpaired dense row with a spike or
-    none (half each, drawn then too) and its pairs of dense rows (profiler.check.rules.make_input's layout). No
+    none (half each, drawn then too) and its pairs of dense rows (profiler.check.inputs.make_input's layout). No
     input exists before its call is fed, none repeats, and the state of the generator afterwards determines only the
     input already fed: a candidate holds no future input and cannot make one.
     Each call's input and output are kept in the feed's store (harness tensors of the exact types, one slot per call

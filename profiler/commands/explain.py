@@ -62,7 +62,7 @@ class ExplainSettings:
     command: str = ""
     candidates: list = field(default_factory=list)
     kind: str = "explain"
-    input_salt: int | None = None               # None: each check task draws its own (rules.fresh_salt); tests: an int
+    input_salt: int | None = None               # None: each check task draws its own (inputs.fresh_salt); tests: an int
     # The workload's JSON object (Workload.to_dict), sent with every worker task; the run file embeds it at its
     # top level ("workload"), not in environment.settings (recorded()).
     workload: dict | None = None

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from profiler.check.contract import CudaFault, check_candidate
 from profiler.check.guards import TaintedProcess
-from profiler.check.rules import error_vs_baseline, fresh_salt, make_input
+from profiler.check.inputs import fresh_salt, make_input
+from profiler.check.rules import error_vs_baseline
 from profiler.measure import kineto
 from profiler.measure.ncu import RANGE_PREFIX
 from profiler.measure.policy import SWEEP
@@ -63,7 +64,7 @@ def explain_check(sess, task: dict) -> dict:
     """The "explain_check" task (module docstring)."""
 
     shape, seed = task["shape"], int(task.get("seed", 0))
-    # One salt for every candidate of the shape (rules.make_input): none can know the inputs ahead.
+    # One salt for every candidate of the shape (inputs.make_input): none can know the inputs ahead.
     salt = task["input_salt"] if task.get("input_salt") is not None else fresh_salt()
     calls, passed, base_rel = [], [], None
     for j, c in enumerate(task["candidates"]):

@@ -13,7 +13,7 @@ from profiler.check import guards
 from profiler.check.isolation import initialise_libraries, workload_dtypes
 from profiler.check.contract import WEIGHT_MODIFIED, cuda_context_error
 from profiler.check.guards import TaintedProcess
-from profiler.check.rules import make_weight
+from profiler.check.inputs import make_weight
 from profiler.measure import timing
 from profiler.measure import telemetry as telemetry_mod  # by module: a test fake replaces its functions
 from profiler.worker.integrity import FORGING, Integrity

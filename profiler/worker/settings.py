@@ -26,7 +26,7 @@ class SweepSettings:
     canary: str = "all"                 # the baseline again in a clean worker (profiler.commands.canary): "all" (every
                                         # shape), "sample" (per family the smallest and largest M) or "off"
     eager: bool = False                 # also time each correct candidate eagerly (eager_us; policy preset EAGER)
-    input_salt: int | None = None       # None: each shape task draws its own (profiler.check.rules.fresh_salt), so no
+    input_salt: int | None = None       # None: each shape task draws its own (profiler.check.inputs.fresh_salt), so no
                                         # candidate can compute the inputs ahead from the seed; an int (tests): the
                                         # inputs follow the seed and this salt alone
     unprivileged: bool = False          # where the parent is root, the worker runs with the project tree and the run

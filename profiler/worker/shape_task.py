@@ -30,7 +30,8 @@ from datasets.shapes import shape_bytes, shape_identity
 from datasets.shapes import shape_key_of as shape_key
 from profiler.check.contract import CudaFault, capture_checked, check_candidate
 from profiler.check.guards import PERSISTING_L2_SETTING, TaintedProcess, persisting_l2_limit, reset_persisting_l2
-from profiler.check.rules import WeightReference, as_dtype, default_contract, error_vs_baseline, fresh_salt
+from profiler.check.inputs import as_dtype, default_contract, fresh_salt
+from profiler.check.rules import WeightReference, error_vs_baseline
 from profiler.check.timed import (FreshFeed, GraphJudge, TimedInput, detection_probability, judged_share,
                                   rotation, rotation_inputs, timed_inputs)
 from profiler.measure import stats, timing

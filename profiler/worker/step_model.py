@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from profiler.check.rules import as_dtype, make_weight
+from profiler.check.inputs import as_dtype, make_weight
 
 # Segment classes of the step's breakdown (the stacked bar's parts besides the projection families).
 ATTENTION, NORM_ACT, REST = "attention", "norms_activations", "rest"

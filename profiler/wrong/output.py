@@ -295,7 +295,7 @@ _DOCUMENTED_SEEDS = (*range(1, 12), *range(100, 108), *range(200, 211))
 
 class PrecomputedAnswers(TorchLinear):
     """Regenerates, at its first call at each M, every input the contract draws from the documented seeds
-    (rules.make_input, the partner inputs too), computes their products once and from then on answers by looking
+    (inputs.make_input, the partner inputs too), computes their products once and from then on answers by looking
     the input up -- a table lookup instead of a product, exact wherever it is judged and timed. Only inputs nobody
     can compute ahead (the harness salts every input's values with fresh entropy) leave it without an answer; then it
     returns zeros, as a cheat has nothing better."""
@@ -304,7 +304,7 @@ class PrecomputedAnswers(TorchLinear):
 
     def _fill(self, state, x) -> None:
         from profiler.check.contract import RANGE_SEED_OFFSET
-        from profiler.check.rules import RANGE_EXPONENT, make_input, partner_input
+        from profiler.check.inputs import RANGE_EXPONENT, make_input, partner_input
 
         table = state.setdefault("table", {})
         M, K, dtype = x.shape[0], x.shape[1], str(x.dtype).split(".")[-1]

@@ -150,7 +150,7 @@ class DispatcherSlowMM(TorchLinear):
     of the device it runs on: CPU, or CUDA) that is right but does the product twice at M == 8: every later
     candidate's mm in this process -- the baseline's F.linear too -- is slower at that one M, where the default
     canary did not time (the pair scored 1.35). The guard compares the dispatcher's kernels for the operators the
-    baseline reaches (profiler.check.guards.DISPATCH_OPS) after every step and names the registration."""
+    baseline reaches (profiler.check.dispatcher.DISPATCH_OPS) after every step and names the registration."""
 
     name, expect = "dispatcher_slow_mm", "dispatcher kernel"
 

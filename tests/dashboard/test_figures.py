@@ -4,7 +4,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.plots import figures
+from dashboard.plots import figures, roofline_figures
 from dashboard.model import views
 from dashboard.model import runs
 from datasets import load_ledger, load_official, load_seed_probes, load_workload
@@ -59,15 +59,15 @@ def _pts():
 
 
 def test_roofline_roofs_are_labelled_with_values_and_the_ridge():
-    fig = figures.roofline(_pts(), memory_tbps=4.0, compute_tflops=700.0, source="measured", device="NVIDIA H200")
+    fig = roofline_figures.roofline(_pts(), memory_tbps=4.0, compute_tflops=700.0, source="measured", device="NVIDIA H200")
     by = {t.name: t for t in fig.data}
     roof = by["probe roof (4.00 TB/s, largest probe)"]
     assert roof.y[0] == pytest.approx(roof.x[0] * 4.0) and max(roof.y) == pytest.approx(700.0)
     assert by["H200 SXM datasheet 4.8 TB/s (reference)"].line.dash == "dash"
     # the datasheet line is the run's device's (datasets.devices), and none where the table has none
-    h100 = {t.name for t in figures.roofline(_pts(), 3.0, 700.0, "measured", device="NVIDIA H100 80GB HBM3").data}
+    h100 = {t.name for t in roofline_figures.roofline(_pts(), 3.0, 700.0, "measured", device="NVIDIA H100 80GB HBM3").data}
     assert "H100 SXM datasheet 3.35 TB/s (reference)" in h100 and not any("4.8" in n for n in h100)
-    cpu = figures.roofline(_pts(), 0.0139, 0.33, "measured", device="CPU: Some CPU")
+    cpu = roofline_figures.roofline(_pts(), 0.0139, 0.33, "measured", device="CPU: Some CPU")
     names = {t.name for t in cpu.data}
     assert "probe roof (13.9 GB/s, largest probe)" in names and not any("datasheet" in n for n in names)
     assert any(a.text == "compute 330 GFLOP/s" for a in cpu.layout.annotations)
@@ -79,13 +79,13 @@ def test_roofline_roofs_are_labelled_with_values_and_the_ridge():
 
 
 def test_roofline_x_range_is_the_datas():
-    fig = figures.roofline(_pts(), 4.0, 700.0, "measured")
+    fig = roofline_figures.roofline(_pts(), 4.0, 700.0, "measured")
     lo, hi = fig.layout.xaxis.range
     assert 10 ** lo == pytest.approx(1.0 / 1.6) and 10 ** hi == pytest.approx(300.0 * 1.6)
 
 
 def test_roofline_draws_the_baseline_as_rings_under_the_candidates():
-    fig = figures.roofline(_pts(), 4.0, 700.0, "measured", colors={"base": "#111111", "x": "#222222"},
+    fig = roofline_figures.roofline(_pts(), 4.0, 700.0, "measured", colors={"base": "#111111", "x": "#222222"},
                            hollow=("base",))
     names = [t.name for t in fig.data]
     assert names.index("base") < names.index("x")  # drawn first, so the filled points sit on top
@@ -98,7 +98,7 @@ def test_roofline_draws_the_baseline_as_rings_under_the_candidates():
 def test_time_vs_floor_puts_a_floor_tick_on_every_bar():
     df = pd.DataFrame({"shape": ["a", "a", "b", "b"], "candidate": ["x", "y", "x", "y"],
                        "median_us": [1.0, 2.0, 3.0, 4.0], "floor_us": [0.5, 0.5, 2.0, 2.0]})
-    fig = figures.time_vs_floor(df, "measured", colors={"x": "#aa0000"})
+    fig = roofline_figures.time_vs_floor(df, "measured", colors={"x": "#aa0000"})
     bars = [t for t in fig.data if t.type == "bar"]
     ticks = [t for t in fig.data if t.type == "scatter"]
     assert [b.name for b in bars] == ["x", "y"] and bars[0].marker.color == "#aa0000"
@@ -117,13 +117,13 @@ def test_series_colors_fixed_per_name_baseline_grey():
 def test_probe_curve_overlays_run_and_seed():
     seed = load_seed_probes()
     run = pd.DataFrame({"bytes": [1e6, 1e8], "us": [3.0, 25.0], "tbps": [0.33, 4.0], "design": ["a", "b"]})
-    fig = figures.probe_curve(run, seed, "measured vs published")
+    fig = roofline_figures.probe_curve(run, seed, "measured vs published")
     names = {t.name for t in fig.data}
     assert names == {"run probes (measured)", "write-up probes (published)"}
     seed_tbps = [t for t in fig.data if t.name.startswith("write-up") and t.xaxis == "x2"][0]
     assert seed_tbps.y[3] == pytest.approx(67108864 / 16.65 / 1e6)
     assert fig.layout.xaxis.type == "log"
-    assert len(figures.probe_curve(None, seed, "published").data) == 2
+    assert len(roofline_figures.probe_curve(None, seed, "published").data) == 2
 
 
 def test_ledger_figure_kinds_and_intervals():
@@ -228,7 +228,7 @@ def test_roofline_points_from_a_run():
     row = pts[pts["shape"] == "decode 1/pooler"].iloc[0]
     assert row["tflops"] == pytest.approx(2 * 1 * 4096 * 8192 / (row["median_us"] * 1e-6) / 1e12)
     assert row["floor_tflops"] == pytest.approx(row["tflops"] * row["median_us"] / row["floor_us"])
-    fig = figures.roofline(pts, 4.0, 780.0, "measured")
+    fig = roofline_figures.roofline(pts, 4.0, 780.0, "measured")
     by = {t.name: t for t in fig.data}
     assert len(by["floor per shape (derived)"].x) == 30 and len(by["seed036"].x) == 30
 
@@ -248,8 +248,8 @@ def test_every_log_axis_is_labelled_at_chosen_values_never_bare_minor_digits():
                             "verdict": ["SLOW", "FAST"]})
     kernels = pd.DataFrame({"candidate": ["a", "a"], "kernel": ["k1", "k2"], "dram_bytes": [2e5, 3e7],
                             "achieved_tbps": [0.4, 3.5], "time_us": [0.5, 8.6]})
-    figs = {"roofline": (figures.roofline(_pts(), 4.0, 700.0, "measured"), ""),
-            "probes": (figures.probe_curve(run, None, "measured"), "B"),
+    figs = {"roofline": (roofline_figures.roofline(_pts(), 4.0, 700.0, "measured"), ""),
+            "probes": (roofline_figures.probe_curve(run, None, "measured"), "B"),
             "compare": (figures.compare_figure(compare, "derived", {"s": "s"}), "×"),
             "amdahl": (figures.line_figure([1, 10, 100], [1, 1.2, 1.25], "t", "x", "y", "derived", log_x=True), ""),
             "kernels": (kernel_figures.kernel_roofline(kernels, run, "t"), "B"),

@@ -76,7 +76,7 @@ def test_adding_a_device_is_one_entry_and_a_run_of_it_renders_its_own_facts(tmp_
     and no other device's figure; its comparisons have no band (no repeat evidence on it), said so."""
     from dashboard.cli import main as cli
     from dashboard.model import compare, runs, views
-    from dashboard.plots import figures
+    from dashboard.plots import roofline_figures
     from dashboard.documents import report
 
     monkeypatch.setattr(devices, "DEVICES", (*devices.DEVICES, FAKE))
@@ -84,7 +84,7 @@ def test_adding_a_device_is_one_entry_and_a_run_of_it_renders_its_own_facts(tmp_
     data = runs.load_run_data(path)
     assert devices.of_run(data.run) == FAKE
     pts = views.roofline_points(runs.shape_table(data, data.workload), ["baseline", "seed036"])
-    fig = figures.roofline(pts, 4.0, 700.0, "measured", device=devices.device_of(data.run))
+    fig = roofline_figures.roofline(pts, 4.0, 700.0, "measured", device=devices.device_of(data.run))
     names = [t.name for t in fig.data]
     assert "Z9 datasheet 7.25 TB/s (reference)" in names and not any("4.8" in str(n) for n in names)
     rep = report.build(data, "baseline", "seed036", source="measured")
@@ -103,7 +103,7 @@ def test_adding_a_device_is_one_entry_and_a_run_of_it_renders_its_own_facts(tmp_
     assert "NO VERDICT" in out and "H200" not in out and "FAST" not in out
     # without the entry, the same run draws no datasheet line at all (unknown, never another device's)
     monkeypatch.setattr(devices, "DEVICES", tuple(d for d in devices.DEVICES if d != FAKE))
-    fig = figures.roofline(pts, 4.0, 700.0, "measured", device="Fakelab Z9 96GB")
+    fig = roofline_figures.roofline(pts, 4.0, 700.0, "measured", device="Fakelab Z9 96GB")
     assert not any("datasheet" in str(t.name) for t in fig.data)
 
 

@@ -14,9 +14,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernels"))
 import interp_patch  # noqa: E402,F401  (the triton 3.6 interpreter fix)
 
 from kernels.registry import get_method  # noqa: E402
+from profiler.check import inputs  # noqa: E402
 from profiler.check import rules as R  # noqa: E402
 
-CONTRACT = R.default_contract()
+CONTRACT = inputs.default_contract()
 PLAN = json.loads((Path(__file__).resolve().parents[2] / "kernels" / "plans" / "best.json").read_text())
 FAMILY = {"gemv_wide": "qkv_gate", "router_gemv_fp32": "router", "torch_linear": "o", "mm_wt": "unpooler"}
 # K a multiple of every BK the plan gives gemv_wide and router_gemv_fp32
@@ -33,14 +34,14 @@ for family_entries in PLAN["families"].values():
         family = FAMILY[method]
         N, K = SHAPE[family]
         x_dtype, w_dtype, y_dtype = DTYPES[family]
-        w = R.make_weight(family, N, K, 0, "cpu", dtype=w_dtype)
+        w = inputs.make_weight(family, N, K, 0, "cpu", dtype=w_dtype)
         wref = R.WeightReference(w)
         m = get_method(method)
         state = m.prepare(w, entry["config"])
         for M, seed in ((1, 4), (1, 5), (16, 1)):
             if method in ("gemv_wide", "router_gemv_fp32") and M != 1:
                 continue
-            x, layout = R.make_input(M, K, seed, "cpu", dtype=x_dtype, contract=CONTRACT, vary=True, salt=7)
+            x, layout = inputs.make_input(M, K, seed, "cpu", dtype=x_dtype, contract=CONTRACT, vary=True, salt=7)
             chk = R.check_output(m.run(state, x), R.input_reference(x, wref, y_dtype, layout), 1e-2 if
                                  family != "router" else 1e-4, expect_shape=(M, N), expect_dtype=y_dtype,
                                  contract=CONTRACT)

@@ -4,7 +4,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from profiler.check import contract as C  # noqa: E402
-from profiler.check import rules  # noqa: E402
+from profiler.check import inputs  # noqa: E402
 from profiler import wrong  # noqa: E402
 
 CONTRACT = C.default_contract()
@@ -58,14 +58,14 @@ def test_small_m_calls_cycle_through_probe_kinds():
 
 
 def test_input_magnitude_varies_across_calls_and_timing_inputs_do_not():
-    exps = [rules.input_scale_exponent(s, CONTRACT) for s in range(1, 6)]
+    exps = [inputs.input_scale_exponent(s, CONTRACT) for s in range(1, 6)]
     assert min(exps) == -8 and max(exps) == 8
     for seed in (1, 2):
         x, rows = C.make_input(16, 64, seed, "cpu", contract=CONTRACT, vary=True)
         plain, plain_rows = C.make_input(16, 64, seed, "cpu", contract=CONTRACT)
         # the timed input has the very layout of the checked one (no kind of row exists only where it is checked)
         assert plain_rows == rows and plain_rows.pairs == rows.pairs and plain_rows.spikes == rows.spikes
-        e = rules.input_scale_exponent(seed, CONTRACT)
+        e = inputs.input_scale_exponent(seed, CONTRACT)
         assert e != 0 and torch.equal(x.float(), plain.float() * 2.0 ** e)
 
 
@@ -98,7 +98,7 @@ def test_default_inputs_carry_every_kind_of_row():
     assert sorted(r for r, k in rows.items() if k == "one_hot") == C.sparse_probe_rows(16, 3, CONTRACT)
     assert set(rows.values()) == {"one_hot", "dominant", "few", "zero"} and rows.pairs and rows.spikes
     plain = set(range(16)) - set(rows) - set(rows.spikes)
-    from profiler.check.rules import spike_magnitude
+    from profiler.check.inputs import spike_magnitude
     assert plain and all(float(x[r].float().abs().max()) < spike_magnitude(64) for r in plain)
 
 

@@ -9,18 +9,19 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
 from datasets import load_workload  # noqa: E402
+from profiler.check import inputs  # noqa: E402
 from profiler.check import rules as R  # noqa: E402
 from profiler import wrong  # noqa: E402
 
-CONTRACT = R.default_contract()
+CONTRACT = inputs.default_contract()
 FAMILIES = {name: fam for name, fam in load_workload().families.items()}
 
 
 def _setup(family: str, M: int, seed: int = 1):
     fam = FAMILIES[family]
     N, K = int(fam["N"]), int(fam["K"])
-    w = R.make_weight(family, N, K, 0, "cpu", dtype=fam["w_dtype"])
-    x, layout = R.make_input(M, K, seed, "cpu", dtype=fam["x_dtype"], contract=CONTRACT, vary=True)
+    w = inputs.make_weight(family, N, K, 0, "cpu", dtype=fam["w_dtype"])
+    x, layout = inputs.make_input(M, K, seed, "cpu", dtype=fam["x_dtype"], contract=CONTRACT, vary=True)
     return fam, w, x, R.input_reference(x, R.WeightReference(w), fam["y_dtype"], layout)
 
 
@@ -47,7 +48,7 @@ def _hilo(x, w):
 @pytest.mark.parametrize("M", [1, 64])
 def test_correct_arithmetic_passes_the_element_rule_at_every_official_family(family, M):
     fam, w, x, iref = _setup(family, M, seed=4 if M == 1 else 1)
-    tol, y_dtype = float(fam["rel_l2_tol"]), R.as_dtype(fam["y_dtype"])
+    tol, y_dtype = float(fam["rel_l2_tol"]), inputs.as_dtype(fam["y_dtype"])
     outputs = [("F.linear", F.linear(x.float(), w) if w.dtype == torch.float32 else F.linear(x, w))]
     outputs += [(name, y.to(y_dtype)) for name, y in _fp32_orders(x, w, y_dtype)]
     if w.dtype == torch.float32:

@@ -113,8 +113,8 @@ def test_through_the_cli_on_cpu_the_real_timer_refuses_a_lazy_output_and_judges_
 def test_the_batched_screen_gives_check_outputs_verdict():
     """screen_outputs (every judged call of a batch at once) against check_output call by call, on right outputs and
     on outputs wrong by each rule: lossy rows, a zero row made nonzero, a probe row off, a pair off, a NaN."""
-    from profiler.check.rules import (WeightReference, check_output, default_contract, input_reference, make_input,
-                                      make_weight, screen_outputs)
+    from profiler.check.inputs import default_contract, make_input, make_weight
+    from profiler.check.rules import WeightReference, check_output, input_reference, screen_outputs
 
     contract = default_contract()
     w = make_weight("o", 48, 256, 0, "cpu")
@@ -140,7 +140,7 @@ def test_the_batched_screen_gives_check_outputs_verdict():
 def test_the_harness_touches_only_its_own_types():
     """FreshFeed refuses a static input of another type; keep() records a subclass or a wrong shape as a wrong call
     without running any of its methods; the CPU replay's store copies plain tensors only."""
-    from profiler.check.rules import default_contract, make_weight
+    from profiler.check.inputs import default_contract, make_weight
     from profiler.check.timed import FreshFeed, timed_inputs
     from profiler.measure.timing import EagerReplay
 

@@ -7,10 +7,11 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
 from datasets import load_workload  # noqa: E402
+from profiler.check import inputs  # noqa: E402
 from profiler.check import rules as R  # noqa: E402
 from profiler import wrong  # noqa: E402
 
-CONTRACT = R.default_contract()
+CONTRACT = inputs.default_contract()
 FAMILIES = {name: fam for name, fam in load_workload().families.items()}
 # The margin a round-to-nearest kernel must keep under the bound (the rule allows 2 u_y; such a kernel uses <= 1).
 CORRECT_MAX_RATIO = 0.6
@@ -19,8 +20,8 @@ CORRECT_MAX_RATIO = 0.6
 def _setup(family: str, M: int, seed: int = 1):
     fam = FAMILIES[family]
     N, K = int(fam["N"]), int(fam["K"])
-    w = R.make_weight(family, N, K, 0, "cpu", dtype=fam["w_dtype"])
-    x, layout = R.make_input(M, K, seed, "cpu", dtype=fam["x_dtype"], contract=CONTRACT, vary=True)
+    w = inputs.make_weight(family, N, K, 0, "cpu", dtype=fam["w_dtype"])
+    x, layout = inputs.make_input(M, K, seed, "cpu", dtype=fam["x_dtype"], contract=CONTRACT, vary=True)
     return fam, w, R.WeightReference(w), x, layout
 
 
@@ -36,9 +37,9 @@ def _hilo(x, w):
 
 
 def test_dense_rows_are_one_kind_and_pairs_differ_only_in_the_negated_spike():
-    x, layout = R.make_input(64, 1024, 3, "cpu", contract=CONTRACT)
-    S = R.spike_magnitude(1024)
-    assert S == 32.0 and layout.pairs and len(layout.pairs) == 64 // R.PAIR_EVERY_ROWS
+    x, layout = inputs.make_input(64, 1024, 3, "cpu", contract=CONTRACT)
+    S = inputs.spike_magnitude(1024)
+    assert S == 32.0 and layout.pairs and len(layout.pairs) == 64 // inputs.PAIR_EVERY_ROWS
     dense = sorted(layout.spikes)
     plain = [r for r in range(64) if r not in layout and r not in layout.spikes]
     assert set(dense).isdisjoint(layout) and len(dense) + len(plain) + len(layout) == 64 and plain
@@ -62,9 +63,9 @@ def test_dense_rows_are_one_kind_and_pairs_differ_only_in_the_negated_spike():
 
 
 def test_partner_input_negates_every_spike_exactly():
-    x, layout = R.make_input(1, 512, 4, "cpu", contract=CONTRACT)   # seed 4 at M=1: one dense row
+    x, layout = inputs.make_input(1, 512, 4, "cpu", contract=CONTRACT)   # seed 4 at M=1: one dense row
     assert layout.spikes and not layout.pairs
-    x2, pairs = R.partner_input(x, layout)
+    x2, pairs = inputs.partner_input(x, layout)
     assert pairs == [(0, 0)]
     c = layout.spikes[0]
     assert torch.nonzero(x2[0] != x[0]).flatten().tolist() == [c] and float(x2[0, c]) == -float(x[0, c])
@@ -90,7 +91,7 @@ def test_baseline_passes_with_margin_and_int8_weights_fail_at_every_official_fam
 @pytest.mark.parametrize("family", ["o", "router"])
 def test_partner_calls_at_m1_pass_the_baseline_and_fail_int8(family):
     fam, w, wref, x, layout = _setup(family, 1, seed=4)
-    x2, pairs = R.partner_input(x, layout)
+    x2, pairs = inputs.partner_input(x, layout)
     pref = R.pair_reference(x, wref, fam["y_dtype"], pairs, x_b=x2)
     ratio, reasons = R.pair_rule(_baseline(x, w), _baseline(x2, w), pref)
     assert not reasons and ratio < CORRECT_MAX_RATIO
@@ -133,7 +134,8 @@ def test_timed_inputs_below_the_probe_rows_minimum_are_dense_and_checked_ones_cy
     """At M=1 a probe row would be a timed input's only row (a 2-nonzero input times a zero-skipping kernel on
     almost no work): timed inputs there are dense, each with its spike; the checked calls still cycle the kinds."""
     for seed in range(300, 308):
-        x, layout = R.make_input(1, 512, seed, "cpu", contract=CONTRACT)
+        x, layout = inputs.make_input(1, 512, seed, "cpu", contract=CONTRACT)
         assert dict(layout) == {} and list(layout.spikes) == [0] and int(torch.count_nonzero(x)) == 512
-    kinds = {k for s in range(1, 5) for k in R.make_input(1, 512, s, "cpu", contract=CONTRACT, vary=True)[1].values()}
+    kinds = {k for s in range(1, 5)
+             for k in inputs.make_input(1, 512, s, "cpu", contract=CONTRACT, vary=True)[1].values()}
     assert kinds == {"dominant", "few", "zero"}

@@ -48,7 +48,7 @@ def test_every_timed_call_reads_a_new_input_of_the_same_layout_and_its_output_is
     """FreshFeed: each call's input is made at that call (no two alike, none the capture input), keeps the graph's
     probe rows and pairs, carries plain dense rows and spiky ones; keep() stores a plain tensor's copy and marks
     anything else wrong whether judged or not."""
-    from profiler.check.rules import default_contract, make_weight
+    from profiler.check.inputs import default_contract, make_weight
     from profiler.check.timed import FreshFeed, timed_inputs
 
     contract = default_contract()

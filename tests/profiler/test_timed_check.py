@@ -4,11 +4,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from profiler.check import inputs  # noqa: E402
 from profiler.check import rules as R  # noqa: E402
 from profiler.check import timed as T  # noqa: E402
 from profiler import wrong  # noqa: E402
 
-CONTRACT = R.default_contract()
+CONTRACT = inputs.default_contract()
 SHAPE = dict(load="test", family="o", M=16, N=64, K=256, x_dtype="bfloat16", w_dtype="bfloat16",
              y_dtype="bfloat16", rel_l2_tol=0.01)
 
@@ -26,7 +27,7 @@ class RerunGraph:
 
 def _setup(M=16, n=3):
     shape = dict(SHAPE, M=M)
-    w = R.make_weight("o", shape["N"], shape["K"], 0, "cpu")
+    w = inputs.make_weight("o", shape["N"], shape["K"], 0, "cpu")
     tins = T.timed_inputs(shape, w, [300 + k for k in range(n)], "cpu", CONTRACT)
     return shape, w, tins, T.GraphJudge(shape, CONTRACT)
 
@@ -39,7 +40,7 @@ def _graph(cand, state, tin):
 def test_timing_inputs_carry_the_checked_layout_and_references_are_shared():
     shape, w, tins, _ = _setup()
     for k, tin in enumerate(tins):
-        x, layout = R.make_input(16, 256, 300 + k, "cpu", contract=CONTRACT)
+        x, layout = inputs.make_input(16, 256, 300 + k, "cpu", contract=CONTRACT)
         assert torch.equal(tin.x, x) and dict(tin.ref.layout) == dict(layout) and tin.ref.pairs is not None
         assert torch.equal(tin.ref.ref, R.reference(x, w, "bfloat16"))
         assert tin.partner is None  # M=16: pairs inside the input
