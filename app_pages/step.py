@@ -38,7 +38,13 @@ if amd.empty:
     st.info("No candidate has a correct, timed step beside the baseline's at any point.")
 else:
     shown = step.display_amdahl(amd)
-    st.dataframe(shown, hide_index=True, width="stretch")
+    point = ["batch", "context", "candidate"]
+    # two tables, so each fits the page's width: Amdahl's numbers, then where predicted and measured part
+    st.dataframe(shown[point + ["baseline µs", "candidate µs", "p (derived)", "s isolated (derived)", "predicted ×",
+                                "measured ×", "measured 95% CI"]], hide_index=True, width="stretch")
+    st.dataframe(shown[point + ["s in step (derived)", "pred. in-step ×", "from projection ratios",
+                                "from the rest of the step", "predicted in interval", "contract at its shapes"]],
+                 hide_index=True, width="stretch")
     st.caption("p: the baseline's projection time inside its step ÷ its step time (derived from the breakdown). "
                "s isolated: Σ baseline ÷ Σ candidate over the layer's families, the run's cold shapes at M = batch "
                "(derived from measured medians). predicted = 1/((1−p)+p/s) (derived). measured: the step's paired "

@@ -273,12 +273,13 @@ def sandbox_plan(folders: WorkerFolders, env: dict, read: list[Path], writable: 
 class ImportPathWatch:
     """What a worker could leave for the next process that starts the interpreter: files on the import path
     (`.pth`, `sitecustomize`, `usercustomize`, a module or package added at the top of a folder) and the project's
-    own modules. snapshot() before the first worker, changed() after: the names added, removed or rewritten."""
+    own modules. Made before the first worker; changed() after: the names added or rewritten."""
 
     SUFFIXES = (".py", ".pth", ".so")
 
     def __init__(self):
-        self.before = self._scan()
+        self.folders = self._folders()   # the folders on the import path now: a later run's interpreter has them
+        self.before = self._scan(self.folders)
 
     @classmethod
     def _folders(cls) -> list[Path]:
@@ -292,12 +293,12 @@ class ImportPathWatch:
         return sorted(found)
 
     @classmethod
-    def _scan(cls) -> dict[str, tuple]:
+    def _scan(cls, folders: list[Path]) -> dict[str, tuple]:
         """{path: (mtime, size, inode)} of the project's modules and, in every other import folder, its top-level
         modules, `.pth` files and each package's `__init__.py` (a package folder itself by name only: the
         interpreter adds `__pycache__` to it as it imports)."""
         files: list[Path] = []
-        for folder in cls._folders():
+        for folder in folders:
             try:
                 if folder == ROOT:
                     files += [p for p in folder.rglob("*.py") if not any(
@@ -322,8 +323,9 @@ class ImportPathWatch:
         return seen
 
     def changed(self) -> list[str]:
-        now = self._scan()
+        """What was added or rewritten in the folders of the snapshot (a file removed runs nothing; a folder that
+        joined the import path since, such as a dask worker's scratch space, is not on the next interpreter's)."""
+        now = self._scan(self.folders)
         added = [p for p in now if p not in self.before]
-        gone = [p for p in self.before if p not in now]
-        rewritten = [p for p in now if p in self.before and now[p] != self.before[p]]
-        return [f"added {p}" for p in added] + [f"removed {p}" for p in gone] + [f"rewritten {p}" for p in rewritten]
+        rewritten = [p for p in now if p in self.before and now[p] != self.before[p] and now[p] != ("dir",)]
+        return [f"added {p}" for p in added] + [f"rewritten {p}" for p in rewritten]
