@@ -295,8 +295,8 @@ class ImportPathWatch:
     @classmethod
     def _scan(cls, folders: list[Path]) -> dict[str, tuple]:
         """{path: (mtime, size, inode)} of the project's modules and, in every other import folder, its top-level
-        modules, `.pth` files and each package's `__init__.py` (a package folder itself by name only: the
-        interpreter adds `__pycache__` to it as it imports)."""
+        modules, `.pth` files and each package's `__init__.py` (not the package folder: the interpreter adds
+        `__pycache__` to it as it imports)."""
         files: list[Path] = []
         for folder in folders:
             try:
@@ -307,8 +307,8 @@ class ImportPathWatch:
                 for entry in folder.iterdir():
                     if entry.name == "__pycache__":
                         continue
-                    if entry.is_dir():
-                        files += [entry, entry / "__init__.py"]
+                    if entry.is_dir():   # a package runs through its __init__.py (a bare folder is no package)
+                        files.append(entry / "__init__.py")
                     elif entry.suffix in cls.SUFFIXES:
                         files.append(entry)
             except OSError:
@@ -319,7 +319,7 @@ class ImportPathWatch:
                 st = path.lstat()
             except OSError:
                 continue
-            seen[str(path)] = ("dir",) if path.is_dir() else (st.st_mtime_ns, st.st_size, st.st_ino)
+            seen[str(path)] = (st.st_mtime_ns, st.st_size, st.st_ino)
         return seen
 
     def changed(self) -> list[str]:
@@ -327,5 +327,5 @@ class ImportPathWatch:
         joined the import path since, such as a dask worker's scratch space, is not on the next interpreter's)."""
         now = self._scan(self.folders)
         added = [p for p in now if p not in self.before]
-        rewritten = [p for p in now if p in self.before and now[p] != self.before[p] and now[p] != ("dir",)]
+        rewritten = [p for p in now if p in self.before and now[p] != self.before[p]]
         return [f"added {p}" for p in added] + [f"rewritten {p}" for p in rewritten]

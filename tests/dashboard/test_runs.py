@@ -138,8 +138,10 @@ def test_default_run_prefers_the_most_fully_scored_sweep_of_the_default_workload
     n_chosen = len(scored_candidates(data))
     assert n_chosen >= 2
     scored = {p: len(scored_candidates(d)) for p, d in loaded.items()}
+    home = meta_of(data).device   # the write-up's device: a sweep of another GPU is never the default
+    assert home == "NVIDIA H200"
     assert all(scored[p] <= n_chosen for p, d in loaded.items()
-               if kind_of(d.run) == SWEEP and d.workload.name == "muse_bf16_proj")
+               if kind_of(d.run) == SWEEP and d.workload.name == "muse_bf16_proj" and meta_of(d).device == home)
     tune_logs = [p for p, d in loaded.items() if "tune" in d.run]
     assert tune_logs and any(scored[p] > n_chosen for p in tune_logs)
 

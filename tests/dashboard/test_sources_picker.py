@@ -35,8 +35,10 @@ def test_committed_runs_are_grouped_by_kind_and_newest_first():
     assert marked == [default.name]
     best = metas[default]
     assert best.kind == run_kinds.SWEEP and best.shipped_pair and best.workload == "muse_bf16_proj"
+    assert best.device == run_kinds.HOME_DEVICE   # the write-up's device first (another GPU's sweep is never it)
     assert all(m.created_utc <= best.created_utc for m in metas.values()
-               if m.kind == run_kinds.SWEEP and m.shipped_pair and m.scored >= best.scored)
+               if m.kind == run_kinds.SWEEP and m.shipped_pair and m.scored >= best.scored
+               and m.device == run_kinds.HOME_DEVICE)
 
 
 def test_r12_sorts_after_r2_only_when_it_ran_earlier():
