@@ -69,6 +69,15 @@ def scheduler(patient_dask):
     cluster.close()
 
 
+def _both_workers(address: str, n: int = 2) -> None:
+    """Wait until the cluster has its n workers again (a killed one restarts; on a loaded machine that takes
+    seconds): a sweep started before would see fewer workers than the test is about."""
+    from distributed import Client
+
+    with Client(address, timeout=300) as client:
+        client.wait_for_workers(n, timeout=300)
+
+
 def _shapes(selection="qkv_gate,o:1,16"):
     from profiler.commands.sweep import select_shapes
 
@@ -143,11 +152,13 @@ def test_a_dask_worker_killed_mid_sweep_loses_nothing(tmp_path, scheduler):
     once.write_text("ALWAYS = False\n" + KILL_ONCE)
     always.write_text("ALWAYS = True\n" + KILL_ONCE)
     shapes = _shapes("qkv_gate:1,16,32")
+    _both_workers(scheduler)
     run = _sweep([CONTROL, str(once)], shapes, tmp_path / "once.json", cluster=scheduler, probes=False)
     assert run["status"] == "complete" and once.with_suffix(".killed").exists()
     assert len(run["results"]) == 2 * len(shapes) and run["failures"] == []
     assert all(w["ended"] in ("closed", "lost with its dask worker (the worker process died or was restarted)")
                for w in run["environment"]["workers"])
+    _both_workers(scheduler)   # the worker killed above is back
     run = _sweep([CONTROL, str(always)], shapes, tmp_path / "always.json", cluster=scheduler, probes=False)
     assert run["status"] == "complete"
     assert {r["M"] for r in run["results"]} == {1, 32}            # the other shapes are all there
@@ -187,6 +198,7 @@ def test_two_timing_workers_on_one_gpu_are_refused_before_anything_is_measured(t
     from profiler.backends.dask import ClusterError
 
     out = tmp_path / "shared.json"
+    _both_workers(scheduler)
     with pytest.raises(ClusterError, match="one timing worker per GPU") as err:
         _sweep([CONTROL], _shapes("o:1"), out, cluster=scheduler, init=f"{FAKE}:install_keyed_one_gpu")
     assert "GPU-fake-0" in str(err.value) and "CUDA_VISIBLE_DEVICES" in str(err.value)
