@@ -22,8 +22,11 @@ CONTROL = wrong.spec(wrong.TorchLinear)
 def _shapes(families=("o", "router"), Ms=None):
     from profiler.commands.sweep import select_shapes
 
-    small = {"o": {"N": 64, "K": 256}, "router": {"N": 32, "K": 512}, "qkv_gate": {"N": 64, "K": 256},
-             "pooler": {"N": 64, "K": 256}, "unpooler": {"N": 64, "K": 256}}
+    # N of a few hundred: at N = 64 one output-rounding flip of a large entry of a sparse probe row (a correct
+    # kernel's FP32 sum rounding the other way than the FP64 reference) weighs ~1e-3 of the row, the probe bound,
+    # and the control failed a shape in about 1 of 150 contract checks
+    small = {"o": {"N": 256, "K": 256}, "router": {"N": 128, "K": 512}, "qkv_gate": {"N": 256, "K": 256},
+             "pooler": {"N": 256, "K": 256}, "unpooler": {"N": 256, "K": 256}}
     return [s | small[s["family"]] for s in select_shapes("official")
             if s["family"] in families and (Ms is None or s["M"] in Ms)]
 
