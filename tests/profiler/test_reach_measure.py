@@ -40,8 +40,11 @@ def test_a_memo_across_timed_replays_is_rejected_as_a_memo(tmp_path):
     assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}
     fails = [f for f in run["failures"] if f["candidate"] == "memo_across_replays"]
     assert len(fails) == 2 and all((f["kind"], f["phase"]) == ("incorrect", "time") for f in fails)
-    assert all("during timing" in f["reasons"][0] and "an answer kept across replays (a memo)" in f["reasons"][0]
-               for f in fails), [f["reasons"][0] for f in fails]
+    # rejected at a timed call judged at random: named a memo where the judge matched the output to an earlier
+    # input, else by that call's error (the property is the rejection during timing, not the name)
+    assert all("during timing" in f["reasons"][0] and any(w in f["reasons"][0] for w in (
+        "an answer kept across replays (a memo)", "rel-L2", "element rule")) for f in fails), \
+        [f["reasons"][0] for f in fails]
 
 
 def test_every_timed_call_reads_a_new_input_of_the_same_layout_and_its_output_is_kept():
