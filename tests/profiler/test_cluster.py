@@ -3,6 +3,7 @@ on the task, never on the process: so a fanned-out sweep can be compared with a 
 cluster run file and a cluster tune's plan carry exactly what the single-process ones do, that a dask worker killed
 mid-sweep loses nothing (its task is retried once, then recorded), that two timing workers on one GPU are refused,
 that Ctrl-C keeps the partial run, and that nothing imports dask without --cluster."""
+import contextlib
 import json
 import logging
 import subprocess
@@ -67,6 +68,22 @@ def scheduler(patient_dask):
                            silence_logs=logging.ERROR)
     yield cluster.scheduler_address
     cluster.close()
+
+
+@contextlib.contextmanager
+def own_cluster(n: int):
+    """An n-worker cluster of the test's own, for a test that kills its workers: a dask nanny can fail to restart
+    its killed worker on a loaded machine (it gives up), which would leave a shared cluster a worker short for
+    every test after it."""
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=logging.ERROR)
+    try:
+        _both_workers(cluster.scheduler_address, n)
+        yield cluster.scheduler_address
+    finally:
+        cluster.close()
 
 
 def _both_workers(address: str, n: int = 2) -> None:
@@ -145,21 +162,22 @@ def test_a_cluster_tune_makes_the_same_plan_as_one_worker(tmp_path, scheduler):
                                                                       b["environment"]["cluster"]["workers"]}
 
 
-def test_a_dask_worker_killed_mid_sweep_loses_nothing(tmp_path, scheduler):
+def test_a_dask_worker_killed_mid_sweep_loses_nothing(tmp_path, patient_dask):
     """Killed once at M=16: the task is retried on another worker and every shape is measured. Killed every time:
-    after one retry the shape's candidates are recorded as failures, and the rest of the sweep is kept."""
+    after one retry the shape's candidates are recorded as failures, and the rest of the sweep is kept (on three
+    workers: the two that died never need to come back)."""
     once, always = tmp_path / "once.py", tmp_path / "always.py"
     once.write_text("ALWAYS = False\n" + KILL_ONCE)
     always.write_text("ALWAYS = True\n" + KILL_ONCE)
     shapes = _shapes("qkv_gate:1,16,32")
-    _both_workers(scheduler)
-    run = _sweep([CONTROL, str(once)], shapes, tmp_path / "once.json", cluster=scheduler, probes=False)
+    with own_cluster(2) as address:
+        run = _sweep([CONTROL, str(once)], shapes, tmp_path / "once.json", cluster=address, probes=False)
     assert run["status"] == "complete" and once.with_suffix(".killed").exists()
     assert len(run["results"]) == 2 * len(shapes) and run["failures"] == []
     assert all(w["ended"] in ("closed", "lost with its dask worker (the worker process died or was restarted)")
                for w in run["environment"]["workers"])
-    _both_workers(scheduler)   # the worker killed above is back
-    run = _sweep([CONTROL, str(always)], shapes, tmp_path / "always.json", cluster=scheduler, probes=False)
+    with own_cluster(3) as address:
+        run = _sweep([CONTROL, str(always)], shapes, tmp_path / "always.json", cluster=address, probes=False)
     assert run["status"] == "complete"
     assert {r["M"] for r in run["results"]} == {1, 32}            # the other shapes are all there
     lost = [f for f in run["failures"] if f["M"] == 16]

@@ -102,3 +102,31 @@ def test_the_plan_methods_that_run_on_a_cpu_pass_the_element_rule():
     bad = [r for r in rows if not r["element_ratio"] <= 1.0 or not (r["ok"] or r["method"] == "gemv_wide")]
     assert not bad, bad
     assert all(r["reasons"][0].startswith("sparse probe row") for r in rows if not r["ok"])
+
+
+def test_the_probe_rule_forgives_exactly_the_rounding_flips_a_correct_fp32_sum_can_make():
+    """F.linear's output rounds the FP32 sum, the reference rounds the exact product: where the product lies within
+    the accumulation bound of a BF16 midpoint they differ by one ulp. At N = 64 one such flip on a dominant probe row
+    weighed ~1e-3 of the row (the bound) and failed a correct kernel about once in 150 checks; measured here, every
+    probe row of a correct kernel is at distance 0 from what a correct kernel can give, flips included. A one-ulp
+    error where no flip is possible (a one-hot row's output is exact) still counts in full."""
+    w = inputs.make_weight("o", 64, 256, 0, "cpu")
+    wref = R.WeightReference(w)
+    flips = 0
+    for seed in range(64):
+        x, layout = inputs.make_input(64, 256, seed, "cpu", contract=CONTRACT, salt=seed)
+        y = F.linear(x, w)
+        iref = R.input_reference(x, wref, "bfloat16", layout)
+        probes = [r for r, k in layout.items() if k != "zero"]
+        flips += int((y.double()[probes] != iref.ref[probes]).sum())
+        check = R.check_output(y, iref, 1e-2, contract=CONTRACT)
+        assert check.ok and check.sparse_rel == 0.0, (seed, check.reasons)
+        assert R.screen_outputs(y[None], x[None], wref, "bfloat16", layout, 1e-2, CONTRACT) == [True]
+    assert flips > 0   # the flips happened, and were forgiven
+    one_hot = next(r for r, k in layout.items() if k == "one_hot")
+    bad = y.clone()
+    bad[one_hot] = torch.nextafter(bad[one_hot], torch.full_like(bad[one_hot], float("inf")))
+    check = R.check_output(bad, iref, 1e-2, contract=CONTRACT)
+    assert not check.ok and check.sparse_rel > CONTRACT["sparse_probe_rel_tol"], check.reasons
+    assert any("sparse probe row error" in r for r in check.reasons)
+    assert R.screen_outputs(bad[None], x[None], wref, "bfloat16", layout, 1e-2, CONTRACT) == [False]

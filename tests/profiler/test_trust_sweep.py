@@ -118,7 +118,9 @@ def test_a_disturbed_baseline_is_named_by_the_canary_and_the_pair_has_no_score(t
     path = tmp_path / "dist.json"
     run = _sweep([CONTROL, f"{mod}:Disturber"], shapes, path, init="install_disturbable", canary="sample")
     c = run["canary"]
-    why = {"canary": c, "failures": run["failures"], "workers": run["environment"]["workers"]}
+    why = {"ratios": c["ratios"], "disturbed": c["shapes"], "not_timed": c["not_timed"], "failures": run["failures"],
+           "results": [(r["candidate"], r["load"], r["median_us"], r["worker"]) for r in run["results"]],
+           "workers": [w["started_for"] for w in run["environment"]["workers"]]}
     assert c["verdict"] == canary.DISTURBED and {d["key"] for d in c["shapes"]} == {"decode 1/o", "verify 32/o"}, why
     assert all(2.5 < d["ratio"] < 3.5 for d in c["shapes"])
     flagged = [r for r in run["results"] if DISTURBED_FLAG in r.get("flags", [])]
