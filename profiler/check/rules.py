@@ -10,8 +10,11 @@ in by the harness from the task's workload):
 - reference = FP64 product, converted to the output dtype, compared in FP64;
 - whole-output rel-L2 <= the family's rel_l2_tol (1% BF16 families, 0.01% router);
 - every row <= row_bound_factor x tol, row denominator max(row ref norm, 0.1 x mean row norm, floor);
-- probe rows <= sparse_probe_rel_tol (0.1%), judged against the FP64 reference of that very row; zero rows exactly
-  zero (the probe kinds, the dense, plain and paired rows and the salted values: profiler.check.inputs);
+- probe rows <= sparse_probe_rel_tol (0.1%), judged against the FP64 reference of that very row, each entry by its
+  distance from the outputs a correct kernel can give (probe_reach: the rounded reference, or either neighbour where
+  the exact product lies within the accumulation bound of a rounding midpoint -- so a correct kernel's probe error is
+  0, tests/profiler/test_element_rule.py); zero rows exactly zero (the probe kinds, the dense, plain and paired rows
+  and the salted values: profiler.check.inputs);
 - a plain torch.Tensor (no subclass, whose __torch_function__ could report other numbers than the kernel wrote)
   on the input's device, of exact shape and dtype; any strides (the library's swapped product returns y^T's
   transposed view, kernels/launch/mm_orient.py); NaN/Inf rejected.
