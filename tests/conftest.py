@@ -32,6 +32,8 @@ def _cuda_available() -> bool:
 
 # What is slow, by test file name (every test in it) or "file::test" (one test, all its parameters), with why.
 SLOW = {
+    "test_judge_reach.py::test_a_judge_of_each_call_where_candidate_code_runs_between_calls_leaves_no_kept_copy_to_rewrite":
+        "six feeds driven for 128 calls each, every judged call an FP64 product",
     # every committed sweep read whole, and every pair of them holding one route compared
     "test_noise.py::test_bands_file_is_what_the_committed_runs_give": "reads every committed sweep",
     "test_noise.py::test_identical_routes_across_committed_sweeps_are_never_fast_or_slow":

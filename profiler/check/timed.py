@@ -24,7 +24,8 @@ cycled through is a set of answers to learn: a memo of any size keyed by the inp
 lap, and the pool's inputs and their FP64 references sit in the worker's memory before timing, where a candidate
 can find them. So no timed input exists before its call: FreshFeed makes each one just before it (outside the timed
 interval, in harness code, no candidate thread alive) from entropy drawn then, and no timed call's reference exists
-until after its batch ran. Every call's output is kept; after the batch, the calls to judge are drawn with entropy
+until after it ran. Every call's output is kept; after the batch (on the CPU, where candidate code runs at every call:
+right after each call), the calls to judge are drawn with entropy
 drawn then -- each with probability p (judged_share) -- so whatever a candidate does at any call, that call may be
 the judged one: P(caught) = 1 - (1 - p)^w for w wrong calls. The judged calls of a batch are judged together
 (profiler.check.rules.screen_outputs: one FP64 product for all of them), the first failure again by check_output
@@ -206,9 +207,16 @@ class FreshFeed:
     of a batch); the output is copied there by the timer after the call: on the GPU after its end event, from the
     graph's output; on the CPU inside the timed interval, after a type check of what the call returned (keep()).
     After each batch, judge() chooses the calls to judge with fresh entropy -- after they ran -- and judges them
-    all at once (profiler.check.rules.screen_outputs), the first failure by check_output for its reasons."""
+    all at once (profiler.check.rules.screen_outputs), the first failure by check_output for its reasons.
+    Where candidate code runs at every timed call (the CPU device: each call is the candidate's Python), a call is
+    chosen and judged right after it, before any other call runs (`each`; the timer calls settle()): a kept copy
+    that later code rewrites (another call's input and output set to zero, right by every rule) has been judged
+    already. On a GPU the timed calls are graph replays, where no candidate code runs between them, and the
+    batch is judged after it. A failure goes to `report` (the parent, profiler.worker.steps.verdict) the moment it
+    is found, so nothing the candidate changes in the worker afterwards takes it back."""
 
-    def __init__(self, static, base: TimedInput, layout, capacity: int, out_shape, out_dtype, contract: Mapping):
+    def __init__(self, static, base: TimedInput, layout, capacity: int, out_shape, out_dtype, contract: Mapping,
+                 each: tuple | None = None, report=None):
         torch = _torch()
         if type(static) is not torch.Tensor:
             raise TypeError(f"the static input is a {type(static).__name__}, not a plain torch.Tensor")
@@ -236,6 +244,10 @@ class FreshFeed:
         self.spike = spike_magnitude(K)
         self.layout = Layout(kinds, {}, pairs)   # what the judge needs: probe kinds and pairs (spikes: per call)
         self.contract = contract
+        self.each = each            # (GraphJudge, WeightReference, share, graph name): judge every call after it
+        self.report = report        # report(reasons): a failure, sent out of the worker when found
+        self.failed: list[str] | None = None
+        self.batches, self.batch_first, self.settled = 0, 0, 0   # batches judged; first call of this one; judged
 
     def _answers_earlier_input(self, k: int, earlier: list, judge: "GraphJudge", wref) -> bool:
         """Whether the output kept in slot k is the right answer to an input read before it (an earlier call of its
@@ -291,31 +303,67 @@ class FreshFeed:
         else:
             torch.Tensor.copy_(slot, y)
 
+    def _fail(self, reasons: list[str]) -> list[str]:
+        if self.failed is None:
+            self.failed = list(reasons)
+            if self.report is not None:
+                self.report(list(reasons))
+        return reasons
+
+    def _judge_chosen(self, judge: "GraphJudge", wref: WeightReference, chosen: list[tuple[int, int, list]],
+                      what: str, when: str) -> list[str]:
+        """Judge the calls `chosen` [(slot, call number, the slots of its batch's calls before it)] all at once
+        -> the first failure's reasons ([] when all are right); the earlier slots name a memo."""
+        idx = self.torch.as_tensor([k for k, _, _ in chosen], dtype=self.torch.long, device=self.xs.device)
+        ok = screen_outputs(self.ys[idx], self.xs[idx], wref, judge.y_dtype, self.layout, judge.tol, self.contract)
+        for i, (k, n, earlier) in enumerate(chosen):
+            if ok[i]:
+                continue
+            where = f"{what}, {when}, timed call {n} (judged at random after it ran)"
+            iref = input_reference(self.xs[k], wref, judge.y_dtype, self.layout)
+            reasons = judge._check(self.ys[k], iref, where) or [f"{where}: outside the contract's bounds"]
+            if self._answers_earlier_input(k, earlier, judge, wref):
+                reasons = [f"{reasons[0]}; {MEMO_CAUSE}"] + reasons[1:]
+            return self._fail(reasons)
+        return []
+
+    def settle(self) -> None:
+        """Right after a timed call, before any other call runs (the timer calls it where `each` is set): draw
+        whether this call is judged, with entropy drawn now, and judge it now."""
+        if self.each is None or self.n == 0 or self.failed is not None:
+            return
+        judge, wref, share, what = self.each
+        k, n = self.slot, self.n
+        when = f"during timing (batch {self.batches + 1})"
+        if k in self.bad:
+            self._fail([f"{what}, {when}, call {n}: {self.bad[k]}"])
+            return
+        if _uniforms(1)[0] >= share:
+            return
+        self.settled += 1
+        first = max(self.batch_first, n - self.capacity)
+        self._judge_chosen(judge, wref, [(k, n, [c % self.capacity for c in range(first, n - 1)])], what, when)
+
     def judge(self, judge: "GraphJudge", wref: WeightReference, share: float, calls: int, what: str,
               when: str) -> tuple[int, list[str]]:
         """Judge the last `calls` calls fed (one batch): each chosen with probability `share` from entropy drawn now;
-        a call whose output was not a plain tensor fails whether chosen or not. -> (calls judged, reasons)."""
+        a call whose output was not a plain tensor fails whether chosen or not. -> (calls judged, reasons). Where
+        every call was judged as it ended (`each`): the batch's count and the first failure found."""
+        if self.each is not None:
+            judged, self.settled = self.settled, 0
+            self.batches, self.batch_first = self.batches + 1, self.n
+            return judged, list(self.failed or [])
         calls = min(int(calls), self.n, self.capacity)
         first = self.n - calls
+        self.batches, self.batch_first = self.batches + 1, self.n
         if not calls:
             return 0, []
         slots = [(first + j) % self.capacity for j in range(calls)]
         for j, k in enumerate(slots):
             if k in self.bad:
-                return 0, [f"{what}, {when}, call {first + j + 1}: {self.bad[k]}"]
+                return 0, self._fail([f"{what}, {when}, call {first + j + 1}: {self.bad[k]}"])
         chosen = [j for j, u in zip(range(calls), _uniforms(calls)) if u < share]
         if not chosen:
             return 0, []
-        idx = self.torch.as_tensor([slots[j] for j in chosen], dtype=self.torch.long, device=self.xs.device)
-        ok = screen_outputs(self.ys[idx], self.xs[idx], wref, judge.y_dtype, self.layout, judge.tol, self.contract)
-        for i, j in enumerate(chosen):
-            if ok[i]:
-                continue
-            k = slots[j]
-            where = f"{what}, {when}, timed call {first + j + 1} (judged at random after it ran)"
-            iref = input_reference(self.xs[k], wref, judge.y_dtype, self.layout)
-            reasons = judge._check(self.ys[k], iref, where) or [f"{where}: outside the contract's bounds"]
-            if self._answers_earlier_input(k, slots[:j], judge, wref):
-                reasons = [f"{reasons[0]}; {MEMO_CAUSE}"] + reasons[1:]
-            return len(chosen), reasons
-        return len(chosen), []
+        return len(chosen), self._judge_chosen(judge, wref, [(slots[j], first + j + 1, slots[:j]) for j in chosen],
+                                               what, when)

@@ -58,6 +58,8 @@ def child_main() -> int:
             os._exit(0)
 
     steps.report_to(step_held)
+    steps.verdicts_to(lambda candidate, shape, reasons: send({"msg": "verdict", "candidate": candidate,
+                                                             "shape": shape, "reasons": reasons}))
     sess = None
     while line := proto_in.readline():
         msg = json.loads(line)

@@ -48,6 +48,9 @@ PROTOCOL between the parent (Worker) and the child (`python -m profiler.worker`)
                                                    between two steps, so one the next step starts is never blamed
                                                    on the last one (nor missed: the next boundary or the answer
                                                    finds it)
+    {"msg": "verdict", "candidate", "shape", "reasons"}   a judged call failed (sent the moment it is found, no
+                                                   answer awaited): the parent applies it to this task's result
+                                                   whatever the "done" says (records.apply_verdicts)
     {"msg": "done", "result": {...}}
     {"msg": "fatal", "candidate", "phase", "kind", "error"}   the process cannot go on (sticky CUDA error,
                                                    sys.exit, global state it could not restore); it exits next
@@ -74,6 +77,7 @@ from pathlib import Path
 from typing import Callable
 
 from profiler.worker.integrity import proc_table
+from profiler.worker.records import apply_verdicts
 from profiler.worker.sandbox import WorkerFolders, sandbox_plan, worker_environment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -353,10 +357,11 @@ class Worker:
             self.start()
         self._last = {"candidate": None, "phase": None}
         self.steps = [(None, "sent", time.monotonic())]
+        self.verdicts = []
         self._send({"op": "task", "task": task})
         result = self._wait({"done"}, timeout_s)["result"]
         self.steps.append((None, "done", time.monotonic()))
-        return result
+        return apply_verdicts(result, self.verdicts) if self.verdicts else result
 
     def phase_seconds(self, phase: str) -> float | None:
         """The parent's own wall-clock seconds from the first "step" message of `phase` to the answer of the last
@@ -423,6 +428,8 @@ class Worker:
                 self.steps.append((msg.get("candidate"), msg.get("phase"), time.monotonic()))
                 deadline = time.monotonic() + timeout_s
                 self._send({"op": "go"})
+            elif kind == "verdict":   # kept here, out of the worker's reach, until the task's answer comes
+                self.verdicts.append(msg)
             elif kind in wanted:
                 self._no_strays()
                 return msg

@@ -10,7 +10,8 @@ task's timing policy (SweepSettings.timing, profiler.measure.policy).
 Every timed graph is a checked graph (profiler.check.timed): each cold instance and every stream-mode graph is
 judged with the contract's rules before timing (a failure: not timed, incorrect at this shape). In cold mode every
 timed call reads an input made for it just before it (FreshFeed: fresh entropy, no pool, nothing to precompute),
-its output is kept, and after each batch the calls to judge are drawn at random with entropy drawn then, each with
+its output is kept, and the calls to judge are drawn at random after they ran (the CPU, whose timed calls run the
+candidate's Python: each right after it; a GPU: after each batch) with entropy drawn then, each with
 probability judge_share(policy): a wrong output at any call that was drawn fails the shape ("incorrect" at "time";
 the shape's info records the share, the calls and P(caught) for a candidate wrong at 5 % of them). Stream-mode
 graphs are judged again after timing as the last replay left them.
@@ -20,6 +21,7 @@ the judgement after timing): the candidates left to time are a list of entries, 
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +40,7 @@ from profiler.measure import stats, timing
 from profiler.measure.eager import eager_time
 from profiler.worker.records import failure_record, finite, result_flags
 from profiler.worker.settings import SweepSettings
-from profiler.worker.steps import Fatal, current, step
+from profiler.worker.steps import Fatal, current, step, verdict
 
 
 def _check_options(check: str) -> dict:
@@ -132,7 +134,15 @@ def _batch_judge(sess, judge: GraphJudge, entries: list, policy, wref):
         sess.assert_no_threads(f"timed batch {b + 1}")
         for e, g in zip(entries, graphs):
             k = next((k for k, h in enumerate(e.graphs) if h is g), None)
-            if k is None or not isinstance(g.feed, FreshFeed):
+            if k is None or not e.feeds:
+                continue
+            feed, each, report, capacity = e.feeds[k]
+            if g.feed is not feed or type(feed) is not FreshFeed or feed.each is not each or \
+                    feed.report is not report or feed.capacity != capacity or "settle" in vars(feed) or \
+                    "judge" in vars(feed) or "keep" in vars(feed):
+                e.drifted = e.drifted or [f"{_graph_names(len(e.graphs))[k]}, during timing (batch {b + 1}): its feed "
+                                          f"(the fresh input of every timed call and its judge) was replaced or "
+                                          f"changed (in-process forging)"]
                 continue
             e.judged[0] += min(policy.batch_rounds, g.feed.n)
             if e.drifted:
@@ -243,6 +253,7 @@ class Entry:
     outputs: list = field(default_factory=list)   # stream: the output of each call of its graph
     drifted: list = field(default_factory=list)   # reasons of the judge after timing ([]: right)
     judged: list = field(default_factory=lambda: [0, 0])   # cold: [timed calls, of them judged]
+    feeds: tuple = ()                 # cold: each instance's (feed, each, report, capacity) as given
 
 
 def _shape_inputs(sess, shape, settings, timer, weight, wref, contract, salt) -> list[TimedInput]:
@@ -284,7 +295,7 @@ def _checked_entry(sess, shape, settings, contract, weight, salt, index: int, na
     return entry, None
 
 
-def _cold_entry(sess, timer, judge, shape, tins, policy, contract, entry: Entry) -> dict | None:
+def _cold_entry(sess, timer, judge, shape, tins, policy, contract, entry: Entry, wref) -> dict | None:
     """Capture the entry's cold instances (instance k on timing input k), judge them before timing and give each
     its feed (a fresh input per timed call, every output kept: profiler.check.timed.FreshFeed) -> None, or its
     failure record. The objects the timer touches are checked by type identity first: the static inputs and the
@@ -307,9 +318,14 @@ def _cold_entry(sess, timer, judge, shape, tins, policy, contract, entry: Entry)
     if reasons:
         return failure_record(shape, entry.name, "incorrect", "check", reasons, error=error_record(entry.check))
     out_shape, out_dtype = (int(shape["M"]), int(shape["N"])), as_dtype(shape["y_dtype"])
+    share = judge_share(policy)
     for k, (handle, x) in enumerate(zip(insts, xs)):
-        handle.feed = FreshFeed(x, tins[k], tins[k].ref.layout, policy.batch_rounds, out_shape, out_dtype, contract)
+        # the CPU's timed calls run the candidate's Python, so each is judged before the next (FreshFeed)
+        each = None if sess.cuda else (judge, wref, share, names[k])
+        handle.feed = FreshFeed(x, tins[k], tins[k].ref.layout, policy.batch_rounds, out_shape, out_dtype, contract,
+                                each=each, report=functools.partial(verdict, entry.name, shape_identity(shape)))
     entry.graphs, entry.statics = insts, xs
+    entry.feeds = tuple((h.feed, h.feed.each, h.feed.report, h.feed.capacity) for h in insts)
     return None
 
 
@@ -350,7 +366,7 @@ def measure_one_shape(sess, task: dict) -> dict:
         if j == 0 and entry is not None:
             base_rel = entry.check.rel_l2
         if failure is None and settings.mode == "cold":
-            failure = _cold_entry(sess, timer, judge, shape, tins, settings.timing, contract, entry)
+            failure = _cold_entry(sess, timer, judge, shape, tins, settings.timing, contract, entry, wref)
         if failure is not None:
             failures.append(failure)
             continue
@@ -368,7 +384,7 @@ def measure_one_shape(sess, task: dict) -> dict:
 def _time_entries(sess, timer, judge, shape, settings, contract, tins, entries: list[Entry], floor, out,
                   wref) -> None:
     """Time the entries together (cold: every timed call on a fresh input, its output kept and judged at random
-    after its batch; stream: the graph's calls judged again as the last timed replay left them), and fill `out`'s
+    after it ran; stream: the graph's calls judged again as the last timed replay left them), and fill `out`'s
     results, pairs, failures and info."""
     step(None, "time")
     l2 = reset_persisting_l2(sess.device) if sess.cuda else "not a CUDA device"

@@ -3,6 +3,10 @@
 `step(candidate, phase)` is called BEFORE each step of a task; in a child process it sends a "step" message to the
 parent and waits for its answer (profiler.worker.child wires it), so a death from then on is blamed on that candidate
 and phase, and a process an earlier step left running is found while no step runs.
+
+`verdict(candidate, shape, reasons)` sends a judged call's failure to the parent the moment it is found, before any
+other candidate code runs: once sent it is out of the worker's reach, and the parent applies it to the task's
+result whatever the worker's reply says (profiler.worker.records.apply_verdicts).
 """
 from __future__ import annotations
 
@@ -36,3 +40,17 @@ def current() -> tuple[str | None, str | None]:
 def report_to(send: Callable[[str | None, str], None]) -> None:
     """Send every later step(candidate, phase) to `send` as well (the child process: to its parent)."""
     _REPORT[0] = send
+
+
+_VERDICT: list[Callable[[str, dict, list], None]] = [lambda candidate, shape, reasons: None]
+
+
+def verdict(candidate: str, shape: dict, reasons: list[str]) -> None:
+    """A judged call of `candidate` at `shape` failed for `reasons`: tell the parent now (a process with no parent
+    keeps its own result)."""
+    _VERDICT[0](candidate, shape, reasons)
+
+
+def verdicts_to(send: Callable[[str, dict, list], None]) -> None:
+    """Send every later verdict(...) to `send` (the child process: to its parent, without waiting)."""
+    _VERDICT[0] = send

@@ -39,7 +39,7 @@ from profiler.wrong.judge import (Bf16RoundedPlainRows, CounterInDeviceMemory, D
                                   HooksStaticInput, LazyOutputInTiming, LossyWithoutOutlier, MemoAcrossReplays,
                                   MemoInGraph, OutlierExactInt8, OutlierExactInt8Groups, OutlierExactInt8SmallM,
                                   ReadsJudgeReferences, ScansForTimedInputs, WrongBetweenCountedCalls,
-                                  WrongOneCallInTen)
+                                  WrongOneCallInTen, RewritesJudgeStore, ClearsJudgeVerdict)
 from profiler.wrong.output import (Fp16Inputs, InputMutated, MemoByPointer, NaNRow, OneHotInt8, PrecomputedAnswers,
                                    ProbeStatsInt8, RouterBF16Weights, ScratchNotReset, SkippedKTail, StaleOutput,
                                    TensorSubclassLies, TransposedOutput, UninitializedOutput, WeightMutated,
@@ -68,9 +68,10 @@ PROCESS_REACH_WRONG = (ForgesReply, PatchesGuard, InflatesBaseline, ForksSleeper
 REACH_WRONG = MEASURE_REACH_WRONG + PROCESS_REACH_WRONG
 ALL_WRONG = ALL_WRONG + REACH_WRONG
 GPU_JUDGE_WRONG = (DeviceMemoOfSeveral, CounterInDeviceMemory)
-ANSWER_WRONG = (FingerprintMemo, ScansForTimedInputs, ReadsJudgeReferences, LazyOutputInTiming, HooksStaticInput)
+ANSWER_WRONG = (FingerprintMemo, ScansForTimedInputs, ReadsJudgeReferences, LazyOutputInTiming, HooksStaticInput,
+                RewritesJudgeStore)
 UNJUDGED_WRONG = (WrongBetweenCountedCalls, WrongOneCallInTen)
-FORGING_WRONG = (RebindsReplyPipe, SetsTimerAttribute, ThreadComputes)
+FORGING_WRONG = (RebindsReplyPipe, SetsTimerAttribute, ThreadComputes, ClearsJudgeVerdict)
 ROW_KIND_WRONG = (LossyWithoutOutlier, Bf16RoundedPlainRows)
 MODE_WRONG = (FunctionModeAtImport, DispatchModeAtImport)
 LOAD_WRONG = LOAD_WRONG + MODE_WRONG

@@ -283,16 +283,13 @@ def _hooked_tensor():
 
 
 class WrongBetweenCountedCalls(TorchLinear):
-    """Counts its calls per input buffer and returns half the work at calls 5-31 of every 32 (the positions a judge
-    of the last replay of each batch never reads), right at the others."""
+    """Counts its calls at each shape and returns half the work at calls 5-31 of every 32 past the contract's (the
+    positions a judge of the last replay of each batch never reads), right at the others."""
 
     name, expect = "wrong_between_counted_calls", ("rel-L2", "element rule")
 
     def run(self, state, family, x):
-        counts = state.setdefault("counts", {})
-        key = x.data_ptr()
-        counts[key] = counts.get(key, 0) + 1
-        n = counts[key]
+        n = _count(state, x)
         if n > 40 and 5 <= n % 32 <= 31:
             return _half_k(x, state["w"])
         return _linear(x, state["w"])
@@ -401,3 +398,62 @@ class CounterInDeviceMemory(TorchLinear):
         c.add_(1)
         wrong_now = (c > 64) & ((c % 32) >= 5)
         return torch.where(wrong_now, _half_k(x, state["w"]), _linear(x, state["w"]))
+
+
+def _own_feed(x):
+    """The harness's feed whose static input is x (the timed call's input), found in the worker's memory by its
+    class's name; None outside timing."""
+    import gc
+
+    for obj in gc.get_objects():
+        if type(obj).__name__ == "FreshFeed" and getattr(obj, "static", None) is not None and \
+                obj.static.data_ptr() == x.data_ptr():
+            return obj
+    return None
+
+
+class RewritesJudgeStore(TorchLinear):
+    """Rewrites the judge's kept copies of its other calls: from its feed's second batch on (once it can tell where
+    a batch ends: the feed counts them), every timed call but a batch's last sets every OTHER kept input and output
+    to zero (zero in, zero out: right by every rule) and does half the work; the last call, whose copy nothing
+    rewrites before a batch is judged, does all of it. Against a judge that reads a batch's kept copies after the
+    batch, every judged call reads right. Closed where candidate code runs between calls (the CPU) by judging each
+    call before the next one runs (FreshFeed.settle); on a GPU the timed calls are graph replays and no candidate
+    code runs between them."""
+
+    name, expect = "rewrites_judge_store", ("rel-L2", "element rule", "judged at random")
+
+    def run(self, state, family, x):
+        feed = _own_feed(x)
+        if feed is None or feed.batches < 1:
+            return _linear(x, state["w"])
+        others = [k for k in range(feed.capacity) if k != feed.slot]
+        feed.xs[others] = 0
+        feed.ys[others] = 0
+        if feed.n - feed.batch_first >= feed.capacity:
+            return _linear(x, state["w"])
+        return _half_k(x, state["w"])
+
+
+class ClearsJudgeVerdict(TorchLinear):
+    """Wrong at every timed call until its feed has judged one wrong, then right, and at every call it clears what
+    the worker holds of the verdict (the feed's failure, the harness's records of the candidate's drift, found in
+    memory): the worker's reply says it was right. The verdict left the worker when it was found
+    (profiler.worker.steps.verdict), and the parent applies it to the reply."""
+
+    name, expect = "clears_judge_verdict", "in-process forging"
+
+    def run(self, state, family, x):
+        import gc
+
+        feed = _own_feed(x)
+        if feed is None:
+            return _linear(x, state["w"])
+        if feed.failed is not None:
+            state["caught"] = True
+        feed.failed = None
+        feed.bad.clear()
+        for obj in gc.get_objects():
+            if type(obj).__name__ == "Entry" and getattr(obj, "drifted", None):
+                obj.drifted = []
+        return _linear(x, state["w"]) if state.get("caught") else _half_k(x, state["w"])

@@ -56,7 +56,7 @@ class _Rerun:
 
 class ReplayingFakeTimer(FakeTimer):
     """FakeTimer whose sampling replays every graph once per round, each after its feed and followed by its
-    feed's keep, as ColdTimer.sample_raw does: the number of replays depends on the rounds asked for, never on how fast this machine is (a candidate that
+    feed's keep (and its settle, as the CPU timer's calls are), as ColdTimer.sample_raw does: the number of replays depends on the rounds asked for, never on how fast this machine is (a candidate that
     degrades after N replays degrades here too; one that keeps its last answer gives it for another input)."""
 
     def sample_raw(self, graphs, n_rounds, clock=None, clock_out=None):
@@ -68,6 +68,8 @@ class ReplayingFakeTimer(FakeTimer):
                 g.replay()
                 if getattr(feed, "keep", None) is not None:   # and the output kept after the call, as there
                     feed.keep(g.output)
+                    if getattr(feed, "settle", None) is not None:   # judged now where the feed judges each call
+                        feed.settle()
         return super().sample_raw(graphs, n_rounds, clock, clock_out)
 
     def sample(self, graphs, n_rounds, clock=None, clock_out=None):

@@ -50,7 +50,9 @@ def test_each_form_of_the_computing_classes_is_rejected_with_its_reason(tmp_path
     """Answers computed outside the timed call, wrong calls between judged ones, lossy arithmetic on rows without an
     outlier: each form rejected at M=1 and M=16 (the timer replays every graph per round, as the GPU's does), the
     control measured beside them."""
-    classes = [c for c in getattr(wrong, group) if c is not wrong.LazyOutputInTiming]   # its form needs the CPU timer
+    # LazyOutputInTiming's form needs the CPU timer (the CLI test below); RewritesJudgeStore attacks from its feed's
+    # second batch on, and these sweeps time one batch per instance (its own test drives a feed for four)
+    classes = [c for c in getattr(wrong, group) if c not in (wrong.LazyOutputInTiming, wrong.RewritesJudgeStore)]
     run = _sweep([CONTROL] + [wrong.spec(c) for c in classes], _shapes((1, 16)), tmp_path / f"{group}.json")
     assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}, _why(run)
     why = _why(run)
@@ -61,14 +63,19 @@ def test_each_form_of_the_computing_classes_is_rejected_with_its_reason(tmp_path
 
 def test_each_form_of_forging_is_rejected_and_names_the_forging(tmp_path):
     """A pipe put in place of the reply descriptor, an attribute set on the live timer, a background thread: each
-    ends its worker with an in-process forging reason; the control is measured in the worker after."""
-    run = _sweep([CONTROL] + [wrong.spec(c) for c in wrong.FORGING_WRONG], _shapes((16,)), tmp_path / "forge.json",
-                 init="install")
+    ends its worker with an in-process forging reason; a verdict cleared in the worker after it was found is the
+    parent's still; the control is measured in the worker after."""
+    run = _sweep([CONTROL] + [wrong.spec(c) for c in wrong.FORGING_WRONG], _shapes((16,)), tmp_path / "forge.json")
     assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}, _why(run)
     why = _why(run)
     assert "the reply pipe" in why["rebinds_reply_pipe", 16], why
     assert "changed the live cold timer (overhead_us)" in why["sets_timer_attribute", 16], why
     assert "a thread of its own is running beside the harness" in why["thread_computes", 16], why
+    # its wrong call was judged and the verdict sent to the parent before it cleared the worker's records of it
+    cleared = next(f for f in run["failures"] if f["candidate"] == "clears_judge_verdict")
+    assert (cleared["kind"], cleared["phase"]) == ("incorrect", "time"), cleared
+    assert "judged at random after it ran" in cleared["reasons"][0] and "the worker's reply recorded no failure" in \
+        cleared["reasons"][-1], cleared["reasons"]
     for cls in wrong.FORGING_WRONG:
         assert "in-process forging" in why[cls.name, 16]
 
@@ -190,3 +197,70 @@ def test_on_the_gpu_a_device_memo_of_several_entries_and_a_per_replay_counter_ar
         for M in (1, 16):
             assert _matches(why[cls.name, M], cls.expect), (cls.name, M, why[cls.name, M])
     assert all(info["judged"]["p_catch"] > 0.9 for info in run["shape_info"].values()), run["shape_info"]
+
+
+def _drive(cand, each: bool, batches: int = 4, capacity: int = 32):
+    """A FreshFeed driven as the CPU timer drives it -- the next input, the call, keep(y), settle() where each call
+    is judged -- for `batches` batches of `capacity` calls, each batch judged after it as the sweep does.
+    -> (the judged calls' first failure, the calls judged, the verdicts sent)."""
+    from profiler.check.inputs import default_contract, make_weight
+    from profiler.check.rules import WeightReference
+    from profiler.check.timed import FreshFeed, GraphJudge, timed_inputs
+
+    contract = default_contract()
+    shape = {"family": "o", "M": 16, "N": 64, "K": 256, "x_dtype": "bfloat16", "y_dtype": "bfloat16",
+             "rel_l2_tol": 0.01}
+    w = make_weight("o", 64, 256, 0, "cpu")
+    wref, judge = WeightReference(w), GraphJudge(shape, contract)
+    tin = timed_inputs(shape, w, [300], "cpu", contract, wref=wref, salt=5)[0]
+    static, sent = tin.x.clone(), []
+    feed = FreshFeed(static, tin, tin.ref.layout, capacity, (16, 64), torch.bfloat16, contract,
+                     each=(judge, wref, 0.749, "graph") if each else None, report=sent.append)
+    state = cand.prepare("o", w)
+    failed, judged = [], 0
+    for b in range(batches):
+        for _ in range(capacity):
+            feed()
+            feed.keep(cand.run(state, "o", static))
+            if each:
+                feed.settle()
+        n, reasons = feed.judge(judge, wref, 0.749, capacity, "graph", f"during timing (batch {b + 1})")
+        judged += n
+        failed = failed or reasons
+    return failed, judged, sent
+
+
+def test_a_judge_of_each_call_where_candidate_code_runs_between_calls_leaves_no_kept_copy_to_rewrite():
+    """RewritesJudgeStore sets the kept copies of its other calls to zero in, zero out and is right only at each
+    batch's last call: a judge that reads the batch's kept copies after it finds every judged call right (why the
+    CPU, whose timed calls run the candidate's Python, judges each call before the next); a judge of each call
+    right after it catches it, and the failure is sent out of the worker (report) the moment it is found. The
+    control passes both."""
+    witness, control = wrong.RewritesJudgeStore(), wrong.TorchLinear()
+    failed, judged, sent = _drive(witness, each=False)
+    assert failed == [] and judged > 60 and sent == []          # the batch judge is beaten, by construction
+    failed, judged, sent = _drive(witness, each=True)
+    assert failed and "judged at random after it ran" in failed[0] and sent == [failed]
+    for each in (False, True):
+        failed, judged, sent = _drive(control, each=each)
+        assert failed == [] and sent == [] and judged > 60
+
+
+def test_the_parent_applies_a_verdict_the_reply_left_out():
+    """profiler.worker.records.apply_verdicts: a candidate the judge's verdict names loses its result and its pairs
+    at that shape and gets the failure, with the reply's silence named; one the reply already failed keeps its own
+    failure; other candidates are untouched."""
+    from profiler.worker.records import apply_verdicts
+
+    shape = {"family": "o", "M": 16, "N": 64, "K": 256, "load": "verify 16"}
+    result = {"results": [{"candidate": c, "median_us": 1.0} for c in ("base", "forger", "honest")],
+              "pairs": [{"baseline": "base", "candidate": c} for c in ("forger", "honest")],
+              "failures": [{"candidate": "failed_anyway", "kind": "incorrect", "reasons": ["its own"]}]}
+    out = apply_verdicts(result, [{"candidate": "forger", "shape": shape, "reasons": ["timed call 7: rel-L2"]},
+                                  {"candidate": "failed_anyway", "shape": shape, "reasons": ["timed call 3"]}])
+    assert [r["candidate"] for r in out["results"]] == ["base", "honest"]
+    assert [p["candidate"] for p in out["pairs"]] == ["honest"]
+    forged = next(f for f in out["failures"] if f["candidate"] == "forger")
+    assert (forged["kind"], forged["phase"], forged["M"]) == ("incorrect", "time", 16)
+    assert forged["reasons"][0] == "timed call 7: rel-L2" and "in-process forging" in forged["reasons"][-1]
+    assert [f["reasons"] for f in out["failures"] if f["candidate"] == "failed_anyway"] == [["its own"]]
