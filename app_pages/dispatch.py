@@ -6,8 +6,7 @@ is decided in ui/plans.py (a generic plan: the workload picked here)."""
 import pandas as pd
 import streamlit as st
 
-from dashboard.plots import figures
-from ui import plans, state, uploads, widgets
+from ui import figures, plans, state, uploads, widgets
 
 st.title("Dispatch")
 st.caption("Plans are data files (kernels/plans/*.json). Methods are what the plan **says** runs, not a measurement.")
