@@ -72,10 +72,10 @@ class WorkerMeasure:
                                   f"(max_incidents {self.settings.max_incidents})"]
             else:
                 live.append({"spec": method_spec(name, config), "name": label})
-        st = timing_settings(self.settings, timing)
-        merged = self.backend.call(SHAPE, shape, live, {"kind": "shape", "settings": asdict(st), "floor": None,
-                                                             "workload": self.workload},
-                                   st, pin=pin)
+        shape_settings = timing_settings(self.settings, timing)
+        merged = self.backend.call(SHAPE, shape, live, {"kind": "shape", "settings": asdict(shape_settings),
+                                                         "floor": None, "workload": self.workload},
+                                   shape_settings, pin=pin)
         with self._lock:
             if merged.get("telemetry"):
                 self.telemetry.append(merged["telemetry"])
