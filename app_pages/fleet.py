@@ -10,7 +10,7 @@ st.caption("A fleet sweep (`python -m profiler run --cluster tcp://HOST:8786 ...
            "row below is one run file, scored alone through the correctness gate (**derived** from its measured times); SOL = Σ w·floor ÷ "
            "Σ w·time over the scored shapes, with that run's own probes (**derived**).")
 terms.link("score", "sol")
-# plan sweeps only: a tune log, a screen or an explain run times configs, not plans
+# plan sweeps only: a tune log, a survey or an explain run times configs, not plans
 sets, opening = fleet.sweep_sets()
 if not sets:
     st.info("No plan sweep named `<date>_<gpu>_<label>.json` yet: run a sweep (the Run page) or a fleet sweep.")

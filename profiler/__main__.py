@@ -1,4 +1,4 @@
-"""`python -m profiler run|probe|tune|explain|screen`: the command line (profiler/cli/main.py).
+"""`python -m profiler run|probe|tune|explain|survey|step`: the command line (profiler/cli/main.py).
 
 `kill -USR1 <pid>` prints the stack of every thread of the command to its stderr and lets it go on (faulthandler):
 where a run that seems stuck is waiting.

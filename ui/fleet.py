@@ -14,7 +14,7 @@ __all__ = ["sweep_sets", "Sweep", "open_sweep", "fleet_table", "safe_name"]
 
 
 def sweep_sets(metas: dict | None = None) -> tuple[dict[str, list[Path]], str | None]:
-    """Label -> run files of every plan sweep among the run sources (a tune log, a screen or an explain run times
+    """Label -> run files of every plan sweep among the run sources (a tune log, a survey or an explain run times
     configs, not plans), and the label to open on (dashboard.model.fleet.default_set)."""
     metas = loaders.run_metas(view.source_list()) if metas is None else metas
     sets = fleet.sweep_sets(metas)

@@ -173,7 +173,7 @@ def pick(sidebar=True, probes_only_ok: bool = False) -> View:
                           help="The source (a run file or a per-shape table), its baseline and its candidate.")
     name = url_selectbox(pickers, "Source", {s.name: s.label for s in srcs}, "source", default,
                          key="source", what="source", format_func=lambda label: shown.get(label, label),
-                         help="Grouped by kind (published, plan sweeps, repeatability, tunes, screens, explains, "
+                         help="Grouped by kind (published, plan sweeps, repeatability, tunes, surveys, explains, "
                               "uploads), newest first; each run as its date, label and candidates (the whole file "
                               "name is shown under 'Source'); ★ marks the run projlab opens on, the shipped plan's "
                               "latest full sweep. Type to filter.")

@@ -3,7 +3,7 @@
     WorkerMeasure(backend, settings, log)(shape, [(method, config), ...], timing) -> {"timed", "rejected", "info"}
 
 is the `measure` function of profiler.commands.tune_rules (its contract is there), used by `python -m profiler tune`
-and the screening bench. Each call is ONE shape task (profiler.backends.isolate.SHAPE): every candidate a
+and the config survey. Each call is ONE shape task (profiler.backends.isolate.SHAPE): every candidate a
 `method:NAME:{config}` spec named by its label (kernels.method.format_config), checked with the contract's quick
 check (one eager call on fresh inputs with probe rows, vs the FP64 reference) and the passing ones timed together
 (paired rounds, the same sampler as `profiler run`), on whatever backend the command was given (this host's
