@@ -131,8 +131,8 @@ order = compare.shape_order(wl.load_order, wl.family_order)
 st.plotly_chart(figures.compare_figure(res.shapes, "derived from the series' samples", short, order),
                 width="stretch", theme=None)
 verdicts = st.multiselect("Verdicts", list(compare.VERDICTS), default=list(compare.VERDICTS), key="cmp_verdicts")
-shown = shapes[shapes["verdict"].isin(verdicts)]
-st.dataframe(widgets.gated_style(shown.assign(usable=~shown["verdict"].isin(compare.GATED.values()))),
+shown = compare.with_verdicts(shapes, verdicts)
+st.dataframe(widgets.gated_style(compare.marked_usable(shown)),
              hide_index=True, width="stretch", placeholder="—",
              column_order=["name", "load", "family", "M", "reference_us", "series_us", "delta_us", "ratio",
                            "ci_low", "ci_high", "verdict", "same_route", "band"],

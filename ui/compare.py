@@ -11,7 +11,7 @@ from ui import loaders
 
 __all__ = ["GATED", "VERDICTS", "shape_order", "mismatch", "band_headline", "workload_of", "same_workload",
            "opening_sources", "offered_series", "short_names", "default_series", "named_workloads", "series_specs",
-           "own_scores"]
+           "own_scores", "with_verdicts", "marked_usable"]
 
 band_headline = noise.headline
 
@@ -109,3 +109,14 @@ def own_scores(chosen: list[str], options: dict[str, tuple]) -> list[dict]:
         rows.append({"run": "official_036.csv (published)", "workload": loaders.workload().name,
                      "pair": "036 vs baseline", "score": ref.score, "note": ""})
     return rows
+
+
+def with_verdicts(shapes, verdicts: list[str]):
+    """The per-shape rows whose verdict is one of `verdicts`."""
+    return shapes[shapes["verdict"].isin(verdicts)]
+
+
+def marked_usable(shapes):
+    """The rows with a `usable` column: False where the gate gave no verdict (compare.GATED), for
+    ui.widgets.gated_style."""
+    return shapes.assign(usable=~shapes["verdict"].isin(GATED.values()))
