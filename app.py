@@ -5,7 +5,7 @@ multipage mode). Nothing here imports torch; only the Run page does, lazily, whe
 """
 import streamlit as st
 
-from dashboard.plots import figures  # noqa: F401  plotly, which nearly every page draws with
+from ui import figures  # noqa: F401  plotly (dashboard/plots), which nearly every page draws with
 from ui import view  # noqa: F401  pandas, dashboard/ and the loaders, which nearly every page imports
 
 # The browser tab's icon is an emoji, which Streamlit draws as an inline SVG: a ":material/...:" page icon becomes a

@@ -7,29 +7,12 @@ series says whether it was paired within one run, compared across runs, or relat
 """
 import streamlit as st
 
-from dashboard.model import compare, glossary, noise, runs, scoring, sources, views, workloads
-from dashboard.plots import figures
-from ui import loaders, state, terms, uploads, view, widgets
+from ui import compare, figures, loaders, state, terms, uploads, view, widgets
 
 
 def _own_scores(chosen: list[str]) -> None:
     """Each chosen run's own score (its default pair, in its own workload), when the series cannot be paired."""
-    rows = []
-    for path in dict.fromkeys(str(options[k][1].path) for k in chosen if options[k][0] == "run"):
-        data = loaders.run_data(path)
-        pair = sources.default_pair(data)
-        row = {"run": data.path.name, "workload": data.workload.name}
-        try:
-            breakdown = runs.run_score(data, *pair)
-            row |= {"pair": f"{pair[1]} vs {pair[0]}", "score": breakdown.score,
-                    "note": "; ".join(filter(None, (breakdown.accuracy, breakdown.screen)))}
-        except (scoring.ScoringError, TypeError) as exc:
-            row |= {"pair": f"{pair[1]} vs {pair[0]}" if pair else "—", "score": None, "note": str(exc)}
-        rows.append(row)
-    if any(options[k][0] == "table" for k in chosen):
-        ref = loaders.official_score()
-        rows.append({"run": "official_036.csv (published)", "workload": loaders.workload().name,
-                     "pair": "036 vs baseline", "score": ref.score, "note": ""})
+    rows = compare.own_scores(chosen, options)
     st.subheader("Each run's own score")
     st.dataframe(rows, hide_index=True, width="stretch", placeholder="—", column_config={
         "score": st.column_config.NumberColumn("score × (derived, its own workload)", format="%.4f")})
@@ -46,30 +29,11 @@ with st.expander("Upload a run file or a per-shape CSV to compare"):
 srcs, _ = view.sources_in_order()
 by_name = {s.name: s for s in srcs}
 
-
-def _workload_of(src):
-    """The source's workload, or None where it does not load (its error is shown below)."""
-    try:
-        return loaders.series_workload("table" if src.kind == "table" else "run", src.path)
-    except loaders.BAD_INPUT:
-        return None
-
-
-def _same_workload(src, other) -> bool:
-    a, b = _workload_of(src), _workload_of(other)
-    return a is not None and b is not None and workloads.same_workload(a, b)
-
-
 # The page never adds a series of another workload by itself (no ratio pairs shapes of different projections): the
 # run the other pages open on joins the sidebar's source only when it measured the same workload, and a run chosen
 # later brings its series only when they share the workload of the series already chosen.
-first = loaders.default_run_path()
-first_src = next((s for s in srcs if first is not None and s.name == first.name), None)
 asked = st.query_params.get_all("series")   # a link naming series opens on the sources they come from
-linked = [s.name for s in srcs if any(q.startswith(f"{s.label} · ") for q in asked)]
-current = view.current_source()
-opening = linked or list(dict.fromkeys([current.name, *([first_src.name] if first_src is not None and
-                                                          _same_workload(current, first_src) else [])]))
+opening = compare.opening_sources(srcs, view.current_source(), asked)
 run_names = state.url_multiselect(st, "Runs and tables to compare", [s.name for s in srcs], "runs", opening,
                                    key="cmp_runs", format_func=view.source_text(),
                                    help="Grouped by kind, newest first; each one offers its own candidates below.")
@@ -80,43 +44,31 @@ added = [n for n in run_names if seen is not None and n not in seen]
 st.session_state["_cmp_runs_seen"] = run_names
 for src in (by_name[n] for n in run_names):
     try:
-        if src.kind == "table":
-            loaders.official(src.path)
-            cols = (("baseline_us", "baseline"), ("candidate_us", sources.table_candidate(src)))
-            offered = {f"{src.label} · {name}": ("table", src, col, name) for col, name in cols}
-            pair = [name for _, name in cols]
-        else:
-            data = loaders.run_data(src.path)
-            offered = {f"{src.label} · {cand}": ("run", src, cand, cand) for cand in data.candidates()}
-            pair = list(dict.fromkeys(sources.default_pair(data) or ()))
+        offered, pair = compare.offered_series(src)
     except loaders.BAD_INPUT as exc:
         errors.append(f"{src.label}: {exc}")
         continue
     options |= offered
     if pair:
-        pairs.append([f"{src.label} · {name}" for name in pair])
+        pairs.append(pair)
         pair_sources.append(src)
         picked = st.session_state.get("_sel_series")
         picked_sources = [options[k][1] for k in picked or () if k in options]
-        if src.name in added and picked is not None and all(_same_workload(src, s) for s in picked_sources):
+        if src.name in added and picked is not None and all(compare.same_workload(src, s) for s in picked_sources):
             st.session_state["_sel_series"] = [*picked, pairs[-1][-1]]
 for e in errors:
     st.error(f"Cannot use a chosen source — {widgets.md_text(e)}")
-short: dict[str, str] = {}
-for key, (kind, src, _, name) in options.items():
-    label = views.series_label(src.label, src.path, name)
-    short[key] = label if label not in short.values() else f"{label} ({src.label})"
+short = compare.short_names(options)
 
 keys = list(options)
 # the first source's default pair (its baseline against its last candidate), then each other source's candidate
-default = list(dict.fromkeys([*(pairs[0] if pairs else []), *(p[-1] for p, s in zip(pairs[1:], pair_sources[1:])
-                                                               if _same_workload(pair_sources[0], s))]))
+default = compare.default_series(pairs, pair_sources)
 chosen = state.url_multiselect(st, "Series to compare (2 or more)", keys, "series", default, key="cmp_series")
 if len(chosen) < 2:
     st.info("Pick at least two series (choose more runs above for more candidates).")
     st.stop()
-named = [(short.get(k, k), loaders.series_workload(options[k][0], options[k][1].path)) for k in chosen]
-refusal = workloads.mismatch(named)
+named = compare.named_workloads(chosen, options, short)
+refusal = compare.mismatch(named)
 if refusal:  # shapes of different workloads are different projections: no ratio, CI or verdict across them
     st.error(refusal)
     _own_scores(chosen)
@@ -125,14 +77,14 @@ wl = named[0][1]   # every series' workload (mismatch said they agree)
 c1, c2 = st.columns(2)
 ref = state.url_selectbox(c1, "Reference (ratios are reference ÷ series)", chosen, "reference", chosen[0],
                            key="cmp_ref", what="reference series")
-c2.caption("Bands (dashboard.model.noise, derived from the committed runs): " + noise.headline() + ". Each row names "
+c2.caption("Bands (dashboard.model.noise, derived from the committed runs): " + compare.band_headline() + ". Each row names "
            "the band its verdict used.")
 if {options[k][0] for k in chosen} == {"table", "run"}:
     st.warning("A published table is compared with local runs: their baselines differ (the write-up's SGLang path "
                "on the evaluator vs torch F.linear here), so ratios across them measure the baselines as much as "
-               "the kernels. " + glossary.short("baselines"))
+               "the kernels. " + terms.short("baselines"))
 
-specs = tuple((key, options[key][0], str(options[key][1].path), options[key][2]) for key in chosen)
+specs = compare.series_specs(chosen, options)
 try:
     both = loaders.series_frame(specs)
     include = (both["status"] == "below_floor").any() and st.toggle(
@@ -164,7 +116,7 @@ st.dataframe(overall, hide_index=True, width="stretch", placeholder="—",
                             **widgets.ratio_ci_columns("score", "score vs reference × (derived)"),
                             "delta_pct": num("Δ score-equivalent time %", format="%+.2f")})
 if (res.overall["n_loads"] < len(wl.load_order)).any():
-    st.caption(f"Fewer than {workloads.count_word(len(wl.load_order))} loads in common: this is a geometric mean "
+    st.caption(f"Fewer than {terms.count_word(len(wl.load_order))} loads in common: this is a geometric mean "
                "over the loads present, not the "
                "benchmark score.")
 st.subheader("Per load")
@@ -175,12 +127,12 @@ st.dataframe(loads, hide_index=True, width="stretch", placeholder="—",
                             "series_us": num("Σw·series µs", format="%.1f"), **widgets.ratio_ci_columns(),
                             "delta_pct": num("Δ time %", format="%+.2f")})
 st.subheader("Per shape")
-order = views.shape_order(wl.load_order, wl.family_order)
+order = compare.shape_order(wl.load_order, wl.family_order)
 st.plotly_chart(figures.compare_figure(res.shapes, "derived from the series' samples", short, order),
                 width="stretch", theme=None)
 verdicts = st.multiselect("Verdicts", list(compare.VERDICTS), default=list(compare.VERDICTS), key="cmp_verdicts")
-shown = shapes[shapes["verdict"].isin(verdicts)]
-st.dataframe(widgets.gated_style(shown.assign(usable=~shown["verdict"].isin(compare.GATED.values()))),
+shown = compare.with_verdicts(shapes, verdicts)
+st.dataframe(widgets.gated_style(compare.marked_usable(shown)),
              hide_index=True, width="stretch", placeholder="—",
              column_order=["name", "load", "family", "M", "reference_us", "series_us", "delta_us", "ratio",
                            "ci_low", "ci_high", "verdict", "same_route", "band"],

@@ -3,11 +3,9 @@
 A plan entry may be N-specific ("N": 1024 applies only to a weight with N=1024); every lookup here passes the
 workload's N for (family, M) (Workload.n_at), as the profiler does. Which plan, and which workload it is read against,
 is decided in ui/plans.py (a generic plan: the workload picked here)."""
-import pandas as pd
 import streamlit as st
 
-from dashboard.plots import figures
-from ui import plans, state, uploads, widgets
+from ui import figures, plans, state, uploads, widgets
 
 st.title("Dispatch")
 st.caption("Plans are data files (kernels/plans/*.json). Methods are what the plan **says** runs, not a measurement.")
@@ -47,45 +45,15 @@ if plan.notes:
     with st.expander("Plan notes"):
         st.write(plan.notes)
 
-
-def n_at(family: str, M: int) -> int:
-    """The workload's N for (family, M) (muse: the unpooler is N=1024 at M=1 and M=8, N=8192 elsewhere)."""
-    return wl.n_at(family, M)
-
-
-def n_text(n) -> str:
-    return "any" if n is None else str(int(n))
-
-
-def lookup(family: str, M: int, N: int) -> dict:
-    try:
-        e = plan.entry(family, M, N)
-    except plans.PlanError:
-        return {"method": "(not covered)", "config": "", "range": "", "entry N": ""}
-    return {"method": e.method, "config": e.label, "range": f"{e.lo}–{e.hi}", "entry N": n_text(e.N)}
-
-
 M = st.slider("Token rows M", 1, 256, 16, key="dispatch_M")
-at_m = pd.DataFrame([{"family": f, "N": n_at(f, M), **lookup(f, M, n_at(f, M))} for f in plan.families])
+at_m = plans.dispatch_at(plan, wl, M)
 st.subheader(f"At M = {M}")
 st.caption("N is the workload's N at this M. An entry's N is 'any' for a generic entry, or the only N it applies "
            "to (an N-specific entry wins over a generic one at its N).")
 st.dataframe(at_m, hide_index=True, width="stretch")
 
-rows = plan.table()
-table = pd.DataFrame([{**r, "N": n_text(r["N"])} for r in rows])
-specific = {(r["family"], r["N"]) for r in rows if r["N"] is not None}
-
-
-def lane(family: str, N) -> str:
-    """The figure's row: N-specific entries get their own lane, 'unpooler N=1024'."""
-    return family if N is None else f"{family} N={int(N)}"
-
-
-regions_fig = table.assign(family=[lane(r["family"], r["N"]) for r in rows])
-shapes = wl.shapes[["load", "family", "M", "N"]]
-shapes_fig = shapes.assign(family=[lane(r.family, r.N if (r.family, r.N) in specific else None)
-                                   for r in shapes.itertuples()])
+table = plans.plan_table(plan)
+regions_fig, shapes_fig = plans.figure_frames(plan, wl, table)
 st.plotly_chart(figures.dispatch_figure(regions_fig, shapes_fig, f"plan {plan.name} (data file)", selected_M=M),
                 width="stretch", theme=None)
 st.subheader("The whole plan")
@@ -93,7 +61,4 @@ st.dataframe(table.drop(columns=["config"]), hide_index=True, width="stretch", c
     "label": st.column_config.TextColumn("config", width=300), "note": st.column_config.TextColumn(width=380)})
 widgets.download_csv(table.drop(columns=["config"]), f"plan_{plan.name}.csv")
 st.subheader("Where each scored shape of the workload falls")
-regions = pd.DataFrame([{"load": r.load, "family": r.family, "M": r.M, "N": r.N, **lookup(r.family, int(r.M), int(r.N))}
-                        for r in shapes.itertuples()])
-regions = regions.assign(method=regions["config"]).drop(columns=["config"])  # the full label, as run files show it
-st.dataframe(regions, hide_index=True, width="stretch")
+st.dataframe(plans.shape_regions(plan, wl), hide_index=True, width="stretch")

@@ -2,9 +2,7 @@
 (`python -m profiler run --cluster ...`). Each row is one run file scored on its own (dashboard.model.fleet)."""
 import streamlit as st
 
-from dashboard.plots import figures
-from dashboard.model import fleet, sources
-from ui import loaders, state, terms, view, widgets
+from ui import figures, fleet, loaders, state, terms, widgets
 
 st.title("Fleet — one sweep on every GPU model")
 st.caption("A fleet sweep (`python -m profiler run --cluster tcp://HOST:8786 ...`) writes one run file per GPU "
@@ -12,20 +10,18 @@ st.caption("A fleet sweep (`python -m profiler run --cluster tcp://HOST:8786 ...
            "row below is one run file, scored alone through the correctness gate (**derived** from its measured times); SOL = Σ w·floor ÷ "
            "Σ w·time over the scored shapes, with that run's own probes (**derived**).")
 terms.link("score", "sol")
-# plan sweeps only: a tune log, a screen or an explain run times configs, not plans
-metas = loaders.run_metas(view.source_list())
-sets = fleet.sweep_sets(metas)
+# plan sweeps only: a tune log, a survey or an explain run times configs, not plans
+sets, opening = fleet.sweep_sets()
 if not sets:
     st.info("No plan sweep named `<date>_<gpu>_<label>.json` yet: run a sweep (the Run page) or a fleet sweep.")
     st.stop()
-label = state.url_selectbox(st, "Sweep (run-file label)", list(sets), "fleet", fleet.default_set(sets, metas),
+label = state.url_selectbox(st, "Sweep (run-file label)", list(sets), "fleet", opening,
                              key="fleet_label", what="sweep", help="Plan sweeps, by label; opens on the newest "
                              "fleet sweep of the shipped plan measured on the most GPU models.")
 paths = sets[label]
 try:
-    datas = [loaders.run_data(p) for p in paths]
-    names = list(dict.fromkeys(n for d in datas for n in sources.candidate_names(d)))
-    pair = sources.default_pair(datas[0]) or (names[0], names[0])
+    sweep = fleet.open_sweep(paths)
+    datas, names, pair = sweep.datas, sweep.names, sweep.pair
     c = st.columns(2)
     base = state.url_selectbox(c[0], "Baseline", names, "fleet_baseline", pair[0], key="fleet_baseline")
     cand = state.url_selectbox(c[1], "Candidate", names, "fleet_candidate", pair[1], key="fleet_candidate")
@@ -58,4 +54,4 @@ st.dataframe(table, hide_index=True, width="stretch", placeholder="—", column_
     "equiv_candidate_us": num("cand µs", format="%.2f", width=100, help="the candidate's score-equivalent time"),
     "time_saved": num("saved", format="percent", width=80), "shapes": num("shapes", format="%d", width=60),
     "hosts": text("hosts", width=120), "reason": text("why no score", width=600)})
-widgets.download_csv(table, f"fleet_{sources.safe_name(label)}.csv")
+widgets.download_csv(table, f"fleet_{fleet.safe_name(label)}.csv")

@@ -1,11 +1,11 @@
 """Glossary: every term the pages and reports use (Σw, SOL, floors, verdicts, ε, provenance), from
-dashboard.model.glossary — the one place they are defined."""
+dashboard.model.glossary (through ui.terms) — the one place they are defined."""
 import streamlit as st
 
-from dashboard.model import glossary
+from ui import terms
 
 st.title("Glossary")
 st.caption("The words the pages and the reports use. Column tooltips quote the first line of each.")
-for term in glossary.TERMS.values():
+for term in terms.TERMS.values():
     st.subheader(term.title, anchor=term.key)
-    st.markdown(f"*{term.short}*  \n{glossary.long(term.key)}")
+    st.markdown(f"*{term.short}*  \n{terms.long(term.key)}")

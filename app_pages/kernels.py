@@ -1,13 +1,8 @@
 """Kernels: inside one call — which kernels it launches, how long each runs, the bytes it moves against the ideal,
 each kernel against the probe roof, and findings in plain words (an explain run, `python -m profiler explain`)."""
-from pathlib import Path
-
 import streamlit as st
 
-from dashboard.plots import kernel_figures
-from dashboard.model import kernel_findings, kernels, run_kinds, runs, scoring, sources
-from dashboard.documents import kernel_report
-from ui import loaders, state, terms, view, widgets
+from ui import figures, kernels, loaders, state, terms, view, widgets
 
 EXPLAIN_HELP = ("Make one on the H200: `python -m profiler explain --plan baseline --plan best --shapes official` "
                 "(Nsight Compute + one CUDA-graph replay per call).")
@@ -19,69 +14,13 @@ st.caption("Inside a call: what it launches, per kernel. Kernel times from one C
            "(measured); floors, shares, gaps and findings derived from those and the run's own probes.")
 terms.link("floor", "sol", "provenance")
 
-
-def _head(path, limit: int = 1 << 20) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read(limit)
-    except OSError:
-        return ""
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _shape_report(path: str, mtime: float, shape: str, _data):
-    """kernel_report.build_report once per (explain run file and its mtime, shape): it draws every figure (0.6 s),
-    too slow for each rerun of the page. A built report is never modified, so one shared copy is fine."""
-    return kernel_report.build_report(_data, shape=shape)   # the run's own workload
-
-
-def _explain_runs() -> dict[str, object]:
-    """Every readable explain run among the run sources (file name → its run_kinds.RunMeta, from the run index: no
-    file is opened here); a file that looks like one but does not load is named in the sidebar."""
-    out = {}
-    srcs = [src for src in view.source_list() if src.kind == "run"]
-    metas = loaders.run_metas(srcs)
-    for src in srcs:
-        meta = metas.get(src.path)
-        if meta is not None:
-            if meta.kind == run_kinds.EXPLAIN:
-                out[src.name] = meta
-        elif '"kernels"' in _head(src.path):  # looks like an explain run but does not load: say why
-            try:
-                loaders.run_data(src.path)
-            except loaders.BAD_INPUT as exc:
-                st.sidebar.warning(widgets.md_text(f"Skipped {src.path.name}: {exc}"))
-    return out
-
-
-def _of_source(every: dict) -> tuple[dict[str, str], str | None]:
-    """The explain runs of the sidebar's source (kernels.explains_of: same workload and plans, best first) as
-    file name → path, plus the line to show when there is none. A source that is an explain run opens itself."""
-    src = view.current_source()
-    if src.name in every:
-        return {src.name: str(every[src.name].path)}, None
-    try:
-        data = loaders.source_data(src)
-    except loaders.BAD_INPUT as exc:
-        return {}, widgets.md_text(f"Cannot read the sidebar's source {src.label}: {exc}")
-    state = st.session_state
-    pair = sources.default_pair(data) or ("baseline", "best")
-    base, cand = state.get("_sel_baseline", pair[0]), state.get("_sel_candidate", pair[1])
-    same_name = [loaders.run_data(m.path) for m in every.values() if m.workload == runs.workload_of(data).name]
-    found = kernels.explains_of(data, same_name, cand, base)   # opens only those of the source's workload
-    if found:
-        return {d.path.name: str(d.path) for d in found}, None
-    wl = runs.workload_of(data)
-    return {}, (f"No explain run of {widgets.md_text(src.label)} (workload {widgets.md_text(wl.name)}, the same "
-                f"plans): the Kernels page shows only the kernels of the run you are looking at. Make one on the "
-                f"H200: {widgets.md_code(kernels.explain_command(base, cand, wl))}")
-
-
-every = _explain_runs()
+every, skipped = kernels.explain_runs()
+for line in skipped:   # looks like an explain run but does not load: say why
+    st.sidebar.warning(widgets.md_text(line))
 if not every:
     st.info(f"No explain run among the run files. {EXPLAIN_HELP}")
     st.stop()
-explain_runs, missing = _of_source(every)
+explain_runs, missing = kernels.of_source(every, view.current_source())
 asked = st.query_params.get("explain")
 if asked in every and asked not in explain_runs:   # a link naming an explain run opens it, whatever the source
     explain_runs[asked] = str(every[asked].path)
@@ -91,17 +30,15 @@ if not explain_runs:
     st.warning(missing)
     st.stop()
 # each option as its date, label and plans (what tells explain runs apart); the whole file name under the picker
-shown = {name: sources.run_text(path, every[name]) for name, path in explain_runs.items()}
+shown = {name: kernels.run_text(path, every[name]) for name, path in explain_runs.items()}
 labels = list(explain_runs)
 label = state.url_selectbox(st.sidebar, "Explain run", labels, "explain", labels[0], key="kernels_source",
                             what="explain run", format_func=shown.get, help="The explain runs of the sidebar's "
                             "source (same workload, same plans), newest first.")
 st.sidebar.caption(widgets.md_text(label))
 try:
-    data = kernels.from_run_data(loaders.run_data(explain_runs[label]))
+    data, ktab, calls = kernels.open_explain(explain_runs[label])
     wl = data.workload
-    ktab = kernels.kernel_table(data)
-    calls = kernels.call_table(data, wl, ktab)
 except loaders.BAD_INPUT as exc:
     st.error(widgets.md_text(f"Cannot use {label}: {exc}"))
     st.stop()
@@ -120,19 +57,12 @@ shape = state.url_selectbox(st, "Shape", shapes, "shape", worst, key="kernels_sh
 cands = [c for c in data.candidates() if c in set(calls["candidate"])]
 chosen = st.multiselect("Candidates", cands, default=cands, key=f"kernels_cands|{label}") or cands
 
-here = calls[(calls["shape"] == shape) & calls["candidate"].isin(chosen)]
+here = kernels.at_shape(calls, shape, chosen)
 first = here.iloc[0]
 # One floor per (run, shape): for a sweep in the sidebar, the floor and SOL are the sweep's (as in `dashboard table`,
 # Shapes and Roofline); the explain run's own (its probes, its replay times) are shown beside them, named.
 src = view.current_source()
-sweep = None
-if src.kind == "run" and src.name != label:
-    try:
-        sweep = loaders.source_data(src)
-    except loaders.BAD_INPUT:
-        sweep = None
-sweep_rows = kernels.sweep_sol(sweep, shape) if sweep is not None else None
-sweep_rows = sweep_rows[sweep_rows["candidate"].isin(chosen)] if sweep_rows is not None else None
+sweep_rows = kernels.sweep_rows(src, label, shape, chosen)
 own = f"{label}'s own probes"
 if sweep_rows is not None and len(sweep_rows):
     source_line.markdown(f"**Source:** kernels, bytes and replay times from the explain run {widgets.md_code(label)}; "
@@ -170,13 +100,12 @@ else:
                     f"{c}: {s:.1%}" for c, s in zip(here["candidate"], here["sol"]))))
     st.caption("Per candidate, in the order " + widgets.md_text(" / ".join(here["candidate"])) + ".")
 
-parts = kernels.kernel_gap_parts(ktab, calls)
-parts = parts[(parts["shape"] == shape) & parts["candidate"].isin(chosen)]
-st.plotly_chart(kernel_figures.kernel_stack(parts, float(first["floor_us"]), f"{shape}: kernels of each call against "
+parts = kernels.gap_parts(ktab, calls, shape, chosen)
+st.plotly_chart(figures.kernel_stack(parts, float(first["floor_us"]), f"{shape}: kernels of each call against "
                                             f"the floor in {own}"), width="stretch", theme=None)
 
 st.subheader("Findings (derived)")
-found = kernel_findings.findings(here, ktab, shape, data.sm_count, data.run.get("compute_peak_tflops"))
+found = kernels.findings(here, ktab, shape, data)
 if found.empty:
     st.caption("No rule fired for this shape.")
 for cand, grp in found.groupby("candidate", sort=False):
@@ -185,12 +114,10 @@ st.caption("Rules and thresholds: dashboard/model/kernel_findings.py (one place)
            "account for.")
 
 c = st.columns(2)
-c[0].plotly_chart(kernel_figures.bytes_vs_ideal(here, f"{shape}: DRAM bytes vs ideal"), width="stretch", theme=None)
-probe = data.curve.points() if data.curve is not None else None
-if probe is not None:
-    probe = probe.assign(tbps=probe["bytes"] / probe["us_monotone"] / 1e6)
-rows = ktab[(ktab["shape"] == shape) & ktab["candidate"].isin(chosen)]
-c[1].plotly_chart(kernel_figures.kernel_roofline(rows, probe, f"{shape}: each kernel under the probe roof"),
+c[0].plotly_chart(figures.bytes_vs_ideal(here, f"{shape}: DRAM bytes vs ideal"), width="stretch", theme=None)
+probe = kernels.probe_points(data)
+rows = kernels.at_shape(ktab, shape, chosen)
+c[1].plotly_chart(figures.kernel_roofline(rows, probe, f"{shape}: each kernel under the probe roof"),
                   width="stretch", theme=None)
 
 st.subheader("Every kernel (measured and derived)")
@@ -236,8 +163,8 @@ st.dataframe(here[gap_cols], hide_index=True, width="stretch", column_config={
 
 st.subheader("Per load")
 cand = st.selectbox("Candidate", cands, index=len(cands) - 1, key="kernels_load_cand")
-loads = kernels.gap_by_load(calls, cand, scoring.family_weights(wl), wl.load_order)
-st.plotly_chart(kernel_figures.gap_parts_bars(loads, kernels.GAP_PARTS, f"{cand}: the gap to the floor per load, by "
+loads = kernels.gap_by_load(calls, cand, wl)
+st.plotly_chart(figures.gap_parts_bars(loads, kernels.GAP_PARTS, f"{cand}: the gap to the floor per load, by "
                                               "cause"), width="stretch", theme=None)
 load_w = widgets.fit_widths({"load": 80, **{c: max(95, 8 * len(words.get(c, c)) + 24) for c in loads.columns
                                             if c.endswith("_us")}, "sol": 70, "launches_per_call": 80})
@@ -254,7 +181,7 @@ st.caption("Under-filled grid is a model: the main kernel's time × the share of
            "its time over its floor (dashboard/model/kernels.py says why).")
 with st.expander("Export this shape's breakdown as a report (same as `python -m dashboard report RUN --shape ...`)"):
     try:
-        rep = _shape_report(explain_runs[label], Path(explain_runs[label]).stat().st_mtime, shape, data)
+        rep = kernels.shape_report(explain_runs[label], shape, data)
     except loaders.BAD_INPUT as exc:
         st.error(f"Cannot build the report: {widgets.md_text(exc)}")
     else:

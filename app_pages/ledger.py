@@ -1,8 +1,7 @@
 """Ledger: the write-up's candidate history (checks vs scored, intervals) as a chart and a table."""
 import streamlit as st
 
-from dashboard.plots import figures
-from ui import loaders, terms, widgets
+from ui import figures, loaders, terms, widgets
 
 st.title("Ledger — candidate history")
 st.caption("Source: datasets/seed_ledger.csv — **published** (the write-up's official checks and scored "

@@ -2,29 +2,28 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard.plots import roofline_figures
-from ui import loaders, terms, view, widgets
+from ui import figures, loaders, terms, view, widgets
 
-v = view.pick(probes_only_ok=True)
-memory = view.memory_word(v)
+selection = view.pick(probes_only_ok=True)
+memory = view.memory_word(selection)
 st.title(f"Probes — {memory} read curve")
-view.caption_source(v, "Probe times are measured (run probes) or published (the write-up's four); TB/s = bytes ÷ "
+view.caption_source(selection, "Probe times are measured (run probes) or published (the write-up's four); TB/s = bytes ÷ "
                          "time (derived).")
 terms.link("floor", "provenance")
 seed = loaders.seed_probes()
-muse_only = view.official_note(v.workload) if v.kind == "run" else None
+muse_only = view.official_note(selection.workload) if selection.kind == "run" else None
 if muse_only is not None:
     st.caption(f"The write-up's four probes come with muse_bf16_proj's published data ({muse_only}); they are HBM "
                "read times of an H200, so they are overlaid as a hardware reference only.")
-probes = pd.DataFrame(v.run.get("probes", [])) if v.run else pd.DataFrame()
-if v.kind != "run":
+probes = pd.DataFrame(selection.run.get("probes", [])) if selection.run else pd.DataFrame()
+if selection.kind != "run":
     st.info("The published table has no probe curve of its own; showing the write-up's four probes "
             "(**published**). Pick a run in the sidebar to see its **measured** curve.")
 elif probes.empty:
-    st.warning(f"{widgets.md_text(v.label)} holds no probes (run `python -m profiler probe` on the device).")
+    st.warning(f"{widgets.md_text(selection.label)} holds no probes (run `python -m profiler probe` on the device).")
 show_seed = st.toggle("Overlay the write-up's four probes (published)", value=True)
 parts = (["measured (run probes)"] if len(probes) else []) + (["published (write-up probes)"] if show_seed else [])
-st.plotly_chart(roofline_figures.probe_curve(probes if len(probes) else None, seed if show_seed else None,
+st.plotly_chart(figures.probe_curve(probes if len(probes) else None, seed if show_seed else None,
                                     " vs ".join(parts) or "nothing selected", memory), width="stretch", theme=None)
 if len(probes):
     st.subheader("Run probes (measured)" if "derived" not in probes else

@@ -7,18 +7,18 @@ from ui import loaders, state, terms, view, widgets
 
 
 st.title("Reports")
-v = view.pick()
-view.caption_source(v)
+selection = view.pick()
+view.caption_source(selection)
 terms.link()
 st.markdown("Headless: `python -m dashboard report RUN.json --out DIR [--baseline B --candidate C] "
             "[--shape 'decode 1/router']`")
 scope = st.radio("Scope", ["Whole run", "One shape"], horizontal=True, key="rep_scope")
 shape = None
 if scope == "One shape":
-    keys = list(dict.fromkeys(v.data.results["shape"]))
+    keys = list(dict.fromkeys(selection.data.results["shape"]))
     shape = state.url_selectbox(st, "Shape", keys, "shape", keys[0], key="rep_shape", what="shape")
 try:
-    rep = loaders.report_for(v, shape)
+    rep = loaders.report_for(selection, shape)
 except loaders.BAD_INPUT as exc:
     st.error(f"Cannot build the report: {widgets.md_text(exc)}")
     st.stop()

@@ -2,8 +2,6 @@
 predicted from the same run's per-shape ratios beside the measured step speedup, in-step vs isolated per family."""
 import streamlit as st
 
-from dashboard.model import step
-from dashboard.plots import step_figures
 from ui import state, steps, widgets
 
 MAKE_ONE = ("Make one on the GPU: `python -m profiler step --workload llama31_8b_decode --plan baseline "
@@ -24,20 +22,20 @@ mode = state.url_selectbox(st, "Timing", {"cold": "cold (L2 flushed before each 
                                           "warm": "warm (steps back to back)"}, "step_mode", "cold",
                            key="step_mode", what="timing")
 run_step = data.run["step"]
-fams = step.families(data)
+fams = steps.families(data)
 st.caption(f"{widgets.md_text(name)}: {run_step['layers']} distinct layers per step (the model has "
            f"{(data.run.get('workload') or {}).get('layer', {}).get('model_layers', '?')}); workload "
            f"{widgets.md_text(data.workload.name)}; device {widgets.md_text(str(data.run['environment'].get('gpu')))}.")
-if step.on_cpu(data):
+if steps.on_cpu(data):
     st.warning("A CPU run: its times are wall-clock times of eager steps on a shared CPU, for checking the "
                "plumbing; they say nothing about a GPU.")
 
-amd = step.amdahl_table(data, mode)
+amd = steps.amdahl_table(data, mode)
 st.subheader("Amdahl, predicted and measured")
 if amd.empty:
     st.info("No candidate has a correct, timed step beside the baseline's at any point.")
 else:
-    shown = step.display_amdahl(amd)
+    shown = steps.display_amdahl(amd)
     point = ["batch", "context", "candidate"]
     # two tables, so each fits the page's width: Amdahl's numbers, then where predicted and measured part
     st.dataframe(shown[point + ["baseline µs", "candidate µs", "p (derived)", "s isolated (derived)", "predicted ×",
@@ -54,31 +52,29 @@ else:
                "whether the correctness contract passed the candidate at every projection shape of the step in this "
                "run (the step's own rule is rel-L2 only).")
 
-pts = step.points(data)
+pts = steps.points(data)
 labels = {f"{b}/{c}": f"batch {b}, context {c}" for b, c in pts}
 key = state.url_selectbox(st, "Point", labels, "step_point", key="step_point", what="point")
-b, c = (int(v) for v in key.split("/"))
+b, c = (int(part) for part in key.split("/"))
 source = f"{name}, batch {b}, context {c}, {mode}"
 
-bd = step.breakdown_table(data, mode)
-bd = bd[(bd["batch"] == b) & (bd["context"] == c)]
-if bd.empty:
+here = steps.at_point(data, mode, amd, b, c)
+parts = here.breakdown
+if parts.empty:
     st.info("No candidate has a breakdown at this point.")
 else:
-    st.plotly_chart(step_figures.step_bars(bd, fams, f"measured parts ({bd['method'].iloc[0]}); the unattributed "
-                                                     f"rest derived — {source}"), width="stretch", theme=None)
-row = amd[(amd["batch"] == b) & (amd["context"] == c)]
-if not row.empty:
-    st.plotly_chart(step_figures.amdahl_curve(row, f"curve derived; points measured (filled) and predicted "
-                                                   f"(open) — {source}"), width="stretch", theme=None)
-fam = step.family_table(data, mode)
-fam = fam[(fam["batch"] == b) & (fam["context"] == c)]
+    st.plotly_chart(steps.step_bars(parts, fams, f"measured parts ({parts['method'].iloc[0]}); the unattributed "
+                                                  f"rest derived — {source}"), width="stretch", theme=None)
+if not here.amdahl.empty:
+    st.plotly_chart(steps.amdahl_curve(here.amdahl, f"curve derived; points measured (filled) and predicted "
+                                                    f"(open) — {source}"), width="stretch", theme=None)
+fam = here.families
 if not fam.empty:
     st.subheader("In the step vs alone, per family")
-    st.plotly_chart(step_figures.family_bars(fam, f"isolated: measured cold shapes; in-step: derived from the "
-                                                  f"breakdown ÷ layers — {source}"), width="stretch", theme=None)
-    st.dataframe(step.display_families(fam), hide_index=True, width="stretch")
-bad = step.failures(data)
+    st.plotly_chart(steps.family_bars(fam, f"isolated: measured cold shapes; in-step: derived from the "
+                                          f"breakdown ÷ layers — {source}"), width="stretch", theme=None)
+    st.dataframe(steps.display_families(fam), hide_index=True, width="stretch")
+bad = steps.failures(data)
 if bad:
     st.subheader("Failures")
     st.markdown("\n".join(f"- {widgets.md_text(line)}" for line in bad))

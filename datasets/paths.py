@@ -14,7 +14,7 @@ RUNS_DIR = DATA_DIR / "runs"
 # its heuristic's list, per shape and library version, which kernels/launch/cublaslt.py offers the tuner.
 CUBLASLT_SEARCH_DIR = DATA_DIR / "cublaslt_search"
 # A run file is '<date>_<gpu>_<label>.json' as the profiler writes it, or '.json.gz': the same bytes through
-# `gzip -n -9`, how tune and screen logs are committed (they time every config of every method, 0.9-3.3 MB each;
+# `gzip -n -9`, how tune and survey logs are committed (they time every config of every method, 0.9-3.3 MB each;
 # compressed about 6x smaller), and every run file over 256 KB (a nearby + extra M sweep: 0.9 MB). Every reader
 # goes through datasets.jsonfile.read_json, which takes both; a name is found with either (find_run_file).
 RUN_SUFFIXES = (".json", ".json.gz")

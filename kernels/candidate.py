@@ -72,20 +72,20 @@ class PlanCandidate(Candidate):
                 "dtypes": self.plan.workload.dtypes(family)}
 
     def run(self, state, family: str, x):
-        method, st = self.route(state, family, int(x.shape[0]))
-        if st is None:   # an entry prepare() did not prepare (another N): as a missing key always did
+        method, prepared = self.route(state, family, int(x.shape[0]))
+        if prepared is None:   # an entry prepare() did not prepare (another N): as a missing key always did
             raise KeyError(f"{self.name}: {method.name} was not prepared for this weight (N={state['N']})")
-        return method.run(st, x)
+        return method.run(prepared, x)
 
     def route(self, state, family: str, M: int):
         """The host-side choice of one call: (method, its prepared state) at M. A range's shape check ran when the
         plan loaded (up to kernels.plans.SHAPE_CHECK_MAX_M); the M actually run is checked too, so a rejected
         config can never launch (host-side, not in a captured graph)."""
         entry = self.plan.entry(family, M, state["N"])
-        st = state["states"].get((entry.method, json.dumps(entry.config, sort_keys=True)))
+        prepared = state["states"].get((entry.method, json.dumps(entry.config, sort_keys=True)))
         method = get_method(entry.method)
         method.check_supports(state["dtypes"], M, state["N"], state["K"], entry.config, family)
-        return method, st
+        return method, prepared
 
     def routing_us(self, family: str, M: int, N: int, K: int, calls: int = 2000) -> float:
         """The median µs of one call's routing (route: entry lookup and shape check) at (M, N, K), timed here with
@@ -108,8 +108,8 @@ class PlanCandidate(Candidate):
 
     def setup(self, state, family: str, M: int) -> dict | None:
         entry = self.plan.entry(family, int(M), state["N"])
-        st = state["states"][(entry.method, json.dumps(entry.config, sort_keys=True))]
-        return get_method(entry.method).setup(st, int(M))
+        prepared = state["states"][(entry.method, json.dumps(entry.config, sort_keys=True))]
+        return get_method(entry.method).setup(prepared, int(M))
 
 
 class MethodCandidate(Candidate):

@@ -2,7 +2,7 @@
 
 A Triton kernel compiles on its first launch per constexpr set and argument specialisation (an integer argument
 equal to 1 or divisible by 16 gets its own variant), one compile at a time in a process; the tuner and the
-screening bench launch hundreds of (method, config, K) combinations. `warm(jobs, workers)` runs each job --
+config survey launch hundreds of (method, config, K) combinations. `warm(jobs, workers)` runs each job --
 prepare the method on a random weight of the job's real shape and run it once at the job's M -- in one of
 `workers` spawned processes (each with its own CUDA context) and returns the jobs that raised, with the error:
 the sweep leaves those (method, config) out at that family (a kernel that faults would otherwise take the

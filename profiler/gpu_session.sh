@@ -11,7 +11,7 @@
 #   tune     re-tune the best plan (TUNE_FAMILIES, default all; TUNE_M: only those M, the rest kept; TUNE_METHODS: only
 #            those methods, the baseline always in) -> $OUT/best.json
 #            and kernels/plans/best.json
-#   screen   every config of SCREEN_METHODS against torch_linear and best's pick, official shapes (SCREEN_FAMILIES)
+#   screen   the config survey (profiler survey): every config of SCREEN_METHODS against torch_linear and best's pick, official shapes (SCREEN_FAMILIES)
 #            plus M=SCREEN_EXTRA_M, named screen-SCREEN_LABEL
 #   sweeps   paired baseline/seed036/seed039/best sweep with probes; a second back-to-back baseline-vs-best sweep
 #            (repeatability of the score); best vs baseline on nearby + extra M (generalization, any-M dispatch)
@@ -53,7 +53,7 @@ tune)
   cp $BEST "$OUT/best.json" ;;
 screen)
   step "screen: $SCREEN_METHODS vs torch_linear and best's pick, official${SCREEN_EXTRA_M:+ + M=$SCREEN_EXTRA_M}"
-  timeout ${SCREEN_S:-240} python3 -m profiler screen --methods $SCREEN_METHODS --plan $BEST --shapes official \
+  timeout ${SCREEN_S:-240} python3 -m profiler survey --methods $SCREEN_METHODS --plan $BEST --shapes official \
     ${SCREEN_FAMILIES:+--families $SCREEN_FAMILIES} ${SCREEN_EXTRA_M:+--extra-m $SCREEN_EXTRA_M} \
     --label screen-${SCREEN_LABEL:?set SCREEN_LABEL}$T --out-run "${P}_screen-$SCREEN_LABEL$T.json" \
     --compile-workers 16 2>&1 | clean | tail -n 60 ;;
@@ -132,7 +132,7 @@ paired)
     --label baseline-vs-best-paired$T --out "${P}_baseline-vs-best-paired$T.json" 2>&1 | clean | tail -n 12 ;;
 *) step "unknown stage $stage" ;;
 esac; done
-# Run files over 256 KB (sweeps with every sample, tunes, screens) are kept gzipped (`gzip -n -9`: the same bytes
+# Run files over 256 KB (sweeps with every sample, tunes, surveys) are kept gzipped (`gzip -n -9`: the same bytes
 # compressed, 5-6x smaller; every reader takes both), the form they are committed in.
 for f in "$P"_*.json; do
   if [ -f "$f" ] && [ "$(stat -c %s "$f")" -gt 262144 ]; then gzip -n -9 "$f"; fi

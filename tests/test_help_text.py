@@ -9,7 +9,7 @@ import pytest
 from dashboard.cli import main as dashboard_main
 from dashboard.cli import report_cli
 from profiler.cli import main as profiler_main
-from profiler.cli import screen as screen_cli
+from profiler.cli import survey as survey_cli
 from profiler.cli import step as step_cli
 from profiler.cli import tune as tune_cli
 
@@ -25,7 +25,8 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def _all_helps() -> dict[str, str]:
     helps = {}
     for prog, top, own in (("profiler", profiler_main.build_parser(),
-                            {"tune": tune_cli.build_parser(), "screen": screen_cli.build_parser(),
+                            {"tune": tune_cli.build_parser(), "survey": survey_cli.build_parser(),
+                             "screen": survey_cli.build_parser(),
                              "step": step_cli.build_parser()}),
                            ("dashboard", dashboard_main.build_parser(), {"report": report_cli.parser()})):
         helps[prog] = top.format_help()
@@ -38,7 +39,7 @@ HELPS = _all_helps()
 
 
 def test_every_subcommand_is_covered():
-    assert {"profiler run", "profiler tune", "profiler screen", "profiler probe", "profiler explain",
+    assert {"profiler run", "profiler tune", "profiler survey", "profiler screen", "profiler probe", "profiler explain",
             "profiler step", "dashboard step", "dashboard summarize", "dashboard table", "dashboard report",
             "dashboard results"} <= set(HELPS)
 
@@ -63,3 +64,18 @@ def test_a_description_ends_its_sentence(name):
     description = " ".join(head[1].split()) if len(head) > 2 and not head[1].lstrip().startswith(
         ("positional arguments", "options")) else ""
     assert not description or description.endswith((".", ")", ":", "`")), f"{name} -h: ...{description[-60:]!r}"
+
+
+def test_the_config_survey_and_the_source_screen_are_two_words():
+    """`profiler survey` times every config of chosen methods; the source screen (profiler/check/source_screen.py)
+    refuses a candidate's source before it runs. The survey's old subcommand name, `screen`, is an alias the help
+    names as such."""
+    top = " ".join(HELPS["profiler"].split())
+    assert "survey (screen)" in top and "'screen' is its old name, kept as an alias" in top, top
+    subs = _subparsers(profiler_main.build_parser())
+    assert subs["screen"] is subs["survey"]
+    assert set(profiler_main.SURVEY_NAMES) == {"survey", "screen"}
+    survey = " ".join(HELPS["profiler survey"].split())
+    assert survey.startswith("usage: python -m profiler survey") and "Config survey" in survey
+    assert "screening" not in survey.lower()
+    assert "source screen" in " ".join(HELPS["profiler run"].split())

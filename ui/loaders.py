@@ -165,10 +165,11 @@ def _run_comparison(path: str, mtime: float, baseline: str, candidate: str, incl
                                       own=noise.own_for(data))   # a device without committed evidence: its own repeat
 
 
-def run_comparison(v) -> compare.Comparison:
+def run_comparison(selection) -> compare.Comparison:
     """Bootstrap CIs and verdicts of a view's (ui.view.View) score and load ratios (dashboard.model.compare, gated like
     the score), cached like the run file: thousands of resamples are too slow to redo on every widget change."""
-    return _run_comparison(v.path, mtime(v.path), v.baseline, v.candidate, v.include_below_floor)
+    return _run_comparison(selection.path, mtime(selection.path), selection.baseline, selection.candidate,
+                           selection.include_below_floor)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -181,10 +182,11 @@ def _report(kind: str, path: str, mtime: float, provenance: str, baseline: str, 
                         shape=shape, include_below_floor=include)
 
 
-def report_for(v, shape: str | None = None):
+def report_for(selection, shape: str | None = None):
     """dashboard.documents.report.build for a view's pair (ui.view.View; whole run, or one shape), cached like the file it
     comes from: the bootstrap CIs and figures take most of a second to rebuild on every widget change."""
-    return _report(v.kind, v.path, mtime(v.path), v.source, v.baseline, v.candidate, shape, v.include_below_floor)
+    return _report(selection.kind, selection.path, mtime(selection.path), selection.source, selection.baseline,
+                   selection.candidate, shape, selection.include_below_floor)
 
 
 def series_workload(kind: str, path):

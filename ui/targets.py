@@ -4,12 +4,12 @@ import streamlit as st
 from dashboard.model import views
 
 
-def target_input(key: str, v, score: float, box=st) -> float:
+def target_input(key: str, selection, score: float, box=st) -> float:
     """A target-score number input that opens above the current score (dashboard.model.views.default_target).
 
     It resets when the source, baseline or candidate changes (a new score needs a new default) and when the page is
     revisited (Streamlit drops a widget's state when its page is left)."""
-    owner = (v.label, v.baseline, v.candidate)
+    owner = (selection.label, selection.baseline, selection.candidate)
     if key not in st.session_state or st.session_state.get(f"_{key}_for") != owner:
         st.session_state[f"_{key}_for"] = owner
         st.session_state[key] = views.default_target(score)

@@ -142,19 +142,19 @@ def _floor_toggle(box, gate: scoring.Gate) -> bool:
     return bool(value)
 
 
-def _notice(v: View) -> None:
+def _notice(selection: View) -> None:
     """The gate's verdict on the pair, where every source page shows it: an error when results are incorrect,
     failed or below the floor, a warning when shapes are merely unfinished."""
-    if v.gate is None or v.gate.ok:
-        if v.breakdown is not None and v.breakdown.below_floor_included:
-            st.warning(f"Scored with {len(v.breakdown.below_floor_included)} result(s) below the measured HBM floor "
-                       f"({md_text(', '.join(v.breakdown.below_floor_included[:3]))}), as asked: an artifact, not a "
-                       "speed.")
+    if selection.gate is None or selection.gate.ok:
+        if selection.breakdown is not None and selection.breakdown.below_floor_included:
+            included = selection.breakdown.below_floor_included
+            st.warning(f"Scored with {len(included)} result(s) below the measured HBM floor "
+                       f"({md_text(', '.join(included[:3]))}), as asked: an artifact, not a speed.")
         return
-    text = md_text(f"{v.label}: {v.candidate} vs {v.baseline}: {v.gate.message()}")
-    if v.gate.below_floor and not v.include_below_floor:
+    text = md_text(f"{selection.label}: {selection.candidate} vs {selection.baseline}: {selection.gate.message()}")
+    if selection.gate.below_floor and not selection.include_below_floor:
         text += " — use the sidebar toggle to include them."
-    (st.error if v.gate.refused else st.warning)(text)
+    (st.error if selection.gate.refused else st.warning)(text)
 
 
 def pick(sidebar=True, probes_only_ok: bool = False) -> View:
@@ -173,7 +173,7 @@ def pick(sidebar=True, probes_only_ok: bool = False) -> View:
                           help="The source (a run file or a per-shape table), its baseline and its candidate.")
     name = url_selectbox(pickers, "Source", {s.name: s.label for s in srcs}, "source", default,
                          key="source", what="source", format_func=lambda label: shown.get(label, label),
-                         help="Grouped by kind (published, plan sweeps, repeatability, tunes, screens, explains, "
+                         help="Grouped by kind (published, plan sweeps, repeatability, tunes, surveys, explains, "
                               "uploads), newest first; each run as its date, label and candidates (the whole file "
                               "name is shown under 'Source'); ★ marks the run projlab opens on, the shipped plan's "
                               "latest full sweep. Type to filter.")
@@ -198,46 +198,46 @@ def pick(sidebar=True, probes_only_ok: bool = False) -> View:
                                                                if include else excluded)
         if rd.status == "partial":
             box.warning("Partial run: interrupted; only what finished is shown.")
-        v = View(src.label, src.provenance, src.kind, str(src.path), base, cand, rd, breakdown, err, table=table,
-                 gate=gate, shape_gate=shape_gate, include_below_floor=include, wide_table=wide_table)
+        selection = View(src.label, src.provenance, src.kind, str(src.path), base, cand, rd, breakdown, err,
+                         table=table, gate=gate, shape_gate=shape_gate, include_below_floor=include, wide_table=wide_table)
     except loaders.BAD_INPUT as exc:
         choice.markdown(source_line)
         st.error(md_text(f"Cannot use {src.label}: {exc}"))
         st.stop()
-    _workload_notice(box, v)
-    _notice(v)
-    return v
+    _workload_notice(box, selection)
+    _notice(selection)
+    return selection
 
 
-def _workload_notice(box, v: View) -> None:
+def _workload_notice(box, selection: View) -> None:
     """Which workload the view is scored with; for a run that does not record one, that muse was assumed."""
-    wl = v.workload
+    wl = selection.workload
     box.caption(f"Workload: **{md_text(wl.name)}** — {len(wl.family_order)} families "
                 f"({md_text(', '.join(wl.family_order))}), {len(wl.load_order)} loads ({md_text(', '.join(wl.load_order))})")
-    if v.kind == "run" and v.data.workload_note:
-        box.info(md_text(v.data.workload_note))
+    if selection.kind == "run" and selection.data.workload_note:
+        box.info(md_text(selection.data.workload_note))
 
 
-def caption_source(v: View, what: str = "") -> None:
-    st.caption(f"Source: **{md_text(v.label)}** — {v.note}. {what}")
+def caption_source(selection: View, what: str = "") -> None:
+    st.caption(f"Source: **{md_text(selection.label)}** — {selection.note}. {what}")
 
 
-def require_breakdown(v: View):
+def require_breakdown(selection: View):
     """The score breakdown, or stop the page (pick() has already said why there is none)."""
-    if v.breakdown is None:
+    if selection.breakdown is None:
         st.info("This page needs a score; see the message above.")
         st.stop()
-    return v.breakdown
+    return selection.breakdown
 
 
 
 
-def device_name(v) -> str | None:
+def device_name(selection) -> str | None:
     """The device a view's numbers come from (datasets.devices): the run's, or the write-up's for a published
     source."""
-    return devices.device_of(v.run) if v.kind == "run" else devices.WRITEUP_DEVICE
+    return devices.device_of(selection.run) if selection.kind == "run" else devices.WRITEUP_DEVICE
 
 
-def memory_word(v) -> str:
+def memory_word(selection) -> str:
     """What a read probe reads on the view's device: "memory" on a CPU, "HBM" on a GPU."""
-    return "memory" if v.kind == "run" and devices.of_run(v.run).is_cpu else "HBM"
+    return "memory" if selection.kind == "run" and devices.of_run(selection.run).is_cpu else "HBM"

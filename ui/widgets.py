@@ -61,20 +61,20 @@ def ratio_ci_columns(point: str = "ratio", label: str = "ratio × (derived)") ->
             "ci_high": num("95% CI high", format="%.4f")}
 
 
-def shape_ratio_columns(v) -> dict:
+def shape_ratio_columns(selection) -> dict:
     """Column labels for a view's (ui.view.View) dashboard.model.views.wide_shapes times and ratios: the per-shape CI in a
     run file belongs to the median of the paired per-round ratios (ratio_paired), not to the ratio of the two
     medians (ratio)."""
-    t = "measured" if v.kind == "run" else "published" if v.source == "published" else "uploaded"
+    t = "measured" if selection.kind == "run" else "published" if selection.source == "published" else "uploaded"
     num = st.column_config.NumberColumn
-    return {"baseline_us": num(f"{v.baseline} µs ({t})", format="%.3f"),
-            "candidate_us": num(f"{v.candidate} µs ({t})", format="%.3f"),
+    return {"baseline_us": num(f"{selection.baseline} µs ({t})", format="%.3f"),
+            "candidate_us": num(f"{selection.candidate} µs ({t})", format="%.3f"),
             "ratio": num("ratio of medians × (derived)", format="%.4f"),
             "ratio_paired": num("median paired ratio × (measured pairs)", format="%.4f"),
             "ratio_ci_low": num("paired ratio CI low", format="%.4f"),
             "ratio_ci_high": num("paired ratio CI high", format="%.4f"),
-            "status_baseline": st.column_config.TextColumn(f"{v.baseline} status"),
-            "status_candidate": st.column_config.TextColumn(f"{v.candidate} status"),
+            "status_baseline": st.column_config.TextColumn(f"{selection.baseline} status"),
+            "status_candidate": st.column_config.TextColumn(f"{selection.candidate} status"),
             "usable": st.column_config.CheckboxColumn("scored", help="both sides correct and timed (and not below "
                                                                      "the measured floor unless included)")}
 

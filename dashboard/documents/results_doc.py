@@ -2,7 +2,7 @@
 
 Nothing here is typed by hand and no run is named: which runs appear follows from rules on the run files, so a run
 committed later shows up when the file is regenerated.
-- A run's kind: dashboard.model.runs.run_kind (explain, tune, screen or sweep).
+- A run's kind: dashboard.model.runs.run_kind (explain, tune, survey or sweep).
 - Scores: per workload and (baseline, candidate) pair of a sweep (dashboard.model.runs.candidate_pairs, one plan timed
   against itself left out), every sweep that scores the pair at the commit of the newest such sweep (the
   back-to-back sweeps of one session), with load ratios and SOL per load.

@@ -18,13 +18,13 @@ def add_step_section(data, tables: dict, display: dict, figs: list, notes: list)
         tables[f"step families {mode}"] = fam
         display[f"Decode step, {mode}: Amdahl predicted (derived) vs measured"] = step.display_amdahl(amd)
         display[f"Decode step, {mode}: in the step vs alone, per family"] = step.display_families(fam)
-    amd, bd = step.amdahl_table(data, "cold"), step.breakdown_table(data, "cold")
+    amd, breakdown = step.amdahl_table(data, "cold"), step.breakdown_table(data, "cold")
     for b, c in step.points(data):
         where = f"{data.path.name}, batch {b}, context {c}, cold"
-        parts = bd[(bd["batch"] == b) & (bd["context"] == c)]
+        parts = step.at_point(breakdown, b, c)
         if len(parts):
             figs.append(step_figures.step_bars(parts, fams, f"measured parts, unattributed rest derived — {where}"))
-        row = amd[(amd["batch"] == b) & (amd["context"] == c)]
+        row = step.at_point(amd, b, c)
         if len(row):
             figs.append(step_figures.amdahl_curve(row, f"curve derived; points measured and predicted — {where}"))
     lines = step.failures(data)

@@ -38,7 +38,7 @@ def fleet_sets(paths) -> dict[str, list[Path]]:
 
 
 def sweep_sets(metas: dict) -> dict[str, list[Path]]:
-    """fleet_sets of the plan sweeps among {path: RunMeta} (dashboard.model.run_kinds): a tune log, a screen or an
+    """fleet_sets of the plan sweeps among {path: RunMeta} (dashboard.model.run_kinds): a tune log, a survey or an
     explain run times configs or kernels, not plans, so none is ever a fleet set."""
     from dashboard.model import run_kinds
 
@@ -49,7 +49,7 @@ def default_set(sets: dict[str, list[Path]], metas: dict | None = None) -> str |
     """The set to open first: the one measured on the most distinct GPU models; among those, a sweep pairing the
     baseline with the shipped plan (run_kinds.RunMeta.shipped_pair), measured by a fleet (`--cluster`), the newest
     (created_utc, else the file name's date). `metas` maps a path to its RunMeta; without it only models and dates
-    count. A tune log or a screen is never a fleet sweep: the page passes sweeps only."""
+    count. A tune log or a survey is never a fleet sweep: the page passes sweeps only."""
     if not sets:
         return None
     metas = metas or {}

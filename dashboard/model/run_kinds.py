@@ -1,7 +1,7 @@
 """What a run file is: the kind that decides where it is offered (Fleet shows sweeps, Kernels explain runs) and how
 the source picker groups it, newest first.
 
-    kind_of(run)             -> SWEEP | REPEAT | TUNE | SCREEN | EXPLAIN | PROBE | STEP
+    kind_of(run)             -> SWEEP | REPEAT | TUNE | SURVEY | EXPLAIN | PROBE | STEP
     meta_of(run_data)        -> RunMeta     kind, created_utc, workload name, candidates, cluster, scored count
     run_meta(path)           -> RunMeta     the same from a file, validated (None: it does not load)
     read_with_meta(path)     -> (RunData, RunMeta)   the file and its meta from one read (None: it does not load)
@@ -18,7 +18,7 @@ from datasets import DEFAULT_WORKLOAD, DatasetError, devices
 from datasets.jsonfile import JsonInputError, read_json
 from dashboard.model import runs
 
-SWEEP, TUNE, SCREEN, EXPLAIN, STEP = runs.SWEEP, runs.TUNE, runs.SCREEN, runs.EXPLAIN, runs.STEP   # runs.run_kind's
+SWEEP, TUNE, SURVEY, EXPLAIN, STEP = runs.SWEEP, runs.TUNE, runs.SURVEY, runs.EXPLAIN, runs.STEP   # runs.run_kind's
 REPEAT, PROBE = "repeatability", "probe"
 HOME_DEVICE = devices.lookup(devices.WRITEUP_DEVICE).key   # the official table's device: the default run's
 SHIPPED_PLAN = "best"   # `--plan best` / kernels/plans/best.json: the plan projlab ships
@@ -31,7 +31,7 @@ def _candidates(run: dict) -> list[str]:
 
 
 def kind_of(run) -> str:
-    """dashboard.model.runs.run_kind (explain, tune, screen, sweep: what wrote the file), refined for the picker: a run
+    """dashboard.model.runs.run_kind (explain, tune, survey, sweep: what wrote the file), refined for the picker: a run
     without results is probes only, and a sweep whose every candidate is one plan timed twice ('baseline' and
     'baseline#2') measures repeatability."""
     if not isinstance(run, dict):
@@ -97,7 +97,7 @@ def newest_first(metas) -> list[RunMeta]:
 
 
 def default_rank(meta: RunMeta) -> tuple:
-    """A plan sweep (not a tune log, a screen or an explain run, which time many configs per shape rather than
+    """A plan sweep (not a tune log, a config survey or an explain run, which time many configs per shape rather than
     compare plans) of the default workload, measured on the write-up's device (the official table's), pairing the
     baseline with the shipped plan, then the most fully scored candidates (the baseline / seed036 / best sweeps),
     then the newest by created_utc, then by file name."""

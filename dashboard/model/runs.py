@@ -305,12 +305,12 @@ def scored_candidates(data: RunData, workload: Workload | None = None) -> list[s
     return [c for c in data.candidates() if want <= have.get(c, set())]
 
 
-EXPLAIN, TUNE, SCREEN, SWEEP, STEP = "explain", "tune", "screen", "sweep", "step"
+EXPLAIN, TUNE, SURVEY, SWEEP, STEP = "explain", "tune", "survey", "sweep", "step"
 
 
 def run_kind(run: dict) -> str:
     """What wrote a run file: a step run ("step": python -m profiler step), an explain run ("kernels"), a tune log
-    ("tune"), a screen (results marked "plan_pick") or a plan/candidate sweep (python -m profiler run)."""
+    ("tune"), a config survey (python -m profiler survey: results marked "plan_pick") or a plan/candidate sweep (python -m profiler run)."""
     if isinstance(run.get("step"), dict):
         return STEP
     if "kernels" in run:
@@ -318,7 +318,7 @@ def run_kind(run: dict) -> str:
     if "tune" in run:
         return TUNE
     if any(isinstance(r, dict) and "plan_pick" in r for r in run.get("results") or []):
-        return SCREEN
+        return SURVEY
     return SWEEP
 
 

@@ -138,7 +138,7 @@ def list_sources(runs_dir=RUNS_DIR, extra_runs: list | None = None, uploaded_tab
 
 # The picker's groups, in order: what a source is decides where it is listed (run_kinds.kind_of for run files).
 GROUPS = {"published": "Published", run_kinds.SWEEP: "Plan sweep", run_kinds.REPEAT: "Repeatability",
-          run_kinds.TUNE: "Tune", run_kinds.SCREEN: "Screen", run_kinds.EXPLAIN: "Explain", run_kinds.PROBE: "Probes",
+          run_kinds.TUNE: "Tune", run_kinds.SURVEY: "Survey", run_kinds.EXPLAIN: "Explain", run_kinds.PROBE: "Probes",
           run_kinds.STEP: "Decode step", "table": "Table", "unreadable": "Unreadable", "upload": "Upload"}
 DEFAULT_MARK = "★ default"   # the picker's help says what it is: the shipped plan's latest full sweep
 MAX_NAMED_CANDIDATES = 3      # more than this: a count, so an option fits a sidebar's width
@@ -169,7 +169,7 @@ def _group(src: Source, metas: dict) -> str:
 
 def picker(sources: list[Source], metas: dict, default: str | None = None) -> tuple[list[Source], dict[str, str]]:
     """The sources in picker order — grouped by kind (GROUPS: published, plan sweeps, repeatability, tunes,
-    screens, explains, …, uploads), newest first inside a group (created_utc, not the file name's text, so 'r12'
+    surveys, explains, …, uploads), newest first inside a group (created_utc, not the file name's text, so 'r12'
     and 'r2' keep the order they ran in) — and what each option shows: '<group> · <label>', the `default` source
     marked. A run named '<date>_<gpu>_<label>' shows run_text (date, label, candidates) rather than its whole file
     name, which a sidebar cuts before the part that differs; any other source shows its label. `metas` maps a run file's path to its run_kinds.RunMeta."""

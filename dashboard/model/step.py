@@ -62,6 +62,11 @@ def points(data) -> list[tuple[int, int]]:
     return [(p["point"]["batch"], p["point"]["context"]) for p in _step(data)["points"]]
 
 
+def at_point(table: pd.DataFrame, batch: int, context: int) -> pd.DataFrame:
+    """The rows of a step table (amdahl_table, breakdown_table, family_table) at one (batch, context) point."""
+    return table[(table["batch"] == batch) & (table["context"] == context)] if len(table) else table
+
+
 def baseline(data) -> str | None:
     names = _step(data).get("candidates") or []
     return names[0] if names else None

@@ -123,13 +123,13 @@ class GraphJudge:
             _sync(x_static)
         return reasons
 
-    def outputs(self, outputs: Sequence, tins: Sequence[TimedInput], what: str, when: str) -> list[str]:
-        """The outputs of the calls of one graph (stream mode), call i on rotation(tins)[i % len]; the first
+    def outputs(self, outputs: Sequence, shape_inputs: Sequence[TimedInput], what: str, when: str) -> list[str]:
+        """The outputs of the calls of one graph (stream mode), call i on rotation(shape_inputs)[i % len]; the first
         failure's reasons. A partner couple's two calls are also judged together (pair rule)."""
-        order = rotation(tins)
+        order = rotation(shape_inputs)
         for i, y in enumerate(outputs):
             k, is_partner = order[i % len(order)]
-            tin = tins[k]
+            tin = shape_inputs[k]
             where = f"{what}, call {i + 1} of {len(outputs)}, {when}"
             reasons = self._check(y, tin.partner_ref if is_partner else tin.ref, where)
             if not reasons and is_partner and i > 0:
@@ -139,20 +139,20 @@ class GraphJudge:
         return []
 
 
-def rotation(tins: Sequence[TimedInput]) -> list[tuple[int, bool]]:
-    """The inputs a stream-mode graph rotates through, in order: (index into tins, is the partner input); a
+def rotation(shape_inputs: Sequence[TimedInput]) -> list[tuple[int, bool]]:
+    """The inputs a stream-mode graph rotates through, in order: (index into shape_inputs, is the partner input); a
     partner input right after its input, so one graph replay holds the couple."""
     order = []
-    for k, tin in enumerate(tins):
+    for k, tin in enumerate(shape_inputs):
         order.append((k, False))
         if tin.partner is not None:
             order.append((k, True))
     return order
 
 
-def rotation_inputs(tins: Sequence[TimedInput]) -> list:
-    """The tensors of rotation(tins), in order (each a fresh copy: a stream graph's calls read their own)."""
-    return [(tins[k].partner if partner else tins[k].x).clone() for k, partner in rotation(tins)]
+def rotation_inputs(shape_inputs: Sequence[TimedInput]) -> list:
+    """The tensors of rotation(shape_inputs), in order (each a fresh copy: a stream graph's calls read their own)."""
+    return [(shape_inputs[k].partner if partner else shape_inputs[k].x).clone() for k, partner in rotation(shape_inputs)]
 
 
 def _sync(x) -> None:

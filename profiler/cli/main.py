@@ -1,4 +1,4 @@
-"""`python -m profiler run|probe|tune|explain|screen|step`: check, time, probe and tune projection kernels on the GPU.
+"""`python -m profiler run|probe|tune|explain|survey|step`: check, time, probe and tune projection kernels on the GPU.
 
 Every subcommand writes a run file (datasets/runs/, never overwritten) and says with one line and exit status 2
 what is wrong with bad input (a workload, a shape selection, a plan that does not fit the workload) before anything
@@ -22,7 +22,7 @@ from datasets.shapes import SHAPE_ID_FIELDS
 from datasets.text import escape_strings, escaped_output
 from kernels.candidate import check_spec
 from profiler.backends.open import ClusterError
-from profiler.cli import screen as screen_cli
+from profiler.cli import survey as survey_cli
 from profiler.cli import step as step_cli
 from profiler.cli import tune as tune_cli
 from profiler.cli.explain import cmd_explain
@@ -290,6 +290,8 @@ def _add_cluster(p: argparse.ArgumentParser) -> None:
                         "scheduler address tcp://HOST:8786; one run file per GPU model (needs requirements-scale.txt)")
 
 
+SURVEY_NAMES = ("survey", "screen")   # the config survey's subcommand and its old name, kept as an alias
+
 RUN_DESCRIPTION = """Check every candidate with the correctness contract and time the correct ones together, per shape:
 probes (HBM read at each shape's bytes, a compute probe) first, then per shape one task in a worker process that
 checks every candidate and times the passing ones in paired, alternating rounds (CUDA graphs, L2 flushed by a
@@ -351,8 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("run", nargs="?", help="a run file (ignored: see the description)")
     sub.add_parser("tune", help="tune a plan: every method x config per scored point (python -m profiler tune -h)",
                    add_help=False)
-    sub.add_parser("screen", help="screening bench: every config of chosen methods per shape "
-                                  "(python -m profiler screen -h)", add_help=False)
+    sub.add_parser(SURVEY_NAMES[0], aliases=list(SURVEY_NAMES[1:]), add_help=False,
+                   help="config survey: every config of chosen methods per shape (python -m profiler survey -h; "
+                        "'screen' is its old name, kept as an alias)")
     sub.add_parser("step", help="the whole decode step of a workload's declared layer, per candidate "
                                 "(python -m profiler step -h)", add_help=False)
     explain_arguments(sub.add_parser("explain", help="per-kernel breakdown of each call (Nsight Compute + Kineto)",
@@ -376,8 +379,8 @@ def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "tune":  # everything after `tune` belongs to profiler.cli.tune (it checks its input,
         return int(tune_cli.main(argv[1:]) or 0)   # then CUDA where the tune needs it)
-    if argv and argv[0] == "screen":  # everything after `screen` belongs to profiler.cli.screen
-        return int(screen_cli.main(argv[1:]) or 0)
+    if argv and argv[0] in SURVEY_NAMES:  # everything after `survey` belongs to profiler.cli.survey
+        return int(survey_cli.main(argv[1:]) or 0)
     if argv and argv[0] == "step":  # everything after `step` belongs to profiler.cli.step
         return int(step_cli.main(argv[1:]) or 0)
     args = build_parser().parse_args(argv)

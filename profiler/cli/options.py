@@ -76,7 +76,7 @@ def device_name(text: str) -> str:
 
 def new_run_path(cmd: str, path, flag: str = "--out") -> Path:
     """`path` as a new run file, or exit 2 with one line: it must end in .json (a run file is written plain; only
-    committed tune and screen logs are compressed afterwards), must not exist (runs are never overwritten; a
+    committed tune and survey logs are compressed afterwards), must not exist (runs are never overwritten; a
     dangling link counts as existing), its folder, where it exists, must be a folder, and a file must be creatable
     there (datasets.runfile.check_writable)."""
     path = Path(path)

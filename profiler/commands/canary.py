@@ -62,8 +62,8 @@ def canary_shapes(shapes: Sequence[dict], sample: str = "sample") -> list[dict]:
         raise ValueError(f"canary must be 'all', 'sample' or 'off', not {sample!r}")
     picked: dict[str, set[int]] = {}
     for fam in dict.fromkeys(s["family"] for s in shapes):
-        ms = [int(s["M"]) for s in shapes if s["family"] == fam]
-        picked[fam] = {min(ms), max(ms)}
+        m_values = [int(s["M"]) for s in shapes if s["family"] == fam]
+        picked[fam] = {min(m_values), max(m_values)}
     seen, out = set(), []
     for s in shapes:
         key = (s["family"], int(s["M"]))
@@ -91,7 +91,7 @@ def _deviations(first: Iterable[dict], repeat: Iterable[dict], baseline: str) ->
     for r in [*first, *repeat]:
         if r.get("candidate") == baseline and r.get("median_us"):
             by_key.setdefault(shape_key_of(r), []).append(float(r["median_us"]))
-    return [max(a, b) / min(a, b) - 1 for v in by_key.values() for a, b in itertools.combinations(v, 2)]
+    return [max(a, b) / min(a, b) - 1 for times in by_key.values() for a, b in itertools.combinations(times, 2)]
 
 
 def device_band(first: Iterable[dict], repeat: Iterable[dict], baseline: str,

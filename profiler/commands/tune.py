@@ -24,7 +24,7 @@ decisions under "tune"; never overwritten). `--cluster` fans the points out over
 the same plan.
 
 Timing is profiler.measure.timing.measure_shape in the worker -- the same sampler as `python -m profiler run` and
-the screening bench: CUDA graphs, read-based L2 flush, replay overhead subtracted, paired alternating rounds,
+the config survey: CUDA graphs, read-based L2 flush, replay overhead subtracted, paired alternating rounds,
 warm-up by time, batches below 75% of the max SM clock dropped, RSE stopping rule per stage (the timing policy
 presets TUNE_SCREEN / TUNE_FINAL, profiler/measure/policy.py).
 Compiles: before the first point, every candidate's Triton kernels are compiled in parallel processes

@@ -3,7 +3,7 @@
     WorkerMeasure(backend, settings, log)(shape, [(method, config), ...], timing) -> {"timed", "rejected", "info"}
 
 is the `measure` function of profiler.commands.tune_rules (its contract is there), used by `python -m profiler tune`
-and the screening bench. Each call is ONE shape task (profiler.backends.isolate.SHAPE): every candidate a
+and the config survey. Each call is ONE shape task (profiler.backends.isolate.SHAPE): every candidate a
 `method:NAME:{config}` spec named by its label (kernels.method.format_config), checked with the contract's quick
 check (one eager call on fresh inputs with probe rows, vs the FP64 reference) and the passing ones timed together
 (paired rounds, the same sampler as `profiler run`), on whatever backend the command was given (this host's
@@ -72,10 +72,10 @@ class WorkerMeasure:
                                   f"(max_incidents {self.settings.max_incidents})"]
             else:
                 live.append({"spec": method_spec(name, config), "name": label})
-        st = timing_settings(self.settings, timing)
-        merged = self.backend.call(SHAPE, shape, live, {"kind": "shape", "settings": asdict(st), "floor": None,
-                                                             "workload": self.workload},
-                                   st, pin=pin)
+        shape_settings = timing_settings(self.settings, timing)
+        merged = self.backend.call(SHAPE, shape, live, {"kind": "shape", "settings": asdict(shape_settings),
+                                                         "floor": None, "workload": self.workload},
+                                   shape_settings, pin=pin)
         with self._lock:
             if merged.get("telemetry"):
                 self.telemetry.append(merged["telemetry"])

@@ -201,10 +201,10 @@ def result_records(pt: Point, timed: list[Timed]) -> list[dict]:
 
 
 def pair_record(pt: Point, base: Timed, cand: Timed) -> dict:
-    st = summarize_pairs(base.samples, cand.samples)
+    pair_stats = summarize_pairs(base.samples, cand.samples)
     for key in ("ratio_ci_low", "ratio_ci_high", "rse"):
-        st[key] = _num(st[key])
-    return {**shape_fields(pt), "baseline": BASELINE, "candidate": cand.key, "stage": cand.stage, **st}
+        pair_stats[key] = _num(pair_stats[key])
+    return {**shape_fields(pt), "baseline": BASELINE, "candidate": cand.key, "stage": cand.stage, **pair_stats}
 
 
 def _num(v):
@@ -243,31 +243,35 @@ def robust_choice(winner: Timed, runner: Timed, neighbours: dict, base: Timed | 
     None where that candidate failed correctness (or was not timed) at M'. `base`: the baseline's Timed at M
     (needed for rule b; without it, or without baseline medians, rule b is skipped). `band`: the point's noise band
     (point_band; None: no evidence, so "within" means no slower). Returns (choice, why)."""
-    def at(v, i):
-        return v[i] if len(v) > i else None
+    def at(medians, i):
+        return medians[i] if len(medians) > i else None
 
-    for m, v in sorted(neighbours.items()):
-        if at(v, 0) is None and at(v, 1) is not None:
+    for m, medians in sorted(neighbours.items()):
+        if at(medians, 0) is None and at(medians, 1) is not None:
             return runner, f"winner failed correctness at M={m}: runner-up taken"
-        if at(v, 0) is None and at(v, 1) is None and base is not None and at(v, 2) is not None:
+        if at(medians, 0) is None and at(medians, 1) is None and base is not None and at(medians, 2) is not None:
             return base, f"winner and runner-up failed correctness at M={m}: baseline taken"
     if base is not None and winner.key != base.key:
-        with_b = {m: v for m, v in neighbours.items() if at(v, 0) is not None and at(v, 2) is not None}
+        with_b = {m: medians for m, medians in neighbours.items()
+                  if at(medians, 0) is not None and at(medians, 2) is not None}
         slow = slow_vs_baseline(neighbours, band)
         if slow:
-            b_sum = base.median + sum(v[2] for v in with_b.values())
+            b_sum = base.median + sum(medians[2] for medians in with_b.values())
             # the winner with its range stopping short of the slow neighbours: the baseline's time there
-            cut_sum = winner.median + sum(v[2] if m in slow else v[0] for m, v in with_b.items())
+            cut_sum = winner.median + sum(medians[2] if m in slow else medians[0] for m, medians in with_b.items())
             options = [(cut_sum, winner, f"winner kept at M, its range stopping short of M={slow}"),
                        (b_sum, base, "baseline taken")]
-            if runner.key != base.key and all(at(v, 1) is not None and noise_model.within(v[1], v[2], band)
-                                              for v in with_b.values()):
-                options.append((runner.median + sum(v[1] for v in with_b.values()), runner, "runner-up taken"))
+            if runner.key != base.key and all(at(medians, 1) is not None
+                                              and noise_model.within(medians[1], medians[2], band)
+                                              for medians in with_b.values()):
+                options.append((runner.median + sum(medians[1] for medians in with_b.values()), runner,
+                                "runner-up taken"))
             total, choice, name = min(options, key=lambda o: o[0])
             worst = max(with_b[m][0] / with_b[m][2] for m in slow)
             return choice, (f"winner >{_pct(band)} slower than the baseline at M={slow} (up to {worst:.3f}x "
                             f"its time): {name} (summed median over M and M+-1 {total:.2f} us)")
-    both = {m: (v[0], v[1]) for m, v in neighbours.items() if at(v, 0) is not None and at(v, 1) is not None}
+    both = {m: (medians[0], medians[1]) for m, medians in neighbours.items()
+            if at(medians, 0) is not None and at(medians, 1) is not None}
     if not both:
         return winner, "no neighbour where both were timed: winner kept"
     if all(noise_model.within(w, r, band) for w, r in both.values()):
@@ -284,8 +288,9 @@ def robust_choice(winner: Timed, runner: Timed, neighbours: dict, base: Timed | 
 def slow_vs_baseline(neighbours: dict, band: noise_model.Band | None = None) -> list[int]:
     """The neighbours (robust_choice's {M': (winner, runner-up, baseline)} medians) where the winner was timed and
     is more than the band slower than the baseline."""
-    return sorted(m for m, v in neighbours.items()
-                  if len(v) > 2 and v[0] is not None and v[2] is not None and not noise_model.within(v[0], v[2], band))
+    return sorted(m for m, medians in neighbours.items()
+                  if len(medians) > 2 and medians[0] is not None and medians[2] is not None
+                  and not noise_model.within(medians[0], medians[2], band))
 
 
 def keep_baseline_unless_significant(d: Decision, base: Timed, choice: Timed,
@@ -294,15 +299,16 @@ def keep_baseline_unless_significant(d: Decision, base: Timed, choice: Timed,
     (datasets.noise_model.verdict, the Compare page's rule); returns a rule note."""
     if choice.method == BASELINE:
         return ""
-    st = summarize_pairs(base.samples, choice.samples)
-    said = noise_model.verdict(st["ratio_ci_low"], st["ratio_ci_high"], band)
+    pair_stats = summarize_pairs(base.samples, choice.samples)
+    said = noise_model.verdict(pair_stats["ratio_ci_low"], pair_stats["ratio_ci_high"], band)
     if said == noise_model.FAST:
-        return (f"; beats baseline {st['ratio_median']:.3f}x (CI {st['ratio_ci_low']:.3f}-{st['ratio_ci_high']:.3f}: "
+        return (f"; beats baseline {pair_stats['ratio_median']:.3f}x "
+                f"(CI {pair_stats['ratio_ci_low']:.3f}-{pair_stats['ratio_ci_high']:.3f}: "
                 f"FAST against {band.text()})")
     d.method, d.config, d.median_us = base.method, base.config, base.median
     against = band.text() if band is not None else "no band"
-    return (f"; baseline kept: {choice.key} only {st['ratio_median']:.3f}x "
-            f"(CI {st['ratio_ci_low']:.3f}-{st['ratio_ci_high']:.3f}: {said} against {against})")
+    return (f"; baseline kept: {choice.key} only {pair_stats['ratio_median']:.3f}x "
+            f"(CI {pair_stats['ratio_ci_low']:.3f}-{pair_stats['ratio_ci_high']:.3f}: {said} against {against})")
 
 
 def neighbour_points(pt: Point, methods: dict, trio: list[Timed]) -> list[Point]:
@@ -377,11 +383,11 @@ def _apply_neighbours(d: Decision, pt: Point, methods, measure, final, records, 
         by_key = {t.key: t.median for t in timed}
         neigh[nb.M] = (nb.N, by_key.get(winner.key), by_key.get(runner.key),
                        by_key.get(base.key) if base is not None else None)
-    deciding = {m: v[1:] for m, v in neigh.items() if v[0] == pt.N}
+    deciding = {m: tuple(medians) for m, (n, *medians) in neigh.items() if n == pt.N}
     choice, d.rule = robust_choice(winner, runner, deciding, base, band)
     if choice is winner and base is not None and winner.key != base.key:
         d.stops = slow_vs_baseline(deciding, band)
-    record_only = sorted(m for m, v in neigh.items() if v[0] != pt.N)
+    record_only = sorted(m for m, (n, *_) in neigh.items() if n != pt.N)
     if record_only:
         d.rule += (f"; M={record_only} timed at their own N {sorted({neigh[m][0] for m in record_only})} for the "
                    f"record only (this point's entry is for N={pt.N})")

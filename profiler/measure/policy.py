@@ -4,12 +4,12 @@
     SWEEP          `python -m profiler run`: 0.5 % RSE of every paired ratio after >= 30 pairs, or 2 s
     TUNE_SCREEN    the tuner's screen: rank dozens of configs quickly (2 % RSE or 0.6 s)
     TUNE_FINAL     the tuner's finals and neighbours: the sweep's RSE rule (0.5 % after >= 48 pairs, 1.5 s cap)
-    SCREEN         the screening bench: one pass per shape, 1 % RSE or 1.2 s
+    SURVEY         the config survey (`profiler survey`): one pass per shape, 1 % RSE or 1.2 s
     EAGER          eager (host-inclusive) time beside the graph time (profiler.measure.eager): triton.testing.do_bench's
                    budget -- 25 ms of warm-up calls, 100 ms of timed calls (at least 10)
 
 A timing rule changes here and nowhere else: the sweep's settings (profiler.worker.settings.SweepSettings) take
-their `timing` from SWEEP, the tuner's stages and the screening bench record `stage()` of theirs, and the shape
+their `timing` from SWEEP, the tuner's stages and the config survey record `stage()` of theirs, and the shape
 task (profiler.worker.shape_task) reads the clock floor, the instances and the seed offsets from the policy.
 
 Why these numbers (measured on the H200, run files in datasets/runs/):
@@ -73,7 +73,7 @@ TUNE_SCREEN = TimingPolicy(min_pairs=12, rse_target=0.02, max_seconds=0.6, batch
                            instances=2)
 TUNE_FINAL = TimingPolicy(min_pairs=48, rse_target=0.005, max_seconds=1.5, batch_rounds=16, warmup_seconds=0.05,
                           instances=2)
-SCREEN = TimingPolicy(min_pairs=24, rse_target=0.01, max_seconds=1.2, batch_rounds=8, warmup_seconds=0.05,
+SURVEY = TimingPolicy(min_pairs=24, rse_target=0.01, max_seconds=1.2, batch_rounds=8, warmup_seconds=0.05,
                       instances=2)
 # do_bench(fn, warmup=25, rep=100): the timer most kernel engineers reach for, so its budget; rse_target and
 # batch_rounds are unused by eager_time.

@@ -123,8 +123,8 @@ class Integrity:
     def watch_fd(self, fd: int, what: str) -> None:
         """Hold file descriptor `fd` (the reply pipe) to the file it is now: another file dup2'd onto it (a pipe a
         thread of the candidate's reads and rewrites) is named by check()."""
-        st = os.fstat(fd)
-        self.fds[fd] = (what, (st.st_dev, st.st_ino, st.st_mode), os.dup(fd))   # a copy to put back
+        now = os.fstat(fd)
+        self.fds[fd] = (what, (now.st_dev, now.st_ino, now.st_mode), os.dup(fd))   # a copy to put back
 
     def watch_object(self, obj, what: str, held=TIMER_HELD) -> None:
         """Hold a harness object (a timer) to its type, its class's attributes and the attributes `held` (those of
@@ -137,8 +137,8 @@ class Integrity:
         reasons = []
         for fd, (what, ident, backup) in self.fds.items():
             try:
-                st = os.fstat(fd)
-                now = (st.st_dev, st.st_ino, st.st_mode)
+                info = os.fstat(fd)
+                now = (info.st_dev, info.st_ino, info.st_mode)
             except OSError:
                 now = None
             if now != ident:

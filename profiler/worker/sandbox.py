@@ -316,10 +316,10 @@ class ImportPathWatch:
         seen: dict[str, tuple] = {}
         for path in files:
             try:
-                st = path.lstat()
+                info = path.lstat()
             except OSError:
                 continue
-            seen[str(path)] = (st.st_mtime_ns, st.st_size, st.st_ino)
+            seen[str(path)] = (info.st_mtime_ns, info.st_size, info.st_ino)
         return seen
 
     def changed(self) -> list[str]:

@@ -48,5 +48,5 @@ class SweepSettings:
         return cls(**kw)
 
     def with_policy(self, policy: TimingPolicy, **changes) -> "SweepSettings":
-        """These settings timed by `policy` (a tuner stage, the screening bench), plus `changes`."""
+        """These settings timed by `policy` (a tuner stage, the config survey), plus `changes`."""
         return replace(self, timing=policy, **changes)

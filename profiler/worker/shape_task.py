@@ -74,11 +74,11 @@ def _timed_inputs(sess, shape, settings, weight, wref, contract, count: int, off
     return timed_inputs(shape, weight, seeds, sess.device, contract, wref, salt=salt)
 
 
-def _cold_instances(sess, timer, cand, state, shape, tins, check_graph) -> tuple[list, list, list[str]]:
+def _cold_instances(sess, timer, cand, state, shape, shape_inputs, check_graph) -> tuple[list, list, list[str]]:
     """One graph of the candidate per timing input, each on its own copy; the first is the graph the check
     replayed (its static input gets the first timing input copied in). -> (graphs, their static inputs, reasons)"""
     family, instances, statics = shape["family"], [], []
-    for k, tin in enumerate(tins):
+    for k, tin in enumerate(shape_inputs):
         if k == 0 and check_graph is not None:
             check_graph.keep.copy_(tin.x)
             instances.append(check_graph)
@@ -99,12 +99,12 @@ def _graph_names(n: int) -> list[str]:
                                                      " (captured for timing)") for k in range(n)]
 
 
-def _judge_cold(sess, judge: GraphJudge, name: str, insts, statics, tins, when: str) -> list[str]:
+def _judge_cold(sess, judge: GraphJudge, name: str, insts, statics, shape_inputs, when: str) -> list[str]:
     """Every cold instance of one candidate replayed on its own timing input and judged `when`
     (profiler.check.timed); the first failure's reasons."""
     step(name, "check")
     names = _graph_names(len(insts))
-    for k, (handle, x, tin) in enumerate(zip(insts, statics, tins)):
+    for k, (handle, x, tin) in enumerate(zip(insts, statics, shape_inputs)):
         try:
             reasons = judge.graph(handle, x, tin, names[k], when, replay=True)
         except Exception as exc:  # a replay that raises: a verdict, unless the context is gone
@@ -160,13 +160,13 @@ def _batch_judge(sess, judge: GraphJudge, entries: list, policy, wref):
     return after_batch
 
 
-def _stream_graphs(sess, timer, entries: list, shape, weight, settings, tins) -> dict:
-    """Per entry one graph of R calls rotating through copies of weights+inputs (rotation(tins): the timing
+def _stream_graphs(sess, timer, entries: list, shape, weight, settings, shape_inputs) -> dict:
+    """Per entry one graph of R calls rotating through copies of weights+inputs (rotation(shape_inputs): the timing
     inputs, partner inputs beside theirs at M=1) totalling >= 3 x L2, kept in entry.graphs (the outputs of its
     calls in entry.outputs). -> {name: reasons} of the entries that did not capture."""
     policy = settings.timing
     fam = shape["family"]
-    xs = rotation_inputs(tins)
+    xs = rotation_inputs(shape_inputs)
     n_copies = len(xs)
     reps = max(1, math.ceil(policy.stream_min_calls / n_copies))
     weights = [weight.clone() for _ in range(n_copies)]   # candidate code never gets the session's own weights
@@ -209,7 +209,7 @@ def _stream_copies(timer, shape, settings) -> int:
     return max(1, math.ceil(policy.stream_l2_multiple * timer.l2_bytes / shape_bytes(shape)))
 
 
-def _judge_stream(sess, judge: GraphJudge, name: str, handle, outs, tins, when: str, replay: bool) -> list[str]:
+def _judge_stream(sess, judge: GraphJudge, name: str, handle, outs, shape_inputs, when: str, replay: bool) -> list[str]:
     step(name, "check")
     what = "stream-mode graph"
     try:
@@ -219,7 +219,7 @@ def _judge_stream(sess, judge: GraphJudge, name: str, handle, outs, tins, when: 
                 import torch
 
                 torch.cuda.synchronize(sess.device)
-        return judge.outputs(outs, tins, what, when)
+        return judge.outputs(outs, shape_inputs, what, when)
     except Exception as exc:
         reasons = [f"{what}, {when}: replay raised {type(exc).__name__}: {exc}"[:400]]
         assert_healthy(sess, name, "check", reasons)
@@ -295,7 +295,7 @@ def _checked_entry(sess, shape, settings, contract, weight, salt, index: int, na
     return entry, None
 
 
-def _cold_entry(sess, timer, judge, shape, tins, policy, contract, entry: Entry, wref) -> dict | None:
+def _cold_entry(sess, timer, judge, shape, shape_inputs, policy, contract, entry: Entry, wref) -> dict | None:
     """Capture the entry's cold instances (instance k on timing input k), judge them before timing and give each
     its feed (a fresh input per timed call, every output kept: profiler.check.timed.FreshFeed) -> None, or its
     failure record. The objects the timer touches are checked by type identity first: the static inputs and the
@@ -305,7 +305,7 @@ def _cold_entry(sess, timer, judge, shape, tins, policy, contract, entry: Entry,
 
     n_instances = policy.instances
     step(entry.name, "capture")
-    insts, xs, reasons = _cold_instances(sess, timer, entry.cand, entry.state, shape, tins[:n_instances],
+    insts, xs, reasons = _cold_instances(sess, timer, entry.cand, entry.state, shape, shape_inputs[:n_instances],
                                          entry.check.graph)
     if reasons:
         assert_healthy(sess, entry.name, "capture", reasons)
@@ -314,7 +314,7 @@ def _cold_entry(sess, timer, judge, shape, tins, policy, contract, entry: Entry,
     reasons = [f"{names[k]}: its output is a {type(h.output).__name__}, not a plain torch.Tensor (the harness copies "
                f"every timed output and runs no method of the candidate's own types)"
                for k, h in enumerate(insts) if type(h.output) is not torch.Tensor][:1]
-    reasons = reasons or _judge_cold(sess, judge, entry.name, insts, xs, tins, "before timing")
+    reasons = reasons or _judge_cold(sess, judge, entry.name, insts, xs, shape_inputs, "before timing")
     if reasons:
         return failure_record(shape, entry.name, "incorrect", "check", reasons, error=error_record(entry.check))
     out_shape, out_dtype = (int(shape["M"]), int(shape["N"])), as_dtype(shape["y_dtype"])
@@ -322,23 +322,24 @@ def _cold_entry(sess, timer, judge, shape, tins, policy, contract, entry: Entry,
     for k, (handle, x) in enumerate(zip(insts, xs)):
         # the CPU's timed calls run the candidate's Python, so each is judged before the next (FreshFeed)
         each = None if sess.cuda else (judge, wref, share, names[k])
-        handle.feed = FreshFeed(x, tins[k], tins[k].ref.layout, policy.batch_rounds, out_shape, out_dtype, contract,
-                                each=each, report=functools.partial(verdict, entry.name, shape_identity(shape)))
+        handle.feed = FreshFeed(x, shape_inputs[k], shape_inputs[k].ref.layout, policy.batch_rounds, out_shape,
+                                out_dtype, contract, each=each,
+                                report=functools.partial(verdict, entry.name, shape_identity(shape)))
     entry.graphs, entry.statics = insts, xs
     entry.feeds = tuple((h.feed, h.feed.each, h.feed.report, h.feed.capacity) for h in insts)
     return None
 
 
-def _stream_entries(sess, timer, judge, shape, weight, settings, tins, entries: list[Entry],
+def _stream_entries(sess, timer, judge, shape, weight, settings, shape_inputs, entries: list[Entry],
                     failures: list) -> list[Entry]:
     """Capture each entry's stream-mode graph and judge it before timing -> the entries left to time (the others'
     failure records appended to `failures`)."""
-    failed = _stream_graphs(sess, timer, entries, shape, weight, settings, tins)
+    failed = _stream_graphs(sess, timer, entries, shape, weight, settings, shape_inputs)
     failures += [failure_record(shape, e.name, "not_timed", "capture", failed[e.name]) for e in entries
                  if e.name in failed]
     left = []
     for e in (e for e in entries if e.name not in failed):
-        reasons = _judge_stream(sess, judge, e.name, e.graphs[0], e.outputs, tins, "before timing", replay=True)
+        reasons = _judge_stream(sess, judge, e.name, e.graphs[0], e.outputs, shape_inputs, "before timing", replay=True)
         if reasons:
             failures.append(failure_record(shape, e.name, "incorrect", "check", reasons, error=error_record(e.check)))
         else:
@@ -358,7 +359,7 @@ def measure_one_shape(sess, task: dict) -> dict:
     # candidate is judged on the same inputs (vs_baseline compares like with like), none can know them ahead.
     salt = settings.input_salt if settings.input_salt is not None else fresh_salt()
     wref = WeightReference(weight)
-    tins = _shape_inputs(sess, shape, settings, timer, weight, wref, contract, salt)
+    shape_inputs = _shape_inputs(sess, shape, settings, timer, weight, wref, contract, salt)
     failures, entries, base_rel = [], [], None
     for j, c in enumerate(task["candidates"]):
         entry, failure = _checked_entry(sess, shape, settings, contract, weight, salt, j, c["name"], c["spec"],
@@ -366,22 +367,22 @@ def measure_one_shape(sess, task: dict) -> dict:
         if j == 0 and entry is not None:
             base_rel = entry.check.rel_l2
         if failure is None and settings.mode == "cold":
-            failure = _cold_entry(sess, timer, judge, shape, tins, settings.timing, contract, entry, wref)
+            failure = _cold_entry(sess, timer, judge, shape, shape_inputs, settings.timing, contract, entry, wref)
         if failure is not None:
             failures.append(failure)
             continue
         entry.check.graph = None
         entries.append(entry)
     if settings.mode == "stream" and entries:
-        entries = _stream_entries(sess, timer, judge, shape, weight, settings, tins, entries, failures)
+        entries = _stream_entries(sess, timer, judge, shape, weight, settings, shape_inputs, entries, failures)
     out = {"kind": "shape", "key": shape_key(shape), "results": [], "pairs": [], "failures": failures, "info": {}}
     if entries:
-        _time_entries(sess, timer, judge, shape, settings, contract, tins, entries, task.get("floor"), out, wref)
+        _time_entries(sess, timer, judge, shape, settings, contract, shape_inputs, entries, task.get("floor"), out, wref)
     out["telemetry"] = sess.telemetry.sample()
     return out
 
 
-def _time_entries(sess, timer, judge, shape, settings, contract, tins, entries: list[Entry], floor, out,
+def _time_entries(sess, timer, judge, shape, settings, contract, shape_inputs, entries: list[Entry], floor, out,
                   wref) -> None:
     """Time the entries together (cold: every timed call on a fresh input, its output kept and judged at random
     after it ran; stream: the graph's calls judged again as the last timed replay left them), and fill `out`'s
@@ -391,12 +392,12 @@ def _time_entries(sess, timer, judge, shape, settings, contract, tins, entries: 
     if sess.cuda:  # the harness's own change: the guard holds candidates to the value it leaves
         sess.guard.harness_set(PERSISTING_L2_SETTING, persisting_l2_limit())
     cold = settings.mode == "cold"
-    ms = _measure(sess, timer, [e.graphs if cold else e.graphs[0] for e in entries], settings,
+    shape_samples = _measure(sess, timer, [e.graphs if cold else e.graphs[0] for e in entries], settings,
                   _batch_judge(sess, judge, entries, settings.timing, wref) if cold else None)
-    out["info"] = {"stopped_by": ms.stopped_by, "elapsed_s": round(ms.elapsed_s, 3),
-                   "dropped_rounds": ms.dropped_rounds, "persisting_l2_reset": l2,
+    out["info"] = {"stopped_by": shape_samples.stopped_by, "elapsed_s": round(shape_samples.elapsed_s, 3),
+                   "dropped_rounds": shape_samples.dropped_rounds, "persisting_l2_reset": l2,
                    "instances": max(len(e.graphs) if settings.mode == "cold" else 1 for e in entries),
-                   "clocks_mhz": [c for c in ms.clocks_mhz if c is not None]}
+                   "clocks_mhz": [c for c in shape_samples.clocks_mhz if c is not None]}
     if cold:
         share = judge_share(settings.timing)
         right = [e for e in entries if not e.drifted] or entries   # a failed candidate is judged no further
@@ -408,27 +409,27 @@ def _time_entries(sess, timer, judge, shape, settings, contract, tins, entries: 
     else:
         when = "after timing (its last timed replay)"
         for e in (e for e in entries if not e.drifted):   # the stream graphs again, as the last timed replay left them
-            e.drifted = _judge_stream(sess, judge, e.name, e.graphs[0], e.outputs, tins, when, replay=False)
-    out["results"], bad = _results(shape, entries, ms, floor, settings, contract)
+            e.drifted = _judge_stream(sess, judge, e.name, e.graphs[0], e.outputs, shape_inputs, when, replay=False)
+    out["results"], bad = _results(shape, entries, shape_samples, floor, settings, contract)
     out["failures"] += bad
     drifted = {e.name: e.drifted for e in entries if e.drifted}
     for r in [r for r in out["results"] if r["candidate"] in drifted]:
         out["results"].remove(r)
         out["failures"].append(failure_record(shape, r["candidate"], "incorrect", "time", drifted[r["candidate"]],
                                               error=r["error"]))
-    out["pairs"] = _pairs(shape, [e.name for e in entries], ms, settings, have={r["candidate"] for r in out["results"]},
+    out["pairs"] = _pairs(shape, [e.name for e in entries], shape_samples, settings, have={r["candidate"] for r in out["results"]},
                           baseline=entries[0].name if entries[0].index == 0 else None)
     if settings.eager and sess.cuda:
-        _eager_times(sess, shape, out["results"], {e.name: e for e in entries}, tins)
+        _eager_times(sess, shape, out["results"], {e.name: e for e in entries}, shape_inputs)
 
 
-def _eager_times(sess, shape, results: list[dict], by_name: dict, tins) -> None:
+def _eager_times(sess, shape, results: list[dict], by_name: dict, shape_inputs) -> None:
     """eager_us (host-inclusive, profiler.measure.eager) on each result, from eager calls on the first timing
     input; a candidate whose eager calls raise or change a guarded setting gets none, and the reason."""
     timer = sess.timer("cold")
     for r in results:
         cand, state = by_name[r["candidate"]].cand, by_name[r["candidate"]].state
-        x = tins[0].x.clone()
+        x = shape_inputs[0].x.clone()
         step(r["candidate"], "eager")
         try:
             r.update(eager_time(lambda: cand.run(state, shape["family"], x), timer))
@@ -451,29 +452,31 @@ def _measure(sess, timer, instances, settings, after_batch=None):
                                 after_batch=after_batch)
 
 
-def _results(shape, entries: list[Entry], ms, floor, settings, contract) -> tuple[list[dict], list[dict]]:
+def _results(shape, entries: list[Entry], shape_samples: timing.ShapeSamples, floor, settings,
+             contract) -> tuple[list[dict], list[dict]]:
     """Result records of the timed candidates, and failures for those whose samples are unusable."""
     base = shape_identity(shape)
     results, failures = [], []
     for col, e in enumerate(entries):
         name, cand, chk = e.name, e.cand, e.check
-        s = ms.samples_us[:, col] if len(ms.samples_us) else np.empty(0)
+        s = shape_samples.samples_us[:, col] if len(shape_samples.samples_us) else np.empty(0)
         summ = stats.summarize_samples(s, seed=settings.seed)
         med = summ["median_us"]
         if not (len(s) and np.isfinite(s).all() and (s > 0).all() and math.isfinite(med)):
             failures.append(failure_record(shape, name, "not_timed", "time", [
                 f"no usable timing: {int(np.sum(~(s > 0)))} of {len(s)} samples <= 0 us or not finite after "
-                f"subtracting the replay overhead (dropped rounds {ms.dropped_rounds})"], error=error_record(chk)))
+                f"subtracting the replay overhead (dropped rounds {shape_samples.dropped_rounds})"],
+                error=error_record(chk)))
             continue
         lo, hi = finite(summ["ci_low_us"]), finite(summ["ci_high_us"])
         results.append(base | {
             "candidate": name, "method": str(cand.describe(shape["family"], int(shape["M"]))),
             "median_us": med, "ci_low_us": lo, "ci_high_us": hi, "samples_us": [round(float(v), 4) for v in s],
             "n_samples": int(s.size), "correct": True, "error": error_record(chk),
-            "flags": result_flags(med, lo, hi, floor, ms.dropped_rounds, chk.vs_baseline,
+            "flags": result_flags(med, lo, hi, floor, shape_samples.dropped_rounds, chk.vs_baseline,
                             float(contract["vs_baseline_flag_factor"])),
-            "throttled_samples": int(ms.dropped_rounds), "floor_us": (floor or {}).get("us"),
-            "bytes": shape_bytes(shape), "stopped_by": ms.stopped_by} | setup_record(cand, e.state, shape))
+            "throttled_samples": int(shape_samples.dropped_rounds), "floor_us": (floor or {}).get("us"),
+            "bytes": shape_bytes(shape), "stopped_by": shape_samples.stopped_by} | setup_record(cand, e.state, shape))
     return results, failures
 
 
@@ -488,7 +491,7 @@ def setup_record(cand, state, shape) -> dict:
     return {"setup": record} if isinstance(record, dict) and record else {}
 
 
-def _pairs(shape, names, ms, settings, have: set, baseline: str | None) -> list[dict]:
+def _pairs(shape, names, shape_samples: timing.ShapeSamples, settings, have: set, baseline: str | None) -> list[dict]:
     base = shape_identity(shape)
     if baseline is None or baseline not in have:
         return []
@@ -496,7 +499,7 @@ def _pairs(shape, names, ms, settings, have: set, baseline: str | None) -> list[
     for col, name in enumerate(names):
         if col == 0 or name not in have:
             continue
-        p = stats.summarize_pairs(ms.samples_us[:, 0], ms.samples_us[:, col], seed=settings.seed)
+        p = stats.summarize_pairs(shape_samples.samples_us[:, 0], shape_samples.samples_us[:, col], seed=settings.seed)
         if not (math.isfinite(p["ratio_median"]) and p["ratio_median"] > 0):
             continue
         pairs.append(base | {"baseline": baseline, "candidate": name, "ratio_median": p["ratio_median"],

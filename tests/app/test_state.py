@@ -252,7 +252,7 @@ def test_the_source_picker_groups_by_kind_newest_first_and_marks_the_default(app
     assert len(set(box.options)) == len(box.options)
     assert default.name in at.sidebar.markdown[0].value.replace("\\", "")   # the whole file name beside it
     groups = list(dict.fromkeys(o.split(" · ", 1)[0] for o in box.options))
-    assert groups[:2] == ["Published", "Plan sweep"] and {"Repeatability", "Tune", "Screen", "Explain"} <= set(groups)
+    assert groups[:2] == ["Published", "Plan sweep"] and {"Repeatability", "Tune", "Survey", "Explain"} <= set(groups)
     at.switch_page("app_pages/compare.py")
     at.run()
     assert not at.exception

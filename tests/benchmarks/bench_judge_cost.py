@@ -17,15 +17,11 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _git(*args, cwd=ROOT) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_trust_cost import ROOT, _git, before_and_after  # noqa: E402  the before/after loop both benches run
 
 
 def default_before() -> str:
@@ -53,27 +49,18 @@ def sweep(tree: Path, side: str, work: Path, i: int) -> dict:
             "results": len(run["results"])}
 
 
+def _describe(t: dict) -> str:
+    return (f"{t['wall_s']:.1f} s wall, {t['timing_s']:.1f} s timing, {t['samples']} samples in {t['results']} "
+            f"results over {t['shapes']} shapes ({t['samples'] / max(t['timing_s'], 1e-9):.0f} samples/s of timing)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", default=None, help="git ref of the tree before the change (default: see above)")
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
     before = args.before or default_before()
-    with tempfile.TemporaryDirectory(prefix="projlab-bench-") as tmp:
-        work = Path(tmp)
-        tree = work / "before"
-        _git("worktree", "add", "--detach", str(tree), before)
-        try:
-            times = {"before": [], "after": []}
-            for i in range(args.repeats):
-                for side, root in (("before", tree), ("after", ROOT)):
-                    t = sweep(root, side, work, i)
-                    times[side].append(t)
-                    print(f"{side:>6} #{i + 1}: {t['wall_s']:.1f} s wall, {t['timing_s']:.1f} s timing, "
-                          f"{t['samples']} samples in {t['results']} results over {t['shapes']} shapes "
-                          f"({t['samples'] / max(t['timing_s'], 1e-9):.0f} samples/s of timing)", flush=True)
-        finally:
-            _git("worktree", "remove", "--force", str(tree))
+    times = before_and_after(before, sweep, _describe, args.repeats)
     b = min(times["before"], key=lambda t: t["wall_s"])
     a = min(times["after"], key=lambda t: t["wall_s"])
     rate = (a["samples"] / max(a["timing_s"], 1e-9)) / (b["samples"] / max(b["timing_s"], 1e-9))

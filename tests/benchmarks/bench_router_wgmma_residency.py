@@ -1,7 +1,7 @@
 """Diagnostic (GPU host with nvcc or a cached build; not a test, not a run file): for every router_hilo_wgmma config
 at the router's official M of 32 and up, the grid it launches, its cluster size, how many of its clusters the GPU
 holds at once (cudaOccupancyMaxActiveClusters) and so how many waves the grid takes, beside that config's median
-from a screen run file. Prints one table.
+from a config-survey run file (`python -m profiler survey`). Prints one table.
 
     python3 tests/benchmarks/bench_router_wgmma_residency.py datasets/runs/<date>_nvidia-h200_screen-router-wgmma-*.json
 """
@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("screen", help="a screen run file that timed router_hilo_wgmma")
+    ap.add_argument("screen", help="a config-survey run file (python -m profiler survey) that timed router_hilo_wgmma")
     args = ap.parse_args(argv)
 
     import torch

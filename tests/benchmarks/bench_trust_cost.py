@@ -59,6 +59,26 @@ def _git(*args, cwd=ROOT) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
+def before_and_after(before: str, sweep, describe, repeats: int) -> dict[str, list[dict]]:
+    """Each side's sweeps, --repeats times, alternating (before, after, before, ...): `sweep(tree, side, work, i)`
+    runs one in a temporary git worktree at `before` or in this tree and returns its numbers, `describe(t)` the line
+    printed after each. The worktree is removed however the sweeps end."""
+    with tempfile.TemporaryDirectory(prefix="projlab-bench-") as tmp:
+        work = Path(tmp)
+        tree = work / "before"
+        _git("worktree", "add", "--detach", str(tree), before)
+        try:
+            times = {"before": [], "after": []}
+            for i in range(repeats):
+                for side, root in (("before", tree), ("after", ROOT)):
+                    t = sweep(root, side, work, i)
+                    times[side].append(t)
+                    print(f"{side:>6} #{i + 1}: {describe(t)}", flush=True)
+        finally:
+            _git("worktree", "remove", "--force", str(tree))
+    return times
+
+
 def default_before() -> str:
     added = _git("log", "--diff-filter=A", "--format=%H", "--", "profiler/check/source_screen.py").splitlines()
     if not added:
@@ -82,20 +102,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
     before = args.before or default_before()
-    with tempfile.TemporaryDirectory(prefix="projlab-bench-") as tmp:
-        work = Path(tmp)
-        tree = work / "before"
-        _git("worktree", "add", "--detach", str(tree), before)
-        try:
-            times = {"before": [], "after": []}
-            for i in range(args.repeats):
-                for side, root in (("before", tree), ("after", ROOT)):
-                    t = sweep(root, side, work, i)
-                    times[side].append(t)
-                    print(f"{side:>6} #{i + 1}: {t['wall_s']:.1f} s wall ({t['sweep_s']} s for {t['shapes']} shapes, "
-                          f"{t['pairs']} pairs)", flush=True)
-        finally:
-            _git("worktree", "remove", "--force", str(tree))
+    times = before_and_after(before, sweep, lambda t: f"{t['wall_s']:.1f} s wall ({t['sweep_s']} s for {t['shapes']} "
+                                                      f"shapes, {t['pairs']} pairs)", args.repeats)
     b = min(t["wall_s"] for t in times["before"])
     a = min(t["wall_s"] for t in times["after"])
     ratio = a / b

@@ -172,12 +172,35 @@ def test_write_all_formats(tmp_path, run_report):
     assert all(p.stat().st_size > 0 for p in paths)
 
 
-@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
-def test_reports_get_the_umasks_mode_not_the_temp_files(tmp_path, umask, mode):
-    out = subprocess.run(["bash", "-c", f"umask {umask:03o} && exec {sys.executable} -m dashboard report {RUN} "
-                          f"--out {tmp_path} --format md,csv"], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+UMASKS = [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)]
+# One fresh process writes the report under each umask in turn (the umask a shell would give it, set before each
+# `dashboard report`): one interpreter start instead of one per umask.
+UMASK_WRITER = """
+import os, sys
+from dashboard.cli.main import main
+run, out = sys.argv[1], sys.argv[2]
+for umask in map(int, sys.argv[3:]):
+    os.umask(umask)
+    code = main(["report", run, "--out", os.path.join(out, oct(umask)), "--format", "md,csv"])
+    if code:
+        sys.exit(f"umask {oct(umask)}: exit {code}")
+"""
+
+
+@pytest.fixture(scope="module")
+def umask_reports(tmp_path_factory):
+    out = tmp_path_factory.mktemp("umask")
+    proc = subprocess.run([sys.executable, "-c", UMASK_WRITER, str(RUN), str(out), *(str(u) for u, _ in UMASKS)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180)
+    return out, proc
+
+
+@pytest.mark.parametrize("umask, mode", UMASKS)
+def test_reports_get_the_umasks_mode_not_the_temp_files(umask_reports, umask, mode):
+    out, proc = umask_reports
+    assert proc.returncode == 0, proc.stderr
+    folder = out / oct(umask)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in folder.iterdir()}
     assert modes and set(modes.values()) == {mode}, {k: oct(v) for k, v in modes.items()}
 
 

@@ -108,18 +108,19 @@ def test_summarize_points_at_the_dashboard_in_one_line(tmp_path, capsys):
 
 
 def _parsers():
-    """Every parser of `python -m profiler`: the top level, each subcommand's, tune's and screen's own."""
-    from profiler.cli import screen, tune
+    """Every parser of `python -m profiler`: the top level, each subcommand's, tune's and survey's own."""
+    from profiler.cli import survey, tune
     from profiler.cli.main import build_parser
 
     top = build_parser()
     subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
-    return {"profiler": top, **{f"profiler {n}": sp for n, sp in subs.items() if n not in ("tune", "screen")},
-            "profiler tune": tune.build_parser(), "profiler screen": screen.build_parser()}
+    return {"profiler": top, **{f"profiler {n}": sp for n, sp in subs.items()
+                               if n not in ("tune", "survey", "screen")},
+            "profiler tune": tune.build_parser(), "profiler survey": survey.build_parser()}
 
 
 @pytest.mark.parametrize("name", ["profiler", "profiler run", "profiler probe", "profiler summarize",
-                                  "profiler explain", "profiler tune", "profiler screen"])
+                                  "profiler explain", "profiler tune", "profiler survey"])
 def test_every_subcommand_has_a_description_and_every_option_a_help(name):
     parser = _parsers()[name]
     assert parser.description and len(parser.description.split()) >= 8, name
@@ -227,12 +228,14 @@ BAD_ARGUMENTS = [
     (["tune", "--device", "tpu"], "argument --device: expected cuda, cuda:N or cpu, got 'tpu'"),
     (["tune", "--cluster", "foo"], "argument --cluster"),
     (["tune", "--extend-plan", "BADPLAN"], "not valid JSON"),
-    (["screen", "--methods", "no_such_method"], "--methods: unknown method(s) ['no_such_method']"),
-    (["screen", "--methods", "gemv", "--plan", "BADPLAN"], "--plan: "),
-    (["screen", "--methods", "gemv", "--extra-m", "-4"], "argument --extra-m: expected a positive integer"),
-    (["screen", "--methods", "gemv", "--families", "nope"], "--families: unknown family 'nope'"),
-    (["screen", "--methods", "gemv", "--out-run", "EXISTING"], "exists; runs are never overwritten"),
-    (["screen"], "the following arguments are required: --methods"),
+    (["survey", "--methods", "no_such_method"], "--methods: unknown method(s) ['no_such_method']"),
+    (["survey", "--methods", "gemv", "--plan", "BADPLAN"], "--plan: "),
+    (["survey", "--methods", "gemv", "--extra-m", "-4"], "argument --extra-m: expected a positive integer"),
+    (["survey", "--methods", "gemv", "--families", "nope"], "--families: unknown family 'nope'"),
+    (["survey", "--methods", "gemv", "--out-run", "EXISTING"], "exists; runs are never overwritten"),
+    (["survey"], "the following arguments are required: --methods"),
+    (["screen", "--methods", "no_such_method"], "profiler survey: --methods: unknown method(s)"),   # the old name
+    (["screen"], "python -m profiler survey: error: the following arguments are required: --methods"),
     (["explain", "--plan", "baseline", "--shapes-per-ncu", "0"], "argument --shapes-per-ncu"),
     (["explain", "--plan", "baseline", "--out", "EXISTING"], "exists; runs are never overwritten"),
     (["explain", "--plan", "baseline", "--trace", "EXISTING"], "--trace EXISTING is a file"),
@@ -245,14 +248,14 @@ def test_bad_arguments_are_one_line_and_exit_2_before_cuda(tmp_path, monkeypatch
     """In-process: whatever passes the checks would go on to a worker, so every way there is stubbed to fail."""
     import profiler.cli.explain as explain_cli
     import profiler.cli.main as main_cli
-    import profiler.cli.screen as screen_cli
+    import profiler.cli.survey as survey_cli
     import profiler.cli.tune as tune_cli
 
     def reached(*a, **k):
         raise AssertionError(f"{argv} got past the argument checks")
 
     for module, name in ((main_cli, "_cuda_or_exit"), (tune_cli, "tune_sweep"), (explain_cli, "_missing_tools"),
-                         (screen_cli.screen_command, "screen")):
+                         (survey_cli.survey_command, "survey")):
         monkeypatch.setattr(module, name, reached)
     existing = tmp_path / "existing.json"
     existing.write_text("{}")
@@ -276,7 +279,7 @@ NO_TORCH = "import runpy, sys; sys.modules['torch'] = None; sys.argv[0] = 'profi
 
 
 @pytest.mark.parametrize("cmd", [["tune", "--workload", "datasets/workloads/llama31_8b_decode.json"],
-                                 ["screen", "--methods", "gemv"], ["run", "--plan", "baseline"]])
+                                 ["survey", "--methods", "gemv"], ["run", "--plan", "baseline"]])
 def test_without_torch_every_gpu_command_is_one_line_exit_2(cmd):
     p = subprocess.run([sys.executable, "-c", NO_TORCH, *cmd], cwd=ROOT, capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))

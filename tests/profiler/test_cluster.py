@@ -252,7 +252,7 @@ def test_cluster_addresses_and_file_names():
 
 def test_nothing_imports_dask_without_cluster():
     code = ("import sys, profiler.cli.main, profiler.commands.sweep, profiler.commands.tune, "
-            "profiler.commands.explain, profiler.commands.screen, profiler.backends.open;"
+            "profiler.commands.explain, profiler.commands.survey, profiler.backends.open;"
             "m = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed'));"
             "sys.exit(str(m) if m else 0)")
     p = subprocess.run([sys.executable, "-c", code], cwd=HERE.parents[1], capture_output=True, text=True)

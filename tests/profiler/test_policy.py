@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from datasets.jsonfile import read_json
-from profiler.commands import screen, tune_rules
+from profiler.commands import survey, tune_rules
 from profiler.measure import policy
 from profiler.worker.settings import SweepSettings
 
@@ -43,8 +43,8 @@ def test_the_tuner_records_the_stages_the_committed_tunes_recorded(name):
     assert policy.TUNE_FINAL.min_clock_fraction == recorded["min_clock_fraction"]
 
 
-def test_the_screen_records_the_timing_the_committed_screens_recorded():
-    assert screen.TIMING == _settings("2026-12-01_nvidia-h200_screen-bigm-warm-r26.json.gz")["timing"]
+def test_the_survey_records_the_timing_the_committed_surveys_recorded():
+    assert survey.TIMING == policy.SURVEY.stage() == _settings("2026-12-01_nvidia-h200_screen-bigm-warm-r26.json.gz")["timing"]
 
 
 def test_a_stage_round_trips_through_sweep_settings():

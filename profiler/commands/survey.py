@@ -1,9 +1,10 @@
-"""Screening bench (not a timed test): chosen methods x every admitted config against torch_linear and a plan's
-pick, per shape, written as a schema-v1 run file.
+"""Config survey (not a timed test): chosen methods x every admitted config against torch_linear and a plan's
+pick, per shape, written as a schema-v1 run file. (`python -m profiler screen` is its old name, kept as an alias;
+the source screen is another thing: profiler/check/source_screen.py.)
 
-    python -m profiler screen --methods splitk_atomic streamk router_hilo_fused [--plan best] [--workload NAME|FILE]
+    python -m profiler survey --methods splitk_atomic streamk router_hilo_fused [--plan best] [--workload NAME|FILE]
                               [--shapes official] [--extra-m 4 12 64 200] [--families qkv_gate o ...]
-                              [--out-run datasets/runs/<date>_<gpu>_screen-<label>.json] [--label screen]
+                              [--out-run datasets/runs/<date>_<gpu>_<label>.json] [--label survey]
                               [--compile-workers 16]
 
 Per shape the candidates are torch_linear, every config of --methods that admits the shape, and the --plan's
@@ -14,8 +15,9 @@ profiler.measure.timing.measure_shape, the one sampler of run/tune/bench, all ca
 together).
 
 The run file holds every timed candidate ("correct": true), each one's paired ratio vs torch_linear, the
-rejected ones under "failures", and which candidate was the plan's pick ("plan_pick" on that result).
-Screening numbers: one pass, the plan is not re-tuned; `python -m profiler tune` decides, `python -m profiler
+rejected ones under "failures", and which candidate was the plan's pick ("plan_pick" on that result). Its
+settings name the tool "screen", the identifier every committed survey run carries (dashboard.model.runs.run_kind
+tells the kind by "plan_pick"). Survey numbers: one pass, the plan is not re-tuned; `python -m profiler tune` decides, `python -m profiler
 run` compares plans.
 """
 from __future__ import annotations
@@ -33,14 +35,14 @@ from profiler.backends.local import LocalBackend
 from profiler.commands.runlife import RunLife
 from profiler.commands.tune import default_plan_name, precompile
 from profiler.commands.tune_measure import WorkerMeasure
-from profiler.measure.policy import SCREEN as SCREEN_POLICY
+from profiler.measure.policy import SURVEY as SURVEY_POLICY
 from profiler.measure.telemetry import cuda_device_name
 from profiler.worker.settings import SweepSettings
 from profiler.commands.tune_rules import (BASELINE, Point, Records, Timed, candidates, pair_record, result_records,
                                          scored_points, shape_fields, skipped)
 
-# One pass per shape with every candidate paired (profiler.measure.policy.SCREEN), as the run records it.
-TIMING = SCREEN_POLICY.stage()
+# One pass per shape with every candidate paired (profiler.measure.policy.SURVEY), as the run records it.
+TIMING = SURVEY_POLICY.stage()
 
 
 def default_plan(workload) -> str:
@@ -74,7 +76,7 @@ def candidates_at(pt: Point, methods: dict, names, plan) -> tuple[list, tuple | 
 
 
 def line(pt: Point, timed_rows: list[dict], pick_key: str | None, n_rejected: int, methods=()) -> str:
-    """One table row: torch_linear, the plan's pick, the fastest config of each screened method (us and
+    """One table row: torch_linear, the plan's pick, the fastest config of each surveyed method (us and
     speed-up vs torch_linear), and the fastest candidate."""
     by = {r["candidate"]: r["median_us"] for r in timed_rows}
     base = by.get(_key(BASELINE, {}))
@@ -98,10 +100,10 @@ def _key(method: str, config: dict) -> str:
     return format_config(method, config)
 
 
-def screen(args, workload, argv: list[str]) -> int:
-    """The screening bench of `python -m profiler screen` (profiler.cli.screen parses `args`): every config of
+def survey(args, workload, argv: list[str]) -> int:
+    """The config survey of `python -m profiler survey` (profiler.cli.survey parses `args`): every config of
     args.methods, torch_linear and the plan's pick per shape, into one run file. Returns the exit status."""
-    t0 = time.perf_counter()   # args are checked by profiler.cli.screen (methods, families, plan, paths)
+    t0 = time.perf_counter()   # args are checked by profiler.cli.survey (methods, families, plan, paths)
     if args.plan is None:
         args.plan = default_plan(workload)
     plan = load_plan(args.plan, workload) if args.plan else None
@@ -114,13 +116,13 @@ def screen(args, workload, argv: list[str]) -> int:
               "w_dtype": pt.spec["w_dtype"]} for pt, (_, pick) in zip(pts, cand_lists) if pick for m, c in [pick]]
     skip = precompile(METHODS, pts, args.methods, args.compile_workers, extra_jobs=picks)
     backend = LocalBackend({"device": "cuda", "mode": "cold", "flush_bytes": None, "init": None}, print)
-    with RunLife(backend, writer, "screen run") as life:
+    with RunLife(backend, writer, "survey run") as life:
         env = backend.environment()
         env.update(settings={"mode": "cold", "tool": "screen", "check": "quick", "workload": workload.name,
                              "methods": args.methods,
                              "plan": args.plan, "shapes": args.shapes, "extra_m": args.extra_m, "timing": TIMING,
                              "flush_bytes": env.pop("flush_bytes", None), "seed": args.seed,
-                             "command": "python -m profiler screen " + " ".join(argv or sys.argv[1:])},
+                             "command": "python -m profiler survey " + " ".join(argv or sys.argv[1:])},
                    workers=backend.records())
         run = life.start(new_run(args.label, env, workload=workload))
         measure = WorkerMeasure(backend, SweepSettings(seed=args.seed), print, workload=workload)
@@ -144,7 +146,7 @@ def screen(args, workload, argv: list[str]) -> int:
         life.finalize()
     print("\n".join(["", f"# summary (us, cold, overhead subtracted; x = speed-up vs torch_linear): run -> {out}",
                      *lines]))
-    print(f"# screen elapsed {time.perf_counter() - t0:.1f} s")
+    print(f"# survey elapsed {time.perf_counter() - t0:.1f} s")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""`python -m profiler screen`: the arguments of the screening bench (profiler.commands.screen does the work)."""
+"""`python -m profiler survey` (old name `screen`, kept as an alias): the arguments of the config survey
+(profiler.commands.survey does the work)."""
 from __future__ import annotations
 
 import argparse
@@ -11,14 +12,14 @@ from kernels.method import PlanError
 from kernels.plans import load_plan
 from kernels.registry import METHODS
 from profiler.cli.options import add_seed_argument, cuda_or_exit, add_workload_argument, label_of, new_run_path, workload_or_exit
-from profiler.commands import screen as screen_command
+from profiler.commands import survey as survey_command
 from profiler.commands.runlife import interrupted_line
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="python -m profiler screen", description=screen_command.__doc__,
+    p = OneLineParser(prog="python -m profiler survey", description=survey_command.__doc__,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--methods", nargs="+", required=True, help="methods whose every config is screened")
+    p.add_argument("--methods", nargs="+", required=True, help="methods whose every config is surveyed")
     p.add_argument("--plan", default=None, help="whose pick is timed alongside ('' for none; default: best for the "
                                                 "default workload, the plan named after another workload if any)")
 
@@ -27,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the workload's scored shapes, or none (only --extra-m)")
     p.add_argument("--extra-m", nargs="*", type=positive_int, default=[], help="more M per family (load 'nearby')")
     p.add_argument("--families", nargs="+", default=None, help="restrict to these families")
-    p.add_argument("--label", default="screen", help="run label (default screen)")
+    p.add_argument("--label", default="survey", help="run label (default survey)")
     p.add_argument("--out-run", default=None, help="default datasets/runs/<date>_<gpu>_<label>.json")
     p.add_argument("--compile-workers", type=non_negative_int, default=16,
                    help="processes that compile the candidates' Triton kernels first (0: compile in the worker)")
@@ -61,22 +62,22 @@ def _input_problem(args, workload) -> str | None:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    workload = workload_or_exit("screen", args.workload)
+    workload = workload_or_exit("survey", args.workload)
     if args.plan is None:
-        args.plan = screen_command.default_plan(workload)
+        args.plan = survey_command.default_plan(workload)
     problem = _input_problem(args, workload)
     if problem:
-        print(f"profiler screen: {problem}", file=sys.stderr)
+        print(f"profiler survey: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    args.label = label_of("screen", args.label)
+    args.label = label_of("survey", args.label)
     if args.out_run is not None:
-        new_run_path("screen", args.out_run, "--out-run")
-    cuda_or_exit("screen")   # only here: --help and bad input need no torch
+        new_run_path("survey", args.out_run, "--out-run")
+    cuda_or_exit("survey")   # only here: --help and bad input need no torch
     try:
-        return screen_command.screen(args, workload, argv)
+        return survey_command.survey(args, workload, argv)
     except KeyboardInterrupt as exc:
-        print(interrupted_line("screen", exc), file=sys.stderr)
+        print(interrupted_line("survey", exc), file=sys.stderr)
         return 130
     except WriteError as exc:   # a full disk or a read-only folder: the message says where the measured run went
-        print(f"profiler screen: {exc}", file=sys.stderr)
+        print(f"profiler survey: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
