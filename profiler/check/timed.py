@@ -152,7 +152,8 @@ def rotation(shape_inputs: Sequence[TimedInput]) -> list[tuple[int, bool]]:
 
 def rotation_inputs(shape_inputs: Sequence[TimedInput]) -> list:
     """The tensors of rotation(shape_inputs), in order (each a fresh copy: a stream graph's calls read their own)."""
-    return [(shape_inputs[k].partner if partner else shape_inputs[k].x).clone() for k, partner in rotation(shape_inputs)]
+    return [(shape_inputs[k].partner if partner else shape_inputs[k].x).clone()
+            for k, partner in rotation(shape_inputs)]
 
 
 def _sync(x) -> None:

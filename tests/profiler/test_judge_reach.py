@@ -244,6 +244,10 @@ def test_a_judge_of_each_call_where_candidate_code_runs_between_calls_leaves_no_
     for each in (False, True):
         failed, judged, sent = _drive(control, each=each)
         assert failed == [] and sent == [] and judged > 60
+        # either way a wrong call drawn is a failure, sent out the moment it is found (8 wrong calls of 128 here:
+        # missed with probability 0.251^8 = 1.6e-5)
+        failed, judged, sent = _drive(wrong.WrongOneCallInTen(), each=each)
+        assert failed and sent == [failed], (each, failed)
 
 
 def test_the_parent_applies_a_verdict_the_reply_left_out():
