@@ -295,6 +295,7 @@ class Worker:
         self._q: queue.Queue = queue.Queue()
         self._tail: collections.deque = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._last = {"candidate": None, "phase": None}
+        self.verdicts: list[dict] = []    # the judge's verdicts the child sent during the current task
         self._protected: set[int] = set()
         self._since: int | None = None    # the child's start (_start_ticks) and the sessions there were then:
         self._old_sessions: frozenset[int] = frozenset()   # an orphan older, or in one of them, is not the child's
