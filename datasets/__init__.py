@@ -26,11 +26,10 @@ __all__ = ["DATA_DIR", "RUNS_DIR", "WORKLOADS_DIR", "DEFAULT_WORKLOAD", "NEARBY_
 
 
 def __getattr__(name: str):
-    """A name of __all__ from its module (kept here once read); a submodule (`datasets.runfile`) imported."""
+    """A name of __all__ from its module (read there at every use: the package's namespace never changes, and the
+    worker's guard holds it as it is -- profiler.check.guards); a submodule (`datasets.runfile`) imported."""
     if name in _MODULE_OF:
-        value = getattr(importlib.import_module(_MODULE_OF[name]), name)
-        globals()[name] = value
-        return value
+        return getattr(importlib.import_module(_MODULE_OF[name]), name)
     try:
         return importlib.import_module(f"{__name__}.{name}")
     except ModuleNotFoundError as exc:
