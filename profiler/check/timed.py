@@ -249,6 +249,7 @@ class FreshFeed:
         self.report = report        # report(reasons): a failure, sent out of the worker when found
         self.failed: list[str] | None = None
         self.batches, self.batch_first, self.settled = 0, 0, 0   # batches judged; first call of this one; judged
+        self.seen = 0   # each: the calls of this batch settle() has seen (every call, chosen or not)
 
     def _answers_earlier_input(self, k: int, earlier: list, judge: "GraphJudge", wref) -> bool:
         """Whether the output kept in slot k is the right answer to an input read before it (an earlier call of its
@@ -333,6 +334,7 @@ class FreshFeed:
         whether this call is judged, with entropy drawn now, and judge it now."""
         if self.each is None or self.n == 0 or self.failed is not None:
             return
+        self.seen += 1
         judge, wref, share, what = self.each
         k, n = self.slot, self.n
         when = f"during timing (batch {self.batches + 1})"
@@ -351,8 +353,12 @@ class FreshFeed:
         a call whose output was not a plain tensor fails whether chosen or not. -> (calls judged, reasons). Where
         every call was judged as it ended (`each`): the batch's count and the first failure found."""
         if self.each is not None:
-            judged, self.settled = self.settled, 0
+            fed, seen = self.n - self.batch_first, self.seen
+            judged, self.settled, self.seen = self.settled, 0, 0
             self.batches, self.batch_first = self.batches + 1, self.n
+            if self.failed is None and seen != fed:
+                self._fail([f"{what}, {when}: {fed} calls were fed and {seen} of them reached the judge (its "
+                            f"settings changed and put back within the batch: in-process forging)"])
             return judged, list(self.failed or [])
         calls = min(int(calls), self.n, self.capacity)
         first = self.n - calls

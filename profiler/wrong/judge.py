@@ -457,3 +457,24 @@ class ClearsJudgeVerdict(TorchLinear):
             if type(obj).__name__ == "Entry" and getattr(obj, "drifted", None):
                 obj.drifted = []
         return _linear(x, state["w"]) if state.get("caught") else _half_k(x, state["w"])
+
+
+class PausesJudge(TorchLinear):
+    """Turns the judge of each call off for a batch and back on before the batch ends: from its feed's second batch
+    on, its first call of a batch sets the feed's `each` to None (settle() then judges nothing) and does half the
+    work, its last call puts `each` back and does all of it. The feed's settings read right when the batch is
+    checked; the count of calls that reached the judge does not."""
+
+    name, expect = "pauses_judge", "in-process forging"
+
+    def run(self, state, family, x):
+        feed = _own_feed(x)
+        if feed is None or feed.batches < 1:
+            return _linear(x, state["w"])
+        position = feed.n - feed.batch_first
+        if position == 1 and feed.each is not None:
+            state["each"], feed.each = feed.each, None
+        if position >= feed.capacity:
+            feed.each = state.get("each", feed.each)
+            return _linear(x, state["w"])
+        return _half_k(x, state["w"])

@@ -65,7 +65,8 @@ def test_each_form_of_forging_is_rejected_and_names_the_forging(tmp_path):
     """A pipe put in place of the reply descriptor, an attribute set on the live timer, a background thread: each
     ends its worker with an in-process forging reason; a verdict cleared in the worker after it was found is the
     parent's still; the control is measured in the worker after."""
-    run = _sweep([CONTROL] + [wrong.spec(c) for c in wrong.FORGING_WRONG], _shapes((16,)), tmp_path / "forge.json")
+    forms = [c for c in wrong.FORGING_WRONG if c is not wrong.PausesJudge]   # from a feed's 2nd batch: driven below
+    run = _sweep([CONTROL] + [wrong.spec(c) for c in forms], _shapes((16,)), tmp_path / "forge.json")
     assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}, _why(run)
     why = _why(run)
     assert "the reply pipe" in why["rebinds_reply_pipe", 16], why
@@ -76,7 +77,7 @@ def test_each_form_of_forging_is_rejected_and_names_the_forging(tmp_path):
     assert (cleared["kind"], cleared["phase"]) == ("incorrect", "time"), cleared
     assert "judged at random after it ran" in cleared["reasons"][0] and "the worker's reply recorded no failure" in \
         cleared["reasons"][-1], cleared["reasons"]
-    for cls in wrong.FORGING_WRONG:
+    for cls in forms:
         assert "in-process forging" in why[cls.name, 16]
 
 
@@ -241,6 +242,10 @@ def test_a_judge_of_each_call_where_candidate_code_runs_between_calls_leaves_no_
     assert failed == [] and judged > 60 and sent == []          # the batch judge is beaten, by construction
     failed, judged, sent = _drive(witness, each=True)
     assert failed and "judged at random after it ran" in failed[0] and sent == [failed]
+    # turning the judge of each call off for a batch and back on before it ends: the calls that reached the judge
+    # are counted against the calls fed
+    failed, judged, sent = _drive(wrong.PausesJudge(), each=True)
+    assert failed and "reached the judge" in failed[0] and "in-process forging" in failed[0] and sent == [failed]
     for each in (False, True):
         failed, judged, sent = _drive(control, each=each)
         assert failed == [] and sent == [] and judged > 60
