@@ -88,8 +88,8 @@ def test_a_crashing_candidate_is_a_recorded_failure_and_the_rest_still_get_verdi
     calls, failures = explain.shape_calls(jobs, got)
     assert {c["candidate"]: c["correct"] for c in calls} == {"good": True, "wrong": False, "good#2": True}
     (crash,) = [f for f in failures if f["candidate"] == "crash"]
-    assert crash["stage"] == "check" and crash["reasons"] == [
-        "check: worker died in check: exit code 139"]
+    assert crash["stage"] == "check" and len(crash["reasons"]) == 1 and crash["reasons"][0].startswith(
+        "check: worker died in check: exit code 139"), crash["reasons"]   # (+ "; last stderr: ..." if it had any)
     wrong = next(f for f in failures if f["candidate"] == "wrong" and f["stage"] == "check")
     assert any("rel-L2" in r for r in wrong["reasons"])
     # on CPU there are no graphs to replay: every passing call says so rather than pretending to a sequence
@@ -125,7 +125,10 @@ def test_explain_run_profiles_under_ncu_in_the_worker_and_goes_on_after_a_crash(
     ncu_fail = [f for f in run["failures"] if f["stage"] == "ncu"]
     assert [(f["family"], f["candidate"]) for f in ncu_fail] == [("qkv_gate", "crash_under_ncu"),
                                                                  ("o", "crash_under_ncu")]
-    assert all(f["reasons"] == ["ncu: worker died in ncu: exit code 139"] for f in ncu_fail)
+    # the exit, and whatever stderr lines the reader thread had when the worker was named (a loaded machine may
+    # have a warning there: the tail is appended as "; last stderr: ...")
+    assert all(len(f["reasons"]) == 1 and f["reasons"][0].startswith("ncu: worker died in ncu: exit code 139")
+               for f in ncu_fail), [f["reasons"] for f in ncu_fail]
     assert run["environment"]["ncu_processes"] == 2
     assert sorted(os.listdir(tmp_path / "keep")) == ["ncu-0-1.csv", "ncu-0-1.ncu-rep", "ncu-0-1.ranges",
                                                      "ncu-0-2.csv", "ncu-0-2.ncu-rep", "ncu-0-2.ranges"]
