@@ -191,6 +191,27 @@ def detection_probability(share: float, calls: int, miss_fraction: float) -> flo
     return 0.0 if wrong < 1 else 1.0 - (1.0 - share) ** wrong
 
 
+IMPLAUSIBLE = 1e-9   # a batch that judged fewer calls than its share gives with this probability was tampered with
+
+
+def fewest_judged(share: float, calls: int, below: float = IMPLAUSIBLE) -> int:
+    """The largest k with P(Binomial(calls, share) < k) <= below: judging each of `calls` calls with probability
+    `share`, fewer than k calls are judged with probability `below` at most."""
+    if share <= 0.0 or calls <= 0:
+        return 0
+    if share >= 1.0:
+        return calls
+    k, cdf = 0, 0.0
+    while k <= calls:
+        term = math.exp(math.lgamma(calls + 1) - math.lgamma(k + 1) - math.lgamma(calls - k + 1)
+                        + k * math.log(share) + (calls - k) * math.log1p(-share))
+        if cdf + term > below:
+            return k
+        cdf += term
+        k += 1
+    return calls
+
+
 def _uniforms(n: int) -> list[float]:
     """n uniforms in [0, 1) from the operating system's entropy (53 bits each)."""
     raw = _URANDOM(8 * n)
@@ -359,6 +380,10 @@ class FreshFeed:
             if self.failed is None and seen != fed:
                 self._fail([f"{what}, {when}: {fed} calls were fed and {seen} of them reached the judge (its "
                             f"settings changed and put back within the batch: in-process forging)"])
+            elif self.failed is None and judged < fewest_judged(share, seen):
+                self._fail([f"{what}, {when}: {judged} of {seen} calls were judged, where each is judged with "
+                            f"probability {share:.3f} (fewer than {fewest_judged(share, seen)} with probability "
+                            f"{IMPLAUSIBLE:g}): the judge's draws were changed (in-process forging)"])
             return judged, list(self.failed or [])
         calls = min(int(calls), self.n, self.capacity)
         first = self.n - calls

@@ -39,7 +39,8 @@ from profiler.wrong.judge import (Bf16RoundedPlainRows, CounterInDeviceMemory, D
                                   HooksStaticInput, LazyOutputInTiming, LossyWithoutOutlier, MemoAcrossReplays,
                                   MemoInGraph, OutlierExactInt8, OutlierExactInt8Groups, OutlierExactInt8SmallM,
                                   ReadsJudgeReferences, ScansForTimedInputs, WrongBetweenCountedCalls,
-                                  WrongOneCallInTen, RewritesJudgeStore, ClearsJudgeVerdict, PausesJudge)
+                                  WrongOneCallInTen, RewritesJudgeStore, ClearsJudgeVerdict, PausesJudge,
+                                  SkewsJudgeShare)
 from profiler.wrong.output import (Fp16Inputs, InputMutated, MemoByPointer, NaNRow, OneHotInt8, PrecomputedAnswers,
                                    ProbeStatsInt8, RouterBF16Weights, ScratchNotReset, SkippedKTail, StaleOutput,
                                    TensorSubclassLies, TransposedOutput, UninitializedOutput, WeightMutated,
@@ -71,7 +72,8 @@ GPU_JUDGE_WRONG = (DeviceMemoOfSeveral, CounterInDeviceMemory)
 ANSWER_WRONG = (FingerprintMemo, ScansForTimedInputs, ReadsJudgeReferences, LazyOutputInTiming, HooksStaticInput,
                 RewritesJudgeStore)
 UNJUDGED_WRONG = (WrongBetweenCountedCalls, WrongOneCallInTen)
-FORGING_WRONG = (RebindsReplyPipe, SetsTimerAttribute, ThreadComputes, ClearsJudgeVerdict, PausesJudge)
+FORGING_WRONG = (RebindsReplyPipe, SetsTimerAttribute, ThreadComputes, ClearsJudgeVerdict, PausesJudge,
+                 SkewsJudgeShare)
 ROW_KIND_WRONG = (LossyWithoutOutlier, Bf16RoundedPlainRows)
 MODE_WRONG = (FunctionModeAtImport, DispatchModeAtImport)
 LOAD_WRONG = LOAD_WRONG + MODE_WRONG

@@ -478,3 +478,25 @@ class PausesJudge(TorchLinear):
             feed.each = state.get("each", feed.each)
             return _linear(x, state["w"])
         return _half_k(x, state["w"])
+
+
+class SkewsJudgeShare(TorchLinear):
+    """PausesJudge with the judge left on: from its feed's second batch on, its first call of a batch puts settings
+    with a share of 0 in the feed (every call still reaches the judge, none is chosen) and does half the work; its
+    last call puts the feed's own settings back and does all of it. Every call reached the judge; far fewer were
+    judged than the share gives (0 or 1 of 32, where fewer than 8 happens with probability 1e-9)."""
+
+    name, expect = "skews_judge_share", "in-process forging"
+
+    def run(self, state, family, x):
+        feed = _own_feed(x)
+        if feed is None or feed.batches < 1:
+            return _linear(x, state["w"])
+        position = feed.n - feed.batch_first
+        if position == 1 and feed.each is not None and feed.each[2] > 0:
+            state["each"] = feed.each
+            feed.each = (*feed.each[:2], 0.0, *feed.each[3:])
+        if position >= feed.capacity:
+            feed.each = state.get("each", feed.each)
+            return _linear(x, state["w"])
+        return _half_k(x, state["w"])

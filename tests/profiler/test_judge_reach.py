@@ -65,7 +65,8 @@ def test_each_form_of_forging_is_rejected_and_names_the_forging(tmp_path):
     """A pipe put in place of the reply descriptor, an attribute set on the live timer, a background thread: each
     ends its worker with an in-process forging reason; a verdict cleared in the worker after it was found is the
     parent's still; the control is measured in the worker after."""
-    forms = [c for c in wrong.FORGING_WRONG if c is not wrong.PausesJudge]   # from a feed's 2nd batch: driven below
+    # PausesJudge and SkewsJudgeShare act from a feed's second batch on: driven below
+    forms = [c for c in wrong.FORGING_WRONG if c not in (wrong.PausesJudge, wrong.SkewsJudgeShare)]
     run = _sweep([CONTROL] + [wrong.spec(c) for c in forms], _shapes((16,)), tmp_path / "forge.json")
     assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}, _why(run)
     why = _why(run)
@@ -246,6 +247,9 @@ def test_a_judge_of_each_call_where_candidate_code_runs_between_calls_leaves_no_
     # are counted against the calls fed
     failed, judged, sent = _drive(wrong.PausesJudge(), each=True)
     assert failed and "reached the judge" in failed[0] and "in-process forging" in failed[0] and sent == [failed]
+    # or leaving it on with a share of 0: fewer calls were judged than the share gives with probability 1e-9
+    failed, judged, sent = _drive(wrong.SkewsJudgeShare(), each=True)
+    assert failed and "the judge's draws were changed" in failed[0] and sent == [failed], failed
     for each in (False, True):
         failed, judged, sent = _drive(control, each=each)
         assert failed == [] and sent == [] and judged > 60

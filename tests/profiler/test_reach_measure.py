@@ -178,3 +178,22 @@ def test_on_the_gpu_a_memo_inside_a_graph_and_a_cuda_dispatcher_kernel_are_rejec
     assert "during timing" in why["memo_in_graph"] and any(
         w in why["memo_in_graph"] for w in ("a memo", "rel-L2", "element rule")), why
     assert "aten::mm for dispatch key CUDA" in why["dispatcher_slow_mm"], why
+
+
+def test_fewest_judged_bounds_the_judged_calls_of_an_honest_batch():
+    """fewest_judged(p, n): fewer judged calls than it happen with probability <= 1e-9 (exact binomial sums); one
+    more would exceed that. The batch of 32 at the sweep's share: fewer than 8 judged is the forging line."""
+    import math
+
+    from profiler.check.timed import IMPLAUSIBLE, fewest_judged
+    from profiler.worker.shape_task import judge_share
+
+    def below(p, n, k):   # P(Binomial(n, p) < k)
+        return sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k))
+
+    p = judge_share(SWEEP)
+    for n in (8, 16, 32, 96, 200):
+        k = fewest_judged(p, n)
+        assert below(p, n, k) <= IMPLAUSIBLE < below(p, n, k + 1), (n, k)
+    assert fewest_judged(p, 32) == 8
+    assert fewest_judged(1.0, 5) == 5 and fewest_judged(0.0, 5) == 0 and fewest_judged(p, 0) == 0
