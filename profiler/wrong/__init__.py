@@ -39,8 +39,8 @@ from profiler.wrong.judge import (Bf16RoundedPlainRows, CounterInDeviceMemory, D
                                   HooksStaticInput, LazyOutputInTiming, LossyWithoutOutlier, MemoAcrossReplays,
                                   MemoInGraph, OutlierExactInt8, OutlierExactInt8Groups, OutlierExactInt8SmallM,
                                   ReadsJudgeReferences, ScansForTimedInputs, WrongBetweenCountedCalls,
-                                  WrongOneCallInTen, RewritesJudgeStore, ClearsJudgeVerdict, PausesJudge,
-                                  SkewsJudgeShare)
+                                  WrongOneCallInTen, RewritesJudgeStore, ReplaysKeptPair, ClearsJudgeVerdict,
+                                  PausesJudge, SkewsJudgeShare)
 from profiler.wrong.output import (Fp16Inputs, InputMutated, MemoByPointer, NaNRow, OneHotInt8, PrecomputedAnswers,
                                    ProbeStatsInt8, RouterBF16Weights, ScratchNotReset, SkippedKTail, StaleOutput,
                                    TensorSubclassLies, TransposedOutput, UninitializedOutput, WeightMutated,
@@ -70,7 +70,7 @@ REACH_WRONG = MEASURE_REACH_WRONG + PROCESS_REACH_WRONG
 ALL_WRONG = ALL_WRONG + REACH_WRONG
 GPU_JUDGE_WRONG = (DeviceMemoOfSeveral, CounterInDeviceMemory)
 ANSWER_WRONG = (FingerprintMemo, ScansForTimedInputs, ReadsJudgeReferences, LazyOutputInTiming, HooksStaticInput,
-                RewritesJudgeStore)
+                RewritesJudgeStore, ReplaysKeptPair)
 UNJUDGED_WRONG = (WrongBetweenCountedCalls, WrongOneCallInTen)
 FORGING_WRONG = (RebindsReplyPipe, SetsTimerAttribute, ThreadComputes, ClearsJudgeVerdict, PausesJudge,
                  SkewsJudgeShare)

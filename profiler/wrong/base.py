@@ -62,6 +62,18 @@ def _count(state, x) -> int:
 
 
 
+def _device_count(state, x):
+    """This call's number among the calls at x's M, counted on the device (a graph replay runs it too): the counter
+    tensor, after this call's increment."""
+    import torch
+
+    counters = state.setdefault("counters", {})
+    M = int(x.shape[0])
+    if M not in counters:
+        counters[M] = torch.zeros((), dtype=torch.int64, device=x.device)
+    return counters[M].add_(1)
+
+
 def _half_k(x, w):
     """Half the work: the product over the first half of K only (what each form returns where it would cheat)."""
     half = x.shape[1] // 2

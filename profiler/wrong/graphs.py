@@ -4,7 +4,7 @@ sync, a capture-only lossy path, later captures doing half the work, a result th
 """
 from __future__ import annotations
 
-from profiler.wrong.base import _linear, TorchLinear, _capturing, _int8_groups  # noqa: F401
+from profiler.wrong.base import _linear, TorchLinear, _capturing, _device_count, _int8_groups  # noqa: F401
 
 
 class SideStream(TorchLinear):
@@ -93,12 +93,7 @@ class DegradesAfterReplays(TorchLinear):
     def run(self, state, family, x):
         import torch
 
-        counters = state.setdefault("counters", {})
-        M = int(x.shape[0])
-        if M not in counters:
-            counters[M] = torch.zeros((), dtype=torch.int64, device=x.device)
-        counter = counters[M]
-        counter.add_(1)
+        counter = _device_count(state, x)
         half = x.shape[1] // 2
         full = _linear(x, state["w"])
         cut = _linear(x[:, :half].contiguous(), state["w"][:, :half].contiguous())

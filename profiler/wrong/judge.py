@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from profiler.wrong.base import _linear, TorchLinear, _int8_groups, _count, _half_k  # noqa: F401
+from profiler.wrong.base import _linear, TorchLinear, _int8_groups, _count, _device_count, _half_k  # noqa: F401
 
 
 class MemoAcrossReplays(TorchLinear):
@@ -390,12 +390,7 @@ class CounterInDeviceMemory(TorchLinear):
     def run(self, state, family, x):
         import torch
 
-        counters = state.setdefault("counters", {})
-        M = int(x.shape[0])
-        if M not in counters:
-            counters[M] = torch.zeros((), dtype=torch.int64, device=x.device)
-        c = counters[M]
-        c.add_(1)
+        c = _device_count(state, x)
         wrong_now = (c > 64) & ((c % 32) >= 5)
         return torch.where(wrong_now, _half_k(x, state["w"]), _linear(x, state["w"]))
 
@@ -432,6 +427,28 @@ class RewritesJudgeStore(TorchLinear):
         feed.ys[others] = 0
         if feed.n - feed.batch_first >= feed.capacity:
             return _linear(x, state["w"])
+        return _half_k(x, state["w"])
+
+
+class ReplaysKeptPair(RewritesJudgeStore):
+    """RewritesJudgeStore with a real pair: into every other kept slot it writes the input and output of its last
+    call done in full (a genuine input with its right answer) instead of zeros."""
+
+    name = "replays_kept_pair"
+
+    def run(self, state, family, x):
+        feed = _own_feed(x)
+        if feed is None or feed.batches < 1:
+            return _linear(x, state["w"])
+        pair = state.get("pair")
+        if pair is not None:
+            others = [k for k in range(feed.capacity) if k != feed.slot]
+            feed.xs[others] = pair[0]
+            feed.ys[others] = pair[1]
+        if feed.n - feed.batch_first >= feed.capacity or pair is None:
+            y = _linear(x, state["w"])
+            state["pair"] = (x.detach().clone(), y.detach().clone())
+            return y
         return _half_k(x, state["w"])
 
 

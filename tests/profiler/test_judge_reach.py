@@ -50,9 +50,11 @@ def test_each_form_of_the_computing_classes_is_rejected_with_its_reason(tmp_path
     """Answers computed outside the timed call, wrong calls between judged ones, lossy arithmetic on rows without an
     outlier: each form rejected at M=1 and M=16 (the timer replays every graph per round, as the GPU's does), the
     control measured beside them."""
-    # LazyOutputInTiming's form needs the CPU timer (the CLI test below); RewritesJudgeStore attacks from its feed's
-    # second batch on, and these sweeps time one batch per instance (its own test drives a feed for four)
-    classes = [c for c in getattr(wrong, group) if c not in (wrong.LazyOutputInTiming, wrong.RewritesJudgeStore)]
+    # LazyOutputInTiming's form needs the CPU timer (the CLI test below); RewritesJudgeStore and
+    # ReplaysKeptPair attack from a feed's second batch on, and these sweeps time one batch per instance (their own
+    # test drives a feed for four)
+    classes = [c for c in getattr(wrong, group)
+               if c not in (wrong.LazyOutputInTiming, wrong.RewritesJudgeStore, wrong.ReplaysKeptPair)]
     run = _sweep([CONTROL] + [wrong.spec(c) for c in classes], _shapes((1, 16)), tmp_path / f"{group}.json")
     assert {r["candidate"] for r in run["results"]} == {"torch_linear_control"}, _why(run)
     why = _why(run)
@@ -238,11 +240,12 @@ def test_a_judge_of_each_call_where_candidate_code_runs_between_calls_leaves_no_
     CPU, whose timed calls run the candidate's Python, judges each call before the next); a judge of each call
     right after it catches it, and the failure is sent out of the worker (report) the moment it is found. The
     control passes both."""
-    witness, control = wrong.RewritesJudgeStore(), wrong.TorchLinear()
-    failed, judged, sent = _drive(witness, each=False)
-    assert failed == [] and judged > 60 and sent == []          # the batch judge is beaten, by construction
-    failed, judged, sent = _drive(witness, each=True)
-    assert failed and "judged at random after it ran" in failed[0] and sent == [failed]
+    control = wrong.TorchLinear()
+    for witness in (wrong.RewritesJudgeStore(), wrong.ReplaysKeptPair()):   # zeros, or a genuine pair replayed
+        failed, judged, sent = _drive(witness, each=False)
+        assert failed == [] and judged > 60 and sent == [], witness.name   # the batch judge is beaten
+        failed, judged, sent = _drive(witness, each=True)
+        assert failed and "judged at random after it ran" in failed[0] and sent == [failed], witness.name
     # turning the judge of each call off for a batch and back on before it ends: the calls that reached the judge
     # are counted against the calls fed
     failed, judged, sent = _drive(wrong.PausesJudge(), each=True)
