@@ -108,6 +108,7 @@ def _shape_name(row) -> str:
 
 
 METHOD_COLUMN = 44  # characters; a longer method wraps onto continuation lines, between its words
+RATIO_COLUMN, PAIRED_COLUMN = 7, 26  # the ratio, two spaces, the paired ratio with its CI; a status spans all three
 STATUS_WORDS = {"failed": "FAILED", "incorrect": "INCORRECT", "below_floor": "BELOW FLOOR", "missing": "no time",
                 "disturbed": "DISTURBED"}
 
@@ -134,14 +135,15 @@ def format_shape_table(wide: pd.DataFrame, methods: dict, sol: pd.DataFrame, tit
     `sol` is dashboard.model.views.load_sol output. Long method labels wrap within their column; '(= baseline)' marks a
     shape where the candidate ran the baseline's own route; a shape the gate keeps out shows its status instead
     of ratios."""
-    lines = [title, f"  {'shape':<20}{'M':>4}  {'method':<{METHOD_COLUMN}}{'base µs':>9}{'cand µs':>9}{'ratio':>7}  "
-                    f"{'paired [95% CI]':<26}{'floor µs':>9}{'SOL':>7}  bound",
+    lines = [title, f"  {'shape':<20}{'M':>4}  {'method':<{METHOD_COLUMN}}{'base µs':>9}{'cand µs':>9}"
+                    f"{'ratio':>{RATIO_COLUMN}}  {'paired [95% CI]':<{PAIRED_COLUMN}}{'floor µs':>9}{'SOL':>7}  bound",
              "  (ratio = ratio of the medians, what the score sums; paired = median of per-round ratios, with its CI)"]
     for r in wide.itertuples():
         usable = getattr(r, "usable", True)
         paired = (f"{r.ratio_paired:.3f} [{r.ratio_ci_low:.3f},{r.ratio_ci_high:.3f}]"
                   if pd.notna(r.ratio_ci_low) else "")
-        ratio = f"{r.ratio:>7.3f}  {paired:<26}" if usable else f"  {_status_cell(r):<32}"
+        ratio = (f"{r.ratio:>{RATIO_COLUMN}.3f}  {paired:<{PAIRED_COLUMN}}" if usable
+                 else f"  {_status_cell(r):<{RATIO_COLUMN + PAIRED_COLUMN}}")
         label = str(methods.get(r.shape, "") or "")
         first, *more = _method_lines(label + (" (= baseline)" if label and getattr(r, "same_route", False) else ""))
         lines.append(f"  {r.shape:<20}{int(r.M):>4}  {first:<{METHOD_COLUMN}}"

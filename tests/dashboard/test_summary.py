@@ -35,3 +35,26 @@ def test_short_methods_take_one_line():
     sol = pd.DataFrame({"load": [], "sol_baseline": [], "sol_candidate": []})
     text = summary.format_shape_table(_wide(), {"decode 1/o": "gemv", "decode 1/router": "mm"}, sol, "t")
     assert len(text.splitlines()) == 3 + 2 + 1  # title, header, note; two rows; the SOL heading
+
+
+def test_a_row_the_gate_keeps_out_keeps_every_column_aligned():
+    """A status (DISTURBED, FAILED, BELOW FLOOR, ...) in place of the ratios spans the ratio and paired columns
+    exactly: its floor and SOL cells end where the header's do, as a scored row's."""
+    statuses = [s for s in summary.STATUS_WORDS if s != "missing"]
+    n = 1 + len(statuses)
+    wide = pd.DataFrame({"shape": [f"s{i}/o" for i in range(n)], "M": [1] * n, "baseline_us": [6.2] * n,
+                         "candidate_us": [5.3] * n, "ratio": [1.17] * n, "ratio_paired": [1.16] * n,
+                         "ratio_ci_low": [1.15] * n, "ratio_ci_high": [1.17] * n, "floor_us": [5.1] * n,
+                         "bound": ["memory"] * n, "usable": [True] + [False] * (n - 1),
+                         "status_candidate": ["ok"] + statuses, "status_baseline": ["ok"] * n})
+    sol = pd.DataFrame({"load": [], "sol_baseline": [], "sol_candidate": []})
+    lines = summary.format_shape_table(wide, {}, sol, "t").splitlines()
+    header = lines[1]
+    rows = [line for line in lines[3:] if line.lstrip().startswith("s")]
+    assert len(rows) == n
+    for column in ("floor µs", "SOL"):
+        end = header.index(column) + len(column)
+        ends = [row[end - 1] != " " and row[end:end + 1] in ("", " ") for row in rows]
+        assert all(ends) and len({row[:end].split()[-1] for row in rows}) == 1, "\n".join([header, *rows])
+    for row, status in zip(rows[1:], statuses):
+        assert f"{summary.STATUS_WORDS[status]} (candidate)" in row
