@@ -276,6 +276,29 @@ def make_input(M: int, K: int, seed: int, device, sparse: bool = True, dtype="bf
     return x.to(as_dtype(dtype)), Layout(kinds, spikes, pairs)
 
 
+def timed_call_input(M: int, K: int, seed: int, salt: int, dtype, contract: Mapping | None = None):
+    """The input of one timed call -> (x, Layout): make_input's timing layout (vary=False) from `seed` and `salt`,
+    then every dense row in no pair carries a spike or none, half each, drawn afresh for this call -- as the worker's
+    own feed draws them (profiler.check.timed.FreshFeed), so a kernel exact only on rows with an outlier is lossy on
+    timed calls at every M, M = 1 included (where make_input alone spikes its one row)."""
+    import numpy as np
+
+    contract = contract if contract is not None else default_contract()
+    x, layout = make_input(M, K, seed, "cpu", dtype="float32", contract=contract, salt=salt)
+    rng = np.random.default_rng(_salted(seed + 104729, salt))
+    paired = {r for p in layout.pairs for r in p}
+    spikes = dict(layout.spikes)
+    spike = spike_magnitude(K)
+    for r in [r for r in range(M) if r not in layout and r not in paired]:
+        if rng.random() < 0.5:
+            if r not in spikes:
+                spikes[r] = int(rng.integers(K))
+                x[r, spikes[r]] = float(rng.choice([-1.0, 1.0])) * spike
+        elif r in spikes:
+            x[r, spikes.pop(r)] = float(rng.standard_normal())
+    return x.to(as_dtype(dtype)), Layout(dict(layout), spikes, layout.pairs)
+
+
 def partner_input(x, layout: Layout):
     """The same input with every dense row's spike negated (exact): run as the call after x where x has no room
     for a pair of its own (M=1), its dense rows pair with x's -> (x', pairs [(row in x, row in x')])."""

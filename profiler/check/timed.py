@@ -33,6 +33,7 @@ for its reasons; an output that answers an earlier input is named a memo.
 """
 from __future__ import annotations
 
+import base64
 import math
 import os
 from dataclasses import dataclass
@@ -218,27 +219,51 @@ def _uniforms(n: int) -> list[float]:
     return [(int.from_bytes(raw[8 * i:8 * i + 8], "little") >> 11) * 2.0 ** -53 for i in range(n)]
 
 
+def tensor_text(t) -> str:
+    """A tensor's bytes as text for the worker protocol's JSON lines (base64 of its contiguous bytes, CPU)."""
+    torch = _torch()
+    raw = t.detach().contiguous().cpu().reshape(-1).view(torch.uint8).numpy().tobytes()
+    return base64.b64encode(raw).decode("ascii")
+
+
+def tensor_from_text(text, shape: Sequence[int], dtype, device="cpu"):
+    """tensor_text's inverse: a tensor of `shape` and `dtype` from its text -> the tensor; ValueError where the text
+    is not base64 of exactly that many bytes."""
+    torch = _torch()
+    if not isinstance(text, str):
+        raise ValueError(f"a {type(text).__name__}, not base64 text")
+    raw = base64.b64decode(text.encode("ascii"), validate=True)
+    size = math.prod(int(d) for d in shape) * torch.empty((), dtype=dtype).element_size()
+    if len(raw) != size:
+        raise ValueError(f"{len(raw)} bytes, not the {size} of a {tuple(shape)} {dtype} tensor")
+    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(tuple(shape)).to(device)
+
+
 class FreshFeed:
     """A cold graph's feed (GraphHandle.feed) during timing. Before each timed call (outside the timed interval) it
-    writes a NEW input into the graph's static input: Gaussian entries from a generator seeded afresh from the
-    operating system's entropy at that moment, the graph's probe rows, every unpaired dense row with a spike or
-    none (half each, drawn then too) and its pairs of dense rows (profiler.check.inputs.make_input's layout). No
-    input exists before its call is fed, none repeats, and the state of the generator afterwards determines only the
-    input already fed: a candidate holds no future input and cannot make one.
-    Each call's input and output are kept in the feed's store (harness tensors of the exact types, one slot per call
-    of a batch); the output is copied there by the timer after the call: on the GPU after its end event, from the
-    graph's output; on the CPU inside the timed interval, after a type check of what the call returned (keep()).
-    After each batch, judge() chooses the calls to judge with fresh entropy -- after they ran -- and judges them
-    all at once (profiler.check.rules.screen_outputs), the first failure by check_output for its reasons.
-    Where candidate code runs at every timed call (the CPU device: each call is the candidate's Python), a call is
-    chosen and judged right after it, before any other call runs (`each`; the timer calls settle()): a kept copy
-    that later code rewrites (another call's input and output set to zero, right by every rule) has been judged
-    already. On a GPU the timed calls are graph replays, where no candidate code runs between them, and the
-    batch is judged after it. A failure goes to `report` (the parent, profiler.worker.steps.verdict) the moment it
-    is found, so nothing the candidate changes in the worker afterwards takes it back."""
+    writes a NEW input into the graph's static input; after it, the timer keeps the call's output. Two sources:
+
+    - `parent` set (the CPU, whose timed calls run the candidate's Python, in a worker with a parent: the lab's
+      only way to run one): the PARENT makes every input and judges every output (profiler.worker.call_judge).
+      `parent` is (ask, tell) for this graph: ask() -> the parent's reply {"x": tensor_text of the input, "token"}
+      (asked for by harness code just before the call, made by the parent from its own entropy then),
+      tell(payload) sends the output kept at the call's end ({"y": tensor_text}) or why there is none ({"bad":
+      reason}), with the input's token, the moment the call ends (settle(), before any other candidate code runs). No input, reference, seed or choice of judged
+      calls is ever in this process; an output, once sent, is out of its reach.
+    - no `parent` (a GPU, whose timed calls are graph replays with no candidate code between them; or a task run
+      in the caller's own process): Gaussian entries from a generator seeded afresh from the operating system's
+      entropy at that moment, the graph's probe rows, every unpaired dense row with a spike or none (half each,
+      drawn then too) and its pairs of dense rows (profiler.check.inputs.make_input's layout). No input exists
+      before its call is fed and none repeats. Each call's input and output are kept in the feed's store (one slot
+      per call of a batch); after each batch, judge() chooses the calls to judge with fresh entropy -- after they
+      ran -- and judges them all at once (profiler.check.rules.screen_outputs), the first failure by check_output
+      for its reasons, sent to `report` (the parent, profiler.worker.steps.verdict) the moment it is found.
+
+    The output is copied by the timer after the call: on the GPU after its end event, from the graph's output; on
+    the CPU inside the timed interval, after a type check of what the call returned (keep())."""
 
     def __init__(self, static, base: TimedInput, layout, capacity: int, out_shape, out_dtype, contract: Mapping,
-                 each: tuple | None = None, report=None):
+                 parent: tuple | None = None, report=None):
         torch = _torch()
         if type(static) is not torch.Tensor:
             raise TypeError(f"the static input is a {type(static).__name__}, not a plain torch.Tensor")
@@ -266,11 +291,11 @@ class FreshFeed:
         self.spike = spike_magnitude(K)
         self.layout = Layout(kinds, {}, pairs)   # what the judge needs: probe kinds and pairs (spikes: per call)
         self.contract = contract
-        self.each = each            # (GraphJudge, WeightReference, share, graph name): judge every call after it
+        self.parent = parent        # (ask, tell): the parent makes each input and judges each output
+        self.token = None           # the parent's token of the input fed last, sent back with its output
         self.report = report        # report(reasons): a failure, sent out of the worker when found
         self.failed: list[str] | None = None
-        self.batches, self.batch_first, self.settled = 0, 0, 0   # batches judged; first call of this one; judged
-        self.seen = 0   # each: the calls of this batch settle() has seen (every call, chosen or not)
+        self.batches, self.batch_first = 0, 0   # batches judged; the first call of this one
 
     def _answers_earlier_input(self, k: int, earlier: list, judge: "GraphJudge", wref) -> bool:
         """Whether the output kept in slot k is the right answer to an input read before it (an earlier call of its
@@ -287,11 +312,28 @@ class FreshFeed:
         return (self.n - 1) % self.capacity
 
     def __call__(self) -> None:
-        """The next call's input, made now, into the store and the static input (nothing waits on the host)."""
-        torch, buf, g = self.torch, self.buf, self.gen
+        """The next call's input, made now (by the parent where there is one), into the store and the static
+        input (nothing waits on the host)."""
+        torch = self.torch
         self.n += 1
         k = self.slot
         self.bad.pop(k, None)
+        if self.parent is not None:
+            reply = self.parent[0]()
+            self.token = reply.get("token")
+            self.xs[k].copy_(tensor_from_text(reply.get("x"), self.xs.shape[1:], self.xs.dtype, self.xs.device))
+        else:
+            self.token = None
+            self._make(self.xs[k])
+        if type(self.static) is not torch.Tensor:   # its class swapped since: its methods are the candidate's
+            self.bad[k] = (f"the graph's static input was made a {type(self.static).__name__} (its class swapped), so "
+                           f"the harness's copy into it would run the candidate's code")
+        with torch._C.DisableTorchFunctionSubclass():   # the harness's copy runs torch's own copy, whatever the type
+            torch.Tensor.copy_(self.static, self.xs[k])
+
+    def _make(self, into) -> None:
+        """A fresh input in this process (no parent): the layout above, from entropy drawn now."""
+        torch, buf, g = self.torch, self.buf, self.gen
         g.manual_seed(fresh_seed())
         buf.normal_(generator=g)
         if self.probe_vals is not None:
@@ -306,12 +348,7 @@ class FreshFeed:
                 ca = cols[self.pa]
                 buf[self.ib] = buf[self.ia]
                 buf[self.ib, ca] = -buf[self.ia, ca]
-        self.xs[k].copy_(buf)
-        if type(self.static) is not torch.Tensor:   # its class swapped since: its methods are the candidate's
-            self.bad[k] = (f"the graph's static input was made a {type(self.static).__name__} (its class swapped), so "
-                           f"the harness's copy into it would run the candidate's code")
-        with torch._C.DisableTorchFunctionSubclass():   # the harness's copy runs torch's own copy, whatever the type
-            torch.Tensor.copy_(self.static, self.xs[k])
+        into.copy_(buf)
 
     def keep(self, y) -> None:
         """Keep the output of the call just made (a plain tensor of the store's shape, dtype and device, else the
@@ -325,6 +362,15 @@ class FreshFeed:
                                    f"{tuple(slot.shape)} {slot.dtype} on {slot.device}")
         else:
             torch.Tensor.copy_(slot, y)
+
+    def settle(self) -> None:
+        """Right after a timed call, before any other candidate code runs (the CPU timer calls it): the output kept
+        at the call's end goes to the parent, which judges it (nothing to do without a parent)."""
+        if self.parent is None or self.n == 0:
+            return
+        k = self.slot
+        self.parent[1]({"token": self.token} | ({"bad": self.bad[k]} if k in self.bad else
+                                                {"y": tensor_text(self.ys[k])}))
 
     def _fail(self, reasons: list[str]) -> list[str]:
         if self.failed is None:
@@ -350,51 +396,26 @@ class FreshFeed:
             return self._fail(reasons)
         return []
 
-    def settle(self) -> None:
-        """Right after a timed call, before any other call runs (the timer calls it where `each` is set): draw
-        whether this call is judged, with entropy drawn now, and judge it now."""
-        if self.each is None or self.n == 0 or self.failed is not None:
-            return
-        self.seen += 1
-        judge, wref, share, what = self.each
-        k, n = self.slot, self.n
-        when = f"during timing (batch {self.batches + 1})"
-        if k in self.bad:
-            self._fail([f"{what}, {when}, call {n}: {self.bad[k]}"])
-            return
-        if _uniforms(1)[0] >= share:
-            return
-        self.settled += 1
-        first = max(self.batch_first, n - self.capacity)
-        self._judge_chosen(judge, wref, [(k, n, [c % self.capacity for c in range(first, n - 1)])], what, when)
-
     def judge(self, judge: "GraphJudge", wref: WeightReference, share: float, calls: int, what: str,
               when: str) -> tuple[int, list[str]]:
         """Judge the last `calls` calls fed (one batch): each chosen with probability `share` from entropy drawn now;
-        a call whose output was not a plain tensor fails whether chosen or not. -> (calls judged, reasons). Where
-        every call was judged as it ended (`each`): the batch's count and the first failure found."""
-        if self.each is not None:
-            fed, seen = self.n - self.batch_first, self.seen
-            judged, self.settled, self.seen = self.settled, 0, 0
-            self.batches, self.batch_first = self.batches + 1, self.n
-            if self.failed is None and seen != fed:
-                self._fail([f"{what}, {when}: {fed} calls were fed and {seen} of them reached the judge (its "
-                            f"settings changed and put back within the batch: in-process forging)"])
-            elif self.failed is None and judged < fewest_judged(share, seen):
-                self._fail([f"{what}, {when}: {judged} of {seen} calls were judged, where each is judged with "
-                            f"probability {share:.3f} (fewer than {fewest_judged(share, seen)} with probability "
-                            f"{IMPLAUSIBLE:g}): the judge's draws were changed (in-process forging)"])
-            return judged, list(self.failed or [])
-        calls = min(int(calls), self.n, self.capacity)
+        a call whose output was not a plain tensor fails whether chosen or not. -> (calls judged, reasons). With a
+        parent, the parent has judged them as they ended: (0, [])."""
+        calls = min(int(calls), self.n - self.batch_first, self.capacity)
         first = self.n - calls
         self.batches, self.batch_first = self.batches + 1, self.n
-        if not calls:
+        if self.parent is not None or not calls:
             return 0, []
         slots = [(first + j) % self.capacity for j in range(calls)]
         for j, k in enumerate(slots):
             if k in self.bad:
                 return 0, self._fail([f"{what}, {when}, call {first + j + 1}: {self.bad[k]}"])
         chosen = [j for j, u in zip(range(calls), _uniforms(calls)) if u < share]
+        if len(chosen) < fewest_judged(share, calls):
+            return len(chosen), self._fail([
+                f"{what}, {when}: {len(chosen)} of {calls} calls were chosen, where each is chosen with probability "
+                f"{share:.3f} (fewer than {fewest_judged(share, calls)} with probability {IMPLAUSIBLE:g}): the "
+                f"judge's draws were changed (in-process forging)"])
         if not chosen:
             return 0, []
         return len(chosen), self._judge_chosen(judge, wref, [(slots[j], first + j + 1, slots[:j]) for j in chosen],

@@ -57,9 +57,20 @@ def child_main() -> int:
         if not line or json.loads(line).get("op") != "go":
             os._exit(0)
 
+    def ask_input(candidate, graph) -> dict:
+        """The next timed call's input, made by the parent now; anything but its reply ends this process."""
+        send({"msg": "input", "candidate": candidate, "graph": graph})
+        line = proto_in.readline()
+        reply = json.loads(line) if line else {}
+        if reply.get("op") != "input":
+            os._exit(0)
+        return reply
+
     steps.report_to(step_held)
     steps.verdicts_to(lambda candidate, shape, reasons: send({"msg": "verdict", "candidate": candidate,
                                                              "shape": shape, "reasons": reasons}))
+    steps.feed_from(ask_input, lambda candidate, graph, payload: send({"msg": "output", "candidate": candidate,
+                                                                        "graph": graph} | payload))
     sess = None
     while line := proto_in.readline():
         msg = json.loads(line)

@@ -38,6 +38,8 @@ PROTOCOL between the parent (Worker) and the child (`python -m profiler.worker`)
     {"op": "init", "config": {"device", "mode", "flush_bytes", "init": "file.py:function" | null}}   (first)
     {"op": "task", "task": {...}}                  one task; the child answers before reading the next
     {"op": "go"}                                   the answer to each "step" message, after the parent's check
+    {"op": "input", "x", "token"}                  the answer to each "input" message: the next timed call's input,
+                                                   made by the parent then (profiler.worker.call_judge)
     {"op": "exit"}
   child -> parent, on the child's ORIGINAL stdout (kept as a private pipe; fd 1 is pointed at stderr and fd 0 at
   /dev/null, so a candidate that prints or reads cannot corrupt the protocol):
@@ -51,6 +53,11 @@ PROTOCOL between the parent (Worker) and the child (`python -m profiler.worker`)
     {"msg": "verdict", "candidate", "shape", "reasons"}   a judged call failed (sent the moment it is found, no
                                                    answer awaited): the parent applies it to this task's result
                                                    whatever the "done" says (records.apply_verdicts)
+    {"msg": "input", "candidate", "graph"}         a CPU worker's shape task, before each timed call: the child waits
+                                                   for the parent's input
+    {"msg": "output", "candidate", "graph", "token", "y" | "bad"}   that call's output, sent the moment it ends (no answer
+                                                   awaited): the parent judges it or not, by its own draw, and
+                                                   applies its verdicts to the task's result (CallJudge.apply)
     {"msg": "done", "result": {...}}
     {"msg": "fatal", "candidate", "phase", "kind", "error"}   the process cannot go on (sticky CUDA error,
                                                    sys.exit, global state it could not restore); it exits next
@@ -77,6 +84,8 @@ from pathlib import Path
 from typing import Callable
 
 from profiler.worker.integrity import proc_table
+from profiler.worker.call_judge import CallJudge
+from profiler.worker.call_judge import wanted as wants_call_judge
 from profiler.worker.records import apply_verdicts
 from profiler.worker.sandbox import WorkerFolders, sandbox_plan, worker_environment
 
@@ -250,6 +259,14 @@ class WorkerError(RuntimeError):
     """The worker answered a task with a harness error (not a candidate's fault)."""
 
 
+def _contract(workload: dict | None) -> dict:
+    """The contract the child judges a task by: its workload's (the last one sent), else the default workload's."""
+    from datasets.workload import workload_from_dict
+    from profiler.check.inputs import default_contract
+
+    return workload_from_dict(workload, "task", "workload").contract if workload is not None else default_contract()
+
+
 def _signal_name(code: int) -> str:
     try:
         return signal.Signals(-code).name
@@ -296,6 +313,8 @@ class Worker:
         self._tail: collections.deque = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._last = {"candidate": None, "phase": None}
         self.verdicts: list[dict] = []    # the judge's verdicts the child sent during the current task
+        self.call_judge: CallJudge | None = None   # the current task's judge of every timed call (a CPU worker)
+        self._workload: dict | None = None   # the last task's workload (the child keeps it for a task without one)
         self._protected: set[int] = set()
         self._since: int | None = None    # the child's start (_start_ticks) and the sessions there were then:
         self._old_sessions: frozenset[int] = frozenset()   # an orphan older, or in one of them, is not the child's
@@ -359,10 +378,18 @@ class Worker:
         self._last = {"candidate": None, "phase": None}
         self.steps = [(None, "sent", time.monotonic())]
         self.verdicts = []
-        self._send({"op": "task", "task": task})
-        result = self._wait({"done"}, timeout_s)["result"]
-        self.steps.append((None, "done", time.monotonic()))
-        return apply_verdicts(result, self.verdicts) if self.verdicts else result
+        if task.get("workload") is not None:
+            self._workload = task["workload"]
+        self.call_judge = (CallJudge(task, _contract(self._workload), stand_in=bool(self.config.get("init")))
+                           if wants_call_judge(task, self.config) else None)
+        try:
+            self._send({"op": "task", "task": task})
+            result = self._wait({"done"}, timeout_s)["result"]
+            self.steps.append((None, "done", time.monotonic()))
+            result = apply_verdicts(result, self.verdicts) if self.verdicts else result
+            return self.call_judge.apply(result) if self.call_judge is not None else result
+        finally:
+            self.call_judge = None
 
     def phase_seconds(self, phase: str) -> float | None:
         """The parent's own wall-clock seconds from the first "step" message of `phase` to the answer of the last
@@ -431,6 +458,11 @@ class Worker:
                 self._send({"op": "go"})
             elif kind == "verdict":   # kept here, out of the worker's reach, until the task's answer comes
                 self.verdicts.append(msg)
+            elif kind == "input":     # the next timed call's input, made here now (a CPU worker's shape task)
+                self._send(self._judge_input(msg))
+            elif kind == "output":    # the output that call left, judged here now or not at all
+                if self.call_judge is not None:
+                    self.call_judge.output(msg)
             elif kind in wanted:
                 self._no_strays()
                 return msg
@@ -446,6 +478,15 @@ class Worker:
                 self._stderr_thread.join(timeout=5)  # the last words (a faulthandler dump) may still be in flight
                 tail = _stderr_summary(list(self._tail))
                 raise self._died("died", exit_description(code) + (f"; last stderr: {tail}" if tail else ""))
+
+    def _judge_input(self, msg: dict) -> dict:
+        if self.call_judge is None:   # no judge of timed calls for this task: the child ends at this answer
+            return {"op": "no_input"}
+        try:
+            return self.call_judge.input(msg)
+        except Exception as exc:
+            self._kill(self.proc)
+            raise WorkerError(f"the parent could not make a timed input: {type(exc).__name__}: {exc}"[:500]) from None
 
     def _no_strays(self) -> None:
         """Raise WorkerDied("outlived") naming the last step's candidate where a process the child started is still

@@ -20,12 +20,17 @@ def failure_record(shape: dict, candidate: str, kind: str, phase: str, reasons: 
 
 
 
-def apply_verdicts(result: dict, verdicts: list[dict]) -> dict:
+NOT_IN_REPLY = ("the worker's reply recorded no failure for it, though its judge had sent this one: the reply or the "
+                "harness's records were changed in the worker (in-process forging)")
+
+
+def apply_verdicts(result: dict, verdicts: list[dict], note: str | None = NOT_IN_REPLY) -> dict:
     """A shape task's result with the judge's verdicts the worker sent while it ran (profiler.worker.steps.verdict)
     applied by the parent: each candidate with one has no result and no pair at this shape, and a failure
     ("incorrect" at "time") -- its own where the reply kept one, else the verdict's reasons, said to be missing from
-    the worker's reply. A verdict is sent before any other candidate code runs, so what a candidate changes in the
-    worker afterwards (the reply, the harness's records of it) cannot take it back."""
+    the worker's reply (`note`; None for the parent's own judge, whose verdicts the worker never knew). A verdict is
+    sent before any other candidate code runs, so what a candidate changes in the worker afterwards (the reply, the
+    harness's records of it) cannot take it back."""
     if not isinstance(result, dict) or not isinstance(result.get("results"), list):
         return result
     failures = result.setdefault("failures", [])
@@ -36,9 +41,7 @@ def apply_verdicts(result: dict, verdicts: list[dict]) -> dict:
         result["results"] = [r for r in result["results"] if r.get("candidate") != name]
         result["pairs"] = [p for p in result.get("pairs") or [] if name not in (p.get("candidate"), p.get("baseline"))]
         if not any(f.get("candidate") == name for f in failures):
-            failures.append(failure_record(v["shape"], name, "incorrect", "time", reasons + [
-                "the worker's reply recorded no failure for it, though its judge had sent this one: the reply or "
-                "the harness's records were changed in the worker (in-process forging)"]))
+            failures.append(failure_record(v["shape"], name, "incorrect", "time", reasons + ([note] if note else [])))
     return result
 
 

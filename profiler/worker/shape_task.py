@@ -10,10 +10,11 @@ task's timing policy (SweepSettings.timing, profiler.measure.policy).
 Every timed graph is a checked graph (profiler.check.timed): each cold instance and every stream-mode graph is
 judged with the contract's rules before timing (a failure: not timed, incorrect at this shape). In cold mode every
 timed call reads an input made for it just before it (FreshFeed: fresh entropy, no pool, nothing to precompute),
-its output is kept, and the calls to judge are drawn at random after they ran (the CPU, whose timed calls run the
-candidate's Python: each right after it; a GPU: after each batch) with entropy drawn then, each with
+its output is kept, and the calls to judge are drawn at random after they ran with entropy drawn then, each with
 probability judge_share(policy): a wrong output at any call that was drawn fails the shape ("incorrect" at "time";
-the shape's info records the share, the calls and P(caught) for a candidate wrong at 5 % of them). Stream-mode
+the shape's info records the share, the calls and P(caught) for a candidate wrong at 5 % of them). On the CPU,
+whose timed calls run the candidate's Python, the parent process makes every timed input and judges every output
+as the call ends (profiler.worker.call_judge); on a GPU the worker does, after each batch of graph replays. Stream-mode
 graphs are judged again after timing as the last replay left them.
 
 Each candidate is one Entry from its check to its records (state, check, graphs, static inputs, stream outputs,
@@ -35,12 +36,12 @@ from profiler.check.guards import PERSISTING_L2_SETTING, TaintedProcess, persist
 from profiler.check.inputs import as_dtype, default_contract, fresh_salt
 from profiler.check.rules import WeightReference, error_vs_baseline
 from profiler.check.timed import (FreshFeed, GraphJudge, TimedInput, detection_probability, judged_share,
-                                  rotation, rotation_inputs, timed_inputs)
+                                  rotation_inputs, timed_inputs)
 from profiler.measure import stats, timing
 from profiler.measure.eager import eager_time
 from profiler.worker.records import failure_record, finite, result_flags
 from profiler.worker.settings import SweepSettings
-from profiler.worker.steps import Fatal, current, step, verdict
+from profiler.worker.steps import Fatal, current, parent_feed, step, verdict
 
 
 def _check_options(check: str) -> dict:
@@ -136,8 +137,8 @@ def _batch_judge(sess, judge: GraphJudge, entries: list, policy, wref):
             k = next((k for k, h in enumerate(e.graphs) if h is g), None)
             if k is None or not e.feeds:
                 continue
-            feed, each, report, capacity = e.feeds[k]
-            if g.feed is not feed or type(feed) is not FreshFeed or feed.each is not each or \
+            feed, parent, report, capacity = e.feeds[k]
+            if g.feed is not feed or type(feed) is not FreshFeed or feed.parent is not parent or \
                     feed.report is not report or feed.capacity != capacity or "settle" in vars(feed) or \
                     "judge" in vars(feed) or "keep" in vars(feed):
                 e.drifted = e.drifted or [f"{_graph_names(len(e.graphs))[k]}, during timing (batch {b + 1}): its feed "
@@ -253,7 +254,7 @@ class Entry:
     outputs: list = field(default_factory=list)   # stream: the output of each call of its graph
     drifted: list = field(default_factory=list)   # reasons of the judge after timing ([]: right)
     judged: list = field(default_factory=lambda: [0, 0])   # cold: [timed calls, of them judged]
-    feeds: tuple = ()                 # cold: each instance's (feed, each, report, capacity) as given
+    feeds: tuple = ()                 # cold: each instance's (feed, parent, report, capacity) as given
 
 
 def _shape_inputs(sess, shape, settings, timer, weight, wref, contract, salt) -> list[TimedInput]:
@@ -318,15 +319,14 @@ def _cold_entry(sess, timer, judge, shape, shape_inputs, policy, contract, entry
     if reasons:
         return failure_record(shape, entry.name, "incorrect", "check", reasons, error=error_record(entry.check))
     out_shape, out_dtype = (int(shape["M"]), int(shape["N"])), as_dtype(shape["y_dtype"])
-    share = judge_share(policy)
     for k, (handle, x) in enumerate(zip(insts, xs)):
-        # the CPU's timed calls run the candidate's Python, so each is judged before the next (FreshFeed)
-        each = None if sess.cuda else (judge, wref, share, names[k])
+        # the CPU's timed calls run the candidate's Python: the parent makes their inputs and judges their outputs
+        parent = None if sess.cuda else parent_feed(entry.name, names[k])
         handle.feed = FreshFeed(x, shape_inputs[k], shape_inputs[k].ref.layout, policy.batch_rounds, out_shape,
-                                out_dtype, contract, each=each,
+                                out_dtype, contract, parent=parent,
                                 report=functools.partial(verdict, entry.name, shape_identity(shape)))
     entry.graphs, entry.statics = insts, xs
-    entry.feeds = tuple((h.feed, h.feed.each, h.feed.report, h.feed.capacity) for h in insts)
+    entry.feeds = tuple((h.feed, h.feed.parent, h.feed.report, h.feed.capacity) for h in insts)
     return None
 
 

@@ -7,6 +7,10 @@ and phase, and a process an earlier step left running is found while no step run
 `verdict(candidate, shape, reasons)` sends a judged call's failure to the parent the moment it is found, before any
 other candidate code runs: once sent it is out of the worker's reach, and the parent applies it to the task's
 result whatever the worker's reply says (profiler.worker.records.apply_verdicts).
+
+`parent_feed(candidate, graph)` -> (ask, tell) for one timed graph where a parent judges the timed calls (a CPU
+worker: profiler.worker.call_judge), else None: ask() asks the parent for the next call's input and waits for it,
+tell(payload) sends the output the call left, without waiting (profiler.check.timed.FreshFeed).
 """
 from __future__ import annotations
 
@@ -54,3 +58,21 @@ def verdict(candidate: str, shape: dict, reasons: list[str]) -> None:
 def verdicts_to(send: Callable[[str, dict, list], None]) -> None:
     """Send every later verdict(...) to `send` (the child process: to its parent, without waiting)."""
     _VERDICT[0] = send
+
+
+_FEED: list = [None]
+
+
+def parent_feed(candidate: str, graph: str) -> tuple | None:
+    """(ask, tell) bound to one graph of `candidate` where a parent makes the timed inputs and judges the outputs;
+    None where none does (then the worker makes and judges them itself)."""
+    if _FEED[0] is None:
+        return None
+    ask, tell = _FEED[0]
+    return (lambda: ask(candidate, graph)), (lambda payload: tell(candidate, graph, payload))
+
+
+def feed_from(ask: Callable[[str, str], dict] | None, tell: Callable[[str, str, dict], None] | None = None) -> None:
+    """The parent's side of every later parent_feed(...): ask(candidate, graph) -> its reply with the next input,
+    tell(candidate, graph, payload); None: no parent judges."""
+    _FEED[0] = None if ask is None else (ask, tell)

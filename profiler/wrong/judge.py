@@ -412,9 +412,10 @@ class RewritesJudgeStore(TorchLinear):
     a batch ends: the feed counts them), every timed call but a batch's last sets every OTHER kept input and output
     to zero (zero in, zero out: right by every rule) and does half the work; the last call, whose copy nothing
     rewrites before a batch is judged, does all of it. Against a judge that reads a batch's kept copies after the
-    batch, every judged call reads right. Closed where candidate code runs between calls (the CPU) by judging each
-    call before the next one runs (FreshFeed.settle); on a GPU the timed calls are graph replays and no candidate
-    code runs between them."""
+    batch, every judged call reads right. Closed where candidate code runs between calls (the CPU) by the parent's
+    judge: each output is sent out of the worker as its call ends (FreshFeed.settle, profiler.worker.call_judge), so
+    no kept copy is read after candidate code ran; on a GPU the timed calls are graph replays and no candidate code
+    runs between them."""
 
     name, expect = "rewrites_judge_store", ("rel-L2", "element rule", "judged at random")
 
@@ -455,10 +456,11 @@ class ReplaysKeptPair(RewritesJudgeStore):
 class ClearsJudgeVerdict(TorchLinear):
     """Wrong at every timed call until its feed has judged one wrong, then right, and at every call it clears what
     the worker holds of the verdict (the feed's failure, the harness's records of the candidate's drift, found in
-    memory): the worker's reply says it was right. The verdict left the worker when it was found
-    (profiler.worker.steps.verdict), and the parent applies it to the reply."""
+    memory): the worker's reply says it was right. Where the worker judges (a GPU), the verdict left the worker when
+    it was found (profiler.worker.steps.verdict) and the parent applies it to the reply ("in-process forging");
+    where the parent judges (the CPU), the worker never holds a verdict to clear."""
 
-    name, expect = "clears_judge_verdict", "in-process forging"
+    name, expect = "clears_judge_verdict", ("in-process forging", "by the parent")
 
     def run(self, state, family, x):
         import gc
@@ -477,43 +479,44 @@ class ClearsJudgeVerdict(TorchLinear):
 
 
 class PausesJudge(TorchLinear):
-    """Turns the judge of each call off for a batch and back on before the batch ends: from its feed's second batch
-    on, its first call of a batch sets the feed's `each` to None (settle() then judges nothing) and does half the
-    work, its last call puts `each` back and does all of it. The feed's settings read right when the batch is
-    checked; the count of calls that reached the judge does not."""
+    """Takes its feed away from the parent's judge for a batch and gives it back before the batch ends: from its
+    feed's second batch on, its first call of a batch sets the feed's `parent` to None (the next inputs are then
+    made in the worker and no output goes out) and does half the work, its last call puts `parent` back and does
+    all of it. The feed reads as given when the batch is checked; the parent's count of the inputs it fed does
+    not (fewer than the calls timed). Where the worker judges (a GPU) the feed has no parent and the batch judge
+    reads the half-work calls."""
 
-    name, expect = "pauses_judge", "in-process forging"
+    name, expect = "pauses_judge", ("in-process forging", "judged at random")
 
     def run(self, state, family, x):
         feed = _own_feed(x)
         if feed is None or feed.batches < 1:
             return _linear(x, state["w"])
         position = feed.n - feed.batch_first
-        if position == 1 and feed.each is not None:
-            state["each"], feed.each = feed.each, None
+        if position == 1 and feed.parent is not None:
+            state["parent"], feed.parent = feed.parent, None
         if position >= feed.capacity:
-            feed.each = state.get("each", feed.each)
+            feed.parent = state.get("parent", feed.parent)
             return _linear(x, state["w"])
         return _half_k(x, state["w"])
 
 
 class SkewsJudgeShare(TorchLinear):
-    """PausesJudge with the judge left on: from its feed's second batch on, its first call of a batch puts settings
-    with a share of 0 in the feed (every call still reaches the judge, none is chosen) and does half the work; its
-    last call puts the feed's own settings back and does all of it. Every call reached the judge; far fewer were
-    judged than the share gives (0 or 1 of 32, where fewer than 8 happens with probability 1e-9)."""
+    """Changes the worker's draws of which calls are judged: from its feed's second batch on, it replaces the
+    worker's uniform draws (profiler.check.timed._uniforms, found by name) with ones no share chooses and does half
+    the work at every call. The worker's batch judge (a GPU) then chooses far fewer calls than its share gives
+    (fewer than it does with probability 1e-9: in-process forging); the parent's judge (the CPU) draws in its own
+    process, which no worker code reaches, and reads the half-work calls."""
 
-    name, expect = "skews_judge_share", "in-process forging"
+    name, expect = "skews_judge_share", ("in-process forging", "judged at random")
 
     def run(self, state, family, x):
+        import sys
+
         feed = _own_feed(x)
-        if feed is None or feed.batches < 1:
+        timed = sys.modules.get("profiler.check.timed")
+        if feed is None or feed.batches < 1 or timed is None:
             return _linear(x, state["w"])
-        position = feed.n - feed.batch_first
-        if position == 1 and feed.each is not None and feed.each[2] > 0:
-            state["each"] = feed.each
-            feed.each = (*feed.each[:2], 0.0, *feed.each[3:])
-        if position >= feed.capacity:
-            feed.each = state.get("each", feed.each)
-            return _linear(x, state["w"])
+        if not state.get("skewed"):
+            state["skewed"], timed._uniforms = True, (lambda n: [1.0] * n)
         return _half_k(x, state["w"])

@@ -54,6 +54,7 @@ class InProcessWorker:
         self.child_pid: int | None = None
         self._session = None
         self._saved: dict | None = None
+        self._workload: dict | None = None
 
     @property
     def alive(self) -> bool:
@@ -76,7 +77,10 @@ class InProcessWorker:
         return self.environment
 
     def call(self, task: dict, timeout_s: float) -> dict:
-        from profiler.worker.process import WorkerDied, WorkerError
+        from profiler.worker import steps
+        from profiler.worker.call_judge import CallJudge
+        from profiler.worker.call_judge import wanted as wants_call_judge
+        from profiler.worker.process import WorkerDied, WorkerError, _contract
         from profiler.worker.steps import Fatal
         from profiler.worker.tasks import run_task
 
@@ -84,6 +88,14 @@ class InProcessWorker:
             self.start()
         self.steps = [(None, "sent", time.monotonic())]
         task = json.loads(json.dumps(task, allow_nan=True))
+        if task.get("workload") is not None:
+            self._workload = task["workload"]
+        judge = (CallJudge(task, _contract(self._workload), stand_in=bool(self.config.get("init")))
+                 if wants_call_judge(task, self.config) else None)
+        if judge is not None:   # the parent's judge of every timed CPU call, its messages through JSON as over the pipe
+            steps.feed_from(lambda c, g: json.loads(json.dumps(judge.input({"candidate": c, "graph": g}))),
+                            lambda c, g, payload: judge.output(json.loads(json.dumps({"candidate": c, "graph": g}
+                                                                                      | payload))))
         try:
             result = run_task(task, self._session.config)
             self._session.assert_integrity("the task")
@@ -95,8 +107,11 @@ class InProcessWorker:
                 self.close()
                 raise WorkerDied("cuda_fault", f"{type(exc).__name__}: {exc}"[:500], None, None) from None
             raise WorkerError(f"{type(exc).__name__}: {exc}"[:500]) from None
+        finally:
+            steps.feed_from(None)
         self.steps.append((None, "done", time.monotonic()))
-        return json.loads(json.dumps(result, allow_nan=True))
+        result = json.loads(json.dumps(result, allow_nan=True))
+        return judge.apply(result) if judge is not None else result
 
     phase_seconds = Worker.phase_seconds   # from the steps recorded as a real worker's parent records them
 

@@ -65,8 +65,8 @@ def test_each_form_of_the_computing_classes_is_rejected_with_its_reason(tmp_path
 
 def test_each_form_of_forging_is_rejected_and_names_the_forging(tmp_path):
     """A pipe put in place of the reply descriptor, an attribute set on the live timer, a background thread: each
-    ends its worker with an in-process forging reason; a verdict cleared in the worker after it was found is the
-    parent's still; the control is measured in the worker after."""
+    ends its worker with an in-process forging reason; a verdict cleared in the worker was never there (the parent
+    judged the call); the control is measured in the worker after."""
     # PausesJudge and SkewsJudgeShare act from a feed's second batch on: driven below
     forms = [c for c in wrong.FORGING_WRONG if c not in (wrong.PausesJudge, wrong.SkewsJudgeShare)]
     run = _sweep([CONTROL] + [wrong.spec(c) for c in forms], _shapes((16,)), tmp_path / "forge.json")
@@ -75,13 +75,12 @@ def test_each_form_of_forging_is_rejected_and_names_the_forging(tmp_path):
     assert "the reply pipe" in why["rebinds_reply_pipe", 16], why
     assert "changed the live cold timer (overhead_us)" in why["sets_timer_attribute", 16], why
     assert "a thread of its own is running beside the harness" in why["thread_computes", 16], why
-    # its wrong call was judged and the verdict sent to the parent before it cleared the worker's records of it
+    # its wrong call was judged by the parent (a CPU worker's), which holds every verdict: none to clear in the worker
     cleared = next(f for f in run["failures"] if f["candidate"] == "clears_judge_verdict")
     assert (cleared["kind"], cleared["phase"]) == ("incorrect", "time"), cleared
-    assert "judged at random after it ran" in cleared["reasons"][0] and "the worker's reply recorded no failure" in \
-        cleared["reasons"][-1], cleared["reasons"]
+    assert "judged at random after it ran, by the parent" in cleared["reasons"][0], cleared["reasons"]
     for cls in forms:
-        assert "in-process forging" in why[cls.name, 16]
+        assert _matches(why[cls.name, 16], "by the parent" if cls is wrong.ClearsJudgeVerdict else "in-process forging")
 
 
 def test_a_mode_entered_when_the_candidate_is_loaded_is_refused_at_load(tmp_path):
@@ -203,63 +202,79 @@ def test_on_the_gpu_a_device_memo_of_several_entries_and_a_per_replay_counter_ar
     assert all(info["judged"]["p_catch"] > 0.9 for info in run["shape_info"].values()), run["shape_info"]
 
 
-def _drive(cand, each: bool, batches: int = 4, capacity: int = 32):
-    """A FreshFeed driven as the CPU timer drives it -- the next input, the call, keep(y), settle() where each call
-    is judged -- for `batches` batches of `capacity` calls, each batch judged after it as the sweep does.
-    -> (the judged calls' first failure, the calls judged, the verdicts sent)."""
+def _drive(cand, parent: bool, batches: int = 4, capacity: int = 32):
+    """A FreshFeed driven as the CPU timer drives it -- the next input, the call, keep(y), settle() -- for `batches`
+    batches of `capacity` calls, each batch judged after it as the sweep does: by the parent's judge of each call
+    (profiler.worker.call_judge, in this process, as a CPU worker's parent runs it) or by the worker's batch judge.
+    -> (the first failure, the calls judged, the verdicts the worker sent)."""
     from profiler.check.inputs import default_contract, make_weight
     from profiler.check.rules import WeightReference
     from profiler.check.timed import FreshFeed, GraphJudge, timed_inputs
+    from profiler.worker.call_judge import CallJudge
 
     contract = default_contract()
-    shape = {"family": "o", "M": 16, "N": 64, "K": 256, "x_dtype": "bfloat16", "y_dtype": "bfloat16",
-             "rel_l2_tol": 0.01}
-    w = make_weight("o", 64, 256, 0, "cpu")
+    shape = {"family": "o", "M": 16, "N": 64, "K": 256, "x_dtype": "bfloat16", "w_dtype": "bfloat16",
+             "y_dtype": "bfloat16", "rel_l2_tol": 0.01, "load": "verify 16"}
+    w = make_weight("o", 64, 256, 0, "cpu", dtype="bfloat16")
     wref, judge = WeightReference(w), GraphJudge(shape, contract)
     tin = timed_inputs(shape, w, [300], "cpu", contract, wref=wref, salt=5)[0]
     static, sent = tin.x.clone(), []
-    feed = FreshFeed(static, tin, tin.ref.layout, capacity, (16, 64), torch.bfloat16, contract,
-                     each=(judge, wref, 0.749, "graph") if each else None, report=sent.append)
+    calls = CallJudge({"kind": "shape", "shape": shape, "settings": {"seed": 0}}, contract) if parent else None
+    where = {"candidate": cand.name, "graph": "graph"}
+    channel = ((lambda: calls.input(where)), (lambda payload: calls.output(where | payload))) if parent else None
+    feed = FreshFeed(static, tin, tin.ref.layout, capacity, (16, 64), torch.bfloat16, contract, parent=channel,
+                     report=sent.append)
     state = cand.prepare("o", w)
     failed, judged = [], 0
     for b in range(batches):
         for _ in range(capacity):
             feed()
             feed.keep(cand.run(state, "o", static))
-            if each:
-                feed.settle()
+            feed.settle()
         n, reasons = feed.judge(judge, wref, 0.749, capacity, "graph", f"during timing (batch {b + 1})")
         judged += n
         failed = failed or reasons
+    if parent:
+        result = calls.apply({"results": [{"candidate": cand.name, "n_samples": batches * capacity}], "pairs": [],
+                              "failures": [], "info": {}})
+        failed = [r for f in result["failures"] for r in f["reasons"]]
+        judged = result["info"]["judged"]["judged"]
     return failed, judged, sent
 
 
 def test_a_judge_of_each_call_where_candidate_code_runs_between_calls_leaves_no_kept_copy_to_rewrite():
     """RewritesJudgeStore sets the kept copies of its other calls to zero in, zero out and is right only at each
     batch's last call: a judge that reads the batch's kept copies after it finds every judged call right (why the
-    CPU, whose timed calls run the candidate's Python, judges each call before the next); a judge of each call
-    right after it catches it, and the failure is sent out of the worker (report) the moment it is found. The
-    control passes both."""
+    CPU, whose timed calls run the candidate's Python, is judged by the parent); the parent, which got each output
+    as its call ended, catches it. The parent's draws and counts are out of the worker's reach: a feed taken from
+    it for a batch leaves its count of inputs fed short of the calls timed, and the worker's draws replaced change
+    nothing it chooses (the worker's batch judge names them forging). The control passes both judges."""
+    from profiler.check import timed
+
     control = wrong.TorchLinear()
     for witness in (wrong.RewritesJudgeStore(), wrong.ReplaysKeptPair()):   # zeros, or a genuine pair replayed
-        failed, judged, sent = _drive(witness, each=False)
+        failed, judged, sent = _drive(witness, parent=False)
         assert failed == [] and judged > 60 and sent == [], witness.name   # the batch judge is beaten
-        failed, judged, sent = _drive(witness, each=True)
-        assert failed and "judged at random after it ran" in failed[0] and sent == [failed], witness.name
-    # turning the judge of each call off for a batch and back on before it ends: the calls that reached the judge
-    # are counted against the calls fed
-    failed, judged, sent = _drive(wrong.PausesJudge(), each=True)
-    assert failed and "reached the judge" in failed[0] and "in-process forging" in failed[0] and sent == [failed]
-    # or leaving it on with a share of 0: fewer calls were judged than the share gives with probability 1e-9
-    failed, judged, sent = _drive(wrong.SkewsJudgeShare(), each=True)
-    assert failed and "the judge's draws were changed" in failed[0] and sent == [failed], failed
-    for each in (False, True):
-        failed, judged, sent = _drive(control, each=each)
+        failed, judged, sent = _drive(witness, parent=True)
+        assert failed and "judged at random after it ran, by the parent" in failed[0] and sent == [], witness.name
+    failed, judged, sent = _drive(wrong.PausesJudge(), parent=True)
+    assert failed and "in-process forging" in failed[0], failed
+    draws = timed._uniforms
+    try:
+        failed, judged, sent = _drive(wrong.SkewsJudgeShare(), parent=False)
+        assert failed and "the judge's draws were changed" in failed[0] and sent == [failed], failed
+        timed._uniforms = draws
+        failed, judged, sent = _drive(wrong.SkewsJudgeShare(), parent=True)
+        assert failed and "by the parent" in failed[0], failed
+    finally:
+        timed._uniforms = draws
+    for parent in (False, True):
+        failed, judged, sent = _drive(control, parent=parent)
         assert failed == [] and sent == [] and judged > 60
-        # either way a wrong call drawn is a failure, sent out the moment it is found (8 wrong calls of 128 here:
-        # missed with probability 0.251^8 = 1.6e-5)
-        failed, judged, sent = _drive(wrong.WrongOneCallInTen(), each=each)
-        assert failed and sent == [failed], (each, failed)
+        # either way a wrong call drawn is a failure (8 wrong calls of 128 here: missed with probability
+        # 0.251^8 = 1.6e-5); the worker's batch judge sends it out the moment it is found
+        failed, judged, sent = _drive(wrong.WrongOneCallInTen(), parent=parent)
+        assert failed and sent == ([] if parent else [failed]), (parent, failed)
 
 
 def test_the_parent_applies_a_verdict_the_reply_left_out():
