@@ -7,9 +7,10 @@ judge chosen after they ran, and with it now; the wall times and the samples tak
 
 "Before" is a temporary git worktree at REF (default: the parent of the commit that added
 profiler/check/timed.py's FreshFeed). Each side runs --repeats times, alternating; the fastest of each is compared.
-What it adds on any device: per timed call, a fresh input (a Gaussian fill and the layout's few indexed writes) and
-the copy of its output into the store; per batch, for each candidate, one FP64 product of the judged calls' inputs
-(a share p = 0.749 of them, profiler.check.timed.judged_share) and the rules' reductions with one host read. A
+What it adds on the CPU: per timed call, a fresh input made in the parent (profiler.worker.call_judge), sent to the
+worker and the call's output sent back (base64 over the protocol pipe), the copy of the output into the store; per
+judged call (a share p = 0.749 of them, profiler.check.timed.judged_share) the FP64 product and the rules'
+reductions, in the parent. On a GPU the worker makes the inputs and judges each batch itself. A
 shape the stopping rule ends on time takes as long as before with fewer samples in it, so both the wall time and the
 samples per second of timing are printed. On the H200 the GPU-run issue measures it (target <= 1.3x the sweep).
 """

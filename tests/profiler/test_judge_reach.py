@@ -117,6 +117,7 @@ def test_through_the_cli_on_cpu_the_real_timer_refuses_a_lazy_output_and_judges_
     (info,) = run["shape_info"].values()
     judged = info["judged"]
     assert abs(judged["share"] - 0.748811) < 1e-5 and judged["calls"] >= 32 and judged["judged"] > 0
+    assert judged["by"] == "the parent"   # a CPU worker's timed calls: judged in the parent, counted there
     assert judged["p_catch"] == pytest.approx(1 - (1 - judged["share"]) ** -(-judged["calls"] * 0.05 // 1), abs=1e-6)
 
 
