@@ -11,16 +11,19 @@ and rewrite what the worker holds -- the inputs it made, their references, the o
 choose the judged calls, the judge's verdict. So the worker holds none of them:
 - each timed call's input is made HERE when the worker's harness asks for it, just before the call (outside its
   timed interval, while no candidate code runs): profiler.check.inputs.timed_call_input (probe rows, dense rows
-  with a spike or none, pairs) from a seed and a salt drawn from this process's entropy then; no input exists
-  anywhere before its call, none repeats;
+  with a spike or none, pairs), its values from a salt drawn from this process's entropy then (the graph's probe
+  rows and pairs sit where a seed drawn here for the graph puts them); no input exists anywhere before its call,
+  none repeats;
 - the output the call left at its end is sent here the moment the call ends (FreshFeed.settle, before any other
   candidate code runs), with the token its input came with (an output of an input this process did not make for
   that call is forging); once in the pipe, nothing the worker does changes it;
 - each output is chosen for judging with probability `share` (profiler.worker.shape_task.judge_share) by this
-  process's entropy, after it arrived, and judged on the input made here, against this process's own FP64 product
-  of its own copy of the weight (made from the shape and the seed as the worker makes it), with the contract's
-  rules (profiler.check.rules.screen_outputs, the first failure again by check_output for its reasons; an output
-  that answers an earlier input of its graph is named a memo);
+  process's entropy as it arrives; the chosen ones of a graph are judged together once a batch's worth is in (and
+  the rest at the answer), on the inputs made here, against this process's own FP64 product of its own copy of
+  the weight (made from the shape and the seed as the worker makes it), with the contract's rules
+  (profiler.check.rules.screen_outputs: one product for them all; the first failure again by check_output for its
+  reasons; an output that answers an earlier input of its graph is named a memo). This process judges while the
+  worker waits for its next input, so no judging runs beside a timed call;
 - at the task's answer, every input fed must have come back as an output, and each result's timed samples are no
   more than the inputs this process fed that candidate (a feed replaced or paused in the worker leaves the count
   short); the shape's `info.judged` is this process's count.
@@ -42,6 +45,12 @@ from profiler.check.timed import (MEMO_CAUSE, GraphJudge, detection_probability,
 FORGING = "in-process forging"
 
 
+def _torch():
+    import torch
+
+    return torch
+
+
 def wanted(task: dict, config: dict) -> bool:
     """Whether the parent judges this task's timed calls: a shape task in cold mode on a CPU worker."""
     from profiler.worker.settings import SweepSettings
@@ -59,8 +68,10 @@ def _uniform() -> float:
 class _Graph:
     """One timed graph's calls as this process sees them."""
 
+    seed: int = field(default_factory=fresh_seed)   # its inputs' layout (probe rows, pairs); values salted per call
     waiting: collections.deque = field(default_factory=collections.deque)   # (call, x, layout, token) fed, not back
-    recent: collections.deque = field(default_factory=lambda: collections.deque(maxlen=32))  # (x, layout) judged on
+    recent: collections.deque = field(default_factory=lambda: collections.deque(maxlen=32))  # (call, x, layout)
+    chosen: list = field(default_factory=list)      # (call, x, layout, y) chosen, judged when a batch is full
     fed: int = 0
     returned: int = 0
     judged: int = 0
@@ -98,7 +109,7 @@ class CallJudge:
     def input(self, msg: dict) -> dict:
         """A new input for the next timed call of the message's graph, made now from this process's entropy."""
         _, _, g = self._graph(msg)
-        x, layout = timed_call_input(self.M, self.K, fresh_seed(), fresh_salt(), self.x_dtype, self.contract)
+        x, layout = timed_call_input(self.M, self.K, g.seed, fresh_salt(), self.x_dtype, self.contract)
         g.fed += 1
         token = os.urandom(8).hex()
         g.waiting.append((g.fed, x, layout, token))
@@ -106,7 +117,7 @@ class CallJudge:
 
     def output(self, msg: dict) -> None:
         """The output of the oldest call of the message's graph still out: chosen for judging with probability
-        `share` now, and judged now where chosen."""
+        `share` now; the chosen ones are judged a batch at a time (_judge_chosen)."""
         candidate, graph, g = self._graph(msg)
         if not g.waiting:
             self._fail(candidate, [f"{graph}, during timing: an output came back for no input fed ({FORGING})"])
@@ -128,20 +139,36 @@ class CallJudge:
         except ValueError as exc:
             self._fail(candidate, [f"{where}: its output did not come back whole ({exc}; {FORGING})"])
             return
-        chosen = _uniform() < self.share
-        if chosen:
+        if _uniform() < self.share:
             g.judged += 1
-            if not screen_outputs(y.unsqueeze(0), x.unsqueeze(0), self.wref, self.judge.y_dtype, layout,
-                                  self.judge.tol, self.contract)[0]:
-                where += " (judged at random after it ran, by the parent)"
-                iref = input_reference(x, self.wref, self.judge.y_dtype, layout)
-                reasons = (check_output(y, iref, self.judge.tol, where=where, **self.judge.kw).reasons
-                           or [f"{where}: outside the contract's bounds"])
-                if any(screen_outputs(y.unsqueeze(0), px.unsqueeze(0), self.wref, self.judge.y_dtype, playout,
-                                      self.judge.tol, self.contract)[0] for px, playout in g.recent):
-                    reasons = [f"{reasons[0]}; {MEMO_CAUSE}"] + reasons[1:]
-                self._fail(candidate, reasons)
-        g.recent.append((x, layout))
+            g.chosen.append((n, x, layout, y))
+            if len(g.chosen) >= self.batch:
+                self._judge_chosen(candidate, graph, g)
+        g.recent.append((n, x, layout))
+
+    def _judge_chosen(self, candidate: str, graph: str, g: _Graph) -> None:
+        """Judge a graph's chosen outputs together (one FP64 product: its inputs share their probe rows and pairs),
+        the first failure again by check_output for its reasons, named a memo where it answers an earlier input."""
+        chosen, g.chosen = g.chosen, []
+        if not chosen or candidate in self.failed:
+            return
+        torch = _torch()
+        ys, xs = torch.stack([c[3] for c in chosen]), torch.stack([c[1] for c in chosen])
+        ok = screen_outputs(ys, xs, self.wref, self.judge.y_dtype, chosen[0][2], self.judge.tol, self.contract)
+        bad = next((c for c, passed in zip(chosen, ok) if not passed), None)
+        if bad is None:
+            return
+        n, x, layout, y = bad
+        where = (f"{graph}, during timing (batch {(n - 1) // self.batch + 1}), timed call {n} (judged at random "
+                 f"after it ran, by the parent)")
+        iref = input_reference(x, self.wref, self.judge.y_dtype, layout)
+        reasons = (check_output(y, iref, self.judge.tol, where=where, **self.judge.kw).reasons
+                   or [f"{where}: outside the contract's bounds"])
+        earlier = [(px, playout) for m, px, playout in g.recent if m < n]
+        if any(screen_outputs(y.unsqueeze(0), px.unsqueeze(0), self.wref, self.judge.y_dtype, playout,
+                              self.judge.tol, self.contract)[0] for px, playout in earlier):
+            reasons = [f"{reasons[0]}; {MEMO_CAUSE}"] + reasons[1:]
+        self._fail(candidate, reasons)
 
     def apply(self, result: dict) -> dict:
         """The task's result with this process's verdicts (a failure found, an input whose output never came back,
@@ -150,6 +177,8 @@ class CallJudge:
 
         if not isinstance(result, dict) or not isinstance(result.get("results"), list):
             return result
+        for (candidate, graph), g in self.graphs.items():
+            self._judge_chosen(candidate, graph, g)
         timed = {r.get("candidate"): r for r in result["results"] if isinstance(r, dict)}
         for (candidate, graph), g in self.graphs.items():
             if candidate in timed and g.waiting:
