@@ -55,7 +55,7 @@ def wanted(task: dict, config: dict) -> bool:
     """Whether the parent judges this task's timed calls: a shape task in cold mode on a CPU worker."""
     from profiler.worker.settings import SweepSettings
 
-    return (task.get("kind") == "shape" and str(config.get("device") or "cuda") == "cpu"
+    return (task.get("kind") == "shape" and str(config.get("device") or "cuda").split(":")[0] == "cpu"
             and SweepSettings.from_dict(task.get("settings") or {}).mode == "cold")
 
 

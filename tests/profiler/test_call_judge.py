@@ -129,7 +129,7 @@ def test_an_honest_candidate_is_kept_with_the_parents_count_and_a_stand_in_timer
 
 def test_the_parent_judges_the_cpus_cold_shape_tasks_only():
     task = {"kind": "shape", "shape": SHAPE, "settings": {}}
-    assert wanted(task, {"device": "cpu"})
+    assert wanted(task, {"device": "cpu"}) and wanted(task, {"device": "cpu:0"})
     assert not wanted(task, {"device": "cuda"}) and not wanted(task, {})
     assert not wanted(task | {"settings": {"mode": "stream"}}, {"device": "cpu"})
     assert not wanted({"kind": "probes"}, {"device": "cpu"})
