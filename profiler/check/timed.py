@@ -22,14 +22,15 @@ A reason names the graph and the moment ("cold timing graph 2 of 3, during timin
 Every timed call (cold mode): a new input and a judge chosen after it ran (FreshFeed). A pool of timing inputs
 cycled through is a set of answers to learn: a memo of any size keyed by the input's value is all hits after one
 lap, and the pool's inputs and their FP64 references sit in the worker's memory before timing, where a candidate
-can find them. So no timed input exists before its call: FreshFeed makes each one just before it (outside the timed
-interval, in harness code, no candidate thread alive) from entropy drawn then, and no timed call's reference exists
-until after it ran. Every call's output is kept; after the batch (on the CPU, where candidate code runs at every call:
-right after each call), the calls to judge are drawn with entropy
-drawn then -- each with probability p (judged_share) -- so whatever a candidate does at any call, that call may be
-the judged one: P(caught) = 1 - (1 - p)^w for w wrong calls. The judged calls of a batch are judged together
-(profiler.check.rules.screen_outputs: one FP64 product for all of them), the first failure again by check_output
-for its reasons; an output that answers an earlier input is named a memo.
+can find them. So no timed input exists before its call: it is made just before it (outside the timed interval, in
+harness code, no candidate thread alive) from entropy drawn then, and no timed call's reference exists until after
+it ran. Every call's output is kept, and the calls to judge are drawn after they ran -- each with probability p
+(judged_share) -- so whatever a candidate does at any call, that call may be the judged one: P(caught) =
+1 - (1 - p)^w for w wrong calls. On the CPU, where every timed call runs the candidate's Python, the parent makes
+the inputs and judges the outputs (profiler.worker.call_judge); on a GPU the worker does, after each batch of
+replays: the judged calls of a batch together (profiler.check.rules.screen_outputs: one FP64 product for all of
+them), the first failure again by check_output for its reasons; an output that answers an earlier input is named a
+memo.
 """
 from __future__ import annotations
 
@@ -248,8 +249,9 @@ class FreshFeed:
       `parent` is (ask, tell) for this graph: ask() -> the parent's reply {"x": tensor_text of the input, "token"}
       (asked for by harness code just before the call, made by the parent from its own entropy then),
       tell(payload) sends the output kept at the call's end ({"y": tensor_text}) or why there is none ({"bad":
-      reason}), with the input's token, the moment the call ends (settle(), before any other candidate code runs). No input, reference, seed or choice of judged
-      calls is ever in this process; an output, once sent, is out of its reach.
+      reason}), with the input's token, the moment the call ends (settle(), before any other candidate code
+      runs). No input before its call, reference, seed or choice of judged calls is ever in this process; an
+      output, once sent, is out of its reach.
     - no `parent` (a GPU, whose timed calls are graph replays with no candidate code between them; or a task run
       in the caller's own process): Gaussian entries from a generator seeded afresh from the operating system's
       entropy at that moment, the graph's probe rows, every unpaired dense row with a spike or none (half each,

@@ -2,8 +2,8 @@
 call, a reference, a seed, or the choice of which calls are judged.
 
     judge = CallJudge(task, contract)        # one shape task of a CPU worker, cold mode (wanted(task, config))
-    judge.input(msg) -> the reply to the worker's {"msg": "input"}: {"op": "input", "x": tensor_text}
-    judge.output(msg)                        # the worker's {"msg": "output", "y" | "bad"}: judged or not, now
+    judge.input(msg) -> the reply to the worker's {"msg": "input"}: {"op": "input", "x": tensor_text, "token"}
+    judge.output(msg)                        # the worker's {"msg": "output", "token", "y" | "bad"}: chosen or not
     judge.apply(result) -> the task's result with the parent's verdicts, counts and judged share
 
 Why in the parent: on the CPU every timed call is the candidate's Python, and whatever runs in the worker can read

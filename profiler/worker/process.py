@@ -55,7 +55,8 @@ PROTOCOL between the parent (Worker) and the child (`python -m profiler.worker`)
                                                    whatever the "done" says (records.apply_verdicts)
     {"msg": "input", "candidate", "graph"}         a CPU worker's shape task, before each timed call: the child waits
                                                    for the parent's input
-    {"msg": "output", "candidate", "graph", "token", "y" | "bad"}   that call's output, sent the moment it ends (no answer
+    {"msg": "output", "candidate", "graph", "token", "y" | "bad"}
+                                                   that call's output, sent the moment it ends (no answer
                                                    awaited): the parent judges it or not, by its own draw, and
                                                    applies its verdicts to the task's result (CallJudge.apply)
     {"msg": "done", "result": {...}}
