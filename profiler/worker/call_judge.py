@@ -117,7 +117,15 @@ class CallJudge:
 
     def output(self, msg: dict) -> None:
         """The output of the oldest call of the message's graph still out: chosen for judging with probability
-        `share` now; the chosen ones are judged a batch at a time (_judge_chosen)."""
+        `share` now; the chosen ones are judged a batch at a time (_judge_chosen). An output this process cannot
+        judge fails its candidate with the reason (a message is the worker's, never trusted to be well formed)."""
+        try:
+            self._output(msg)
+        except Exception as exc:
+            self._fail(str(msg.get("candidate")), [f"{msg.get('graph')}, during timing: the parent could not judge "
+                                                   f"its output ({type(exc).__name__}: {exc})"[:400]])
+
+    def _output(self, msg: dict) -> None:
         candidate, graph, g = self._graph(msg)
         if not g.waiting:
             self._fail(candidate, [f"{graph}, during timing: an output came back for no input fed ({FORGING})"])
@@ -143,7 +151,7 @@ class CallJudge:
             g.judged += 1
             g.chosen.append((n, x, layout, y))
             if len(g.chosen) >= self.batch:
-                self._judge_chosen(candidate, graph, g)
+                self._judge_chosen(candidate, graph, g)   # an exception here: output() fails the candidate
         g.recent.append((n, x, layout))
 
     def _judge_chosen(self, candidate: str, graph: str, g: _Graph) -> None:
@@ -178,7 +186,11 @@ class CallJudge:
         if not isinstance(result, dict) or not isinstance(result.get("results"), list):
             return result
         for (candidate, graph), g in self.graphs.items():
-            self._judge_chosen(candidate, graph, g)
+            try:
+                self._judge_chosen(candidate, graph, g)
+            except Exception as exc:
+                self._fail(candidate, [f"{graph}, during timing: the parent could not judge its outputs "
+                                       f"({type(exc).__name__}: {exc})"[:400]])
         timed = {r.get("candidate"): r for r in result["results"] if isinstance(r, dict)}
         for (candidate, graph), g in self.graphs.items():
             if candidate in timed and g.waiting:

@@ -133,3 +133,27 @@ def test_the_parent_judges_the_cpus_cold_shape_tasks_only():
     assert not wanted(task, {"device": "cuda"}) and not wanted(task, {})
     assert not wanted(task | {"settings": {"mode": "stream"}}, {"device": "cpu"})
     assert not wanted({"kind": "probes"}, {"device": "cpu"})
+
+
+def test_a_message_the_parent_cannot_judge_fails_its_candidate_and_nothing_else(monkeypatch):
+    """The worker's messages are never trusted to be well formed: an output the judge cannot read, or one whose
+    judging raises, fails its candidate with the reason, and the parent goes on."""
+    from profiler.worker import call_judge
+
+    judge = _judge()
+    x, token = _ask(judge)
+    judge.output({"candidate": "cand", "graph": CALL["graph"], "token": token, "y": ["not", "text"]})
+    (f,) = judge.apply(_result(1))["failures"]
+    assert f["candidate"] == "cand" and "did not come back whole" in f["reasons"][0], f["reasons"]
+
+    def broken(*args, **kw):
+        raise RuntimeError("broken rule")
+
+    monkeypatch.setattr(call_judge, "screen_outputs", broken)
+    for batch in (1, 32):   # judged as the output arrives (a full batch), or at the answer
+        judge = _judge()
+        judge.batch = batch
+        _answer(judge, *_ask(judge))
+        (f,) = judge.apply(_result(1))["failures"]
+        assert "the parent could not judge its output" in f["reasons"][0] and "broken rule" in f["reasons"][0], \
+            f["reasons"]
