@@ -271,10 +271,13 @@ def run_score(data: RunData, baseline: str, candidate: str, workload: Workload |
 
 
 def screen_note(data: RunData) -> str | None:
-    """scoring.UNSCREENED where the run records that the source screen was skipped (settings.screened false);
-    None where it was screened or the run predates the setting."""
+    """What the trust checks did not cover in this run, to go beside every score of it: scoring.UNSCREENED where the
+    source screen was skipped (settings.screened false), scoring.STREAM_MODE where the run timed in stream mode
+    (settings.mode "stream"), both where both; None for a screened cold-mode run or one that predates the settings."""
     settings = (data.run.get("environment") or {}).get("settings") or {}
-    return scoring.UNSCREENED if settings.get("screened") is False else None
+    notes = [scoring.UNSCREENED if settings.get("screened") is False else None,
+             scoring.STREAM_MODE if settings.get("mode") == "stream" else None]
+    return "; ".join(n for n in notes if n) or None
 
 
 def list_runs(runs_dir=RUNS_DIR) -> list[Path]:

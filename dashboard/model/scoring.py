@@ -197,7 +197,7 @@ class ScoreBreakdown:
     equiv_candidate_us: float
     below_floor_included: tuple = ()  # shapes below the measured floor that were scored because the user asked
     accuracy: str | None = None       # accuracy_note: shown beside the score wherever it appears
-    screen: str | None = None         # UNSCREENED for a run measured with --trust-candidate: shown beside the score
+    screen: str | None = None         # UNSCREENED (--trust-candidate), STREAM_MODE (--mode stream): beside the score
                                       # wherever it appears
 
     def load_ratios(self) -> dict[str, float]:
@@ -261,6 +261,9 @@ def score_official(official: pd.DataFrame, workload, candidate: str = "036 (offi
 
 UNSCREENED = ("unscreened: measured with --trust-candidate (the candidates' source was not screened before it ran; "
               "docs/trust.md)")
+STREAM_MODE = ("stream mode: each graph's calls read a fixed rotation of inputs and are judged after timing as the last "
+               "replay left them, so an answer kept across replays is not ruled out (fresh inputs and a random judge "
+               "are cold mode's; docs/trust.md)")
 LESS_ACCURATE = "less_accurate"  # the sweep's flag: correct, but error > the contract's factor x the baseline's
 
 
