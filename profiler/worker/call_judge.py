@@ -60,7 +60,9 @@ def wanted(task: dict, config: dict) -> bool:
 
 
 def _uniform() -> float:
-    """A uniform in [0, 1) from this process's entropy (53 bits)."""
+    """A uniform in [0, 1) from this process's entropy (53 bits). Its own, not profiler.check.timed._uniforms: that
+    one is the worker's draw, which a candidate in the worker can replace (SkewsJudgeShare); the tests that drive
+    this judge in the candidate's process show the parent's draws untouched by it."""
     return (int.from_bytes(os.urandom(8), "little") >> 11) * 2.0 ** -53
 
 
